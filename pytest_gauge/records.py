@@ -1,0 +1,245 @@
+"""The wire formats shared by every part of the pipeline: transcripts, case records, ledger records.
+
+Workers and the controller exchange only these plain JSON forms (xdist-serializable, diffable),
+so this module is the one place that says what a field means. Definitions follow SPEC §5 and §8.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+__all__ = [
+    "CASE_FORMAT_VERSION",
+    "LEDGER_FORMAT_VERSION",
+    "CaseRecord",
+    "Judgment",
+    "LedgerRecord",
+    "ToolCall",
+    "Transcript",
+    "Turn",
+    "Usage",
+    "dumps",
+]
+
+CASE_FORMAT_VERSION = 1
+LEDGER_FORMAT_VERSION = 1
+
+Role = Literal["agent", "user_sim", "judge"]
+JudgeChoice = Literal["A", "B", "tie", "error"]
+
+
+def dumps(obj: Any) -> str:
+    """Canonical JSON: sorted keys, no spaces, UTF-8 kept; the same object always gives the same bytes."""
+    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Token usage as the gateway reported it (``usage`` of a chat completion)."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            self.total_tokens + other.total_tokens,
+        )
+
+
+@dataclass
+class ToolCall:
+    """One tool call made by an agent, with what the local executor returned.
+
+    ``arguments`` is the parsed JSON object, or None when ``raw_arguments`` was not valid JSON
+    (a recorded agent mistake). ``return_code`` is 0 on success, non-zero for a tool error,
+    124 for a timeout, 2 for malformed arguments, 127 for an unknown tool.
+    """
+
+    id: str
+    name: str
+    raw_arguments: str
+    arguments: dict[str, Any] | None
+    result: str = ""
+    return_code: int = 0
+    latency_s: float = 0.0
+    error: str | None = None
+
+
+@dataclass
+class Turn:
+    """One message of a conversation: ``user`` (simulated user), ``assistant`` (agent) or ``tool``."""
+
+    role: Literal["user", "assistant", "tool"]
+    content: str
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    tool_call_id: str | None = None
+
+
+@dataclass
+class Transcript:
+    """A finished conversation for (task, agent, sample), produced once per run and shared by every case.
+
+    ``ended_by``: ``user_done`` (the simulated user said done), ``max_turns``, ``step_limit`` (tool
+    loop limit hit) or ``error`` (a gateway failure; ``error`` holds the cause).
+    """
+
+    task_id: str
+    agent: str
+    sample: int
+    turns: list[Turn]
+    final_reply: str
+    user_satisfied: bool | None
+    ended_by: str
+    error: str | None = None
+    strategy: str = "single"
+
+    def agent_turns(self) -> list[str]:
+        return [t.content for t in self.turns if t.role == "assistant"]
+
+    def tool_calls(self) -> list[ToolCall]:
+        return [c for t in self.turns if t.role == "assistant" for c in t.tool_calls]
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Transcript:
+        turns = [
+            Turn(
+                role=t["role"],
+                content=t["content"],
+                tool_calls=[ToolCall(**c) for c in t.get("tool_calls", [])],
+                tool_call_id=t.get("tool_call_id"),
+            )
+            for t in data["turns"]
+        ]
+        fields = {k: v for k, v in data.items() if k != "turns"}
+        return cls(turns=turns, **fields)
+
+
+@dataclass
+class Judgment:
+    """One verdict of one judge call (a repeat or a second judge model), in slot terms."""
+
+    judge: str
+    repeat: int
+    choice: JudgeChoice
+    reward_a: float | None
+    reward_b: float | None
+    reason: str
+    raw: str | None = None
+    error: str | None = None
+
+
+@dataclass
+class CaseRecord:
+    """One judged case (task × pair × order): the row of ``pairs/pair_results.jsonl`` (SPEC §5).
+
+    ``agent_left``/``agent_right`` are the pair as declared; ``blind_order`` says who sat in slot A.
+    ``judge_choice`` and ``judge_reward_*`` are in slot terms; ``reward_*`` are the rule verifier's.
+    Tokens and cost cover the case's judge calls plus both transcripts it judged (transcripts are
+    shared, so summing cases double-counts them: suite totals come from the ledger).
+    ``est_cost`` is None when a model involved has no configured price.
+    """
+
+    suite: str
+    case_id: str
+    pair_id: str
+    task_id: str
+    category: str
+    agent_left: str
+    agent_right: str
+    order: Literal["AB", "BA"]
+    blind_order: Literal["A=left", "A=right"]
+    sample: int
+    judge_choice: JudgeChoice
+    reward_left: float
+    reward_right: float
+    selected_reward: float | None
+    lower_reward_selected: bool | None
+    task_success_left: bool
+    task_success_right: bool
+    user_sat_left: bool | None
+    user_sat_right: bool | None
+    input_tokens: int
+    output_tokens: int
+    est_cost: float | None
+    judge_reward_a: float | None
+    judge_reward_b: float | None
+    judge_reason: str
+    judge_raw: str | None
+    judge_error: str | None
+    chars_left: int
+    chars_right: int
+    judgments: list[Judgment] = field(default_factory=list)
+    format_version: int = CASE_FORMAT_VERSION
+
+    @property
+    def preferred_agent(self) -> str | None:
+        """The agent (not slot) the judge preferred; None on tie or error."""
+        if self.judge_choice not in ("A", "B"):
+            return None
+        left_in_a = self.blind_order == "A=left"
+        return self.agent_left if (self.judge_choice == "A") == left_in_a else self.agent_right
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> CaseRecord:
+        judgments = [Judgment(**j) for j in data.get("judgments", [])]
+        fields = {k: v for k, v in data.items() if k != "judgments"}
+        return cls(judgments=judgments, **fields)
+
+
+@dataclass
+class LedgerRecord:
+    """One gateway attempt (SPEC §8). A retried call has several records sharing ``call_id``.
+
+    ``work`` names what the call belongs to: ``transcript/<task>/<agent>/<sample>`` or
+    ``judge/<case_id>/<judge>/<repeat>``. ``call_id`` is ``<work>#<n>`` (n-th call of that work),
+    so ids are identical whichever worker made the call. ``cost`` is nominal (what the call cost
+    when it was made, also for cache hits); None when the model has no price or usage is missing.
+    """
+
+    run_id: str
+    call_id: str
+    attempt: int
+    status: str
+    suite: str
+    task_id: str
+    role: Role
+    model: str
+    strategy: str
+    work: str
+    usage: Usage | None
+    usage_missing: bool
+    latency_s: float
+    finish_reason: str | None
+    cache_hit: bool
+    cost: float | None
+    http_status: int | None = None
+    error: str | None = None
+    possibly_billed: bool = False
+    worker: str = "main"
+    ts: float = 0.0
+    format_version: int = LEDGER_FORMAT_VERSION
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> LedgerRecord:
+        usage = Usage(**data["usage"]) if data.get("usage") else None
+        fields = {k: v for k, v in data.items() if k != "usage"}
+        return cls(usage=usage, **fields)
+
+    def sort_key(self) -> tuple[str, str, int, int]:
+        """Deterministic merge order: by suite, then work, call number and attempt (never by time)."""
+        work, _, n = self.call_id.rpartition("#")
+        return (self.suite, work, int(n or 0), self.attempt)
