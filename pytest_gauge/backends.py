@@ -1,0 +1,90 @@
+"""Building the ``openai`` client for a backend: live (the real gateway), sim (the embedded simulator
+behind an in-process transport) and replay (no network at all: a socket connect is refused)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+import httpx2
+import openai
+
+from .client import DEFAULT_BASE_URL, URL_VARIABLE, check_base_url, normalise_url, read_key
+from .sim.profiles import SimJudge
+from .suite import ModelAgent, Suite
+from .tasks import Task
+
+__all__ = ["build_client", "install_replay_guard", "live_base_url", "replay_guard"]
+
+SIM_BASE_URL = "http://gauge-sim.invalid/v1"
+
+
+def live_base_url(environ: Mapping[str, str]) -> str:
+    """The gateway base URL as it will be used (query strings and fragments removed)."""
+    return check_base_url(environ.get(URL_VARIABLE, DEFAULT_BASE_URL) or DEFAULT_BASE_URL).url
+
+
+class _ReplayGuard:
+    """An audit hook that refuses socket connections while a replay run is active (tested)."""
+
+    active = False
+    installed = False
+
+    @classmethod
+    def hook(cls, event: str, args: tuple[Any, ...]) -> None:
+        if cls.active and event == "socket.connect":
+            raise ConnectionRefusedError(
+                "pytest-gauge replay backend: network access is disabled (a socket connect was attempted)"
+            )
+
+
+replay_guard = _ReplayGuard
+
+
+def install_replay_guard() -> None:
+    """Turn on the no-network guard for this process (audit hooks cannot be removed, so it toggles)."""
+    if not _ReplayGuard.installed:
+        sys.addaudithook(_ReplayGuard.hook)
+        _ReplayGuard.installed = True
+    _ReplayGuard.active = True
+
+
+def sim_world(suite: Suite, tasks: tuple[Task, ...], seed: int) -> Any:
+    from .sim import SimWorld
+
+    agents = {a.model: (a.name, a.sim) for a in suite.agents if isinstance(a, ModelAgent)}
+    judges: dict[str, SimJudge] = {suite.judge.model: suite.judge.sim, **dict(suite.judge.extra_sims)}
+    return SimWorld(seed=seed, tasks=tasks, agents=agents, users={suite.user.model: suite.user.sim}, judges=judges)
+
+
+def build_client(
+    backend: str, suite: Suite, tasks: tuple[Task, ...], seed: int, timeout: float, max_connections: int
+) -> tuple[openai.AsyncOpenAI, str]:
+    """The client for a suite and the backend's identity (part of every cache key)."""
+    if backend == "sim":
+        from .sim import SimBackend
+
+        world = sim_world(suite, tasks, seed)
+        transport = SimBackend(world).transport()
+        client = openai.AsyncOpenAI(
+            api_key="sim-backend-no-key",
+            base_url=SIM_BASE_URL,
+            http_client=httpx2.AsyncClient(transport=transport),
+            max_retries=0,
+        )
+        return client, f"sim:{world.fingerprint()}"
+    url = live_base_url(os.environ)
+    if backend == "replay":
+        client = openai.AsyncOpenAI(api_key="replay-no-key", base_url=url, max_retries=0)
+        return client, normalise_url(url)
+    limits = httpx2.Limits(max_connections=max_connections * 2, max_keepalive_connections=max_connections * 2)
+    client = openai.AsyncOpenAI(
+        api_key=read_key(os.environ),
+        base_url=url,
+        max_retries=0,
+        timeout=timeout,
+        http_client=httpx2.AsyncClient(limits=limits, timeout=timeout),
+    )
+    return client, normalise_url(url)

@@ -1,0 +1,501 @@
+"""The OpenAI-compatible gateway: configuration and URL hygiene, the response cache, shared limits,
+retries owned by the plugin (every attempt a ledger record), and typed, actionable errors (SPEC §11).
+
+Every gateway call of every role goes through :meth:`Gateway.chat`. The ``openai`` SDK's own retries
+are off (``max_retries=0``) so each attempt is visible. The sim backend is the same path with an
+in-process HTTP transport, so offline runs exercise this module for real.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import random
+import re
+import time
+import urllib.parse
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import openai
+
+from .dialogue import ChatResult
+from .errors import ConfigurationError, GatewayError, ReplayMiss
+from .ledger import Ledger
+from .limits import Budget, ConcurrencySlots, RateLimiter
+from .prices import PriceTable
+from .records import LedgerRecord, Usage
+from .store import Store, content_key
+
+__all__ = [
+    "DEFAULT_BASE_URL",
+    "KEY_VARIABLE",
+    "URL_VARIABLE",
+    "CallContext",
+    "Gateway",
+    "GatewayShared",
+    "check_base_url",
+    "check_key",
+]
+
+KEY_VARIABLE = "TAOTOKEN_API_KEY"
+URL_VARIABLE = "TAOTOKEN_BASE_URL"
+DEFAULT_BASE_URL = "https://taotoken.net/api"
+CACHE_FORMAT_VERSION = 1
+RETRYABLE = frozenset({408, 409, 429})
+
+
+def check_key(environ: Mapping[str, str]) -> str | None:
+    """Problem with the key in ``TAOTOKEN_API_KEY`` (never echoing it), or None when it looks usable."""
+    raw = environ.get(KEY_VARIABLE)
+    if raw is None:
+        return f"{KEY_VARIABLE} is not set: export your gateway key as {KEY_VARIABLE} (or run with --gauge-backend=sim)"
+    key = raw.strip()
+    if not key:
+        return f"{KEY_VARIABLE} is empty: set it to your gateway key"
+    if any(ch.isspace() for ch in key):
+        return f"{KEY_VARIABLE} contains whitespace or a newline inside the key: paste it again as one line"
+    return None
+
+
+def read_key(environ: Mapping[str, str]) -> str:
+    return environ.get(KEY_VARIABLE, "").strip()
+
+
+@dataclass(frozen=True)
+class UrlCheck:
+    """Base URL hygiene: ``url`` to use, ``errors`` that stop the run, ``warnings`` with a fix."""
+
+    url: str
+    errors: tuple[str, ...]
+    warnings: tuple[str, ...]
+
+
+def check_base_url(url: str) -> UrlCheck:
+    """Check a base URL before the first request. Never appends ``/v1`` silently."""
+    errors: list[str] = []
+    warnings: list[str] = []
+    parts = urllib.parse.urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        errors.append(f"{URL_VARIABLE}={url!r} is not an http(s) URL")
+        return UrlCheck(url, tuple(errors), ())
+    clean = urllib.parse.urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
+    if parts.query or parts.fragment:
+        errors.append(
+            f"{URL_VARIABLE} carries a query string or fragment ({'?' + parts.query if parts.query else '#' + parts.fragment}),"
+            f" likely pasted from a link; use {clean}"
+        )
+    path = parts.path
+    fixed = re.sub(r"/{2,}", "/", path)
+    fixed = re.sub(r"(/v1)+(?=/|$)", "/v1", fixed)
+    fixed = re.sub(r"/chat/completions/?$", "", fixed)
+    if fixed != path:
+        suggestion = urllib.parse.urlunsplit((parts.scheme, parts.netloc, fixed.rstrip("/"), "", ""))
+        reasons = []
+        if "//" in path:
+            reasons.append("a doubled '/'")
+        if re.search(r"/v1/v1", path):
+            reasons.append("a doubled '/v1/v1'")
+        if re.search(r"/chat/completions/?$", path):
+            reasons.append("the endpoint path '/chat/completions' (the client appends it)")
+        warnings.append(f"{URL_VARIABLE} has {' and '.join(reasons)}; did you mean {suggestion}?")
+    return UrlCheck(clean.rstrip("/"), tuple(errors), tuple(warnings))
+
+
+def normalise_url(url: str) -> str:
+    return url.strip().rstrip("/").lower()
+
+
+@dataclass(frozen=True)
+class CallContext:
+    """Which work a call belongs to (SPEC §8): suite, task, work key, strategy."""
+
+    suite: str
+    task_id: str
+    work: str
+    strategy: str = "single"
+
+
+@dataclass
+class GatewayShared:
+    """Per-process state shared by every suite's gateway: ledger, limits, cache, first-call gate."""
+
+    run_id: str
+    ledger: Ledger
+    slots: ConcurrencySlots
+    rate: RateLimiter
+    budget: Budget
+    prices: PriceTable
+    cache: Store | None
+    cache_mode: str
+    replay: bool
+    max_retries: int
+    timeout: float
+    retry_after_cap: float
+    fatal: GatewayError | None = None
+    first_ok: asyncio.Event = field(default_factory=asyncio.Event)
+    first_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    rate_limit_waits: int = 0
+    warned_prices: set[str] = field(default_factory=set)
+
+
+def _estimate_tokens(messages: list[dict[str, Any]], tools: Any) -> int:
+    chars = sum(len(str(m.get("content") or "")) for m in messages) + (len(json.dumps(tools)) if tools else 0)
+    return chars // 4 + 1
+
+
+def retry_delay(headers: Mapping[str, str], attempt: int, rng: random.Random, now: float | None = None) -> float | None:
+    """Seconds the server asks us to wait (``retry-after-ms`` / ``Retry-After``), else None."""
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return max(0.0, float(ms) / 1000.0)
+        except ValueError:
+            pass
+    after = headers.get("retry-after")
+    if after:
+        try:
+            return max(0.0, float(after))
+        except ValueError:
+            parsed = email.utils.parsedate_to_datetime(after) if after else None
+            if parsed is not None:
+                return max(0.0, parsed.timestamp() - (now if now is not None else time.time()))
+    return None
+
+
+def backoff(attempt: int, rng: random.Random, base: float = 0.25, cap: float = 8.0) -> float:
+    """Capped exponential backoff with ±25% jitter."""
+    return min(cap, base * 2 ** (attempt - 1)) * rng.uniform(0.75, 1.25)
+
+
+def _server_message(exc: openai.APIStatusError) -> str:
+    body = exc.body
+    if isinstance(body, dict):
+        err = body.get("error", body)
+        if isinstance(err, dict) and isinstance(err.get("message"), str):
+            return str(err["message"])
+    return str(exc.message)
+
+
+def _url_fix(url: str) -> str:
+    check = check_base_url(url.rsplit("/chat/completions", 1)[0])
+    if check.errors or check.warnings:
+        return " ".join(check.errors + check.warnings)
+    return (
+        f"check {URL_VARIABLE}: the client appends /chat/completions to it; most gateways want the base "
+        "ending in /v1 (or without it): run `python -m pytest_gauge doctor` to try both"
+    )
+
+
+def diagnose(exc: Exception, role: str, model: str, attempts: int) -> GatewayError:
+    """Map an SDK exception to a typed error with cause and fix (SPEC §11)."""
+    if isinstance(exc, openai.APIStatusError):
+        status = exc.status_code
+        url = str(exc.request.url) if exc.request is not None else None
+        message = _server_message(exc)
+        if status in (401, 403):
+            return ConfigurationError(
+                f"{status} {'Unauthorized' if status == 401 else 'Forbidden'}: the gateway rejected the API key",
+                f"check {KEY_VARIABLE} (set, current, no spaces or newline); Claude Code's ANTHROPIC_* "
+                "variables are not read by this client",
+                status=status,
+                role=role,
+                model=model,
+            )
+        if status == 404 and "model" not in message.lower():
+            return ConfigurationError(f"404 Not Found: {message}", _url_fix(url or ""), status=status, url=url)
+        if status in (400, 404, 422):
+            lowered = message.lower()
+            if "context" in lowered and ("length" in lowered or "long" in lowered or "maximum" in lowered):
+                return GatewayError(
+                    f"context too long: {message}",
+                    "the transcript was too long for the model; lower max_turns or the agent's max_tokens "
+                    "(the judge view keeps the task and final reply and cuts earlier turns)",
+                    status=status,
+                    role=role,
+                    model=model,
+                )
+            return GatewayError(
+                f"{status} Bad Request: {message}",
+                "check the model name for this role and the message format/response_format",
+                status=status,
+                role=role,
+                model=model,
+            )
+        if status == 429:
+            return GatewayError(
+                f"429 rate limited, still after {attempts} attempts",
+                "lower --gauge-max-concurrency or set --gauge-rpm/--gauge-tpm to the gateway's limits",
+                status=status,
+                role=role,
+                model=model,
+            )
+        return GatewayError(
+            f"{status} server error after {attempts} attempts: {message}",
+            "the gateway is failing; retry later or raise --gauge-max-retries",
+            status=status,
+            role=role,
+            model=model,
+        )
+    if isinstance(exc, openai.APITimeoutError):
+        return GatewayError(
+            f"timed out after {attempts} attempts (the request may still have been billed)",
+            "raise --gauge-timeout, or lower max_tokens",
+            role=role,
+            model=model,
+        )
+    if isinstance(exc, openai.APIConnectionError):
+        return GatewayError(
+            f"could not connect after {attempts} attempts: {type(exc.__cause__ or exc).__name__}",
+            f"check {URL_VARIABLE} and the network",
+            role=role,
+            model=model,
+        )
+    return GatewayError(f"unexpected error: {type(exc).__name__}: {exc}", "report this as a bug", role=role, model=model)
+
+
+class Gateway:
+    """Sends chat completions for one suite through the shared limits, cache and ledger."""
+
+    def __init__(self, *, suite: str, client: openai.AsyncOpenAI, backend_id: str, shared: GatewayShared) -> None:
+        self.suite = suite
+        self.client = client
+        self.backend_id = backend_id
+        self.shared = shared
+
+    def cache_key(self, body: dict[str, Any], ctx: CallContext) -> str:
+        """The canonical request: never the key, headers, timeouts or retry settings."""
+        material = {
+            "format_version": CACHE_FORMAT_VERSION,
+            "backend": self.backend_id,
+            "scope": ctx.work,
+            **{k: body.get(k) for k in (
+                "model", "messages", "temperature", "top_p", "seed", "max_tokens", "stop",
+                "response_format", "tools", "tool_choice",
+            )},
+        }
+        return content_key(material)
+
+    def _usable(self, entry: dict[str, Any] | None) -> bool:
+        if entry is None:
+            return False
+        if entry.get("run_id") == self.shared.run_id:
+            return True
+        return self.shared.cache_mode == "use" and bool(entry.get("persist")) or (self.shared.replay and bool(entry.get("persist")))
+
+    def _record(
+        self,
+        ctx: CallContext,
+        seq: int,
+        attempt: int,
+        role: str,
+        model: str,
+        *,
+        status: str,
+        response: dict[str, Any] | None = None,
+        latency: float = 0.0,
+        cache_hit: bool = False,
+        http_status: int | None = None,
+        error: str | None = None,
+        possibly_billed: bool = False,
+    ) -> LedgerRecord:
+        usage = None
+        finish = None
+        if response is not None:
+            u = response.get("usage")
+            if isinstance(u, dict):
+                usage = Usage(
+                    int(u.get("prompt_tokens") or 0),
+                    int(u.get("completion_tokens") or 0),
+                    int(u.get("total_tokens") or 0),
+                )
+            choices = response.get("choices") or [{}]
+            finish = choices[0].get("finish_reason")
+        cost = self.shared.prices.cost(model, usage.prompt_tokens, usage.completion_tokens) if usage else None
+        record = LedgerRecord(
+            run_id=self.shared.run_id,
+            call_id=f"{ctx.work}#{seq}",
+            attempt=attempt,
+            status=status,
+            suite=ctx.suite,
+            task_id=ctx.task_id,
+            role=role,  # type: ignore[arg-type]
+            model=model,
+            strategy=ctx.strategy,
+            work=ctx.work,
+            usage=usage,
+            usage_missing=response is not None and usage is None,
+            latency_s=round(latency, 6),
+            finish_reason=finish,
+            cache_hit=cache_hit,
+            cost=cost,
+            http_status=http_status,
+            error=error,
+            possibly_billed=possibly_billed,
+            ts=time.time(),
+        )
+        self.shared.ledger.append(record)
+        return record
+
+    async def chat(self, ctx: CallContext, seq: int, role: str, model: str, body: dict[str, Any]) -> ChatResult:
+        """One logical call: from the cache when allowed, else sent with retries. Raises GatewayError."""
+        shared = self.shared
+        if shared.fatal is not None:
+            raise shared.fatal
+        body = {k: v for k, v in body.items() if v is not None}
+        body["model"] = model
+        key = self.cache_key(body, ctx)
+        cache = shared.cache
+        if cache is not None and shared.cache_mode != "off":
+            entry = cache.get(key)
+            if self._usable(entry):
+                assert entry is not None
+                hit = self._record(ctx, seq, 1, role, model, status="ok", response=entry["response"], cache_hit=True)
+                return _to_result(entry["response"], hit)
+        if shared.replay:
+            raise ReplayMiss(
+                f"no recorded response for {role} call #{seq} of {ctx.work} (suite {ctx.suite}, task {ctx.task_id},"
+                f" model {model})",
+                "record it: run once with --gauge-backend=live (or sim) and the cache on, then "
+                "`python -m pytest_gauge cassettes export` into the cassettes folder",
+                role=role,
+                model=model,
+            )
+        if cache is None or shared.cache_mode == "off":
+            response, record = await self._send(ctx, seq, role, model, body)
+            return _to_result(response, record)
+        async with cache.lock(key):
+            entry = cache.get(key)
+            if self._usable(entry):
+                assert entry is not None
+                hit = self._record(ctx, seq, 1, role, model, status="ok", response=entry["response"], cache_hit=True)
+                return _to_result(entry["response"], hit)
+            response, record = await self._send(ctx, seq, role, model, body)
+            finish = (response.get("choices") or [{}])[0].get("finish_reason")
+            cache.put(
+                key,
+                {
+                    "format_version": CACHE_FORMAT_VERSION,
+                    "meta": {"suite": ctx.suite, "task_id": ctx.task_id, "work": ctx.work, "role": role, "model": model},
+                    "request": body,
+                    "response": response,
+                    "persist": finish not in ("length", "content_filter"),
+                    "run_id": shared.run_id,
+                    "created": time.time(),
+                },
+            )
+        return _to_result(response, record)
+
+    async def _send(
+        self, ctx: CallContext, seq: int, role: str, model: str, body: dict[str, Any]
+    ) -> tuple[dict[str, Any], LedgerRecord]:
+        shared = self.shared
+        if shared.first_ok.is_set():
+            return await self._send_with_retries(ctx, seq, role, model, body)
+        async with shared.first_lock:  # until one call has worked, one call at a time per process
+            if shared.fatal is not None:
+                raise shared.fatal
+            if not shared.first_ok.is_set():
+                result = await self._send_with_retries(ctx, seq, role, model, body)
+                shared.first_ok.set()
+                return result
+        return await self._send_with_retries(ctx, seq, role, model, body)
+
+    async def _send_with_retries(
+        self, ctx: CallContext, seq: int, role: str, model: str, body: dict[str, Any]
+    ) -> tuple[dict[str, Any], LedgerRecord]:
+        shared = self.shared
+        rng = random.Random(f"{ctx.work}#{seq}")
+        estimate = _estimate_tokens(body.get("messages", []), body.get("tools")) + int(body.get("max_tokens") or 0)
+        attempts = shared.max_retries + 1
+        for attempt in range(1, attempts + 1):
+            if shared.fatal is not None:
+                raise shared.fatal
+            reservation = None
+            if shared.budget.active:
+                worst = shared.prices.cost(model, estimate, int(body.get("max_tokens") or 0)) or 0.0
+                reservation = shared.budget.reserve(ctx.task_id, worst, estimate)
+            await shared.rate.acquire(estimate)
+            start = time.perf_counter()
+            response: dict[str, Any] | None = None
+            failure: Exception | None = None
+            try:
+                async with shared.slots.slot():
+                    start = time.perf_counter()
+                    raw = await self.client.chat.completions.with_raw_response.create(
+                        **body, timeout=shared.timeout
+                    )
+                    response = json.loads(raw.http_response.content)
+            except (openai.APIStatusError, openai.APITimeoutError, openai.APIConnectionError) as exc:
+                failure = exc
+            latency = time.perf_counter() - start
+            if response is not None:
+                record = self._record(ctx, seq, attempt, role, model, status="ok", response=response, latency=latency, http_status=200)
+                tokens = record.usage.total_tokens if record.usage else 0
+                if reservation is not None:
+                    shared.budget.settle(reservation, record.cost or 0.0, tokens)
+                shared.rate.correct(estimate, tokens or estimate)
+                return response, record
+            assert failure is not None
+            if reservation is not None:
+                # a failed attempt may still have been billed upstream for a timeout; count nothing we cannot see
+                shared.budget.settle(reservation, 0.0, 0)
+            status_code = failure.status_code if isinstance(failure, openai.APIStatusError) else None
+            timed_out = isinstance(failure, openai.APITimeoutError)
+            self._record(
+                ctx,
+                seq,
+                attempt,
+                role,
+                model,
+                status=f"http_{status_code}" if status_code else ("timeout" if timed_out else "connection_error"),
+                latency=latency,
+                http_status=status_code,
+                error=type(failure).__name__,
+                possibly_billed=timed_out,
+            )
+            headers: Mapping[str, str] = failure.response.headers if isinstance(failure, openai.APIStatusError) else {}
+            should = headers.get("x-should-retry")
+            retryable = (
+                status_code is None
+                or status_code in RETRYABLE
+                or status_code >= 500
+            )
+            if should == "true":
+                retryable = True
+            elif should == "false":
+                retryable = False
+            if not retryable or attempt == attempts:
+                error = diagnose(failure, role, model, attempt)
+                if error.fatal:
+                    shared.fatal = error
+                raise error
+            wait = retry_delay(headers, attempt, rng)
+            if wait is not None and wait > shared.retry_after_cap:
+                raise GatewayError(
+                    f"{status_code} the server asks to wait {wait:.0f}s before retrying, more than the cap of"
+                    f" {shared.retry_after_cap:.0f}s",
+                    "lower --gauge-rpm/--gauge-max-concurrency, or raise --gauge-retry-after-cap",
+                    status=status_code,
+                    role=role,
+                    model=model,
+                )
+            if status_code == 429:
+                shared.rate_limit_waits += 1
+            await asyncio.sleep(wait if wait is not None else backoff(attempt, rng))
+        raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _to_result(response: dict[str, Any], record: LedgerRecord) -> ChatResult:
+    choice = (response.get("choices") or [{}])[0]
+    message = choice.get("message") or {}
+    return ChatResult(
+        content=message.get("content") or "",
+        tool_calls=tuple(message.get("tool_calls") or ()),
+        finish_reason=choice.get("finish_reason"),
+        usage=record.usage,
+        cost=record.cost,
+    )
+

@@ -1,0 +1,242 @@
+"""The user-simulator ↔ agent conversation, with the agent's tool loop (SPEC §2, §3).
+
+One call of :func:`run_dialogue` produces the transcript of (task, agent, sample). The simulated user
+sees its own prompt (task, hidden facts, persona) and the conversation with roles flipped (the agent's
+messages are its "user" turns); the agent never sees the user simulator's instructions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from .records import ToolCall, Transcript, Turn, Usage
+from .tasks import Task
+
+__all__ = [
+    "USER_SIM_OPENING",
+    "ChatCaller",
+    "ChatResult",
+    "DialogueConfig",
+    "parse_user_reply",
+    "run_dialogue",
+    "user_sim_system_prompt",
+]
+
+USER_SIM_OPENING = "(The conversation starts now. Write your first message to the assistant.)"
+USER_SIM_LAST_TURN = (
+    "(The assistant has used its last turn. Reply only with the final line "
+    "[DONE] satisfied=yes or [DONE] satisfied=no.)"
+)
+_DONE = re.compile(r"\[DONE\]\s*satisfied\s*=\s*(yes|no)", re.IGNORECASE)
+
+
+def user_sim_system_prompt(task: Task, max_turns: int, extra: str = "") -> str:
+    """The simulated user's instructions. The opening message must state the task as given."""
+    facts = "\n".join(f"- {f}" for f in task.hidden_facts) or "- (none)"
+    persona = task.persona or "an ordinary customer"
+    return (
+        "You are role-playing a user who wants help from an AI assistant. Stay in character; you are "
+        "not the assistant and you do not grade it.\n"
+        f"<task>\n{task.task_prompt}\n</task>\n"
+        f"<hidden_facts>\n{facts}\n</hidden_facts>\n"
+        f"<persona>\n{persona}\n</persona>\n"
+        "Open the conversation by sending the task text exactly as written above. Reveal a hidden fact "
+        "only when the assistant asks for it. The assistant has at most "
+        f"{max_turns} replies. When your request has been handled, or you want to stop, end your "
+        "message with the line [DONE] satisfied=yes or [DONE] satisfied=no, saying whether you are "
+        "satisfied." + (f"\n{extra}" if extra else "")
+    )
+
+
+def parse_user_reply(text: str) -> tuple[str, bool, bool | None]:
+    """Split a user-simulator reply into (message without the marker, done, satisfied)."""
+    match = _DONE.search(text)
+    if not match:
+        return text.strip(), False, None
+    message = (text[: match.start()] + text[match.end() :]).strip()
+    return message, True, match.group(1).lower() == "yes"
+
+
+@dataclass(frozen=True)
+class ChatResult:
+    """What a gateway call returned, already parsed: text, tool calls and the finish reason."""
+
+    content: str
+    tool_calls: tuple[dict[str, Any], ...]
+    finish_reason: str | None
+    usage: Usage | None = None
+    cost: float | None = None
+
+
+class ChatCaller(Protocol):
+    """Sends one chat completion for a role within the current work; numbering calls is its job."""
+
+    async def __call__(
+        self,
+        role: str,
+        model: str,
+        messages: list[dict[str, Any]],
+        *,
+        temperature: float,
+        max_tokens: int,
+        tools: list[dict[str, Any]] | None = None,
+        seed: int | None = None,
+        response_format: dict[str, Any] | None = None,
+    ) -> ChatResult: ...
+
+
+AgentFn = Callable[[list[dict[str, Any]], "ToolRunner"], Awaitable[str] | str]
+
+
+class ToolRunner(Protocol):
+    """Executes a tool call locally and returns the record (result, return code, latency)."""
+
+    schemas: list[dict[str, Any]]
+
+    async def run(self, call_id: str, name: str, raw_arguments: str) -> ToolCall: ...
+
+
+@dataclass(frozen=True)
+class DialogueConfig:
+    """Everything the conversation needs about the two roles in it."""
+
+    agent_name: str
+    agent_model: str | None  # None for a callable agent
+    agent_system_prompt: str
+    agent_temperature: float
+    agent_max_tokens: int
+    agent_fn: AgentFn | None
+    user_model: str
+    user_temperature: float
+    user_max_tokens: int
+    user_extra_prompt: str
+    max_turns: int
+    tool_step_limit: int
+    agent_seed: int | None = None
+
+
+async def _agent_reply(
+    cfg: DialogueConfig,
+    call: ChatCaller,
+    history: list[dict[str, Any]],
+    tools: ToolRunner | None,
+    turns: list[Turn],
+) -> tuple[str, bool]:
+    """One agent turn: call the model, run its tool calls, repeat until a final reply or the step limit.
+
+    Returns (reply, hit_step_limit). Tool activity is appended to ``turns`` and ``history``.
+    """
+    if cfg.agent_fn is not None:
+        result = cfg.agent_fn(list(history), tools)  # type: ignore[arg-type]
+        reply = await result if asyncio.iscoroutine(result) else result
+        return str(reply), False
+    assert cfg.agent_model is not None
+    messages = [{"role": "system", "content": cfg.agent_system_prompt}, *history]
+    for _step in range(cfg.tool_step_limit + 1):
+        result = await call(
+            "agent",
+            cfg.agent_model,
+            messages,
+            temperature=cfg.agent_temperature,
+            max_tokens=cfg.agent_max_tokens,
+            tools=tools.schemas if tools and tools.schemas else None,
+            seed=cfg.agent_seed,
+        )
+        if not result.tool_calls or tools is None:
+            return result.content, False
+        calls: list[ToolCall] = []
+        for raw in result.tool_calls:
+            fn = raw.get("function", {})
+            calls.append(await tools.run(str(raw.get("id", "")), str(fn.get("name", "")), str(fn.get("arguments", ""))))
+        turns.append(Turn("assistant", result.content, tool_calls=calls))
+        assistant_msg = {"role": "assistant", "content": result.content or None, "tool_calls": list(result.tool_calls)}
+        messages.append(assistant_msg)
+        history.append(assistant_msg)
+        for c in calls:
+            turns.append(Turn("tool", c.result, tool_call_id=c.id))
+            tool_msg = {"role": "tool", "tool_call_id": c.id, "content": c.result}
+            messages.append(tool_msg)
+            history.append(tool_msg)
+    return "", True
+
+
+def _flip(history: Sequence[dict[str, Any]]) -> list[dict[str, str]]:
+    """The conversation as the simulated user sees it: its own turns as assistant, the agent's as user.
+
+    Tool activity is hidden from the user; it only sees the agent's text replies.
+    """
+    flipped: list[dict[str, str]] = []
+    for m in history:
+        if m["role"] == "user":
+            flipped.append({"role": "assistant", "content": m["content"]})
+        elif m["role"] == "assistant" and m.get("content") and not m.get("tool_calls"):
+            flipped.append({"role": "user", "content": m["content"]})
+    return flipped
+
+
+async def run_dialogue(
+    task: Task,
+    sample: int,
+    cfg: DialogueConfig,
+    call: ChatCaller,
+    tools: ToolRunner | None = None,
+    strategy: str = "single",
+) -> Transcript:
+    """Play the conversation for (task, agent, sample) and return its transcript."""
+    max_turns = task.max_turns or cfg.max_turns
+    system = user_sim_system_prompt(task, max_turns, cfg.user_extra_prompt)
+    turns: list[Turn] = []
+    history: list[dict[str, Any]] = []  # the agent's view (without its system prompt)
+    satisfied: bool | None = None
+    ended_by = "max_turns"
+    final_reply = ""
+    user_msgs: list[dict[str, str]] = [{"role": "system", "content": system}, {"role": "user", "content": USER_SIM_OPENING}]
+    for turn_index in range(max_turns + 1):
+        if turn_index == max_turns:
+            user_msgs = [*user_msgs, {"role": "user", "content": USER_SIM_LAST_TURN}]
+        result = await call(
+            "user_sim", cfg.user_model, user_msgs, temperature=cfg.user_temperature, max_tokens=cfg.user_max_tokens
+        )
+        message, done, sat = parse_user_reply(result.content)
+        if done:
+            satisfied = sat
+            ended_by = "user_done"
+            if message and turn_index == 0:
+                turns.append(Turn("user", message))
+            break
+        if turn_index == max_turns:
+            break
+        turns.append(Turn("user", message))
+        history.append({"role": "user", "content": message})
+        reply, hit_limit = await _agent_reply(cfg, call, history, tools, turns)
+        if hit_limit:
+            ended_by = "step_limit"
+            break
+        turns.append(Turn("assistant", reply))
+        history.append({"role": "assistant", "content": reply})
+        final_reply = reply
+        user_msgs = [{"role": "system", "content": system}, {"role": "user", "content": USER_SIM_OPENING}, *_flip(history)]
+    return Transcript(
+        task_id=task.task_id,
+        agent=cfg.agent_name,
+        sample=sample,
+        turns=turns,
+        final_reply=final_reply,
+        user_satisfied=satisfied,
+        ended_by=ended_by,
+        strategy=strategy,
+    )
+
+
+def tool_arguments(raw: str) -> dict[str, Any] | None:
+    """Parse tool-call arguments; None when they are not a JSON object (a recorded agent mistake)."""
+    try:
+        value = json.loads(raw) if raw.strip() else {}
+    except json.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None

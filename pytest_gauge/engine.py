@@ -1,0 +1,461 @@
+"""Concurrent execution of gauge work inside one process, ahead of the test items that assert on it.
+
+A live suite is I/O-bound, and one blocking call per test cannot reach the gateway's floor (issue 8's
+table), so each process runs an asyncio loop in a background thread:
+
+* **work units** are transcripts (task, agent, sample) and judgments (case, judge, repeat); a
+  judgment depends on its case's two transcripts;
+* a **look-ahead driver** walks every selected case's work in collection order (each worker starting
+  at a different offset) and keeps up to ``2 × max_concurrency`` units in progress; the gateway's
+  shared slots bound the requests actually in flight;
+* every unit is **claimed through the run's work store** (:mod:`pytest_gauge.store`): the process
+  that takes the key's lock produces it, writes the result, and every other process waits for the
+  file. So no work is done twice across workers, and the outcome does not depend on which worker
+  ran which test;
+* a test item asks for its case with :meth:`Engine.outcome`, which bumps the case's work to the front
+  and blocks until its record is ready.
+
+Results are a pure function of the requests (and the sim's seed), so they are identical to a
+sequential run whatever the concurrency.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+from collections.abc import Awaitable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .cases import Case
+from .client import CallContext, Gateway
+from .dialogue import ChatResult, DialogueConfig, run_dialogue
+from .errors import GatewayError
+from .judge import Redactor, build_judge_messages, parse_verdict, slots
+from .records import CaseRecord, Judgment, Transcript, Usage
+from .rules import score
+from .store import Store, content_key
+from .suite import CallableAgent, ModelAgent, Suite
+from .tasks import Task
+from .tools import ToolExecutor
+
+__all__ = ["CaseOutcome", "Engine", "SuiteRuntime"]
+
+
+@dataclass
+class Spend:
+    """Tokens and nominal cost of a unit of work (None cost: a model without a price)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost: float | None = 0.0
+
+    def add(self, usage: Usage | None, cost: float | None) -> None:
+        if usage is not None:
+            self.input_tokens += usage.prompt_tokens
+            self.output_tokens += usage.completion_tokens
+            self.cost = None if (self.cost is None or cost is None) else self.cost + cost
+
+    def to_json(self) -> dict[str, Any]:
+        return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens, "cost": self.cost}
+
+
+class WorkCaller:
+    """The :class:`~pytest_gauge.dialogue.ChatCaller` of one unit of work: numbers its calls and sums spend."""
+
+    def __init__(self, gateway: Gateway, ctx: CallContext) -> None:
+        self.gateway = gateway
+        self.ctx = ctx
+        self.seq = 0
+        self.spend = Spend()
+
+    async def __call__(
+        self,
+        role: str,
+        model: str,
+        messages: list[dict[str, Any]],
+        *,
+        temperature: float,
+        max_tokens: int,
+        tools: list[dict[str, Any]] | None = None,
+        seed: int | None = None,
+        response_format: dict[str, Any] | None = None,
+    ) -> ChatResult:
+        self.seq += 1
+        body = {
+            "messages": messages,
+            "temperature": temperature,
+            "max_tokens": max_tokens,
+            "tools": tools,
+            "seed": seed,
+            "response_format": response_format,
+        }
+        result = await self.gateway.chat(self.ctx, self.seq, role, model, body)
+        self.spend.add(result.usage, result.cost)
+        return result
+
+
+@dataclass
+class SuiteRuntime:
+    """One suite as this process runs it: declaration, tasks, gateway and judge view."""
+
+    name: str
+    suite: Suite
+    tasks: dict[str, Task]
+    gateway: Gateway
+    redactor: Redactor = field(init=False)
+
+    def __post_init__(self) -> None:
+        names = [a.name for a in self.suite.agents]
+        names += [a.model for a in self.suite.agents if a.model]
+        self.redactor = Redactor(names)
+
+    def _dialogue_config(self, agent_name: str, sample: int) -> DialogueConfig:
+        agent = self.suite.agent(agent_name)
+        user = self.suite.user
+        return DialogueConfig(
+            agent_name=agent.name,
+            agent_model=agent.model if isinstance(agent, ModelAgent) else None,
+            agent_system_prompt=agent.system_prompt if isinstance(agent, ModelAgent) else "",
+            agent_temperature=agent.temperature if isinstance(agent, ModelAgent) else 0.0,
+            agent_max_tokens=agent.max_tokens if isinstance(agent, ModelAgent) else 0,
+            agent_fn=agent.fn if isinstance(agent, CallableAgent) else None,
+            user_model=user.model,
+            user_temperature=user.temperature,
+            user_max_tokens=user.max_tokens,
+            user_extra_prompt=user.extra_prompt,
+            max_turns=user.max_turns,
+            tool_step_limit=self.suite.tool_step_limit,
+            agent_seed=sample if sample else None,
+        )
+
+    async def transcript(self, task_id: str, agent: str, sample: int) -> dict[str, Any]:
+        task = self.tasks[task_id]
+        work = f"transcript/{task_id}/{agent}/{sample}"
+        caller = WorkCaller(self.gateway, CallContext(self.name, task_id, work))
+        executor = None
+        if task.tools:
+            executor = ToolExecutor([t for t in self.suite.tools if t.name in task.tools], self.suite.tool_timeout)
+        transcript = await run_dialogue(task, sample, self._dialogue_config(agent, sample), caller, executor)
+        return {"ok": True, "transcript": transcript.to_json(), "spend": caller.spend.to_json()}
+
+    async def judgment(
+        self, case: Case, judge_index: int, repeat: int, left: Transcript, right: Transcript
+    ) -> dict[str, Any]:
+        task = self.tasks[case.task_id]
+        model = self.suite.judge.models()[judge_index]
+        work = f"judge/{case.case_id}/{judge_index}/{repeat}"
+        caller = WorkCaller(self.gateway, CallContext(self.name, case.task_id, work))
+        slot_a, slot_b = slots(case.order, left, right)
+        fmt = self.suite.judge.response_format
+        result = await caller(
+            "judge",
+            model,
+            build_judge_messages(task, slot_a, slot_b, self.redactor),
+            temperature=self.suite.judge.temperature,
+            max_tokens=self.suite.judge.max_tokens,
+            seed=repeat if self.suite.judge.repeats > 1 else None,
+            response_format=dict(fmt) if fmt else None,
+        )
+        verdict = parse_verdict(result.content, result.finish_reason)
+        judgment = verdict.as_judgment(model, repeat)
+        return {"ok": True, "judgment": judgment.__dict__, "spend": caller.spend.to_json()}
+
+
+def _error_entry(exc: GatewayError) -> dict[str, Any]:
+    return {"ok": False, "error": str(exc), "fatal": exc.fatal, "kind": type(exc).__name__}
+
+
+@dataclass(frozen=True)
+class CaseOutcome:
+    """What a test item needs: the record, or the error that prevented it (``fatal``: stop the run)."""
+
+    record: CaseRecord | None
+    error: str | None = None
+    fatal: bool = False
+
+
+@dataclass(frozen=True)
+class _Work:
+    key: str
+    kind: str  # "transcript" | "judge"
+    suite: str
+    args: tuple[Any, ...]
+
+
+class Engine:
+    """Runs all gauge work of this process on a background event loop (see the module docstring)."""
+
+    def __init__(
+        self,
+        runtimes: dict[str, SuiteRuntime],
+        cases: Sequence[Case],
+        work_store: Store,
+        *,
+        lookahead: int,
+        worker_index: int = 0,
+        worker_count: int = 1,
+    ) -> None:
+        self.runtimes = runtimes
+        self.cases = {f"{c.suite}::{c.case_id}": c for c in cases}
+        self.store = work_store
+        self.lookahead = max(1, lookahead)
+        self._futures: dict[str, asyncio.Future[dict[str, Any]]] = {}
+        self._order = self._plan(cases, worker_index, worker_count)
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._run_loop, name="gauge-engine", daemon=True)
+        self._driver: concurrent.futures.Future[None] | None = None
+        self._stopping = False
+        self.done_units = 0
+        self.total_units = len(self._order)
+
+    # ----- planning -------------------------------------------------------------------------
+    def _transcript_work(self, suite: str, task_id: str, agent: str, sample: int) -> _Work:
+        return _Work(content_key(["transcript", suite, task_id, agent, sample]), "transcript", suite, (task_id, agent, sample))
+
+    def _judge_works(self, case: Case) -> list[_Work]:
+        judge = self.runtimes[case.suite].suite.judge
+        return [
+            _Work(
+                content_key(["judge", case.suite, case.case_id, j, r]),
+                "judge",
+                case.suite,
+                (f"{case.suite}::{case.case_id}", j, r),
+            )
+            for j in range(len(judge.models()))
+            for r in range(judge.repeats)
+        ]
+
+    def _plan(self, cases: Sequence[Case], worker_index: int, worker_count: int) -> list[_Work]:
+        order: list[_Work] = []
+        seen: set[str] = set()
+        for case in cases:
+            for agent in (case.left, case.right):
+                w = self._transcript_work(case.suite, case.task_id, agent, case.sample)
+                if w.key not in seen:
+                    seen.add(w.key)
+                    order.append(w)
+            order.extend(self._judge_works(case))
+        if worker_count > 1 and order:
+            start = len(order) * worker_index // worker_count
+            order = order[start:] + order[:start]
+        return order
+
+    # ----- loop and thread ------------------------------------------------------------------
+    def _run_loop(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        self._loop.run_forever()
+
+    def start(self) -> None:
+        self._thread.start()
+        self._driver = asyncio.run_coroutine_threadsafe(self._drive(), self._loop)
+
+    def _submit(self, coro: Awaitable[Any]) -> concurrent.futures.Future[Any]:
+        return asyncio.run_coroutine_threadsafe(coro, self._loop)  # type: ignore[arg-type]
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Cancel outstanding work and stop the loop; files already written stay whole."""
+        if not self._thread.is_alive():
+            return
+        self._stopping = True
+
+        async def cancel_all() -> None:
+            current = asyncio.current_task()
+            tasks = [t for t in asyncio.all_tasks() if t is not current]
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+        try:
+            self._submit(cancel_all()).result(timeout)
+        except (concurrent.futures.TimeoutError, RuntimeError):
+            pass
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout)
+
+    # ----- work -----------------------------------------------------------------------------
+    async def _drive(self) -> None:
+        gate = asyncio.Semaphore(self.lookahead)
+
+        async def run(work: _Work) -> None:
+            try:
+                await self._obtain(work, wait=False)
+            except Exception:  # noqa: BLE001 - recorded in the work entry; the test item reports it
+                pass
+            finally:
+                gate.release()
+
+        for work in self._order:
+            if self._stopping:
+                break
+            await gate.acquire()
+            asyncio.ensure_future(run(work))
+
+    def _obtain(self, work: _Work, *, wait: bool = True) -> Awaitable[dict[str, Any] | None]:
+        """The work's result entry; shared by every local caller. ``wait=False``: skip if another
+        process holds the claim (look-ahead moves on; the demand path will wait for it)."""
+        future = self._futures.get(work.key)
+        if future is not None:
+            return future
+        if not wait:
+            return self._try_claim(work)
+        future = asyncio.ensure_future(self._claim_or_wait(work))
+        self._futures[work.key] = future
+        return future
+
+    async def _try_claim(self, work: _Work) -> dict[str, Any] | None:
+        entry = self.store.get(work.key)
+        if entry is not None:
+            return entry
+        fd = self.store.try_lock(work.key)
+        if fd is None:
+            return None
+        future = asyncio.get_running_loop().create_future()
+        self._futures[work.key] = future
+        try:
+            entry = self.store.get(work.key) or await self._produce_and_store(work)
+            future.set_result(entry)
+            return entry
+        except BaseException as exc:
+            future.set_exception(exc)
+            future.exception()  # mark retrieved
+            del self._futures[work.key]
+            raise
+        finally:
+            self.store.unlock(fd)
+
+    async def _claim_or_wait(self, work: _Work) -> dict[str, Any]:
+        delay = 0.002
+        while True:
+            entry = self.store.get(work.key)
+            if entry is not None:
+                return entry
+            fd = self.store.try_lock(work.key)
+            if fd is not None:
+                try:
+                    return self.store.get(work.key) or await self._produce_and_store(work)
+                finally:
+                    self.store.unlock(fd)
+            await asyncio.sleep(delay)
+            delay = min(delay * 1.5, 0.05)
+
+    async def _produce_and_store(self, work: _Work) -> dict[str, Any]:
+        try:
+            entry = await self._produce(work)
+        except GatewayError as exc:
+            entry = _error_entry(exc)
+        self.store.put(work.key, entry)
+        self.done_units += 1
+        return entry
+
+    async def _transcript_entry(self, suite: str, task_id: str, agent: str, sample: int) -> dict[str, Any]:
+        entry = await self._obtain(self._transcript_work(suite, task_id, agent, sample))
+        assert entry is not None
+        return entry
+
+    async def _produce(self, work: _Work) -> dict[str, Any]:
+        runtime = self.runtimes[work.suite]
+        if work.kind == "transcript":
+            return await runtime.transcript(*work.args)
+        case = self.cases[work.args[0]]
+        left, right = await asyncio.gather(
+            self._transcript_entry(case.suite, case.task_id, case.left, case.sample),
+            self._transcript_entry(case.suite, case.task_id, case.right, case.sample),
+        )
+        for side in (left, right):
+            if not side["ok"]:
+                return side  # the transcript's failure is this judgment's failure
+        return await runtime.judgment(
+            case, work.args[1], work.args[2], Transcript.from_json(left["transcript"]), Transcript.from_json(right["transcript"])
+        )
+
+    async def _case_outcome(self, case: Case) -> CaseOutcome:
+        runtime = self.runtimes[case.suite]
+        left, right = await asyncio.gather(
+            self._transcript_entry(case.suite, case.task_id, case.left, case.sample),
+            self._transcript_entry(case.suite, case.task_id, case.right, case.sample),
+        )
+        judges = [await self._obtain(w) for w in self._judge_works(case)]
+        for entry in (left, right, *judges):
+            assert entry is not None
+            if not entry["ok"]:
+                return CaseOutcome(None, entry["error"], bool(entry.get("fatal")))
+        return CaseOutcome(build_record(runtime, case, left, right, judges))  # type: ignore[arg-type]
+
+    def outcome(self, case_id: str, poll: float = 0.25) -> CaseOutcome:
+        """Block until the case's record is ready (Ctrl-C interrupts the wait at once)."""
+        future = self._submit(self._case_outcome(self.cases[case_id]))
+        while True:
+            try:
+                result: CaseOutcome = future.result(timeout=poll)
+                return result
+            except concurrent.futures.TimeoutError:
+                continue
+            except BaseException:
+                future.cancel()
+                raise
+
+
+def build_record(
+    runtime: SuiteRuntime,
+    case: Case,
+    left_entry: dict[str, Any],
+    right_entry: dict[str, Any],
+    judge_entries: Sequence[dict[str, Any]],
+) -> CaseRecord:
+    """Assemble SPEC §5's per-case record from the two transcripts, the rules and the verdicts."""
+    task = runtime.tasks[case.task_id]
+    left = Transcript.from_json(left_entry["transcript"])
+    right = Transcript.from_json(right_entry["transcript"])
+    score_left = score(task.success_criteria, task.hard_constraints, left)
+    score_right = score(task.success_criteria, task.hard_constraints, right)
+    judgments = [Judgment(**e["judgment"]) for e in judge_entries]
+    primary = judgments[0]
+    left_in_a = case.order == "AB"
+    selected: float | None = None
+    lower: bool | None = None
+    if primary.choice in ("A", "B"):
+        picked_left = (primary.choice == "A") == left_in_a
+        selected = score_left.reward if picked_left else score_right.reward
+        other = score_right.reward if picked_left else score_left.reward
+        lower = selected < other
+    spend = Spend()
+    for entry in (left_entry, right_entry, *judge_entries):
+        s = entry["spend"]
+        spend.input_tokens += s["input_tokens"]
+        spend.output_tokens += s["output_tokens"]
+        spend.cost = None if spend.cost is None or s["cost"] is None else spend.cost + s["cost"]
+    return CaseRecord(
+        suite=case.suite,
+        case_id=case.case_id,
+        pair_id=case.pair_id,
+        task_id=case.task_id,
+        category=task.category,
+        agent_left=case.left,
+        agent_right=case.right,
+        order=case.order,  # type: ignore[arg-type]
+        blind_order=case.blind_order,  # type: ignore[arg-type]
+        sample=case.sample,
+        judge_choice=primary.choice,
+        reward_left=score_left.reward,
+        reward_right=score_right.reward,
+        selected_reward=selected,
+        lower_reward_selected=lower,
+        task_success_left=score_left.task_success,
+        task_success_right=score_right.task_success,
+        user_sat_left=left.user_satisfied,
+        user_sat_right=right.user_satisfied,
+        input_tokens=spend.input_tokens,
+        output_tokens=spend.output_tokens,
+        est_cost=spend.cost,
+        judge_reward_a=primary.reward_a,
+        judge_reward_b=primary.reward_b,
+        judge_reason=primary.reason,
+        judge_raw=primary.raw,
+        judge_error=primary.error,
+        chars_left=len(left.final_reply),
+        chars_right=len(right.final_reply),
+        judgments=judgments if len(judgments) > 1 else [],
+    )
+

@@ -1,0 +1,68 @@
+"""Typed gateway failures, each with its cause and the fix (SPEC §11). Messages never carry the key."""
+
+from __future__ import annotations
+
+__all__ = [
+    "BudgetExhausted",
+    "ConfigurationError",
+    "GatewayError",
+    "ReplayMiss",
+]
+
+
+class GatewayError(Exception):
+    """A call that could not be completed. ``fatal`` errors (bad key, bad URL) stop the whole run."""
+
+    fatal = False
+
+    def __init__(
+        self,
+        cause: str,
+        fix: str,
+        *,
+        status: int | None = None,
+        role: str | None = None,
+        model: str | None = None,
+        url: str | None = None,
+    ) -> None:
+        self.cause = cause
+        self.fix = fix
+        self.status = status
+        self.role = role
+        self.model = model
+        self.url = url
+        super().__init__(self.message())
+
+    def message(self) -> str:
+        where = []
+        if self.role:
+            where.append(f"role {self.role}")
+        if self.model:
+            where.append(f"model {self.model}")
+        if self.url:
+            where.append(f"URL {self.url}")
+        ctx = f" ({', '.join(where)})" if where else ""
+        return f"{self.cause}{ctx}. Fix: {self.fix}"
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_rebuild, (type(self), self.cause, self.fix, self.status, self.role, self.model, self.url))
+
+
+def _rebuild(
+    cls: type[GatewayError], cause: str, fix: str, status: int | None, role: str | None, model: str | None, url: str | None
+) -> GatewayError:
+    return cls(cause, fix, status=status, role=role, model=model, url=url)
+
+
+class ConfigurationError(GatewayError):
+    """401/403/404 and bad settings: every further call would fail the same way, so the run stops once."""
+
+    fatal = True
+
+
+class BudgetExhausted(GatewayError):
+    """A call would pass the run's or the task's budget; it was not sent."""
+
+
+class ReplayMiss(GatewayError):
+    """``--gauge-backend=replay`` found no recorded response for a request."""

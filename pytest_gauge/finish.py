@@ -1,0 +1,233 @@
+"""The controller's end of a run: outputs (SPEC §10), metrics, gates and reports, once all cases are done.
+
+Runs inside the ``pytest_runtestloop`` wrapper, after every worker has finished, so gates see the whole
+run (pytest-cov's pattern). Gate results are reported through ``pytest_runtest_logreport`` so each gate
+is an entry in the terminal output and in ``--junitxml``, and a failing gate fails the run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import os
+import platform
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .ledger import merge_ledgers
+from .records import CaseRecord, LedgerRecord, dumps
+from .session import GaugeState
+from .store import Store, content_key
+
+__all__ = ["finish_run", "write_summary"]
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _jsonl(rows: list[dict[str, Any]]) -> str:
+    return "".join(dumps(r) + "\n" for r in rows)
+
+
+def _versions() -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for dist in ("pytest-gauge", "pytest", "openai", "numpy", "pytest-xdist", "syrupy"):
+        try:
+            out[dist] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            out[dist] = "not installed"
+    return out
+
+
+def _git_commit(folder: Path) -> str | None:
+    try:
+        done = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=folder, capture_output=True, text=True, timeout=5, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip() or None if done.returncode == 0 else None
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def write_outputs(
+    state: GaugeState, meta: dict[str, Any], records: list[CaseRecord], ledger: list[LedgerRecord], out: Path
+) -> None:
+    """tasks.jsonl, agents/<agent>.jsonl, pairs/pair_results.jsonl, agent_runs.jsonl, manifest.json."""
+    from .judge import JUDGE_SYSTEM_PROMPT
+
+    name = meta["name"]
+    tasks_text = _jsonl([{"format_version": 1}, *meta["tasks"]])
+    _write(out / "tasks.jsonl", tasks_text)
+    work = Store(state.run_dir / "work")
+    task_order = [t["task_id"] for t in meta["tasks"]]
+    selected = set(meta["selected"])
+    needed: dict[str, set[tuple[str, int]]] = {a: set() for a in meta["agents"]}
+    for cid in meta["case_ids"]:
+        if f"{name}::{cid}" not in selected:
+            continue
+        task_id, rest = _split_case(cid, task_order)
+        left, right, sample = rest
+        needed[left].add((task_id, sample))
+        needed[right].add((task_id, sample))
+    for agent, keys in needed.items():
+        rows = []
+        for task_id, sample in sorted(keys, key=lambda k: (task_order.index(k[0]), k[1])):
+            entry = work.get(content_key(["transcript", name, task_id, agent, sample]))
+            if entry is None:
+                continue
+            if entry.get("ok"):
+                rows.append({**entry["transcript"], "spend": entry["spend"]})
+            else:
+                rows.append({"task_id": task_id, "agent": agent, "sample": sample, "error": entry.get("error")})
+        _write(out / "agents" / f"{agent}.jsonl", _jsonl(rows))
+    _write(out / "pairs" / "pair_results.jsonl", _jsonl([r.to_json() for r in records]))
+    _write(out / "agent_runs.jsonl", _jsonl([r.to_json() for r in ledger]))
+    opts = state.options
+    manifest = {
+        "format_version": 1,
+        "suite": name,
+        "run_id": state.run_id,
+        "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "seed": opts.seed,
+        "backend": opts.backend,
+        "cache": opts.cache_mode,
+        "versions": _versions(),
+        "models": meta["models"],
+        "hashes": {
+            "tasks": _sha(tasks_text),
+            "judge_prompt": _sha(JUDGE_SYSTEM_PROMPT),
+            **{f"prompt:{k}": _sha(v) for k, v in sorted(meta["prompts"].items()) if v},
+        },
+        "git_commit": _git_commit(Path(meta["folder"])),
+        "cases_total": len(meta["case_ids"]),
+        "cases_selected": len(meta["selected"]),
+        "cases_recorded": len(records),
+    }
+    _write(out / "manifest.json", dumps(manifest) + "\n")
+
+
+def _split_case(case_id: str, task_ids: list[str]) -> tuple[str, tuple[str, str, int]]:
+    """Invert ``<task>-<left>-vs-<right>-<order>[-s<sample>]`` (task ids may contain '-')."""
+    for task_id in sorted(task_ids, key=len, reverse=True):
+        prefix = f"{task_id}-"
+        if case_id.startswith(prefix):
+            rest = case_id[len(prefix) :]
+            sample = 0
+            parts = rest.rsplit("-", 1)
+            if parts[1].startswith("s") and parts[1][1:].isdigit():
+                sample = int(parts[1][1:])
+                rest = parts[0]
+            pair = rest.rsplit("-", 1)[0]
+            left, right = pair.split("-vs-", 1)
+            return task_id, (left, right, sample)
+    raise ValueError(f"case id {case_id!r} matches no task")
+
+
+def _emit_gate(session: pytest.Session, meta: dict[str, Any], result: Any, fails: bool) -> None:
+    module = Path(meta["module_path"])
+    try:
+        rel = module.relative_to(session.config.rootpath)
+    except ValueError:
+        rel = module
+    expr = result.gate.canonical()
+    nodeid = f"{rel.as_posix()}::gates[{expr}]"
+    status = result.status
+    if status == "skipped":
+        outcome, longrepr = "skipped", (str(module), 0, f"gate {expr}: {result.message}")
+    elif fails:
+        outcome, longrepr = "failed", f"gate {expr} [{meta['name']}]\n{result.message}"
+    else:
+        outcome, longrepr = "passed", None
+    now = time.time()
+    report = pytest.TestReport(
+        nodeid=nodeid,
+        location=(rel.as_posix(), None, f"gate {expr}"),
+        keywords={"gauge_gate": 1},
+        outcome=outcome,  # type: ignore[arg-type]
+        longrepr=longrepr,  # type: ignore[arg-type]
+        when="call",
+        sections=[],
+        duration=0.0,
+        start=now,
+        stop=now,
+        user_properties=[("gauge_gate_status", status)],
+    )
+    hook = session.config.hook
+    hook.pytest_runtest_logstart(nodeid=nodeid, location=report.location)
+    hook.pytest_runtest_logreport(report=report)
+    hook.pytest_runtest_logfinish(nodeid=nodeid, location=report.location)
+
+
+def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool) -> None:
+    """Write every suite's outputs and reports, evaluate its gates, and report them as test entries."""
+    from .gates import evaluate_gates, fails_run, parse_gates
+    from .metrics import compute_metrics
+    from .report import ReportContext, render_reports
+
+    metas = state.suite_metas()
+    if not metas:
+        return
+    ledger_all = merge_ledgers(sorted(state.run_dir.glob("ledger-*.jsonl")))
+    opts = state.options
+    for meta in metas:
+        name = meta["name"]
+        order = {cid: i for i, cid in enumerate(meta["case_ids"])}
+        records = sorted(state.records.get(name, {}).values(), key=lambda r: order.get(r.case_id, 1 << 30))
+        ledger = [r for r in ledger_all if r.suite == name]
+        out = Path(opts.out_dir) / name
+        write_outputs(state, meta, records, ledger, out)
+        partial = len(meta["selected"]) < len(meta["case_ids"])
+        missing = len(meta["selected"]) - len(records)
+        metrics = compute_metrics(
+            records,
+            close_threshold=opts.close_threshold,
+            seed=opts.seed,
+            rounds=opts.bootstrap_rounds,
+            ledger=ledger,
+            expected_cases=len(meta["selected"]),
+        )
+        gates = parse_gates([*meta["gates"], *opts.gates])
+        results = evaluate_gates(
+            gates,
+            metrics,
+            partial_run=partial or interrupted,
+            missing_cases=missing,
+            drivers=lambda g, m=metrics: m.drivers(g.left.name, g.left.args),  # type: ignore[misc]
+        )
+        ctx = ReportContext(meta=meta, records=records, ledger=ledger, metrics=metrics, gates=results, options=opts)
+        for filename, text in render_reports(ctx).items():
+            _write(out / "reports" / filename, text)
+        state.finished[name] = {"ctx": ctx, "out": out}
+        for result in results:
+            _emit_gate(session, meta, result, fails_run(result))
+
+
+def write_summary(terminalreporter: Any, state: GaugeState) -> None:
+    """The compact end-of-run table, once, on the controller (and GITHUB_STEP_SUMMARY if set)."""
+    from .report import render_summary
+
+    texts = []
+    for name in sorted(state.finished):
+        info = state.finished[name]
+        text = render_summary(info["ctx"])
+        texts.append(text)
+        terminalreporter.write_sep("=", f"pytest-gauge: {name}")
+        for line in text.splitlines():
+            terminalreporter.write_line(line)
+        terminalreporter.write_line(f"outputs: {info['out']}")
+    summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary_path and texts:
+        with open(summary_path, "a", encoding="utf-8") as fh:
+            fh.write("\n\n".join(texts) + "\n")

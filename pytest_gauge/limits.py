@@ -1,0 +1,198 @@
+"""Limits that hold for the whole run, across every xdist worker: requests in flight, requests and
+tokens per minute, and the spending budget.
+
+All state lives in the run folder on local disk. In-flight requests are N slot files, each held with
+``flock`` while a request is out, so at most N requests are in flight whatever the number of workers
+(and a dead worker's slots free themselves). Rate limits and the budget are small JSON states updated
+under an exclusive ``flock``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import json
+import os
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import BudgetExhausted
+
+__all__ = ["Budget", "ConcurrencySlots", "RateLimiter", "SharedState"]
+
+
+class ConcurrencySlots:
+    """A cross-process counting semaphore made of ``n`` lock files."""
+
+    def __init__(self, folder: Path, n: int) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        self._paths = [folder / f"slot-{i}.lock" for i in range(n)]
+        self._local = asyncio.Semaphore(n)  # never poll for more slots than could exist
+        self.waits = 0
+
+    def _try_any(self, start: int) -> int | None:
+        n = len(self._paths)
+        for i in range(n):
+            fd = os.open(self._paths[(start + i) % n], os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                continue
+            return fd
+        return None
+
+    @contextlib.asynccontextmanager
+    async def slot(self) -> AsyncIterator[None]:
+        async with self._local:
+            start = os.getpid()
+            delay = 0.001
+            while (fd := self._try_any(start)) is None:
+                self.waits += 1
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 0.02)
+            try:
+                yield
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+                os.close(fd)
+
+
+class SharedState:
+    """A JSON document updated atomically under an exclusive lock by any process of the run."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+
+    def update(self, fn: Callable[[dict[str, Any]], Any]) -> Any:
+        """Apply ``fn`` to the state (mutating it in place) and return what it returns."""
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            with os.fdopen(os.dup(fd), "r+", encoding="utf-8") as fh:
+                text = fh.read()
+                state: dict[str, Any] = json.loads(text) if text else {}
+                result = fn(state)
+                fh.seek(0)
+                fh.truncate()
+                fh.write(json.dumps(state, sort_keys=True))
+            return result
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+
+    def read(self) -> dict[str, Any]:
+        return dict(self.update(lambda s: dict(s)))
+
+
+class RateLimiter:
+    """Requests-per-minute and tokens-per-minute token buckets shared by all workers."""
+
+    def __init__(self, state: SharedState, rpm: float | None, tpm: float | None) -> None:
+        self.state = state
+        self.rpm = rpm
+        self.tpm = tpm
+        self.waited_s = 0.0
+
+    def _take(self, tokens: int, now: float) -> float:
+        def take(s: dict[str, Any]) -> float:
+            wait = 0.0
+            for name, per_min, amount in (("req", self.rpm, 1), ("tok", self.tpm, tokens)):
+                if not per_min:
+                    continue
+                rate = per_min / 60.0
+                capacity = max(per_min / 60.0, float(amount), 1.0)
+                level = s.get(f"{name}_level", capacity)
+                last = s.get(f"{name}_ts", now)
+                level = min(capacity, level + (now - last) * rate)
+                if level < amount:
+                    wait = max(wait, (amount - level) / rate)
+                s[f"{name}_level"] = level
+                s[f"{name}_ts"] = now
+            if wait == 0.0:
+                for name, per_min, amount in (("req", self.rpm, 1), ("tok", self.tpm, tokens)):
+                    if per_min:
+                        s[f"{name}_level"] -= amount
+            return wait
+
+        result: float = self.state.update(take)
+        return result
+
+    async def acquire(self, tokens: int) -> None:
+        if not self.rpm and not self.tpm:
+            return
+        while (wait := self._take(tokens, time.time())) > 0:
+            self.waited_s += wait
+            await asyncio.sleep(min(wait, 1.0))
+
+    def correct(self, estimated: int, actual: int) -> None:
+        """After a call, charge the difference between the estimated and the real token count."""
+        if not self.tpm or actual == estimated:
+            return
+
+        def fix(s: dict[str, Any]) -> None:
+            s["tok_level"] = s.get("tok_level", 0.0) - (actual - estimated)
+
+        self.state.update(fix)
+
+
+@dataclass
+class Reservation:
+    usd: float
+    tokens: int
+    task_id: str
+
+
+class Budget:
+    """Run and per-task spending limits. A call reserves its worst case before it is sent; a call
+    that would pass a limit is refused with :class:`BudgetExhausted`, so overshoot is bounded by the
+    calls already in flight."""
+
+    def __init__(self, state: SharedState, usd: float | None, tokens: int | None, task_usd: float | None) -> None:
+        self.state = state
+        self.usd = usd
+        self.tokens = tokens
+        self.task_usd = task_usd
+
+    @property
+    def active(self) -> bool:
+        return bool(self.usd or self.tokens or self.task_usd)
+
+    def reserve(self, task_id: str, usd: float, tokens: int) -> Reservation:
+        def take(s: dict[str, Any]) -> str | None:
+            spent_usd = s.get("spent_usd", 0.0) + s.get("reserved_usd", 0.0)
+            spent_tok = s.get("spent_tokens", 0) + s.get("reserved_tokens", 0)
+            task_spent = s.get("tasks", {}).get(task_id, 0.0)
+            if self.usd is not None and spent_usd + usd > self.usd:
+                return f"run budget ${self.usd:.4f}: spent ${s.get('spent_usd', 0.0):.4f} so far"
+            if self.tokens is not None and spent_tok + tokens > self.tokens:
+                return f"run budget {self.tokens} tokens: spent {s.get('spent_tokens', 0)} tokens so far"
+            if self.task_usd is not None and task_spent + usd > self.task_usd:
+                return f"task {task_id} budget ${self.task_usd:.4f}: spent ${task_spent:.4f} so far"
+            s["reserved_usd"] = s.get("reserved_usd", 0.0) + usd
+            s["reserved_tokens"] = s.get("reserved_tokens", 0) + tokens
+            return None
+
+        refusal = self.state.update(take)
+        if refusal:
+            raise BudgetExhausted(
+                f"budget exhausted: {refusal}; the call was not sent",
+                "raise --gauge-budget-usd / --gauge-budget-tokens / --gauge-budget-task-usd, or use the cache",
+            )
+        return Reservation(usd, tokens, task_id)
+
+    def settle(self, r: Reservation, usd: float, tokens: int) -> None:
+        def fix(s: dict[str, Any]) -> None:
+            s["reserved_usd"] = s.get("reserved_usd", 0.0) - r.usd
+            s["reserved_tokens"] = s.get("reserved_tokens", 0) - r.tokens
+            s["spent_usd"] = s.get("spent_usd", 0.0) + usd
+            s["spent_tokens"] = s.get("spent_tokens", 0) + tokens
+            tasks = s.setdefault("tasks", {})
+            tasks[r.task_id] = tasks.get(r.task_id, 0.0) + usd
+
+        self.state.update(fix)

@@ -1,0 +1,203 @@
+"""Command-line flags and ini keys, resolved once (CLI → ini → default) into one frozen settings object.
+
+:class:`GaugeOptions` holds only plain values so it can travel to xdist workers unchanged. Secrets
+(the API key) are never stored here: they are read from the environment at the moment of use.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+__all__ = ["BACKENDS", "CACHE_MODES", "GaugeOptions", "add_options", "resolve_options"]
+
+BACKENDS = ("live", "sim", "replay")
+CACHE_MODES = ("use", "refresh", "off")
+
+
+@dataclass(frozen=True)
+class GaugeOptions:
+    """Every pytest-gauge setting of one run (see the README's option reference)."""
+
+    backend: str = "live"
+    seed: int = 0
+    out_dir: str = "gauge-out"
+    cache_mode: str = "use"
+    cache_dir: str = ".gauge-cache"
+    cassettes: str | None = None
+    timeout: float = 60.0
+    max_retries: int = 4
+    max_concurrency: int = 8
+    rpm: float | None = None
+    tpm: float | None = None
+    retry_after_cap: float = 60.0
+    close_threshold: float = 0.1
+    gates: tuple[str, ...] = ()
+    budget_usd: float | None = None
+    budget_tokens: int | None = None
+    budget_task_usd: float | None = None
+    prices: tuple[tuple[str, float, float], ...] = ()
+    bootstrap_rounds: int = 2000
+    progress: bool = True
+    snapshot_reports: bool = False
+    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    value = int(text) if text.lstrip("-").isdigit() else -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
+    return value
+
+
+# (flag suffix, ini key, argparse type, help, choices)
+_SETTINGS: tuple[tuple[str, str, Any, str, tuple[str, ...] | None], ...] = (
+    ("backend", "gauge_backend", str, "live (default), sim (embedded offline simulator) or replay (cache/cassettes only, no network)", BACKENDS),
+    ("seed", "gauge_seed", int, "run seed: A/B order draws, simulator, bootstrap (default 0)", None),
+    ("out", "gauge_out", str, "output folder, relative to the invocation directory (default gauge-out)", None),
+    ("cache", "gauge_cache", str, "response cache mode: use (default), refresh or off", CACHE_MODES),
+    ("cache-dir", "gauge_cache_dir", str, "response cache folder (default .gauge-cache under the rootdir)", None),
+    ("cassettes", "gauge_cassettes", str, "replay reads only from this folder of exported cassettes", None),
+    ("timeout", "gauge_timeout", _positive_float, "per-request timeout in seconds (default 60)", None),
+    ("max-retries", "gauge_max_retries", _non_negative_int, "retries per call for 408/409/429/5xx/timeouts (default 4)", None),
+    ("max-concurrency", "gauge_max_concurrency", _positive_int, "requests in flight across all workers (default 8)", None),
+    ("rpm", "gauge_rpm", _positive_float, "requests per minute across all workers", None),
+    ("tpm", "gauge_tpm", _positive_float, "tokens per minute across all workers", None),
+    ("retry-after-cap", "gauge_retry_after_cap", _positive_float, "longest Retry-After honoured, seconds (default 60)", None),
+    ("close-threshold", "gauge_close_threshold", float, "pairs whose mean-reward gap is <= this are close (default 0.1)", None),
+    ("budget-usd", "gauge_budget_usd", _positive_float, "stop spending when the run's cost would pass this", None),
+    ("budget-tokens", "gauge_budget_tokens", _positive_int, "stop spending when the run's tokens would pass this", None),
+    ("budget-task-usd", "gauge_budget_task_usd", _positive_float, "per-task cost limit", None),
+    ("bootstrap-rounds", "gauge_bootstrap_rounds", _positive_int, "bootstrap resamples for intervals (default 2000)", None),
+    ("prices", "gauge_prices_file", str, "prices file (TOML or JSON): {model: {input: $/M, output: $/M}}", None),
+)
+
+
+def add_options(parser: pytest.Parser) -> None:
+    """Register the ``--gauge-*`` flags and their ini twins."""
+    group = parser.getgroup("gauge", "pytest-gauge: LLM-agent evaluations")
+    for suffix, ini, kind, help_text, choices in _SETTINGS:
+        group.addoption(f"--gauge-{suffix}", dest=ini, type=kind, default=None, choices=choices, help=help_text)
+        parser.addini(ini, help_text, default=None)
+    group.addoption(
+        "--gauge-gate",
+        dest="gauge_gate",
+        action="append",
+        default=[],
+        metavar="EXPR",
+        help='a suite gate, e.g. "flip_rate <= 0.15" or "upper(lrs_close) <= 0.5; min_n=20" (repeatable)',
+    )
+    parser.addini("gauge_gates", "gates applied to every suite, one per line", type="linelist", default=[])
+    parser.addini("gauge_prices", "model prices, one per line: MODEL INPUT_PER_M OUTPUT_PER_M", type="linelist", default=[])
+    group.addoption("--gauge-no-progress", action="store_true", default=False, help="no live progress line")
+    group.addoption(
+        "--gauge-snapshot-reports",
+        action="store_true",
+        default=False,
+        help="check each suite's reports against stored syrupy snapshots (with --snapshot-update to accept)",
+    )
+    group.addoption("--gauge-doctor", action="store_true", default=False, help="check the gateway setup and exit")
+
+
+def _setting(config: pytest.Config, ini: str, kind: Any) -> Any:
+    value = config.getoption(ini)
+    if value is not None:
+        return value
+    raw = config.getini(ini)
+    if raw in (None, ""):
+        return None
+    try:
+        return kind(str(raw).strip())
+    except (ValueError, argparse.ArgumentTypeError) as exc:
+        raise pytest.UsageError(f"ini key {ini} = {raw!r}: {exc}") from None
+
+
+def parse_price_lines(lines: list[str]) -> list[tuple[str, float, float]]:
+    """``MODEL INPUT_PER_M OUTPUT_PER_M`` lines (ini ``gauge_prices``) into price tuples."""
+    prices = []
+    for line in lines:
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        parts = line.split()
+        if len(parts) != 3:
+            raise pytest.UsageError(f"gauge_prices: expected 'MODEL INPUT_PER_M OUTPUT_PER_M', got {line!r}")
+        try:
+            prices.append((parts[0], float(parts[1]), float(parts[2])))
+        except ValueError:
+            raise pytest.UsageError(f"gauge_prices: prices must be numbers in {line!r}") from None
+    return prices
+
+
+def resolve_options(config: pytest.Config) -> GaugeOptions:
+    """Resolve every setting once, CLI first, then ini, then the default."""
+    from .prices import load_prices
+
+    values: dict[str, Any] = {}
+    for _suffix, ini, kind, _help, choices in _SETTINGS:
+        value = _setting(config, ini, kind)
+        if value is not None and choices and value not in choices:
+            raise pytest.UsageError(f"{ini} must be one of {', '.join(choices)}, got {value!r}")
+        values[ini] = value
+    invocation = Path(config.invocation_params.dir)
+    root = Path(config.rootpath)
+    out = values["gauge_out"] or "gauge-out"
+    cache_dir = values["gauge_cache_dir"] or str(root / ".gauge-cache")
+    gates = tuple(str(g) for g in config.getini("gauge_gates")) + tuple(config.getoption("gauge_gate") or ())
+    prices = load_prices(
+        ini_lines=parse_price_lines(list(config.getini("gauge_prices"))),
+        file=values["gauge_prices_file"],
+        environ=os.environ,
+        base=root,
+    )
+
+    def pick(key: str, default: Any) -> Any:
+        return default if values[key] is None else values[key]
+
+    return GaugeOptions(
+        backend=pick("gauge_backend", "live"),
+        seed=pick("gauge_seed", 0),
+        out_dir=str((invocation / out).resolve()),
+        cache_mode=pick("gauge_cache", "use"),
+        cache_dir=str((invocation / cache_dir).resolve()),
+        cassettes=str((invocation / values["gauge_cassettes"]).resolve()) if values["gauge_cassettes"] else None,
+        timeout=pick("gauge_timeout", 60.0),
+        max_retries=pick("gauge_max_retries", 4),
+        max_concurrency=pick("gauge_max_concurrency", 8),
+        rpm=values["gauge_rpm"],
+        tpm=values["gauge_tpm"],
+        retry_after_cap=pick("gauge_retry_after_cap", 60.0),
+        close_threshold=pick("gauge_close_threshold", 0.1),
+        gates=gates,
+        budget_usd=values["gauge_budget_usd"],
+        budget_tokens=values["gauge_budget_tokens"],
+        budget_task_usd=values["gauge_budget_task_usd"],
+        prices=tuple(sorted(prices.items_tuples())),
+        bootstrap_rounds=pick("gauge_bootstrap_rounds", 2000),
+        progress=not config.getoption("gauge_no_progress"),
+        snapshot_reports=bool(config.getoption("gauge_snapshot_reports")),
+    )

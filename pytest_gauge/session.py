@@ -1,0 +1,189 @@
+"""The run's state in each process, and the controller's end of the run.
+
+Workers (and a run without xdist) collect suites, run the engine and publish per-case records through
+``user_properties``; the controller collects those records from ``pytest_runtest_logreport``, merges
+every worker's ledger file, and, once every case has finished, writes the outputs, evaluates the gates
+and renders the reports (SPEC §10).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .cases import Case
+from .engine import Engine, SuiteRuntime
+from .options import GaugeOptions
+from .records import CaseRecord, dumps
+from .store import Store
+from .suite import Suite
+from .tasks import Task
+
+__all__ = ["GaugeState", "SuiteEntry", "state_key"]
+
+
+@dataclass
+class SuiteEntry:
+    """A collected suite in this process: declaration, tasks, folder and all of its cases."""
+
+    name: str
+    suite: Suite
+    tasks: tuple[Task, ...]
+    folder: Path
+    module_path: Path
+    nodeid_prefix: str
+    cases: list[Case]
+
+    def meta(self) -> dict[str, Any]:
+        """What the controller needs about the suite (it does not collect under xdist)."""
+        s = self.suite
+        return {
+            "name": self.name,
+            "folder": str(self.folder),
+            "module_path": str(self.module_path),
+            "nodeid_prefix": self.nodeid_prefix,
+            "tasks_file": str(self.folder / s.tasks_file),
+            "tasks": [t.raw for t in self.tasks],
+            "categories": {t.task_id: t.category for t in self.tasks},
+            "agents": [a.name for a in s.agents],
+            "pairs": [list(p) for p in s.pairs],
+            "models": s.models(),
+            "judge_models": list(s.judge.models()),
+            "judge_repeats": s.judge.repeats,
+            "user_max_turns": s.user.max_turns,
+            "orders": s.orders,
+            "samples": s.samples,
+            "gates": list(s.gates),
+            "tools": [t.name for t in s.tools],
+            "case_ids": [c.case_id for c in self.cases],
+            "prompts": {
+                **{f"agent:{a.name}": getattr(a, "system_prompt", None) for a in s.agents},
+                "user_sim_extra": s.user.extra_prompt,
+            },
+        }
+
+
+@dataclass
+class GaugeState:
+    """Everything pytest-gauge keeps for one pytest process (on ``config.stash``)."""
+
+    options: GaugeOptions
+    run_id: str
+    is_worker: bool
+    worker_id: str = "main"
+    worker_index: int = 0
+    worker_count: int = 1
+    suites: dict[str, SuiteEntry] = field(default_factory=dict)
+    selected: dict[str, list[str]] = field(default_factory=dict)
+    records: dict[str, dict[str, CaseRecord]] = field(default_factory=dict)
+    engine: Engine | None = None
+    shared: Any = None
+    deselected_any: bool = False
+    errored_cases: int = 0
+    finished: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def run_dir(self) -> Path:
+        return Path(self.options.out_dir) / ".gauge-run" / self.run_id
+
+    @staticmethod
+    def new_run_id() -> str:
+        return uuid.uuid4().hex[:12]
+
+    # ----- all processes ---------------------------------------------------------------------
+    def publish_suites(self) -> None:
+        """Write each collected suite's metadata for the controller (identical from every worker)."""
+        folder = self.run_dir / "suites"
+        folder.mkdir(parents=True, exist_ok=True)
+        for entry in self.suites.values():
+            meta = entry.meta()
+            meta["selected"] = self.selected.get(entry.name, [])
+            target = folder / f"{entry.name}.json"
+            tmp = folder / f".{entry.name}.{os.getpid()}.tmp"
+            tmp.write_text(dumps(meta), encoding="utf-8")
+            os.replace(tmp, target)
+
+    def engine_for(self, session: pytest.Session) -> Engine:
+        """Start this process's engine on first use, over every selected case of every suite."""
+        if self.engine is not None:
+            return self.engine
+        from .backends import build_client
+        from .client import Gateway, GatewayShared
+        from .ledger import Ledger
+        from .limits import Budget, ConcurrencySlots, RateLimiter, SharedState
+        from .prices import PriceTable
+
+        opts = self.options
+        run = self.run_dir
+        cache = None
+        if opts.backend == "replay" and opts.cassettes:
+            cache = Store(opts.cassettes)
+        elif opts.cache_mode != "off" or opts.backend == "replay":
+            cache = Store(Path(opts.cache_dir) / "responses")
+        self.shared = GatewayShared(
+            run_id=self.run_id,
+            ledger=Ledger(run, self.worker_id),
+            slots=ConcurrencySlots(run / "slots", opts.max_concurrency),
+            rate=RateLimiter(SharedState(run / "rate.json"), opts.rpm, opts.tpm),
+            budget=Budget(SharedState(run / "budget.json"), opts.budget_usd, opts.budget_tokens, opts.budget_task_usd),
+            prices=PriceTable.from_tuples(opts.prices),
+            cache=cache,
+            cache_mode=opts.cache_mode,
+            replay=opts.backend == "replay",
+            max_retries=opts.max_retries,
+            timeout=opts.timeout,
+            retry_after_cap=opts.retry_after_cap,
+        )
+        runtimes: dict[str, SuiteRuntime] = {}
+        for name, entry in self.suites.items():
+            client, backend_id = build_client(
+                opts.backend, entry.suite, entry.tasks, opts.seed, opts.timeout, opts.max_concurrency
+            )
+            gateway = Gateway(suite=name, client=client, backend_id=backend_id, shared=self.shared)
+            runtimes[name] = SuiteRuntime(name, entry.suite, {t.task_id: t for t in entry.tasks}, gateway)
+        selected = {cid for ids in self.selected.values() for cid in ids}
+        cases = [c for e in self.suites.values() for c in e.cases if f"{e.name}::{c.case_id}" in selected]
+        self.engine = Engine(
+            runtimes,
+            cases,
+            Store(run / "work"),
+            lookahead=2 * opts.max_concurrency,
+            worker_index=self.worker_index,
+            worker_count=self.worker_count,
+        )
+        self.engine.start()
+        return self.engine
+
+    def close(self) -> None:
+        if self.engine is not None:
+            self.engine.stop()
+        if self.shared is not None:
+            self.shared.ledger.close()
+
+    # ----- controller ------------------------------------------------------------------------
+    def add_record(self, record: CaseRecord) -> None:
+        self.records.setdefault(record.suite, {})[record.case_id] = record
+
+    def suite_metas(self) -> list[dict[str, Any]]:
+        folder = self.run_dir / "suites"
+        if not folder.is_dir():
+            return []
+        return [json.loads(p.read_text(encoding="utf-8")) for p in sorted(folder.glob("*.json"))]
+
+    def cleanup(self) -> None:
+        shutil.rmtree(self.run_dir, ignore_errors=True)
+        parent = self.run_dir.parent
+        try:
+            parent.rmdir()
+        except OSError:
+            pass
+
+
+state_key = pytest.StashKey[GaugeState]()

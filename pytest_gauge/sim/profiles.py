@@ -1,0 +1,45 @@
+"""Parameters of the offline simulator's agents, user and judge, declared in a suite next to each role.
+
+They only matter on ``--gauge-backend=sim``; a live run ignores them. Kept apart from the simulator
+itself so that declaring a suite imports nothing heavy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["SimAgent", "SimJudge", "SimUser"]
+
+
+@dataclass(frozen=True)
+class SimAgent:
+    """A simulated agent: ``skill`` is the chance of meeting each criterion (and of keeping each hard
+    constraint); ``verbosity`` scales padding (length-bias bait); ``self_name`` makes it introduce
+    itself by agent and model name (to prove the judge's redaction); ``tool_skill`` defaults to skill."""
+
+    skill: float = 0.7
+    verbosity: float = 1.0
+    self_name: bool = False
+    politeness: float = 0.5
+    tool_skill: float | None = None
+
+
+@dataclass(frozen=True)
+class SimUser:
+    """A simulated user: satisfaction follows politeness and apparent effort more than task success,
+    so it can disagree with the rule verdict (SPEC §1: satisfaction is not completion)."""
+
+    leniency: float = 0.6
+
+
+@dataclass(frozen=True)
+class SimJudge:
+    """A simulated judge: reads the two responses, estimates quality from the text with Gaussian
+    ``noise``, adds ``position_bias`` (towards slot A when > 0) and ``length_bias`` (per doubling of
+    length), calls a tie within ``tie_margin``, and returns a malformed verdict with ``error_rate``."""
+
+    noise: float = 0.15
+    position_bias: float = 0.0
+    length_bias: float = 0.0
+    tie_margin: float = 0.02
+    error_rate: float = 0.0

@@ -1,0 +1,119 @@
+"""A content-addressed JSON store with one lock per key, safe for many processes at once.
+
+This one mechanism serves two purposes:
+
+* the run's **work store** (``<out>/.gauge-run/<run id>/work``): a transcript for (task, agent,
+  sample) or a judgment is produced once per run by whichever process first takes the key's lock;
+  every other process (xdist worker) that needs it waits for the file and reads it, so both orders of
+  a pair judge byte-identical transcripts and an agent in three pairs runs once;
+* the **response cache** (``.gauge-cache/responses``): a gateway response keyed by its canonical
+  request, so re-runs cost nothing and CI can replay.
+
+Locks are ``fcntl.flock`` on a ``<key>.lock`` file beside the entry: the kernel drops them when a
+process dies, so a crashed worker never leaves a stale lock. Entries are written to a temporary file
+and renamed into place, so a reader sees either nothing or a whole entry. POSIX only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+from .records import dumps
+
+__all__ = ["Store", "content_key"]
+
+
+def content_key(material: Any) -> str:
+    """sha256 of the canonical JSON of ``material``: the address of an entry."""
+    return hashlib.sha256(dumps(material).encode("utf-8")).hexdigest()
+
+
+class Store:
+    """JSON entries under ``root``, sharded by the first two hex digits of their key."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root)
+
+    def path(self, key: str) -> Path:
+        return self.root / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        """The entry, or None when absent (or unreadable, which counts as absent)."""
+        try:
+            with open(self.path(key), encoding="utf-8") as fh:
+                value = json.load(fh)
+        except (FileNotFoundError, json.JSONDecodeError):
+            return None
+        return value if isinstance(value, dict) else None
+
+    def put(self, key: str, value: dict[str, Any]) -> None:
+        """Write atomically: a temporary file in the same folder, then a rename."""
+        target = self.path(key)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(dumps(value))
+        os.replace(tmp, target)
+
+    def delete(self, key: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            self.path(key).unlink()
+
+    def _lock_path(self, key: str) -> Path:
+        path = self.root / key[:2] / f"{key}.lock"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def try_lock(self, key: str) -> int | None:
+        """Take the key's lock without waiting: a file descriptor to :meth:`unlock`, or None if held."""
+        fd = os.open(self._lock_path(key), os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return None
+        return fd
+
+    @staticmethod
+    def unlock(fd: int) -> None:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+    @contextlib.asynccontextmanager
+    async def lock(self, key: str, poll: float = 0.002, max_poll: float = 0.05) -> AsyncIterator[None]:
+        """Hold the key's lock, polling (without blocking the event loop) while another process has it."""
+        delay = poll
+        while (fd := self.try_lock(key)) is None:
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, max_poll)
+        try:
+            yield
+        finally:
+            self.unlock(fd)
+
+    @contextlib.contextmanager
+    def lock_sync(self, key: str) -> Iterator[None]:
+        """Blocking variant of :meth:`lock` for code outside the event loop."""
+        fd = os.open(self._lock_path(key), os.O_RDWR | os.O_CREAT, 0o644)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            self.unlock(fd)
+
+    def keys(self) -> Iterator[str]:
+        """Every stored key (for pruning and cassette export)."""
+        if not self.root.is_dir():
+            return
+        for shard in sorted(self.root.iterdir()):
+            if shard.is_dir():
+                for entry in sorted(shard.glob("*.json")):
+                    yield entry.stem

@@ -1,0 +1,156 @@
+"""Tools in a suite: declared once with an OpenAI function schema and a Python implementation, executed
+locally with a per-call timeout. A failure never escapes: it becomes a result the agent sees and a
+return code in the transcript (0 ok, 1 the tool raised, 2 malformed arguments, 124 timeout, 127 unknown).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .records import ToolCall
+
+__all__ = ["Tool", "ToolError", "ToolExecutor", "ToolResult", "validate_schema"]
+
+RC_OK, RC_RAISED, RC_BAD_ARGS, RC_TIMEOUT, RC_UNKNOWN = 0, 1, 2, 124, 127
+_JSON_TYPES = {"object", "array", "string", "number", "integer", "boolean", "null"}
+
+
+class ToolError(ValueError):
+    """A tool declaration that cannot work (bad name or schema)."""
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """What a tool may return to set its own return code (a plain value means success, code 0)."""
+
+    content: Any
+    return_code: int = 0
+
+
+def validate_schema(schema: object, where: str = "parameters") -> None:
+    """Check that a JSON Schema (the subset OpenAI function schemas use) is well formed."""
+    if not isinstance(schema, Mapping):
+        raise ToolError(f"{where}: a JSON Schema must be an object, got {type(schema).__name__}")
+    kind = schema.get("type")
+    kinds = kind if isinstance(kind, list) else [kind] if kind is not None else []
+    for k in kinds:
+        if k not in _JSON_TYPES:
+            raise ToolError(f"{where}.type: {k!r} is not a JSON Schema type ({', '.join(sorted(_JSON_TYPES))})")
+    props = schema.get("properties")
+    if props is not None:
+        if not isinstance(props, Mapping):
+            raise ToolError(f"{where}.properties must be an object")
+        for name, sub in props.items():
+            validate_schema(sub, f"{where}.properties.{name}")
+    required = schema.get("required")
+    if required is not None and (
+        not isinstance(required, list) or not all(isinstance(r, str) for r in required)
+    ):
+        raise ToolError(f"{where}.required must be a list of property names")
+    if isinstance(required, list) and isinstance(props, Mapping):
+        unknown = [r for r in required if r not in props]
+        if unknown:
+            raise ToolError(f"{where}.required names unknown properties: {', '.join(unknown)}")
+    items = schema.get("items")
+    if items is not None:
+        validate_schema(items, f"{where}.items")
+    enum = schema.get("enum")
+    if enum is not None and not isinstance(enum, list):
+        raise ToolError(f"{where}.enum must be a list")
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A tool: name, description, JSON Schema of its arguments, and the function that runs it."""
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+    fn: Callable[..., Any] = field(compare=False)
+    timeout: float | None = None
+
+    def __post_init__(self) -> None:
+        if not self.name.replace("_", "").replace("-", "").isalnum():
+            raise ToolError(f"tool name {self.name!r}: use letters, digits, '_' or '-'")
+        validate_schema(self.parameters, f"tool {self.name}.parameters")
+        if self.parameters.get("type") != "object":
+            raise ToolError(f"tool {self.name}.parameters: the top-level schema must have type 'object'")
+
+    def schema(self) -> dict[str, Any]:
+        """The OpenAI ``tools`` entry."""
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": dict(self.parameters)},
+        }
+
+
+def _run_with_timeout(fn: Callable[..., Any], args: dict[str, Any], timeout: float) -> Any:
+    """Run in a daemon thread so that a hung tool never blocks the run or the interpreter's exit."""
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = fn(**args)
+        except BaseException as exc:  # noqa: BLE001 - any failure becomes a tool error
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, daemon=True, name="gauge-tool")
+    thread.start()
+    thread.join(timeout)
+    if thread.is_alive():
+        raise TimeoutError(f"tool did not finish within {timeout:g}s")
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")
+
+
+class ToolExecutor:
+    """Runs the tools a task names; every call becomes a :class:`ToolCall` record."""
+
+    def __init__(self, tools: Sequence[Tool], default_timeout: float = 5.0) -> None:
+        self.tools = {t.name: t for t in tools}
+        self.schemas = [t.schema() for t in tools]
+        self.default_timeout = default_timeout
+
+    async def run(self, call_id: str, name: str, raw_arguments: str) -> ToolCall:
+        start = time.perf_counter()
+        try:
+            parsed = json.loads(raw_arguments) if raw_arguments.strip() else {}
+        except json.JSONDecodeError as exc:
+            parsed = None
+            error = f"malformed arguments: {exc.msg}"
+        else:
+            error = None if isinstance(parsed, dict) else "malformed arguments: not a JSON object"
+            if error:
+                parsed = None
+        tool = self.tools.get(name)
+        if tool is None:
+            return ToolCall(call_id, name, raw_arguments, parsed, f"error: unknown tool {name!r}", RC_UNKNOWN, 0.0, "unknown tool")
+        if parsed is None:
+            return ToolCall(call_id, name, raw_arguments, None, f"error: {error}", RC_BAD_ARGS, 0.0, error)
+        timeout = tool.timeout or self.default_timeout
+        try:
+            value = await asyncio.to_thread(_run_with_timeout, tool.fn, parsed, timeout)
+        except TimeoutError as exc:
+            return self._done(call_id, name, raw_arguments, parsed, f"error: {exc}", RC_TIMEOUT, start, "timeout")
+        except Exception as exc:  # noqa: BLE001 - reported to the agent, recorded with its code
+            msg = f"{type(exc).__name__}: {exc}"
+            return self._done(call_id, name, raw_arguments, parsed, f"error: {msg}", RC_RAISED, start, msg)
+        code = RC_OK
+        if isinstance(value, ToolResult):
+            value, code = value.content, value.return_code
+        content = value if isinstance(value, str) else json.dumps(value, sort_keys=True, ensure_ascii=False)
+        return self._done(call_id, name, raw_arguments, parsed, content, code, start, None)
+
+    @staticmethod
+    def _done(
+        call_id: str, name: str, raw: str, parsed: dict[str, Any] | None, result: str, code: int, start: float, error: str | None
+    ) -> ToolCall:
+        # latency is kept out of determinism-sensitive outputs by rounding to milliseconds
+        return ToolCall(call_id, name, raw, parsed, result, code, round(time.perf_counter() - start, 3), error)
