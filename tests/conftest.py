@@ -1,0 +1,54 @@
+"""Shared fixtures for the plugin's own tests: a copy of a small suite inside a pytester folder."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+DATA = Path(__file__).parent / "data"
+
+# Fields that may legitimately differ between runs of the same seed (SPEC: only latencies,
+# timestamps, run and worker ids).
+VOLATILE = {"latency_s", "ts", "run_id", "worker", "finished_at"}
+
+
+@pytest.fixture
+def mini_suite(pytester: pytest.Pytester) -> Path:
+    """The ``tests/data/mini`` suite copied to ``suites/mini`` in a fresh pytester folder (sim backend)."""
+    target = pytester.path / "suites" / "mini"
+    shutil.copytree(DATA / "mini", target)
+    pytester.makeini("[pytest]\ngauge_backend = sim\ngauge_seed = 7\n")
+    return target
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def normalised(rows: list[dict[str, Any]]) -> list[str]:
+    """Rows without volatile fields (recursively), as sorted canonical JSON strings."""
+
+    def strip(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if k not in VOLATILE}
+        if isinstance(value, list):
+            return [strip(v) for v in value]
+        return value
+
+    return sorted(json.dumps(strip(r), sort_keys=True) for r in rows)
+
+
+@pytest.fixture
+def read_outputs() -> Callable[[Path], dict[str, list[str]]]:
+    def read(folder: Path) -> dict[str, list[str]]:
+        return {
+            name: normalised(read_jsonl(folder / name))
+            for name in ("pairs/pair_results.jsonl", "agent_runs.jsonl", "agents/agent_x.jsonl", "agents/agent_y.jsonl")
+        }
+
+    return read
