@@ -1,0 +1,325 @@
+"""The gateway's retry, diagnosis and accounting rules, one behaviour at a time, through the real
+``openai`` client against the fault-injecting loopback server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import time
+from email.utils import format_datetime
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import openai
+import pytest
+
+from pytest_gauge.client import (
+    CallContext,
+    Gateway,
+    GatewayShared,
+    backoff,
+    check_base_url,
+    check_key,
+    retry_delay,
+)
+from pytest_gauge.errors import BudgetExhausted, ConfigurationError, GatewayError, ReplayMiss
+from pytest_gauge.ledger import Ledger, read_ledger_file
+from pytest_gauge.limits import Budget, ConcurrencySlots, RateLimiter, SharedState
+from pytest_gauge.prices import PriceTable
+from pytest_gauge.store import Store
+from pytest_gauge.testing.server import FaultPlan, LoopbackServer, ResponderError, completion
+
+KEY = "sk-test-key"
+BODY: dict[str, Any] = {"messages": [{"role": "user", "content": "hello"}], "max_tokens": 16}
+
+
+def make_gateway(
+    tmp_path: Path,
+    server: LoopbackServer,
+    *,
+    retries: int = 3,
+    timeout: float = 5.0,
+    cap: float = 5.0,
+    cache: str = "off",
+    prices: dict[str, tuple[float, float]] | None = None,
+    budget_usd: float | None = None,
+    replay: bool = False,
+    run_id: str = "run1",
+    concurrency: int = 8,
+) -> Gateway:
+    shared = GatewayShared(
+        run_id=run_id,
+        ledger=Ledger(tmp_path / "run", "main"),
+        slots=ConcurrencySlots(tmp_path / "run" / "slots", concurrency),
+        rate=RateLimiter(SharedState(tmp_path / "run" / "rate.json"), None, None),
+        budget=Budget(SharedState(tmp_path / "run" / "budget.json"), budget_usd, None, None),
+        prices=PriceTable(prices or {}),
+        cache=Store(tmp_path / "cache") if cache != "off" or replay else None,
+        cache_mode=cache,
+        replay=replay,
+        max_retries=retries,
+        timeout=timeout,
+        retry_after_cap=cap,
+    )
+    client = openai.AsyncOpenAI(api_key=KEY, base_url=server.base_url, max_retries=0)
+    return Gateway(suite="s", client=client, backend_id=server.base_url, shared=shared)
+
+
+def call(gw: Gateway, work: str = "transcript/t1/a/0", model: str = "m", role: str = "agent", body: Any = None) -> Any:
+    return asyncio.run(gw.chat(CallContext("s", "t1", work), 1, role, model, dict(body or BODY)))
+
+
+def ledger(tmp_path: Path) -> list[Any]:
+    return read_ledger_file(tmp_path / "run" / "ledger-main.jsonl")
+
+
+@pytest.fixture
+def server() -> Any:
+    with LoopbackServer() as srv:
+        yield srv
+
+
+def test_retry_delay_reads_ms_seconds_and_http_dates() -> None:
+    rng = random.Random(0)
+    assert retry_delay({"retry-after-ms": "250"}, 1, rng) == 0.25
+    assert retry_delay({"retry-after": "3"}, 1, rng) == 3.0
+    now = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    later = format_datetime(now + timedelta(seconds=7), usegmt=True)
+    assert retry_delay({"retry-after": later}, 1, rng, now=now.timestamp()) == pytest.approx(7.0)
+    assert retry_delay({}, 1, rng) is None
+
+
+def test_backoff_is_exponential_capped_and_jittered() -> None:
+    rng = random.Random(1)
+    values = [backoff(a, rng, base=1.0, cap=8.0) for a in range(1, 7)]
+    assert 0.75 <= values[0] <= 1.25 and 1.5 <= values[1] <= 2.5
+    assert all(v <= 8.0 * 1.25 for v in values) and values[5] >= 8.0 * 0.75
+
+
+def test_key_checks_name_the_variable_and_never_echo_the_key() -> None:
+    assert check_key({}) is not None and "TAOTOKEN_API_KEY" in (check_key({}) or "")
+    assert "empty" in (check_key({"TAOTOKEN_API_KEY": "  \n"}) or "")
+    problem = check_key({"TAOTOKEN_API_KEY": "sk-abc\ndef"}) or ""
+    assert "whitespace" in problem and "sk-abc" not in problem
+    assert check_key({"TAOTOKEN_API_KEY": "  sk-abc \n"}) is None  # surrounding whitespace is stripped
+
+
+@pytest.mark.parametrize(
+    ("url", "error", "warning"),
+    [
+        ("https://taotoken.net/api", False, None),
+        ("https://x.test/v1?utm_source=x", True, None),
+        ("https://x.test/v1#frag", True, None),
+        ("https://x.test/v1/v1", False, "https://x.test/v1"),
+        ("https://x.test//v1", False, "https://x.test/v1"),
+        ("https://x.test/v1/chat/completions", False, "https://x.test/v1"),
+        ("ftp://x.test", True, None),
+    ],
+)
+def test_base_url_hygiene(url: str, error: bool, warning: str | None) -> None:
+    check = check_base_url(url)
+    assert bool(check.errors) == error
+    if warning:
+        assert any(warning + "?" in w for w in check.warnings)
+    else:
+        assert not check.warnings
+    assert not check.url.endswith("/v1/v1/v1")
+
+
+def test_429_retry_after_is_honoured_and_every_attempt_recorded(tmp_path: Path, server: LoopbackServer) -> None:
+    server.faults = FaultPlan(burst_5xx=0, rate_429=1.0, retry_after=None, retry_after_ms=50)
+    gw = make_gateway(tmp_path, server, retries=2)
+    with pytest.raises(GatewayError, match="429 rate limited") as info:
+        call(gw)
+    assert "--gauge-max-concurrency" in info.value.fix
+    rows = ledger(tmp_path)
+    assert [r.attempt for r in rows] == [1, 2, 3]
+    assert {r.call_id for r in rows} == {"transcript/t1/a/0#1"}
+    assert [r.status for r in rows] == ["http_429"] * 3
+    assert server.requests_total == 3
+
+
+def test_5xx_burst_then_success(tmp_path: Path, server: LoopbackServer) -> None:
+    server.faults = FaultPlan(burst_5xx=2)
+    gw = make_gateway(tmp_path, server, retries=3)
+    result = call(gw)
+    assert result.content.startswith("ok:")
+    assert [r.status for r in ledger(tmp_path)] == ["http_503", "http_503", "ok"]
+
+
+def test_retry_after_longer_than_the_cap_fails_fast(tmp_path: Path, server: LoopbackServer) -> None:
+    server.faults = FaultPlan(rate_429=1.0, retry_after="120")
+    gw = make_gateway(tmp_path, server, retries=5, cap=10)
+    start = time.perf_counter()
+    with pytest.raises(GatewayError, match="asks to wait 120s"):
+        call(gw)
+    assert time.perf_counter() - start < 5  # did not sleep 120 s
+    assert server.requests_total == 1
+
+
+def test_x_should_retry_false_is_honoured(tmp_path: Path, server: LoopbackServer) -> None:
+    server.faults = FaultPlan(rate_503=1.0, should_retry_false=True)
+    gw = make_gateway(tmp_path, server, retries=3)
+    with pytest.raises(GatewayError, match="503"):
+        call(gw)
+    assert server.requests_total == 1
+
+
+def test_timeouts_are_retried_and_flagged_possibly_billed(tmp_path: Path, server: LoopbackServer) -> None:
+    server.faults = FaultPlan(slow_every=1, slow_seconds=1.0)
+    gw = make_gateway(tmp_path, server, retries=1, timeout=0.2)
+    with pytest.raises(GatewayError, match="timed out after 2 attempts") as info:
+        call(gw)
+    assert "--gauge-timeout" in info.value.fix
+    rows = ledger(tmp_path)
+    assert [r.status for r in rows] == ["timeout", "timeout"]
+    assert all(r.possibly_billed for r in rows)
+
+
+def test_connection_reset_is_retried(tmp_path: Path, server: LoopbackServer) -> None:
+    server.faults = FaultPlan(reset_every=2)
+    gw = make_gateway(tmp_path, server, retries=2)
+
+    async def two_calls() -> None:  # one event loop: the client's connection pool belongs to it
+        await gw.chat(CallContext("s", "t1", "w/1"), 1, "agent", "m", dict(BODY))
+        await gw.chat(CallContext("s", "t1", "w/2"), 1, "agent", "m", dict(BODY))  # reset, retried
+
+    asyncio.run(two_calls())
+    assert [r.status for r in ledger(tmp_path)] == ["ok", "connection_error", "ok"]
+
+
+def test_401_is_fatal_names_the_variable_and_stops_further_calls(tmp_path: Path, server: LoopbackServer) -> None:
+    server.faults = FaultPlan(status_401=True)
+    gw = make_gateway(tmp_path, server)
+    with pytest.raises(ConfigurationError) as info:
+        call(gw)
+    assert "TAOTOKEN_API_KEY" in str(info.value) and KEY not in str(info.value)
+    with pytest.raises(ConfigurationError):
+        call(gw, work="other")
+    assert server.requests_total == 1
+
+
+def test_400_names_the_model_and_role(tmp_path: Path, server: LoopbackServer) -> None:
+    server.faults = FaultPlan(status_400_models=frozenset({"no-such-model"}))
+    gw = make_gateway(tmp_path, server)
+    with pytest.raises(GatewayError) as info:
+        call(gw, model="no-such-model", role="judge")
+    message = str(info.value)
+    assert "400" in message and "no-such-model" in message and "role judge" in message
+    assert not info.value.fatal
+
+
+def test_context_too_long_says_what_to_cut(tmp_path: Path) -> None:
+    def responder(body: dict[str, Any]) -> dict[str, Any]:
+        raise ResponderError(400, "This model's maximum context length is 8192 tokens", code="context_length_exceeded")
+
+    with LoopbackServer(responder) as srv:
+        gw = make_gateway(tmp_path, srv)
+        with pytest.raises(GatewayError, match="context too long") as info:
+            call(gw)
+    assert "max_turns" in info.value.fix
+
+
+def test_missing_usage_is_flagged_and_priced_as_unknown(tmp_path: Path, server: LoopbackServer) -> None:
+    server.faults = FaultPlan(no_usage=True)
+    gw = make_gateway(tmp_path, server, prices={"m": (1.0, 2.0)})
+    result = call(gw)
+    assert result.usage is None and result.cost is None
+    (row,) = ledger(tmp_path)
+    assert row.usage_missing and row.cost is None
+
+
+def test_cost_is_computed_from_configured_prices(tmp_path: Path) -> None:
+    def responder(body: dict[str, Any]) -> dict[str, Any]:
+        return completion("hi", usage={"prompt_tokens": 1000, "completion_tokens": 500})
+
+    with LoopbackServer(responder) as srv:
+        gw = make_gateway(tmp_path, srv, prices={"m": (2.0, 8.0)})
+        result = call(gw)
+    assert result.cost == pytest.approx(1000 / 1e6 * 2.0 + 500 / 1e6 * 8.0)
+
+
+def test_cache_hit_is_recorded_with_nominal_cost_and_truncated_answers_are_not_kept(
+    tmp_path: Path, server: LoopbackServer
+) -> None:
+    gw = make_gateway(tmp_path, server, cache="use", prices={"m": (1.0, 1.0)})
+    first = call(gw)
+    second = call(gw)
+    assert first == second and server.requests_total == 1
+    rows = ledger(tmp_path)
+    assert [r.cache_hit for r in rows] == [False, True] and rows[0].cost == rows[1].cost
+    # a new run: the persisted entry is used
+    gw2 = make_gateway(tmp_path, server, cache="use", run_id="run2")
+    call(gw2)
+    assert server.requests_total == 1
+    # refresh: call again and overwrite
+    gw3 = make_gateway(tmp_path, server, cache="refresh", run_id="run3")
+    call(gw3)
+    assert server.requests_total == 2
+    # truncated answers are shared within a run but not kept across runs
+    server.faults = FaultPlan(truncate=True)
+    gw4 = make_gateway(tmp_path, server, cache="use", run_id="run4")
+    call(gw4, work="trunc")
+    call(gw4, work="trunc")
+    assert server.requests_total == 3
+    gw5 = make_gateway(tmp_path, server, cache="use", run_id="run5")
+    call(gw5, work="trunc")
+    assert server.requests_total == 4
+
+
+def test_replay_miss_names_the_request_and_sends_nothing(tmp_path: Path, server: LoopbackServer) -> None:
+    gw = make_gateway(tmp_path, server, replay=True)
+    with pytest.raises(ReplayMiss) as info:
+        call(gw, work="judge/t1-a-vs-b-AB/0/0", role="judge", model="judge-model")
+    message = str(info.value)
+    assert "judge" in message and "judge-model" in message and "t1-a-vs-b-AB" in message and "record it" in message
+    assert server.requests_total == 0
+
+
+def test_budget_refuses_calls_that_would_pass_it(tmp_path: Path) -> None:
+    def responder(body: dict[str, Any]) -> dict[str, Any]:
+        return completion("hi", usage={"prompt_tokens": 100, "completion_tokens": 16})
+
+    with LoopbackServer(responder) as srv:
+        # worst case per call: (chars/4+1 + 16 max_tokens) input + 16 output at $1/M each -> ~3.5e-5
+        gw = make_gateway(tmp_path, srv, prices={"m": (1.0, 1.0)}, budget_usd=1e-4)
+        sent = 0
+        with pytest.raises(BudgetExhausted, match="budget exhausted") as info:
+            for i in range(10):
+                call(gw, work=f"w/{i}")
+                sent += 1
+        assert srv.requests_total == sent < 10
+    assert "spent $" in str(info.value)
+
+
+def test_first_call_goes_out_alone(tmp_path: Path) -> None:
+    with LoopbackServer(latency=0.05) as srv:
+        gw = make_gateway(tmp_path, srv)
+
+        async def many() -> None:
+            await asyncio.gather(*(gw.chat(CallContext("s", "t", f"w/{i}"), 1, "agent", "m", dict(BODY)) for i in range(8)))
+
+        asyncio.run(many())
+    statuses = srv.log
+    first_done = statuses[0]
+    assert srv.requests_total == 8 and srv.max_in_flight > 1
+    # the first request was alone in flight: the second started only after the first finished
+    assert first_done.seq == 1
+
+
+def test_shared_rate_limit_spaces_requests(tmp_path: Path) -> None:
+    state = SharedState(tmp_path / "rate.json")
+    limiter = RateLimiter(state, rpm=600, tpm=None)  # 10 per second, bucket of 10
+
+    async def take(n: int) -> float:
+        start = time.perf_counter()
+        for _ in range(n):
+            await limiter.acquire(1)
+        return time.perf_counter() - start
+
+    elapsed = asyncio.run(take(15))
+    assert elapsed >= 0.4  # 10 from the full bucket, then 5 more at 10/s
+    assert limiter.waited_s > 0
+    assert json.loads((tmp_path / "rate.json").read_text())["req_level"] < 1
