@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -196,6 +196,7 @@ class Engine:
         lookahead: int,
         worker_index: int = 0,
         worker_count: int = 1,
+        progress: Callable[[], None] | None = None,
     ) -> None:
         self.runtimes = runtimes
         self.cases = {f"{c.suite}::{c.case_id}": c for c in cases}
@@ -209,6 +210,7 @@ class Engine:
         self._stopping = False
         self.done_units = 0
         self.total_units = len(self._order)
+        self._progress = progress
 
     # ----- planning -------------------------------------------------------------------------
     def _transcript_work(self, suite: str, task_id: str, agent: str, sample: int) -> _Work:
@@ -275,8 +277,14 @@ class Engine:
         self._thread.join(timeout)
 
     # ----- work -----------------------------------------------------------------------------
+    async def _report_progress(self, every: float = 1.0) -> None:
+        while self._progress is not None:
+            self._progress()
+            await asyncio.sleep(every)
+
     async def _drive(self) -> None:
         gate = asyncio.Semaphore(self.lookahead)
+        asyncio.ensure_future(self._report_progress())
 
         async def run(work: _Work) -> None:
             try:

@@ -68,6 +68,13 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _gate_text(text: str) -> str:
+    """Validate a ``--gauge-gate`` expression at parse time (pytest-benchmark style); keep its text."""
+    from .gates import gate_arg
+
+    return gate_arg(text).canonical()
+
+
 def _non_negative_int(text: str) -> int:
     value = int(text) if text.lstrip("-").isdigit() else -1
     if value < 0:
@@ -109,6 +116,7 @@ def add_options(parser: pytest.Parser) -> None:
         dest="gauge_gate",
         action="append",
         default=[],
+        type=_gate_text,
         metavar="EXPR",
         help='a suite gate, e.g. "flip_rate <= 0.15" or "upper(lrs_close) <= 0.5; min_n=20" (repeatable)',
     )
@@ -167,7 +175,14 @@ def resolve_options(config: pytest.Config) -> GaugeOptions:
     root = Path(config.rootpath)
     out = values["gauge_out"] or "gauge-out"
     cache_dir = values["gauge_cache_dir"] or str(root / ".gauge-cache")
-    gates = tuple(str(g) for g in config.getini("gauge_gates")) + tuple(config.getoption("gauge_gate") or ())
+    from .gates import GateSyntaxError, parse_gates
+
+    ini_gates = [str(g) for g in config.getini("gauge_gates")]
+    try:
+        parse_gates(ini_gates)
+    except GateSyntaxError as exc:
+        raise pytest.UsageError(f"ini key gauge_gates: {exc}") from None
+    gates = tuple(ini_gates) + tuple(config.getoption("gauge_gate") or ())
     prices = load_prices(
         ini_lines=parse_price_lines(list(config.getini("gauge_prices"))),
         file=values["gauge_prices_file"],

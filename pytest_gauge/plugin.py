@@ -4,6 +4,7 @@ and hook wiring. Logic lives in the modules it delegates to; ``-p no:gauge`` dis
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
@@ -182,9 +183,28 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     if report.when != "call":
         return
+    state = _controller_state(report)
     for key, value in report.user_properties:
         if key == RECORD_PROPERTY:
-            _controller_state(report).add_record(CaseRecord.from_json(_loads(value)))
+            state.add_record(CaseRecord.from_json(_loads(value)))
+    _maybe_progress(state)
+
+
+def _maybe_progress(state: GaugeState) -> None:
+    """A progress line at most every 10 s on a terminal, every 60 s otherwise (no flooding CI logs)."""
+    if state.is_worker or not state.options.progress:
+        return
+    now = time.monotonic()
+    reporter = _CONFIG[-1].pluginmanager.get_plugin("terminalreporter")
+    if reporter is None:
+        return
+    every = 10.0 if reporter.isatty() else 60.0
+    if now - state.progress_at < every:
+        return
+    state.progress_at = now
+    line = state.progress_line()
+    if line:
+        reporter.write_line(line)
 
 
 def _loads(value: object) -> dict[str, Any]:

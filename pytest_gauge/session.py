@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -87,6 +88,7 @@ class GaugeState:
     shared: Any = None
     deselected_any: bool = False
     errored_cases: int = 0
+    progress_at: float = field(default_factory=time.monotonic)
     finished: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -157,9 +159,53 @@ class GaugeState:
             lookahead=2 * opts.max_concurrency,
             worker_index=self.worker_index,
             worker_count=self.worker_count,
+            progress=self.write_progress,
         )
         self.engine.start()
         return self.engine
+
+    def write_progress(self) -> None:
+        """This process's counters for the controller's progress line (overwritten about once a second)."""
+        if self.engine is None or self.shared is None:
+            return
+        ledger = self.shared.ledger
+        snapshot = {
+            "done_units": self.engine.done_units,
+            "total_units": self.engine.total_units,
+            "live_calls": ledger.live_calls,
+            "cached_calls": ledger.cached_calls,
+            "retries": ledger.retries,
+            "tokens": ledger.tokens,
+            "cost": ledger.cost,
+            "rate_limit_waits": self.shared.rate_limit_waits,
+        }
+        target = self.run_dir / f"progress-{self.worker_id}.json"
+        tmp = target.with_name(f".{target.name}.tmp")
+        try:
+            tmp.write_text(json.dumps(snapshot), encoding="utf-8")
+            os.replace(tmp, target)
+        except OSError:
+            pass
+
+    def progress_line(self) -> str | None:
+        """One line summing every process's progress, or None before any work started."""
+        totals: dict[str, float] = {}
+        total_units = 0
+        for path in self.run_dir.glob("progress-*.json"):
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            total_units = max(total_units, int(data.pop("total_units", 0)))
+            for k, v in data.items():
+                totals[k] = totals.get(k, 0) + v
+        if not totals:
+            return None
+        return (
+            f"gauge: {int(totals['done_units'])}/{total_units} work units, {int(totals['live_calls'])} live calls"
+            f" ({int(totals['retries'])} retries, {int(totals['rate_limit_waits'])} rate-limit waits),"
+            f" {int(totals['cached_calls'])} cached, {int(totals['tokens'])} tokens, ${totals['cost']:.4f} so far"
+        )
 
     def close(self) -> None:
         if self.engine is not None:

@@ -284,6 +284,13 @@ class Suite:
                         raise SuiteError(f"pair ({a}, {b}) names unknown agent {n!r} (agents: {', '.join(names)})")
                 if a == b:
                     raise SuiteError(f"pair ({a}, {b}) compares an agent with itself")
+        from .gates import GateSyntaxError, parse_gate
+
+        for gate in self.gates:
+            try:
+                parse_gate(gate)
+            except GateSyntaxError as exc:
+                raise SuiteError(f"Suite(gates=...): {exc}") from None
         tool_names = [t.name for t in self.tools]
         if len(set(tool_names)) != len(tool_names):
             raise SuiteError(f"duplicate tool names: {tool_names}")
