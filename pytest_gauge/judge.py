@@ -53,18 +53,20 @@ class Redactor:
         return self._pattern.sub(REDACTED, text) if self._pattern else text
 
 
-def _render_turns(transcript: Transcript) -> list[str]:
+def _render_turns(transcript: Transcript, redact: Redactor) -> list[str]:
+    """Blocks ``[user]``, ``[assistant]``, ``[tool call]``, ``[tool result]``; only contents are redacted,
+    so a name that happens to occur in a header word cannot corrupt the structure."""
     lines: list[str] = []
     for turn in transcript.turns:
         if turn.role == "user":
-            lines.append(f"[user]\n{turn.content}")
+            lines.append(f"[user]\n{redact(turn.content)}")
         elif turn.role == "assistant":
             if turn.content:
-                lines.append(f"[assistant]\n{turn.content}")
+                lines.append(f"[assistant]\n{redact(turn.content)}")
             for call in turn.tool_calls:
-                lines.append(f"[tool call] {call.name}({call.raw_arguments})")
+                lines.append(f"[tool call] {redact(call.name)}({redact(call.raw_arguments)})")
         else:
-            lines.append(f"[tool result]\n{turn.content}")
+            lines.append(f"[tool result]\n{redact(turn.content)}")
     return lines
 
 
@@ -73,7 +75,7 @@ def render_transcript(transcript: Transcript, redact: Redactor, max_chars: int =
 
     Too long a transcript is shortened from the start, always keeping the final reply, and says so.
     """
-    blocks = [redact(b) for b in _render_turns(transcript)]
+    blocks = _render_turns(transcript, redact)
     if not blocks or not transcript.turns or transcript.turns[-1].role != "assistant":
         blocks.append(f"[assistant]\n{redact(transcript.final_reply)}")
     text = "\n".join(blocks)

@@ -1,0 +1,216 @@
+"""The embedded offline backend: simulated agents, user and judge behind an OpenAI-compatible endpoint.
+
+:class:`SimBackend` answers chat-completion request bodies with realistic ``chat.completion`` JSON
+(usage, finish_reason, tool_calls, ``length`` truncation, OpenAI-style errors). It is served to the
+real ``openai`` client through :meth:`SimBackend.transport` (an ``httpx2.MockTransport``), or by a
+loopback HTTP server using :meth:`SimBackend.handle`. Every answer is a pure function of the world
+and the request body: same world + same body gives byte-identical JSON.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import httpx2
+
+from ..records import dumps
+from ..tasks import Task
+from .agent import agent_reply
+from .common import SIM_VERSION, count_tokens, message_text, stable_hash, truncate_to_tokens
+from .judge import is_judge_request, judge_reply
+from .profiles import SimAgent, SimJudge, SimUser
+from .user import is_user_sim_request, user_reply
+
+__all__ = ["SimBackend", "SimWorld", "dump_response", "error_body"]
+
+_CREATED = 0
+
+
+@dataclass(frozen=True)
+class SimWorld:
+    """Everything the simulator's answers depend on: the run seed, the tasks and each model's profile.
+
+    ``agents`` maps an agent model name to (agent name, profile); ``users`` and ``judges`` map model
+    names to profiles (a missing model gets the default profile).
+    """
+
+    seed: int
+    tasks: tuple[Task, ...]
+    agents: Mapping[str, tuple[str, SimAgent]] = field(default_factory=dict)
+    users: Mapping[str, SimUser] = field(default_factory=dict)
+    judges: Mapping[str, SimJudge] = field(default_factory=dict)
+
+    def fingerprint(self) -> str:
+        """sha256 over the simulator version, seed, all profiles and the tasks (ids, prompts, rules):
+        the part of a cache key that makes cached sim answers depend on the sim's configuration."""
+        tasks = [
+            [
+                t.task_id,
+                t.task_prompt,
+                [r.describe() for r in t.success_criteria],
+                [r.describe() for r in t.hard_constraints],
+                list(t.hidden_facts),
+            ]
+            for t in self.tasks
+        ]
+        return stable_hash(
+            SIM_VERSION,
+            self.seed,
+            {m: [name, asdict(p)] for m, (name, p) in sorted(self.agents.items())},
+            {m: asdict(p) for m, p in sorted(self.users.items())},
+            {m: asdict(p) for m, p in sorted(self.judges.items())},
+            tasks,
+        )
+
+
+def error_body(message: str, type_: str, code: str | None, param: str | None = None) -> dict[str, Any]:
+    """An OpenAI-style error payload."""
+    return {"error": {"message": message, "type": type_, "param": param, "code": code}}
+
+
+def dump_response(payload: Mapping[str, Any]) -> bytes:
+    """The exact bytes served for a payload (sorted keys, UTF-8): identical payloads, identical bytes."""
+    return json.dumps(payload, sort_keys=True, ensure_ascii=False).encode("utf-8")
+
+
+def _prompt_tokens(body: Mapping[str, Any]) -> int:
+    parts: list[str] = []
+    for m in body.get("messages") or []:
+        if isinstance(m, dict):
+            parts.append(message_text(m))
+            if m.get("tool_calls"):
+                parts.append(json.dumps(m["tool_calls"], ensure_ascii=False, sort_keys=True))
+    if body.get("tools"):
+        parts.append(json.dumps(body["tools"], ensure_ascii=False, sort_keys=True))
+    return count_tokens("".join(parts))
+
+
+def _max_tokens(body: Mapping[str, Any]) -> int | None:
+    for key in ("max_completion_tokens", "max_tokens"):
+        value = body.get(key)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return None
+
+
+class SimBackend:
+    """Answers chat-completion bodies as the simulated agent, user simulator or judge of ``world``.
+
+    The role is detected from the content (judge system prompt / ``<response_a>``, role-play user
+    prompt), not the model name; anything else is an agent request for ``world.agents[model]``.
+    """
+
+    def __init__(self, world: SimWorld) -> None:
+        self.world = world
+        self._fingerprint = world.fingerprint()
+
+    def respond(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """(HTTP status, JSON payload) for one request body: a pure function of (world, body)."""
+        if not isinstance(body, dict):
+            return 400, error_body("The request body must be a JSON object.", "invalid_request_error", None)
+        model = body.get("model")
+        messages = body.get("messages")
+        if not isinstance(model, str) or not model:
+            return 400, error_body(
+                "You must provide a model parameter.", "invalid_request_error", None, "model"
+            )
+        if not isinstance(messages, list) or not messages or not all(isinstance(m, dict) for m in messages):
+            return 400, error_body(
+                "'messages' must be a non-empty array of message objects.",
+                "invalid_request_error",
+                None,
+                "messages",
+            )
+        if body.get("stream"):
+            return 400, error_body(
+                "stream=true is not supported by the offline simulator.",
+                "invalid_request_error",
+                None,
+                "stream",
+            )
+        tool_calls: tuple[dict[str, Any], ...] = ()
+        if is_judge_request(messages):
+            profile_j = self.world.judges.get(model, SimJudge())
+            content: str | None = judge_reply(self.world.seed, self.world.tasks, profile_j, body)
+        elif is_user_sim_request(messages):
+            content = user_reply(self.world.seed, self.world.users.get(model, SimUser()), body)
+        else:
+            if model not in self.world.agents:
+                return 404, error_body(
+                    f"The model `{model}` does not exist", "invalid_request_error", "model_not_found", "model"
+                )
+            name, profile = self.world.agents[model]
+            out = agent_reply(self.world.seed, self.world.tasks, name, profile, body)
+            content, tool_calls = out.content, out.tool_calls
+        return 200, self._completion(body, content, tool_calls)
+
+    def _completion(
+        self, body: Mapping[str, Any], content: str | None, tool_calls: tuple[dict[str, Any], ...]
+    ) -> dict[str, Any]:
+        limit = _max_tokens(body)
+        finish = "tool_calls" if tool_calls else "stop"
+        calls = [json.loads(json.dumps(c)) for c in tool_calls]
+        if calls:
+            completion = sum(count_tokens(c["function"]["name"] + c["function"]["arguments"]) for c in calls)
+            if limit is not None and completion > limit:  # the arguments are cut mid-JSON, as a real API does
+                fn = calls[0]["function"]
+                fn["arguments"] = truncate_to_tokens(
+                    fn["arguments"], max(0, limit - count_tokens(fn["name"]))
+                )
+                calls = calls[:1]
+                completion, finish = limit, "length"
+        else:
+            text = content or ""
+            completion = count_tokens(text)
+            if limit is not None and completion > limit:
+                text = truncate_to_tokens(text, max(0, limit))
+                completion, finish = count_tokens(text), "length"
+            content = text
+        completion = max(completion, 1) if limit is None or limit > 0 else completion
+        prompt = _prompt_tokens(body)
+        message: dict[str, Any] = {"role": "assistant", "content": None if calls else content}
+        if calls:
+            message["tool_calls"] = calls
+        return {
+            "id": "chatcmpl-" + stable_hash(self._fingerprint, dumps(body))[:29],
+            "object": "chat.completion",
+            "created": _CREATED,
+            "model": body["model"],
+            "system_fingerprint": "fp_sim_" + self._fingerprint[:10],
+            "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish}],
+            "usage": {
+                "prompt_tokens": prompt,
+                "completion_tokens": completion,
+                "total_tokens": prompt + completion,
+            },
+        }
+
+    def handle(self, method: str, path: str, raw: bytes) -> tuple[int, dict[str, Any]]:
+        """One HTTP request (method, URL path, raw body) to (status, payload): the routing shared by the
+        mock transport and a loopback server. Only ``POST .../chat/completions`` exists."""
+        clean = path.split("?", 1)[0].rstrip("/")
+        if method.upper() != "POST" or not clean.endswith("/chat/completions"):
+            return 404, error_body(
+                f"Invalid URL ({method.upper()} {clean})", "invalid_request_error", "not_found"
+            )
+        try:
+            body = json.loads(raw.decode("utf-8") or "null")
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            return 400, error_body(
+                f"The request body is not valid JSON: {exc}", "invalid_request_error", None
+            )
+        return self.respond(body)
+
+    def transport(self) -> httpx2.AsyncBaseTransport:
+        """An async mock transport for ``httpx2.AsyncClient`` (hence for ``openai.AsyncOpenAI``)."""
+
+        async def handler(request: httpx2.Request) -> httpx2.Response:
+            status, payload = self.handle(request.method, request.url.path, await request.aread())
+            return httpx2.Response(
+                status, content=dump_response(payload), headers={"content-type": "application/json"}
+            )
+
+        return httpx2.MockTransport(handler)
