@@ -1,7 +1,10 @@
 """The example suite: three agents of a customer-support / productivity assistant, judged blind in pairs.
 
-On the offline simulator (the default backend) agent_x and agent_y are close in skill and agent_z is
-clearly weaker; agent_y is verbose and names itself and its model, which the judge must never see.
+On the offline simulator (the default backend) agent_x and agent_y are equally skilled (a close pair)
+and agent_z is clearly weaker (distant pairs). agent_y is verbose, always polite, and names itself and
+its model, which the judge must never see. The simulated judge reads the rules well but is swayed by
+tone and length, as LLM judges are: on the close pair that bias decides many verdicts, on the distant
+pairs the quality gap dominates, which is the study's headline (LRS close >> LRS distant).
 Live runs take model names from the environment (see ``env_model``).
 """
 
@@ -31,20 +34,20 @@ def _load_tools() -> ModuleType:
 
 suite = Suite(
     agents=[
-        ModelAgent("agent_x", env_model("GAUGE_AGENT_X_MODEL", "sim-agent-x"), sim=SimAgent(skill=0.82)),
+        ModelAgent("agent_x", env_model("GAUGE_AGENT_X_MODEL", "sim-agent-x"), sim=SimAgent(skill=0.8, politeness=0.05)),
         ModelAgent(
             "agent_y",
             env_model("GAUGE_AGENT_Y_MODEL", "sim-agent-y"),
-            sim=SimAgent(skill=0.78, verbosity=1.6, self_name=True),
+            sim=SimAgent(skill=0.8, verbosity=1.6, self_name=True, politeness=1.0),
         ),
         ModelAgent(
             "agent_z",
             env_model("GAUGE_AGENT_Z_MODEL", "sim-agent-z"),
-            sim=SimAgent(skill=0.45, verbosity=0.8),
+            sim=SimAgent(skill=0.45, verbosity=0.8, politeness=0.05),
         ),
     ],
     pairs=[("agent_x", "agent_y"), ("agent_x", "agent_z"), ("agent_y", "agent_z")],
-    judge=Judge(env_model("TAOTOKEN_JUDGE_MODEL", "sim-judge"), sim=SimJudge(noise=0.15)),
+    judge=Judge(env_model("TAOTOKEN_JUDGE_MODEL", "sim-judge"), sim=SimJudge(noise=0.25, length_bias=0.1, tone_bias=1.2, misread=0.05)),
     user=UserSimulator(env_model("GAUGE_USER_MODEL", "sim-user")),
     tools=_load_tools().TOOLS,
 )

@@ -11,6 +11,7 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from statistics import NormalDist
 from typing import Any
 
 from ..records import Transcript, Turn
@@ -55,6 +56,29 @@ def _first_user_text(messages: Sequence[Mapping[str, Any]]) -> str:
         if m.get("role") == "user":
             return message_text(dict(m))
     return ""
+
+
+SHARED_DIFFICULTY = 0.8
+"""Correlation of rule outcomes between agents: each rule of a task has a difficulty shared by every
+agent (like an item in item-response theory), so two agents of equal skill mostly succeed and fail on
+the same rules, and a close pair differs on few, small points. The marginal chance stays ``skill``."""
+
+_NORMAL = NormalDist()
+
+
+def _difficulty_draw(key: tuple[Any, ...], kind: str, index: int) -> float:
+    """A uniform draw for (agent, rule) built from a task-wide difficulty and an agent-specific part."""
+    world_seed, _model, task_id, sample_seed = key
+    shared = seeded(world_seed, task_id, sample_seed, "difficulty", kind, index).random()
+    own = seeded(*key, kind, index).random()
+    z = math.sqrt(SHARED_DIFFICULTY) * _NORMAL.inv_cdf(_clip(shared)) + math.sqrt(1 - SHARED_DIFFICULTY) * _NORMAL.inv_cdf(
+        _clip(own)
+    )
+    return _NORMAL.cdf(z)
+
+
+def _clip(u: float) -> float:
+    return min(max(u, 1e-12), 1 - 1e-12)
 
 
 def _offered_tools(body: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
@@ -203,7 +227,7 @@ def agent_reply(
             for i, rule in enumerate(rules):
                 s = tool_skill if is_tool_rule(rule.type) else skill
                 p = s if kind == "criterion" else 1.0 - (1.0 - s) / 2.0
-                satisfy = seeded(*key, kind, i).random() < p
+                satisfy = _difficulty_draw(key, kind, i) < p
                 hints.append((_adjusted_hint(rule, satisfy, zh, guarded), satisfy))
     merged = merge_hints(hints)
 

@@ -26,6 +26,7 @@ from ..tasks import Task
 from .agent import is_tool_rule
 from .common import has_cjk, looks_like_error, message_text, seeded, stable_hash
 from .profiles import SimJudge
+from .user import POLITE
 
 __all__ = ["JudgeDecision", "decide", "is_judge_request", "judge_reply", "parse_rendered", "quality"]
 
@@ -174,17 +175,21 @@ def decide(
     zh: bool,
     rng_key: tuple[Any, ...],
     broke: tuple[bool, bool] = (False, False),
+    tone: tuple[bool, bool] = (False, False),
 ) -> JudgeDecision:
     """d = q_a - q_b + N(0, noise) + position_bias + length_bias * log2(len_a / len_b); tie within margin."""
     rng = seeded(*rng_key, "decision")
     length_term = profile.length_bias * math.log2(max(1, len_a) / max(1, len_b))
-    d = q_a - q_b + rng.gauss(0.0, profile.noise) + profile.position_bias + length_term
+    tone_term = profile.tone_bias * (float(tone[0]) - float(tone[1]))
+    d = q_a - q_b + rng.gauss(0.0, profile.noise) + profile.position_bias + length_term + tone_term
     winner = "tie" if abs(d) <= profile.tie_margin else ("A" if d > 0 else "B")
     small = 0.05 * min(1.0, profile.noise / 0.15)
     reward_a = round(min(1.0, max(0.0, q_a + rng.gauss(0.0, small))), 2)
     reward_b = round(min(1.0, max(0.0, q_b + rng.gauss(0.0, small))), 2)
     longer_won = (winner == "A" and len_a > len_b) or (winner == "B" and len_b > len_a)
     verbose = winner != "tie" and abs(length_term) > abs(d - length_term) and longer_won
+    nicer_won = (winner == "A" and tone[0] and not tone[1]) or (winner == "B" and tone[1] and not tone[0])
+    toned = winner != "tie" and not verbose and abs(tone_term) > abs(d - tone_term) and nicer_won
     w, lo = (winner, "B" if winner == "A" else "A")
     if winner == "tie":
         reason = (
@@ -192,6 +197,8 @@ def decide(
         )
     elif verbose:
         reason = f"回答{w}更详细，语气更好。" if zh else f"Response {w} is more detailed and longer."
+    elif toned:
+        reason = f"回答{w}语气更好。" if zh else f"Response {w} has a better tone and is more helpful."
     elif broke[0 if lo == "A" else 1]:
         reason = f"回答{lo}违反了硬性约束。" if zh else f"Response {lo} breaks a hard constraint."
     else:
@@ -212,8 +219,9 @@ def judge_reply(world_seed: int, tasks: Sequence[Task], profile: SimJudge, body:
     side_a = parse_rendered(_tag(prompt, "response_a") or "")
     side_b = parse_rendered(_tag(prompt, "response_b") or "")
     key = (world_seed, "judge", str(body.get("model", "")), body.get("seed") or 0, stable_hash(messages))
-    q_a, broke_a = quality(task, side_a, seeded(*key, "read-a"), profile.noise)
-    q_b, broke_b = quality(task, side_b, seeded(*key, "read-b"), profile.noise)
+    misread = profile.noise if profile.misread is None else profile.misread
+    q_a, broke_a = quality(task, side_a, seeded(*key, "read-a"), misread)
+    q_b, broke_b = quality(task, side_b, seeded(*key, "read-b"), misread)
     decision = decide(
         profile,
         q_a,
@@ -223,6 +231,7 @@ def judge_reply(world_seed: int, tasks: Sequence[Task], profile: SimJudge, body:
         has_cjk(shown_task),
         key,
         (broke_a, broke_b),
+        (bool(POLITE.search(side_a.final_reply)), bool(POLITE.search(side_b.final_reply))),
     )
     verdict: dict[str, Any] = {
         "winner": decision.winner,

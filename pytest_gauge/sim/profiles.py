@@ -34,11 +34,16 @@ class SimUser:
 
 @dataclass(frozen=True)
 class SimJudge:
-    """A simulated judge: reads the two responses, estimates quality from the text with Gaussian
-    ``noise``, adds ``position_bias`` (towards slot A when > 0) and ``length_bias`` (per doubling of
-    length), calls a tie within ``tie_margin``, and returns a malformed verdict with ``error_rate``."""
+    """A simulated judge: reads the two responses, estimates quality from the text, adds Gaussian
+    decision ``noise``, ``position_bias`` (towards slot A when > 0) and ``length_bias`` (per doubling of
+    length), calls a tie within ``tie_margin``, and returns a malformed verdict with ``error_rate``.
+    ``tone_bias`` is added for a polite, friendly reply ("better tone"), the other bias judges are
+    known for. ``misread`` is how badly it reads the rules (phrases missed with probability misread/3, counts off
+    by a log-normal factor of that spread); None means the same as ``noise``."""
 
     noise: float = 0.15
+    misread: float | None = None
+    tone_bias: float = 0.0
     position_bias: float = 0.0
     length_bias: float = 0.0
     tie_margin: float = 0.02

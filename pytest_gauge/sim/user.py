@@ -31,7 +31,7 @@ __all__ = [
 
 USER_SIM_MARKER = "You are role-playing a user"
 
-_POLITE = re.compile(
+POLITE = re.compile(
     r"\b(please|thank|thanks|happy to help|glad|sure|certainly|of course|sorry)\b"
     r"|请|谢谢|感谢|很乐意|好的|当然|抱歉",
     re.IGNORECASE,
@@ -124,7 +124,7 @@ def surface_signals(task: str, agent_replies: Sequence[str]) -> dict[str, float]
         except ValueError:
             not_json = True
     return {
-        "polite": 1.0 if _POLITE.search(text) else 0.0,
+        "polite": 1.0 if POLITE.search(text) else 0.0,
         "effort": min(1.0, count_words(last) / 60.0),
         "echo": _overlap(task, text),
         "over_limit": 1.0 if over else 0.0,

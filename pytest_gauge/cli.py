@@ -1,0 +1,342 @@
+"""``python -m pytest_gauge``: ``doctor``, ``cassettes export`` and ``cache prune``.
+
+argparse and printing only; the doctor's logic lives in :mod:`pytest_gauge.doctor`, the cassette and
+cache logic in the small pure functions below (each returns what it did, the CLI prints it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import re
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from .client import KEY_VARIABLE
+from .doctor import CONFIG_KINDS, DEFAULT_TIMEOUT, print_config, run_doctor
+from .store import Store
+
+__all__ = [
+    "ExportResult",
+    "PruneResult",
+    "build_parser",
+    "export_cassettes",
+    "main",
+    "prune_cache",
+    "scrub_entry",
+]
+
+DEFAULT_CACHE_DIR = ".gauge-cache"
+DROPPED_FIELDS = frozenset({"run_id", "created"})
+_SECRET_NAME = re.compile(r"authorization|api_?key|headers?$|^cookie$|^set_cookie$")
+TMP_GRACE_SECONDS = 60.0
+
+
+# ------------------------------------------------------------------------------------------ cassettes
+
+
+def _secret_name(name: str) -> bool:
+    return bool(_SECRET_NAME.search(name.lower().replace("-", "_")))
+
+
+def scrub_entry(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """The entry for review: no ``run_id``/``created``, and no authorization/api-key/headers field at the top
+    level of the entry, its ``meta``, ``request`` or ``response`` (the only places the SDK could put one)."""
+    out: dict[str, Any] = {}
+    for name, value in entry.items():
+        if name in DROPPED_FIELDS or _secret_name(name):
+            continue
+        if name in ("meta", "request", "response") and isinstance(value, dict):
+            value = {k: v for k, v in value.items() if not _secret_name(k)}
+        out[name] = value
+    return out
+
+
+def _has_secret_field(entry: Mapping[str, Any]) -> bool:
+    parts: list[Mapping[str, Any]] = [entry]
+    parts += [entry[k] for k in ("meta", "request", "response") if isinstance(entry.get(k), dict)]
+    return any(_secret_name(name) for part in parts for name in part) or bool(DROPPED_FIELDS & set(entry))
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    """What an export wrote: the keys exported, the suites present in the cache, and keys refused."""
+
+    exported: tuple[str, ...]
+    suites_seen: tuple[str, ...]
+    refused: tuple[str, ...]
+
+
+def _review_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _readme(dest: Store) -> str:
+    rows = []
+    for key in dest.keys():
+        entry = dest.get(key)
+        meta = entry.get("meta") if entry is not None else None
+        if not isinstance(meta, dict):
+            continue
+        rows.append((
+            str(meta.get("suite")), str(meta.get("role")), str(meta.get("model")), str(meta.get("task_id")),
+            str(meta.get("work")), f"{key[:2]}/{key}.json",
+        ))
+    lines = [
+        "# Cassettes",
+        "",
+        "Recorded gateway responses, replayed with",
+        "`pytest --gauge-backend=replay --gauge-cassettes <this folder>`.",
+        "Written by `python -m pytest_gauge cassettes export`; one entry per line (no keys, no headers).",
+        "",
+    ]
+    for suite, role, model, task, work, file in sorted(rows):
+        lines.append(f"- role={role} model={model} task={task} work={work} suite={suite} file={file}")
+    return "\n".join(lines) + "\n"
+
+
+def export_cassettes(
+    cache_dir: str | os.PathLike[str],
+    suite: str,
+    to: str | os.PathLike[str],
+    environ: Mapping[str, str] | None = None,
+) -> ExportResult:
+    """Copy the suite's persisted cache entries into ``to`` (same content-addressed layout, readable by
+    :class:`Store`), scrubbed and pretty-printed, then rewrite ``to/README.md``. Entries in which the value
+    of ``TAOTOKEN_API_KEY`` appears are refused, not exported."""
+    env = os.environ if environ is None else environ
+    key_value = env.get(KEY_VARIABLE, "").strip()
+    source = Store(Path(cache_dir) / "responses")
+    dest = Store(to)
+    exported: list[str] = []
+    refused: list[str] = []
+    suites: set[str] = set()
+    for key in source.keys():
+        entry = source.get(key)
+        if entry is None:
+            continue
+        meta = entry.get("meta")
+        entry_suite = meta.get("suite") if isinstance(meta, dict) else None
+        if isinstance(entry_suite, str):
+            suites.add(entry_suite)
+        if entry_suite != suite or entry.get("persist") is not True:
+            continue
+        clean = scrub_entry(entry)
+        assert not _has_secret_field(clean), "scrubbed cassette still carries a secret field"
+        text = _review_json(clean)
+        if len(key_value) >= 4 and key_value in text:
+            refused.append(key)
+            continue
+        _write_atomic(dest.path(key), text)
+        exported.append(key)
+    if exported:
+        _write_atomic(Path(to) / "README.md", _readme(dest))
+    return ExportResult(tuple(exported), tuple(sorted(suites)), tuple(refused))
+
+
+# ---------------------------------------------------------------------------------------------- prune
+
+
+@dataclass(frozen=True)
+class PruneResult:
+    """Counts from a prune: entries removed by reason, entries kept, and orphan lock/tmp files removed."""
+
+    removed_old: int
+    removed_unpersisted: int
+    removed_unreadable: int
+    kept: int
+    removed_files: int
+    busy: int
+
+    @property
+    def removed(self) -> int:
+        """Every response entry removed."""
+        return self.removed_old + self.removed_unpersisted + self.removed_unreadable
+
+
+def _read_entry(path: Path) -> dict[str, Any] | None:
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def prune_cache(
+    cache_dir: str | os.PathLike[str], older_than_days: float, now: float | None = None,
+    tmp_grace: float = TMP_GRACE_SECONDS,
+) -> PruneResult:
+    """Delete response entries created more than ``older_than_days`` ago, non-persisted and unreadable
+    entries, orphan ``.lock`` files and stale ``.tmp`` files. An entry whose lock is held is left alone.
+    Do not run it while a pytest-gauge run is using the same cache."""
+    now = time.time() if now is None else now
+    cutoff = now - older_than_days * 86400.0
+    store = Store(Path(cache_dir) / "responses")
+    old = unpersisted = unreadable = kept = files = busy = 0
+    for key in list(store.keys()):
+        entry = _read_entry(store.path(key))
+        created = entry.get("created") if entry is not None else None
+        if entry is None:
+            reason = "unreadable"
+        elif not entry.get("persist"):
+            reason = "unpersisted"
+        elif isinstance(created, (int, float)) and created < cutoff:
+            reason = "old"
+        else:
+            kept += 1
+            continue
+        fd = store.try_lock(key)
+        if fd is None:  # a run is writing this key right now
+            busy += 1
+            kept += 1
+            continue
+        try:
+            store.delete(key)
+            (store.root / key[:2] / f"{key}.lock").unlink(missing_ok=True)  # part of the entry, not counted
+        finally:
+            Store.unlock(fd)
+        old += reason == "old"
+        unpersisted += reason == "unpersisted"
+        unreadable += reason == "unreadable"
+    if store.root.is_dir():
+        for shard in sorted(p for p in store.root.iterdir() if p.is_dir()):
+            for path in sorted(shard.iterdir()):
+                if path.suffix == ".lock" and not path.with_suffix(".json").exists():
+                    fd = store.try_lock(path.stem)
+                    if fd is None:
+                        continue
+                    try:
+                        path.unlink(missing_ok=True)
+                        files += 1
+                    finally:
+                        Store.unlock(fd)
+                elif path.suffix == ".tmp":
+                    with contextlib.suppress(FileNotFoundError):
+                        if now - path.stat().st_mtime > tmp_grace:
+                            path.unlink()
+                            files += 1
+            with contextlib.suppress(OSError):
+                shard.rmdir()  # only succeeds when empty
+    return PruneResult(old, unpersisted, unreadable, kept, files, busy)
+
+
+# ------------------------------------------------------------------------------------------------ CLI
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError("must be >= 0")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``python -m pytest_gauge`` argument parser with its three commands."""
+    parser = argparse.ArgumentParser(
+        prog="python -m pytest_gauge",
+        description="pytest-gauge helper commands (the evaluations themselves run under pytest).",
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    doctor = commands.add_parser(
+        "doctor", help="check the gateway key, base URL and models (one tiny request each)",
+        description="Check TAOTOKEN_API_KEY, TAOTOKEN_BASE_URL, Claude Code / Codex settings, then send one "
+        "1-token request per configured role model. Exits 1 if anything failed. The key is never printed.",
+    )
+    doctor.add_argument("--models", default=None, help="comma-separated models to try (default: "
+                        "TAOTOKEN_JUDGE_MODEL, GAUGE_AGENT_MODEL, GAUGE_USER_MODEL, whichever are set)")
+    doctor.add_argument("--print-config", choices=CONFIG_KINDS, default=None,
+                        help="print ready-to-paste client configuration (key as a placeholder) and exit")
+    doctor.add_argument("--timeout", type=_positive_float, default=DEFAULT_TIMEOUT,
+                        help="seconds per request")
+
+    cassettes = commands.add_parser("cassettes", help="export recorded responses for offline replay in CI")
+    cassette_commands = cassettes.add_subparsers(dest="action", metavar="ACTION", required=True)
+    export = cassette_commands.add_parser(
+        "export", help="copy a suite's persisted cache entries into a cassettes folder",
+        description="Copy every persisted response of one suite from the cache into DIR (same layout, "
+        "pretty-printed, no run ids, timestamps, keys or headers) and write DIR/README.md.",
+    )
+    export.add_argument("--suite", required=True, help="suite name")
+    export.add_argument("--to", required=True, metavar="DIR", help="cassettes folder (for --gauge-cassettes)")
+    export.add_argument("--cache-dir", default=DEFAULT_CACHE_DIR, help="cache folder (default .gauge-cache)")
+
+    cache = commands.add_parser("cache", help="maintain the response cache")
+    cache_commands = cache.add_subparsers(dest="action", metavar="ACTION", required=True)
+    prune = cache_commands.add_parser(
+        "prune", help="delete old and non-persisted responses and orphan lock/tmp files",
+        description="Delete cached responses older than DAYS days and those not persisted (truncated or "
+        "filtered answers), plus orphan .lock/.tmp files. Do not run during a pytest-gauge run.",
+    )
+    prune.add_argument("--older-than", required=True, type=_positive_float, metavar="DAYS",
+                       help="remove entries created more than DAYS days ago (fractions allowed)")
+    prune.add_argument("--cache-dir", default=DEFAULT_CACHE_DIR, help="cache folder (default .gauge-cache)")
+    return parser
+
+
+def _doctor(args: argparse.Namespace, environ: Mapping[str, str], out: TextIO) -> int:
+    if args.print_config:
+        out.write(print_config(args.print_config, environ))
+        return 0
+    models = [m for m in args.models.split(",") if m.strip()] if args.models else None
+    return run_doctor(environ, out, models=models, timeout=args.timeout)
+
+
+def _export(args: argparse.Namespace, environ: Mapping[str, str], out: TextIO, err: TextIO) -> int:
+    result = export_cassettes(args.cache_dir, args.suite, args.to, environ)
+    for key in result.refused:
+        err.write(f"refused {key}: it contains the value of {KEY_VARIABLE}\n")
+    if not result.exported:
+        present = ", ".join(result.suites_seen) or "none"
+        where = Path(args.cache_dir) / "responses"
+        err.write(
+            f"error: no persisted cache entries for suite {args.suite!r} under {where}"
+            f" (suites in the cache: {present}); run the suite once with the cache on (--gauge-cache=use)\n"
+        )
+        return 1
+    out.write(f"exported {len(result.exported)} cassettes for suite {args.suite} to {args.to}\n")
+    return 1 if result.refused else 0
+
+
+def _prune(args: argparse.Namespace, out: TextIO) -> int:
+    result = prune_cache(args.cache_dir, args.older_than)
+    out.write(
+        f"removed {result.removed} entries ({result.removed_old} older than {args.older_than:g} days, "
+        f"{result.removed_unpersisted} not persisted, {result.removed_unreadable} unreadable), "
+        f"kept {result.kept}"
+        f"{f' ({result.busy} locked by a running process)' if result.busy else ''}; "
+        f"removed {result.removed_files} orphan .lock/.tmp files\n"
+    )
+    return 0
+
+
+def main(
+    argv: Sequence[str] | None = None, *, environ: Mapping[str, str] | None = None,
+    out: TextIO | None = None, err: TextIO | None = None,
+) -> int:
+    """Parse ``argv`` and run the command; the exit status (0 ok, 1 failed, 2 usage)."""
+    out = sys.stdout if out is None else out
+    err = sys.stderr if err is None else err
+    env = os.environ if environ is None else environ
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command == "doctor":
+        return _doctor(args, env, out)
+    if args.command == "cassettes":
+        return _export(args, env, out, err)
+    if args.command == "cache":
+        return _prune(args, out)
+    parser.print_help(out)
+    return 2

@@ -1,0 +1,435 @@
+"""``python -m pytest_gauge doctor``: check the gateway setup before a paid run (SPEC §11).
+
+Every check is a pure-ish function returning :class:`Check` results (ok / warn / fail, each with its
+fix), so the CLI and the ``--gauge-doctor`` pytest flag print the same thing. The key is never printed,
+nor any part of it: every line goes through :func:`redact` as a last line of defence.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+import urllib.parse
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, TextIO
+
+import openai
+
+from .client import (
+    DEFAULT_BASE_URL,
+    KEY_VARIABLE,
+    URL_VARIABLE,
+    UrlCheck,
+    check_base_url,
+    check_key,
+    diagnose,
+)
+from .client import read_key as _read_key
+
+__all__ = [
+    "ANTHROPIC_VARIABLES",
+    "CONFIG_KINDS",
+    "DEFAULT_TIMEOUT",
+    "KEY_PLACEHOLDER",
+    "ROLE_VARIABLES",
+    "Check",
+    "Target",
+    "anthropic_checks",
+    "base_url_checks",
+    "codex_checks",
+    "codex_config_path",
+    "configured_base_url",
+    "format_checks",
+    "key_checks",
+    "print_config",
+    "probe_checks",
+    "redact",
+    "run_checks",
+    "run_doctor",
+    "sibling_url",
+    "targets_for",
+]
+
+Status = Literal["ok", "warn", "fail"]
+
+ROLE_VARIABLES: tuple[tuple[str, str], ...] = (
+    ("judge", "TAOTOKEN_JUDGE_MODEL"),
+    ("agent", "GAUGE_AGENT_MODEL"),
+    ("user", "GAUGE_USER_MODEL"),
+)
+"""(role, environment variable) pairs read when ``--models`` is not given."""
+
+_AGENT_VARIABLE = re.compile(r"^GAUGE_AGENT_([A-Z0-9]+)_MODEL$")
+ANTHROPIC_VARIABLES = ("ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_API_KEY")
+CONFIG_KINDS = ("claude-code", "codex", "cc-switch", "all")
+KEY_PLACEHOLDER = f"<your {KEY_VARIABLE}>"
+DEFAULT_TIMEOUT = 10.0
+
+
+@dataclass(frozen=True)
+class Check:
+    """One doctor finding: its status, what it is about, what was found, and the fix (empty when ok)."""
+
+    status: Status
+    topic: str
+    message: str
+    fix: str = ""
+
+
+@dataclass(frozen=True)
+class Target:
+    """A model to try with one minimal chat call, and the role label(s) it serves ("" if only --models)."""
+
+    model: str
+    roles: str
+
+
+# ------------------------------------------------------------------------------------------ helpers
+
+
+def redact(text: str, secrets: Sequence[str]) -> str:
+    """``text`` with every secret (and every 6+ character piece of one) replaced by ``***``."""
+    pieces: set[str] = set()
+    for secret in secrets:
+        if len(secret.strip()) >= 4:
+            pieces.add(secret.strip())
+        pieces.update(p for p in secret.split() if len(p) >= 6)
+    for piece in sorted(pieces, key=len, reverse=True):
+        text = text.replace(piece, "***")
+    return text
+
+
+def _show_url(url: str) -> str:
+    """The URL without any user:password part (safe to print)."""
+    parts = urllib.parse.urlsplit(url)
+    host = parts.netloc.rsplit("@", 1)[-1]
+    return urllib.parse.urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
+
+
+def _same_url(a: str, b: str) -> bool:
+    return a.strip().rstrip("/").lower() == b.strip().rstrip("/").lower()
+
+
+def _fixed_path_url(url: str) -> str:
+    """The URL with doubled slashes, repeated ``/v1`` and a pasted ``/chat/completions`` removed."""
+    parts = urllib.parse.urlsplit(url)
+    path = re.sub(r"/{2,}", "/", parts.path)
+    path = re.sub(r"(/v1)+(?=/|$)", "/v1", path)
+    path = re.sub(r"/chat/completions/?$", "", path)
+    return urllib.parse.urlunsplit((parts.scheme, parts.netloc, path.rstrip("/"), "", ""))
+
+
+def sibling_url(url: str) -> str:
+    """The same base URL with its trailing ``/v1`` removed, or with ``/v1`` appended when it has none."""
+    base = url.rstrip("/")
+    return base[: -len("/v1")] if base.endswith("/v1") else base + "/v1"
+
+
+def configured_base_url(environ: Mapping[str, str]) -> str:
+    """``TAOTOKEN_BASE_URL`` as set (or the default), before any cleaning."""
+    return environ.get(URL_VARIABLE, DEFAULT_BASE_URL) or DEFAULT_BASE_URL
+
+
+# --------------------------------------------------------------------------------------- the checks
+
+
+def key_checks(environ: Mapping[str, str]) -> list[Check]:
+    """Is ``TAOTOKEN_API_KEY`` present and clean? Never looks further than its shape."""
+    problem = check_key(environ)
+    if problem is not None:
+        fix = f"export {KEY_VARIABLE}=<your gateway key> (one line, no spaces)"
+        return [Check("fail", KEY_VARIABLE, problem, fix)]
+    raw = environ.get(KEY_VARIABLE, "")
+    if raw != raw.strip():
+        return [Check(
+            "warn", KEY_VARIABLE, "is set but has leading or trailing whitespace (pytest-gauge strips it;"
+            " other clients such as Codex send it as is)",
+            f"export {KEY_VARIABLE} again without the spaces/newline",
+        )]
+    return [Check("ok", KEY_VARIABLE, "is set (value not shown)")]
+
+
+def base_url_checks(environ: Mapping[str, str]) -> tuple[UrlCheck, list[Check]]:
+    """Base URL hygiene: errors fail, path oddities warn with the corrected value."""
+    raw = configured_base_url(environ)
+    check = check_base_url(raw)
+    found: list[Check] = []
+    for error in check.errors:
+        if check.url != raw:
+            fix = f"export {URL_VARIABLE}={_show_url(_fixed_path_url(check.url))}"
+        else:
+            fix = f"set {URL_VARIABLE} to an http(s) URL"
+        found.append(Check("fail", URL_VARIABLE, error, fix))
+    for warning in check.warnings:
+        fix = f"export {URL_VARIABLE}={_show_url(_fixed_path_url(check.url))}"
+        found.append(Check("warn", URL_VARIABLE, warning, fix))
+    if not found:
+        origin = "" if environ.get(URL_VARIABLE) else " (not set; the default)"
+        found.append(Check("ok", URL_VARIABLE, f"{_show_url(check.url)}{origin}"))
+    return check, found
+
+
+def anthropic_checks(environ: Mapping[str, str]) -> list[Check]:
+    """Claude Code's variables are not read here; warn when set, and name the classic 401 when mixed."""
+    present = [name for name in ANTHROPIC_VARIABLES if environ.get(name, "").strip()]
+    if not present:
+        return []
+    one = len(present) == 1
+    message = (
+        f"{', '.join(present)} {'is' if one else 'are'} set: Claude Code reads {'it' if one else 'those'},"
+        f" pytest-gauge does not (it reads {KEY_VARIABLE} and {URL_VARIABLE})"
+    )
+    fix = "nothing to do if you also use Claude Code; keep the two configurations separate"
+    if not environ.get(KEY_VARIABLE, "").strip():
+        message += (
+            f"; {KEY_VARIABLE} is not set, and mixing the Anthropic variables into an OpenAI-compatible"
+            " client is the classic 401"
+        )
+        fix = f"export {KEY_VARIABLE}=<your gateway key> (the gateway key, under the name this plugin reads)"
+    return [Check("warn", "ANTHROPIC_*", message, fix)]
+
+
+def codex_config_path(environ: Mapping[str, str]) -> Path:
+    """``$CODEX_HOME/config.toml``, else ``~/.codex/config.toml`` (home from ``HOME`` when given)."""
+    if environ.get("CODEX_HOME"):
+        return Path(environ["CODEX_HOME"]) / "config.toml"
+    home = Path(environ["HOME"]) if environ.get("HOME") else Path.home()
+    return home / ".codex" / "config.toml"
+
+
+def codex_checks(environ: Mapping[str, str], base_url: str) -> list[Check]:
+    """Does a Codex provider use our key against another URL, or our URL with another key variable?"""
+    path = codex_config_path(environ)
+    if not path.is_file():
+        return []
+    topic = f"Codex {path}"
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        reason = f"could not read it: {type(exc).__name__}: {exc}"
+        return [Check("warn", topic, reason, "fix the TOML syntax")]
+    providers = data.get("model_providers")
+    found: list[Check] = []
+    if isinstance(providers, dict):
+        for name, table in sorted(providers.items()):
+            if not isinstance(table, dict):
+                continue
+            env_key = table.get("env_key")
+            url = table.get("base_url")
+            where = f"[model_providers.{name}]"
+            if env_key == KEY_VARIABLE and isinstance(url, str) and not _same_url(url, base_url):
+                found.append(Check(
+                    "warn", topic,
+                    f"{where} reads {KEY_VARIABLE} but sends it to {_show_url(url)}, while {URL_VARIABLE} is "
+                    f"{_show_url(base_url)}",
+                    f"make them agree: base_url = \"{_show_url(base_url)}\" in {where},"
+                    f" or change {URL_VARIABLE}",
+                ))
+            elif isinstance(url, str) and _same_url(url, base_url) and env_key != KEY_VARIABLE:
+                other = f"env_key = {env_key!r}" if isinstance(env_key, str) else "no env_key"
+                anthropic = str(env_key).startswith("ANTHROPIC")
+                classic = " (an ANTHROPIC_* key in Codex is the classic 401)" if anthropic else ""
+                found.append(Check(
+                    "warn", topic, f"{where} points at the same gateway but has {other}{classic}",
+                    f"set env_key = \"{KEY_VARIABLE}\" in {where}",
+                ))
+    return found or [Check("ok", topic, "no provider disagrees with this configuration")]
+
+
+def targets_for(environ: Mapping[str, str], models: Sequence[str] | None) -> list[Target]:
+    """The models to try: ``models`` if given, else the role variables that are set (deduplicated)."""
+    roles: dict[str, list[str]] = {}
+    for role, variable in ROLE_VARIABLES:
+        value = environ.get(variable, "").strip()
+        if value:
+            roles.setdefault(value, []).append(role)
+    for variable in sorted(environ):
+        match = _AGENT_VARIABLE.match(variable)
+        value = environ[variable].strip()
+        if match and value:
+            roles.setdefault(value, []).append(f"agent {match.group(1).lower()}")
+    if models:
+        names = list(dict.fromkeys(m.strip() for m in models if m.strip()))
+        return [Target(m, ", ".join(roles.get(m, []))) for m in names]
+    return [Target(model, ", ".join(labels)) for model, labels in roles.items()]
+
+
+def _client(base_url: str, key: str, timeout: float) -> openai.OpenAI:
+    return openai.OpenAI(api_key=key, base_url=base_url, max_retries=0, timeout=timeout)
+
+
+def _ping(client: openai.OpenAI, model: str | None) -> None:
+    """One minimal chat call (``max_tokens=1``) or, without a model, ``GET /models``. Raises on failure."""
+    if model is None:
+        client.models.list()
+    else:
+        client.chat.completions.create(
+            model=model, messages=[{"role": "user", "content": "ping"}], max_tokens=1
+        )
+
+
+def _answers(base_url: str, key: str, model: str | None, timeout: float) -> bool:
+    """Does ``base_url`` answer 2xx on ``GET /models`` or on the chat call?"""
+    with _client(base_url, key, timeout) as client:
+        for attempt in (None, model) if model is not None else (None,):
+            try:
+                _ping(client, attempt)
+            except openai.APIError:
+                continue
+            return True
+    return False
+
+
+def _status_message(exc: openai.APIStatusError) -> str:
+    body = exc.body
+    error = body.get("error", body) if isinstance(body, dict) else None
+    if isinstance(error, dict) and isinstance(error.get("message"), str):
+        return str(error["message"])
+    return str(exc.message)
+
+
+def _url_not_found(exc: openai.APIStatusError, model: str | None) -> bool:
+    """A 404 about the path, not about the model (a model-not-found 404 names the model)."""
+    return model is None or model.lower() not in _status_message(exc).lower()
+
+
+def _probe(base_url: str, key: str, target: Target | None, timeout: float) -> Check:
+    model = target.model if target is not None else None
+    if target is not None:
+        topic = f"{target.roles} model {target.model}" if target.roles else f"model {target.model} (--models)"
+    else:
+        topic = f"GET {_show_url(base_url)}/models"
+    try:
+        with _client(base_url, key, timeout) as client:
+            _ping(client, model)
+    except openai.APIError as exc:
+        role = (target.roles or "--models") if target is not None else ""
+        error = diagnose(exc, role, model or "", 1)
+        if isinstance(exc, openai.APIStatusError) and exc.status_code == 404 and _url_not_found(exc, model):
+            shown = _show_url(str(exc.request.url))
+            candidates = list(dict.fromkeys(u for u in (sibling_url(base_url), _fixed_path_url(base_url))
+                                            if not _same_url(u, base_url)))
+            working = next((u for u in candidates if _answers(u, key, model, timeout)), None)
+            if working is not None:
+                fix = f"use {URL_VARIABLE}={_show_url(working)} (it answers; {_show_url(base_url)} does not)"
+            else:
+                tried = " or ".join(_show_url(u) for u in candidates)
+                fix = (f"neither {_show_url(base_url)} nor {tried} answered; check the gateway's documented "
+                       "OpenAI-compatible base URL")
+                if target is None:
+                    fix += " (or set TAOTOKEN_JUDGE_MODEL or pass --models: some gateways have no /models)"
+            return Check("fail", topic, f"404 Not Found: {_status_message(exc)} (final URL {shown})", fix)
+        if isinstance(exc, openai.APIConnectionError) and not isinstance(exc, openai.APITimeoutError):
+            cause = type(exc.__cause__ or exc).__name__
+            reason = f"connection error: could not connect to {_show_url(base_url)} ({cause})"
+            return Check("fail", topic, reason, error.fix)
+        where = f" (role {error.role}, model {error.model})" if error.role and error.model else ""
+        return Check("fail", topic, f"{error.cause}{where}", error.fix)
+    what = "answered a 1-token chat call" if target is not None else "answered"
+    return Check("ok", topic, what)
+
+
+def probe_checks(
+    base_url: str, key: str, targets: Sequence[Target], timeout: float = DEFAULT_TIMEOUT
+) -> list[Check]:
+    """One minimal request per target model (or one ``GET /models`` when there are none)."""
+    if not targets:
+        return [_probe(base_url, key, None, timeout)]
+    return [_probe(base_url, key, target, timeout) for target in targets]
+
+
+def run_checks(
+    environ: Mapping[str, str], models: Sequence[str] | None = None, timeout: float = DEFAULT_TIMEOUT
+) -> list[Check]:
+    """Every doctor check in order: key, base URL, Claude Code and Codex settings, then live requests."""
+    checks = key_checks(environ)
+    url_check, url_found = base_url_checks(environ)
+    checks += url_found
+    checks += anthropic_checks(environ)
+    checks += codex_checks(environ, url_check.url)
+    scheme = urllib.parse.urlsplit(url_check.url).scheme
+    if check_key(environ) is not None:
+        checks.append(Check("warn", "requests", "not sent: fix the key first"))
+    elif scheme not in ("http", "https"):
+        checks.append(Check("warn", "requests", "not sent: fix the base URL first"))
+    else:
+        checks += probe_checks(url_check.url, _read_key(environ), targets_for(environ, models), timeout)
+    return checks
+
+
+def format_checks(checks: Sequence[Check], secrets: Sequence[str] = ()) -> str:
+    """The report: one ``ok``/``warn``/``fail`` line per check, its fix beneath, then a summary line."""
+    lines = ["pytest-gauge doctor"]
+    for check in checks:
+        lines.append(f"{check.status:<4}  {check.topic}: {check.message}")
+        if check.fix and check.status != "ok":
+            lines.append(f"      fix: {check.fix}")
+    counts = {s: sum(c.status == s for c in checks) for s in ("ok", "warn", "fail")}
+    verdict = "FAILED" if counts["fail"] else "passed"
+    lines.append(f"doctor {verdict}: {counts['ok']} ok, {counts['warn']} warn, {counts['fail']} fail")
+    return redact("\n".join(lines) + "\n", secrets)
+
+
+def run_doctor(
+    environ: Mapping[str, str],
+    out: TextIO,
+    models: Sequence[str] | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> int:
+    """Run every check, print the report to ``out``; 1 when anything failed, else 0 (for CLI and plugin)."""
+    checks = run_checks(environ, models, timeout)
+    secrets = [environ.get(KEY_VARIABLE, "")] + [environ.get(n, "") for n in ANTHROPIC_VARIABLES[1:]]
+    out.write(format_checks(checks, secrets))
+    return 1 if any(c.status == "fail" for c in checks) else 0
+
+
+# --------------------------------------------------------------------------------------- print-config
+
+
+def _claude_code(base_url: str) -> str:
+    anthropic_base = base_url[: -len("/v1")] if base_url.endswith("/v1") else base_url
+    block = {"env": {"ANTHROPIC_BASE_URL": anthropic_base, "ANTHROPIC_AUTH_TOKEN": KEY_PLACEHOLDER}}
+    return (
+        "# Claude Code: ~/.claude/settings.json (merge into the existing \"env\" block).\n"
+        "# Claude Code appends /v1/messages itself and needs the gateway's Anthropic-compatible endpoint.\n"
+        + json.dumps(block, indent=2) + "\n"
+    )
+
+
+def _codex(base_url: str) -> str:
+    return (
+        "# Codex: ~/.codex/config.toml (or $CODEX_HOME/config.toml); the key stays in the environment.\n"
+        'model_provider = "taotoken"\n'
+        "\n"
+        "[model_providers.taotoken]\n"
+        'name = "TaoToken"\n'
+        f"base_url = {json.dumps(base_url)}\n"
+        f'env_key = "{KEY_VARIABLE}"\n'
+        'wire_api = "chat"\n'
+    )
+
+
+def _cc_switch(base_url: str) -> str:
+    return (
+        "# CC Switch: add a provider with these fields.\n"
+        "name: TaoToken\n"
+        f"base URL: {base_url}\n"
+        f"API key: {KEY_PLACEHOLDER}\n"
+    )
+
+
+def print_config(kind: str, environ: Mapping[str, str]) -> str:
+    """Ready-to-paste configuration for ``kind`` (one of :data:`CONFIG_KINDS`), the key as a placeholder."""
+    if kind not in CONFIG_KINDS:
+        raise ValueError(f"unknown configuration kind {kind!r}; choose from {', '.join(CONFIG_KINDS)}")
+    base_url = _show_url(check_base_url(configured_base_url(environ)).url)
+    if urllib.parse.urlsplit(base_url).scheme in ("http", "https"):
+        base_url = _fixed_path_url(base_url)
+    makers = {"claude-code": _claude_code, "codex": _codex, "cc-switch": _cc_switch}
+    chosen = list(makers) if kind == "all" else [kind]
+    text = "\n".join(makers[k](base_url) for k in chosen)
+    secrets = [environ.get(KEY_VARIABLE, "")] + [environ.get(n, "") for n in ANTHROPIC_VARIABLES[1:]]
+    return redact(text, secrets)
