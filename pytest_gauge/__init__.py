@@ -10,16 +10,18 @@ from __future__ import annotations
 from .records import CaseRecord, Judgment, LedgerRecord, ToolCall, Transcript, Turn, Usage
 from .rules import RuleResult
 from .sim.profiles import SimAgent, SimJudge, SimUser
-from .suite import CallableAgent, Judge, ModelAgent, Suite, UserSimulator, env_model
+from .suite import BestOf, CallableAgent, Judge, ModelAgent, Reflection, Suite, UserSimulator, best_of, env_model, reflection
 from .tools import Tool, ToolResult
 
 __all__ = [
+    "BestOf",
     "CallableAgent",
     "CaseRecord",
     "Judge",
     "Judgment",
     "LedgerRecord",
     "ModelAgent",
+    "Reflection",
     "RuleResult",
     "SimAgent",
     "SimJudge",
@@ -32,7 +34,9 @@ __all__ = [
     "Turn",
     "Usage",
     "UserSimulator",
+    "best_of",
     "env_model",
+    "reflection",
 ]
 
 __version__ = "0.1.0"

@@ -18,6 +18,7 @@ from .records import ToolCall, Transcript, Turn, Usage
 from .tasks import Task
 
 __all__ = [
+    "REFLECTION_PROMPT",
     "USER_SIM_OPENING",
     "ChatCaller",
     "ChatResult",
@@ -31,6 +32,10 @@ USER_SIM_OPENING = "(The conversation starts now. Write your first message to th
 USER_SIM_LAST_TURN = (
     "(The assistant has used its last turn. Reply only with the final line "
     "[DONE] satisfied=yes or [DONE] satisfied=no.)"
+)
+REFLECTION_PROMPT = (
+    "Review your last answer against everything the user asked for and every constraint. "
+    "Reply with the improved final answer only."
 )
 _DONE = re.compile(r"\[DONE\]\s*satisfied\s*=\s*(yes|no)", re.IGNORECASE)
 
@@ -118,6 +123,7 @@ class DialogueConfig:
     max_turns: int
     tool_step_limit: int
     agent_seed: int | None = None
+    user_seed: int | None = None
 
 
 async def _agent_reply(
@@ -200,7 +206,12 @@ async def run_dialogue(
         if turn_index == max_turns:
             user_msgs = [*user_msgs, {"role": "user", "content": USER_SIM_LAST_TURN}]
         result = await call(
-            "user_sim", cfg.user_model, user_msgs, temperature=cfg.user_temperature, max_tokens=cfg.user_max_tokens
+            "user_sim",
+            cfg.user_model,
+            user_msgs,
+            temperature=cfg.user_temperature,
+            max_tokens=cfg.user_max_tokens,
+            seed=cfg.user_seed,
         )
         message, done, sat = parse_user_reply(result.content)
         if done:

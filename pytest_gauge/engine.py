@@ -25,18 +25,18 @@ import asyncio
 import concurrent.futures
 import threading
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .cases import Case
 from .client import CallContext, Gateway
-from .dialogue import ChatResult, DialogueConfig, run_dialogue
+from .dialogue import REFLECTION_PROMPT, ChatResult, DialogueConfig, run_dialogue
 from .errors import GatewayError
 from .judge import Redactor, build_judge_messages, parse_verdict, slots
-from .records import CaseRecord, Judgment, Transcript, Usage
+from .records import CaseRecord, Judgment, Transcript, Turn, Usage
 from .rules import score
 from .store import Store, content_key
-from .suite import CallableAgent, ModelAgent, Suite
+from .suite import BestOf, CallableAgent, ModelAgent, Reflection, Suite
 from .tasks import Task
 from .tools import ToolExecutor
 
@@ -111,7 +111,7 @@ class SuiteRuntime:
         names += [a.model for a in self.suite.agents if a.model]
         self.redactor = Redactor(names)
 
-    def _dialogue_config(self, agent_name: str, sample: int) -> DialogueConfig:
+    def _dialogue_config(self, agent_name: str, sample: int, seed: int | None) -> DialogueConfig:
         agent = self.suite.agent(agent_name)
         user = self.suite.user
         return DialogueConfig(
@@ -127,18 +127,82 @@ class SuiteRuntime:
             user_extra_prompt=user.extra_prompt,
             max_turns=user.max_turns,
             tool_step_limit=self.suite.tool_step_limit,
-            agent_seed=sample if sample else None,
+            agent_seed=seed,
+            user_seed=seed,
         )
 
-    async def transcript(self, task_id: str, agent: str, sample: int) -> dict[str, Any]:
+    def _executor(self, task: Task) -> ToolExecutor | None:
+        if not task.tools:
+            return None
+        return ToolExecutor([t for t in self.suite.tools if t.name in task.tools], self.suite.tool_timeout)
+
+    async def transcript(self, task_id: str, agent_name: str, sample: int) -> dict[str, Any]:
+        """The transcript of (task, agent, sample); compute tiers spend their extra calls in this work."""
         task = self.tasks[task_id]
-        work = f"transcript/{task_id}/{agent}/{sample}"
-        caller = WorkCaller(self.gateway, CallContext(self.name, task_id, work))
-        executor = None
-        if task.tools:
-            executor = ToolExecutor([t for t in self.suite.tools if t.name in task.tools], self.suite.tool_timeout)
-        transcript = await run_dialogue(task, sample, self._dialogue_config(agent, sample), caller, executor)
+        agent = self.suite.agent(agent_name)
+        strategy = agent.strategy if isinstance(agent, ModelAgent) else None
+        label = strategy.label if strategy is not None else "single"
+        work = f"transcript/{task_id}/{agent_name}/{sample}"
+        caller = WorkCaller(self.gateway, CallContext(self.name, task_id, work, label))
+        base_seed = sample if sample else None
+
+        async def one(seed: int | None) -> Transcript:
+            cfg = self._dialogue_config(agent_name, sample, seed)
+            return await run_dialogue(task, sample, cfg, caller, self._executor(task), strategy=label)
+
+        if isinstance(strategy, BestOf):
+            candidates = [await one(base_seed if i == 0 else sample * 1000 + i) for i in range(strategy.n)]
+            transcript = await self._select(task, candidates, strategy, caller)
+        else:
+            transcript = await one(base_seed)
+            if isinstance(strategy, Reflection) and isinstance(agent, ModelAgent):
+                transcript = await self._reflect(agent, transcript, strategy.rounds, caller, base_seed)
         return {"ok": True, "transcript": transcript.to_json(), "spend": caller.spend.to_json()}
+
+    async def _select(self, task: Task, candidates: list[Transcript], strategy: BestOf, caller: WorkCaller) -> Transcript:
+        """Best-of-n selection: the rule verifier's highest reward (first on ties), or a judge knockout."""
+        if strategy.selector == "verifier":
+            rewards = [score(task.success_criteria, task.hard_constraints, t).reward for t in candidates]
+            return candidates[rewards.index(max(rewards))]
+        best = candidates[0]
+        for challenger in candidates[1:]:
+            result = await caller(
+                "judge",
+                self.suite.judge.model,
+                build_judge_messages(task, best, challenger, self.redactor),
+                temperature=self.suite.judge.temperature,
+                max_tokens=self.suite.judge.max_tokens,
+            )
+            if parse_verdict(result.content, result.finish_reason).choice == "B":
+                best = challenger
+        return best
+
+    async def _reflect(
+        self, agent: ModelAgent, transcript: Transcript, rounds: int, caller: WorkCaller, seed: int | None
+    ) -> Transcript:
+        """Reflection rounds: the agent revises its final reply; the revision replaces it."""
+        history: list[dict[str, Any]] = [{"role": "system", "content": agent.system_prompt}]
+        for turn in transcript.turns:
+            if turn.role in ("user", "assistant") and turn.content and not turn.tool_calls:
+                history.append({"role": turn.role, "content": turn.content})
+        reply = transcript.final_reply
+        for _ in range(rounds):
+            result = await caller(
+                "agent",
+                agent.model,
+                [*history, {"role": "user", "content": REFLECTION_PROMPT}],
+                temperature=agent.temperature,
+                max_tokens=agent.max_tokens,
+                seed=seed,
+            )
+            history += [{"role": "user", "content": REFLECTION_PROMPT}, {"role": "assistant", "content": result.content}]
+            reply = result.content
+        turns = list(transcript.turns)
+        if turns and turns[-1].role == "assistant":
+            turns[-1] = Turn("assistant", reply)
+        else:
+            turns.append(Turn("assistant", reply))
+        return replace(transcript, turns=turns, final_reply=reply)
 
     async def judgment(
         self, case: Case, judge_index: int, repeat: int, left: Transcript, right: Transcript

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
+import json
 import os
 import platform
 import subprocess
@@ -172,6 +173,7 @@ def _emit_gate(session: pytest.Session, meta: dict[str, Any], result: Any, fails
 
 def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool) -> None:
     """Write every suite's outputs and reports, evaluate its gates, and report them as test entries."""
+    from .eloreport import GateSource, build_elo_report, elo_json, render_elo_md, render_elo_svg
     from .gates import evaluate_gates, fails_run, parse_gates
     from .metrics import compute_metrics
     from .report import ReportContext, render_reports
@@ -198,16 +200,32 @@ def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool)
             ledger=ledger,
             expected_cases=len(meta["selected"]),
         )
+        families = {f: [(t, a) for t, a in tiers] for f, tiers in meta.get("families", {}).items()}
+        elo = build_elo_report(records, ledger, families=families, seed=opts.seed, rounds=min(opts.bootstrap_rounds, 1000))
+        source = GateSource(metrics, elo)
         gates = parse_gates([*meta["gates"], *opts.gates])
         results = evaluate_gates(
             gates,
-            metrics,
+            source,
             partial_run=partial or interrupted,
             missing_cases=missing,
-            drivers=lambda g, m=metrics: m.drivers(g.left.name, g.left.args),  # type: ignore[misc]
+            drivers=lambda g, src=source: src.drivers(g.left.name, g.left.args),  # type: ignore[misc]
         )
-        ctx = ReportContext(meta=meta, records=records, ledger=ledger, metrics=metrics, gates=results, options=opts)
-        for filename, text in render_reports(ctx).items():
+        ctx = ReportContext(
+            meta=meta,
+            records=records,
+            ledger=ledger,
+            metrics=metrics,
+            gates=results,
+            options=opts,
+            elo=elo.result if elo is not None else None,
+        )
+        reports = render_reports(ctx)
+        if elo is not None:
+            reports["elo.md"] = render_elo_md(elo)
+            reports["elo.json"] = json.dumps(elo_json(elo), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+            reports["elo.svg"] = render_elo_svg(elo)
+        for filename, text in reports.items():
             _write(out / "reports" / filename, text)
         state.finished[name] = {"ctx": ctx, "out": out}
         for result in results:

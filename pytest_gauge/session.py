@@ -64,6 +64,7 @@ class SuiteEntry:
             "gates": list(s.gates),
             "tools": [t.name for t in s.tools],
             "case_ids": [c.case_id for c in self.cases],
+            "families": {f: [list(t) for t in tiers] for f, tiers in s.families().items()},
             "prompts": {
                 **{f"agent:{a.name}": getattr(a, "system_prompt", None) for a in s.agents},
                 "user_sim_extra": s.user.extra_prompt,

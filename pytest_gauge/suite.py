@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -19,15 +19,19 @@ from .tasks import CATEGORIES, Task
 from .tools import Tool
 
 __all__ = [
+    "BestOf",
     "CallableAgent",
     "Judge",
     "ModelAgent",
+    "Reflection",
     "Suite",
     "SuiteError",
     "TaskFileError",
     "UserSimulator",
     "env_model",
+    "best_of",
     "load_tasks",
+    "reflection",
 ]
 
 TASKS_FORMAT_VERSION = 1
@@ -40,8 +44,43 @@ def env_model(variable: str, default: str) -> str:
 
 
 @dataclass(frozen=True)
+class BestOf:
+    """Test-time compute: ``n`` samples (distinct seeds), one chosen by the rule ``verifier`` (highest
+    reward, first on ties) or by the ``judge`` (a knockout of pairwise blind judgments)."""
+
+    n: int
+    selector: str = "verifier"
+
+    @property
+    def label(self) -> str:
+        return f"bo{self.n}"
+
+    @property
+    def compute(self) -> float:
+        return float(self.n)
+
+
+@dataclass(frozen=True)
+class Reflection:
+    """Test-time compute: after the conversation, ``rounds`` extra agent calls that revise the final reply."""
+
+    rounds: int
+
+    @property
+    def label(self) -> str:
+        return f"reflect{self.rounds}"
+
+    @property
+    def compute(self) -> float:
+        return 1.0 + self.rounds
+
+
+Strategy = BestOf | Reflection
+
+
+@dataclass(frozen=True)
 class ModelAgent:
-    """An agent served by a model through the gateway."""
+    """An agent served by a model through the gateway; ``strategy`` spends more compute per task."""
 
     name: str
     model: str
@@ -49,6 +88,27 @@ class ModelAgent:
     temperature: float = 0.7
     max_tokens: int = 800
     sim: SimAgent = field(default_factory=SimAgent)
+    strategy: Strategy | None = None
+
+    @property
+    def family(self) -> str:
+        return self.name.split("@", 1)[0]
+
+
+def best_of(agent: ModelAgent, n: int, selector: str = "verifier") -> ModelAgent:
+    """``agent`` as a best-of-``n`` tier named ``<agent>@bo<n>``."""
+    if n < 1:
+        raise SuiteError(f"best_of needs n >= 1, got {n}")
+    if selector not in ("verifier", "judge"):
+        raise SuiteError(f"best_of selector must be 'verifier' or 'judge', got {selector!r}")
+    return replace(agent, name=f"{agent.name}@bo{n}", strategy=BestOf(n, selector))
+
+
+def reflection(agent: ModelAgent, rounds: int) -> ModelAgent:
+    """``agent`` with ``rounds`` revision calls after the conversation, named ``<agent>@reflect<rounds>``."""
+    if rounds < 1:
+        raise SuiteError(f"reflection needs rounds >= 1, got {rounds}")
+    return replace(agent, name=f"{agent.name}@reflect{rounds}", strategy=Reflection(rounds))
 
 
 @dataclass(frozen=True)
@@ -268,7 +328,7 @@ class Suite:
         if len(set(names)) != len(names):
             raise SuiteError(f"duplicate agent names: {names}")
         for n in names:
-            if not n or any(ch.isspace() or ch in "[]/" for ch in n) or "-vs-" in n:
+            if not n or any(ch.isspace() or ch in "[]/" for ch in n) or "-vs-" in n or n.count("@") > 1:
                 raise SuiteError(f"agent name {n!r}: use a name without spaces, '/', brackets or '-vs-'")
         if orders not in ("both", "seeded"):
             raise SuiteError(f"orders must be 'both' or 'seeded', got {orders!r}")
@@ -301,6 +361,17 @@ class Suite:
     def load(self, folder: Path) -> tuple[Task, ...]:
         """Load and validate this suite's tasks (raises :class:`TaskFileError`)."""
         return load_tasks(folder / self.tasks_file, checks=self.checks, tool_names=[t.name for t in self.tools])
+
+    def families(self) -> dict[str, list[tuple[str, str]]]:
+        """Compute tiers per agent family, in increasing compute: {family: [(tier label, agent name)]}."""
+        tiers: dict[str, list[tuple[float, str, str]]] = {}
+        for a in self.agents:
+            if isinstance(a, ModelAgent) and a.strategy is not None:
+                tiers.setdefault(a.family, []).append((a.strategy.compute, a.strategy.label, a.name))
+        for a in self.agents:
+            if isinstance(a, ModelAgent) and a.strategy is None and a.name in tiers:
+                tiers[a.name].append((1.0, "base", a.name))
+        return {f: [(label, name) for _c, label, name in sorted(rows)] for f, rows in sorted(tiers.items())}
 
     def models(self) -> dict[str, str | None]:
         """Model per role and agent, for the manifest."""

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from statistics import NormalDist
 from typing import Any
 
+from ..dialogue import REFLECTION_PROMPT
 from ..records import Transcript, Turn
 from ..rules import Rule, SimHint
 from ..tasks import Task
@@ -57,6 +58,9 @@ def _first_user_text(messages: Sequence[Mapping[str, Any]]) -> str:
             return message_text(dict(m))
     return ""
 
+
+REFLECTION_KEEP = 0.7
+"""Share of the agent's shortfall left after one reflection round."""
 
 SHARED_DIFFICULTY = 0.8
 """Correlation of rule outcomes between agents: each rule of a task has a difficulty shared by every
@@ -217,7 +221,9 @@ def agent_reply(
     task = find_task(tasks, first_user)
     zh = has_cjk(task.task_prompt if task else first_user)
     key: tuple[Any, ...] = (world_seed, model, task.task_id if task else "", body.get("seed") or 0)
-    skill = min(1.0, max(0.0, profile.skill))
+    # each reflection round closes part of the gap to perfect (same draws, higher bar: monotone gains)
+    reflections = sum(1 for m in messages if m.get("role") == "user" and message_text(m) == REFLECTION_PROMPT)
+    skill = 1.0 - (1.0 - min(1.0, max(0.0, profile.skill))) * REFLECTION_KEEP**reflections
     tool_skill = min(1.0, max(0.0, profile.tool_skill if profile.tool_skill is not None else skill))
 
     hints: list[tuple[SimHint, bool]] = []
