@@ -50,4 +50,14 @@ suite = Suite(
     judge=Judge(env_model("TAOTOKEN_JUDGE_MODEL", "sim-judge"), sim=SimJudge(noise=0.25, length_bias=0.1, tone_bias=1.2, misread=0.05)),
     user=UserSimulator(env_model("GAUGE_USER_MODEL", "sim-user")),
     tools=_load_tools().TOOLS,
+    # What CI gates on: the judge is usable (few errors, not position-biased, rarely wrong on pairs that
+    # really differ), the best agent has not regressed, and the bill stays bounded.
+    gates=[
+        "judge_error_rate <= 0.02",
+        "upper(position_bias) <= 0.65",
+        "upper(lrs_distant) <= 0.2; min_n=30",
+        "success_rate(agent_x) >= 0.4; min_n=30",
+        "lower(elo(agent_x) - elo(agent_z)) >= 0",
+        "cost_per_success <= 0.05; min_n=20",
+    ],
 )
