@@ -7,6 +7,7 @@ is an entry in the terminal output and in ``--junitxml``, and a failing gate fai
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import importlib.metadata
 import json
@@ -136,39 +137,81 @@ def _split_case(case_id: str, task_ids: list[str]) -> tuple[str, tuple[str, str,
     raise ValueError(f"case id {case_id!r} matches no task")
 
 
-def _emit_gate(session: pytest.Session, meta: dict[str, Any], result: Any, fails: bool) -> None:
+def _emit(session: pytest.Session, meta: dict[str, Any], group: str, name: str, outcome: str, message: str) -> None:
+    """Report a suite-level check (a gate, a report snapshot) as its own test entry on the controller,
+    so it shows in the terminal and in ``--junitxml``, and a failure fails the run."""
     module = Path(meta["module_path"])
     try:
         rel = module.relative_to(session.config.rootpath)
     except ValueError:
         rel = module
-    expr = result.gate.canonical()
-    nodeid = f"{rel.as_posix()}::gates[{expr}]"
-    status = result.status
-    if status == "skipped":
-        outcome, longrepr = "skipped", (str(module), 0, f"gate {expr}: {result.message}")
-    elif fails:
-        outcome, longrepr = "failed", f"gate {expr} [{meta['name']}]\n{result.message}"
-    else:
-        outcome, longrepr = "passed", None
+    nodeid = f"{rel.as_posix()}::{group}[{name}]"
+    longrepr: Any = None
+    if outcome == "skipped":
+        longrepr = (str(module), 0, f"{group} {name}: {message}")
+    elif outcome == "failed":
+        longrepr = f"{group} {name} [{meta['name']}]\n{message}"
     now = time.time()
+    location = (rel.as_posix(), None, f"{group} {name}")
     report = pytest.TestReport(
         nodeid=nodeid,
-        location=(rel.as_posix(), None, f"gate {expr}"),
-        keywords={"gauge_gate": 1},
+        location=location,
+        keywords={f"gauge_{group}": 1},
         outcome=outcome,  # type: ignore[arg-type]
-        longrepr=longrepr,  # type: ignore[arg-type]
+        longrepr=longrepr,
         when="call",
         sections=[],
         duration=0.0,
         start=now,
         stop=now,
-        user_properties=[("gauge_gate_status", status)],
+        user_properties=[],
     )
     hook = session.config.hook
-    hook.pytest_runtest_logstart(nodeid=nodeid, location=report.location)
+    hook.pytest_runtest_logstart(nodeid=nodeid, location=location)
     hook.pytest_runtest_logreport(report=report)
-    hook.pytest_runtest_logfinish(nodeid=nodeid, location=report.location)
+    hook.pytest_runtest_logfinish(nodeid=nodeid, location=location)
+
+
+def _emit_gate(session: pytest.Session, meta: dict[str, Any], result: Any, fails: bool) -> None:
+    status = result.status
+    outcome = "skipped" if status == "skipped" else "failed" if fails else "passed"
+    _emit(session, meta, "gates", result.gate.canonical(), outcome, result.message)
+
+
+SNAPSHOT_REPORTS = ("pairwise_table.md", "conclusion.md", "elo.md")
+
+
+def check_report_snapshots(session: pytest.Session, meta: dict[str, Any], reports: dict[str, str]) -> None:
+    """Opt-in (``--gauge-snapshot-reports``): compare the suite's reports with the snapshots stored in
+    ``<suite>/gauge-snapshots/``; ``--snapshot-update`` (syrupy's flag) writes them."""
+    folder = Path(meta["folder"]) / "gauge-snapshots"
+    update = bool(session.config.getoption("update_snapshots", False))
+    for name in SNAPSHOT_REPORTS:
+        if name not in reports:
+            continue
+        path = folder / name
+        text = reports[name]
+        if update:
+            _write(path, text)
+            _emit(session, meta, "snapshots", name, "passed", "")
+            continue
+        if not path.is_file():
+            _emit(session, meta, "snapshots", name, "failed", f"no snapshot at {path}; run with --snapshot-update to create it")
+            continue
+        stored = path.read_text(encoding="utf-8")
+        if stored == text:
+            _emit(session, meta, "snapshots", name, "passed", "")
+            continue
+        diff = list(difflib.unified_diff(stored.splitlines(), text.splitlines(), "snapshot", "this run", lineterm="", n=1))
+        shown = "\n".join(diff[:80]) + (f"\n... {len(diff) - 80} more diff lines" if len(diff) > 80 else "")
+        _emit(
+            session,
+            meta,
+            "snapshots",
+            name,
+            "failed",
+            f"{name} differs from its snapshot {path} (review, then --snapshot-update to accept):\n{shown}",
+        )
 
 
 def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool) -> None:
@@ -227,6 +270,8 @@ def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool)
             reports["elo.svg"] = render_elo_svg(elo)
         for filename, text in reports.items():
             _write(out / "reports" / filename, text)
+        if opts.snapshot_reports and not (partial or interrupted):
+            check_report_snapshots(session, meta, reports)
         state.finished[name] = {"ctx": ctx, "out": out}
         for result in results:
             _emit_gate(session, meta, result, fails_run(result))

@@ -1,0 +1,177 @@
+"""The repo's own eval suites end to end: outputs, metrics recomputed independently from the records,
+gates that fail the run, reports that are the same bytes under xdist (issues: backbone, gates)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import xml.etree.ElementTree as ET
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import read_jsonl
+
+ROOT = Path(__file__).resolve().parents[1]
+INI = (
+    "[pytest]\ngauge_backend = sim\ngauge_seed = 20261129\n"
+    "gauge_prices =\n    sim-agent-x 0.50 1.50\n    sim-agent-y 0.50 1.50\n    sim-agent-z 0.15 0.60\n"
+    "    sim-solver 0.15 0.60\n    sim-user 0.15 0.60\n    sim-judge 2.50 10.00\n"
+)
+
+
+@pytest.fixture
+def suites(pytester: pytest.Pytester) -> Path:
+    """A copy of ``eval_suites/`` (example and tiers) in a fresh folder with the repo's settings."""
+    target = pytester.path / "eval_suites"
+    shutil.copytree(ROOT / "eval_suites", target, ignore=shutil.ignore_patterns("__pycache__", "gauge-snapshots"))
+    pytester.makeini(INI)
+    return target
+
+
+def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly", "--gauge-cache", "off", *args)
+
+
+def recompute(records: list[dict]) -> dict[str, float]:
+    """SPEC §6 by hand: LRS over non-tie, non-error unequal-reward cases; flips over both-order groups."""
+    eligible = [
+        r for r in records if r["judge_choice"] in ("A", "B") and r["reward_left"] != r["reward_right"]
+    ]
+    lrs = sum(1 for r in eligible if r["lower_reward_selected"]) / len(eligible)
+    groups: dict[tuple, dict[str, str | None]] = defaultdict(dict)
+    for r in records:
+        if r["judge_choice"] == "error":
+            continue
+        if r["judge_choice"] == "tie":
+            preferred = None
+        else:
+            left_in_a = r["blind_order"] == "A=left"
+            preferred = r["agent_left"] if (r["judge_choice"] == "A") == left_in_a else r["agent_right"]
+        groups[(r["task_id"], r["pair_id"], r["sample"])][r["order"]] = preferred
+    both = [g for g in groups.values() if len(g) == 2]
+    flips = sum(1 for g in both if g["AB"] != g["BA"])
+    return {"lrs": lrs, "flip_rate": flips / len(both)}
+
+
+def test_main_job_writes_outputs_and_its_metrics_match_the_records(pytester: pytest.Pytester, suites: Path) -> None:
+    result = run(pytester, "eval_suites/", "--junitxml", "junit.xml")
+    assert result.ret == 0, result.stdout.str()[-3000:]
+    out = result.stdout.str()
+    assert "pytest-gauge: example" in out and "gates: 6 PASS" in out
+    example = pytester.path / "gauge-out" / "example"
+    for name in ("tasks.jsonl", "agent_runs.jsonl", "manifest.json", "pairs/pair_results.jsonl"):
+        assert (example / name).is_file()
+    for name in ("pairwise_table.md", "token_cost.md", "conclusion.md", "metrics.json", "elo.md", "elo.json", "elo.svg"):
+        assert (example / "reports" / name).is_file(), name
+    records = read_jsonl(example / "pairs" / "pair_results.jsonl")
+    assert len(records) >= 120
+    metrics = json.loads((example / "reports" / "metrics.json").read_text())
+    expected = recompute(records)
+    assert metrics["metrics"]["lrs"]["value"] == pytest.approx(expected["lrs"], abs=1e-6)
+    assert metrics["metrics"]["flip_rate"]["value"] == pytest.approx(expected["flip_rate"], abs=1e-6)
+    assert {g["status"] for g in metrics["gates"]} == {"pass"}
+    # each gate is a test case in junit xml
+    cases = ET.parse(pytester.path / "junit.xml").getroot().iter("testcase")
+    gate_cases = [c for c in cases if "gates[" in c.get("name", "")]
+    assert len(gate_cases) == 6 + 2  # example + tiers
+    # the tiers suite: Elo rises with the tier, Elo per 1k tokens falls
+    elo = json.loads((pytester.path / "gauge-out" / "tiers" / "reports" / "elo.json").read_text())
+    tiers = [t for t in elo["tiers"] if t["family"] == "solver"]
+    assert [t["tier"] for t in tiers] == ["bo1", "bo2", "bo4", "bo8"]
+    elos = [t["elo"] for t in tiers]
+    assert elos == sorted(elos) and elos[-1] - elos[0] > 50
+    per_1k = [t["delta_elo_per_1k_tokens"] for t in tiers[1:]]
+    assert per_1k == sorted(per_1k, reverse=True)
+    assert all(t["low"] is not None and t["high"] is not None for t in tiers)
+    assert "elo.svg" in (pytester.path / "gauge-out" / "tiers" / "reports" / "conclusion.md").read_text()
+
+
+def test_flip_gate_fails_the_run_and_names_the_flipped_cases(pytester: pytest.Pytester, suites: Path) -> None:
+    result = run(pytester, "eval_suites/example", "--gauge-gate", "flip_rate <= 0", "--junitxml", "junit.xml")
+    assert result.ret == 1
+    out = result.stdout.str()
+    assert re.search(r"FAIL flip_rate <= 0: value 0\.\d+ \(95% CI .*n=\d+\) > 0", out)
+    assert re.search(r"driven by: \S+/agent_\w-vs-agent_\w#0: agent_\w vs (agent_\w|tie)", out)
+    failed = [
+        c.get("name")
+        for c in ET.parse(pytester.path / "junit.xml").getroot().iter("testcase")
+        if c.find("failure") is not None
+    ]
+    assert failed == ["gates[flip_rate <= 0]"]
+
+
+def test_gates_and_reports_are_identical_with_zero_and_four_workers(pytester: pytest.Pytester, suites: Path) -> None:
+    for label, n in (("n0", "0"), ("n4", "4")):
+        result = run(pytester, "eval_suites/example", "-n", n, "--gauge-out", label)
+        assert result.ret == 0
+    for name in ("pairwise_table.md", "token_cost.md", "conclusion.md", "metrics.json", "elo.md", "elo.json", "elo.svg"):
+        a = (pytester.path / "n0" / "example" / "reports" / name).read_bytes()
+        b = (pytester.path / "n4" / "example" / "reports" / name).read_bytes()
+        assert a == b, name
+
+
+def test_min_n_makes_a_gate_inconclusive_and_deselection_skips_gates(pytester: pytest.Pytester, suites: Path) -> None:
+    result = run(pytester, "eval_suites/example", "--gauge-gate", "flip_rate <= 1; min_n=100000")
+    assert result.ret == 1
+    assert "inconclusive" in result.stdout.str().lower() and "min_n=100000" in result.stdout.str()
+    allowed = run(pytester, "eval_suites/example", "--gauge-gate", "flip_rate <= 1; min_n=100000; allow_inconclusive")
+    assert allowed.ret == 0
+    subset = run(pytester, "eval_suites/example", "-k", "ir01", "-rs")
+    assert subset.ret == 0
+    subset.stdout.fnmatch_lines(["*skipped*partial run*"])
+    assert "gates: 6 SKIP" in subset.stdout.str() or "6 SKIPPED" in subset.stdout.str()
+
+
+@pytest.mark.parametrize(
+    ("edit", "gate"),
+    [
+        (("SimAgent(skill=0.8, politeness=0.05)", "SimAgent(skill=0.2, politeness=0.05)"), "success_rate(agent_x) >= 0.4; min_n=30"),
+        (("tone_bias=1.2, misread=0.05", "tone_bias=1.2, misread=0.05, position_bias=0.6"), "upper(position_bias) <= 0.65"),
+    ],
+    ids=["regressed-agent", "position-biased-judge"],
+)
+def test_a_regression_makes_the_matching_gate_fail(
+    pytester: pytest.Pytester, suites: Path, edit: tuple[str, str], gate: str
+) -> None:
+    module = suites / "example" / "test_example.py"
+    text = module.read_text()
+    assert edit[0] in text
+    module.write_text(text.replace(edit[0], edit[1]))
+    result = run(pytester, "eval_suites/example")
+    assert result.ret == 1
+    failed = re.findall(r"FAILED \S+::gates\[([^\]]+)\]", result.stdout.str())
+    assert gate in failed
+
+
+def test_lrs_close_exceeds_lrs_distant_across_seeds(pytester: pytest.Pytester, suites: Path) -> None:
+    """The study's headline on the simulator: the judge picks the lower-reward side far more often for
+    the close pair than for the distant ones (at least 9 of 10 seeds by at least 0.15)."""
+    wins = 0
+    for seed in range(1, 11):
+        out = f"seed{seed}"
+        result = run(pytester, "eval_suites/example", "--gauge-seed", str(seed), "--gauge-out", out,
+                     "--gauge-bootstrap-rounds", "300", "--gauge-no-progress")
+        assert result.ret in (0, 1)  # gates may fail on some seeds; the numbers are what matter here
+        metrics = json.loads((pytester.path / out / "example" / "reports" / "metrics.json").read_text())["metrics"]
+        close, distant = metrics["lrs_close"]["value"], metrics["lrs_distant"]["value"]
+        if close is not None and distant is not None and close - distant >= 0.15:
+            wins += 1
+    assert wins >= 9
+    conclusion = (pytester.path / "seed10" / "example" / "reports" / "conclusion.md").read_text()
+    assert re.search(r"p[- ]?value|p = |p=", conclusion)
+    assert "95%" in conclusion
+
+
+def test_report_snapshots_opt_in(pytester: pytest.Pytester, suites: Path) -> None:
+    first = run(pytester, "eval_suites/example", "--gauge-snapshot-reports")
+    assert first.ret == 1 and "--snapshot-update" in first.stdout.str()
+    assert run(pytester, "eval_suites/example", "--gauge-snapshot-reports", "--snapshot-update").ret == 0
+    assert run(pytester, "eval_suites/example", "--gauge-snapshot-reports").ret == 0
+    module = suites / "example" / "test_example.py"
+    module.write_text(module.read_text().replace("SimAgent(skill=0.45,", "SimAgent(skill=0.40,"))
+    changed = run(pytester, "eval_suites/example", "--gauge-snapshot-reports")
+    assert changed.ret == 1
+    assert "differs from its snapshot" in changed.stdout.str()
