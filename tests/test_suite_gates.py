@@ -175,3 +175,23 @@ def test_report_snapshots_opt_in(pytester: pytest.Pytester, suites: Path) -> Non
     changed = run(pytester, "eval_suites/example", "--gauge-snapshot-reports")
     assert changed.ret == 1
     assert "differs from its snapshot" in changed.stdout.str()
+
+
+def test_elo_non_inferiority_gate_fails_when_the_bound_is_not_met(pytester: pytest.Pytester, suites: Path) -> None:
+    result = run(pytester, "eval_suites/tiers", "--gauge-gate", "lower(elo(solver@bo1) - elo(solver@bo8)) >= -20")
+    assert result.ret == 1
+    out = result.stdout.str()
+    assert "FAILED eval_suites/tiers/test_tiers.py::gates[lower(elo(solver@bo1) - elo(solver@bo8)) >= -20]" in out
+    assert re.search(r"lower 95% bound -\d+\.\d+", out)
+    passing = run(pytester, "eval_suites/tiers", "--gauge-gate", "lower(elo(solver@bo8) - elo(solver@bo1)) >= -20")
+    assert passing.ret == 0
+
+
+def test_github_step_summary_gets_the_summary(
+    pytester: pytest.Pytester, suites: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    summary = pytester.path / "step_summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    assert run(pytester, "eval_suites/tiers").ret == 0
+    text = summary.read_text()
+    assert "tiers" in text and "PASS" in text
