@@ -3,6 +3,7 @@ and hook wiring. Logic lives in the modules it delegates to; ``-p no:gauge`` dis
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections.abc import Generator, Iterator
@@ -56,6 +57,7 @@ def pytest_configure(config: pytest.Config) -> None:
         if options.backend == "live" and _backend_explicit(config):
             _check_live_settings()
     config.stash[state_key] = state
+    config.pluginmanager.register(GaugeRun(config), "gauge-run")
     if options.backend == "replay":
         from .backends import install_replay_guard
 
@@ -74,13 +76,6 @@ def _check_live_settings() -> None:
     url_check = check_base_url(os.environ.get("TAOTOKEN_BASE_URL", "https://taotoken.net/api"))
     if url_check.errors:
         raise pytest.UsageError("pytest-gauge: " + "; ".join(url_check.errors))
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_configure_node(node: Any) -> None:
-    """xdist controller: every worker joins the controller's run (same run id and folder)."""
-    state = node.config.stash[state_key]
-    node.workerinput["gauge_run_id"] = state.run_id
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -189,98 +184,76 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         state.publish_suites()
 
 
-# ----- controller ------------------------------------------------------------------------------
+# ----- the run (registered per config, like pytest-cov's and syrupy's session objects) ----------
 
 
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    if report.when != "call":
-        return
-    state = _controller_state(report)
-    for key, value in report.user_properties:
-        if key == RECORD_PROPERTY:
-            state.add_record(CaseRecord.from_json(_loads(value)))
-    _maybe_progress(state)
+class GaugeRun:
+    """Hooks that need the run's state: record collection on the controller, the end-of-run finish
+    (gates where all data is present, pytest-cov style), the summary, and cleanup."""
 
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.state: GaugeState = config.stash[state_key]
 
-def _maybe_progress(state: GaugeState) -> None:
-    """A progress line at most every 10 s on a terminal, every 60 s otherwise (no flooding CI logs)."""
-    if state.is_worker or not state.options.progress:
-        return
-    now = time.monotonic()
-    reporter = _CONFIG[-1].pluginmanager.get_plugin("terminalreporter")
-    if reporter is None:
-        return
-    every = 10.0 if reporter.isatty() else 60.0
-    if now - state.progress_at < every:
-        return
-    state.progress_at = now
-    line = state.progress_line()
-    if line:
-        reporter.write_line(line)
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        """xdist controller: every worker joins the controller's run (same run id and folder)."""
+        node.workerinput["gauge_run_id"] = self.state.run_id
 
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when != "call":
+            return
+        for key, value in report.user_properties:
+            if key == RECORD_PROPERTY:
+                self.state.add_record(CaseRecord.from_json(json.loads(str(value))))
+        self._maybe_progress()
 
-def _loads(value: object) -> dict[str, Any]:
-    import json
+    def _maybe_progress(self) -> None:
+        """A progress line at most every 10 s on a terminal, every 60 s otherwise (no flooding CI logs)."""
+        state = self.state
+        if state.is_worker or not state.options.progress:
+            return
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is None:
+            return
+        now = time.monotonic()
+        if now - state.progress_at < (10.0 if reporter.isatty() else 60.0):
+            return
+        state.progress_at = now
+        line = state.progress_line()
+        if line:
+            reporter.write_line(line)
 
-    data = json.loads(str(value))
-    assert isinstance(data, dict)
-    return data
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
+        """After every case has finished (all workers), write outputs, evaluate gates, render reports."""
+        try:
+            result = yield
+        except BaseException:
+            if not self.state.is_worker:
+                self._finish(session, interrupted=True)
+            raise
+        if not self.state.is_worker:
+            self._finish(session, interrupted=bool(session.shouldstop))
+        return result
 
+    def _finish(self, session: pytest.Session, *, interrupted: bool) -> None:
+        from .finish import finish_run
 
-_CONFIG: list[pytest.Config] = []
+        self.state.close()
+        finish_run(session, self.state, interrupted=interrupted)
 
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.state.is_worker or not self.state.finished:
+            return
+        from .finish import write_summary
 
-def _controller_state(_report: pytest.TestReport) -> GaugeState:
-    return _CONFIG[-1].stash[state_key]
+        write_summary(terminalreporter, self.state)
 
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_sessionstart(session: pytest.Session) -> None:
-    _CONFIG.append(session.config)
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtestloop(session: pytest.Session) -> Generator[None, object, object]:
-    """After every case has finished (all workers), write outputs, evaluate gates, render reports."""
-    state = session.config.stash[state_key]
-    try:
-        result = yield
-    except BaseException:
-        if not state.is_worker:
-            _finish(session, state, interrupted=True)
-        raise
-    if not state.is_worker:
-        _finish(session, state, interrupted=bool(session.shouldstop))
-    return result
-
-
-def _finish(session: pytest.Session, state: GaugeState, *, interrupted: bool) -> None:
-    from .finish import finish_run
-
-    if state.engine is not None:
-        state.engine.stop()
-    if state.shared is not None:
-        state.shared.ledger.close()
-    finish_run(session, state, interrupted=interrupted)
-
-
-def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
-    state = config.stash.get(state_key, None)
-    if state is None or state.is_worker or not state.finished:
-        return
-    from .finish import write_summary
-
-    write_summary(terminalreporter, state)
-
-
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    state = session.config.stash.get(state_key, None)
-    if state is not None:
-        state.close()
-        if not state.is_worker:
-            state.cleanup()
-    if _CONFIG and _CONFIG[-1] is session.config:
-        _CONFIG.pop()
+    def pytest_sessionfinish(self) -> None:
+        self.state.close()
+        if not self.state.is_worker:
+            self.state.cleanup()
 
 
 # ----- fixtures --------------------------------------------------------------------------------
