@@ -138,12 +138,18 @@ async def _agent_reply(
     Returns (reply, hit_step_limit). Tool activity is appended to ``turns`` and ``history``.
     """
     if cfg.agent_fn is not None:
-        result = cfg.agent_fn(list(history), tools)  # type: ignore[arg-type]
-        reply = await result if asyncio.iscoroutine(result) else result
+        recorder = _RecordingRunner(tools) if tools is not None else None
+        produced = cfg.agent_fn(list(history), recorder)  # type: ignore[arg-type]
+        reply = await produced if asyncio.iscoroutine(produced) else produced
+        if recorder is not None and recorder.calls:
+            raw_calls = [_openai_call(c) for c in recorder.calls]
+            _append_tool_activity("", recorder.calls, raw_calls, turns, history, None)
         return str(reply), False
     assert cfg.agent_model is not None
     messages = [{"role": "system", "content": cfg.agent_system_prompt}, *history]
-    for _step in range(cfg.tool_step_limit + 1):
+    # up to tool_step_limit rounds of tool calls, then one more model call for the final reply; a
+    # response that still asks for tools then hits the limit (its calls are not run)
+    for step in range(cfg.tool_step_limit + 1):
         result = await call(
             "agent",
             cfg.agent_model,
@@ -155,20 +161,53 @@ async def _agent_reply(
         )
         if not result.tool_calls or tools is None:
             return result.content, False
+        if step == cfg.tool_step_limit:
+            break
         calls: list[ToolCall] = []
         for raw in result.tool_calls:
             fn = raw.get("function", {})
             calls.append(await tools.run(str(raw.get("id", "")), str(fn.get("name", "")), str(fn.get("arguments", ""))))
-        turns.append(Turn("assistant", result.content, tool_calls=calls))
-        assistant_msg = {"role": "assistant", "content": result.content or None, "tool_calls": list(result.tool_calls)}
-        messages.append(assistant_msg)
-        history.append(assistant_msg)
-        for c in calls:
-            turns.append(Turn("tool", c.result, tool_call_id=c.id))
-            tool_msg = {"role": "tool", "tool_call_id": c.id, "content": c.result}
-            messages.append(tool_msg)
-            history.append(tool_msg)
+        _append_tool_activity(result.content, calls, list(result.tool_calls), turns, history, messages)
     return "", True
+
+
+def _openai_call(call: ToolCall) -> dict[str, Any]:
+    """A recorded call in the OpenAI ``tool_calls`` shape (for a callable agent's history)."""
+    function = {"name": call.name, "arguments": call.raw_arguments}
+    return {"id": call.id, "type": "function", "function": function}
+
+
+def _append_tool_activity(
+    content: str,
+    calls: list[ToolCall],
+    raw_calls: list[dict[str, Any]],
+    turns: list[Turn],
+    history: list[dict[str, Any]],
+    messages: list[dict[str, Any]] | None,
+) -> None:
+    """Record one round of tool calls: the assistant turn with its calls, then a ``tool`` turn per result."""
+    turns.append(Turn("assistant", content, tool_calls=calls))
+    new: list[dict[str, Any]] = [{"role": "assistant", "content": content or None, "tool_calls": raw_calls}]
+    for c in calls:
+        turns.append(Turn("tool", c.result, tool_call_id=c.id))
+        new.append({"role": "tool", "tool_call_id": c.id, "content": c.result})
+    history.extend(new)
+    if messages is not None:
+        messages.extend(new)
+
+
+class _RecordingRunner:
+    """The task's tool runner as a callable agent sees it: every call it makes is kept for the transcript."""
+
+    def __init__(self, inner: ToolRunner) -> None:
+        self.inner = inner
+        self.schemas = inner.schemas
+        self.calls: list[ToolCall] = []
+
+    async def run(self, call_id: str, name: str, raw_arguments: str) -> ToolCall:
+        call = await self.inner.run(call_id, name, raw_arguments)
+        self.calls.append(call)
+        return call
 
 
 def _flip(history: Sequence[dict[str, Any]]) -> list[dict[str, str]]:

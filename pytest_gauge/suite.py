@@ -351,6 +351,9 @@ class Suite:
                 parse_gate(gate)
             except GateSyntaxError as exc:
                 raise SuiteError(f"Suite(gates=...): {exc}") from None
+        for t in self.tools:
+            if not isinstance(t, Tool):
+                raise SuiteError(f"Suite(tools=...): expected Tool objects, got {t!r}")
         tool_names = [t.name for t in self.tools]
         if len(set(tool_names)) != len(tool_names):
             raise SuiteError(f"duplicate tool names: {tool_names}")

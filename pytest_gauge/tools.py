@@ -106,8 +106,18 @@ def _run_with_timeout(fn: Callable[..., Any], args: dict[str, Any], timeout: flo
     if thread.is_alive():
         raise TimeoutError(f"tool did not finish within {timeout:g}s")
     if "error" in box:
-        raise box["error"]
+        error = box["error"]
+        if isinstance(error, SystemExit):  # a script-like tool that exits: its status is the return code
+            code = error.code if isinstance(error.code, int) else (0 if error.code is None else 1)
+            return ToolResult(f"exit status {code}" if code == 0 else f"error: exit status {code}", code)
+        if not isinstance(error, Exception):  # e.g. KeyboardInterrupt raised by the tool itself
+            raise _ToolAborted(f"{type(error).__name__}: {error}") from error
+        raise error
     return box.get("value")
+
+
+class _ToolAborted(Exception):
+    """A tool raised a BaseException that is not an Exception; reported like any tool error."""
 
 
 class ToolExecutor:
@@ -119,7 +129,9 @@ class ToolExecutor:
         self.default_timeout = default_timeout
 
     async def run(self, call_id: str, name: str, raw_arguments: str) -> ToolCall:
+        """Execute one call (``raw_arguments``: the model's JSON text); never raises for a tool's failure."""
         start = time.perf_counter()
+        error: str | None
         try:
             parsed = json.loads(raw_arguments) if raw_arguments.strip() else {}
         except json.JSONDecodeError as exc:
@@ -140,12 +152,16 @@ class ToolExecutor:
         except TimeoutError as exc:
             return self._done(call_id, name, raw_arguments, parsed, f"error: {exc}", RC_TIMEOUT, start, "timeout")
         except Exception as exc:  # noqa: BLE001 - reported to the agent, recorded with its code
-            msg = f"{type(exc).__name__}: {exc}"
+            msg = str(exc) if isinstance(exc, _ToolAborted) else f"{type(exc).__name__}: {exc}"
             return self._done(call_id, name, raw_arguments, parsed, f"error: {msg}", RC_RAISED, start, msg)
         code = RC_OK
         if isinstance(value, ToolResult):
             value, code = value.content, value.return_code
-        content = value if isinstance(value, str) else json.dumps(value, sort_keys=True, ensure_ascii=False)
+        try:
+            content = value if isinstance(value, str) else json.dumps(value, sort_keys=True, ensure_ascii=False)
+        except (TypeError, ValueError) as exc:  # the tool's bug, reported like a raise
+            msg = f"the tool's result is not JSON: {exc}"
+            return self._done(call_id, name, raw_arguments, parsed, f"error: {msg}", RC_RAISED, start, msg)
         return self._done(call_id, name, raw_arguments, parsed, content, code, start, None)
 
     @staticmethod
