@@ -124,7 +124,7 @@ def _merge_calls(plan: list[PlannedCall], wanted: Sequence[tuple[str, dict[str, 
     So counts add up per hint, relative order is kept, and argument hints attach to bare calls."""
     pos = -1
     used: set[int] = set()
-    for name, args in wanted:
+    for k, (name, args) in enumerate(wanted):
         found = next(
             (
                 i
@@ -133,8 +133,13 @@ def _merge_calls(plan: list[PlannedCall], wanted: Sequence[tuple[str, dict[str, 
             ),
             None,
         )
-        if found is None:  # a sequence's first new call goes last; later ones right after their predecessor
-            found = len(plan) if pos < 0 else pos + 1
+        if found is None:
+            # a sequence's first new call goes before any planned call of its later elements (so an
+            # order rule can put a lookup before an already planned refund), else last; later new
+            # calls go right after their predecessor
+            later = {n for n, _ in wanted[k + 1 :]}
+            before = next((i for i, c in enumerate(plan) if c.name in later), len(plan))
+            found = before if pos < 0 else pos + 1
             plan.insert(found, PlannedCall(name, dict(args), strong))
         else:
             plan[found].args = {**plan[found].args, **args}
