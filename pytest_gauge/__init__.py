@@ -10,7 +10,18 @@ from __future__ import annotations
 from .records import CaseRecord, Judgment, LedgerRecord, ToolCall, Transcript, Turn, Usage
 from .rules import RuleResult
 from .sim.profiles import SimAgent, SimJudge, SimUser
-from .suite import BestOf, CallableAgent, Judge, ModelAgent, Reflection, Suite, UserSimulator, best_of, env_model, reflection
+from .suite import (
+    BestOf,
+    CallableAgent,
+    Judge,
+    ModelAgent,
+    Reflection,
+    Suite,
+    UserSimulator,
+    best_of,
+    env_model,
+    reflection,
+)
 from .tools import Tool, ToolResult
 
 __all__ = [

@@ -56,7 +56,9 @@ def sim_world(suite: Suite, tasks: tuple[Task, ...], seed: int) -> Any:
 
     agents = {a.model: (a.name, a.sim) for a in suite.agents if isinstance(a, ModelAgent)}
     judges: dict[str, SimJudge] = {suite.judge.model: suite.judge.sim, **dict(suite.judge.extra_sims)}
-    return SimWorld(seed=seed, tasks=tasks, agents=agents, users={suite.user.model: suite.user.sim}, judges=judges)
+    return SimWorld(
+        seed=seed, tasks=tasks, agents=agents, users={suite.user.model: suite.user.sim}, judges=judges
+    )
 
 
 def build_client(

@@ -166,7 +166,9 @@ async def _agent_reply(
         calls: list[ToolCall] = []
         for raw in result.tool_calls:
             fn = raw.get("function", {})
-            calls.append(await tools.run(str(raw.get("id", "")), str(fn.get("name", "")), str(fn.get("arguments", ""))))
+            calls.append(
+                await tools.run(str(raw.get("id", "")), str(fn.get("name", "")), str(fn.get("arguments", "")))
+            )
         _append_tool_activity(result.content, calls, list(result.tool_calls), turns, history, messages)
     return "", True
 
@@ -240,7 +242,10 @@ async def run_dialogue(
     satisfied: bool | None = None
     ended_by = "max_turns"
     final_reply = ""
-    user_msgs: list[dict[str, str]] = [{"role": "system", "content": system}, {"role": "user", "content": USER_SIM_OPENING}]
+    user_msgs: list[dict[str, str]] = [
+        {"role": "system", "content": system},
+        {"role": "user", "content": USER_SIM_OPENING},
+    ]
     for turn_index in range(max_turns + 1):
         if turn_index == max_turns:
             user_msgs = [*user_msgs, {"role": "user", "content": USER_SIM_LAST_TURN}]
@@ -270,7 +275,11 @@ async def run_dialogue(
         turns.append(Turn("assistant", reply))
         history.append({"role": "assistant", "content": reply})
         final_reply = reply
-        user_msgs = [{"role": "system", "content": system}, {"role": "user", "content": USER_SIM_OPENING}, *_flip(history)]
+        user_msgs = [
+            {"role": "system", "content": system},
+            {"role": "user", "content": USER_SIM_OPENING},
+            *_flip(history),
+        ]
     return Transcript(
         task_id=task.task_id,
         agent=cfg.agent_name,

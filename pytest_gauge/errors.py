@@ -49,7 +49,13 @@ class GatewayError(Exception):
 
 
 def _rebuild(
-    cls: type[GatewayError], cause: str, fix: str, status: int | None, role: str | None, model: str | None, url: str | None
+    cls: type[GatewayError],
+    cause: str,
+    fix: str,
+    status: int | None,
+    role: str | None,
+    model: str | None,
+    url: str | None,
 ) -> GatewayError:
     return cls(cause, fix, status=status, role=role, model=model, url=url)
 

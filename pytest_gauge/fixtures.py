@@ -24,7 +24,9 @@ class GaugeClient:
         engine = state.engine
         assert engine is not None
         if not engine.runtimes:
-            raise RuntimeError("gauge_client needs a collected Suite in the run (it uses that suite's backend)")
+            raise RuntimeError(
+                "gauge_client needs a collected Suite in the run (it uses that suite's backend)"
+            )
         self._runtime = next(iter(engine.runtimes.values()))
         self.openai = self._runtime.gateway.client
 

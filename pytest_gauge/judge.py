@@ -45,9 +45,7 @@ class Redactor:
 
     def __init__(self, names: Iterable[str]) -> None:
         unique = sorted({n for n in names if n}, key=len, reverse=True)
-        self._pattern = (
-            re.compile("|".join(re.escape(n) for n in unique), re.IGNORECASE) if unique else None
-        )
+        self._pattern = re.compile("|".join(re.escape(n) for n in unique), re.IGNORECASE) if unique else None
 
     def __call__(self, text: str) -> str:
         return self._pattern.sub(REDACTED, text) if self._pattern else text
@@ -70,7 +68,9 @@ def _render_turns(transcript: Transcript, redact: Redactor) -> list[str]:
     return lines
 
 
-def render_transcript(transcript: Transcript, redact: Redactor, max_chars: int = _MAX_TRANSCRIPT_CHARS) -> str:
+def render_transcript(
+    transcript: Transcript, redact: Redactor, max_chars: int = _MAX_TRANSCRIPT_CHARS
+) -> str:
     """Render a transcript for the judge: turns in order, tool calls and results, agent/model names redacted.
 
     Too long a transcript is shortened from the start, always keeping the final reply, and says so.
@@ -155,7 +155,9 @@ def _reward(value: object) -> float | None:
 def parse_verdict(raw: str, finish_reason: str | None) -> Verdict:
     """Strictly parse the judge's reply: one JSON object with winner, rewards in [0, 1] and a reason."""
     if finish_reason == "length":
-        return _error(raw, "truncated: the verdict was cut by max_tokens (finish_reason=length); raise max_tokens")
+        return _error(
+            raw, "truncated: the verdict was cut by max_tokens (finish_reason=length); raise max_tokens"
+        )
     text = raw.strip()
     fenced = _FENCE.match(text)
     if fenced:
@@ -179,4 +181,3 @@ def parse_verdict(raw: str, finish_reason: str | None) -> Verdict:
     if not isinstance(reason, str):
         return _error(raw, "malformed verdict: reason must be a string")
     return Verdict(winner, reward_a, reward_b, reason, None, None)
-

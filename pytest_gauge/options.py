@@ -84,24 +84,90 @@ def _non_negative_int(text: str) -> int:
 
 # (flag suffix, ini key, argparse type, help, choices)
 _SETTINGS: tuple[tuple[str, str, Any, str, tuple[str, ...] | None], ...] = (
-    ("backend", "gauge_backend", str, "live (default), sim (embedded offline simulator) or replay (cache/cassettes only, no network)", BACKENDS),
+    (
+        "backend",
+        "gauge_backend",
+        str,
+        "live (default), sim (embedded offline simulator) or replay (cache/cassettes only, no network)",
+        BACKENDS,
+    ),
     ("seed", "gauge_seed", int, "run seed: A/B order draws, simulator, bootstrap (default 0)", None),
-    ("out", "gauge_out", str, "output folder, relative to the invocation directory (default gauge-out)", None),
+    (
+        "out",
+        "gauge_out",
+        str,
+        "output folder, relative to the invocation directory (default gauge-out)",
+        None,
+    ),
     ("cache", "gauge_cache", str, "response cache mode: use (default), refresh or off", CACHE_MODES),
-    ("cache-dir", "gauge_cache_dir", str, "response cache folder (default .gauge-cache under the rootdir)", None),
+    (
+        "cache-dir",
+        "gauge_cache_dir",
+        str,
+        "response cache folder (default .gauge-cache under the rootdir)",
+        None,
+    ),
     ("cassettes", "gauge_cassettes", str, "replay reads only from this folder of exported cassettes", None),
     ("timeout", "gauge_timeout", _positive_float, "per-request timeout in seconds (default 60)", None),
-    ("max-retries", "gauge_max_retries", _non_negative_int, "retries per call for 408/409/429/5xx/timeouts (default 4)", None),
-    ("max-concurrency", "gauge_max_concurrency", _positive_int, "requests in flight across all workers (default 8)", None),
+    (
+        "max-retries",
+        "gauge_max_retries",
+        _non_negative_int,
+        "retries per call for 408/409/429/5xx/timeouts (default 4)",
+        None,
+    ),
+    (
+        "max-concurrency",
+        "gauge_max_concurrency",
+        _positive_int,
+        "requests in flight across all workers (default 8)",
+        None,
+    ),
     ("rpm", "gauge_rpm", _positive_float, "requests per minute across all workers", None),
     ("tpm", "gauge_tpm", _positive_float, "tokens per minute across all workers", None),
-    ("retry-after-cap", "gauge_retry_after_cap", _positive_float, "longest Retry-After honoured, seconds (default 60)", None),
-    ("close-threshold", "gauge_close_threshold", float, "pairs whose mean-reward gap is <= this are close (default 0.1)", None),
-    ("budget-usd", "gauge_budget_usd", _positive_float, "stop spending when the run's cost would pass this", None),
-    ("budget-tokens", "gauge_budget_tokens", _positive_int, "stop spending when the run's tokens would pass this", None),
+    (
+        "retry-after-cap",
+        "gauge_retry_after_cap",
+        _positive_float,
+        "longest Retry-After honoured, seconds (default 60)",
+        None,
+    ),
+    (
+        "close-threshold",
+        "gauge_close_threshold",
+        float,
+        "pairs whose mean-reward gap is <= this are close (default 0.1)",
+        None,
+    ),
+    (
+        "budget-usd",
+        "gauge_budget_usd",
+        _positive_float,
+        "stop spending when the run's cost would pass this",
+        None,
+    ),
+    (
+        "budget-tokens",
+        "gauge_budget_tokens",
+        _positive_int,
+        "stop spending when the run's tokens would pass this",
+        None,
+    ),
     ("budget-task-usd", "gauge_budget_task_usd", _positive_float, "per-task cost limit", None),
-    ("bootstrap-rounds", "gauge_bootstrap_rounds", _positive_int, "bootstrap resamples for intervals (default 2000)", None),
-    ("prices", "gauge_prices_file", str, "prices file (TOML or JSON): {model: {input: $/M, output: $/M}}", None),
+    (
+        "bootstrap-rounds",
+        "gauge_bootstrap_rounds",
+        _positive_int,
+        "bootstrap resamples for intervals (default 2000)",
+        None,
+    ),
+    (
+        "prices",
+        "gauge_prices_file",
+        str,
+        "prices file (TOML or JSON): {model: {input: $/M, output: $/M}}",
+        None,
+    ),
 )
 
 
@@ -109,7 +175,9 @@ def add_options(parser: pytest.Parser) -> None:
     """Register the ``--gauge-*`` flags and their ini twins."""
     group = parser.getgroup("gauge", "pytest-gauge: LLM-agent evaluations")
     for suffix, ini, kind, help_text, choices in _SETTINGS:
-        group.addoption(f"--gauge-{suffix}", dest=ini, type=kind, default=None, choices=choices, help=help_text)
+        group.addoption(
+            f"--gauge-{suffix}", dest=ini, type=kind, default=None, choices=choices, help=help_text
+        )
         parser.addini(ini, help_text, default=None)
     group.addoption(
         "--gauge-gate",
@@ -121,7 +189,12 @@ def add_options(parser: pytest.Parser) -> None:
         help='a suite gate, e.g. "flip_rate <= 0.15" or "upper(lrs_close) <= 0.5; min_n=20" (repeatable)',
     )
     parser.addini("gauge_gates", "gates applied to every suite, one per line", type="linelist", default=[])
-    parser.addini("gauge_prices", "model prices, one per line: MODEL INPUT_PER_M OUTPUT_PER_M", type="linelist", default=[])
+    parser.addini(
+        "gauge_prices",
+        "model prices, one per line: MODEL INPUT_PER_M OUTPUT_PER_M",
+        type="linelist",
+        default=[],
+    )
     group.addoption("--gauge-no-progress", action="store_true", default=False, help="no live progress line")
     group.addoption(
         "--gauge-snapshot-reports",
@@ -129,7 +202,9 @@ def add_options(parser: pytest.Parser) -> None:
         default=False,
         help="check each suite's reports against stored syrupy snapshots (with --snapshot-update to accept)",
     )
-    group.addoption("--gauge-doctor", action="store_true", default=False, help="check the gateway setup and exit")
+    group.addoption(
+        "--gauge-doctor", action="store_true", default=False, help="check the gateway setup and exit"
+    )
 
 
 def _setting(config: pytest.Config, ini: str, kind: Any) -> Any:
@@ -199,7 +274,9 @@ def resolve_options(config: pytest.Config) -> GaugeOptions:
         out_dir=str((invocation / out).resolve()),
         cache_mode=pick("gauge_cache", "use"),
         cache_dir=str((invocation / cache_dir).resolve()),
-        cassettes=str((invocation / values["gauge_cassettes"]).resolve()) if values["gauge_cassettes"] else None,
+        cassettes=str((invocation / values["gauge_cassettes"]).resolve())
+        if values["gauge_cassettes"]
+        else None,
         timeout=pick("gauge_timeout", 60.0),
         max_retries=pick("gauge_max_retries", 4),
         max_concurrency=pick("gauge_max_concurrency", 8),

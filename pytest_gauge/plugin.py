@@ -111,7 +111,12 @@ class SuiteCollector(pytest.Collector):
         name = self.suite.name or folder.name
         tasks = self.suite.load(folder)
         cases = build_cases(
-            name, tasks, self.suite.pairs, orders=self.suite.orders, samples=self.suite.samples, seed=state.options.seed
+            name,
+            tasks,
+            self.suite.pairs,
+            orders=self.suite.orders,
+            samples=self.suite.samples,
+            seed=state.options.seed,
         )
         if name in state.suites and state.suites[name].module_path != module_path:
             raise GaugeCollectError(f"two suites are named {name!r}: give one of them Suite(name=...)")
@@ -154,7 +159,7 @@ class CaseItem(pytest.Item):
                 f"judge error: {outcome.record.judge_error}\nraw verdict: {outcome.record.judge_raw!r}"
             )
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:  # type: ignore[override]
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         if isinstance(excinfo.value, GaugeCaseFailure):
             return f"{self.case.case_id}: {excinfo.value}"
         return str(super().repr_failure(excinfo, style=style))
@@ -170,7 +175,9 @@ def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: objec
 
 
 @pytest.hookimpl(trylast=True)
-def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> None:
     state = config.stash[state_key]
     state.selected = {}
     for item in items:

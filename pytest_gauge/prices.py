@@ -56,7 +56,9 @@ def _from_mapping(data: object, where: str) -> dict[str, tuple[float, float]]:
         elif isinstance(entry, list | tuple) and len(entry) == 2:
             pair = (entry[0], entry[1])
         else:
-            raise pytest.UsageError(f"{where}: model {model!r} needs input and output prices per million tokens")
+            raise pytest.UsageError(
+                f"{where}: model {model!r} needs input and output prices per million tokens"
+            )
         if not all(isinstance(p, int | float) and not isinstance(p, bool) and p >= 0 for p in pair):
             raise pytest.UsageError(f"{where}: prices of {model!r} must be non-negative numbers")
         out[str(model)] = (float(pair[0]), float(pair[1]))

@@ -28,8 +28,8 @@ __all__ = [
     "SuiteError",
     "TaskFileError",
     "UserSimulator",
-    "env_model",
     "best_of",
+    "env_model",
     "load_tasks",
     "reflection",
 ]
@@ -190,7 +190,7 @@ def load_tasks(
     checks: Mapping[str, Callable[..., bool | RuleResult]] | None = None,
     tool_names: Sequence[str] = (),
 ) -> tuple[Task, ...]:
-    """Read and validate a ``tasks.jsonl``: a ``{"format_version": 1}`` header line, then one task per line."""
+    """Read and validate a ``tasks.jsonl``: a ``{"format_version": 1}`` header, then one task per line."""
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as exc:
@@ -213,16 +213,24 @@ def load_tasks(
             header_seen = True
             if set(obj) - {"format_version", "description"} or "format_version" not in obj:
                 raise TaskFileError(
-                    path, number, "format_version", 'the first line must be a header like {"format_version": 1}'
+                    path,
+                    number,
+                    "format_version",
+                    'the first line must be a header like {"format_version": 1}',
                 )
             if obj["format_version"] != TASKS_FORMAT_VERSION:
                 raise TaskFileError(
-                    path, number, "format_version", f"unsupported version {obj['format_version']!r} (this plugin reads 1)"
+                    path,
+                    number,
+                    "format_version",
+                    f"unsupported version {obj['format_version']!r} (this plugin reads 1)",
                 )
             continue
         tasks.append(_parse_task(obj, path, number, seen, checks or {}, tool_names))
     if not header_seen:
-        raise TaskFileError(path, 1, "format_version", 'empty file: expected a header like {"format_version": 1}')
+        raise TaskFileError(
+            path, 1, "format_version", 'empty file: expected a header like {"format_version": 1}'
+        )
     if not tasks:
         raise TaskFileError(path, len(lines), "", "no tasks")
     return tuple(tasks)
@@ -244,15 +252,21 @@ def _parse_task(
             raise TaskFileError(path, number, name, "missing required field")
     for name, kind in _TASK_FIELDS.items():
         if name in obj and (not isinstance(obj[name], kind) or isinstance(obj[name], bool)):
-            raise TaskFileError(path, number, name, f"must be a {kind.__name__}, got {type(obj[name]).__name__}")
+            raise TaskFileError(
+                path, number, name, f"must be a {kind.__name__}, got {type(obj[name]).__name__}"
+            )
     task_id = obj["task_id"]
     if not task_id.strip() or any(ch.isspace() or ch in "[]/\\" for ch in task_id):
-        raise TaskFileError(path, number, "task_id", f"{task_id!r}: use a non-empty id without spaces, '/' or brackets")
+        raise TaskFileError(
+            path, number, "task_id", f"{task_id!r}: use a non-empty id without spaces, '/' or brackets"
+        )
     if task_id in seen:
         raise TaskFileError(path, number, "task_id", f"duplicate {task_id!r} (first on line {seen[task_id]})")
     seen[task_id] = number
     if obj["category"] not in CATEGORIES:
-        raise TaskFileError(path, number, "category", f"{obj['category']!r} is not one of {', '.join(CATEGORIES)}")
+        raise TaskFileError(
+            path, number, "category", f"{obj['category']!r} is not one of {', '.join(CATEGORIES)}"
+        )
     if not obj["task_prompt"].strip():
         raise TaskFileError(path, number, "task_prompt", "must not be empty")
     for name in ("hidden_facts", "tools"):
@@ -261,7 +275,9 @@ def _parse_task(
     unknown_tools = [t for t in obj.get("tools", []) if t not in tool_names]
     if unknown_tools:
         known = ", ".join(tool_names) or "none declared"
-        raise TaskFileError(path, number, "tools", f"unknown tool {unknown_tools[0]!r} (suite tools: {known})")
+        raise TaskFileError(
+            path, number, "tools", f"unknown tool {unknown_tools[0]!r} (suite tools: {known})"
+        )
     if "max_turns" in obj and obj["max_turns"] < 1:
         raise TaskFileError(path, number, "max_turns", "must be >= 1")
     try:
@@ -334,14 +350,18 @@ class Suite:
             raise SuiteError(f"orders must be 'both' or 'seeded', got {orders!r}")
         if samples < 1:
             raise SuiteError("samples must be >= 1")
-        if pairs == "all":
+        if isinstance(pairs, str):
+            if pairs != "all":
+                raise SuiteError(f"pairs must be 'all' or a list of (left, right) agent names, got {pairs!r}")
             self.pairs = tuple((a, b) for i, a in enumerate(names) for b in names[i + 1 :])
         else:
-            self.pairs = tuple((str(a), str(b)) for a, b in pairs)  # type: ignore[misc]
+            self.pairs = tuple((str(a), str(b)) for a, b in pairs)
             for a, b in self.pairs:
                 for n in (a, b):
                     if n not in names:
-                        raise SuiteError(f"pair ({a}, {b}) names unknown agent {n!r} (agents: {', '.join(names)})")
+                        raise SuiteError(
+                            f"pair ({a}, {b}) names unknown agent {n!r} (agents: {', '.join(names)})"
+                        )
                 if a == b:
                     raise SuiteError(f"pair ({a}, {b}) compares an agent with itself")
         from .gates import GateSyntaxError, parse_gate
@@ -363,7 +383,9 @@ class Suite:
 
     def load(self, folder: Path) -> tuple[Task, ...]:
         """Load and validate this suite's tasks (raises :class:`TaskFileError`)."""
-        return load_tasks(folder / self.tasks_file, checks=self.checks, tool_names=[t.name for t in self.tools])
+        return load_tasks(
+            folder / self.tasks_file, checks=self.checks, tool_names=[t.name for t in self.tools]
+        )
 
     def families(self) -> dict[str, list[tuple[str, str]]]:
         """Compute tiers per agent family, in increasing compute: {family: [(tier label, agent name)]}."""

@@ -41,7 +41,9 @@ def validate_schema(schema: object, where: str = "parameters") -> None:
     kinds = kind if isinstance(kind, list) else [kind] if kind is not None else []
     for k in kinds:
         if k not in _JSON_TYPES:
-            raise ToolError(f"{where}.type: {k!r} is not a JSON Schema type ({', '.join(sorted(_JSON_TYPES))})")
+            raise ToolError(
+                f"{where}.type: {k!r} is not a JSON Schema type ({', '.join(sorted(_JSON_TYPES))})"
+            )
     props = schema.get("properties")
     if props is not None:
         if not isinstance(props, Mapping):
@@ -86,7 +88,11 @@ class Tool:
         """The OpenAI ``tools`` entry."""
         return {
             "type": "function",
-            "function": {"name": self.name, "description": self.description, "parameters": dict(self.parameters)},
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": dict(self.parameters),
+            },
         }
 
 
@@ -97,7 +103,7 @@ def _run_with_timeout(fn: Callable[..., Any], args: dict[str, Any], timeout: flo
     def target() -> None:
         try:
             box["value"] = fn(**args)
-        except BaseException as exc:  # noqa: BLE001 - any failure becomes a tool error
+        except BaseException as exc:
             box["error"] = exc
 
     thread = threading.Thread(target=target, daemon=True, name="gauge-tool")
@@ -143,22 +149,35 @@ class ToolExecutor:
                 parsed = None
         tool = self.tools.get(name)
         if tool is None:
-            return ToolCall(call_id, name, raw_arguments, parsed, f"error: unknown tool {name!r}", RC_UNKNOWN, 0.0, "unknown tool")
+            return ToolCall(
+                call_id,
+                name,
+                raw_arguments,
+                parsed,
+                f"error: unknown tool {name!r}",
+                RC_UNKNOWN,
+                0.0,
+                "unknown tool",
+            )
         if parsed is None:
             return ToolCall(call_id, name, raw_arguments, None, f"error: {error}", RC_BAD_ARGS, 0.0, error)
         timeout = tool.timeout or self.default_timeout
         try:
             value = await asyncio.to_thread(_run_with_timeout, tool.fn, parsed, timeout)
         except TimeoutError as exc:
-            return self._done(call_id, name, raw_arguments, parsed, f"error: {exc}", RC_TIMEOUT, start, "timeout")
-        except Exception as exc:  # noqa: BLE001 - reported to the agent, recorded with its code
+            return self._done(
+                call_id, name, raw_arguments, parsed, f"error: {exc}", RC_TIMEOUT, start, "timeout"
+            )
+        except Exception as exc:
             msg = str(exc) if isinstance(exc, _ToolAborted) else f"{type(exc).__name__}: {exc}"
             return self._done(call_id, name, raw_arguments, parsed, f"error: {msg}", RC_RAISED, start, msg)
         code = RC_OK
         if isinstance(value, ToolResult):
             value, code = value.content, value.return_code
         try:
-            content = value if isinstance(value, str) else json.dumps(value, sort_keys=True, ensure_ascii=False)
+            content = (
+                value if isinstance(value, str) else json.dumps(value, sort_keys=True, ensure_ascii=False)
+            )
         except (TypeError, ValueError) as exc:  # the tool's bug, reported like a raise
             msg = f"the tool's result is not JSON: {exc}"
             return self._done(call_id, name, raw_arguments, parsed, f"error: {msg}", RC_RAISED, start, msg)
@@ -166,7 +185,16 @@ class ToolExecutor:
 
     @staticmethod
     def _done(
-        call_id: str, name: str, raw: str, parsed: dict[str, Any] | None, result: str, code: int, start: float, error: str | None
+        call_id: str,
+        name: str,
+        raw: str,
+        parsed: dict[str, Any] | None,
+        result: str,
+        code: int,
+        start: float,
+        error: str | None,
     ) -> ToolCall:
         # latency is kept out of determinism-sensitive outputs by rounding to milliseconds
-        return ToolCall(call_id, name, raw, parsed, result, code, round(time.perf_counter() - start, 3), error)
+        return ToolCall(
+            call_id, name, raw, parsed, result, code, round(time.perf_counter() - start, 3), error
+        )

@@ -48,7 +48,12 @@ def read_outputs() -> Callable[[Path], dict[str, list[str]]]:
     def read(folder: Path) -> dict[str, list[str]]:
         return {
             name: normalised(read_jsonl(folder / name))
-            for name in ("pairs/pair_results.jsonl", "agent_runs.jsonl", "agents/agent_x.jsonl", "agents/agent_y.jsonl")
+            for name in (
+                "pairs/pair_results.jsonl",
+                "agent_runs.jsonl",
+                "agents/agent_x.jsonl",
+                "agents/agent_y.jsonl",
+            )
         }
 
     return read

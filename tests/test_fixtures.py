@@ -14,20 +14,25 @@ from tests.conftest import read_jsonl
 def test_gauge_client_calls_are_ledgered(pytester: pytest.Pytester, mini_suite: Path) -> None:
     (mini_suite / "test_adhoc.py").write_text(
         "def test_adhoc_call(gauge_client, gauge_ledger, gauge_options):\n"
-        "    reply = gauge_client.chat([{'role': 'user', 'content': 'Name the three plan tiers: basic, pro and enterprise.'}],\n"
+        "    prompt = 'Name the three plan tiers: basic, pro and enterprise.'\n"
+        "    reply = gauge_client.chat([{'role': 'user', 'content': prompt}],\n"
         "                              model='sim-agent-x', role='agent', task_id='m01')\n"
         "    assert reply.content and reply.usage is not None\n"
         "    assert gauge_ledger.path.is_file()  # this process's ledger file (the engine works alongside)\n"
         "    assert gauge_options.backend == 'sim'\n"
     )
-    result = pytester.runpytest_subprocess("suites", "-p", "no:cacheprovider", "--gauge-cache", "off", "-k", "adhoc or m01")
+    result = pytester.runpytest_subprocess(
+        "suites", "-p", "no:cacheprovider", "--gauge-cache", "off", "-k", "adhoc or m01"
+    )
     result.assert_outcomes(passed=7)  # the ad-hoc test + 6 cases of task m01
     ledger = read_jsonl(pytester.path / "gauge-out" / "mini" / "agent_runs.jsonl")
     adhoc = [r for r in ledger if r["work"].startswith("adhoc/")]
     assert len(adhoc) == 1 and adhoc[0]["role"] == "agent" and adhoc[0]["model"] == "sim-agent-x"
 
 
-def test_gauge_doctor_flag_runs_the_doctor(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_gauge_doctor_flag_runs_the_doctor(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     with LoopbackServer() as server:
         monkeypatch.setenv("TAOTOKEN_API_KEY", "sk-doctor-secret")
         monkeypatch.setenv("TAOTOKEN_BASE_URL", server.base_url)

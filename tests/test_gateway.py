@@ -7,8 +7,8 @@ import asyncio
 import json
 import random
 import time
+from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
-from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -67,7 +67,9 @@ def make_gateway(
     return Gateway(suite="s", client=client, backend_id=server.base_url, shared=shared)
 
 
-def call(gw: Gateway, work: str = "transcript/t1/a/0", model: str = "m", role: str = "agent", body: Any = None) -> Any:
+def call(
+    gw: Gateway, work: str = "transcript/t1/a/0", model: str = "m", role: str = "agent", body: Any = None
+) -> Any:
     return asyncio.run(gw.chat(CallContext("s", "t1", work), 1, role, model, dict(body or BODY)))
 
 
@@ -85,7 +87,7 @@ def test_retry_delay_reads_ms_seconds_and_http_dates() -> None:
     rng = random.Random(0)
     assert retry_delay({"retry-after-ms": "250"}, 1, rng) == 0.25
     assert retry_delay({"retry-after": "3"}, 1, rng) == 3.0
-    now = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    now = datetime(2026, 1, 1, tzinfo=UTC)
     later = format_datetime(now + timedelta(seconds=7), usegmt=True)
     assert retry_delay({"retry-after": later}, 1, rng, now=now.timestamp()) == pytest.approx(7.0)
     assert retry_delay({}, 1, rng) is None
@@ -128,7 +130,9 @@ def test_base_url_hygiene(url: str, error: bool, warning: str | None) -> None:
     assert not check.url.endswith("/v1/v1/v1")
 
 
-def test_429_retry_after_is_honoured_and_every_attempt_recorded(tmp_path: Path, server: LoopbackServer) -> None:
+def test_429_retry_after_is_honoured_and_every_attempt_recorded(
+    tmp_path: Path, server: LoopbackServer
+) -> None:
     server.faults = FaultPlan(burst_5xx=0, rate_429=1.0, retry_after=None, retry_after_ms=50)
     gw = make_gateway(tmp_path, server, retries=2)
     with pytest.raises(GatewayError, match="429 rate limited") as info:
@@ -190,7 +194,9 @@ def test_connection_reset_is_retried(tmp_path: Path, server: LoopbackServer) -> 
     assert [r.status for r in ledger(tmp_path)] == ["ok", "connection_error", "ok"]
 
 
-def test_401_is_fatal_names_the_variable_and_stops_further_calls(tmp_path: Path, server: LoopbackServer) -> None:
+def test_401_is_fatal_names_the_variable_and_stops_further_calls(
+    tmp_path: Path, server: LoopbackServer
+) -> None:
     server.faults = FaultPlan(status_401=True)
     gw = make_gateway(tmp_path, server)
     with pytest.raises(ConfigurationError) as info:
@@ -213,7 +219,9 @@ def test_400_names_the_model_and_role(tmp_path: Path, server: LoopbackServer) ->
 
 def test_context_too_long_says_what_to_cut(tmp_path: Path) -> None:
     def responder(body: dict[str, Any]) -> dict[str, Any]:
-        raise ResponderError(400, "This model's maximum context length is 8192 tokens", code="context_length_exceeded")
+        raise ResponderError(
+            400, "This model's maximum context length is 8192 tokens", code="context_length_exceeded"
+        )
 
     with LoopbackServer(responder) as srv:
         gw = make_gateway(tmp_path, srv)
@@ -274,7 +282,12 @@ def test_replay_miss_names_the_request_and_sends_nothing(tmp_path: Path, server:
     with pytest.raises(ReplayMiss) as info:
         call(gw, work="judge/t1-a-vs-b-AB/0/0", role="judge", model="judge-model")
     message = str(info.value)
-    assert "judge" in message and "judge-model" in message and "t1-a-vs-b-AB" in message and "record it" in message
+    assert (
+        "judge" in message
+        and "judge-model" in message
+        and "t1-a-vs-b-AB" in message
+        and "record it" in message
+    )
     assert server.requests_total == 0
 
 
@@ -305,7 +318,9 @@ def test_first_call_goes_out_alone(tmp_path: Path) -> None:
         gw = make_gateway(tmp_path, srv)
 
         async def many() -> None:
-            await asyncio.gather(*(gw.chat(CallContext("s", "t", f"w/{i}"), 1, "agent", "m", dict(BODY)) for i in range(8)))
+            await asyncio.gather(
+                *(gw.chat(CallContext("s", "t", f"w/{i}"), 1, "agent", "m", dict(BODY)) for i in range(8))
+            )
 
         asyncio.run(many())
     assert srv.requests_total == 8 and srv.max_in_flight > 1  # later calls did run concurrently

@@ -16,12 +16,24 @@ from pytest_gauge.testing.server import LoopbackServer
 from pytest_gauge.testing.simserver import sim_responder
 
 
-def test_ctrl_c_stops_promptly_without_corrupting_ledger_or_cache(pytester: pytest.Pytester, mini_suite: Path) -> None:
+def test_ctrl_c_stops_promptly_without_corrupting_ledger_or_cache(
+    pytester: pytest.Pytester, mini_suite: Path
+) -> None:
     with LoopbackServer(sim_responder(mini_suite / "test_mini.py", seed=7), latency=0.3) as server:
         env = {**os.environ, "TAOTOKEN_API_KEY": "sk-interrupt", "TAOTOKEN_BASE_URL": server.base_url}
         proc = subprocess.Popen(
-            [sys.executable, "-m", "pytest", "suites", "-p", "no:cacheprovider", "--gauge-backend", "live",
-             "--gauge-max-concurrency", "2"],
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "suites",
+                "-p",
+                "no:cacheprovider",
+                "--gauge-backend",
+                "live",
+                "--gauge-max-concurrency",
+                "2",
+            ],
             cwd=pytester.path,
             env=env,
             stdout=subprocess.PIPE,

@@ -34,7 +34,9 @@ def live(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     )
 
 
-def test_faults_are_survived_and_results_equal_a_clean_run(pytester: pytest.Pytester, server: LoopbackServer) -> None:
+def test_faults_are_survived_and_results_equal_a_clean_run(
+    pytester: pytest.Pytester, server: LoopbackServer
+) -> None:
     live(pytester, "--gauge-out", "clean").assert_outcomes(passed=CASES)
     clean_requests = server.requests_total
     server.reset_counters()
@@ -91,7 +93,9 @@ def test_tracking_query_in_base_url_is_refused_before_any_request(
     assert server.requests_total == 0
 
 
-def test_global_concurrency_limit_holds_across_workers(pytester: pytest.Pytester, server: LoopbackServer) -> None:
+def test_global_concurrency_limit_holds_across_workers(
+    pytester: pytest.Pytester, server: LoopbackServer
+) -> None:
     server.latency = 0.05
     live(pytester, "-n", "4", "--gauge-max-concurrency", "4").assert_outcomes(passed=CASES)
     assert server.max_in_flight == 4
@@ -115,9 +119,11 @@ def test_judge_never_sees_agent_or_model_names(pytester: pytest.Pytester, server
     judge_bodies = [b for b in server.bodies if b["messages"][0]["content"] == JUDGE_SYSTEM_PROMPT]
     assert len(judge_bodies) == CASES
     others = [b for b in server.bodies if b not in judge_bodies]
-    assert any("I am agent_y, running on sim-agent-y" in (m.get("content") or "") for b in others for m in b["messages"]), (
-        "the self-naming agent should have named itself in the conversation the judge then saw"
-    )
+    assert any(
+        "I am agent_y, running on sim-agent-y" in (m.get("content") or "")
+        for b in others
+        for m in b["messages"]
+    ), "the self-naming agent should have named itself in the conversation the judge then saw"
     for body in judge_bodies:
         text = json.dumps(body["messages"]).lower()
         for name in NAMES:

@@ -12,7 +12,11 @@ import pytest
 
 from tests.conftest import read_jsonl
 
-XDIST_MODES = [pytest.param([], id="no-xdist"), pytest.param(["-n", "0"], id="n0"), pytest.param(["-n", "2"], id="n2")]
+XDIST_MODES = [
+    pytest.param([], id="no-xdist"),
+    pytest.param(["-n", "0"], id="n0"),
+    pytest.param(["-n", "2"], id="n2"),
+]
 CASES = 5 * 3 * 2  # tasks x pairs x orders
 
 
@@ -74,7 +78,9 @@ def test_each_transcript_is_generated_once(pytester: pytest.Pytester, mini_suite
             user_turns = sum(1 for turn in t["turns"] if turn["role"] == "user")
             agent_calls = sum(1 for turn in t["turns"] if turn["role"] == "assistant")
             user_calls = user_turns + (1 if t["ended_by"] == "user_done" else 0)
-            assert Counter(r["role"] for r in calls) == Counter({"user_sim": user_calls, "agent": agent_calls})
+            assert Counter(r["role"] for r in calls) == Counter(
+                {"user_sim": user_calls, "agent": agent_calls}
+            )
 
 
 def test_malformed_task_line_is_one_located_error(pytester: pytest.Pytester, mini_suite: Path) -> None:
@@ -118,7 +124,9 @@ def test_same_seed_same_bytes(pytester: pytest.Pytester, mini_suite: Path) -> No
     for label in ("a", "b"):
         run(pytester, "--gauge-cache", "off", "--gauge-out", label).assert_outcomes(passed=CASES)
     for name in ("pairs/pair_results.jsonl", "tasks.jsonl"):
-        assert (pytester.path / "a" / "mini" / name).read_bytes() == (pytester.path / "b" / "mini" / name).read_bytes()
+        assert (pytester.path / "a" / "mini" / name).read_bytes() == (
+            pytester.path / "b" / "mini" / name
+        ).read_bytes()
 
 
 def test_plugin_can_be_disabled(pytester: pytest.Pytester, mini_suite: Path) -> None:

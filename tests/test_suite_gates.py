@@ -26,13 +26,17 @@ INI = (
 def suites(pytester: pytest.Pytester) -> Path:
     """A copy of ``eval_suites/`` (example and tiers) in a fresh folder with the repo's settings."""
     target = pytester.path / "eval_suites"
-    shutil.copytree(ROOT / "eval_suites", target, ignore=shutil.ignore_patterns("__pycache__", "gauge-snapshots"))
+    shutil.copytree(
+        ROOT / "eval_suites", target, ignore=shutil.ignore_patterns("__pycache__", "gauge-snapshots")
+    )
     pytester.makeini(INI)
     return target
 
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly", "--gauge-cache", "off", *args)
+    return pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-p", "no:randomly", "--gauge-cache", "off", *args
+    )
 
 
 def recompute(records: list[dict]) -> dict[str, float]:
@@ -56,7 +60,9 @@ def recompute(records: list[dict]) -> dict[str, float]:
     return {"lrs": lrs, "flip_rate": flips / len(both)}
 
 
-def test_main_job_writes_outputs_and_its_metrics_match_the_records(pytester: pytest.Pytester, suites: Path) -> None:
+def test_main_job_writes_outputs_and_its_metrics_match_the_records(
+    pytester: pytest.Pytester, suites: Path
+) -> None:
     result = run(pytester, "eval_suites/", "--junitxml", "junit.xml")
     assert result.ret == 0, result.stdout.str()[-3000:]
     out = result.stdout.str()
@@ -64,7 +70,15 @@ def test_main_job_writes_outputs_and_its_metrics_match_the_records(pytester: pyt
     example = pytester.path / "gauge-out" / "example"
     for name in ("tasks.jsonl", "agent_runs.jsonl", "manifest.json", "pairs/pair_results.jsonl"):
         assert (example / name).is_file()
-    for name in ("pairwise_table.md", "token_cost.md", "conclusion.md", "metrics.json", "elo.md", "elo.json", "elo.svg"):
+    for name in (
+        "pairwise_table.md",
+        "token_cost.md",
+        "conclusion.md",
+        "metrics.json",
+        "elo.md",
+        "elo.json",
+        "elo.svg",
+    ):
         assert (example / "reports" / name).is_file(), name
     records = read_jsonl(example / "pairs" / "pair_results.jsonl")
     assert len(records) >= 120
@@ -103,21 +117,35 @@ def test_flip_gate_fails_the_run_and_names_the_flipped_cases(pytester: pytest.Py
     assert failed == ["gates[flip_rate <= 0]"]
 
 
-def test_gates_and_reports_are_identical_with_zero_and_four_workers(pytester: pytest.Pytester, suites: Path) -> None:
+def test_gates_and_reports_are_identical_with_zero_and_four_workers(
+    pytester: pytest.Pytester, suites: Path
+) -> None:
     for label, n in (("n0", "0"), ("n4", "4")):
         result = run(pytester, "eval_suites/example", "-n", n, "--gauge-out", label)
         assert result.ret == 0
-    for name in ("pairwise_table.md", "token_cost.md", "conclusion.md", "metrics.json", "elo.md", "elo.json", "elo.svg"):
+    for name in (
+        "pairwise_table.md",
+        "token_cost.md",
+        "conclusion.md",
+        "metrics.json",
+        "elo.md",
+        "elo.json",
+        "elo.svg",
+    ):
         a = (pytester.path / "n0" / "example" / "reports" / name).read_bytes()
         b = (pytester.path / "n4" / "example" / "reports" / name).read_bytes()
         assert a == b, name
 
 
-def test_min_n_makes_a_gate_inconclusive_and_deselection_skips_gates(pytester: pytest.Pytester, suites: Path) -> None:
+def test_min_n_makes_a_gate_inconclusive_and_deselection_skips_gates(
+    pytester: pytest.Pytester, suites: Path
+) -> None:
     result = run(pytester, "eval_suites/example", "--gauge-gate", "flip_rate <= 1; min_n=100000")
     assert result.ret == 1
     assert "inconclusive" in result.stdout.str().lower() and "min_n=100000" in result.stdout.str()
-    allowed = run(pytester, "eval_suites/example", "--gauge-gate", "flip_rate <= 1; min_n=100000; allow_inconclusive")
+    allowed = run(
+        pytester, "eval_suites/example", "--gauge-gate", "flip_rate <= 1; min_n=100000; allow_inconclusive"
+    )
     assert allowed.ret == 0
     subset = run(pytester, "eval_suites/example", "-k", "ir01", "-rs")
     assert subset.ret == 0
@@ -128,8 +156,14 @@ def test_min_n_makes_a_gate_inconclusive_and_deselection_skips_gates(pytester: p
 @pytest.mark.parametrize(
     ("edit", "gate"),
     [
-        (("SimAgent(skill=0.8, politeness=0.05)", "SimAgent(skill=0.2, politeness=0.05)"), "success_rate(agent_x) >= 0.4; min_n=30"),
-        (("tone_bias=1.2, misread=0.05", "tone_bias=1.2, misread=0.05, position_bias=0.6"), "upper(position_bias) <= 0.65"),
+        (
+            ("SimAgent(skill=0.8, politeness=0.05)", "SimAgent(skill=0.2, politeness=0.05)"),
+            "success_rate(agent_x) >= 0.4; min_n=30",
+        ),
+        (
+            ("tone_bias=1.2, misread=0.05", "tone_bias=1.2, misread=0.05, position_bias=0.6"),
+            "upper(position_bias) <= 0.65",
+        ),
     ],
     ids=["regressed-agent", "position-biased-judge"],
 )
@@ -152,10 +186,21 @@ def test_lrs_close_exceeds_lrs_distant_across_seeds(pytester: pytest.Pytester, s
     wins = 0
     for seed in range(1, 11):
         out = f"seed{seed}"
-        result = run(pytester, "eval_suites/example", "--gauge-seed", str(seed), "--gauge-out", out,
-                     "--gauge-bootstrap-rounds", "300", "--gauge-no-progress")
+        result = run(
+            pytester,
+            "eval_suites/example",
+            "--gauge-seed",
+            str(seed),
+            "--gauge-out",
+            out,
+            "--gauge-bootstrap-rounds",
+            "300",
+            "--gauge-no-progress",
+        )
         assert result.ret in (0, 1)  # gates may fail on some seeds; the numbers are what matter here
-        metrics = json.loads((pytester.path / out / "example" / "reports" / "metrics.json").read_text())["metrics"]
+        metrics = json.loads((pytester.path / out / "example" / "reports" / "metrics.json").read_text())[
+            "metrics"
+        ]
         close, distant = metrics["lrs_close"]["value"], metrics["lrs_distant"]["value"]
         if close is not None and distant is not None and close - distant >= 0.15:
             wins += 1
@@ -177,13 +222,22 @@ def test_report_snapshots_opt_in(pytester: pytest.Pytester, suites: Path) -> Non
     assert "differs from its snapshot" in changed.stdout.str()
 
 
-def test_elo_non_inferiority_gate_fails_when_the_bound_is_not_met(pytester: pytest.Pytester, suites: Path) -> None:
-    result = run(pytester, "eval_suites/tiers", "--gauge-gate", "lower(elo(solver@bo1) - elo(solver@bo8)) >= -20")
+def test_elo_non_inferiority_gate_fails_when_the_bound_is_not_met(
+    pytester: pytest.Pytester, suites: Path
+) -> None:
+    result = run(
+        pytester, "eval_suites/tiers", "--gauge-gate", "lower(elo(solver@bo1) - elo(solver@bo8)) >= -20"
+    )
     assert result.ret == 1
     out = result.stdout.str()
-    assert "FAILED eval_suites/tiers/test_tiers.py::gates[lower(elo(solver@bo1) - elo(solver@bo8)) >= -20]" in out
+    assert (
+        "FAILED eval_suites/tiers/test_tiers.py::gates[lower(elo(solver@bo1) - elo(solver@bo8)) >= -20]"
+        in out
+    )
     assert re.search(r"lower 95% bound -\d+\.\d+", out)
-    passing = run(pytester, "eval_suites/tiers", "--gauge-gate", "lower(elo(solver@bo8) - elo(solver@bo1)) >= -20")
+    passing = run(
+        pytester, "eval_suites/tiers", "--gauge-gate", "lower(elo(solver@bo8) - elo(solver@bo1)) >= -20"
+    )
     assert passing.ret == 0
 
 

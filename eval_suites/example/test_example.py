@@ -34,7 +34,11 @@ def _load_tools() -> ModuleType:
 
 suite = Suite(
     agents=[
-        ModelAgent("agent_x", env_model("GAUGE_AGENT_X_MODEL", "sim-agent-x"), sim=SimAgent(skill=0.8, politeness=0.05)),
+        ModelAgent(
+            "agent_x",
+            env_model("GAUGE_AGENT_X_MODEL", "sim-agent-x"),
+            sim=SimAgent(skill=0.8, politeness=0.05),
+        ),
         ModelAgent(
             "agent_y",
             env_model("GAUGE_AGENT_Y_MODEL", "sim-agent-y"),
@@ -47,7 +51,10 @@ suite = Suite(
         ),
     ],
     pairs=[("agent_x", "agent_y"), ("agent_x", "agent_z"), ("agent_y", "agent_z")],
-    judge=Judge(env_model("TAOTOKEN_JUDGE_MODEL", "sim-judge"), sim=SimJudge(noise=0.25, length_bias=0.1, tone_bias=1.2, misread=0.05)),
+    judge=Judge(
+        env_model("TAOTOKEN_JUDGE_MODEL", "sim-judge"),
+        sim=SimJudge(noise=0.25, length_bias=0.1, tone_bias=1.2, misread=0.05),
+    ),
     user=UserSimulator(env_model("GAUGE_USER_MODEL", "sim-user")),
     tools=_load_tools().TOOLS,
     # What CI gates on: the judge is usable (few errors, not position-biased, rarely wrong on pairs that

@@ -75,9 +75,9 @@ def _difficulty_draw(key: tuple[Any, ...], kind: str, index: int) -> float:
     world_seed, _model, task_id, sample_seed = key
     shared = seeded(world_seed, task_id, sample_seed, "difficulty", kind, index).random()
     own = seeded(*key, kind, index).random()
-    z = math.sqrt(SHARED_DIFFICULTY) * _NORMAL.inv_cdf(_clip(shared)) + math.sqrt(1 - SHARED_DIFFICULTY) * _NORMAL.inv_cdf(
-        _clip(own)
-    )
+    z = math.sqrt(SHARED_DIFFICULTY) * _NORMAL.inv_cdf(_clip(shared)) + math.sqrt(
+        1 - SHARED_DIFFICULTY
+    ) * _NORMAL.inv_cdf(_clip(own))
     return _NORMAL.cdf(z)
 
 

@@ -38,8 +38,8 @@ class SimJudge:
     decision ``noise``, ``position_bias`` (towards slot A when > 0) and ``length_bias`` (per doubling of
     length), calls a tie within ``tie_margin``, and returns a malformed verdict with ``error_rate``.
     ``tone_bias`` is added for a polite, friendly reply ("better tone"), the other bias judges are
-    known for. ``misread`` is how badly it reads the rules (phrases missed with probability misread/3, counts off
-    by a log-normal factor of that spread); None means the same as ``noise``."""
+    known for. ``misread`` is how badly it reads the rules (phrases missed with probability misread/3,
+    counts off by a log-normal factor of that spread); None means the same as ``noise``."""
 
     noise: float = 0.15
     misread: float | None = None

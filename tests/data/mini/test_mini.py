@@ -24,11 +24,20 @@ suite = Suite(
     judge=Judge("sim-judge", sim=SimJudge(noise=0.15)),
     user=UserSimulator("sim-user"),
     tools=[
-        Tool("lookup_order", "Look up an order", {"type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]}, lookup_order),
+        Tool(
+            "lookup_order",
+            "Look up an order",
+            {"type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]},
+            lookup_order,
+        ),
         Tool(
             "issue_refund",
             "Refund an order",
-            {"type": "object", "properties": {"order_id": {"type": "string"}, "amount": {"type": "number"}}, "required": ["order_id", "amount"]},
+            {
+                "type": "object",
+                "properties": {"order_id": {"type": "string"}, "amount": {"type": "number"}},
+                "required": ["order_id", "amount"],
+            },
             issue_refund,
         ),
     ],

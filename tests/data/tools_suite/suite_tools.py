@@ -13,7 +13,14 @@ from typing import Any
 from pytest_gauge import Judge, ModelAgent, SimAgent, SimJudge, Suite, Tool, ToolResult, UserSimulator
 
 __all__ = [
-    "NEVER", "ORDERS", "STEP_LIMIT", "check_stock", "issue_refund", "lookup_order", "suite", "track_shipment",
+    "NEVER",
+    "ORDERS",
+    "STEP_LIMIT",
+    "check_stock",
+    "issue_refund",
+    "lookup_order",
+    "suite",
+    "track_shipment",
 ]
 
 ORDERS: dict[str, dict[str, Any]] = {"A123": {"order_id": "A123", "status": "delivered", "amount": 25}}
