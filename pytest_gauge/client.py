@@ -117,6 +117,17 @@ class CallContext:
     work: str
     strategy: str = "single"
 
+    def cache_scope(self) -> int | str:
+        """What keys the cache beside the request. For the engine's work
+        (``transcript/<task>/<agent>/<sample>``, ``judge/<case>/<judge>/<repeat>``) only the sample or repeat
+        index, so best-of-N and repeats get distinct entries while identical requests of different cases
+        share one; any other work (ad-hoc fixture calls) keeps entries of its own."""
+        kind, _, rest = self.work.partition("/")
+        last = rest.rsplit("/", 1)[-1]
+        if kind in ("transcript", "judge") and rest.count("/") == 2 and last.isdigit():
+            return int(last)
+        return self.work
+
 
 @dataclass
 class GatewayShared:
@@ -266,11 +277,12 @@ class Gateway:
         self.shared = shared
 
     def cache_key(self, body: dict[str, Any], ctx: CallContext) -> str:
-        """The canonical request: never the key, headers, timeouts or retry settings."""
+        """The canonical request plus the sample index: never the key, headers, timeouts or retry settings,
+        nor which case or agent asked (identical requests share one entry and one gateway call)."""
         material = {
             "format_version": CACHE_FORMAT_VERSION,
             "backend": self.backend_id,
-            "scope": ctx.work,
+            "scope": ctx.cache_scope(),
             **{k: body.get(k) for k in (
                 "model", "messages", "temperature", "top_p", "seed", "max_tokens", "stop",
                 "response_format", "tools", "tool_choice",

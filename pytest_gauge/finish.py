@@ -279,7 +279,7 @@ def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool)
 
 def write_summary(terminalreporter: Any, state: GaugeState) -> None:
     """The compact end-of-run table, once, on the controller (and GITHUB_STEP_SUMMARY if set)."""
-    from .report import render_summary
+    from .report import render_summary, unpriced_warnings
 
     texts = []
     for name in sorted(state.finished):
@@ -289,6 +289,8 @@ def write_summary(terminalreporter: Any, state: GaugeState) -> None:
         terminalreporter.write_sep("=", f"pytest-gauge: {name}")
         for line in text.splitlines():
             terminalreporter.write_line(line)
+        for warning in unpriced_warnings(info["ctx"].ledger):
+            terminalreporter.write_line(f"pytest-gauge {warning}", yellow=True)
         terminalreporter.write_line(f"outputs: {info['out']}")
     summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary_path and texts:

@@ -38,6 +38,7 @@ __all__ = [
     "render_summary",
     "render_token_cost",
     "spent_this_run",
+    "unpriced_warnings",
 ]
 
 METRICS_FORMAT_VERSION = 1
@@ -279,6 +280,28 @@ def model_costs(ledger: Sequence[LedgerRecord]) -> list[ModelCost]:
             )
         )
     return out
+
+
+def unpriced_warnings(ledger: Sequence[LedgerRecord]) -> list[str]:
+    """One warning line per model that reported usage without a configured price (its cost is unknown,
+    never $0), then where prices are configured; empty when every model used is priced."""
+    roles: dict[str, list[str]] = {}
+    attempts: dict[str, int] = {}
+    for c in model_costs(ledger):
+        if c.unpriced_attempts:
+            roles.setdefault(c.model, []).append(c.role)
+            attempts[c.model] = attempts.get(c.model, 0) + c.unpriced_attempts
+    if not roles:
+        return []
+    return [
+        *(
+            f"warning: no price configured for model {model!r} ({', '.join(roles[model])}, "
+            f"{attempts[model]} attempts): its cost is unknown"
+            for model in sorted(roles)
+        ),
+        "set prices per million tokens with the gauge_prices ini key (MODEL INPUT_PER_M OUTPUT_PER_M), "
+        "--gauge-prices FILE or GAUGE_PRICES",
+    ]
 
 
 @dataclass(frozen=True)
@@ -1010,8 +1033,9 @@ def _section_satisfaction(ctx: ReportContext) -> list[str]:
 
 
 def _section_cost(ctx: ReportContext) -> list[str]:
+    # Nominal figures only: conclusion.md must be byte-identical when a re-run is answered from the cache,
+    # so what this run spent (live vs cached) lives in token_cost.md and metrics.json alone.
     c = ctx.metrics.costs
-    spend = spent_this_run(ctx.ledger)
     by_role = ", ".join(f"{r} {_usd(c.per_role[r].cost)}" for r in ROLES if r in c.per_role)
     return [
         "## Cost",
@@ -1019,10 +1043,8 @@ def _section_cost(ctx: ReportContext) -> list[str]:
         f"- Total cost: {_usd(c.total_cost)} ({by_role}); nominal, retries and failed requests included.",
         f"- Cost per success: {_usd(c.cost_per_success)} ({c.successes} successful transcripts).",
         f"- Judge share of cost: {_pct(c.judge_share)}.",
-        f"- Spent this run: {_usd(spend.spent_usd)} "
-        f"({spend.live_calls} live, {spend.cached_calls} cached calls).",
         "",
-        "Details in [token_cost.md](token_cost.md).",
+        "Details, and what this run spent (live vs cached calls), in [token_cost.md](token_cost.md).",
     ]
 
 
@@ -1197,7 +1219,11 @@ def render_metrics_json(ctx: ReportContext) -> str:
         },
         "cost_includes_retries": COST_INCLUDES_RETRIES,
         "costs": {
-            "per_role": {r: c.to_json() for r, c in m.costs.per_role.items()},
+            # nominal only: the live/cached split is under spent_this_run (a cached re-run changes nothing)
+            "per_role": {
+                r: {k: v for k, v in c.to_json().items() if k != "cached_attempts"}
+                for r, c in m.costs.per_role.items()
+            },
             "per_model": [
                 {
                     "role": c.role,
