@@ -6,14 +6,18 @@ table), so each process runs an asyncio loop in a background thread:
 * **work units** are transcripts (task, agent, sample) and judgments (case, judge, repeat); a
   judgment depends on its case's two transcripts;
 * a **look-ahead driver** walks every selected case's work in collection order (each worker starting
-  at a different offset) and keeps up to ``2 × max_concurrency`` units in progress; the gateway's
-  shared slots bound the requests actually in flight;
+  at a different offset) and keeps up to ``2 × max_concurrency`` units in progress; a judgment waits
+  for its transcripts without holding one of those places; the gateway's shared slots bound the
+  requests actually in flight;
 * every unit is **claimed through the run's work store** (:mod:`pytest_gauge.store`): the process
   that takes the key's lock produces it, writes the result, and every other process waits for the
   file. So no work is done twice across workers, and the outcome does not depend on which worker
-  ran which test;
+  ran which test. A process alone in its run (no xdist, or one worker) claims in memory and keeps
+  entries in memory (:meth:`Store.keep`): no file is created per unit;
 * a test item asks for its case with :meth:`Engine.outcome`, which bumps the case's work to the front
-  and blocks until its record is ready.
+  and blocks until its record is ready;
+* at the end, a worker lets the units it has started finish before it stops (unless Ctrl-C), since
+  another worker may be waiting for them.
 
 Results are a pure function of the requests (and the sim's seed), so they are identical to a
 sequential run whatever the concurrency.
@@ -23,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import sys
 import threading
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -240,6 +245,9 @@ class CaseOutcome:
     fatal: bool = False
 
 
+_LOCAL_CLAIM = -1  # the "file descriptor" of a claim that needs no lock file (see Engine._exclusive)
+
+
 @dataclass(frozen=True)
 class _Work:
     key: str
@@ -267,20 +275,40 @@ class Engine:
         self.store = work_store
         self.lookahead = max(1, lookahead)
         self._futures: dict[str, asyncio.Future[dict[str, Any]]] = {}
+        self._transcripts: dict[tuple[str, str, str, int], _Work] = {}
+        self._judges: dict[str, list[_Work]] = {}
         self._order = self._plan(cases, worker_index, worker_count)
+        # The only process of the run doing work (no xdist, or one worker): a claim is the local future
+        # alone and entries stay in memory (Store.keep), so no lock file and no entry file is created
+        # per unit (file creation is the slow part of the store on many disks).
+        self._exclusive = worker_count <= 1
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._run_loop, name="gauge-engine", daemon=True)
         self._driver: concurrent.futures.Future[None] | None = None
         self._stopping = False
+        self._interrupted = False  # Ctrl-C reached a test item's wait
+        self._producing: dict[str, asyncio.Future[None]] = {}  # units this process is producing now
         self.done_units = 0
         self.total_units = len(self._order)
         self._progress = progress
 
     # ----- planning -------------------------------------------------------------------------
     def _transcript_work(self, suite: str, task_id: str, agent: str, sample: int) -> _Work:
-        return _Work(content_key(["transcript", suite, task_id, agent, sample]), "transcript", suite, (task_id, agent, sample))
+        ident = (suite, task_id, agent, sample)
+        work = self._transcripts.get(ident)
+        if work is None:  # keys are hashes of JSON: computed once per unit, not at every use
+            key = content_key(["transcript", suite, task_id, agent, sample])
+            work = self._transcripts[ident] = _Work(key, "transcript", suite, (task_id, agent, sample))
+        return work
 
     def _judge_works(self, case: Case) -> list[_Work]:
+        ident = f"{case.suite}::{case.case_id}"
+        works = self._judges.get(ident)
+        if works is None:
+            works = self._judges[ident] = self._new_judge_works(case)
+        return works
+
+    def _new_judge_works(self, case: Case) -> list[_Work]:
         judge = self.runtimes[case.suite].suite.judge
         return [
             _Work(
@@ -320,13 +348,23 @@ class Engine:
     def _submit(self, coro: Awaitable[Any]) -> concurrent.futures.Future[Any]:
         return asyncio.run_coroutine_threadsafe(coro, self._loop)  # type: ignore[arg-type]
 
-    def stop(self, timeout: float = 5.0) -> None:
-        """Cancel outstanding work and stop the loop; files already written stay whole."""
+    def stop(self, timeout: float = 5.0, drain: float = 60.0) -> None:
+        """Start no new work, then cancel what is left and stop the loop; files already written stay whole.
+
+        With other processes in the run (xdist) and no Ctrl-C, the units this process has started are
+        first allowed to finish (up to ``drain`` seconds): another worker may need them, and cancelling
+        one would make that worker send its calls again, beside an attempt the ledger never saw.
+        """
         if not self._thread.is_alive():
             return
         self._stopping = True
+        interrupted = self._interrupted or isinstance(sys.exc_info()[1], KeyboardInterrupt)
+        wait = 0.0 if interrupted or self._exclusive else drain
 
-        async def cancel_all() -> None:
+        async def wind_down() -> None:
+            started = [f for f in self._producing.values() if not f.done()]
+            if started and wait > 0:
+                await asyncio.wait(started, timeout=wait)
             current = asyncio.current_task()
             tasks = [t for t in asyncio.all_tasks() if t is not current]
             for t in tasks:
@@ -334,7 +372,7 @@ class Engine:
             await asyncio.gather(*tasks, return_exceptions=True)
 
         try:
-            self._submit(cancel_all()).result(timeout)
+            self._submit(wind_down()).result(timeout + wait)
         except (concurrent.futures.TimeoutError, RuntimeError):
             pass
         self._loop.call_soon_threadsafe(self._loop.stop)
@@ -351,12 +389,23 @@ class Engine:
         asyncio.ensure_future(self._report_progress())
 
         async def run(work: _Work) -> None:
+            holding = True
             try:
+                if work.kind == "judge":
+                    # A judgment first waits for its two transcripts (dispatched before it, in order)
+                    # without a slot, so that the slots go to work that can send calls now: otherwise
+                    # judgments waiting on transcripts fill the look-ahead and starve the gateway.
+                    gate.release()
+                    holding = False
+                    await self._dependencies(work)
+                    await gate.acquire()
+                    holding = True
                 await self._obtain(work, wait=False)
             except Exception:  # noqa: BLE001 - recorded in the work entry; the test item reports it
                 pass
             finally:
-                gate.release()
+                if holding:
+                    gate.release()
 
         for work in self._order:
             if self._stopping:
@@ -376,17 +425,29 @@ class Engine:
         self._futures[work.key] = future
         return future
 
+    def _lock(self, key: str) -> int | None:
+        """The key's cross-process claim (a lock file descriptor), or None if another process holds it."""
+        return _LOCAL_CLAIM if self._exclusive else self.store.try_lock(key)
+
+    def _unlock(self, fd: int) -> None:
+        if fd != _LOCAL_CLAIM:
+            self.store.unlock(fd)
+
+    def _written_meanwhile(self, key: str) -> dict[str, Any] | None:
+        """After taking a claim: the entry another process wrote between our look and our claim."""
+        return None if self._exclusive else self.store.get(key)
+
     async def _try_claim(self, work: _Work) -> dict[str, Any] | None:
-        entry = self.store.get(work.key)
-        if entry is not None:
+        entry = None if self._exclusive else self.store.get(work.key)  # exclusive: _futures has it all
+        if entry is not None or self._stopping:
             return entry
-        fd = self.store.try_lock(work.key)
+        fd = self._lock(work.key)
         if fd is None:
             return None
         future = asyncio.get_running_loop().create_future()
         self._futures[work.key] = future
         try:
-            entry = self.store.get(work.key) or await self._produce_and_store(work)
+            entry = self._written_meanwhile(work.key) or await self._produce_and_store(work)
             future.set_result(entry)
             return entry
         except BaseException as exc:
@@ -395,7 +456,7 @@ class Engine:
             del self._futures[work.key]
             raise
         finally:
-            self.store.unlock(fd)
+            self._unlock(fd)
 
     async def _claim_or_wait(self, work: _Work) -> dict[str, Any]:
         delay = 0.002
@@ -403,23 +464,42 @@ class Engine:
             entry = self.store.get(work.key)
             if entry is not None:
                 return entry
-            fd = self.store.try_lock(work.key)
+            if self._stopping:
+                raise asyncio.CancelledError  # winding down: start nothing new
+            fd = self._lock(work.key)
             if fd is not None:
                 try:
-                    return self.store.get(work.key) or await self._produce_and_store(work)
+                    return self._written_meanwhile(work.key) or await self._produce_and_store(work)
                 finally:
-                    self.store.unlock(fd)
+                    self._unlock(fd)
             await asyncio.sleep(delay)
             delay = min(delay * 1.5, 0.05)
 
     async def _produce_and_store(self, work: _Work) -> dict[str, Any]:
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._producing[work.key] = done
         try:
-            entry = await self._produce(work)
-        except GatewayError as exc:
-            entry = _error_entry(exc)
-        self.store.put(work.key, entry)
-        self.done_units += 1
-        return entry
+            try:
+                entry = await self._produce(work)
+            except GatewayError as exc:
+                entry = _error_entry(exc)
+            if self._exclusive:
+                self.store.keep(work.key, entry)
+            else:
+                self.store.put(work.key, entry)
+            self.done_units += 1
+            return entry
+        finally:
+            del self._producing[work.key]
+            done.set_result(None)
+
+    async def _dependencies(self, work: _Work) -> None:
+        """Wait until a judgment's two transcripts exist (producing them if nobody has claimed them)."""
+        case = self.cases[work.args[0]]
+        await asyncio.gather(
+            self._transcript_entry(case.suite, case.task_id, case.left, case.sample),
+            self._transcript_entry(case.suite, case.task_id, case.right, case.sample),
+        )
 
     async def _transcript_entry(self, suite: str, task_id: str, agent: str, sample: int) -> dict[str, Any]:
         entry = await self._obtain(self._transcript_work(suite, task_id, agent, sample))
@@ -464,7 +544,8 @@ class Engine:
                 return result
             except concurrent.futures.TimeoutError:
                 continue
-            except BaseException:
+            except BaseException as exc:
+                self._interrupted = self._interrupted or isinstance(exc, KeyboardInterrupt)
                 future.cancel()
                 raise
 

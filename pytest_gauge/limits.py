@@ -10,11 +10,13 @@ under an exclusive ``flock``.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import fcntl
 import json
 import os
 import time
+import weakref
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,40 +28,88 @@ __all__ = ["Budget", "ConcurrencySlots", "RateLimiter", "SharedState"]
 
 
 class ConcurrencySlots:
-    """A cross-process counting semaphore made of ``n`` lock files."""
+    """A cross-process counting semaphore made of ``n`` lock files.
+
+    Each process opens the slot files once and keeps them open; a slot is taken with a non-blocking
+    ``flock`` on one this process does not already hold (``flock`` belongs to the open file, so the
+    process tracks its own). A released slot is handed straight to a local waiter; waiters for slots
+    held by other processes poll.
+    """
 
     def __init__(self, folder: Path, n: int) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         self._paths = [folder / f"slot-{i}.lock" for i in range(n)]
+        self._fds: list[int | None] = [None] * n
+        self._held: set[int] = set()  # slots this process holds
         self._local = asyncio.Semaphore(n)  # never poll for more slots than could exist
+        self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
         self.waits = 0
+        self._closer = weakref.finalize(self, _close_fds, self._fds)  # the files close with the object
+
+    def _fd(self, i: int) -> int:
+        fd = self._fds[i]
+        if fd is None:
+            fd = self._fds[i] = os.open(self._paths[i], os.O_RDWR | os.O_CREAT, 0o644)
+        return fd
 
     def _try_any(self, start: int) -> int | None:
         n = len(self._paths)
-        for i in range(n):
-            fd = os.open(self._paths[(start + i) % n], os.O_RDWR | os.O_CREAT, 0o644)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                os.close(fd)
+        for k in range(n):
+            i = (start + k) % n
+            if i in self._held:
                 continue
-            return fd
+            try:
+                fcntl.flock(self._fd(i), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue
+            self._held.add(i)
+            return i
         return None
+
+    def _release(self, i: int) -> None:
+        fd = self._fds[i]
+        assert fd is not None
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        self._held.discard(i)
+        while self._waiters:  # wake one local waiter to take it at once
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                break
 
     @contextlib.asynccontextmanager
     async def slot(self) -> AsyncIterator[None]:
         async with self._local:
             start = os.getpid()
             delay = 0.001
-            while (fd := self._try_any(start)) is None:
+            while (i := self._try_any(start)) is None:
                 self.waits += 1
-                await asyncio.sleep(delay)
+                waiter = asyncio.get_running_loop().create_future()
+                self._waiters.append(waiter)
+                try:
+                    await asyncio.wait_for(waiter, delay)
+                except TimeoutError:
+                    pass
+                finally:
+                    if not waiter.done():
+                        waiter.cancel()
                 delay = min(delay * 2, 0.02)
             try:
                 yield
             finally:
-                fcntl.flock(fd, fcntl.LOCK_UN)
-                os.close(fd)
+                self._release(i)
+
+    def close(self) -> None:
+        """Close the slot files (releasing any slot still held)."""
+        _close_fds(self._fds)
+        self._held.clear()
+
+
+def _close_fds(fds: list[int | None]) -> None:
+    for i, fd in enumerate(fds):
+        if fd is not None:
+            os.close(fd)
+            fds[i] = None
 
 
 class SharedState:

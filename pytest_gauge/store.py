@@ -12,6 +12,10 @@ This one mechanism serves two purposes:
 Locks are ``fcntl.flock`` on a ``<key>.lock`` file beside the entry: the kernel drops them when a
 process dies, so a crashed worker never leaves a stale lock. Entries are written to a temporary file
 and renamed into place, so a reader sees either nothing or a whole entry. POSIX only.
+
+When no other process reads a store (a run without xdist), :meth:`Store.keep` holds an entry in this
+process's memory instead of a file: every ``Store`` over the same folder in the process sees it, as long
+as the instance that kept it lives. Creating files is the slow part of the store on many disks.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import fcntl
 import hashlib
 import json
 import os
+import weakref
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -36,19 +41,47 @@ def content_key(material: Any) -> str:
     return hashlib.sha256(dumps(material).encode("utf-8")).hexdigest()
 
 
+class _Kept(dict[str, dict[str, Any]]):
+    """Entries of one store folder held in this process's memory (a dict that can be weakly referenced)."""
+
+
+_KEPT: weakref.WeakValueDictionary[str, _Kept] = weakref.WeakValueDictionary()
+
+
 class Store:
     """JSON entries under ``root``, sharded by the first two hex digits of their key."""
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)
+        self._root = os.fspath(self.root)  # plain strings on the hot paths: pathlib costs more than the I/O
+        self._made: set[str] = set()  # shard folders known to exist (saves a mkdir per call)
+        self._kept: _Kept | None = None  # entries this instance keeps in memory (see keep)
+
+    def keep(self, key: str, value: dict[str, Any]) -> None:
+        """Hold the entry in memory instead of writing it, for a store no other process reads; every
+        ``Store`` over this folder in this process sees it while this instance lives."""
+        if self._kept is None:
+            self._kept = _KEPT.setdefault(self._root, _Kept())
+        self._kept[key] = value
+
+    def _shard(self, key: str, *, fresh: bool = False) -> str:
+        """The key's shard folder, created on first use (``fresh``: check again, it may have been removed)."""
+        folder = os.path.join(self._root, key[:2])
+        if fresh or key[:2] not in self._made:
+            os.makedirs(folder, exist_ok=True)
+            self._made.add(key[:2])
+        return folder
 
     def path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.json"
 
     def get(self, key: str) -> dict[str, Any] | None:
         """The entry, or None when absent (or unreadable, which counts as absent)."""
+        kept = _KEPT.get(self._root)
+        if kept is not None and key in kept:
+            return kept[key]
         try:
-            with open(self.path(key), encoding="utf-8") as fh:
+            with open(os.path.join(self._root, key[:2], key + ".json"), encoding="utf-8") as fh:
                 value = json.load(fh)
         except (FileNotFoundError, json.JSONDecodeError):
             return None
@@ -56,25 +89,36 @@ class Store:
 
     def put(self, key: str, value: dict[str, Any]) -> None:
         """Write atomically: a temporary file in the same folder, then a rename."""
-        target = self.path(key)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(dumps(value))
+        text = dumps(value)
+        folder = self._shard(key)
+        target = os.path.join(folder, key + ".json")
+        tmp = os.path.join(folder, f".{key}.json.{os.getpid()}.tmp")
+        try:
+            fh = open(tmp, "w", encoding="utf-8")
+        except FileNotFoundError:  # the shard folder was removed meanwhile (a prune)
+            self._shard(key, fresh=True)
+            fh = open(tmp, "w", encoding="utf-8")
+        with fh:
+            fh.write(text)
         os.replace(tmp, target)
 
     def delete(self, key: str) -> None:
         with contextlib.suppress(FileNotFoundError):
             self.path(key).unlink()
 
-    def _lock_path(self, key: str) -> Path:
-        path = self.root / key[:2] / f"{key}.lock"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return path
+    def _lock_path(self, key: str) -> str:
+        return os.path.join(self._shard(key), key + ".lock")
+
+    def _open_lock(self, key: str) -> int:
+        try:
+            return os.open(self._lock_path(key), os.O_RDWR | os.O_CREAT, 0o644)
+        except FileNotFoundError:  # the shard folder was removed meanwhile (a prune)
+            self._shard(key, fresh=True)
+            return os.open(self._lock_path(key), os.O_RDWR | os.O_CREAT, 0o644)
 
     def try_lock(self, key: str) -> int | None:
         """Take the key's lock without waiting: a file descriptor to :meth:`unlock`, or None if held."""
-        fd = os.open(self._lock_path(key), os.O_RDWR | os.O_CREAT, 0o644)
+        fd = self._open_lock(key)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -102,7 +146,7 @@ class Store:
     @contextlib.contextmanager
     def lock_sync(self, key: str) -> Iterator[None]:
         """Blocking variant of :meth:`lock` for code outside the event loop."""
-        fd = os.open(self._lock_path(key), os.O_RDWR | os.O_CREAT, 0o644)
+        fd = self._open_lock(key)
         fcntl.flock(fd, fcntl.LOCK_EX)
         try:
             yield

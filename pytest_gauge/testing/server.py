@@ -5,7 +5,8 @@ Tests and benchmarks point the real ``openai`` client at it (``base_url=server.b
 without any network. It is a small asyncio HTTP/1.1 server (keep-alive, Content-Length or chunked request
 bodies) running its own event loop in a background thread, so concurrent requests overlap and the server is
 never the bottleneck of a client benchmark. ``python -m pytest_gauge.testing.server --port 0`` runs the same
-server in its own process, prints ``PORT <n>`` and exposes its counters at ``GET /__gauge__/stats``.
+server in its own process, prints ``PORT <n>`` and exposes its counters at ``GET /__gauge__/stats``
+(``--suite PATH --suite-seed N`` makes it answer like the simulator for that suite, for benchmarks).
 
 Fault decisions are a pure function of the fault plan and the 1-based index ``n`` of the chat-completion
 request since start (or since :meth:`LoopbackServer.reset_counters`), so runs are reproducible.
@@ -894,7 +895,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--truncate", action="store_true")
     p.add_argument("--should-retry-false", action="store_true")
     p.add_argument("--status-400-model", action="append", default=[], help="repeatable")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of the probabilistic faults")
+    p.add_argument("--suite", default=None, metavar="PATH",
+                   help="answer like the simulator for the Suite in this test module (sim_responder)")
+    p.add_argument("--suite-seed", type=int, default=0,
+                   help="the simulator's seed for --suite (the run's --gauge-seed)")
     return p
 
 
@@ -910,7 +915,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         status_400_models=frozenset(a.status_400_model), seed=a.seed,
     )
     models = [m for m in a.models.split(",") if m]
-    server = LoopbackServer(latency=a.latency, faults=plan, path_prefix=a.prefix, port=a.port, models=models)
+    responder: Responder | None = None
+    if a.suite is not None:
+        from .simserver import sim_responder
+
+        responder = sim_responder(Path(a.suite).resolve(), a.suite_seed)
+    server = LoopbackServer(
+        responder, latency=a.latency, faults=plan, path_prefix=a.prefix, port=a.port, models=models
+    )
     done = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:

@@ -1,0 +1,179 @@
+"""Issue 8 acceptance: many gateway calls in flight per worker, and concurrency changes nothing but speed.
+
+Live runs against the loopback server (answering like the simulator), cache off. No timing assertions:
+speed is measured by ``benchmarks/bench_throughput.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import json
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pytest_gauge.ledger import Ledger
+from pytest_gauge.limits import ConcurrencySlots
+from pytest_gauge.records import LedgerRecord, Usage
+from pytest_gauge.store import Store
+from pytest_gauge.testing.server import LoopbackServer
+from pytest_gauge.testing.simserver import sim_responder
+from tests.conftest import normalised, read_jsonl
+
+TASKS = 12  # 36 independent transcripts: enough to keep 32 calls in flight
+CASES = TASKS * 3 * 2  # tasks x pairs x orders
+KEY = "sk-throughput-test"
+
+SUITE = """
+from pytest_gauge import Judge, ModelAgent, SimAgent, SimJudge, Suite, UserSimulator
+
+suite = Suite(
+    agents=[
+        ModelAgent("agent_x", "sim-agent-x", sim=SimAgent(skill=0.85)),
+        ModelAgent("agent_y", "sim-agent-y", sim=SimAgent(skill=0.8, verbosity=1.4)),
+        ModelAgent("agent_z", "sim-agent-z", sim=SimAgent(skill=0.4)),
+    ],
+    judge=Judge("sim-judge", sim=SimJudge(noise=0.15)),
+    user=UserSimulator("sim-user", max_turns=1),
+)
+"""
+
+
+def _task(i: int) -> dict[str, object]:
+    if i % 2:
+        return {
+            "task_id": f"t{i:02d}",
+            "category": "constraint",
+            "task_prompt": f"Summarise refund policy number {i} in at most 40 words, mentioning 30 days.",
+            "success_criteria": [{"type": "contains_all", "phrases": ["30 days"]}],
+            "hard_constraints": [{"type": "max_words", "limit": 40}],
+        }
+    return {
+        "task_id": f"t{i:02d}",
+        "category": "information_retrieval",
+        "task_prompt": f"Name the three plan tiers of product {i}: basic, pro and enterprise.",
+        "success_criteria": [{"type": "contains_all", "phrases": ["basic", "pro", "enterprise"]}],
+    }
+
+
+@pytest.fixture
+def suite_module(pytester: pytest.Pytester) -> Path:
+    folder = pytester.path / "suites" / "tp"
+    folder.mkdir(parents=True)
+    lines = [json.dumps({"format_version": 1})] + [json.dumps(_task(i)) for i in range(TASKS)]
+    (folder / "tasks.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    module = folder / "test_tp.py"
+    module.write_text(SUITE, encoding="utf-8")
+    pytester.makeini("[pytest]\ngauge_seed = 7\n")
+    return module
+
+
+@pytest.fixture
+def server(suite_module: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[LoopbackServer]:
+    srv = LoopbackServer(sim_responder(suite_module, seed=7)).start()
+    monkeypatch.setenv("TAOTOKEN_API_KEY", KEY)
+    monkeypatch.setenv("TAOTOKEN_BASE_URL", srv.base_url)
+    yield srv
+    srv.stop()
+
+
+def live(pytester: pytest.Pytester, out: str, *args: str) -> pytest.RunResult:
+    result = pytester.runpytest_subprocess(
+        "suites", "-p", "no:cacheprovider", "-p", "no:randomly", "--gauge-backend", "live",
+        "--gauge-cache", "off", "--gauge-no-progress", "--gauge-out", out, *args,
+    )  # fmt: skip
+    result.assert_outcomes(passed=CASES)
+    return result
+
+
+def test_many_calls_in_flight_with_the_cache_off(pytester: pytest.Pytester, server: LoopbackServer) -> None:
+    server.latency = 0.05
+    live(pytester, "out", "--gauge-max-concurrency", "32", "-n", "0")
+    assert 16 <= server.max_in_flight <= 32
+    ledger = read_jsonl(pytester.path / "out" / "tp" / "agent_runs.jsonl")
+    assert len(ledger) == server.requests_total  # every request recorded once
+
+
+def test_concurrency_and_workers_change_neither_calls_nor_results(
+    pytester: pytest.Pytester, server: LoopbackServer
+) -> None:
+    server.latency = 0.005  # enough for calls to overlap, so completion order differs from the sequential run
+    runs: dict[str, dict[str, object]] = {}
+    for workers in ("0", "2"):
+        for concurrency in ("1", "32"):
+            label = f"c{concurrency}-n{workers}"
+            server.reset_counters()
+            live(pytester, label, "--gauge-max-concurrency", concurrency, "-n", workers)
+            out = pytester.path / label / "tp"
+            ledger = read_jsonl(out / "agent_runs.jsonl")
+            assert {r["status"] for r in ledger} == {"ok"} and not any(r["cache_hit"] for r in ledger)
+            assert max(Counter(r["call_id"] for r in ledger).values()) == 1  # no call made twice
+            assert server.requests_total == len(ledger)  # the gateway saw exactly the recorded calls
+            assert server.max_in_flight <= int(concurrency)
+            runs[label] = {
+                "requests": server.requests_total,
+                "bodies": sorted(json.dumps(b, sort_keys=True) for b in server.bodies),
+                "pairs": normalised(read_jsonl(out / "pairs" / "pair_results.jsonl")),
+                "ledger": normalised(ledger),
+            }
+    sequential = runs["c1-n0"]
+    assert len(sequential["pairs"]) == CASES  # type: ignore[arg-type]
+    for label, run in runs.items():
+        for key in ("requests", "bodies", "pairs", "ledger"):
+            assert run[key] == sequential[key], f"{label}: {key} differ from the sequential run"
+
+
+# ----- the pieces the fast paths rely on ----------------------------------------------------------------
+
+
+def test_slots_bound_requests_across_two_holders_and_hand_over(tmp_path: Path) -> None:
+    """Two slot sets over one folder behave like two processes: 2 slots, 12 holders, never 3 at once."""
+    a, b = ConcurrencySlots(tmp_path, 2), ConcurrencySlots(tmp_path, 2)
+    inside, peak, done = 0, 0, 0
+
+    async def hold(slots: ConcurrencySlots) -> None:
+        nonlocal inside, peak, done
+        async with slots.slot():
+            inside += 1
+            peak = max(peak, inside)
+            await asyncio.sleep(0.01)
+            inside -= 1
+        done += 1
+
+    async def main() -> None:
+        await asyncio.gather(*(hold(a if i % 2 else b) for i in range(12)))
+
+    asyncio.run(main())
+    assert (peak, done) == (2, 12)
+    assert a.waits + b.waits > 0  # they did contend
+
+
+def test_kept_entries_are_seen_by_every_store_of_the_folder_while_the_keeper_lives(tmp_path: Path) -> None:
+    keeper = Store(tmp_path / "work")
+    keeper.keep("ab12", {"ok": True})
+    assert Store(tmp_path / "work").get("ab12") == {"ok": True}
+    assert Store(tmp_path / "other").get("ab12") is None
+    assert not (tmp_path / "work").exists()  # nothing was written
+    del keeper
+    gc.collect()
+    assert Store(tmp_path / "work").get("ab12") is None
+
+
+@pytest.mark.parametrize("usage", [Usage(12, 5, 17), None])
+def test_ledger_lines_are_the_records_json(tmp_path: Path, usage: Usage | None) -> None:
+    record = LedgerRecord(
+        run_id="r1", call_id="judge/c/0/0#1", attempt=2, status="ok", suite="s", task_id="t", role="judge",
+        model="m", strategy="single", work="judge/c/0/0", usage=usage, usage_missing=usage is None,
+        latency_s=0.25, finish_reason="stop", cache_hit=False, cost=0.5, http_status=200,
+    )  # fmt: skip
+    ledger = Ledger(tmp_path, "gw3")
+    ledger.append(record)
+    ledger.close()
+    (line,) = (tmp_path / "ledger-gw3.jsonl").read_text().splitlines()
+    assert json.loads(line) == record.to_json()
+    assert json.loads(line)["worker"] == "gw3" and json.loads(line)["usage"] == (
+        {"prompt_tokens": 12, "completion_tokens": 5, "total_tokens": 17} if usage else None
+    )
