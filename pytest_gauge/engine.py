@@ -93,6 +93,7 @@ class WorkCaller:
             "temperature": temperature,
             "max_tokens": max_tokens,
             "tools": tools,
+            "tool_choice": "auto" if tools else None,
             "seed": seed,
             "response_format": response_format,
         }

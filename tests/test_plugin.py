@@ -42,22 +42,22 @@ def test_suite_run_writes_every_output(pytester: pytest.Pytester, mini_suite: Pa
     assert set(manifest["versions"]) >= {"python", "pytest", "openai", "numpy"}
 
 
-def test_results_identical_without_xdist_and_with_two_workers(
+def test_results_identical_without_xdist_and_with_four_workers(
     pytester: pytest.Pytester, mini_suite: Path, read_outputs: Callable[[Path], dict[str, list[str]]]
 ) -> None:
     outputs = {}
-    for label, extra in (("seq", []), ("n0", ["-n", "0"]), ("n2", ["-n", "2", "-v"])):
+    for label, extra in (("seq", []), ("n0", ["-n", "0"]), ("n4", ["-n", "4", "-v"])):
         result = run(pytester, *extra, "--gauge-cache", "off", "--gauge-out", f"out-{label}")
         result.assert_outcomes(passed=CASES)
         outputs[label] = read_outputs(pytester.path / f"out-{label}" / "mini")
-        if label == "n2":
+        if label == "n4":
             workers = set(re.findall(r"\[(gw\d)\]", result.stdout.str()))
             assert len(workers) >= 2, "both xdist workers must have run cases"
-            ledger = read_jsonl(pytester.path / "out-n2" / "mini" / "agent_runs.jsonl")
-            assert {r["worker"] for r in ledger} <= {"gw0", "gw1"}
-    assert outputs["seq"] == outputs["n0"] == outputs["n2"]
+            ledger = read_jsonl(pytester.path / "out-n4" / "mini" / "agent_runs.jsonl")
+            assert {r["worker"] for r in ledger} <= {"gw0", "gw1", "gw2", "gw3"}
+    assert outputs["seq"] == outputs["n0"] == outputs["n4"]
     # no record lost or doubled: one ok attempt per call id
-    ledger = read_jsonl(pytester.path / "out-n2" / "mini" / "agent_runs.jsonl")
+    ledger = read_jsonl(pytester.path / "out-n4" / "mini" / "agent_runs.jsonl")
     ok = Counter(r["call_id"] for r in ledger if r["status"] == "ok")
     assert ok and max(ok.values()) == 1
 
