@@ -488,7 +488,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     calls = 120 if a.quick and a.calls == 600 else a.calls
     live_tasks = tasks_for_calls(calls)
     repeats = 1 if a.quick else 3
-    cached_sizes = (10, 40) if a.quick else (50, 167)
+    cached_sizes = (10, 40) if a.quick else (50, 834)  # 300 and 5,004 cases, like the memory suite
     sim_tasks = 20 if a.quick else 167
     memory_tasks = 50 if a.quick else 834
     work = Path(tempfile.mkdtemp(prefix=".gauge-bench-", dir=a.workdir)).resolve()
@@ -501,7 +501,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"file system: {file_create_us(work):.0f} us to write a small file (tmp + rename)", flush=True)
     t0 = time.perf_counter()
     live = live_section(work, live_tasks, repeats, rows)
-    cached = cached_section(work, cached_sizes, repeats + 1, rows)
+    cached = cached_section(work, cached_sizes, repeats, rows)
     sim = sim_section(work, sim_tasks, rows)
     memory = memory_section(work, memory_tasks, rows)
     print(f"\n  {'run':<52} {'wall s':>8} {'calls/s':>8} {'peak MB':>7}")
