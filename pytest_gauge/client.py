@@ -158,7 +158,9 @@ def _estimate_tokens(messages: list[dict[str, Any]], tools: Any) -> int:
     return chars // 4 + 1
 
 
-def retry_delay(headers: Mapping[str, str], attempt: int, rng: random.Random, now: float | None = None) -> float | None:
+def retry_delay(
+    headers: Mapping[str, str], attempt: int, rng: random.Random, now: float | None = None
+) -> float | None:
     """Seconds the server asks us to wait (``retry-after-ms`` / ``Retry-After``), else None."""
     ms = headers.get("retry-after-ms")
     if ms:
@@ -179,7 +181,7 @@ def retry_delay(headers: Mapping[str, str], attempt: int, rng: random.Random, no
 
 def backoff(attempt: int, rng: random.Random, base: float = 0.25, cap: float = 8.0) -> float:
     """Capped exponential backoff with ±25% jitter."""
-    return min(cap, base * 2 ** (attempt - 1)) * rng.uniform(0.75, 1.25)
+    return float(min(cap, base * 2.0 ** (attempt - 1)) * rng.uniform(0.75, 1.25))
 
 
 def _server_message(exc: openai.APIStatusError) -> str:
@@ -217,7 +219,9 @@ def diagnose(exc: Exception, role: str, model: str, attempts: int) -> GatewayErr
                 model=model,
             )
         if status == 404 and "model" not in message.lower():
-            return ConfigurationError(f"404 Not Found: {message}", _url_fix(url or ""), status=status, url=url)
+            return ConfigurationError(
+                f"404 Not Found: {message}", _url_fix(url or ""), status=status, url=url
+            )
         if status in (400, 404, 422):
             lowered = message.lower()
             if "context" in lowered and ("length" in lowered or "long" in lowered or "maximum" in lowered):
@@ -265,13 +269,17 @@ def diagnose(exc: Exception, role: str, model: str, attempts: int) -> GatewayErr
             role=role,
             model=model,
         )
-    return GatewayError(f"unexpected error: {type(exc).__name__}: {exc}", "report this as a bug", role=role, model=model)
+    return GatewayError(
+        f"unexpected error: {type(exc).__name__}: {exc}", "report this as a bug", role=role, model=model
+    )
 
 
 class Gateway:
     """Sends chat completions for one suite through the shared limits, cache and ledger."""
 
-    def __init__(self, *, suite: str, client: openai.AsyncOpenAI, backend_id: str, shared: GatewayShared) -> None:
+    def __init__(
+        self, *, suite: str, client: openai.AsyncOpenAI, backend_id: str, shared: GatewayShared
+    ) -> None:
         self.suite = suite
         self.client = client
         self.backend_id = backend_id
@@ -284,10 +292,21 @@ class Gateway:
             "format_version": CACHE_FORMAT_VERSION,
             "backend": self.backend_id,
             "scope": ctx.cache_scope(),
-            **{k: body.get(k) for k in (
-                "model", "messages", "temperature", "top_p", "seed", "max_tokens", "stop",
-                "response_format", "tools", "tool_choice",
-            )},
+            **{
+                k: body.get(k)
+                for k in (
+                    "model",
+                    "messages",
+                    "temperature",
+                    "top_p",
+                    "seed",
+                    "max_tokens",
+                    "stop",
+                    "response_format",
+                    "tools",
+                    "tool_choice",
+                )
+            },
         }
         return content_key(material)
 
@@ -296,7 +315,11 @@ class Gateway:
             return False
         if entry.get("run_id") == self.shared.run_id:
             return True
-        return self.shared.cache_mode == "use" and bool(entry.get("persist")) or (self.shared.replay and bool(entry.get("persist")))
+        return (
+            (self.shared.cache_mode == "use"
+            and bool(entry.get("persist")))
+            or (self.shared.replay and bool(entry.get("persist")))
+        )
 
     def _record(
         self,
@@ -352,7 +375,9 @@ class Gateway:
         self.shared.ledger.append(record)
         return record
 
-    async def chat(self, ctx: CallContext, seq: int, role: str, model: str, body: dict[str, Any]) -> ChatResult:
+    async def chat(
+        self, ctx: CallContext, seq: int, role: str, model: str, body: dict[str, Any]
+    ) -> ChatResult:
         """One logical call: from the cache when allowed, else sent with retries. Raises GatewayError."""
         shared = self.shared
         if shared.fatal is not None:
@@ -368,7 +393,9 @@ class Gateway:
             entry = cache.get(key)
             if self._usable(entry):
                 assert entry is not None
-                hit = self._record(ctx, seq, 1, role, model, status="ok", response=entry["response"], cache_hit=True)
+                hit = self._record(
+                    ctx, seq, 1, role, model, status="ok", response=entry["response"], cache_hit=True
+                )
                 return _to_result(entry["response"], hit)
         if shared.replay:
             raise ReplayMiss(
@@ -386,7 +413,9 @@ class Gateway:
             entry = cache.get(key)
             if self._usable(entry):
                 assert entry is not None
-                hit = self._record(ctx, seq, 1, role, model, status="ok", response=entry["response"], cache_hit=True)
+                hit = self._record(
+                    ctx, seq, 1, role, model, status="ok", response=entry["response"], cache_hit=True
+                )
                 return _to_result(entry["response"], hit)
             response, record = await self._send(ctx, seq, role, model, body)
             finish = (response.get("choices") or [{}])[0].get("finish_reason")
@@ -394,7 +423,13 @@ class Gateway:
                 key,
                 {
                     "format_version": CACHE_FORMAT_VERSION,
-                    "meta": {"suite": ctx.suite, "task_id": ctx.task_id, "work": ctx.work, "role": role, "model": model},
+                    "meta": {
+                        "suite": ctx.suite,
+                        "task_id": ctx.task_id,
+                        "work": ctx.work,
+                        "role": role,
+                        "model": model,
+                    },
                     "request": body,
                     "response": response,
                     "persist": finish not in ("length", "content_filter"),
@@ -424,7 +459,9 @@ class Gateway:
     ) -> tuple[dict[str, Any], LedgerRecord]:
         shared = self.shared
         rng = random.Random(f"{ctx.work}#{seq}")
-        estimate = _estimate_tokens(body.get("messages", []), body.get("tools")) + int(body.get("max_tokens") or 0)
+        estimate = _estimate_tokens(body.get("messages", []), body.get("tools")) + int(
+            body.get("max_tokens") or 0
+        )
         attempts = shared.max_retries + 1
         for attempt in range(1, attempts + 1):
             if shared.fatal is not None:
@@ -454,7 +491,17 @@ class Gateway:
                 failure = exc
             latency = time.perf_counter() - start
             if response is not None:
-                record = self._record(ctx, seq, attempt, role, model, status="ok", response=response, latency=latency, http_status=200)
+                record = self._record(
+                    ctx,
+                    seq,
+                    attempt,
+                    role,
+                    model,
+                    status="ok",
+                    response=response,
+                    latency=latency,
+                    http_status=200,
+                )
                 tokens = record.usage.total_tokens if record.usage else 0
                 if reservation is not None:
                     shared.budget.settle(reservation, record.cost or 0.0, tokens)
@@ -472,19 +519,19 @@ class Gateway:
                 attempt,
                 role,
                 model,
-                status=f"http_{status_code}" if status_code else ("timeout" if timed_out else "connection_error"),
+                status=f"http_{status_code}"
+                if status_code
+                else ("timeout" if timed_out else "connection_error"),
                 latency=latency,
                 http_status=status_code,
                 error=type(failure).__name__,
                 possibly_billed=timed_out,
             )
-            headers: Mapping[str, str] = failure.response.headers if isinstance(failure, openai.APIStatusError) else {}
-            should = headers.get("x-should-retry")
-            retryable = (
-                status_code is None
-                or status_code in RETRYABLE
-                or status_code >= 500
+            headers: Mapping[str, str] = (
+                failure.response.headers if isinstance(failure, openai.APIStatusError) else {}
             )
+            should = headers.get("x-should-retry")
+            retryable = status_code is None or status_code in RETRYABLE or status_code >= 500
             if should == "true":
                 retryable = True
             elif should == "false":
@@ -520,4 +567,3 @@ def _to_result(response: dict[str, Any], record: LedgerRecord) -> ChatResult:
         usage=record.usage,
         cost=record.cost,
     )
-

@@ -165,7 +165,9 @@ class SuiteRuntime:
                 transcript = await self._reflect(agent, transcript, strategy.rounds, caller, base_seed)
         return {"ok": True, "transcript": transcript.to_json(), "spend": caller.spend.to_json()}
 
-    async def _select(self, task: Task, candidates: list[Transcript], strategy: BestOf, caller: WorkCaller) -> Transcript:
+    async def _select(
+        self, task: Task, candidates: list[Transcript], strategy: BestOf, caller: WorkCaller
+    ) -> Transcript:
         """Best-of-n selection: the rule verifier's highest reward (first on ties), or a judge knockout."""
         if strategy.selector == "verifier":
             rewards = [score(task.success_criteria, task.hard_constraints, t).reward for t in candidates]
@@ -201,7 +203,10 @@ class SuiteRuntime:
                 max_tokens=agent.max_tokens,
                 seed=seed,
             )
-            history += [{"role": "user", "content": REFLECTION_PROMPT}, {"role": "assistant", "content": result.content}]
+            history += [
+                {"role": "user", "content": REFLECTION_PROMPT},
+                {"role": "assistant", "content": result.content},
+            ]
             reply = result.content
         turns = list(transcript.turns)
         if turns and turns[-1].role == "assistant":
@@ -276,6 +281,7 @@ class Engine:
         self.store = work_store
         self.lookahead = max(1, lookahead)
         self._futures: dict[str, asyncio.Future[dict[str, Any]]] = {}
+        self._background: set[asyncio.Future[Any]] = set()
         self._transcripts: dict[tuple[str, str, str, int], _Work] = {}
         self._judges: dict[str, list[_Work]] = {}
         self._order = self._plan(cases, worker_index, worker_count)
@@ -387,7 +393,7 @@ class Engine:
 
     async def _drive(self) -> None:
         gate = asyncio.Semaphore(self.lookahead)
-        asyncio.ensure_future(self._report_progress())
+        self._keep(asyncio.ensure_future(self._report_progress()))
 
         async def run(work: _Work) -> None:
             holding = True
@@ -402,7 +408,7 @@ class Engine:
                     await gate.acquire()
                     holding = True
                 await self._obtain(work, wait=False)
-            except Exception:  # noqa: BLE001 - recorded in the work entry; the test item reports it
+            except Exception:
                 pass
             finally:
                 if holding:
@@ -412,7 +418,12 @@ class Engine:
             if self._stopping:
                 break
             await gate.acquire()
-            asyncio.ensure_future(run(work))
+            self._keep(asyncio.ensure_future(run(work)))
+
+    def _keep(self, task: asyncio.Future[Any]) -> None:
+        """Hold a reference to a background task until it ends (the loop keeps only weak ones)."""
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     def _obtain(self, work: _Work, *, wait: bool = True) -> Awaitable[dict[str, Any] | None]:
         """The work's result entry; shared by every local caller. ``wait=False``: skip if another
@@ -520,7 +531,11 @@ class Engine:
             if not side["ok"]:
                 return side  # the transcript's failure is this judgment's failure
         return await runtime.judgment(
-            case, work.args[1], work.args[2], Transcript.from_json(left["transcript"]), Transcript.from_json(right["transcript"])
+            case,
+            work.args[1],
+            work.args[2],
+            Transcript.from_json(left["transcript"]),
+            Transcript.from_json(right["transcript"]),
         )
 
     async def _case_outcome(self, case: Case) -> CaseOutcome:
@@ -612,4 +627,3 @@ def build_record(
         chars_right=len(right.final_reply),
         judgments=judgments if len(judgments) > 1 else [],
     )
-

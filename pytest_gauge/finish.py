@@ -92,7 +92,9 @@ def write_outputs(
             if entry.get("ok"):
                 rows.append({**entry["transcript"], "spend": entry["spend"]})
             else:
-                rows.append({"task_id": task_id, "agent": agent, "sample": sample, "error": entry.get("error")})
+                rows.append(
+                    {"task_id": task_id, "agent": agent, "sample": sample, "error": entry.get("error")}
+                )
         _write(out / "agents" / f"{agent}.jsonl", _jsonl(rows))
     _write(out / "pairs" / "pair_results.jsonl", _jsonl([r.to_json() for r in records]))
     _write(out / "agent_runs.jsonl", _jsonl([r.to_json() for r in ledger]))
@@ -137,7 +139,9 @@ def _split_case(case_id: str, task_ids: list[str]) -> tuple[str, tuple[str, str,
     raise ValueError(f"case id {case_id!r} matches no task")
 
 
-def _emit(session: pytest.Session, meta: dict[str, Any], group: str, name: str, outcome: str, message: str) -> None:
+def _emit(
+    session: pytest.Session, meta: dict[str, Any], group: str, name: str, outcome: str, message: str
+) -> None:
     """Report a suite-level check (a gate, a report snapshot) as its own test entry on the controller,
     so it shows in the terminal and in ``--junitxml``, and a failure fails the run."""
     module = Path(meta["module_path"])
@@ -196,13 +200,24 @@ def check_report_snapshots(session: pytest.Session, meta: dict[str, Any], report
             _emit(session, meta, "snapshots", name, "passed", "")
             continue
         if not path.is_file():
-            _emit(session, meta, "snapshots", name, "failed", f"no snapshot at {path}; run with --snapshot-update to create it")
+            _emit(
+                session,
+                meta,
+                "snapshots",
+                name,
+                "failed",
+                f"no snapshot at {path}; run with --snapshot-update to create it",
+            )
             continue
         stored = path.read_text(encoding="utf-8")
         if stored == text:
             _emit(session, meta, "snapshots", name, "passed", "")
             continue
-        diff = list(difflib.unified_diff(stored.splitlines(), text.splitlines(), "snapshot", "this run", lineterm="", n=1))
+        diff = list(
+            difflib.unified_diff(
+                stored.splitlines(), text.splitlines(), "snapshot", "this run", lineterm="", n=1
+            )
+        )
         shown = "\n".join(diff[:80]) + (f"\n... {len(diff) - 80} more diff lines" if len(diff) > 80 else "")
         _emit(
             session,
@@ -244,7 +259,9 @@ def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool)
             expected_cases=len(meta["selected"]),
         )
         families = {f: [(t, a) for t, a in tiers] for f, tiers in meta.get("families", {}).items()}
-        elo = build_elo_report(records, ledger, families=families, seed=opts.seed, rounds=min(opts.bootstrap_rounds, 1000))
+        elo = build_elo_report(
+            records, ledger, families=families, seed=opts.seed, rounds=min(opts.bootstrap_rounds, 1000)
+        )
         source = GateSource(metrics, elo)
         gates = parse_gates([*meta["gates"], *opts.gates])
         results = evaluate_gates(
@@ -266,7 +283,9 @@ def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool)
         reports = render_reports(ctx)
         if elo is not None:
             reports["elo.md"] = render_elo_md(elo)
-            reports["elo.json"] = json.dumps(elo_json(elo), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+            reports["elo.json"] = (
+                json.dumps(elo_json(elo), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+            )
             reports["elo.svg"] = render_elo_svg(elo)
         for filename, text in reports.items():
             _write(out / "reports" / filename, text)

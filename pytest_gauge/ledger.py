@@ -26,7 +26,7 @@ class Ledger:
         folder.mkdir(parents=True, exist_ok=True)
         self.path = folder / f"ledger-{worker}.jsonl"
         self.worker = worker
-        self._fh = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
+        self._fh = open(self.path, "a", encoding="utf-8")
         self._lock = threading.Lock()
         self.calls = 0
         self.live_calls = 0

@@ -203,7 +203,9 @@ class Budget:
     that would pass a limit is refused with :class:`BudgetExhausted`, so overshoot is bounded by the
     calls already in flight."""
 
-    def __init__(self, state: SharedState, usd: float | None, tokens: int | None, task_usd: float | None) -> None:
+    def __init__(
+        self, state: SharedState, usd: float | None, tokens: int | None, task_usd: float | None
+    ) -> None:
         self.state = state
         self.usd = usd
         self.tokens = tokens

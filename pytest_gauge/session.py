@@ -135,7 +135,9 @@ class GaugeState:
             ledger=Ledger(run, self.worker_id),
             slots=ConcurrencySlots(run / "slots", opts.max_concurrency),
             rate=RateLimiter(SharedState(run / "rate.json"), opts.rpm, opts.tpm),
-            budget=Budget(SharedState(run / "budget.json"), opts.budget_usd, opts.budget_tokens, opts.budget_task_usd),
+            budget=Budget(
+                SharedState(run / "budget.json"), opts.budget_usd, opts.budget_tokens, opts.budget_task_usd
+            ),
             prices=PriceTable.from_tuples(opts.prices),
             cache=cache,
             cache_mode=opts.cache_mode,
