@@ -208,8 +208,8 @@ class GaugeRun:
         node.workerinput["gauge_run_id"] = self.state.run_id
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if report.when != "call":
-            return
+        if report.when != "call" or self.state.is_worker:
+            return  # records are collected where they are used: on the controller
         for key, value in report.user_properties:
             if key == RECORD_PROPERTY:
                 self.state.add_record(CaseRecord.from_json(json.loads(str(value))))
