@@ -39,6 +39,7 @@ __all__ = [
     "GatewayShared",
     "check_base_url",
     "check_key",
+    "fixed_path_url",
 ]
 
 KEY_VARIABLE = "TAOTOKEN_API_KEY"
@@ -74,6 +75,16 @@ class UrlCheck:
     warnings: tuple[str, ...]
 
 
+def fixed_path_url(url: str) -> str:
+    """The URL without query or fragment, with doubled slashes, a repeated ``/v1`` and a pasted
+    ``/chat/completions`` removed (what :func:`check_base_url` suggests, and what the doctor tries)."""
+    parts = urllib.parse.urlsplit(url.strip())
+    path = re.sub(r"/{2,}", "/", parts.path)
+    path = re.sub(r"(/v1)+(?=/|$)", "/v1", path)
+    path = re.sub(r"/chat/completions/?$", "", path)
+    return urllib.parse.urlunsplit((parts.scheme, parts.netloc, path.rstrip("/"), "", ""))
+
+
 def check_base_url(url: str) -> UrlCheck:
     """Check a base URL before the first request. Never appends ``/v1`` silently."""
     errors: list[str] = []
@@ -89,11 +100,8 @@ def check_base_url(url: str) -> UrlCheck:
             f" likely pasted from a link; use {clean}"
         )
     path = parts.path
-    fixed = re.sub(r"/{2,}", "/", path)
-    fixed = re.sub(r"(/v1)+(?=/|$)", "/v1", fixed)
-    fixed = re.sub(r"/chat/completions/?$", "", fixed)
-    if fixed != path:
-        suggestion = urllib.parse.urlunsplit((parts.scheme, parts.netloc, fixed.rstrip("/"), "", ""))
+    suggestion = fixed_path_url(url)
+    if urllib.parse.urlsplit(suggestion).path != path.rstrip("/"):
         reasons = []
         if "//" in path:
             reasons.append("a doubled '/'")

@@ -26,6 +26,7 @@ from .client import (
     check_base_url,
     check_key,
     diagnose,
+    fixed_path_url,
 )
 from .client import read_key as _read_key
 
@@ -113,15 +114,6 @@ def _same_url(a: str, b: str) -> bool:
     return a.strip().rstrip("/").lower() == b.strip().rstrip("/").lower()
 
 
-def _fixed_path_url(url: str) -> str:
-    """The URL with doubled slashes, repeated ``/v1`` and a pasted ``/chat/completions`` removed."""
-    parts = urllib.parse.urlsplit(url)
-    path = re.sub(r"/{2,}", "/", parts.path)
-    path = re.sub(r"(/v1)+(?=/|$)", "/v1", path)
-    path = re.sub(r"/chat/completions/?$", "", path)
-    return urllib.parse.urlunsplit((parts.scheme, parts.netloc, path.rstrip("/"), "", ""))
-
-
 def sibling_url(url: str) -> str:
     """The same base URL with its trailing ``/v1`` removed, or with ``/v1`` appended when it has none."""
     base = url.rstrip("/")
@@ -159,12 +151,12 @@ def base_url_checks(environ: Mapping[str, str]) -> tuple[UrlCheck, list[Check]]:
     found: list[Check] = []
     for error in check.errors:
         if check.url != raw:
-            fix = f"export {URL_VARIABLE}={_show_url(_fixed_path_url(check.url))}"
+            fix = f"export {URL_VARIABLE}={_show_url(fixed_path_url(check.url))}"
         else:
             fix = f"set {URL_VARIABLE} to an http(s) URL"
         found.append(Check("fail", URL_VARIABLE, error, fix))
     for warning in check.warnings:
-        fix = f"export {URL_VARIABLE}={_show_url(_fixed_path_url(check.url))}"
+        fix = f"export {URL_VARIABLE}={_show_url(fixed_path_url(check.url))}"
         found.append(Check("warn", URL_VARIABLE, warning, fix))
     if not found:
         origin = "" if environ.get(URL_VARIABLE) else " (not set; the default)"
@@ -310,7 +302,7 @@ def _probe(base_url: str, key: str, target: Target | None, timeout: float) -> Ch
         error = diagnose(exc, role, model or "", 1)
         if isinstance(exc, openai.APIStatusError) and exc.status_code == 404 and _url_not_found(exc, model):
             shown = _show_url(str(exc.request.url))
-            candidates = list(dict.fromkeys(u for u in (sibling_url(base_url), _fixed_path_url(base_url))
+            candidates = list(dict.fromkeys(u for u in (sibling_url(base_url), fixed_path_url(base_url))
                                             if not _same_url(u, base_url)))
             working = next((u for u in candidates if _answers(u, key, model, timeout)), None)
             if working is not None:
@@ -427,7 +419,7 @@ def print_config(kind: str, environ: Mapping[str, str]) -> str:
         raise ValueError(f"unknown configuration kind {kind!r}; choose from {', '.join(CONFIG_KINDS)}")
     base_url = _show_url(check_base_url(configured_base_url(environ)).url)
     if urllib.parse.urlsplit(base_url).scheme in ("http", "https"):
-        base_url = _fixed_path_url(base_url)
+        base_url = fixed_path_url(base_url)
     makers = {"claude-code": _claude_code, "codex": _codex, "cc-switch": _cc_switch}
     chosen = list(makers) if kind == "all" else [kind]
     text = "\n".join(makers[k](base_url) for k in chosen)
