@@ -106,9 +106,9 @@ def bench_bootstrap(rng: np.random.Generator, ref_rounds: int = 100) -> tuple[fl
     t_ours, result = best_time(ours_boot)
 
     # The same resamples as fit_elo draws (tasks sorted by id; seeded Generator).
-    from pytest_gauge.elo import _resample_counts
+    from pytest_gauge.metrics import resample_counts
 
-    counts = _resample_counts(n_tasks, rounds, np.random.default_rng(seed))
+    counts = resample_counts(n_tasks, rounds, np.random.default_rng(seed))
     a_all = np.concatenate([r[0] for r in rows])
     b_all = np.concatenate([r[1] for r in rows])
     s_all = np.concatenate([r[2] for r in rows])

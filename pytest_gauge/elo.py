@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .metrics import Estimate
+from .metrics import Estimate, resample_counts
 
 __all__ = [
     "ELO_PER_THETA",
@@ -332,12 +332,6 @@ class EloResult:
         }
 
 
-def _resample_counts(n_units: int, rounds: int, rng: np.random.Generator) -> FloatArray:
-    idx = rng.integers(0, n_units, size=(rounds, n_units))
-    flat = (np.arange(rounds)[:, None] * n_units + idx).ravel()
-    return np.bincount(flat, minlength=rounds * n_units).reshape(rounds, n_units).astype(np.float64)
-
-
 def ranks_from_intervals(
     agents: Sequence[str], low: Mapping[str, float], high: Mapping[str, float]
 ) -> dict[str, int]:
@@ -411,7 +405,7 @@ def fit_elo(
     samples = np.zeros((0, k))
     if rounds > 0:
         rng = np.random.default_rng(seed)
-        counts = _resample_counts(len(tasks), rounds, rng)
+        counts = resample_counts(len(tasks), rounds, rng)
         boot_w = (counts @ tensor.reshape(len(tasks), k * k)).reshape(rounds, k, k)
         thetas, fallback = _fit_batch(boot_w, theta, l2_used, tol, max_iter)
         samples = elo_scale(thetas, anchor)

@@ -73,19 +73,20 @@ def write_outputs(
     tasks_text = _jsonl([{"format_version": 1}, *meta["tasks"]])
     _write(out / "tasks.jsonl", tasks_text)
     work = Store(state.run_dir / "work")
-    task_order = [t["task_id"] for t in meta["tasks"]]
+    task_rank = {t["task_id"]: i for i, t in enumerate(meta["tasks"])}
+    task_ids = set(task_rank)
     selected = set(meta["selected"])
     needed: dict[str, set[tuple[str, int]]] = {a: set() for a in meta["agents"]}
     for cid in meta["case_ids"]:
         if f"{name}::{cid}" not in selected:
             continue
-        task_id, rest = _split_case(cid, task_order)
+        task_id, rest = _split_case(cid, task_ids)
         left, right, sample = rest
         needed[left].add((task_id, sample))
         needed[right].add((task_id, sample))
     for agent, keys in needed.items():
         rows = []
-        for task_id, sample in sorted(keys, key=lambda k: (task_order.index(k[0]), k[1])):
+        for task_id, sample in sorted(keys, key=lambda k: (task_rank[k[0]], k[1])):
             entry = work.get(content_key(["transcript", name, task_id, agent, sample]))
             if entry is None:
                 continue
@@ -122,20 +123,23 @@ def write_outputs(
     _write(out / "manifest.json", dumps(manifest) + "\n")
 
 
-def _split_case(case_id: str, task_ids: list[str]) -> tuple[str, tuple[str, str, int]]:
-    """Invert ``<task>-<left>-vs-<right>-<order>[-s<sample>]`` (task ids may contain '-')."""
-    for task_id in sorted(task_ids, key=len, reverse=True):
-        prefix = f"{task_id}-"
-        if case_id.startswith(prefix):
-            rest = case_id[len(prefix) :]
-            sample = 0
-            parts = rest.rsplit("-", 1)
-            if parts[1].startswith("s") and parts[1][1:].isdigit():
-                sample = int(parts[1][1:])
-                rest = parts[0]
-            pair = rest.rsplit("-", 1)[0]
-            left, right = pair.split("-vs-", 1)
-            return task_id, (left, right, sample)
+def _split_case(case_id: str, task_ids: set[str]) -> tuple[str, tuple[str, str, int]]:
+    """Invert ``<task>-<left>-vs-<right>-<order>[-s<sample>]`` (task ids may contain '-': the longest
+    task id that prefixes the case id wins)."""
+    cuts = [i for i, ch in enumerate(case_id) if ch == "-"]
+    for cut in reversed(cuts):
+        task_id = case_id[:cut]
+        if task_id not in task_ids:
+            continue
+        rest = case_id[cut + 1 :]
+        sample = 0
+        parts = rest.rsplit("-", 1)
+        if parts[1].startswith("s") and parts[1][1:].isdigit():
+            sample = int(parts[1][1:])
+            rest = parts[0]
+        pair = rest.rsplit("-", 1)[0]
+        left, right = pair.split("-vs-", 1)
+        return task_id, (left, right, sample)
     raise ValueError(f"case id {case_id!r} matches no task")
 
 

@@ -12,7 +12,6 @@ import json
 import threading
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 from .records import LedgerRecord, dumps
 
@@ -37,7 +36,7 @@ class Ledger:
 
     def append(self, record: LedgerRecord) -> None:
         record.worker = self.worker
-        line = dumps(_record_json(record))
+        line = dumps(record.to_json())
         with self._lock:
             self._fh.write(line + "\n")
             self._fh.flush()
@@ -57,14 +56,6 @@ class Ledger:
         with self._lock:
             if not self._fh.closed:
                 self._fh.close()
-
-
-def _record_json(record: LedgerRecord) -> dict[str, Any]:
-    """``record.to_json()`` without ``dataclasses.asdict``'s deep copy (its fields are plain values and
-    one :class:`Usage`), since every gateway attempt pays for it; the JSON is the same."""
-    data = dict(vars(record))
-    data["usage"] = dict(vars(record.usage)) if record.usage is not None else None
-    return data
 
 
 def read_ledger_file(path: Path) -> list[LedgerRecord]:

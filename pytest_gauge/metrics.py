@@ -44,6 +44,7 @@ __all__ = [
     "compute_metrics",
     "metric_names",
     "pair_gaps",
+    "resample_counts",
     "wilson",
 ]
 
@@ -305,14 +306,21 @@ def classify_pairs(records: Sequence[CaseRecord], close_threshold: float) -> dic
 # The bootstrap over tasks
 
 
-def _resample_counts(n_units: int, rounds: int, seed: int) -> FloatArray:
-    """``rounds x n_units`` matrix: how often each unit is drawn in each resample (with replacement)."""
+def resample_counts(n_units: int, rounds: int, rng: np.random.Generator, chunk: int = 256) -> FloatArray:
+    """``rounds x n_units`` matrix: how often each unit is drawn in each resample (with replacement).
+
+    Drawn ``chunk`` rounds at a time into the result, so the peak is the result plus one chunk's
+    temporaries; the draws are the same as one ``rng.integers(0, n_units, (rounds, n_units))``.
+    """
+    out = np.zeros((max(rounds, 0), n_units), dtype=np.float64)
     if n_units == 0 or rounds <= 0:
-        return np.zeros((max(rounds, 0), n_units), dtype=np.float64)
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, n_units, size=(rounds, n_units))
-    flat = (np.arange(rounds)[:, None] * n_units + idx).ravel()
-    return np.bincount(flat, minlength=rounds * n_units).reshape(rounds, n_units).astype(np.float64)
+        return out
+    for start in range(0, rounds, chunk):
+        rows = min(chunk, rounds - start)
+        idx = rng.integers(0, n_units, size=(rows, n_units))
+        flat = (np.arange(rows)[:, None] * n_units + idx).ravel()
+        out[start : start + rows] = np.bincount(flat, minlength=rows * n_units).reshape(rows, n_units)
+    return out
 
 
 def _percentiles(samples: FloatArray) -> tuple[float | None, float | None]:
@@ -824,7 +832,7 @@ def compute_metrics(
         agree = np.stack([conf[:, diag].sum(axis=1), conf.sum(axis=1)], axis=1)
         stats[("judge_agreement", kind)] = _Stat("ratio", agree)
 
-    counts = _resample_counts(n_tasks, rounds, seed)
+    counts = resample_counts(n_tasks, rounds, np.random.default_rng(seed))
     # One matrix product for every ratio statistic.
     samples: dict[tuple[str, ...], FloatArray] = {}
     ratio_keys = [k for k, s in stats.items() if s.kind == "ratio"]

@@ -7,7 +7,7 @@ so this module is the one place that says what a field means. Definitions follow
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 __all__ = [
@@ -105,7 +105,13 @@ class Transcript:
         return [c for t in self.turns if t.role == "assistant" for c in t.tool_calls]
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        """The JSON form (``dataclasses.asdict`` without its deep copy: the result is serialised at
+        once, and asdict was most of the end-of-run cost on large suites)."""
+        data = dict(vars(self))
+        data["turns"] = [
+            {**vars(t), "tool_calls": [dict(vars(c)) for c in t.tool_calls]} for t in self.turns
+        ]
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Transcript:
@@ -188,7 +194,10 @@ class CaseRecord:
         return self.agent_left if (self.judge_choice == "A") == left_in_a else self.agent_right
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        """The JSON form (``dataclasses.asdict``'s result, without its deep copy)."""
+        data = dict(vars(self))
+        data["judgments"] = [dict(vars(j)) for j in self.judgments]
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> CaseRecord:
@@ -231,7 +240,11 @@ class LedgerRecord:
     format_version: int = LEDGER_FORMAT_VERSION
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        """The JSON form (``dataclasses.asdict``'s result, without its deep copy: every gateway
+        attempt pays for it)."""
+        data = dict(vars(self))
+        data["usage"] = dict(vars(self.usage)) if self.usage is not None else None
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> LedgerRecord:

@@ -1,0 +1,63 @@
+"""The wire formats: ``to_json`` is ``dataclasses.asdict`` (the reference) without its deep copy, and
+``from_json`` inverts it."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+from pytest_gauge.records import CaseRecord, Judgment, LedgerRecord, ToolCall, Transcript, Turn, Usage, dumps
+
+
+def _transcript() -> Transcript:
+    call = ToolCall("c1", "lookup", '{"id": 7}', {"id": 7, "nested": {"k": [1, 2]}}, "found", 0, 0.01)
+    return Transcript(
+        task_id="t1",
+        agent="agent_x",
+        sample=2,
+        turns=[
+            Turn("user", "hi"),
+            Turn("assistant", "", tool_calls=[call]),
+            Turn("tool", "found", tool_call_id="c1"),
+            Turn("assistant", "done"),
+        ],
+        final_reply="done",
+        user_satisfied=True,
+        ended_by="user_done",
+    )
+
+
+def _case() -> CaseRecord:
+    return CaseRecord(
+        suite="s", case_id="t1-agent_x-vs-agent_y-AB", pair_id="agent_x-vs-agent_y", task_id="t1",
+        category="constraint", agent_left="agent_x", agent_right="agent_y", order="AB",
+        blind_order="A=left", sample=0, judge_choice="A", reward_left=1.0, reward_right=0.5,
+        selected_reward=1.0, lower_reward_selected=False, task_success_left=True,
+        task_success_right=False, user_sat_left=True, user_sat_right=None, input_tokens=10,
+        output_tokens=5, est_cost=None, judge_reward_a=0.9, judge_reward_b=0.1, judge_reason="r",
+        judge_raw=None, judge_error=None, chars_left=4, chars_right=8,
+        judgments=[Judgment("j", 0, "A", 0.9, 0.1, "r"), Judgment("j", 1, "error", None, None, "", error="e")],
+    )  # fmt: skip
+
+
+def _ledger(usage: Usage | None) -> LedgerRecord:
+    return LedgerRecord(
+        run_id="r", call_id="judge/x/j/0#0", attempt=1, status="ok", suite="s", task_id="t1", role="judge",
+        model="m", strategy="single", work="judge/x/j/0", usage=usage, usage_missing=usage is None,
+        latency_s=0.1, finish_reason="stop", cache_hit=False, cost=None,
+    )  # fmt: skip
+
+
+def test_to_json_equals_asdict_and_round_trips() -> None:
+    for record in (_transcript(), _case(), _ledger(Usage(3, 4, 7)), _ledger(None)):
+        data = record.to_json()
+        assert data == dataclasses.asdict(record)
+        assert type(record).from_json(json.loads(dumps(data))) == record
+
+
+def test_to_json_does_not_alias_the_record() -> None:
+    record = _case()
+    data = record.to_json()
+    data["judgments"][0]["choice"] = "B"
+    data["judge_choice"] = "tie"
+    assert record.judgments[0].choice == "A" and record.judge_choice == "A"
