@@ -11,7 +11,7 @@ from typing import Any
 import httpx2
 import openai
 
-from .client import DEFAULT_BASE_URL, URL_VARIABLE, check_base_url, normalise_url, read_key
+from .endpoint import DEFAULT_BASE_URL, URL_VARIABLE, check_base_url, normalise_url, read_key
 from .sim.profiles import SimJudge
 from .suite import ModelAgent, Suite
 from .tasks import Task
@@ -52,7 +52,7 @@ def install_replay_guard() -> None:
 
 
 def sim_world(suite: Suite, tasks: tuple[Task, ...], seed: int) -> Any:
-    from .sim import SimWorld
+    from .sim.backend import SimWorld
 
     agents = {a.model: (a.name, a.sim) for a in suite.agents if isinstance(a, ModelAgent)}
     judges: dict[str, SimJudge] = {suite.judge.model: suite.judge.sim, **dict(suite.judge.extra_sims)}
@@ -66,7 +66,7 @@ def build_client(
 ) -> tuple[openai.AsyncOpenAI, str]:
     """The client for a suite and the backend's identity (part of every cache key)."""
     if backend == "sim":
-        from .sim import SimBackend
+        from .sim.backend import SimBackend
 
         world = sim_world(suite, tasks, seed)
         transport = SimBackend(world).transport()

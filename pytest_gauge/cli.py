@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from .client import KEY_VARIABLE
 from .doctor import CONFIG_KINDS, DEFAULT_TIMEOUT, print_config, run_doctor
+from .endpoint import KEY_VARIABLE
 from .store import Store
 
 __all__ = [

@@ -1,5 +1,5 @@
-"""The OpenAI-compatible gateway: configuration and URL hygiene, the response cache, shared limits,
-retries owned by the plugin (every attempt a ledger record), and typed, actionable errors (SPEC §11).
+"""The OpenAI-compatible gateway: the response cache, shared limits, retries owned by the plugin
+(every attempt a ledger record), and typed, actionable errors (SPEC §11).
 
 Every gateway call of every role goes through :meth:`Gateway.chat`. The ``openai`` SDK's own retries
 are off (``max_retries=0``) so each attempt is visible. The sim backend is the same path with an
@@ -12,9 +12,7 @@ import asyncio
 import email.utils
 import json
 import random
-import re
 import time
-import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,6 +21,7 @@ import httpx2
 import openai
 
 from .dialogue import ChatResult
+from .endpoint import KEY_VARIABLE, URL_VARIABLE, check_base_url
 from .errors import ConfigurationError, GatewayError, ReplayMiss
 from .ledger import Ledger
 from .limits import Budget, ConcurrencySlots, RateLimiter
@@ -30,91 +29,10 @@ from .prices import PriceTable
 from .records import LedgerRecord, Usage
 from .store import Store, content_key
 
-__all__ = [
-    "DEFAULT_BASE_URL",
-    "KEY_VARIABLE",
-    "URL_VARIABLE",
-    "CallContext",
-    "Gateway",
-    "GatewayShared",
-    "check_base_url",
-    "check_key",
-    "fixed_path_url",
-]
+__all__ = ["CallContext", "Gateway", "GatewayShared", "diagnose"]
 
-KEY_VARIABLE = "TAOTOKEN_API_KEY"
-URL_VARIABLE = "TAOTOKEN_BASE_URL"
-DEFAULT_BASE_URL = "https://taotoken.net/api"
 CACHE_FORMAT_VERSION = 1
 RETRYABLE = frozenset({408, 409, 429})
-
-
-def check_key(environ: Mapping[str, str]) -> str | None:
-    """Problem with the key in ``TAOTOKEN_API_KEY`` (never echoing it), or None when it looks usable."""
-    raw = environ.get(KEY_VARIABLE)
-    if raw is None:
-        return f"{KEY_VARIABLE} is not set: export your gateway key as {KEY_VARIABLE} (or run with --gauge-backend=sim)"
-    key = raw.strip()
-    if not key:
-        return f"{KEY_VARIABLE} is empty: set it to your gateway key"
-    if any(ch.isspace() for ch in key):
-        return f"{KEY_VARIABLE} contains whitespace or a newline inside the key: paste it again as one line"
-    return None
-
-
-def read_key(environ: Mapping[str, str]) -> str:
-    return environ.get(KEY_VARIABLE, "").strip()
-
-
-@dataclass(frozen=True)
-class UrlCheck:
-    """Base URL hygiene: ``url`` to use, ``errors`` that stop the run, ``warnings`` with a fix."""
-
-    url: str
-    errors: tuple[str, ...]
-    warnings: tuple[str, ...]
-
-
-def fixed_path_url(url: str) -> str:
-    """The URL without query or fragment, with doubled slashes, a repeated ``/v1`` and a pasted
-    ``/chat/completions`` removed (what :func:`check_base_url` suggests, and what the doctor tries)."""
-    parts = urllib.parse.urlsplit(url.strip())
-    path = re.sub(r"/{2,}", "/", parts.path)
-    path = re.sub(r"(/v1)+(?=/|$)", "/v1", path)
-    path = re.sub(r"/chat/completions/?$", "", path)
-    return urllib.parse.urlunsplit((parts.scheme, parts.netloc, path.rstrip("/"), "", ""))
-
-
-def check_base_url(url: str) -> UrlCheck:
-    """Check a base URL before the first request. Never appends ``/v1`` silently."""
-    errors: list[str] = []
-    warnings: list[str] = []
-    parts = urllib.parse.urlsplit(url.strip())
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        errors.append(f"{URL_VARIABLE}={url!r} is not an http(s) URL")
-        return UrlCheck(url, tuple(errors), ())
-    clean = urllib.parse.urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
-    if parts.query or parts.fragment:
-        errors.append(
-            f"{URL_VARIABLE} carries a query string or fragment ({'?' + parts.query if parts.query else '#' + parts.fragment}),"
-            f" likely pasted from a link; use {clean}"
-        )
-    path = parts.path
-    suggestion = fixed_path_url(url)
-    if urllib.parse.urlsplit(suggestion).path != path.rstrip("/"):
-        reasons = []
-        if "//" in path:
-            reasons.append("a doubled '/'")
-        if re.search(r"/v1/v1", path):
-            reasons.append("a doubled '/v1/v1'")
-        if re.search(r"/chat/completions/?$", path):
-            reasons.append("the endpoint path '/chat/completions' (the client appends it)")
-        warnings.append(f"{URL_VARIABLE} has {' and '.join(reasons)}; did you mean {suggestion}?")
-    return UrlCheck(clean.rstrip("/"), tuple(errors), tuple(warnings))
-
-
-def normalise_url(url: str) -> str:
-    return url.strip().rstrip("/").lower()
 
 
 @dataclass(frozen=True)

@@ -18,17 +18,17 @@ from typing import Literal, TextIO
 
 import openai
 
-from .client import (
+from .client import diagnose
+from .endpoint import (
     DEFAULT_BASE_URL,
     KEY_VARIABLE,
     URL_VARIABLE,
     UrlCheck,
     check_base_url,
     check_key,
-    diagnose,
     fixed_path_url,
 )
-from .client import read_key as _read_key
+from .endpoint import read_key as _read_key
 
 __all__ = [
     "ANTHROPIC_VARIABLES",

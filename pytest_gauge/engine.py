@@ -29,6 +29,7 @@ import asyncio
 import concurrent.futures
 import sys
 import threading
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -39,7 +40,7 @@ from .dialogue import REFLECTION_PROMPT, ChatResult, DialogueConfig, run_dialogu
 from .errors import GatewayError
 from .judge import Redactor, build_judge_messages, parse_verdict, slots
 from .records import CaseRecord, Judgment, Transcript, Turn, Usage
-from .rules import score
+from .rules import Score, score
 from .store import Store, content_key
 from .suite import BestOf, CallableAgent, ModelAgent, Reflection, Suite
 from .tasks import Task
@@ -111,11 +112,31 @@ class SuiteRuntime:
     tasks: dict[str, Task]
     gateway: Gateway
     redactor: Redactor = field(init=False)
+    _scored: OrderedDict[tuple[str, str, int], tuple[Transcript, Score]] = field(
+        init=False, default_factory=OrderedDict
+    )
 
     def __post_init__(self) -> None:
         names = [a.name for a in self.suite.agents]
         names += [a.model for a in self.suite.agents if a.model]
         self.redactor = Redactor(names)
+
+    def scored(self, entry: dict[str, Any], keep: int = 256) -> tuple[Transcript, Score]:
+        """A finished transcript entry parsed and scored by the task's rules, remembered for the next
+        few cases: every transcript is judged in ``2 x (agents - 1)`` cases, mostly one after another."""
+        data = entry["transcript"]
+        key = (data["task_id"], data["agent"], data["sample"])
+        hit = self._scored.get(key)
+        if hit is not None:
+            self._scored.move_to_end(key)
+            return hit
+        task = self.tasks[data["task_id"]]
+        transcript = Transcript.from_json(data)
+        hit = (transcript, score(task.success_criteria, task.hard_constraints, transcript))
+        self._scored[key] = hit
+        if len(self._scored) > keep:
+            self._scored.popitem(last=False)
+        return hit
 
     def _dialogue_config(self, agent_name: str, sample: int, seed: int | None) -> DialogueConfig:
         agent = self.suite.agent(agent_name)
@@ -384,6 +405,8 @@ class Engine:
             pass
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout)
+        if not self._thread.is_alive():
+            self._loop.close()  # now, not from a finalizer after the interpreter closed its file descriptors
 
     # ----- work -----------------------------------------------------------------------------
     async def _report_progress(self, every: float = 1.0) -> None:
@@ -575,10 +598,8 @@ def build_record(
 ) -> CaseRecord:
     """Assemble SPEC §5's per-case record from the two transcripts, the rules and the verdicts."""
     task = runtime.tasks[case.task_id]
-    left = Transcript.from_json(left_entry["transcript"])
-    right = Transcript.from_json(right_entry["transcript"])
-    score_left = score(task.success_criteria, task.hard_constraints, left)
-    score_right = score(task.success_criteria, task.hard_constraints, right)
+    left, score_left = runtime.scored(left_entry)
+    right, score_right = runtime.scored(right_entry)
     judgments = [Judgment(**e["judgment"]) for e in judge_entries]
     primary = judgments[0]
     left_in_a = case.order == "AB"

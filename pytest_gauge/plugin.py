@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 
 from .cases import Case, build_cases
-from .client import check_base_url, check_key
+from .endpoint import check_base_url, check_key
 from .options import add_options, resolve_options
 from .records import CaseRecord, dumps
-from .session import GaugeState, SuiteEntry, state_key
+from .session import GaugeState, SuiteEntry, state_key, stop_finished_workers
 from .suite import Suite, TaskFileError
 
 RECORD_PROPERTY = "gauge_record"
@@ -80,11 +80,14 @@ def _check_live_settings() -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     state = config.stash.get(state_key, None)
-    if state is not None:
-        state.close()
-    from .backends import replay_guard
+    if state is None:
+        return
+    state.close()
+    state.release()
+    if state.options.backend == "replay":
+        from .backends import replay_guard
 
-    replay_guard.active = False
+        replay_guard.active = False
 
 
 # ----- collection ------------------------------------------------------------------------------
@@ -154,6 +157,8 @@ class CaseItem(pytest.Item):
                 self.session.shouldstop = f"pytest-gauge: gateway configuration error: {outcome.error}"
             raise GaugeCaseFailure(f"gateway failure: {outcome.error}")
         self.user_properties.append((RECORD_PROPERTY, dumps(outcome.record.to_json())))
+        if not state.is_worker:  # no xdist: this process is the controller, keep the record as is
+            state.add_record(outcome.record, nodeid=self.nodeid)
         if outcome.record.judge_choice == "error":
             raise GaugeCaseFailure(
                 f"judge error: {outcome.record.judge_error}\nraw verdict: {outcome.record.judge_raw!r}"
@@ -210,9 +215,10 @@ class GaugeRun:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when != "call" or self.state.is_worker:
             return  # records are collected where they are used: on the controller
-        for key, value in report.user_properties:
-            if key == RECORD_PROPERTY:
-                self.state.add_record(CaseRecord.from_json(json.loads(str(value))))
+        if report.nodeid not in self.state.recorded_here:  # a worker's report: the record is in JSON
+            for key, value in report.user_properties:
+                if key == RECORD_PROPERTY:
+                    self.state.add_record(CaseRecord.from_json(json.loads(str(value))))
         self._maybe_progress()
 
     def _maybe_progress(self) -> None:
@@ -241,6 +247,7 @@ class GaugeRun:
                 self._finish(session, interrupted=True)
             raise
         if not self.state.is_worker:
+            stop_finished_workers(self.config)
             self._finish(session, interrupted=bool(session.shouldstop))
         return result
 

@@ -15,19 +15,21 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from .cases import Case
-from .engine import Engine, SuiteRuntime
 from .options import GaugeOptions
 from .records import CaseRecord, dumps
 from .store import Store
 from .suite import Suite
 from .tasks import Task
 
-__all__ = ["GaugeState", "SuiteEntry", "state_key"]
+if TYPE_CHECKING:  # the engine imports openai; the xdist controller, which runs no case, never needs it
+    from .engine import Engine
+
+__all__ = ["GaugeState", "SuiteEntry", "state_key", "stop_finished_workers"]
 
 
 @dataclass
@@ -85,6 +87,7 @@ class GaugeState:
     suites: dict[str, SuiteEntry] = field(default_factory=dict)
     selected: dict[str, list[str]] = field(default_factory=dict)
     records: dict[str, dict[str, CaseRecord]] = field(default_factory=dict)
+    recorded_here: set[str] = field(default_factory=set)
     engine: Engine | None = None
     shared: Any = None
     deselected_any: bool = False
@@ -119,6 +122,7 @@ class GaugeState:
             return self.engine
         from .backends import build_client
         from .client import Gateway, GatewayShared
+        from .engine import Engine, SuiteRuntime
         from .ledger import Ledger
         from .limits import Budget, ConcurrencySlots, RateLimiter, SharedState
         from .prices import PriceTable
@@ -217,14 +221,26 @@ class GaugeState:
             self.shared.ledger.close()
 
     # ----- controller ------------------------------------------------------------------------
-    def add_record(self, record: CaseRecord) -> None:
+    def add_record(self, record: CaseRecord, nodeid: str | None = None) -> None:
+        """Keep a case's record for the end of the run; ``nodeid`` when the case ran in this process."""
         self.records.setdefault(record.suite, {})[record.case_id] = record
+        if nodeid is not None:
+            self.recorded_here.add(nodeid)
 
     def suite_metas(self) -> list[dict[str, Any]]:
         folder = self.run_dir / "suites"
         if not folder.is_dir():
             return []
         return [json.loads(p.read_text(encoding="utf-8")) for p in sorted(folder.glob("*.json"))]
+
+    def release(self) -> None:
+        """Drop the run's records and rendered reports once they are written and shown, so pytest's
+        end-of-run garbage collection passes do not walk them."""
+        self.records.clear()
+        self.recorded_here.clear()
+        self.finished.clear()
+        self.engine = None
+        self.shared = None
 
     def cleanup(self) -> None:
         shutil.rmtree(self.run_dir, ignore_errors=True)
@@ -233,6 +249,22 @@ class GaugeState:
             parent.rmdir()
         except OSError:
             pass
+
+
+def stop_finished_workers(config: pytest.Config) -> None:
+    """Under xdist, shut the workers down once every one has finished its cases, before the controller
+    renders the outputs: the run's peak memory is then the workers' or the controller's, not their sum.
+
+    xdist does the same in its own ``pytest_sessionfinish``, where a second teardown finds no worker
+    left. Nothing happens without xdist, or if the distributed session has not finished (a crash or
+    an interrupt, which xdist handles itself).
+    """
+    dsession = config.pluginmanager.get_plugin("dsession")
+    if dsession is None or not getattr(dsession, "session_finished", False):
+        return
+    nodemanager = getattr(dsession, "nodemanager", None)
+    if nodemanager is not None:
+        nodemanager.teardown_nodes()
 
 
 state_key = pytest.StashKey[GaugeState]()

@@ -15,15 +15,8 @@ from typing import Any
 import openai
 import pytest
 
-from pytest_gauge.client import (
-    CallContext,
-    Gateway,
-    GatewayShared,
-    backoff,
-    check_base_url,
-    check_key,
-    retry_delay,
-)
+from pytest_gauge.client import CallContext, Gateway, GatewayShared, backoff, retry_delay
+from pytest_gauge.endpoint import check_base_url, check_key
 from pytest_gauge.errors import BudgetExhausted, ConfigurationError, GatewayError, ReplayMiss
 from pytest_gauge.ledger import Ledger, read_ledger_file
 from pytest_gauge.limits import Budget, ConcurrencySlots, RateLimiter, SharedState

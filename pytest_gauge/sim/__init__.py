@@ -1,9 +1,23 @@
 """The embedded offline simulator (``--gauge-backend=sim``): deterministic agents, user and judge
-served through the real ``openai`` client. Profiles live in :mod:`.profiles` (cheap to import)."""
+served through the real ``openai`` client. Profiles live in :mod:`.profiles` (cheap to import); the
+backend (which needs the HTTP stack) is imported on first use, so suites that only declare profiles
+do not pay for it."""
 
 from __future__ import annotations
 
-from .backend import SimBackend, SimWorld
+from typing import TYPE_CHECKING, Any
+
 from .profiles import SimAgent, SimJudge, SimUser
 
+if TYPE_CHECKING:
+    from .backend import SimBackend, SimWorld
+
 __all__ = ["SimAgent", "SimBackend", "SimJudge", "SimUser", "SimWorld"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("SimBackend", "SimWorld"):
+        from . import backend
+
+        return getattr(backend, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

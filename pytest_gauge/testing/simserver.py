@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..backends import sim_world
-from ..sim import SimBackend
+from ..sim.backend import SimBackend
 from ..suite import Suite
 from .server import Responder, ResponderError
 
