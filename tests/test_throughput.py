@@ -177,3 +177,35 @@ def test_ledger_lines_are_the_records_json(tmp_path: Path, usage: Usage | None) 
     assert json.loads(line)["worker"] == "gw3" and json.loads(line)["usage"] == (
         {"prompt_tokens": 12, "completion_tokens": 5, "total_tokens": 17} if usage else None
     )
+
+
+PROBE_CONFTEST = """
+import json, sys
+
+CONFIG = []
+
+
+def pytest_configure(config):
+    CONFIG.append(config)
+
+
+def pytest_runtest_logreport(report):
+    config = CONFIG[0]
+    if hasattr(config, "workerinput") or "::gates[" not in report.nodeid:
+        return  # the controller's view while it renders the outputs (gates are reported from there)
+    dsession = config.pluginmanager.get_plugin("dsession")
+    with open("controller-probe.json", "w") as fh:
+        json.dump({"openai": "openai" in sys.modules, "workers": len(dsession.nodemanager.group)}, fh)
+"""
+
+
+def test_xdist_controller_renders_alone_and_without_openai(
+    pytester: pytest.Pytester, mini_suite: Path
+) -> None:
+    """Peak memory: the controller never imports openai, and its workers are gone by the time it
+    renders the outputs (they are stopped once all of them finished, as xdist would later)."""
+    pytester.makeconftest(PROBE_CONFTEST)
+    result = pytester.runpytest_subprocess("suites", "-n", "2", "--gauge-gate", "lrs <= 1")
+    assert result.ret == 0, result.stdout.str()
+    probe = json.loads((pytester.path / "controller-probe.json").read_text())
+    assert probe == {"openai": False, "workers": 0}
