@@ -12,13 +12,11 @@ import asyncio
 import email.utils
 import json
 import random
+import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
-
-import httpx2
-import openai
+from typing import TYPE_CHECKING, Any
 
 from .dialogue import ChatResult
 from .endpoint import KEY_VARIABLE, URL_VARIABLE, check_base_url
@@ -28,6 +26,9 @@ from .limits import Budget, ConcurrencySlots, RateLimiter
 from .prices import PriceTable
 from .records import LedgerRecord, Usage
 from .store import Store, content_key
+
+if TYPE_CHECKING:  # imported where a call is sent: a run served from the cache never needs them
+    import openai
 
 __all__ = ["CallContext", "Gateway", "GatewayShared", "diagnose"]
 
@@ -131,6 +132,8 @@ def _url_fix(url: str) -> str:
 
 def diagnose(exc: Exception, role: str, model: str, attempts: int) -> GatewayError:
     """Map an SDK exception to a typed error with cause and fix (SPEC §11)."""
+    import openai
+
     if isinstance(exc, openai.APIStatusError):
         status = exc.status_code
         url = str(exc.request.url) if exc.request is not None else None
@@ -204,12 +207,32 @@ class Gateway:
     """Sends chat completions for one suite through the shared limits, cache and ledger."""
 
     def __init__(
-        self, *, suite: str, client: openai.AsyncOpenAI, backend_id: str, shared: GatewayShared
+        self,
+        *,
+        suite: str,
+        backend_id: str,
+        shared: GatewayShared,
+        client: openai.AsyncOpenAI | None = None,
+        client_factory: Callable[[], openai.AsyncOpenAI] | None = None,
     ) -> None:
+        if (client is None) == (client_factory is None):
+            raise TypeError("Gateway needs a client or a client_factory (one of them)")
         self.suite = suite
-        self.client = client
         self.backend_id = backend_id
         self.shared = shared
+        self._client = client
+        self._client_factory = client_factory
+        self._client_lock = threading.Lock()
+
+    @property
+    def client(self) -> openai.AsyncOpenAI:
+        """The suite's ``openai.AsyncOpenAI``, built on first use (the engine's thread or a fixture)."""
+        if self._client is None:
+            with self._client_lock:
+                if self._client is None:
+                    assert self._client_factory is not None
+                    self._client = self._client_factory()
+        return self._client
 
     def cache_key(self, body: dict[str, Any], ctx: CallContext) -> str:
         """The canonical request plus the sample index: never the key, headers, timeouts or retry settings,
@@ -241,10 +264,8 @@ class Gateway:
             return False
         if entry.get("run_id") == self.shared.run_id:
             return True
-        return (
-            (self.shared.cache_mode == "use"
-            and bool(entry.get("persist")))
-            or (self.shared.replay and bool(entry.get("persist")))
+        return (self.shared.cache_mode == "use" and bool(entry.get("persist"))) or (
+            self.shared.replay and bool(entry.get("persist"))
         )
 
     def _record(
@@ -383,6 +404,10 @@ class Gateway:
     async def _send_with_retries(
         self, ctx: CallContext, seq: int, role: str, model: str, body: dict[str, Any]
     ) -> tuple[dict[str, Any], LedgerRecord]:
+        import httpx2
+        import openai
+
+        client = self.client
         shared = self.shared
         rng = random.Random(f"{ctx.work}#{seq}")
         estimate = _estimate_tokens(body.get("messages", []), body.get("tools")) + int(
@@ -406,7 +431,7 @@ class Gateway:
                     # The SDK's low-level POST: the same request, auth, timeout and errors as
                     # ``chat.completions.create`` without re-walking the body against its typed
                     # parameters (about 0.4 ms of CPU per call, a quarter of the SDK's cost per call).
-                    raw = await self.client.post(
+                    raw = await client.post(
                         "/chat/completions",
                         body=body,
                         cast_to=httpx2.Response,

@@ -152,10 +152,12 @@ class GaugeState:
         )
         runtimes: dict[str, SuiteRuntime] = {}
         for name, entry in self.suites.items():
-            client, backend_id = build_client(
+            make_client, backend_id = build_client(
                 opts.backend, entry.suite, entry.tasks, opts.seed, opts.timeout, opts.max_concurrency
             )
-            gateway = Gateway(suite=name, client=client, backend_id=backend_id, shared=self.shared)
+            gateway = Gateway(
+                suite=name, client_factory=make_client, backend_id=backend_id, shared=self.shared
+            )
             runtimes[name] = SuiteRuntime(name, entry.suite, {t.task_id: t for t in entry.tasks}, gateway)
         selected = {cid for ids in self.selected.values() for cid in ids}
         cases = [c for e in self.suites.values() for c in e.cases if f"{e.name}::{c.case_id}" in selected]

@@ -209,3 +209,23 @@ def test_xdist_controller_renders_alone_and_without_openai(
     assert result.ret == 0, result.stdout.str()
     probe = json.loads((pytester.path / "controller-probe.json").read_text())
     assert probe == {"openai": False, "workers": 0}
+
+
+def test_a_run_served_from_the_cache_never_builds_a_client(
+    pytester: pytest.Pytester, mini_suite: Path
+) -> None:
+    """Clients are built on the first call that must be sent: a fully cached re-run skips ``import
+    openai`` (0.4 s and 30 MB per process); the first run, which sends calls, does import it."""
+    pytester.makeconftest(
+        "import json, sys\n"
+        "def pytest_unconfigure(config):\n"
+        "    with open('openai-imported.json', 'w') as fh:\n"
+        "        json.dump('openai' in sys.modules, fh)\n"
+    )
+    probe = pytester.path / "openai-imported.json"
+    seen = []
+    for _ in range(2):
+        result = pytester.runpytest_subprocess("suites", "--gauge-cache", "use")
+        assert result.ret == 0, result.stdout.str()
+        seen.append(json.loads(probe.read_text()))
+    assert seen == [True, False]
