@@ -350,6 +350,12 @@ def live_section(work: Path, n_tasks: int, repeats: int, rows: list[Row]) -> dic
         }
         if int(server.stats()["requests_total"]):
             raise SystemExit("a cached re-run sent requests")
+    cases = n_tasks * PAIRS_X_ORDERS
+    make_trivial(root, cases)
+    bare = {
+        w: _best(repeats, _pytest("trivial", "-n", w, plugin=False), root, _env(None), f"bare -n {w}")
+        for w in ("0", "2")
+    }
     floor = calls * LATENCY / CONCURRENCY
     res.update(calls=calls, floor=floor, raw=raw_in, raw_proc=raw_proc.wall)
     rows.append(Row(f"floor: {calls} calls x {LATENCY * 1000:.0f} ms / {CONCURRENCY}", floor, calls))
@@ -373,6 +379,10 @@ def live_section(work: Path, n_tasks: int, repeats: int, rows: list[Row]) -> dic
             Row(f"plugin -n {w}, same suite fully cached", c.wall, None, c.peak_mb, "0 gateway calls")
         )
         rows.append(Row(f"plugin -n {w}: live - cached", m.wall - c.wall, calls))
+        res[f"bare_n{w}"] = bare[w].wall
+        rows.append(
+            Row(f"bare pytest -n {w}, {cases} trivial tests", bare[w].wall, None, bare[w].peak_mb, "no plugin")
+        )
     return res
 
 
@@ -515,6 +525,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             (f"-n {w}: calls' span in the ledger / raw in-process", live[f"span_n{w}"] / raw),
             (f"-n {w}: (live run - fully cached run) / raw", live[f"calls_time_n{w}"] / raw),
             (f"-n {w}: whole pytest process / raw own process", live[f"plugin_n{w}"] / live["raw_proc"]),
+            (f"-n {w}: of which bare pytest alone / raw own process", live[f"bare_n{w}"] / live["raw_proc"]),
         ]
     for label, value in lines:
         print(f"  {label:<50} {value:6.2f}")
