@@ -381,7 +381,9 @@ def live_section(work: Path, n_tasks: int, repeats: int, rows: list[Row]) -> dic
         rows.append(Row(f"plugin -n {w}: live - cached", m.wall - c.wall, calls))
         res[f"bare_n{w}"] = bare[w].wall
         rows.append(
-            Row(f"bare pytest -n {w}, {cases} trivial tests", bare[w].wall, None, bare[w].peak_mb, "no plugin")
+            Row(
+                f"bare pytest -n {w}, {cases} trivial tests", bare[w].wall, None, bare[w].peak_mb, "no plugin"
+            )
         )
     return res
 

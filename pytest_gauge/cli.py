@@ -91,10 +91,16 @@ def _readme(dest: Store) -> str:
         meta = entry.get("meta") if entry is not None else None
         if not isinstance(meta, dict):
             continue
-        rows.append((
-            str(meta.get("suite")), str(meta.get("role")), str(meta.get("model")), str(meta.get("task_id")),
-            str(meta.get("work")), f"{key[:2]}/{key}.json",
-        ))
+        rows.append(
+            (
+                str(meta.get("suite")),
+                str(meta.get("role")),
+                str(meta.get("model")),
+                str(meta.get("task_id")),
+                str(meta.get("work")),
+                f"{key[:2]}/{key}.json",
+            )
+        )
     lines = [
         "# Cassettes",
         "",
@@ -176,7 +182,9 @@ def _read_entry(path: Path) -> dict[str, Any] | None:
 
 
 def prune_cache(
-    cache_dir: str | os.PathLike[str], older_than_days: float, now: float | None = None,
+    cache_dir: str | os.PathLike[str],
+    older_than_days: float,
+    now: float | None = None,
     tmp_grace: float = TMP_GRACE_SECONDS,
 ) -> PruneResult:
     """Delete response entries created more than ``older_than_days`` ago, non-persisted and unreadable
@@ -251,21 +259,32 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     doctor = commands.add_parser(
-        "doctor", help="check the gateway key, base URL and models (one tiny request each)",
+        "doctor",
+        help="check the gateway key, base URL and models (one tiny request each)",
         description="Check TAOTOKEN_API_KEY, TAOTOKEN_BASE_URL, Claude Code / Codex settings, then send one "
         "1-token request per configured role model. Exits 1 if anything failed. The key is never printed.",
     )
-    doctor.add_argument("--models", default=None, help="comma-separated models to try (default: "
-                        "TAOTOKEN_JUDGE_MODEL, GAUGE_AGENT_MODEL, GAUGE_USER_MODEL, whichever are set)")
-    doctor.add_argument("--print-config", choices=CONFIG_KINDS, default=None,
-                        help="print ready-to-paste client configuration (key as a placeholder) and exit")
-    doctor.add_argument("--timeout", type=_positive_float, default=DEFAULT_TIMEOUT,
-                        help="seconds per request")
+    doctor.add_argument(
+        "--models",
+        default=None,
+        help="comma-separated models to try (default: "
+        "TAOTOKEN_JUDGE_MODEL, GAUGE_AGENT_MODEL, GAUGE_USER_MODEL, whichever are set)",
+    )
+    doctor.add_argument(
+        "--print-config",
+        choices=CONFIG_KINDS,
+        default=None,
+        help="print ready-to-paste client configuration (key as a placeholder) and exit",
+    )
+    doctor.add_argument(
+        "--timeout", type=_positive_float, default=DEFAULT_TIMEOUT, help="seconds per request"
+    )
 
     cassettes = commands.add_parser("cassettes", help="export recorded responses for offline replay in CI")
     cassette_commands = cassettes.add_subparsers(dest="action", metavar="ACTION", required=True)
     export = cassette_commands.add_parser(
-        "export", help="copy a suite's persisted cache entries into a cassettes folder",
+        "export",
+        help="copy a suite's persisted cache entries into a cassettes folder",
         description="Copy every persisted response of one suite from the cache into DIR (same layout, "
         "pretty-printed, no run ids, timestamps, keys or headers) and write DIR/README.md.",
     )
@@ -276,12 +295,18 @@ def build_parser() -> argparse.ArgumentParser:
     cache = commands.add_parser("cache", help="maintain the response cache")
     cache_commands = cache.add_subparsers(dest="action", metavar="ACTION", required=True)
     prune = cache_commands.add_parser(
-        "prune", help="delete old and non-persisted responses and orphan lock/tmp files",
+        "prune",
+        help="delete old and non-persisted responses and orphan lock/tmp files",
         description="Delete cached responses older than DAYS days and those not persisted (truncated or "
         "filtered answers), plus orphan .lock/.tmp files. Do not run during a pytest-gauge run.",
     )
-    prune.add_argument("--older-than", required=True, type=_positive_float, metavar="DAYS",
-                       help="remove entries created more than DAYS days ago (fractions allowed)")
+    prune.add_argument(
+        "--older-than",
+        required=True,
+        type=_positive_float,
+        metavar="DAYS",
+        help="remove entries created more than DAYS days ago (fractions allowed)",
+    )
     prune.add_argument("--cache-dir", default=DEFAULT_CACHE_DIR, help="cache folder (default .gauge-cache)")
     return parser
 
@@ -323,8 +348,11 @@ def _prune(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def main(
-    argv: Sequence[str] | None = None, *, environ: Mapping[str, str] | None = None,
-    out: TextIO | None = None, err: TextIO | None = None,
+    argv: Sequence[str] | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
 ) -> int:
     """Parse ``argv`` and run the command; the exit status (0 ok, 1 failed, 2 usage)."""
     out = sys.stdout if out is None else out

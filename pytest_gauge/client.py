@@ -140,7 +140,8 @@ def diagnose(exc: Exception, role: str, model: str, attempts: int) -> GatewayErr
         message = _server_message(exc)
         if status in (401, 403):
             return ConfigurationError(
-                f"{status} {'Unauthorized' if status == 401 else 'Forbidden'}: the gateway rejected the API key",
+                f"{status} {'Unauthorized' if status == 401 else 'Forbidden'}:"
+                " the gateway rejected the API key",
                 f"check {KEY_VARIABLE} (set, current, no spaces or newline); Claude Code's ANTHROPIC_* "
                 "variables are not read by this client",
                 status=status,
@@ -346,10 +347,11 @@ class Gateway:
                 return _to_result(entry["response"], hit)
         if shared.replay:
             raise ReplayMiss(
-                f"no recorded response for {role} call #{seq} of {ctx.work} (suite {ctx.suite}, task {ctx.task_id},"
-                f" model {model})",
+                f"no recorded response for {role} call #{seq} of {ctx.work} (suite {ctx.suite},"
+                f" task {ctx.task_id}, model {model}, gateway {self.backend_id})",
                 "record it: run once with --gauge-backend=live (or sim) and the cache on, then "
-                "`python -m pytest_gauge cassettes export` into the cassettes folder",
+                "`python -m pytest_gauge cassettes export` into the cassettes folder; recordings are"
+                f" keyed by the gateway too, so replay with the {URL_VARIABLE} they were recorded with",
                 role=role,
                 model=model,
             )
@@ -460,7 +462,8 @@ class Gateway:
                 return response, record
             assert failure is not None
             if reservation is not None:
-                # a failed attempt may still have been billed upstream for a timeout; count nothing we cannot see
+                # a failed attempt may still have been billed upstream for a timeout;
+                # count nothing we cannot see
                 shared.budget.settle(reservation, 0.0, 0)
             status_code = failure.status_code if isinstance(failure, openai.APIStatusError) else None
             timed_out = isinstance(failure, openai.APITimeoutError)

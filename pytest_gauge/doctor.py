@@ -136,11 +136,15 @@ def key_checks(environ: Mapping[str, str]) -> list[Check]:
         return [Check("fail", KEY_VARIABLE, problem, fix)]
     raw = environ.get(KEY_VARIABLE, "")
     if raw != raw.strip():
-        return [Check(
-            "warn", KEY_VARIABLE, "is set but has leading or trailing whitespace (pytest-gauge strips it;"
-            " other clients such as Codex send it as is)",
-            f"export {KEY_VARIABLE} again without the spaces/newline",
-        )]
+        return [
+            Check(
+                "warn",
+                KEY_VARIABLE,
+                "is set but has leading or trailing whitespace (pytest-gauge strips it;"
+                " other clients such as Codex send it as is)",
+                f"export {KEY_VARIABLE} again without the spaces/newline",
+            )
+        ]
     return [Check("ok", KEY_VARIABLE, "is set (value not shown)")]
 
 
@@ -213,21 +217,28 @@ def codex_checks(environ: Mapping[str, str], base_url: str) -> list[Check]:
             url = table.get("base_url")
             where = f"[model_providers.{name}]"
             if env_key == KEY_VARIABLE and isinstance(url, str) and not _same_url(url, base_url):
-                found.append(Check(
-                    "warn", topic,
-                    f"{where} reads {KEY_VARIABLE} but sends it to {_show_url(url)}, while {URL_VARIABLE} is "
-                    f"{_show_url(base_url)}",
-                    f"make them agree: base_url = \"{_show_url(base_url)}\" in {where},"
-                    f" or change {URL_VARIABLE}",
-                ))
+                found.append(
+                    Check(
+                        "warn",
+                        topic,
+                        f"{where} reads {KEY_VARIABLE} but sends it to {_show_url(url)},"
+                        f" while {URL_VARIABLE} is {_show_url(base_url)}",
+                        f'make them agree: base_url = "{_show_url(base_url)}" in {where},'
+                        f" or change {URL_VARIABLE}",
+                    )
+                )
             elif isinstance(url, str) and _same_url(url, base_url) and env_key != KEY_VARIABLE:
                 other = f"env_key = {env_key!r}" if isinstance(env_key, str) else "no env_key"
                 anthropic = str(env_key).startswith("ANTHROPIC")
                 classic = " (an ANTHROPIC_* key in Codex is the classic 401)" if anthropic else ""
-                found.append(Check(
-                    "warn", topic, f"{where} points at the same gateway but has {other}{classic}",
-                    f"set env_key = \"{KEY_VARIABLE}\" in {where}",
-                ))
+                found.append(
+                    Check(
+                        "warn",
+                        topic,
+                        f"{where} points at the same gateway but has {other}{classic}",
+                        f'set env_key = "{KEY_VARIABLE}" in {where}',
+                    )
+                )
     return found or [Check("ok", topic, "no provider disagrees with this configuration")]
 
 
@@ -302,15 +313,20 @@ def _probe(base_url: str, key: str, target: Target | None, timeout: float) -> Ch
         error = diagnose(exc, role, model or "", 1)
         if isinstance(exc, openai.APIStatusError) and exc.status_code == 404 and _url_not_found(exc, model):
             shown = _show_url(str(exc.request.url))
-            candidates = list(dict.fromkeys(u for u in (sibling_url(base_url), fixed_path_url(base_url))
-                                            if not _same_url(u, base_url)))
+            candidates = list(
+                dict.fromkeys(
+                    u for u in (sibling_url(base_url), fixed_path_url(base_url)) if not _same_url(u, base_url)
+                )
+            )
             working = next((u for u in candidates if _answers(u, key, model, timeout)), None)
             if working is not None:
                 fix = f"use {URL_VARIABLE}={_show_url(working)} (it answers; {_show_url(base_url)} does not)"
             else:
                 tried = " or ".join(_show_url(u) for u in candidates)
-                fix = (f"neither {_show_url(base_url)} nor {tried} answered; check the gateway's documented "
-                       "OpenAI-compatible base URL")
+                fix = (
+                    f"neither {_show_url(base_url)} nor {tried} answered; check the gateway's documented "
+                    "OpenAI-compatible base URL"
+                )
                 if target is None:
                     fix += " (or set TAOTOKEN_JUDGE_MODEL or pass --models: some gateways have no /models)"
             return Check("fail", topic, f"404 Not Found: {_status_message(exc)} (final URL {shown})", fix)
@@ -385,9 +401,10 @@ def _claude_code(base_url: str) -> str:
     anthropic_base = base_url[: -len("/v1")] if base_url.endswith("/v1") else base_url
     block = {"env": {"ANTHROPIC_BASE_URL": anthropic_base, "ANTHROPIC_AUTH_TOKEN": KEY_PLACEHOLDER}}
     return (
-        "# Claude Code: ~/.claude/settings.json (merge into the existing \"env\" block).\n"
+        '# Claude Code: ~/.claude/settings.json (merge into the existing "env" block).\n'
         "# Claude Code appends /v1/messages itself and needs the gateway's Anthropic-compatible endpoint.\n"
-        + json.dumps(block, indent=2) + "\n"
+        + json.dumps(block, indent=2)
+        + "\n"
     )
 
 

@@ -34,7 +34,10 @@ def check_key(environ: Mapping[str, str]) -> str | None:
     """Problem with the key in ``TAOTOKEN_API_KEY`` (never echoing it), or None when it looks usable."""
     raw = environ.get(KEY_VARIABLE)
     if raw is None:
-        return f"{KEY_VARIABLE} is not set: export your gateway key as {KEY_VARIABLE} (or run with --gauge-backend=sim)"
+        return (
+            f"{KEY_VARIABLE} is not set: export your gateway key as {KEY_VARIABLE}"
+            " (or run with --gauge-backend=sim)"
+        )
     key = raw.strip()
     if not key:
         return f"{KEY_VARIABLE} is empty: set it to your gateway key"
@@ -76,8 +79,9 @@ def check_base_url(url: str) -> UrlCheck:
         return UrlCheck(url, tuple(errors), ())
     clean = urllib.parse.urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
     if parts.query or parts.fragment:
+        extra = "?" + parts.query if parts.query else "#" + parts.fragment
         errors.append(
-            f"{URL_VARIABLE} carries a query string or fragment ({'?' + parts.query if parts.query else '#' + parts.fragment}),"
+            f"{URL_VARIABLE} carries a query string or fragment ({extra}),"
             f" likely pasted from a link; use {clean}"
         )
     path = parts.path

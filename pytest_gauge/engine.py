@@ -68,7 +68,7 @@ class Spend:
 
 
 class WorkCaller:
-    """The :class:`~pytest_gauge.dialogue.ChatCaller` of one unit of work: numbers its calls and sums spend."""
+    """The :class:`~pytest_gauge.dialogue.ChatCaller` of one unit of work: numbers its calls, sums spend."""
 
     def __init__(self, gateway: Gateway, ctx: CallContext) -> None:
         self.gateway = gateway

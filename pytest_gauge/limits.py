@@ -234,7 +234,8 @@ class Budget:
         if refusal:
             raise BudgetExhausted(
                 f"budget exhausted: {refusal}; the call was not sent",
-                "raise --gauge-budget-usd / --gauge-budget-tokens / --gauge-budget-task-usd, or use the cache",
+                "raise --gauge-budget-usd / --gauge-budget-tokens / --gauge-budget-task-usd,"
+                " or use the cache",
             )
         return Reservation(usd, tokens, task_id)
 

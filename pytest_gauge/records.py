@@ -108,9 +108,7 @@ class Transcript:
         """The JSON form (``dataclasses.asdict`` without its deep copy: the result is serialised at
         once, and asdict was most of the end-of-run cost on large suites)."""
         data = dict(vars(self))
-        data["turns"] = [
-            {**vars(t), "tool_calls": [dict(vars(c)) for c in t.tool_calls]} for t in self.turns
-        ]
+        data["turns"] = [{**vars(t), "tool_calls": [dict(vars(c)) for c in t.tool_calls]} for t in self.turns]
         return data
 
     @classmethod

@@ -67,20 +67,20 @@ class SimHint:
     Used only by the offline simulator to compose replies; never seen by the judge.
     """
 
-    include: tuple[str, ...] = ()          # phrases to include, in this order
-    exclude: tuple[str, ...] = ()          # phrases that must not appear
-    max_words: int | None = None           # keep the reply at most this many words
-    max_chars: int | None = None           # keep the reply at most this many characters
-    min_words: int | None = None           # pad the reply to at least this many words (to break a limit)
-    ask_first: bool = False                # ask a clarifying question in the first turn, answer later
-    refuse: bool = False                   # refuse and offer an alternative
+    include: tuple[str, ...] = ()  # phrases to include, in this order
+    exclude: tuple[str, ...] = ()  # phrases that must not appear
+    max_words: int | None = None  # keep the reply at most this many words
+    max_chars: int | None = None  # keep the reply at most this many characters
+    min_words: int | None = None  # pad the reply to at least this many words (to break a limit)
+    ask_first: bool = False  # ask a clarifying question in the first turn, answer later
+    refuse: bool = False  # refuse and offer an alternative
     refuse_without_alternative: bool = False
-    json_keys: tuple[str, ...] | None = None   # reply is a JSON object with these keys
-    invalid_json: bool = False             # reply is not valid JSON (to break a JSON rule)
-    tool_calls: tuple[tuple[str, dict[str, Any]], ...] = ()   # calls to make, in order
-    avoid_tools: tuple[str, ...] = ()      # tools never to call
+    json_keys: tuple[str, ...] | None = None  # reply is a JSON object with these keys
+    invalid_json: bool = False  # reply is not valid JSON (to break a JSON rule)
+    tool_calls: tuple[tuple[str, dict[str, Any]], ...] = ()  # calls to make, in order
+    avoid_tools: tuple[str, ...] = ()  # tools never to call
     extra: dict[str, Any] = field(default_factory=dict)
-    min_chars: int | None = None           # pad the reply to at least this many characters (to break a limit)
+    min_chars: int | None = None  # pad the reply to at least this many characters (to break a limit)
 
 
 class RuleSpecError(ValueError):
@@ -257,8 +257,9 @@ def _check_schema(schema: Any, path: str) -> None:
         if key in schema and not _is_number(schema[key]):
             raise RuleSpecError(f"{path}.{key}", "must be a number")
     for key in ("minLength", "maxLength", "minItems", "maxItems"):
-        if key in schema and (not isinstance(schema[key], int) or isinstance(schema[key], bool)
-                              or schema[key] < 0):
+        if key in schema and (
+            not isinstance(schema[key], int) or isinstance(schema[key], bool) or schema[key] < 0
+        ):
             raise RuleSpecError(f"{path}.{key}", "must be an integer >= 0")
     if "pattern" in schema:
         _compile(schema["pattern"], f"{path}.pattern")
@@ -418,7 +419,7 @@ class Rule:
     """Base of every rule type: a frozen, picklable value with ``check``, ``describe`` and ``hint``."""
 
     type: ClassVar[str] = ""
-    _ARGS: ClassVar[tuple[str, ...]] = ()        # allowed arguments besides type/weight/description
+    _ARGS: ClassVar[tuple[str, ...]] = ()  # allowed arguments besides type/weight/description
     _REQUIRED: ClassVar[tuple[str, ...]] = ()
 
     weight: float = 1.0
@@ -473,8 +474,12 @@ class _PhraseRule(_TextRule):
 
     @classmethod
     def _build(cls, a: _Args, common: dict[str, Any]) -> Rule:
-        return cls(phrases=a.strings("phrases"), case_sensitive=a.flag("case_sensitive", False),
-                   scope=a.scope(), **common)
+        return cls(
+            phrases=a.strings("phrases"),
+            case_sensitive=a.flag("case_sensitive", False),
+            scope=a.scope(),
+            **common,
+        )
 
     def _found(self, transcript: Transcript) -> list[bool]:
         text = _norm(self._text(transcript), self.case_sensitive)
@@ -519,8 +524,10 @@ class ContainsAny(_PhraseRule):
         return RuleResult(False, f"{self._where} mentions none of {_quote_list(self.phrases)}")
 
     def _describe(self) -> str:
-        return (f"{self._subject('mentions', 'mention')} at least one of: "
-                f"{_quote_list(self.phrases)}{self._case_note}.")
+        return (
+            f"{self._subject('mentions', 'mention')} at least one of: "
+            f"{_quote_list(self.phrases)}{self._case_note}."
+        )
 
     def hint(self, satisfy: bool) -> SimHint:
         return SimHint(include=self.phrases[:1]) if satisfy else SimHint(exclude=self.phrases)
@@ -539,8 +546,9 @@ class ContainsNone(_PhraseRule):
         return RuleResult(True, f"{self._where} mentions none of the {len(self.phrases)} forbidden phrase(s)")
 
     def _describe(self) -> str:
-        return (f"{self._subject('does', 'do')} not mention any of: "
-                f"{_quote_list(self.phrases)}{self._case_note}.")
+        return (
+            f"{self._subject('does', 'do')} not mention any of: {_quote_list(self.phrases)}{self._case_note}."
+        )
 
     def hint(self, satisfy: bool) -> SimHint:
         return SimHint(exclude=self.phrases) if satisfy else SimHint(include=self.phrases[:1])
@@ -554,8 +562,12 @@ class InOrder(_PhraseRule):
 
     @classmethod
     def _build(cls, a: _Args, common: dict[str, Any]) -> Rule:
-        return cls(phrases=a.strings("phrases", min_items=2), case_sensitive=a.flag("case_sensitive", False),
-                   scope=a.scope(), **common)
+        return cls(
+            phrases=a.strings("phrases", min_items=2),
+            case_sensitive=a.flag("case_sensitive", False),
+            scope=a.scope(),
+            **common,
+        )
 
     def check(self, transcript: Transcript) -> RuleResult:
         text = _norm(self._text(transcript), self.case_sensitive)
@@ -735,7 +747,7 @@ class AsksClarification(Rule):
         user = next((i for i in range(first + 1, len(turns)) if turns[i].role == "user"), None)
         if user is None:
             return RuleResult(False, "the agent asked a question but the user never replied")
-        if not any(t.role == "assistant" for t in turns[user + 1:]):
+        if not any(t.role == "assistant" for t in turns[user + 1 :]):
             return RuleResult(False, "the agent did not answer after the user's reply")
         return RuleResult(True, "the agent asked first and answered after the user's reply")
 
@@ -747,8 +759,17 @@ class AsksClarification(Rule):
 
 
 _REFUSALS = ("can't", "cannot", "won't", "unable", "not able to", "i'm sorry", "无法", "不能")
-_ALTERNATIVES = ("instead", "alternative", "alternatively", "you could", "i can help", "however",
-                 "可以", "建议", "替代")
+_ALTERNATIVES = (
+    "instead",
+    "alternative",
+    "alternatively",
+    "you could",
+    "i can help",
+    "however",
+    "可以",
+    "建议",
+    "替代",
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -775,8 +796,10 @@ class RefusesWithAlternative(_TextRule):
             return RuleResult(False, f"{self._where} does not decline the request")
         if alternative is None:
             return RuleResult(False, f"{self._where} declines ({_quote(refusal)}) but offers no alternative")
-        return RuleResult(True, f"{self._where} declines ({_quote(refusal)}) and offers an alternative "
-                                f"({_quote(alternative)})")
+        return RuleResult(
+            True,
+            f"{self._where} declines ({_quote(refusal)}) and offers an alternative ({_quote(alternative)})",
+        )
 
     def _describe(self) -> str:
         return f"{self._subject('declines', 'decline')} the request and offers an alternative."
@@ -784,8 +807,11 @@ class RefusesWithAlternative(_TextRule):
     def hint(self, satisfy: bool) -> SimHint:
         if satisfy:
             return SimHint(refuse=True, include=(self.refusal_phrases[0], self.alternative_phrases[0]))
-        return SimHint(refuse_without_alternative=True, include=self.refusal_phrases[:1],
-                       exclude=self.alternative_phrases)
+        return SimHint(
+            refuse_without_alternative=True,
+            include=self.refusal_phrases[:1],
+            exclude=self.alternative_phrases,
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -850,8 +876,10 @@ class ToolCalled(Rule):
 
     def check(self, transcript: Transcript) -> RuleResult:
         n = len(_calls(transcript, self.name))
-        return RuleResult(n >= self.min_count, f"tool {_quote(self.name)} called {_times(n)}, "
-                                               f"needed at least {self.min_count}")
+        return RuleResult(
+            n >= self.min_count,
+            f"tool {_quote(self.name)} called {_times(n)}, needed at least {self.min_count}",
+        )
 
     def _describe(self) -> str:
         times = "at least once" if self.min_count == 1 else f"at least {self.min_count} times"
@@ -938,8 +966,11 @@ class ToolArgs(Rule):
         if schema is not None or a.has("schema"):
             _check_schema(schema, a.at("schema"))
         if not args and not patterns and schema is None:
-            raise RuleSpecError(a.path, "tool_args needs at least one of args, patterns, schema "
-                                        "(use tool_called to only require a call)")
+            raise RuleSpecError(
+                a.path,
+                "tool_args needs at least one of args, patterns, schema "
+                "(use tool_called to only require a call)",
+            )
         return cls(name=name, args=dict(args), patterns=dict(patterns), schema=schema, **common)
 
     def _mismatch(self, arguments: dict[str, Any]) -> str | None:
@@ -971,8 +1002,9 @@ class ToolArgs(Rule):
                     return RuleResult(True, f"call {i + 1} of {_quote(self.name)} has the required arguments")
                 reason = found
             first_reason = first_reason or reason
-        return RuleResult(False, f"no call of {_quote(self.name)} matched ({len(calls)} call(s); "
-                                 f"first: {first_reason})")
+        return RuleResult(
+            False, f"no call of {_quote(self.name)} matched ({len(calls)} call(s); first: {first_reason})"
+        )
 
     def _describe(self) -> str:
         parts = [f"{k}={_quote(v)}" for k, v in self.args.items()]
@@ -1137,26 +1169,34 @@ class NoCallAfterFailure(Rule):
 
     def check(self, transcript: Transcript) -> RuleResult:
         calls = transcript.tool_calls()
-        failed = next((i for i, c in enumerate(calls) if c.name == self.precondition and c.return_code != 0),
-                      None)
+        failed = next(
+            (i for i, c in enumerate(calls) if c.name == self.precondition and c.return_code != 0), None
+        )
         if failed is None:
             return RuleResult(True, f"no call of {_quote(self.precondition)} failed")
-        if any(c.name == self.then for c in calls[failed + 1:]):
+        if any(c.name == self.then for c in calls[failed + 1 :]):
             code = calls[failed].return_code
-            return RuleResult(False, f"{_quote(self.then)} was called after {_quote(self.precondition)} "
-                                     f"failed (code {code})")
-        return RuleResult(True, f"{_quote(self.then)} was not called after {_quote(self.precondition)} "
-                                "failed")
+            return RuleResult(
+                False,
+                f"{_quote(self.then)} was called after {_quote(self.precondition)} failed (code {code})",
+            )
+        return RuleResult(
+            True, f"{_quote(self.then)} was not called after {_quote(self.precondition)} failed"
+        )
 
     def _describe(self) -> str:
-        return (f"If a call of the tool {_quote(self.precondition)} fails, the agent does not call "
-                f"{_quote(self.then)} afterwards.")
+        return (
+            f"If a call of the tool {_quote(self.precondition)} fails, the agent does not call "
+            f"{_quote(self.then)} afterwards."
+        )
 
     def hint(self, satisfy: bool) -> SimHint:
         if satisfy:
             return SimHint(avoid_tools=(self.then,))
-        return SimHint(tool_calls=((self.precondition, {}), (self.then, {})),
-                       extra={"return_codes": {self.precondition: 1}})
+        return SimHint(
+            tool_calls=((self.precondition, {}), (self.then, {})),
+            extra={"return_codes": {self.precondition: 1}},
+        )
 
 
 # --------------------------------------------------------------------------------------------------
@@ -1188,8 +1228,9 @@ def parse_rule(obj: object, *, field: str, custom: Mapping[str, CustomCheck] | N
     for key in obj:
         if key not in _COMMON and key not in cls._ARGS:
             allowed = ", ".join((*cls._ARGS, "weight", "description"))
-            raise RuleSpecError(f"{field}.{key}",
-                                f"unknown argument {key!r} for rule type {name!r}; allowed: {allowed}")
+            raise RuleSpecError(
+                f"{field}.{key}", f"unknown argument {key!r} for rule type {name!r}; allowed: {allowed}"
+            )
     for key in cls._REQUIRED:
         if key not in obj:
             raise RuleSpecError(f"{field}.{key}", f"missing required argument {key!r} for rule type {name!r}")
@@ -1227,5 +1268,9 @@ def score(criteria: Sequence[Rule], constraints: Sequence[Rule], transcript: Tra
         reward = 1.0
     else:
         reward = met / total
-    return Score(reward=reward, task_success=not broken and all(r.passed for r in crit),
-                 criteria=crit, constraints=cons)
+    return Score(
+        reward=reward,
+        task_success=not broken and all(r.passed for r in crit),
+        criteria=crit,
+        constraints=cons,
+    )

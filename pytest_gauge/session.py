@@ -211,9 +211,10 @@ class GaugeState:
         if not totals:
             return None
         return (
-            f"gauge: {int(totals['done_units'])}/{total_units} work units, {int(totals['live_calls'])} live calls"
-            f" ({int(totals['retries'])} retries, {int(totals['rate_limit_waits'])} rate-limit waits),"
-            f" {int(totals['cached_calls'])} cached, {int(totals['tokens'])} tokens, ${totals['cost']:.4f} so far"
+            f"gauge: {int(totals['done_units'])}/{total_units} work units,"
+            f" {int(totals['live_calls'])} live calls ({int(totals['retries'])} retries,"
+            f" {int(totals['rate_limit_waits'])} rate-limit waits), {int(totals['cached_calls'])} cached,"
+            f" {int(totals['tokens'])} tokens, ${totals['cost']:.4f} so far"
         )
 
     def close(self) -> None:

@@ -128,8 +128,17 @@ def test_second_run_is_fully_cached_and_only_spending_differs(
 
 def export(pytester: pytest.Pytester, cache_dir: str, to: str) -> pytest.RunResult:
     return pytester.run(
-        sys.executable, "-m", "pytest_gauge", "cassettes", "export",
-        "--suite", "mini", "--to", to, "--cache-dir", cache_dir,
+        sys.executable,
+        "-m",
+        "pytest_gauge",
+        "cassettes",
+        "export",
+        "--suite",
+        "mini",
+        "--to",
+        to,
+        "--cache-dir",
+        cache_dir,
     )
 
 
@@ -179,8 +188,14 @@ def test_cassettes_replay_offline_and_a_missing_one_is_named_without_any_socket(
     monkeypatch.setattr(socket.socket, "connect_ex", counted_connect_ex)
     try:
         missed = pytester.runpytest_inprocess(  # importlib: this process may hold another `test_mini`
-            "suites", "-p", "no:cacheprovider", "--import-mode=importlib", *replay,
-            "--gauge-cache-dir=empty-cache", "--gauge-out", "missed",
+            "suites",
+            "-p",
+            "no:cacheprovider",
+            "--import-mode=importlib",
+            *replay,
+            "--gauge-cache-dir=empty-cache",
+            "--gauge-out",
+            "missed",
         )
     finally:
         monkeypatch.undo()
@@ -250,8 +265,15 @@ def test_budget_of_a_quarter_stops_spending(
     budget = full_cost / 4
     concurrency = 4
     result = run(
-        pytester, "--gauge-cache", "off", "--gauge-out", "capped", "--junitxml", "capped.xml",
-        f"--gauge-budget-usd={budget!r}", f"--gauge-max-concurrency={concurrency}",
+        pytester,
+        "--gauge-cache",
+        "off",
+        "--gauge-out",
+        "capped",
+        "--junitxml",
+        "capped.xml",
+        f"--gauge-budget-usd={budget!r}",
+        f"--gauge-max-concurrency={concurrency}",
     )
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     out = result.stdout.str()

@@ -29,17 +29,34 @@ NOW = 1_800_000_000.0
 DAY = 86400.0
 
 
-def entry(suite: str, task: str, *, persist: bool = True, created: float = NOW, role: str = "agent",
-          model: str = "m1", work: str | None = None, content: str = "hello") -> dict[str, Any]:
+def entry(
+    suite: str,
+    task: str,
+    *,
+    persist: bool = True,
+    created: float = NOW,
+    role: str = "agent",
+    model: str = "m1",
+    work: str | None = None,
+    content: str = "hello",
+) -> dict[str, Any]:
     """A cache entry in the format Gateway.chat writes."""
     return {
         "format_version": 1,
-        "meta": {"suite": suite, "task_id": task, "work": work or f"transcript/{task}/a/0", "role": role,
-                 "model": model},
+        "meta": {
+            "suite": suite,
+            "task_id": task,
+            "work": work or f"transcript/{task}/a/0",
+            "role": role,
+            "model": model,
+        },
         "request": {"model": model, "messages": [{"role": "user", "content": content}]},
-        "response": {"choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"},
-                                  "finish_reason": "stop"}],
-                     "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}},
+        "response": {
+            "choices": [
+                {"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}
+            ],
+            "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
+        },
         "persist": persist,
         "run_id": "run-abc",
         "created": created,
@@ -59,8 +76,14 @@ def run_cli(
     base = {k: v for k, v in os.environ.items() if not k.startswith(("TAOTOKEN_", "ANTHROPIC_", "GAUGE_"))}
     base["PYTHONPATH"] = str(ROOT) + (os.pathsep + base["PYTHONPATH"] if base.get("PYTHONPATH") else "")
     base.update(env or {})
-    return subprocess.run([sys.executable, "-m", "pytest_gauge", *args], capture_output=True, text=True,
-                          env=base, cwd=cwd or ROOT, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest_gauge", *args],
+        capture_output=True,
+        text=True,
+        env=base,
+        cwd=cwd or ROOT,
+        timeout=60,
+    )
 
 
 # ---------------------------------------------------------------------------------------------- export
@@ -128,26 +151,50 @@ def test_exported_cassettes_replay_through_the_gateway_without_network(tmp_path:
     def shared(cache: Store, replay: bool, run_id: str) -> GatewayShared:
         run = tmp_path / run_id
         return GatewayShared(
-            run_id=run_id, ledger=Ledger(run, "main"), slots=ConcurrencySlots(run / "slots", 4),
+            run_id=run_id,
+            ledger=Ledger(run, "main"),
+            slots=ConcurrencySlots(run / "slots", 4),
             rate=RateLimiter(SharedState(run / "rate.json"), None, None),
-            budget=Budget(SharedState(run / "budget.json"), None, None, None), prices=PriceTable({}),
-            cache=cache, cache_mode="use", replay=replay, max_retries=0, timeout=5.0, retry_after_cap=5.0,
+            budget=Budget(SharedState(run / "budget.json"), None, None, None),
+            prices=PriceTable({}),
+            cache=cache,
+            cache_mode="use",
+            replay=replay,
+            max_retries=0,
+            timeout=5.0,
+            retry_after_cap=5.0,
         )
 
     body: dict[str, Any] = {"messages": [{"role": "user", "content": "recorded question"}], "max_tokens": 8}
     ctx = CallContext("suite-r", "t1", "transcript/t1/a/0")
     with LoopbackServer() as srv:
         client = openai.AsyncOpenAI(api_key=KEY, base_url=srv.base_url, max_retries=0)
-        recorder = Gateway(suite="suite-r", client=client, backend_id="b",
-                           shared=shared(Store(tmp_path / "cache" / "responses"), False, "rec"))
+        recorder = Gateway(
+            suite="suite-r",
+            client=client,
+            backend_id="b",
+            shared=shared(Store(tmp_path / "cache" / "responses"), False, "rec"),
+        )
         recorded = asyncio.run(recorder.chat(ctx, 1, "agent", "m", dict(body)))
         assert srv.requests_total == 1
-        argv = ["cassettes", "export", "--suite", "suite-r", "--to", str(tmp_path / "cas"),
-                "--cache-dir", str(tmp_path / "cache")]
+        argv = [
+            "cassettes",
+            "export",
+            "--suite",
+            "suite-r",
+            "--to",
+            str(tmp_path / "cas"),
+            "--cache-dir",
+            str(tmp_path / "cache"),
+        ]
         status = main(argv, environ={}, out=io.StringIO(), err=io.StringIO())
         assert status == 0
-        player = Gateway(suite="suite-r", client=client, backend_id="b",
-                         shared=shared(Store(tmp_path / "cas"), True, "play"))
+        player = Gateway(
+            suite="suite-r",
+            client=client,
+            backend_id="b",
+            shared=shared(Store(tmp_path / "cas"), True, "play"),
+        )
         replayed = asyncio.run(player.chat(ctx, 1, "agent", "m", dict(body)))
         assert srv.requests_total == 1  # served from the cassette
     assert replayed.content == recorded.content == "ok: recorded question"
@@ -163,8 +210,16 @@ def test_export_subprocess_end_to_end(tmp_path: Path) -> None:
     assert done.stdout.strip() == "exported 2 cassettes for suite alpha to cas"
     assert len(list((tmp_path / "cas").rglob("*.json"))) == 2
     err = io.StringIO()
-    argv = ["cassettes", "export", "--suite", "beta", "--to", str(tmp_path / "cas2"),
-            "--cache-dir", str(cache)]
+    argv = [
+        "cassettes",
+        "export",
+        "--suite",
+        "beta",
+        "--to",
+        str(tmp_path / "cas2"),
+        "--cache-dir",
+        str(cache),
+    ]
     assert main(argv, environ={}, out=io.StringIO(), err=err) == 1
     assert "no persisted cache entries for suite 'beta'" in err.getvalue()
     assert "suites in the cache: alpha, beta" in err.getvalue()

@@ -37,8 +37,12 @@ def server() -> Iterator[LoopbackServer]:
 
 def environ(tmp_path: Path, base_url: str, **extra: str) -> dict[str, str]:
     """A clean environment: our key and URL, a home without any Codex config."""
-    env = {"TAOTOKEN_API_KEY": KEY, "TAOTOKEN_BASE_URL": base_url, "HOME": str(tmp_path / "home"),
-           "CODEX_HOME": str(tmp_path / "codex")}
+    env = {
+        "TAOTOKEN_API_KEY": KEY,
+        "TAOTOKEN_BASE_URL": base_url,
+        "HOME": str(tmp_path / "home"),
+        "CODEX_HOME": str(tmp_path / "codex"),
+    }
     env.update(extra)
     return env
 
@@ -190,8 +194,13 @@ def test_model_answered_400_names_the_model_and_the_role(tmp_path: Path, server:
 
 
 def test_one_request_per_distinct_model_with_all_its_roles(tmp_path: Path, server: LoopbackServer) -> None:
-    env = environ(tmp_path, server.base_url, TAOTOKEN_JUDGE_MODEL=MODEL, GAUGE_AGENT_MODEL=MODEL,
-                  GAUGE_AGENT_X_MODEL="bad-model")
+    env = environ(
+        tmp_path,
+        server.base_url,
+        TAOTOKEN_JUDGE_MODEL=MODEL,
+        GAUGE_AGENT_MODEL=MODEL,
+        GAUGE_AGENT_X_MODEL="bad-model",
+    )
     status, text = doctor(env)
     assert status == 1
     assert [b["model"] for b in server.bodies] == [MODEL, "bad-model"]
@@ -236,8 +245,11 @@ def write_codex(tmp_path: Path, text: str) -> None:
 
 
 def test_codex_provider_with_our_key_pointing_elsewhere_warns(tmp_path: Path, server: LoopbackServer) -> None:
-    write_codex(tmp_path, '[model_providers.tt]\nname = "TT"\nbase_url = "https://elsewhere.test/v1"\n'
-                          'env_key = "TAOTOKEN_API_KEY"\nwire_api = "chat"\n')
+    write_codex(
+        tmp_path,
+        '[model_providers.tt]\nname = "TT"\nbase_url = "https://elsewhere.test/v1"\n'
+        'env_key = "TAOTOKEN_API_KEY"\nwire_api = "chat"\n',
+    )
     status, text = doctor(environ(tmp_path, server.base_url))
     assert status == 0
     [warn] = lines(text, "warn")
@@ -245,8 +257,9 @@ def test_codex_provider_with_our_key_pointing_elsewhere_warns(tmp_path: Path, se
 
 
 def test_codex_provider_at_our_url_with_another_env_key_warns(tmp_path: Path, server: LoopbackServer) -> None:
-    write_codex(tmp_path, f'[model_providers.tt]\nbase_url = "{server.base_url}/"\n'
-                          'env_key = "ANTHROPIC_AUTH_TOKEN"\n')
+    write_codex(
+        tmp_path, f'[model_providers.tt]\nbase_url = "{server.base_url}/"\nenv_key = "ANTHROPIC_AUTH_TOKEN"\n'
+    )
     status, text = doctor(environ(tmp_path, server.base_url))
     assert status == 0
     [warn] = lines(text, "warn")
@@ -284,14 +297,21 @@ def test_print_config_has_placeholders_and_never_the_key() -> None:
     text = print_config("all", env)
     assert KEY not in text
     assert text.count("<your TAOTOKEN_API_KEY>") == 2  # Claude Code token and the CC Switch key
-    claude = json.loads(text[text.index("{"): text.index("}\n}") + 3])
-    assert claude == {"env": {"ANTHROPIC_BASE_URL": "https://gw.example",
-                              "ANTHROPIC_AUTH_TOKEN": "<your TAOTOKEN_API_KEY>"}}
+    claude = json.loads(text[text.index("{") : text.index("}\n}") + 3])
+    assert claude == {
+        "env": {"ANTHROPIC_BASE_URL": "https://gw.example", "ANTHROPIC_AUTH_TOKEN": "<your TAOTOKEN_API_KEY>"}
+    }
     codex = tomllib.loads(print_config("codex", env))
     assert codex == {
         "model_provider": "taotoken",
-        "model_providers": {"taotoken": {"name": "TaoToken", "base_url": "https://gw.example/v1",
-                                         "env_key": "TAOTOKEN_API_KEY", "wire_api": "chat"}},
+        "model_providers": {
+            "taotoken": {
+                "name": "TaoToken",
+                "base_url": "https://gw.example/v1",
+                "env_key": "TAOTOKEN_API_KEY",
+                "wire_api": "chat",
+            }
+        },
     }
     switch = print_config("cc-switch", env)
     assert "name: TaoToken" in switch and "base URL: https://gw.example/v1" in switch
@@ -308,8 +328,12 @@ def test_sibling_url_toggles_a_trailing_v1() -> None:
 
 
 def test_targets_deduplicate_models_and_label_roles() -> None:
-    env = {"TAOTOKEN_JUDGE_MODEL": "a", "GAUGE_AGENT_MODEL": " a ", "GAUGE_USER_MODEL": "b",
-           "GAUGE_AGENT_Z_MODEL": "c"}
+    env = {
+        "TAOTOKEN_JUDGE_MODEL": "a",
+        "GAUGE_AGENT_MODEL": " a ",
+        "GAUGE_USER_MODEL": "b",
+        "GAUGE_AGENT_Z_MODEL": "c",
+    }
     expected = [Target("a", "judge, agent"), Target("b", "user"), Target("c", "agent z")]
     assert targets_for(env, None) == expected
     assert targets_for(env, ["b", "d", "b", " "]) == [Target("b", "user"), Target("d", "")]
@@ -334,8 +358,9 @@ def test_format_checks_summary_and_fix_lines() -> None:
 
 
 def test_run_checks_skips_requests_for_a_non_http_url(tmp_path: Path) -> None:
-    checks = run_checks({"TAOTOKEN_API_KEY": KEY, "TAOTOKEN_BASE_URL": "taotoken.net/api",
-                         "CODEX_HOME": str(tmp_path)})
+    checks = run_checks(
+        {"TAOTOKEN_API_KEY": KEY, "TAOTOKEN_BASE_URL": "taotoken.net/api", "CODEX_HOME": str(tmp_path)}
+    )
     assert [c.status for c in checks] == ["ok", "fail", "warn"]
     assert checks[2].message == "not sent: fix the base URL first"
 

@@ -112,8 +112,11 @@ def test_models_route(server: LoopbackServer) -> None:
 
 def test_tool_calls_and_custom_responder_pass_through() -> None:
     def responder(body: dict[str, Any]) -> dict[str, Any]:
-        return completion(None, tool_calls=[tool_call("call_1", "refund", {"order_id": 123})],
-                          usage={"prompt_tokens": 10, "completion_tokens": 5})
+        return completion(
+            None,
+            tool_calls=[tool_call("call_1", "refund", {"order_id": 123})],
+            usage={"prompt_tokens": 10, "completion_tokens": 5},
+        )
 
     with LoopbackServer(responder) as srv, client(srv) as c:
         r = chat(c)

@@ -36,7 +36,8 @@ def _case() -> CaseRecord:
         task_success_right=False, user_sat_left=True, user_sat_right=None, input_tokens=10,
         output_tokens=5, est_cost=None, judge_reward_a=0.9, judge_reward_b=0.1, judge_reason="r",
         judge_raw=None, judge_error=None, chars_left=4, chars_right=8,
-        judgments=[Judgment("j", 0, "A", 0.9, 0.1, "r"), Judgment("j", 1, "error", None, None, "", error="e")],
+        judgments=[Judgment("j", 0, "A", 0.9, 0.1, "r"),
+                   Judgment("j", 1, "error", None, None, "", error="e")],
     )  # fmt: skip
 
 

@@ -312,13 +312,18 @@ def test_json_keys() -> None:
 
 def test_asks_clarification() -> None:
     r = rule(type="asks_clarification")
-    good = convo(("user", "book a flight"), ("assistant", "Which date?"), ("user", "Friday"),
-                 ("assistant", "Booked for Friday."))
+    good = convo(
+        ("user", "book a flight"),
+        ("assistant", "Which date?"),
+        ("user", "Friday"),
+        ("assistant", "Booked for Friday."),
+    )
     assert passes(r, good)
     full_width = convo(("user", "订机票"), ("assistant", "哪一天？"), ("user", "周五"), ("assistant", "好的"))
     assert passes(r, full_width)
-    guessed = convo(("user", "book a flight"), ("assistant", "Booked for Friday."), ("user", "ok?"),
-                    ("assistant", "Yes."))
+    guessed = convo(
+        ("user", "book a flight"), ("assistant", "Booked for Friday."), ("user", "ok?"), ("assistant", "Yes.")
+    )
     assert not passes(r, guessed)
     no_reply = convo(("user", "book a flight"), ("assistant", "Which date?"))
     assert not passes(r, no_reply)
@@ -328,14 +333,22 @@ def test_asks_clarification() -> None:
 
 
 def test_asks_clarification_skips_tool_only_turns() -> None:
-    t = Transcript("t", "a", 0, [
-        Turn("user", "refund my order"),
-        Turn("assistant", "", tool_calls=[call("lookup", {"q": 1})]),
-        Turn("tool", "two orders", tool_call_id="x"),
-        Turn("assistant", "Which of your two orders?"),
-        Turn("user", "the second"),
-        Turn("assistant", "Refunded."),
-    ], "Refunded.", None, "user_done")
+    t = Transcript(
+        "t",
+        "a",
+        0,
+        [
+            Turn("user", "refund my order"),
+            Turn("assistant", "", tool_calls=[call("lookup", {"q": 1})]),
+            Turn("tool", "two orders", tool_call_id="x"),
+            Turn("assistant", "Which of your two orders?"),
+            Turn("user", "the second"),
+            Turn("assistant", "Refunded."),
+        ],
+        "Refunded.",
+        None,
+        "user_done",
+    )
     assert passes(rule(type="asks_clarification"), t)
 
 
@@ -435,8 +448,10 @@ def test_tool_args_exact_values() -> None:
     assert not passes(r, tools([call("refund", {"order_id": 123})]))
     assert not passes(r, tools([call("lookup", {"order_id": 123, "reason": "damaged"})]))
     # a later call that matches is enough
-    t = tools([call("refund", {"order_id": 1, "reason": "damaged"})],
-              [call("refund", {"order_id": 123, "reason": "damaged"})])
+    t = tools(
+        [call("refund", {"order_id": 1, "reason": "damaged"})],
+        [call("refund", {"order_id": 123, "reason": "damaged"})],
+    )
     assert passes(r, t)
     res = r.check(tools([call("refund", {"order_id": 124, "reason": "damaged"})]))
     assert "124" in res.detail and "123" in res.detail
@@ -487,18 +502,18 @@ def test_tool_args_schema() -> None:
     ok = {"amount": 50, "currency": "EUR", "memo": "rent", "tags": ["a"], "count": 2.0}
     assert passes(r, tools([call("pay", ok)]))
     bad_cases: list[dict[str, Any]] = [
-        {"currency": "EUR"},                              # required
-        {**ok, "amount": 100.5},                          # maximum
-        {**ok, "amount": -1},                             # minimum
-        {**ok, "amount": "50"},                           # type
-        {**ok, "amount": True},                           # bool is not a number
-        {**ok, "currency": "GBP"},                        # enum
-        {**ok, "memo": "Rent"},                           # pattern
-        {**ok, "memo": "a very long memo"},               # maxLength
-        {**ok, "tags": ["a", 1]},                         # items
-        {**ok, "tags": ["a", "b", "c"]},                  # maxItems
-        {**ok, "count": 2.5},                             # integer
-        {**ok, "surprise": 1},                            # additionalProperties
+        {"currency": "EUR"},  # required
+        {**ok, "amount": 100.5},  # maximum
+        {**ok, "amount": -1},  # minimum
+        {**ok, "amount": "50"},  # type
+        {**ok, "amount": True},  # bool is not a number
+        {**ok, "currency": "GBP"},  # enum
+        {**ok, "memo": "Rent"},  # pattern
+        {**ok, "memo": "a very long memo"},  # maxLength
+        {**ok, "tags": ["a", 1]},  # items
+        {**ok, "tags": ["a", "b", "c"]},  # maxItems
+        {**ok, "count": 2.5},  # integer
+        {**ok, "surprise": 1},  # additionalProperties
     ]
     for bad in bad_cases:
         res = r.check(tools([call("pay", bad)]))

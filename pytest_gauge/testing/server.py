@@ -210,8 +210,12 @@ def completion(
 def _full_usage(usage: dict[str, Any]) -> dict[str, Any]:
     prompt = int(usage.get("prompt_tokens", 0))
     completion_tokens = int(usage.get("completion_tokens", 0))
-    return {**usage, "prompt_tokens": prompt, "completion_tokens": completion_tokens,
-            "total_tokens": int(usage.get("total_tokens", prompt + completion_tokens))}
+    return {
+        **usage,
+        "prompt_tokens": prompt,
+        "completion_tokens": completion_tokens,
+        "total_tokens": int(usage.get("total_tokens", prompt + completion_tokens)),
+    }
 
 
 def _default_usage(body: Mapping[str, Any], content: str) -> dict[str, int]:
@@ -680,22 +684,38 @@ class LoopbackServer:
         if denied is not None:
             return denied
         if body is None:
-            msg = "We could not parse the JSON body of your request." if body_error or req.body else \
-                "The request body is empty; expected a JSON object."
+            msg = (
+                "We could not parse the JSON body of your request."
+                if body_error or req.body
+                else "The request body is empty; expected a JSON object."
+            )
             return _Response(400, _error_body(msg, "invalid_request_error"))
         model = body.get("model")
         if not isinstance(model, str) or not model:
-            return _Response(400, _error_body("you must provide a model parameter", "invalid_request_error",
-                                              param="model"))
+            return _Response(
+                400, _error_body("you must provide a model parameter", "invalid_request_error", param="model")
+            )
         if not isinstance(body.get("messages"), list):
-            return _Response(400, _error_body("'messages' is a required property", "invalid_request_error",
-                                              param="messages"))
+            return _Response(
+                400,
+                _error_body("'messages' is a required property", "invalid_request_error", param="messages"),
+            )
         if body.get("stream"):
-            return _Response(400, _error_body("Streaming is not supported by the loopback server",
-                                              "invalid_request_error", param="stream"))
+            return _Response(
+                400,
+                _error_body(
+                    "Streaming is not supported by the loopback server",
+                    "invalid_request_error",
+                    param="stream",
+                ),
+            )
         if model in plan.status_400_models:
-            return _Response(400, _error_body(f"The model `{model}` does not exist", "invalid_request_error",
-                                              "model_not_found", "model"))
+            return _Response(
+                400,
+                _error_body(
+                    f"The model `{model}` does not exist", "invalid_request_error", "model_not_found", "model"
+                ),
+            )
         fault = scheduled_fault(plan, n)
         if fault == "429":
             headers: dict[str, str] = {}
@@ -756,7 +776,7 @@ class LoopbackServer:
         return {"object": "list", "data": data}
 
     def _admin(self, req: _Request) -> _Response:
-        route = req.path[len(ADMIN_PREFIX):]
+        route = req.path[len(ADMIN_PREFIX) :]
         try:
             if req.method == "GET" and route == "/stats":
                 full = parse_qs(req.query).get("full", ["0"])[0] not in ("0", "", "false")
@@ -780,8 +800,12 @@ class LoopbackServer:
 
 def _admin_call(root_url: str, route: str, payload: Any = None, timeout: float = 10.0) -> dict[str, Any]:
     data = None if payload is None else json.dumps(payload).encode("utf-8")
-    req = urllib.request.Request(root_url + ADMIN_PREFIX + route, data=data, method="GET" if data is None
-                                 else "POST", headers={"content-type": "application/json"})
+    req = urllib.request.Request(
+        root_url + ADMIN_PREFIX + route,
+        data=data,
+        method="GET" if data is None else "POST",
+        headers={"content-type": "application/json"},
+    )
     with urllib.request.urlopen(req, timeout=timeout) as resp:  # loopback only
         result: dict[str, Any] = json.loads(resp.read())
         return result
@@ -874,8 +898,10 @@ class ServerProcess:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m pytest_gauge.testing.server",
-                                description="OpenAI-compatible loopback server with fault injection.")
+    p = argparse.ArgumentParser(
+        prog="python -m pytest_gauge.testing.server",
+        description="OpenAI-compatible loopback server with fault injection.",
+    )
     p.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0 = any free port)")
     p.add_argument("--latency", type=float, default=0.0, help="seconds before every answer")
     p.add_argument("--prefix", default="/v1", help="path prefix of the model routes")
@@ -896,10 +922,15 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--should-retry-false", action="store_true")
     p.add_argument("--status-400-model", action="append", default=[], help="repeatable")
     p.add_argument("--seed", type=int, default=0, help="seed of the probabilistic faults")
-    p.add_argument("--suite", default=None, metavar="PATH",
-                   help="answer like the simulator for the Suite in this test module (sim_responder)")
-    p.add_argument("--suite-seed", type=int, default=0,
-                   help="the simulator's seed for --suite (the run's --gauge-seed)")
+    p.add_argument(
+        "--suite",
+        default=None,
+        metavar="PATH",
+        help="answer like the simulator for the Suite in this test module (sim_responder)",
+    )
+    p.add_argument(
+        "--suite-seed", type=int, default=0, help="the simulator's seed for --suite (the run's --gauge-seed)"
+    )
     return p
 
 
@@ -907,12 +938,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     """CLI entry: serve until SIGTERM/SIGINT, after printing ``PORT <n>`` on stdout."""
     a = _parser().parse_args(argv)
     plan = FaultPlan(
-        status_401=a.status_401, expected_key=a.expected_key, rate_429=a.rate_429,
+        status_401=a.status_401,
+        expected_key=a.expected_key,
+        rate_429=a.rate_429,
         retry_after=None if a.retry_after.lower() == "none" else a.retry_after,
-        retry_after_ms=a.retry_after_ms, rate_503=a.rate_503, rate_500=a.rate_500, burst_5xx=a.burst_5xx,
-        slow_every=a.slow_every, slow_seconds=a.slow_seconds, reset_every=a.reset_every,
-        no_usage=a.no_usage, truncate=a.truncate, should_retry_false=a.should_retry_false,
-        status_400_models=frozenset(a.status_400_model), seed=a.seed,
+        retry_after_ms=a.retry_after_ms,
+        rate_503=a.rate_503,
+        rate_500=a.rate_500,
+        burst_5xx=a.burst_5xx,
+        slow_every=a.slow_every,
+        slow_seconds=a.slow_seconds,
+        reset_every=a.reset_every,
+        no_usage=a.no_usage,
+        truncate=a.truncate,
+        should_retry_false=a.should_retry_false,
+        status_400_models=frozenset(a.status_400_model),
+        seed=a.seed,
     )
     models = [m for m in a.models.split(",") if m]
     responder: Responder | None = None

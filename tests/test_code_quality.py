@@ -1,0 +1,31 @@
+"""The package stays ruff- and mypy-clean (both come with the ``test`` extra; skipped where absent)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CHECKED = ["pytest_gauge", "tests", "benchmarks", "eval_suites", "conftest.py"]
+
+
+def _run(*cmd: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
+
+
+@pytest.mark.skipif(shutil.which("ruff") is None, reason="ruff is not installed (pip install -e '.[test]')")
+def test_ruff_lint_and_format() -> None:
+    lint = _run("ruff", "check", *CHECKED)
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+    fmt = _run("ruff", "format", "--check", *CHECKED)
+    assert fmt.returncode == 0, fmt.stdout + fmt.stderr
+
+
+def test_mypy_strict() -> None:
+    pytest.importorskip("mypy", reason="mypy is not installed (pip install -e '.[test]')")
+    done = _run(sys.executable, "-m", "mypy", "--cache-dir", str(ROOT / ".mypy_cache"))
+    assert done.returncode == 0, done.stdout + done.stderr
