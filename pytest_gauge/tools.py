@@ -1,6 +1,7 @@
 """Tools in a suite: declared once with an OpenAI function schema and a Python implementation, executed
 locally with a per-call timeout. A failure never escapes: it becomes a result the agent sees and a
-return code in the transcript (0 ok, 1 the tool raised, 2 malformed arguments, 124 timeout, 127 unknown).
+return code in the transcript (0 ok, 1 the tool raised, 2 malformed arguments: not a JSON object, or not
+matching the tool's schema, 124 timeout, 127 unknown).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 
 from .records import ToolCall
 
-__all__ = ["Tool", "ToolError", "ToolExecutor", "ToolResult", "validate_schema"]
+__all__ = ["Tool", "ToolError", "ToolExecutor", "ToolResult", "argument_errors", "validate_schema"]
 
 RC_OK, RC_RAISED, RC_BAD_ARGS, RC_TIMEOUT, RC_UNKNOWN = 0, 1, 2, 124, 127
 _JSON_TYPES = {"object", "array", "string", "number", "integer", "boolean", "null"}
@@ -65,6 +66,48 @@ def validate_schema(schema: object, where: str = "parameters") -> None:
     enum = schema.get("enum")
     if enum is not None and not isinstance(enum, list):
         raise ToolError(f"{where}.enum must be a list")
+
+
+def _is_type(value: Any, kind: str) -> bool:
+    if kind == "integer":
+        return (isinstance(value, int) and not isinstance(value, bool)) or (
+            isinstance(value, float) and value.is_integer()
+        )
+    if kind == "number":
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    expected = {"object": dict, "array": list, "string": str, "boolean": bool, "null": type(None)}[kind]
+    return isinstance(value, expected)
+
+
+def argument_errors(schema: Mapping[str, Any], value: Any, where: str = "arguments") -> list[str]:
+    """Where ``value`` breaks ``schema`` (the subset :func:`validate_schema` accepts): types, required
+    properties, ``enum``, ``additionalProperties: false`` and array items. Empty when it conforms.
+
+    Extra properties are allowed unless the schema forbids them, as function-calling runtimes do.
+    """
+    kind = schema.get("type")
+    kinds = kind if isinstance(kind, list) else [kind] if kind is not None else []
+    if kinds and not any(_is_type(value, k) for k in kinds):
+        return [f"{where}: expected {' or '.join(kinds)}, got {json.dumps(value, ensure_ascii=False)[:40]}"]
+    errors: list[str] = []
+    enum = schema.get("enum")
+    if isinstance(enum, list) and value not in enum:
+        errors.append(f"{where}: {json.dumps(value, ensure_ascii=False)[:40]} is not one of {enum}")
+    if isinstance(value, dict):
+        props = schema.get("properties") or {}
+        for name in schema.get("required") or []:
+            if name not in value:
+                errors.append(f"{where}.{name}: required")
+        for name, item in value.items():
+            if name in props:
+                errors += argument_errors(props[name], item, f"{where}.{name}")
+            elif schema.get("additionalProperties") is False:
+                errors.append(f"{where}.{name}: not an argument of this tool")
+    items = schema.get("items")
+    if isinstance(value, list) and isinstance(items, Mapping):
+        for i, item in enumerate(value):
+            errors += argument_errors(items, item, f"{where}[{i}]")
+    return errors
 
 
 @dataclass(frozen=True)
@@ -161,6 +204,10 @@ class ToolExecutor:
             )
         if parsed is None:
             return ToolCall(call_id, name, raw_arguments, None, f"error: {error}", RC_BAD_ARGS, 0.0, error)
+        problems = argument_errors(tool.parameters, parsed)
+        if problems:  # the tool is not called with arguments its schema rules out
+            error = "arguments do not match the tool's schema: " + "; ".join(problems)
+            return ToolCall(call_id, name, raw_arguments, parsed, f"error: {error}", RC_BAD_ARGS, 0.0, error)
         timeout = tool.timeout or self.default_timeout
         try:
             value = await asyncio.to_thread(_run_with_timeout, tool.fn, parsed, timeout)

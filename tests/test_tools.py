@@ -27,7 +27,7 @@ from pytest_gauge.rules import parse_rules, score
 from pytest_gauge.suite import SuiteError
 from pytest_gauge.tasks import Task
 from pytest_gauge.testing.server import LoopbackServer, completion, message_text, tool_call
-from pytest_gauge.tools import ToolError, ToolExecutor, validate_schema
+from pytest_gauge.tools import ToolError, ToolExecutor, argument_errors, validate_schema
 from tests.conftest import read_jsonl
 
 SUITE_DATA = Path(__file__).parent / "data" / "tools_suite"
@@ -106,14 +106,50 @@ def test_a_raising_tool_is_code_1_and_the_executor_keeps_working() -> None:
 
 
 def test_a_tool_with_wrong_keyword_arguments_is_a_tool_error_not_a_crash() -> None:
+    """The schema allows any object here, so the call reaches the function, which rejects it."""
     call = run_call(
-        ToolExecutor([Tool("lookup_order", "", ORDER_SCHEMA, lambda order_id: {})]),
-        "lookup_order",
-        '{"id": "A123"}',
+        ToolExecutor([Tool("lookup_order", "", OBJ, lambda order_id: {})]), "lookup_order", '{"id": "A123"}'
     )
     assert (
         call.return_code == 1 and call.error is not None and "unexpected keyword argument 'id'" in call.error
     )
+
+
+@pytest.mark.parametrize(
+    ("raw", "why"),
+    [
+        ('{"id": "A123"}', "arguments.order_id: required; arguments.id: not an argument of this tool"),
+        ('{"order_id": 123}', "arguments.order_id: expected string, got 123"),
+        ('{"order_id": "A1", "reason": "late"}', "arguments.reason: not an argument of this tool"),
+        ('{"order_id": "A1", "speed": "warp"}', "arguments.speed: \"warp\" is not one of ['slow', 'fast']"),
+        ('{"order_id": "A1", "items": [1, "x"]}', 'arguments.items[1]: expected integer, got "x"'),
+    ],
+)
+def test_arguments_that_break_the_schema_are_code_2_and_the_tool_never_runs(raw: str, why: str) -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "order_id": {"type": "string"},
+            "speed": {"type": "string", "enum": ["slow", "fast"]},
+            "items": {"type": "array", "items": {"type": "integer"}},
+        },
+        "required": ["order_id"],
+        "additionalProperties": False,
+    }
+    calls: list[dict[str, Any]] = []
+    executor = ToolExecutor([Tool("refund", "", schema, lambda **kw: calls.append(kw))])
+    call = run_call(executor, "refund", raw)
+    assert call.return_code == 2 and calls == []
+    assert call.arguments == json.loads(raw)  # parsed, kept for the rules and the judge
+    assert call.error == f"arguments do not match the tool's schema: {why}"
+
+
+def test_argument_checks_follow_json_schema_types() -> None:
+    assert argument_errors({"type": "integer"}, 3) == argument_errors({"type": "integer"}, 3.0) == []
+    assert argument_errors({"type": "integer"}, True) == ["arguments: expected integer, got true"]
+    assert argument_errors({"type": "number"}, 2.5) == []
+    assert argument_errors({"type": ["string", "null"]}, None) == []
+    assert argument_errors({"type": "object", "properties": {"a": {"type": "string"}}}, {"b": 1}) == []
 
 
 def test_a_hung_tool_times_out_with_code_124_without_waiting_for_it() -> None:
