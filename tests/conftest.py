@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
 DATA = Path(__file__).parent / "data"
 
@@ -60,3 +61,24 @@ def read_outputs() -> Callable[[Path], dict[str, list[str]]]:
         }
 
     return read
+
+
+class MarkdownSnapshot(SingleFileSnapshotExtension):
+    """One reviewable .md file per snapshot, stored as text."""
+
+    file_extension = "md"
+    _write_mode = WriteMode.TEXT
+
+
+class JSONTextSnapshot(SingleFileSnapshotExtension):
+    """Rendered JSON text (metrics.json, elo.json), stored verbatim."""
+
+    file_extension = "json"
+    _write_mode = WriteMode.TEXT
+
+
+class SVGSnapshot(SingleFileSnapshotExtension):
+    """A rendered SVG, stored verbatim (opens in a browser for review)."""
+
+    file_extension = "svg"
+    _write_mode = WriteMode.TEXT

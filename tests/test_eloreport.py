@@ -12,7 +12,6 @@ from typing import Any
 import numpy as np
 import pytest
 from syrupy.assertion import SnapshotAssertion
-from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
 from pytest_gauge.elo import Comparison, bootstrap_difference
 from pytest_gauge.eloreport import (
@@ -30,28 +29,7 @@ from pytest_gauge.eloreport import (
 from pytest_gauge.gates import Term, evaluate_gate, parse_gate
 from pytest_gauge.metrics import SuiteMetrics, compute_metrics
 from pytest_gauge.records import CaseRecord, LedgerRecord, Usage
-
-
-class MarkdownSnapshot(SingleFileSnapshotExtension):
-    """One reviewable .md file per snapshot, stored as text."""
-
-    file_extension = "md"
-    _write_mode = WriteMode.TEXT
-
-
-class JSONTextSnapshot(SingleFileSnapshotExtension):
-    """The rendered elo.json text, stored verbatim."""
-
-    file_extension = "json"
-    _write_mode = WriteMode.TEXT
-
-
-class SVGSnapshot(SingleFileSnapshotExtension):
-    """The rendered elo.svg, stored verbatim (opens in a browser for review)."""
-
-    file_extension = "svg"
-    _write_mode = WriteMode.TEXT
-
+from tests.conftest import JSONTextSnapshot, MarkdownSnapshot, SVGSnapshot
 
 SVG_NS = "{http://www.w3.org/2000/svg}"
 

@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 from syrupy.assertion import SnapshotAssertion
-from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
 from pytest_gauge.gates import evaluate_gates, parse_gates
 from pytest_gauge.metrics import Estimate, SuiteMetrics, compute_metrics
@@ -27,21 +26,7 @@ from pytest_gauge.report import (
     render_summary,
     spent_this_run,
 )
-
-
-class MarkdownSnapshot(SingleFileSnapshotExtension):
-    """One reviewable .md file per snapshot, stored as text."""
-
-    file_extension = "md"
-    _write_mode = WriteMode.TEXT
-
-
-class JSONTextSnapshot(SingleFileSnapshotExtension):
-    """The rendered metrics.json text, stored verbatim."""
-
-    file_extension = "json"
-    _write_mode = WriteMode.TEXT
-
+from tests.conftest import JSONTextSnapshot, MarkdownSnapshot
 
 # --------------------------------------------------------------------------------------------------
 # A fixed suite: 2 tasks x 3 pairs x 2 orders = 12 cases
