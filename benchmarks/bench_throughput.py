@@ -364,7 +364,6 @@ def live_section(work: Path, n_tasks: int, repeats: int, rows: list[Row]) -> dic
     for w in ("0", "2"):
         m, c = plugin[w], cached[w]
         res[f"plugin_n{w}"], res[f"cached_n{w}"] = m.wall, c.wall
-        res[f"calls_time_n{w}"] = m.wall - c.wall
         rows.append(
             Row(
                 f"plugin live -n {w} (pytest process)",
@@ -378,7 +377,6 @@ def live_section(work: Path, n_tasks: int, repeats: int, rows: list[Row]) -> dic
         rows.append(
             Row(f"plugin -n {w}, same suite fully cached", c.wall, None, c.peak_mb, "0 gateway calls")
         )
-        rows.append(Row(f"plugin -n {w}: live - cached", m.wall - c.wall, calls))
         res[f"bare_n{w}"] = bare[w].wall
         rows.append(
             Row(
@@ -525,7 +523,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     for w in ("0", "2"):
         lines += [
             (f"-n {w}: calls' span in the ledger / raw in-process", live[f"span_n{w}"] / raw),
-            (f"-n {w}: (live run - fully cached run) / raw", live[f"calls_time_n{w}"] / raw),
             (f"-n {w}: whole pytest process / raw own process", live[f"plugin_n{w}"] / live["raw_proc"]),
             (f"-n {w}: of which bare pytest alone / raw own process", live[f"bare_n{w}"] / live["raw_proc"]),
         ]

@@ -29,7 +29,7 @@ from .tasks import Task
 if TYPE_CHECKING:  # the engine imports openai; the xdist controller, which runs no case, never needs it
     from .engine import Engine
 
-__all__ = ["GaugeState", "SuiteEntry", "state_key", "stop_finished_workers"]
+__all__ = ["GaugeState", "SuiteEntry", "render_progress", "state_key", "stop_finished_workers"]
 
 
 @dataclass
@@ -198,24 +198,13 @@ class GaugeState:
 
     def progress_line(self) -> str | None:
         """One line summing every process's progress, or None before any work started."""
-        totals: dict[str, float] = {}
-        total_units = 0
+        snapshots = []
         for path in self.run_dir.glob("progress-*.json"):
             try:
-                data = json.loads(path.read_text(encoding="utf-8"))
+                snapshots.append(json.loads(path.read_text(encoding="utf-8")))
             except (OSError, ValueError):
                 continue
-            total_units = max(total_units, int(data.pop("total_units", 0)))
-            for k, v in data.items():
-                totals[k] = totals.get(k, 0) + v
-        if not totals:
-            return None
-        return (
-            f"gauge: {int(totals['done_units'])}/{total_units} work units,"
-            f" {int(totals['live_calls'])} live calls ({int(totals['retries'])} retries,"
-            f" {int(totals['rate_limit_waits'])} rate-limit waits), {int(totals['cached_calls'])} cached,"
-            f" {int(totals['tokens'])} tokens, ${totals['cost']:.4f} so far"
-        )
+        return render_progress(snapshots)
 
     def close(self) -> None:
         if self.engine is not None:
@@ -252,6 +241,31 @@ class GaugeState:
             parent.rmdir()
         except OSError:
             pass
+
+
+def render_progress(snapshots: list[dict[str, Any]]) -> str | None:
+    """The progress line from every process's counters (see :meth:`GaugeState.write_progress`).
+
+    Work units are known up front; calls are not (dialogues vary in length), so the expected number of
+    live calls is estimated from the live calls per finished unit so far ("~").
+    """
+    if not snapshots:
+        return None
+    total_units = max(int(s.get("total_units", 0)) for s in snapshots)
+    totals: dict[str, float] = {}
+    for snap in snapshots:
+        for k, v in snap.items():
+            if k != "total_units":
+                totals[k] = totals.get(k, 0) + v
+    count = {k: int(totals.get(k, 0)) for k in ("done_units", "live_calls", "retries", "cached_calls")}
+    count.update(waits=int(totals.get("rate_limit_waits", 0)), tokens=int(totals.get("tokens", 0)))
+    done, live = count["done_units"], count["live_calls"]
+    expected = f" of ~{round(live / done * total_units)}" if done and live else ""
+    return (
+        f"gauge: {done}/{total_units} work units, {live}{expected} live calls ({count['retries']} retries,"
+        f" {count['waits']} rate-limit waits), {count['cached_calls']} cached, {count['tokens']} tokens,"
+        f" ${totals.get('cost', 0.0):.4f} so far"
+    )
 
 
 def stop_finished_workers(config: pytest.Config) -> None:

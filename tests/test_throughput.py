@@ -18,6 +18,7 @@ import pytest
 from pytest_gauge.ledger import Ledger
 from pytest_gauge.limits import ConcurrencySlots
 from pytest_gauge.records import LedgerRecord, Usage
+from pytest_gauge.session import render_progress
 from pytest_gauge.store import Store
 from pytest_gauge.testing.server import LoopbackServer
 from pytest_gauge.testing.simserver import sim_responder
@@ -229,3 +230,19 @@ def test_a_run_served_from_the_cache_never_builds_a_client(
         assert result.ret == 0, result.stdout.str()
         seen.append(json.loads(probe.read_text()))
     assert seen == [True, False]
+
+
+def test_progress_line_sums_every_process_and_estimates_the_live_calls_to_come() -> None:
+    worker = {"done_units": 0, "total_units": 40, "live_calls": 0, "cached_calls": 0, "retries": 0}
+    gw0 = {**worker, "done_units": 6, "live_calls": 15, "cached_calls": 3, "retries": 2, "tokens": 900}
+    gw1 = {**worker, "done_units": 4, "live_calls": 10, "tokens": 600, "cost": 0.0125, "rate_limit_waits": 1}
+    # 25 live calls over 10 finished units of 40: about 100 live calls in all
+    assert render_progress([gw0, gw1]) == (
+        "gauge: 10/40 work units, 25 of ~100 live calls (2 retries, 1 rate-limit waits), 3 cached,"
+        " 1500 tokens, $0.0125 so far"
+    )
+    assert render_progress([worker]) == (
+        "gauge: 0/40 work units, 0 live calls (0 retries, 0 rate-limit waits), 0 cached, 0 tokens,"
+        " $0.0000 so far"
+    )
+    assert render_progress([]) is None
