@@ -1,0 +1,202 @@
+"""What every report module shares: the :class:`ReportContext`, the number and table formatting (one place, so
+every report prints the same value the same way) and the facts derived from the context."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..gates import GateResult
+from ..metrics import Estimate, SuiteMetrics
+from ..options import GaugeOptions
+from ..records import CaseRecord, LedgerRecord
+
+__all__ = ["DASH", "ROLES", "ReportContext"]
+
+ROLES: tuple[str, ...] = ("agent", "user_sim", "judge")
+DASH = "–"
+_MAX_REASON = 160
+
+
+@dataclass
+class ReportContext:
+    """Everything one suite's reports are rendered from; built once per suite by ``finish.finish_run``.
+
+    ``elo`` is optional (an ``elo.EloResult`` or None): when set, the conclusion links ``elo.md``/``elo.svg``.
+    """
+
+    meta: dict[str, Any]
+    records: Sequence[CaseRecord]
+    ledger: Sequence[LedgerRecord]
+    metrics: SuiteMetrics
+    gates: Sequence[GateResult]
+    options: GaugeOptions
+    elo: Any = None
+
+
+# --------------------------------------------------------------------------------------------------
+# Number formatting (one place, so every report prints the same value the same way)
+
+
+def _unsign_zero(text: str) -> str:
+    return text[1:] if text.startswith("-") and float(text) == 0 else text
+
+
+def _rate(x: float | None) -> str:
+    """A rate or reward: three decimals; null as a dash."""
+    if x is None or not math.isfinite(x):
+        return DASH
+    return _unsign_zero(f"{x:.3f}")
+
+
+def _num(x: float | None) -> str:
+    """Three decimals, or three significant digits for small magnitudes (gate values may be costs)."""
+    if x is None or not math.isfinite(x):
+        return DASH
+    if x == 0 or abs(x) >= 0.01:
+        return _unsign_zero(f"{x:.3f}")
+    return _unsign_zero(f"{x:.{min(12, 2 - math.floor(math.log10(abs(x))))}f}")
+
+
+def _usd(x: float | None) -> str:
+    """Dollars; ``unknown`` (never $0) when no price was configured."""
+    if x is None or not math.isfinite(x):
+        return "unknown"
+    if abs(x) >= 100:
+        return f"${x:,.2f}"
+    if abs(x) >= 1:
+        return f"${x:.4f}"
+    return "$" + _unsign_zero(f"{x:.6f}")
+
+
+def _price(x: float) -> str:
+    return f"${x:g}"
+
+
+def _int(n: int) -> str:
+    return f"{n:,}"
+
+
+def _pct(x: float | None) -> str:
+    return DASH if x is None or not math.isfinite(x) else f"{100 * x:.1f}%"
+
+
+def _bool(b: bool | None) -> str:
+    return DASH if b is None else ("true" if b else "false")
+
+
+def _ci(low: float | None, high: float | None, fmt: Callable[[float | None], str] = _rate) -> str:
+    if low is None or high is None:
+        return DASH
+    return f"[{fmt(low)}, {fmt(high)}]"
+
+
+def _cell(text: str) -> str:
+    """Text safe inside a markdown table cell: one line, pipes escaped."""
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def _short(text: str, limit: int = _MAX_REASON) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _table(header: Sequence[str], rows: Iterable[Sequence[str]], align: str | None = None) -> list[str]:
+    """A markdown table; ``align`` has one 'l' or 'r' per column."""
+    align = align or "l" * len(header)
+    marks = ["---:" if a == "r" else "---" for a in align]
+    out = ["| " + " | ".join(_cell(h) for h in header) + " |", "| " + " | ".join(marks) + " |"]
+    out.extend("| " + " | ".join(_cell(c) for c in row) + " |" for row in rows)
+    return out
+
+
+def _text_table(rows: Sequence[Sequence[str]], align: str) -> list[str]:
+    """A plain-text table with padded columns (first row is the header)."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = []
+    for row in rows:
+        cells = [c.rjust(w) if a == "r" else c.ljust(w) for c, w, a in zip(row, widths, align, strict=True)]
+        lines.append("  ".join(cells).rstrip())
+    return lines
+
+
+def _estimate_cells(e: Estimate | None, fmt: Callable[[float | None], str] = _rate) -> list[str]:
+    if e is None:
+        return [DASH, "0", DASH]
+    return [fmt(e.value), str(e.n), _ci(e.low, e.high, fmt)]
+
+
+def _metric(ctx: ReportContext, name: str) -> Estimate | None:
+    return ctx.metrics.metrics.get(name)
+
+
+# --------------------------------------------------------------------------------------------------
+# Facts derived from the context
+
+
+def _suite(ctx: ReportContext) -> str:
+    return str(ctx.meta.get("name") or (ctx.records[0].suite if ctx.records else "suite"))
+
+
+def _prices(ctx: ReportContext) -> dict[str, tuple[float, float]]:
+    return {m: (float(i), float(o)) for m, i, o in ctx.options.prices}
+
+
+def _price_basis(prices: dict[str, tuple[float, float]], model: str) -> str:
+    price = prices.get(model)
+    if price is None:
+        return "no price (unknown)"
+    return f"{_price(price[0])} in / {_price(price[1])} out per M"
+
+
+def _case_ids(selected: Sequence[str], suite: str) -> list[str]:
+    prefix = f"{suite}::"
+    return [s[len(prefix) :] if s.startswith(prefix) else s for s in selected]
+
+
+def _cases(ctx: ReportContext) -> tuple[int, int, list[str]]:
+    """(expected, recorded, missing case ids in collection order)."""
+    recorded = {r.case_id for r in ctx.records}
+    selected = _case_ids(list(ctx.meta.get("selected") or []), _suite(ctx))
+    expected = ctx.metrics.expected_cases
+    if expected is None:
+        expected = len(selected) if selected else len(ctx.records)
+    missing = [c for c in selected if c not in recorded]
+    return expected, len(ctx.records), missing
+
+
+def _categories(ctx: ReportContext) -> dict[str, int]:
+    cats: dict[str, str] = dict(ctx.meta.get("categories") or {})
+    if not cats:
+        cats = {str(t.get("task_id")): str(t.get("category", "")) for t in ctx.meta.get("tasks") or []}
+    if not cats:
+        cats = {r.task_id: r.category for r in ctx.records}
+    return dict(sorted(Counter(cats.values()).items()))
+
+
+def _n_tasks(ctx: ReportContext) -> int:
+    return len(ctx.meta.get("categories") or ctx.meta.get("tasks") or {r.task_id for r in ctx.records})
+
+
+def _declared_pairs(ctx: ReportContext) -> list[tuple[str, str, str]]:
+    """(pair_id, left, right): declared pairs, then any recorded pair not declared."""
+    out: list[tuple[str, str, str]] = []
+    for pair in ctx.meta.get("pairs") or []:
+        left, right = str(pair[0]), str(pair[1])
+        out.append((f"{left}-vs-{right}", left, right))
+    known = {p for p, _, _ in out}
+    for pid, info in ctx.metrics.pairs.items():
+        if pid not in known:
+            out.append((pid, info.agent_left, info.agent_right))
+    return out
+
+
+def _agents(ctx: ReportContext) -> list[str]:
+    agents = [str(a) for a in ctx.meta.get("agents") or []]
+    for a in sorted({x for r in ctx.records for x in (r.agent_left, r.agent_right)}):
+        if a not in agents:
+            agents.append(a)
+    return agents

@@ -1,0 +1,420 @@
+"""``conclusion.md``: task set, protocol, LRS, position effects, judge reliability, satisfaction, cost,
+gates and recommendations, each number with its n and 95% interval."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from ..metrics import Estimate
+from .common import (
+    DASH,
+    ROLES,
+    ReportContext,
+    _agents,
+    _cases,
+    _categories,
+    _ci,
+    _declared_pairs,
+    _estimate_cells,
+    _metric,
+    _n_tasks,
+    _num,
+    _pct,
+    _rate,
+    _short,
+    _suite,
+    _table,
+    _usd,
+)
+from .recommend import recommendations
+
+__all__ = ["render_conclusion"]
+
+_MAX_EXAMPLES = 5
+_MAX_LISTED = 10
+
+
+def _models_of(ctx: ReportContext, prefix: str) -> list[str]:
+    models: dict[str, Any] = dict(ctx.meta.get("models") or {})
+    return [str(v) for k, v in sorted(models.items()) if k.startswith(prefix) and v]
+
+
+def _section_tasks(ctx: ReportContext) -> list[str]:
+    expected, recorded, missing = _cases(ctx)
+    cats = _categories(ctx)
+    n_tasks = _n_tasks(ctx)
+    lines = ["## Task set", ""]
+    lines.append(
+        f"{n_tasks} tasks in {len(cats)} categories ({ctx.metrics.n_tasks} with judged cases); "
+        f"{recorded} of {expected} selected cases recorded"
+        + (f", {len(missing)} missing (errored): see pairwise_table.md." if missing else ".")
+    )
+    lines.append("")
+    lines += _table(["category", "tasks"], [[c, str(n)] for c, n in cats.items()], "lr")
+    return lines
+
+
+def _section_agents(ctx: ReportContext) -> list[str]:
+    m = ctx.metrics
+    models: dict[str, Any] = dict(ctx.meta.get("models") or {})
+    lines = ["## Agents and pairs", ""]
+    rows = []
+    for a in _agents(ctx):
+        per = m.per_agent.get(a, {})
+        succ, sbf = per.get("success_rate"), per.get("sat_but_failed_rate")
+        rows.append(
+            [
+                a,
+                str(models.get(f"agent:{a}") or DASH),
+                *_estimate_cells(succ),
+                *_estimate_cells(sbf),
+            ]
+        )
+    lines += _table(
+        ["agent", "model", "success rate", "n", "95% interval", "sat-but-failed", "n", "95% interval"],
+        rows,
+        "llrrlrrl",
+    )
+    user = _models_of(ctx, "user_sim")
+    judges = [str(j) for j in ctx.meta.get("judge_models") or []] or _models_of(ctx, "judge:")
+    lines += [
+        "",
+        f"User simulator: {', '.join(f'`{u}`' for u in user) or DASH}. "
+        f"Judge: {', '.join(f'`{j}`' for j in judges) or DASH}.",
+        "",
+        f"Pairs are close when the gap between the two agents' mean rule rewards is ≤ {m.close_threshold:g}, "
+        "otherwise distant.",
+        "",
+    ]
+    prow = []
+    per_pair_cases = Counter(r.pair_id for r in ctx.records)
+    for pid, left, right in _declared_pairs(ctx):
+        info = m.pairs.get(pid)
+        per = m.per_pair.get(pid, {})
+        prow.append(
+            [
+                pid,
+                left,
+                right,
+                _rate(info.gap) if info else DASH,
+                info.pair_class if info else DASH,
+                str(per_pair_cases.get(pid, 0)),
+                *[
+                    f"{_rate(e.value)} (n={e.n})" if e else DASH
+                    for e in (per.get(k) for k in ("lrs", "flip_rate", "position_bias", "judge_error_rate"))
+                ],
+            ]
+        )
+    lines += _table(
+        [
+            "pair",
+            "left",
+            "right",
+            "reward gap",
+            "class",
+            "cases",
+            "LRS",
+            "flip rate",
+            "position bias",
+            "judge errors",
+        ],
+        prow,
+        "lllrlrrrrr",
+    )
+    return lines
+
+
+def _section_protocol(ctx: ReportContext) -> list[str]:
+    meta = ctx.meta
+    orders = meta.get("orders", "both")
+    n_left = sum(1 for r in ctx.records if r.blind_order == "A=left")
+    n_right = sum(1 for r in ctx.records if r.blind_order == "A=right")
+    samples = int(meta.get("samples") or 1)
+    repeats = int(meta.get("judge_repeats") or 1)
+    judges = list(meta.get("judge_models") or [])
+    if orders == "both":
+        order_text = "Each (task, pair) is judged in both orders (AB and BA)."
+    else:
+        order_text = (
+            f"Each (task, pair) is judged in one order, drawn from a seeded RNG (seed {ctx.options.seed}), "
+            "so flips cannot be measured."
+        )
+    return [
+        "## Blind protocol",
+        "",
+        "- Agents are anonymised: the judge sees only “Response A” and “Response B”; agent, model and vendor "
+        "names are redacted from everything it sees, and instructions inside transcripts are not obeyed.",
+        f"- {order_text} `blind_order` is recorded for every case: {n_left} with A=left, {n_right} with "
+        "A=right.",
+        f"- Both orders judge byte-identical transcripts: one transcript per (task, agent, sample), "
+        f"{samples} sample(s) per (task, agent).",
+        f"- Judging: {len(judges) or 1} judge model(s), {repeats} verdict(s) per judge per case; "
+        "rewards come from the rule verifier, never from the judge.",
+    ]
+
+
+def _estimate_row(label: str, e: Estimate | None) -> list[str]:
+    if e is None:
+        return [label, DASH, "0", DASH, DASH]
+    return [label, *_estimate_cells(e), e.method]
+
+
+_EST_HEADER = ["", "value", "n", "95% interval", "method"]
+
+
+def _section_lrs(ctx: ReportContext) -> list[str]:
+    m = ctx.metrics
+    diff = m.lrs_close_minus_distant
+    lines = [
+        "## Lower-reward-selected rate (LRS)",
+        "",
+        "Share of non-tie, non-error verdicts on cases whose two rule rewards differ where the judge chose "
+        "the side with the lower reward.",
+        "",
+    ]
+    lines += _table(
+        _EST_HEADER,
+        [
+            _estimate_row("overall", _metric(ctx, "lrs")),
+            _estimate_row("close pairs", _metric(ctx, "lrs_close")),
+            _estimate_row("distant pairs", _metric(ctx, "lrs_distant")),
+            _estimate_row("close − distant", diff),
+        ],
+        "lrrll",
+    )
+    lines.append("")
+    p = "n/a" if m.p_value is None else _rate(m.p_value)
+    lines.append(
+        f"One-sided p-value for LRS(close) > LRS(distant): {p} (bootstrap over tasks, {m.rounds} resamples, "
+        f"seed {m.seed})."
+    )
+    if diff.value is None:
+        lines.append("The close − distant difference is not measurable: one of the classes has no cases.")
+    elif diff.low is not None and diff.low > 0:
+        lines.append(
+            "The judge picks the lower-reward agent more often on close pairs than on distant pairs "
+            "(the interval excludes 0): a single judge run is least reliable exactly where the agents "
+            "are close."
+        )
+    else:
+        lines.append("The close − distant difference is not distinguishable from 0 at this number of tasks.")
+    return lines
+
+
+def _section_position(ctx: ReportContext) -> list[str]:
+    m = ctx.metrics
+    lines = ["## Position effects", ""]
+    lines += _table(
+        _EST_HEADER,
+        [
+            _estimate_row("position-flip rate", _metric(ctx, "flip_rate")),
+            _estimate_row("position bias (share of slot A)", _metric(ctx, "position_bias")),
+        ],
+        "lrrll",
+    )
+    lines += [
+        "",
+        "A flip is a (task, pair) judged in both orders whose preferred agent differs (a tie against a win "
+        "counts). Position bias 0.5 is unbiased.",
+    ]
+    if m.flipped:
+        lines += ["", f"Flipped groups ({len(m.flipped)}):", ""]
+        lines += [f"- {f.label()}" for f in m.flipped[:_MAX_LISTED]]
+        if len(m.flipped) > _MAX_LISTED:
+            lines.append(f"- … and {len(m.flipped) - _MAX_LISTED} more")
+    return lines
+
+
+def _section_judge(ctx: ReportContext) -> list[str]:
+    m = ctx.metrics
+    lines = ["## Judge errors and reliability", ""]
+    lines += _table(
+        _EST_HEADER, [_estimate_row("judge error rate", _metric(ctx, "judge_error_rate"))], "lrrll"
+    )
+    errors = [r for r in ctx.records if r.judge_choice == "error"]
+    lines += [
+        "",
+        "Errors are malformed, truncated or out-of-range verdicts; they are excluded from the LRS, position "
+        "bias and flip denominators, never counted as ties.",
+    ]
+    if errors:
+        lines.append("")
+        lines += [
+            f"- `{r.case_id}`: {_short(r.judge_error or 'unparseable verdict', 120)}"
+            for r in errors[:_MAX_LISTED]
+        ]
+        if len(errors) > _MAX_LISTED:
+            lines.append(f"- … and {len(errors) - _MAX_LISTED} more")
+    lines.append("")
+    ag = m.agreement
+    measured = [k for k in ("repeats", "judges", "all") if k in ag.agreement and ag.agreement[k].n > 0]
+    if measured:
+        lines.append("Judge reliability, from repeated verdicts and/or a second judge on the same cases:")
+        lines.append("")
+        rows = []
+        for k in measured:
+            rows.append(_estimate_row(f"agreement ({k})", ag.agreement[k]))
+            rows.append(_estimate_row(f"Cohen's kappa ({k})", ag.kappa.get(k)))
+        lines += _table(_EST_HEADER, rows, "lrrll")
+        if ag.accuracy:
+            lines += ["", "Per-judge accuracy (chose the higher rule reward; 1 − LRS):", ""]
+            arows = []
+            for judge, by_cls in sorted(ag.accuracy.items()):
+                for cls in ("all", "close", "distant"):
+                    if cls in by_cls:
+                        arows.append(_estimate_row(f"{judge} ({cls})", by_cls[cls]))
+            lines += _table(_EST_HEADER, arows, "lrrll")
+    else:
+        lines.append(
+            "Judge reliability was not measured: every case has a single verdict. Set `Judge(repeats=2)` "
+            "or a second judge model to record agreement and Cohen's kappa."
+        )
+    return lines
+
+
+def _section_verbosity(ctx: ReportContext) -> list[str]:
+    v = ctx.metrics.verbosity
+    lines = ["## Verbosity signal", ""]
+    lines += _table(
+        _EST_HEADER,
+        [
+            _estimate_row("reasons with length/style words", _metric(ctx, "verbosity_word_rate")),
+            _estimate_row("longer response wins (equal rewards)", _metric(ctx, "longer_wins_rate")),
+        ],
+        "lrrll",
+    )
+    used = sorted(((w, n) for w, n in v.word_counts.items() if n), key=lambda x: (-x[1], x[0]))
+    if used:
+        lines += ["", "Words used: " + ", ".join(f"“{w}” × {n}" for w, n in used) + "."]
+    return lines
+
+
+def _section_satisfaction(ctx: ReportContext) -> list[str]:
+    m = ctx.metrics
+    lines = ["## User satisfaction vs task success", ""]
+    lines += _table(
+        _EST_HEADER,
+        [
+            _estimate_row("satisfied-but-failed rate", _metric(ctx, "sat_but_failed_rate")),
+            _estimate_row("task success rate", _metric(ctx, "success_rate")),
+        ],
+        "lrrll",
+    )
+    lines += [
+        "",
+        "Per transcript (task, agent, sample): the simulated user said it was satisfied but the rule "
+        "verifier found the task failed. Satisfaction never feeds the reward.",
+    ]
+    ex = m.sat_but_failed_examples
+    if ex:
+        lines += ["", f"Examples ({min(len(ex), _MAX_EXAMPLES)} of {len(ex)}):", ""]
+        for task_id, agent, sample in ex[:_MAX_EXAMPLES]:
+            lines.append(f"- task `{task_id}`, agent `{agent}`" + (f", sample {sample}" if sample else ""))
+    return lines
+
+
+def _section_cost(ctx: ReportContext) -> list[str]:
+    # Nominal figures only: conclusion.md must be byte-identical when a re-run is answered from the cache,
+    # so what this run spent (live vs cached) lives in token_cost.md and metrics.json alone.
+    c = ctx.metrics.costs
+    by_role = ", ".join(f"{r} {_usd(c.per_role[r].cost)}" for r in ROLES if r in c.per_role)
+    return [
+        "## Cost",
+        "",
+        f"- Total cost: {_usd(c.total_cost)} ({by_role}); nominal, retries and failed requests included.",
+        f"- Cost per success: {_usd(c.cost_per_success)} ({c.successes} successful transcripts).",
+        f"- Judge share of cost: {_pct(c.judge_share)}.",
+        "",
+        "Details, and what this run spent (live vs cached calls), in [token_cost.md](token_cost.md).",
+    ]
+
+
+def _section_gates(ctx: ReportContext) -> list[str]:
+    lines = ["## Gates", ""]
+    if not ctx.gates:
+        return [*lines, "No gates were declared for this suite."]
+    rows = [
+        [g.gate.canonical(), g.status.upper(), _num(g.value), _ci(g.low, g.high, _num), str(g.n)]
+        for g in ctx.gates
+    ]
+    lines += _table(["gate", "status", "value", "95% interval", "n"], rows, "llrlr")
+    lines.append("")
+    for g in ctx.gates:
+        expr = g.gate.canonical()
+        text = g.message if g.gate.expression() in g.message else f"{g.status.upper()} {expr}: {g.message}"
+        lines.append(f"- {_short(text, 400)}")
+    return lines
+
+
+def _section_recommendations(ctx: ReportContext) -> list[str]:
+    recs = recommendations(ctx.metrics)
+    fired = [r for r in recs if r.fired]
+    lines = ["## Recommendations", ""]
+    if fired:
+        lines += [f"- {r.line()}" for r in fired]
+    else:
+        lines.append("No recommendation rule fired.")
+    lines += ["", "Rules checked:", ""]
+    lines += _table(
+        ["rule", "value", "fired"],
+        [[r.rule.text(), r.value_text(), "yes" if r.fired else "no"] for r in recs],
+        "lrl",
+    )
+    return lines
+
+
+def _section_elo(ctx: ReportContext) -> list[str]:
+    elo = getattr(ctx, "elo", None)
+    if elo is None:
+        return []
+    lines = ["## Test-time compute (Elo)", ""]
+    agents = getattr(elo, "agents", None)
+    values = getattr(elo, "elo", None)
+    if agents and isinstance(values, dict):
+        low, high = getattr(elo, "low", {}) or {}, getattr(elo, "high", {}) or {}
+        rank = getattr(elo, "rank", {}) or {}
+        rows = [
+            [
+                str(a),
+                f"{values[a]:.1f}",
+                _ci(low.get(a), high.get(a), lambda x: DASH if x is None else f"{x:.1f}"),
+                str(rank.get(a, DASH)),
+            ]
+            for a in agents
+            if a in values
+        ]
+        lines += _table(["agent", "Elo", "95% interval", "rank"], rows, "lrlr")
+        lines.append("")
+    lines.append("Full table and tiers: [elo.md](elo.md). ![Elo by strategy](elo.svg)")
+    return lines
+
+
+def render_conclusion(ctx: ReportContext) -> str:
+    """The conclusion: task set, protocol, LRS close vs distant, flips, judge, satisfaction, cost, gates and
+    rule-based recommendations, each number with its n and 95% interval."""
+    sections = [
+        [f"# Conclusion: {_suite(ctx)}"],
+        _section_tasks(ctx),
+        _section_agents(ctx),
+        _section_protocol(ctx),
+        _section_lrs(ctx),
+        _section_position(ctx),
+        _section_judge(ctx),
+        _section_verbosity(ctx),
+        _section_satisfaction(ctx),
+        _section_cost(ctx),
+        _section_gates(ctx),
+        _section_recommendations(ctx),
+        _section_elo(ctx),
+        [
+            "## Files",
+            "",
+            "- [pairwise_table.md](pairwise_table.md): every judged case",
+            "- [token_cost.md](token_cost.md): tokens and cost by role and model",
+            "- [metrics.json](metrics.json): every number above, machine-readable",
+            "- ../pairs/pair_results.jsonl, ../agent_runs.jsonl (the ledger), "
+            "../agents/*.jsonl (transcripts)",
+        ],
+    ]
+    return "\n\n".join("\n".join(s) for s in sections if s) + "\n"

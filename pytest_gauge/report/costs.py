@@ -1,0 +1,324 @@
+"""Token and cost accounting: per-model ledger totals, unpriced-model warnings, what this run spent, and
+``token_cost.md``."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..metrics import COST_INCLUDES_RETRIES
+from ..records import LedgerRecord
+from .common import DASH, ROLES, ReportContext, _int, _pct, _price_basis, _prices, _suite, _table, _usd
+
+__all__ = ["ModelCost", "Spend", "model_costs", "render_token_cost", "spent_this_run", "unpriced_warnings"]
+
+
+@dataclass(frozen=True)
+class ModelCost:
+    """Ledger totals of one (role, model): calls, attempts, tokens and nominal cost (None = unknown)."""
+
+    role: str
+    model: str
+    calls: int
+    attempts: int
+    failed: int
+    input_tokens: int
+    output_tokens: int
+    cost: float | None
+    priced_cost: float
+    unpriced_attempts: int
+    usage_missing: int
+    cached_attempts: int
+
+
+def model_costs(ledger: Sequence[LedgerRecord]) -> list[ModelCost]:
+    """Per (role, model) totals over every attempt (retries and failed requests included), roles in order
+    agent, user_sim, judge. Cost is unknown if any attempt reported usage without a price."""
+    groups: dict[tuple[str, str], list[LedgerRecord]] = {}
+    for rec in ledger:
+        groups.setdefault((rec.role, rec.model), []).append(rec)
+    order = {r: i for i, r in enumerate(ROLES)}
+    out = []
+    for (role, model), recs in sorted(groups.items(), key=lambda kv: (order.get(kv[0][0], 99), kv[0])):
+        unpriced = sum(1 for x in recs if x.cost is None and x.usage is not None)
+        priced = math.fsum(x.cost for x in recs if x.cost is not None)
+        out.append(
+            ModelCost(
+                role=role,
+                model=model,
+                calls=len({x.call_id for x in recs}),
+                attempts=len(recs),
+                failed=sum(1 for x in recs if x.status != "ok"),
+                input_tokens=sum(x.usage.prompt_tokens for x in recs if x.usage is not None),
+                output_tokens=sum(x.usage.completion_tokens for x in recs if x.usage is not None),
+                cost=None if unpriced else priced,
+                priced_cost=priced,
+                unpriced_attempts=unpriced,
+                usage_missing=sum(1 for x in recs if x.usage_missing),
+                cached_attempts=sum(1 for x in recs if x.cache_hit),
+            )
+        )
+    return out
+
+
+def unpriced_warnings(ledger: Sequence[LedgerRecord]) -> list[str]:
+    """One warning line per model that reported usage without a configured price (its cost is unknown,
+    never $0), then where prices are configured; empty when every model used is priced."""
+    roles: dict[str, list[str]] = {}
+    attempts: dict[str, int] = {}
+    for c in model_costs(ledger):
+        if c.unpriced_attempts:
+            roles.setdefault(c.model, []).append(c.role)
+            attempts[c.model] = attempts.get(c.model, 0) + c.unpriced_attempts
+    if not roles:
+        return []
+    return [
+        *(
+            f"warning: no price configured for model {model!r} ({', '.join(roles[model])}, "
+            f"{attempts[model]} attempts): its cost is unknown"
+            for model in sorted(roles)
+        ),
+        "set prices per million tokens with the gauge_prices ini key (MODEL INPUT_PER_M OUTPUT_PER_M), "
+        "--gauge-prices FILE or GAUGE_PRICES",
+    ]
+
+
+@dataclass(frozen=True)
+class Spend:
+    """What this run spent (live attempts) versus what it took from the cache (spent nothing).
+
+    ``spent_usd`` is None when a live attempt reported usage for a model without a price.
+    ``possibly_billed`` counts failed live attempts (e.g. timeouts) that may have been billed without usage.
+    """
+
+    live_calls: int
+    cached_calls: int
+    live_tokens: int
+    cached_tokens: int
+    spent_usd: float | None
+    possibly_billed: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain JSON form (``metrics.json``'s ``spent_this_run``)."""
+        return {
+            "live_calls": self.live_calls,
+            "cached_calls": self.cached_calls,
+            "live_tokens": self.live_tokens,
+            "cached_tokens": self.cached_tokens,
+            "spent_usd": self.spent_usd,
+            "possibly_billed": self.possibly_billed,
+        }
+
+
+def spent_this_run(ledger: Sequence[LedgerRecord], role: str | None = None) -> Spend:
+    """Live vs cached attempts, tokens and cost actually spent this run (cache hits spend 0)."""
+    recs = [x for x in ledger if role is None or x.role == role]
+    live = [x for x in recs if not x.cache_hit]
+    cached = [x for x in recs if x.cache_hit]
+    unknown = any(x.cost is None and x.usage is not None for x in live)
+    return Spend(
+        live_calls=len(live),
+        cached_calls=len(cached),
+        live_tokens=sum(x.usage.total_tokens for x in live if x.usage is not None),
+        cached_tokens=sum(x.usage.total_tokens for x in cached if x.usage is not None),
+        spent_usd=None if unknown else math.fsum(x.cost for x in live if x.cost is not None),
+        possibly_billed=sum(1 for x in live if x.possibly_billed),
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# token_cost.md
+
+
+def _role_price_basis(costs: list[ModelCost], role: str, prices: dict[str, tuple[float, float]]) -> str:
+    models = [c.model for c in costs if c.role == role]
+    if not models:
+        return DASH
+    if len(models) == 1:
+        return _price_basis(prices, models[0])
+    return "; ".join(f"{m}: {_price_basis(prices, m)}" for m in models)
+
+
+def render_token_cost(ctx: ReportContext) -> str:
+    """Role × calls × tokens × price basis × cost, totals, cost per success, judge share, spent this run."""
+    suite = _suite(ctx)
+    costs = ctx.metrics.costs
+    prices = _prices(ctx)
+    per_model = model_costs(ctx.ledger)
+    lines = [f"# Token and cost accounting: {suite}", ""]
+    lines.append(
+        "Every gateway attempt in the ledger counts: retries and failed requests are included in the calls, "
+        "attempts, tokens and cost"
+        + ("" if COST_INCLUDES_RETRIES else " (not: this build excludes them)")
+        + ". Costs are nominal: cached answers count at what they cost when they were made "
+        "(what this run actually spent is under “Spent this run”). Token counts come from each response's "
+        "`usage`; a call without usage is flagged `usage_missing`, listed below, and never estimated into "
+        "the cost. A model without a configured price has cost `unknown`, never $0."
+    )
+    lines += ["", "## By role", ""]
+    rows = []
+    tot_calls = tot_attempts = tot_in = tot_out = tot_missing = 0
+    for role in ROLES:
+        rc = costs.per_role.get(role)
+        if rc is None:
+            continue
+        rows.append(
+            [
+                role,
+                _int(rc.calls),
+                _int(rc.attempts),
+                _int(rc.retries),
+                _int(rc.input_tokens),
+                _int(rc.output_tokens),
+                _role_price_basis(per_model, role, prices),
+                _usd(rc.cost),
+                _int(rc.usage_missing),
+            ]
+        )
+        tot_calls += rc.calls
+        tot_attempts += rc.attempts
+        tot_in += rc.input_tokens
+        tot_out += rc.output_tokens
+        tot_missing += rc.usage_missing
+    total_text = _usd(costs.total_cost)
+    if costs.total_cost is None and ctx.ledger:
+        known = math.fsum(c.priced_cost for c in per_model)
+        total_text = f"unknown (priced part {_usd(known)})"
+    rows.append(
+        [
+            "**total**",
+            _int(tot_calls),
+            _int(tot_attempts),
+            _int(tot_attempts - tot_calls),
+            _int(tot_in),
+            _int(tot_out),
+            "",
+            total_text,
+            _int(tot_missing),
+        ]
+    )
+    header = [
+        "role",
+        "calls",
+        "attempts",
+        "retries",
+        "input tokens",
+        "output tokens",
+        "price basis",
+        "cost",
+        "usage missing",
+    ]
+    lines += _table(header, rows, "lrrrrrlrr")
+    lines += [
+        "",
+        f"- Cost per success: {_usd(costs.cost_per_success)} "
+        f"(total cost / {costs.successes} successful transcripts)",
+        f"- Judge share of cost: {_pct(costs.judge_share)}",
+    ]
+    if not ctx.ledger:
+        lines.append("- No ledger records: costs are unknown.")
+
+    if per_model:
+        lines += ["", "## By model", ""]
+        mrows = [
+            [
+                c.role,
+                c.model,
+                _int(c.calls),
+                _int(c.attempts),
+                _int(c.failed),
+                _int(c.input_tokens),
+                _int(c.output_tokens),
+                _price_basis(prices, c.model),
+                _usd(c.cost),
+            ]
+            for c in per_model
+        ]
+        lines += _table(
+            [
+                "role",
+                "model",
+                "calls",
+                "attempts",
+                "failed",
+                "input tokens",
+                "output tokens",
+                "price basis",
+                "cost",
+            ],
+            mrows,
+            "llrrrrrlr",
+        )
+        unpriced = [c for c in per_model if c.unpriced_attempts]
+        if unpriced:
+            lines.append("")
+            for c in unpriced:
+                lines.append(
+                    f"- `{c.model}` ({c.role}) has no configured price: {c.unpriced_attempts} attempts "
+                    "with usage have cost unknown, so the role and total costs are unknown."
+                )
+
+    lines += ["", "## Spent this run", ""]
+    lines.append(
+        "Live calls reached the gateway in this run; cached calls were answered from the response cache "
+        "and spent nothing."
+    )
+    lines.append("")
+    srows = []
+    for role in ROLES:
+        s = spent_this_run(ctx.ledger, role)
+        srows.append(
+            [
+                role,
+                _int(s.live_calls),
+                _int(s.cached_calls),
+                _int(s.live_tokens),
+                _int(s.cached_tokens),
+                _usd(s.spent_usd),
+            ]
+        )
+    total = spent_this_run(ctx.ledger)
+    srows.append(
+        [
+            "**total**",
+            _int(total.live_calls),
+            _int(total.cached_calls),
+            _int(total.live_tokens),
+            _int(total.cached_tokens),
+            _usd(total.spent_usd),
+        ]
+    )
+    lines += _table(
+        ["role", "live calls", "cached calls", "live tokens", "cached tokens", "spent"], srows, "lrrrrr"
+    )
+    lines.append("")
+    if total.live_calls == 0 and total.cached_calls > 0:
+        lines.append("Fully cached run: nothing was spent ($0).")
+    else:
+        lines.append(f"Spent this run: {_usd(total.spent_usd)}.")
+    if total.possibly_billed:
+        lines.append(
+            f"{total.possibly_billed} failed live attempts (timeouts) may have been billed without reporting "
+            "usage; they are not in the spent total."
+        )
+
+    missing = sorted((x for x in ctx.ledger if x.usage_missing), key=LedgerRecord.sort_key)
+    lines += ["", f"## Calls without usage ({len(missing)})", ""]
+    if missing:
+        lines.append(
+            "These responses reported no `usage`: their tokens are not counted and they add nothing to the "
+            "cost (never estimated)."
+        )
+        lines.append("")
+        lines += _table(
+            ["call_id", "attempt", "role", "model", "status"],
+            [[x.call_id, str(x.attempt), x.role, x.model, x.status] for x in missing[:20]],
+            "lrlll",
+        )
+        if len(missing) > 20:
+            lines.append(f"\n… and {len(missing) - 20} more (see agent_runs.jsonl).")
+    else:
+        lines.append("Every response reported its usage.")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,149 @@
+"""``metrics.json``: every number of the reports as canonical, machine-readable JSON."""
+
+from __future__ import annotations
+
+import json
+import math
+import numbers
+from typing import Any
+
+from ..metrics import COST_INCLUDES_RETRIES, Estimate
+from .common import ROLES, ReportContext, _cases, _categories, _n_tasks, _prices, _suite
+from .costs import model_costs, spent_this_run
+from .recommend import recommendations
+
+__all__ = ["METRICS_FORMAT_VERSION", "render_metrics_json"]
+
+METRICS_FORMAT_VERSION = 1
+
+
+def _canon(x: Any) -> Any:
+    """Floats rounded to 6 decimals (no -0.0, NaN/inf as null), recursively; tuples as lists."""
+    if isinstance(x, bool) or x is None or isinstance(x, int | str):
+        return x
+    if isinstance(x, float):
+        if not math.isfinite(x):
+            return None
+        r = round(x, 6)
+        return 0.0 if r == 0 else r
+    if isinstance(x, dict):
+        return {str(k): _canon(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [_canon(v) for v in x]
+    if isinstance(x, numbers.Integral):
+        return int(x)
+    if isinstance(x, numbers.Real):
+        return _canon(float(x))
+    return str(x)
+
+
+def _est_json(e: Estimate) -> dict[str, Any]:
+    return {"value": e.value, "n": e.n, "low": e.low, "high": e.high, "method": e.method}
+
+
+def _metrics_block(ctx: ReportContext) -> dict[str, Any]:
+    m = ctx.metrics
+    out: dict[str, Any] = {name: _est_json(e) for name, e in m.metrics.items()}
+    for agent, per in m.per_agent.items():
+        for name, e in per.items():
+            out[f"{name}({agent})"] = _est_json(e)
+    for info in m.pairs.values():
+        args = (info.agent_left, info.agent_right)
+        for name in ("lrs", "flip_rate", "position_bias", "judge_error_rate"):
+            try:
+                out[f"{name}({', '.join(args)})"] = _est_json(m.lookup(name, args))
+            except KeyError:
+                continue
+    for kind in ("repeats", "judges"):
+        if kind in m.agreement.agreement:
+            out[f"judge_agreement({kind})"] = _est_json(m.agreement.agreement[kind])
+        if kind in m.agreement.kappa:
+            out[f"judge_kappa({kind})"] = _est_json(m.agreement.kappa[kind])
+    for judge, by_cls in m.agreement.accuracy.items():
+        for cls, e in by_cls.items():
+            out[f"judge_accuracy({judge})" if cls == "all" else f"judge_accuracy({judge}, {cls})"] = (
+                _est_json(e)
+            )
+    return out
+
+
+def render_metrics_json(ctx: ReportContext) -> str:
+    """Every number of the reports as canonical JSON (sorted keys, 2-space indent, 6-decimal floats)."""
+    m = ctx.metrics
+    expected, recorded, missing = _cases(ctx)
+    spend = spent_this_run(ctx.ledger)
+    doc: dict[str, Any] = {
+        "format_version": METRICS_FORMAT_VERSION,
+        "suite": _suite(ctx),
+        "metrics": _metrics_block(ctx),
+        "gates": [
+            {
+                "expr": g.gate.canonical(),
+                "status": g.status,
+                "value": g.value,
+                "low": g.low,
+                "high": g.high,
+                "n": g.n,
+                "message": g.message,
+            }
+            for g in ctx.gates
+        ],
+        "spent_this_run": {
+            **spend.to_json(),
+            "per_role": {role: spent_this_run(ctx.ledger, role).to_json() for role in ROLES},
+        },
+        "cost_includes_retries": COST_INCLUDES_RETRIES,
+        "costs": {
+            # nominal only: the live/cached split is under spent_this_run (a cached re-run changes nothing)
+            "per_role": {
+                r: {k: v for k, v in c.to_json().items() if k != "cached_attempts"}
+                for r, c in m.costs.per_role.items()
+            },
+            "per_model": [
+                {
+                    "role": c.role,
+                    "model": c.model,
+                    "calls": c.calls,
+                    "attempts": c.attempts,
+                    "failed": c.failed,
+                    "input_tokens": c.input_tokens,
+                    "output_tokens": c.output_tokens,
+                    "cost": c.cost,
+                    "usage_missing": c.usage_missing,
+                }
+                for c in model_costs(ctx.ledger)
+            ],
+            "total_cost": m.costs.total_cost,
+            "successes": m.costs.successes,
+            "cost_per_success": m.costs.cost_per_success,
+            "judge_share": m.costs.judge_share,
+            "prices": {
+                mod: {"input_per_m": i, "output_per_m": o} for mod, (i, o) in sorted(_prices(ctx).items())
+            },
+        },
+        "usage_missing_calls": sorted({x.call_id for x in ctx.ledger if x.usage_missing}),
+        "cases": {"expected": expected, "recorded": recorded, "missing": expected - recorded},
+        "missing_case_ids": missing,
+        "tasks": {"total": _n_tasks(ctx), "judged": m.n_tasks, "categories": _categories(ctx)},
+        "pairs": {pid: info.to_json() for pid, info in m.pairs.items()},
+        "lrs_close_minus_distant_p_value": m.p_value,
+        "flipped": [f.label() for f in m.flipped],
+        "sat_but_failed_examples": [
+            {"task_id": t, "agent": a, "sample": s} for t, a, s in m.sat_but_failed_examples
+        ],
+        "verbosity": m.verbosity.to_json(),
+        "recommendations": [
+            {
+                "rule": r.rule.key,
+                "text": r.rule.text(),
+                "threshold": r.rule.threshold,
+                "value": r.value,
+                "fired": r.fired,
+            }
+            for r in recommendations(m)
+        ],
+        "close_threshold": m.close_threshold,
+        "seed": m.seed,
+        "bootstrap_rounds": m.rounds,
+    }
+    return json.dumps(_canon(doc), sort_keys=True, indent=2, ensure_ascii=False) + "\n"

@@ -1,0 +1,103 @@
+"""``pairwise_table.md``: one row per judged case, in collection order."""
+
+from __future__ import annotations
+
+from ..records import CaseRecord
+from .common import DASH, ReportContext, _bool, _cases, _int, _rate, _short, _suite, _table, _usd
+
+__all__ = ["render_pairwise_table"]
+
+_PAIR_COLUMNS = (
+    "pair_id",
+    "task_id",
+    "agent_left",
+    "agent_right",
+    "blind_order",
+    "judge_choice",
+    "reward_left",
+    "reward_right",
+    "selected_reward",
+    "lower_reward_selected",
+    "task_success_left",
+    "task_success_right",
+    "user_sat_left",
+    "user_sat_right",
+    "input_tokens",
+    "output_tokens",
+    "est_cost",
+    "judge_reward_a",
+    "judge_reward_b",
+    "judge_reason",
+)
+
+
+def _reason(r: CaseRecord) -> str:
+    if r.judge_choice == "error":
+        return _short(f"error: {r.judge_error or r.judge_reason or 'unparseable verdict'}")
+    return _short(r.judge_reason) if r.judge_reason.strip() else DASH
+
+
+def render_pairwise_table(ctx: ReportContext) -> str:
+    """The per-case table (SPEC §5 columns plus the judge's own rewards and reason), in collection order."""
+    suite = _suite(ctx)
+    expected, recorded, missing = _cases(ctx)
+    with_sample = any(r.sample != 0 for r in ctx.records)
+    lines = [
+        f"# Pairwise results: {suite}",
+        "",
+        f"{recorded} of {expected} cases recorded, one row per judged case (task × pair × order), "
+        "in collection order.",
+        "",
+        "- `agent_left`/`agent_right` are the pair as declared (the same in both orders); `blind_order` says "
+        "who sat in slot A (`A=left` or `A=right`).",
+        "- `judge_choice`, `judge_reward_a` and `judge_reward_b` are in slot terms; `reward_*` are the rule "
+        "verifier's rewards (0 if a hard constraint broke).",
+        f"- `{DASH}` means null: `selected_reward` and `lower_reward_selected` on a tie or judge error, "
+        "`user_sat_*` when the simulated user gave no answer.",
+        "- Tokens and `est_cost` cover the case's judge calls plus both transcripts it judged "
+        "(transcripts are shared between cases, so suite totals come from the ledger: see token_cost.md); "
+        "`est_cost` is `unknown` when a model involved has no price.",
+        "",
+    ]
+    header = list(_PAIR_COLUMNS)
+    align = "llllll" + "rrr" + "l" * 5 + "rrr" + "rr" + "l"
+    if with_sample:
+        header.insert(2, "sample")
+        align = align[:2] + "r" + align[2:]
+    rows = []
+    for r in ctx.records:
+        row = [
+            r.pair_id,
+            r.task_id,
+            r.agent_left,
+            r.agent_right,
+            r.blind_order,
+            r.judge_choice,
+            _rate(r.reward_left),
+            _rate(r.reward_right),
+            _rate(r.selected_reward),
+            _bool(r.lower_reward_selected),
+            _bool(r.task_success_left),
+            _bool(r.task_success_right),
+            _bool(r.user_sat_left),
+            _bool(r.user_sat_right),
+            _int(r.input_tokens),
+            _int(r.output_tokens),
+            _usd(r.est_cost),
+            _rate(r.judge_reward_a),
+            _rate(r.judge_reward_b),
+            _reason(r),
+        ]
+        if with_sample:
+            row.insert(2, str(r.sample))
+        rows.append(row)
+    if rows:
+        lines += _table(header, rows, align)
+    else:
+        lines.append("No case was recorded.")
+    if missing:
+        lines += ["", f"## Missing cases ({len(missing)})", ""]
+        lines.append("Selected but not recorded (the case errored before a verdict); metrics exclude them:")
+        lines.append("")
+        lines += [f"- `{c}`" for c in missing]
+    return "\n".join(lines) + "\n"

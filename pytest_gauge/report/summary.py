@@ -1,0 +1,110 @@
+"""The compact plain-text summary for the terminal and ``GITHUB_STEP_SUMMARY``."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from .common import (
+    ROLES,
+    ReportContext,
+    _cases,
+    _ci,
+    _declared_pairs,
+    _estimate_cells,
+    _int,
+    _n_tasks,
+    _num,
+    _pct,
+    _rate,
+    _suite,
+    _text_table,
+    _usd,
+)
+from .costs import spent_this_run
+from .recommend import recommendations
+
+__all__ = ["render_summary"]
+
+_MAX_SUMMARY_GATES = 8
+
+_SUMMARY_METRICS: tuple[str, ...] = (
+    "lrs",
+    "lrs_close",
+    "lrs_distant",
+    "flip_rate",
+    "position_bias",
+    "judge_error_rate",
+    "sat_but_failed_rate",
+    "success_rate",
+)
+
+
+def render_summary(ctx: ReportContext) -> str:
+    """A compact plain-text table for the terminal and GITHUB_STEP_SUMMARY (about 25 lines)."""
+    m = ctx.metrics
+    expected, recorded, missing = _cases(ctx)
+    lines = [
+        f"suite {_suite(ctx)}: {recorded}/{expected} cases recorded"
+        + (f" ({len(missing)} missing)" if missing else "")
+        + f", {_n_tasks(ctx)} tasks, {len(_declared_pairs(ctx))} pairs"
+        + f", orders {ctx.meta.get('orders', 'both')}"
+    ]
+    rows: list[list[str]] = [["metric", "value", "95% interval", "n"]]
+    for name in _SUMMARY_METRICS:
+        e = m.metrics.get(name)
+        rows.append([name, *_reorder(_estimate_cells(e))])
+    d = m.lrs_close_minus_distant
+    p = "" if m.p_value is None else f"  p={_rate(m.p_value)}"
+    rows.append(["lrs_close - distant", _rate(d.value), _ci(d.low, d.high) + p, str(d.n)])
+    lines += _text_table(rows, "lrlr")
+    if ctx.gates:
+        counts = Counter(g.status.upper() for g in ctx.gates)
+        lines.append(
+            "gates: "
+            + ", ".join(f"{counts[s]} {s}" for s in ("PASS", "FAIL", "INCONCLUSIVE", "SKIPPED") if counts[s])
+        )
+        grows = [
+            [g.status.upper(), g.gate.canonical(), _num(g.value), _ci(g.low, g.high, _num), f"n={g.n}"]
+            for g in ctx.gates[:_MAX_SUMMARY_GATES]
+        ]
+        lines += ["  " + ln for ln in _text_table(grows, "llrlr")]
+        if len(ctx.gates) > _MAX_SUMMARY_GATES:
+            lines.append(f"  … and {len(ctx.gates) - _MAX_SUMMARY_GATES} more (see conclusion.md)")
+    else:
+        lines.append("gates: none declared")
+    crow: list[list[str]] = [["role", "calls", "attempts", "input tok", "output tok", "cost"]]
+    for role in ROLES:
+        rc = m.costs.per_role.get(role)
+        if rc is not None:
+            crow.append(
+                [
+                    role,
+                    _int(rc.calls),
+                    _int(rc.attempts),
+                    _int(rc.input_tokens),
+                    _int(rc.output_tokens),
+                    _usd(rc.cost),
+                ]
+            )
+    crow.append(["total", "", "", "", "", _usd(m.costs.total_cost)])
+    lines += _text_table(crow, "lrrrrr")
+    spend = spent_this_run(ctx.ledger)
+    lines.append(
+        f"cost per success {_usd(m.costs.cost_per_success)} ({m.costs.successes} successes), "
+        f"judge share {_pct(m.costs.judge_share)}"
+    )
+    lines.append(
+        f"spent this run {_usd(spend.spent_usd)} ({spend.live_calls} live, {spend.cached_calls} cached calls)"
+    )
+    fired = [r for r in recommendations(m) if r.fired]
+    lines.append(
+        f"recommendations: {len(fired)} fired (see reports/conclusion.md)"
+        if fired
+        else "recommendations: none fired"
+    )
+    return "\n".join(lines) + "\n"
+
+
+def _reorder(cells: list[str]) -> list[str]:
+    """(value, n, interval) → (value, interval, n) for the summary's column order."""
+    return [cells[0], cells[2], cells[1]]
