@@ -284,6 +284,7 @@ class Gateway:
         http_status: int | None = None,
         error: str | None = None,
         possibly_billed: bool = False,
+        request: str | None = None,
     ) -> LedgerRecord:
         usage = None
         finish = None
@@ -319,6 +320,7 @@ class Gateway:
             error=error,
             possibly_billed=possibly_billed,
             ts=time.time(),
+            request=request,
         )
         self.shared.ledger.append(record)
         return record
@@ -342,7 +344,15 @@ class Gateway:
             if self._usable(entry):
                 assert entry is not None
                 hit = self._record(
-                    ctx, seq, 1, role, model, status="ok", response=entry["response"], cache_hit=True
+                    ctx,
+                    seq,
+                    1,
+                    role,
+                    model,
+                    status="ok",
+                    response=entry["response"],
+                    cache_hit=True,
+                    request=key,
                 )
                 return _to_result(entry["response"], hit)
         if shared.replay:
@@ -363,10 +373,18 @@ class Gateway:
             if self._usable(entry):
                 assert entry is not None
                 hit = self._record(
-                    ctx, seq, 1, role, model, status="ok", response=entry["response"], cache_hit=True
+                    ctx,
+                    seq,
+                    1,
+                    role,
+                    model,
+                    status="ok",
+                    response=entry["response"],
+                    cache_hit=True,
+                    request=key,
                 )
                 return _to_result(entry["response"], hit)
-            response, record = await self._send(ctx, seq, role, model, body)
+            response, record = await self._send(ctx, seq, role, model, body, request=key)
             finish = (response.get("choices") or [{}])[0].get("finish_reason")
             cache.put(
                 key,
@@ -389,22 +407,34 @@ class Gateway:
         return _to_result(response, record)
 
     async def _send(
-        self, ctx: CallContext, seq: int, role: str, model: str, body: dict[str, Any]
+        self,
+        ctx: CallContext,
+        seq: int,
+        role: str,
+        model: str,
+        body: dict[str, Any],
+        request: str | None = None,
     ) -> tuple[dict[str, Any], LedgerRecord]:
         shared = self.shared
         if shared.first_ok.is_set():
-            return await self._send_with_retries(ctx, seq, role, model, body)
+            return await self._send_with_retries(ctx, seq, role, model, body, request)
         async with shared.first_lock:  # until one call has worked, one call at a time per process
             if shared.fatal is not None:
                 raise shared.fatal
             if not shared.first_ok.is_set():
-                result = await self._send_with_retries(ctx, seq, role, model, body)
+                result = await self._send_with_retries(ctx, seq, role, model, body, request)
                 shared.first_ok.set()
                 return result
-        return await self._send_with_retries(ctx, seq, role, model, body)
+        return await self._send_with_retries(ctx, seq, role, model, body, request)
 
     async def _send_with_retries(
-        self, ctx: CallContext, seq: int, role: str, model: str, body: dict[str, Any]
+        self,
+        ctx: CallContext,
+        seq: int,
+        role: str,
+        model: str,
+        body: dict[str, Any],
+        request: str | None = None,
     ) -> tuple[dict[str, Any], LedgerRecord]:
         import httpx2
         import openai
@@ -454,6 +484,7 @@ class Gateway:
                     response=response,
                     latency=latency,
                     http_status=200,
+                    request=request,
                 )
                 tokens = record.usage.total_tokens if record.usage else 0
                 if reservation is not None:
@@ -480,6 +511,7 @@ class Gateway:
                 http_status=status_code,
                 error=type(failure).__name__,
                 possibly_billed=timed_out,
+                request=request,
             )
             headers: Mapping[str, str] = (
                 failure.response.headers if isinstance(failure, openai.APIStatusError) else {}

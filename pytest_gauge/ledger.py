@@ -11,11 +11,12 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 
 from .records import LedgerRecord, dumps
 
-__all__ = ["Ledger", "merge_ledgers"]
+__all__ = ["Ledger", "attribute_shared_calls", "merge_ledgers"]
 
 
 class Ledger:
@@ -73,9 +74,52 @@ def read_ledger_file(path: Path) -> list[LedgerRecord]:
 
 
 def merge_ledgers(files: Iterable[Path]) -> list[LedgerRecord]:
-    """All workers' records in the deterministic merge order."""
+    """All workers' records in the deterministic merge order, shared calls attributed canonically."""
     merged: list[LedgerRecord] = []
     for path in files:
         merged.extend(read_ledger_file(path))
-    merged.sort(key=LedgerRecord.sort_key)
-    return merged
+    return attribute_shared_calls(merged)
+
+
+def _history_order(history: list[LedgerRecord]) -> tuple[bool, float]:
+    """Histories that reached the gateway first (in time), then cache hits."""
+    reached_gateway = any(not r.cache_hit for r in history)
+    return (not reached_gateway, min(r.ts for r in history))
+
+
+def attribute_shared_calls(records: Iterable[LedgerRecord]) -> list[LedgerRecord]:
+    """The records in merge order, with the calls that share a request attributed independently of timing.
+
+    Calls of different work that send the same request share one gateway call: the cache's per-key lock
+    lets one send it and the others read its answer. Which one sends it depends on which worker gets
+    there first, so the histories of a request's calls are re-assigned in a fixed way: the history that
+    reached the gateway goes to the call first in merge order, the cache hits to the others. Every
+    attempt is kept (none lost or doubled) and the totals are unchanged; each call keeps its identity
+    (call id, suite, task, role, model, strategy, work), so ``-n 0`` and ``-n 4`` give the same ledger.
+    """
+    calls_by_request: dict[str, dict[str, list[LedgerRecord]]] = {}
+    out: list[LedgerRecord] = []
+    for record in records:
+        if record.request is None:
+            out.append(record)
+        else:
+            calls_by_request.setdefault(record.request, {}).setdefault(record.call_id, []).append(record)
+    for calls in calls_by_request.values():
+        owners = sorted((history[0] for history in calls.values()), key=LedgerRecord.sort_key)
+        histories = sorted(calls.values(), key=_history_order)
+        for owner, history in zip(owners, histories, strict=True):
+            out.extend(
+                replace(
+                    r,
+                    call_id=owner.call_id,
+                    suite=owner.suite,
+                    task_id=owner.task_id,
+                    role=owner.role,
+                    model=owner.model,
+                    strategy=owner.strategy,
+                    work=owner.work,
+                )
+                for r in history
+            )
+    out.sort(key=LedgerRecord.sort_key)
+    return out

@@ -212,6 +212,8 @@ class LedgerRecord:
     ``judge/<case_id>/<judge>/<repeat>``. ``call_id`` is ``<work>#<n>`` (n-th call of that work),
     so ids are identical whichever worker made the call. ``cost`` is nominal (what the call cost
     when it was made, also for cache hits); None when the model has no price or usage is missing.
+    ``request`` is the request's cache key (None with the cache off): calls of different work that
+    send the same request share one gateway call (see :func:`pytest_gauge.ledger.merge_ledgers`).
     """
 
     run_id: str
@@ -235,6 +237,7 @@ class LedgerRecord:
     possibly_billed: bool = False
     worker: str = "main"
     ts: float = 0.0
+    request: str | None = None
     format_version: int = LEDGER_FORMAT_VERSION
 
     def to_json(self) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import read_jsonl
+from tests.conftest import normalised, read_jsonl
 
 ROOT = Path(__file__).resolve().parents[1]
 INI = (
@@ -135,6 +135,26 @@ def test_gates_and_reports_are_identical_with_zero_and_four_workers(
         a = (pytester.path / "n0" / "example" / "reports" / name).read_bytes()
         b = (pytester.path / "n4" / "example" / "reports" / name).read_bytes()
         assert a == b, name
+
+
+def test_with_the_cache_on_shared_calls_give_the_same_ledger_with_zero_and_four_workers(
+    pytester: pytest.Pytester, suites: Path
+) -> None:
+    """The tiers suite's strategies send many identical requests (best-of-N shares its first samples):
+    with a cold cache each is sent once and answered from the cache for the others, whichever worker
+    got there first; the merged ledger attributes them the same way with -n 0 and -n 4."""
+    outputs = {}
+    for label, n in (("n0", "0"), ("n4", "4")):
+        cache = ["--gauge-cache", "use", "--gauge-cache-dir", f"cache-{label}"]
+        result = run(pytester, "eval_suites/tiers", "-n", n, *cache, "--gauge-out", label)
+        assert result.ret == 0
+        outputs[label] = read_jsonl(pytester.path / label / "tiers" / "agent_runs.jsonl")
+    hits = [r for r in outputs["n0"] if r["cache_hit"]]
+    assert len(hits) > 50  # shared requests do occur in one cold run
+    assert normalised(outputs["n0"]) == normalised(outputs["n4"])
+    for name in ("token_cost.md", "metrics.json", "elo.json"):
+        a = (pytester.path / "n0" / "tiers" / "reports" / name).read_bytes()
+        assert a == (pytester.path / "n4" / "tiers" / "reports" / name).read_bytes(), name
 
 
 def test_min_n_makes_a_gate_inconclusive_and_deselection_skips_gates(

@@ -1,0 +1,91 @@
+"""Merging worker ledgers: calls that share a request are attributed independently of timing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pytest_gauge.ledger import Ledger, attribute_shared_calls, merge_ledgers
+from pytest_gauge.records import LedgerRecord, Usage
+
+USAGE = Usage(100, 20, 120)
+
+
+def _rec(
+    work: str,
+    attempt: int,
+    *,
+    hit: bool,
+    status: str = "ok",
+    ts: float,
+    request: str | None = "k1",
+    worker: str = "gw0",
+    role: str = "user_sim",
+) -> LedgerRecord:
+    return LedgerRecord(
+        run_id="r", call_id=f"{work}#1", attempt=attempt, status=status, suite="s",
+        task_id=work.split("/")[1], role=role, model="m", strategy="single", work=work,
+        usage=USAGE if status == "ok" else None, usage_missing=False, latency_s=0.05,
+        finish_reason="stop" if status == "ok" else None, cache_hit=hit,
+        cost=0.001 if status == "ok" else None, http_status=200 if status == "ok" else 503, worker=worker,
+        ts=ts, request=request,
+    )  # fmt: skip
+
+
+def _summary(records: list[LedgerRecord]) -> list[tuple[str, int, str, bool]]:
+    return [(r.call_id, r.attempt, r.status, r.cache_hit) for r in records]
+
+
+def test_the_live_history_goes_to_the_first_call_in_merge_order() -> None:
+    """As -n 4 may leave it: agent_y's transcript sent the shared request (after one 503), agent_x's
+    read the cache. Canonically the call first in merge order (agent_x's) holds the live history."""
+    x, y = "transcript/t1/agent_x/0", "transcript/t1/agent_y/0"
+    raced = [
+        _rec(y, 1, hit=False, status="http_503", ts=10.0, worker="gw1"),
+        _rec(y, 2, hit=False, ts=11.0, worker="gw1"),
+        _rec(x, 1, hit=True, ts=11.5, worker="gw0"),
+        _rec("judge/c1/0/0", 1, hit=False, ts=12.0, request=None, role="judge"),
+    ]
+    merged = attribute_shared_calls(raced)
+    assert _summary(merged) == [
+        ("judge/c1/0/0#1", 1, "ok", False),
+        (f"{x}#1", 1, "http_503", False),
+        (f"{x}#1", 2, "ok", False),
+        (f"{y}#1", 1, "ok", True),
+    ]
+    assert all(r.work == r.call_id.split("#")[0] and r.task_id == "t1" for r in merged[1:])
+    assert [r.worker for r in merged[1:]] == ["gw1", "gw1", "gw0"]  # who did it travels with the history
+    # as -n 0 leaves it (agent_x first): unchanged, and the same summary as the raced run
+    in_order = [
+        _rec(x, 1, hit=False, status="http_503", ts=1.0),
+        _rec(x, 2, hit=False, ts=2.0),
+        _rec(y, 1, hit=True, ts=3.0),
+        _rec("judge/c1/0/0", 1, hit=False, ts=4.0, request=None, role="judge"),
+    ]
+    assert _summary(attribute_shared_calls(in_order)) == _summary(merged)
+
+
+def test_nothing_is_lost_or_doubled_and_totals_are_unchanged() -> None:
+    records = [
+        _rec("transcript/t1/agent_z/0", 1, hit=True, ts=5.0, request="k2"),
+        _rec("transcript/t1/agent_x/0", 1, hit=False, ts=4.0, request="k2"),
+        _rec("transcript/t2/agent_x/0", 1, hit=True, ts=1.0, request="k3"),  # an earlier run's entry
+        _rec("transcript/t2/agent_y/0", 1, hit=True, ts=2.0, request="k3"),
+    ]
+    merged = attribute_shared_calls(records)
+    assert len(merged) == len(records)
+    assert sorted((r.call_id, r.attempt) for r in merged) == sorted((r.call_id, r.attempt) for r in records)
+    assert sum(not r.cache_hit for r in merged) == 1
+    assert sum(r.cost or 0 for r in merged) == sum(r.cost or 0 for r in records)
+
+
+def test_merge_ledgers_reads_every_worker_file_and_attributes(tmp_path: Path) -> None:
+    x, y = "transcript/t1/agent_x/0", "transcript/t1/agent_y/0"
+    for worker, record in (("gw0", _rec(x, 1, hit=True, ts=2.0)), ("gw1", _rec(y, 1, hit=False, ts=1.0))):
+        ledger = Ledger(tmp_path, worker)
+        ledger.append(record)
+        ledger.close()
+    merged = merge_ledgers(sorted(tmp_path.glob("ledger-*.jsonl")))
+    assert _summary(merged) == [(f"{x}#1", 1, "ok", False), (f"{y}#1", 1, "ok", True)]
+    line = json.loads((tmp_path / "ledger-gw1.jsonl").read_text())
+    assert line["request"] == "k1" and line["worker"] == "gw1"
