@@ -325,6 +325,19 @@ class Gateway:
         self.shared.ledger.append(record)
         return record
 
+    def _cache_hit(
+        self, cache: Store, key: str, ctx: CallContext, seq: int, role: str, model: str
+    ) -> ChatResult | None:
+        """The cached answer as this call's result (recorded with ``cache_hit``), or None if unusable."""
+        entry = cache.get(key)
+        if not self._usable(entry):
+            return None
+        assert entry is not None
+        record = self._record(
+            ctx, seq, 1, role, model, status="ok", response=entry["response"], cache_hit=True, request=key
+        )
+        return _to_result(entry["response"], record)
+
     async def chat(
         self, ctx: CallContext, seq: int, role: str, model: str, body: dict[str, Any]
     ) -> ChatResult:
@@ -340,21 +353,9 @@ class Gateway:
             return _to_result(response, record)
         key = self.cache_key(body, ctx)
         if cache is not None and shared.cache_mode != "off":
-            entry = cache.get(key)
-            if self._usable(entry):
-                assert entry is not None
-                hit = self._record(
-                    ctx,
-                    seq,
-                    1,
-                    role,
-                    model,
-                    status="ok",
-                    response=entry["response"],
-                    cache_hit=True,
-                    request=key,
-                )
-                return _to_result(entry["response"], hit)
+            hit = self._cache_hit(cache, key, ctx, seq, role, model)
+            if hit is not None:
+                return hit
         if shared.replay:
             raise ReplayMiss(
                 f"no recorded response for {role} call #{seq} of {ctx.work} (suite {ctx.suite},"
@@ -365,25 +366,11 @@ class Gateway:
                 role=role,
                 model=model,
             )
-        if cache is None or shared.cache_mode == "off":
-            response, record = await self._send(ctx, seq, role, model, body)
-            return _to_result(response, record)
+        assert cache is not None  # without a cache (or with it off) only replay gets here, and it raised
         async with cache.lock(key):
-            entry = cache.get(key)
-            if self._usable(entry):
-                assert entry is not None
-                hit = self._record(
-                    ctx,
-                    seq,
-                    1,
-                    role,
-                    model,
-                    status="ok",
-                    response=entry["response"],
-                    cache_hit=True,
-                    request=key,
-                )
-                return _to_result(entry["response"], hit)
+            hit = self._cache_hit(cache, key, ctx, seq, role, model)
+            if hit is not None:
+                return hit
             response, record = await self._send(ctx, seq, role, model, body, request=key)
             finish = (response.get("choices") or [{}])[0].get("finish_reason")
             cache.put(
