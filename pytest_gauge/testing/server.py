@@ -354,7 +354,32 @@ def _encode_response(resp: _Response, keep_alive: bool, request_id: str) -> byte
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
 
 
-class LoopbackServer:
+class _Served:
+    """What both ways of running the server share: its URLs, and stopping it at the end of a ``with``."""
+
+    port: int
+    path_prefix: str
+
+    def stop(self) -> None:
+        raise NotImplementedError
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    @property
+    def root_url(self) -> str:
+        """``http://127.0.0.1:<port>`` (no path prefix), e.g. for the admin routes."""
+        return f"http://{HOST}:{self.port}"
+
+    @property
+    def base_url(self) -> str:
+        """The ``base_url`` to give an OpenAI client, e.g. ``http://127.0.0.1:54321/v1``."""
+        return self.root_url + self.path_prefix
+
+
+class LoopbackServer(_Served):
     """OpenAI-compatible chat-completions server on 127.0.0.1 with fault injection and thread-safe counters.
 
     Use as ``with LoopbackServer(latency=0.05) as srv: openai.OpenAI(base_url=srv.base_url, ...)``.
@@ -432,21 +457,6 @@ class LoopbackServer:
 
     def __enter__(self) -> LoopbackServer:
         return self if self._thread is not None else self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
-
-    @property
-    def root_url(self) -> str:
-        """``http://127.0.0.1:<port>`` (no path prefix), e.g. for the admin routes."""
-        return f"http://{HOST}:{self.port}"
-
-    @property
-    def base_url(self) -> str:
-        """The ``base_url`` to give an OpenAI client, e.g. ``http://127.0.0.1:54321/v1``."""
-        return self.root_url + self.path_prefix
 
     # ------------------------------------------------------------------ counters
 
@@ -811,7 +821,7 @@ def _admin_call(root_url: str, route: str, payload: Any = None, timeout: float =
         return result
 
 
-class ServerProcess:
+class ServerProcess(_Served):
     """The loopback server in a child process (``python -m pytest_gauge.testing.server``), for multi-process.
 
     ``args`` are extra CLI arguments (e.g. ``["--latency", "0.05", "--rate-429", "0.1"]``).
@@ -864,21 +874,6 @@ class ServerProcess:
 
     def __enter__(self) -> ServerProcess:
         return self if self.proc is not None else self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
-
-    @property
-    def root_url(self) -> str:
-        """``http://127.0.0.1:<port>``."""
-        return f"http://{HOST}:{self.port}"
-
-    @property
-    def base_url(self) -> str:
-        """The ``base_url`` for an OpenAI client."""
-        return self.root_url + self.path_prefix
 
     def stats(self, full: bool = False) -> dict[str, Any]:
         """The child's counters via ``GET /__gauge__/stats``."""
