@@ -433,30 +433,20 @@ def cached_section(
     return out
 
 
-def sim_section(work: Path, n_tasks: int, rows: list[Row]) -> dict[str, float]:
-    """(d): the sim backend's cases per second, -n 0, cache off."""
-    root = work / "sim"
+def sim_section(work: Path, n_tasks: int, workers: str, rows: list[Row]) -> dict[str, float]:
+    """(d) with ``-n 0``: the sim backend's cases per second; (e) with ``-n 2``: peak RSS summed over all
+    pytest processes. Cache off."""
+    root = work / f"sim-n{workers}"
     make_suite(root, n_tasks)
     cases = n_tasks * PAIRS_X_ORDERS
     m = measure(
-        _pytest("suites", "--gauge-backend", "sim", "--gauge-cache", "off", "-n", "0"), root, _env(None)
+        _pytest("suites", "--gauge-backend", "sim", "--gauge-cache", "off", "-n", workers), root, _env(None)
     )
-    _check(m, "sim backend")
-    rows.append(Row(f"plugin, sim backend, {cases} cases, -n 0", m.wall, cases, m.peak_mb, "rate = cases/s"))
-    return {"cases": float(cases), "wall": m.wall, "cases_per_s": cases / m.wall}
-
-
-def memory_section(work: Path, n_tasks: int, rows: list[Row]) -> dict[str, float]:
-    """(e): peak RSS summed over all pytest processes, -n 2, sim backend, cache off."""
-    root = work / "memory"
-    make_suite(root, n_tasks)
-    cases = n_tasks * PAIRS_X_ORDERS
-    m = measure(
-        _pytest("suites", "--gauge-backend", "sim", "--gauge-cache", "off", "-n", "2"), root, _env(None)
+    _check(m, f"sim backend -n {workers}")
+    rows.append(
+        Row(f"plugin, sim backend, {cases} cases, -n {workers}", m.wall, cases, m.peak_mb, "rate = cases/s")
     )
-    _check(m, "memory run")
-    rows.append(Row(f"plugin, sim backend, {cases} cases, -n 2", m.wall, cases, m.peak_mb, "rate = cases/s"))
-    return {"cases": float(cases), "wall": m.wall, "peak_mb": m.peak_mb}
+    return {"cases": float(cases), "wall": m.wall, "cases_per_s": cases / m.wall, "peak_mb": m.peak_mb}
 
 
 def file_create_us(folder: Path, n: int = 200) -> float:
@@ -512,8 +502,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     t0 = time.perf_counter()
     live = live_section(work, live_tasks, repeats, rows)
     cached = cached_section(work, cached_sizes, repeats, rows)
-    sim = sim_section(work, sim_tasks, rows)
-    memory = memory_section(work, memory_tasks, rows)
+    sim = sim_section(work, sim_tasks, "0", rows)
+    memory = sim_section(work, memory_tasks, "2", rows)
     print(f"\n  {'run':<52} {'wall s':>8} {'calls/s':>8} {'peak MB':>7}")
     for row in rows:
         print(row.render())
