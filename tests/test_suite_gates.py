@@ -12,9 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from pytest_gauge.report import REPORT_FILES
 from tests.conftest import normalised, read_jsonl
 
 ROOT = Path(__file__).resolve().parents[1]
+ALL_REPORTS = (*REPORT_FILES, "elo.md", "elo.json", "elo.svg")
 INI = (
     "[pytest]\ngauge_backend = sim\ngauge_seed = 20261129\n"
     "gauge_prices =\n    sim-agent-x 0.50 1.50\n    sim-agent-y 0.50 1.50\n    sim-agent-z 0.15 0.60\n"
@@ -70,15 +72,7 @@ def test_main_job_writes_outputs_and_its_metrics_match_the_records(
     example = pytester.path / "gauge-out" / "example"
     for name in ("tasks.jsonl", "agent_runs.jsonl", "manifest.json", "pairs/pair_results.jsonl"):
         assert (example / name).is_file()
-    for name in (
-        "pairwise_table.md",
-        "token_cost.md",
-        "conclusion.md",
-        "metrics.json",
-        "elo.md",
-        "elo.json",
-        "elo.svg",
-    ):
+    for name in ALL_REPORTS:
         assert (example / "reports" / name).is_file(), name
     records = read_jsonl(example / "pairs" / "pair_results.jsonl")
     assert len(records) >= 120
@@ -123,15 +117,7 @@ def test_gates_and_reports_are_identical_with_zero_and_four_workers(
     for label, n in (("n0", "0"), ("n4", "4")):
         result = run(pytester, "eval_suites/example", "-n", n, "--gauge-out", label)
         assert result.ret == 0
-    for name in (
-        "pairwise_table.md",
-        "token_cost.md",
-        "conclusion.md",
-        "metrics.json",
-        "elo.md",
-        "elo.json",
-        "elo.svg",
-    ):
+    for name in ALL_REPORTS:
         a = (pytester.path / "n0" / "example" / "reports" / name).read_bytes()
         b = (pytester.path / "n4" / "example" / "reports" / name).read_bytes()
         assert a == b, name
