@@ -211,27 +211,24 @@ class Gateway:
         self,
         *,
         suite: str,
+        client_factory: Callable[[], openai.AsyncOpenAI],
         backend_id: str,
         shared: GatewayShared,
-        client: openai.AsyncOpenAI | None = None,
-        client_factory: Callable[[], openai.AsyncOpenAI] | None = None,
     ) -> None:
-        if (client is None) == (client_factory is None):
-            raise TypeError("Gateway needs a client or a client_factory (one of them)")
         self.suite = suite
         self.backend_id = backend_id
         self.shared = shared
-        self._client = client
         self._client_factory = client_factory
+        self._client: openai.AsyncOpenAI | None = None
         self._client_lock = threading.Lock()
 
     @property
     def client(self) -> openai.AsyncOpenAI:
-        """The suite's ``openai.AsyncOpenAI``, built on first use (the engine's thread or a fixture)."""
+        """The suite's ``openai.AsyncOpenAI``, built on first use (the engine's thread or a fixture): a run
+        answered entirely from the cache never builds one, nor imports openai."""
         if self._client is None:
             with self._client_lock:
                 if self._client is None:
-                    assert self._client_factory is not None
                     self._client = self._client_factory()
         return self._client
 

@@ -171,7 +171,7 @@ def test_exported_cassettes_replay_through_the_gateway_without_network(tmp_path:
         client = openai.AsyncOpenAI(api_key=KEY, base_url=srv.base_url, max_retries=0)
         recorder = Gateway(
             suite="suite-r",
-            client=client,
+            client_factory=lambda: client,
             backend_id="b",
             shared=shared(Store(tmp_path / "cache" / "responses"), False, "rec"),
         )
@@ -191,7 +191,7 @@ def test_exported_cassettes_replay_through_the_gateway_without_network(tmp_path:
         assert status == 0
         player = Gateway(
             suite="suite-r",
-            client=client,
+            client_factory=lambda: client,
             backend_id="b",
             shared=shared(Store(tmp_path / "cas"), True, "play"),
         )

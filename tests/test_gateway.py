@@ -57,7 +57,7 @@ def make_gateway(
         retry_after_cap=cap,
     )
     client = openai.AsyncOpenAI(api_key=KEY, base_url=server.base_url, max_retries=0)
-    return Gateway(suite="s", client=client, backend_id=server.base_url, shared=shared)
+    return Gateway(suite="s", client_factory=lambda: client, backend_id=server.base_url, shared=shared)
 
 
 def call(
