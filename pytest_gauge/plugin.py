@@ -158,7 +158,7 @@ class CaseItem(pytest.Item):
             raise GaugeCaseFailure(f"gateway failure: {outcome.error}")
         self.user_properties.append((RECORD_PROPERTY, dumps(outcome.record.to_json())))
         if not state.is_worker:  # no xdist: this process is the controller, keep the record as is
-            state.add_record(outcome.record, nodeid=self.nodeid)
+            state.add_record(outcome.record)
         if outcome.record.judge_choice == "error":
             raise GaugeCaseFailure(
                 f"judge error: {outcome.record.judge_error}\nraw verdict: {outcome.record.judge_raw!r}"
@@ -215,7 +215,7 @@ class GaugeRun:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when != "call" or self.state.is_worker:
             return  # records are collected where they are used: on the controller
-        if report.nodeid not in self.state.recorded_here:  # a worker's report: the record is in JSON
+        if self.config.pluginmanager.get_plugin("dsession") is not None:  # xdist's controller: from JSON
             for key, value in report.user_properties:
                 if key == RECORD_PROPERTY:
                     self.state.add_record(CaseRecord.from_json(json.loads(str(value))))

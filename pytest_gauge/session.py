@@ -87,7 +87,6 @@ class GaugeState:
     suites: dict[str, SuiteEntry] = field(default_factory=dict)
     selected: dict[str, list[str]] = field(default_factory=dict)
     records: dict[str, dict[str, CaseRecord]] = field(default_factory=dict)
-    recorded_here: set[str] = field(default_factory=set)
     engine: Engine | None = None
     shared: Any = None
     deselected_any: bool = False
@@ -213,11 +212,9 @@ class GaugeState:
             self.shared.ledger.close()
 
     # ----- controller ------------------------------------------------------------------------
-    def add_record(self, record: CaseRecord, nodeid: str | None = None) -> None:
-        """Keep a case's record for the end of the run; ``nodeid`` when the case ran in this process."""
+    def add_record(self, record: CaseRecord) -> None:
+        """Keep a case's record for the end of the run."""
         self.records.setdefault(record.suite, {})[record.case_id] = record
-        if nodeid is not None:
-            self.recorded_here.add(nodeid)
 
     def suite_metas(self) -> list[dict[str, Any]]:
         folder = self.run_dir / "suites"
@@ -229,7 +226,6 @@ class GaugeState:
         """Drop the run's records and rendered reports once they are written and shown, so pytest's
         end-of-run garbage collection passes do not walk them."""
         self.records.clear()
-        self.recorded_here.clear()
         self.finished.clear()
         self.engine = None
         self.shared = None
