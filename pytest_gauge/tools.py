@@ -34,12 +34,21 @@ class ToolResult:
     return_code: int = 0
 
 
+def _types(schema: Mapping[str, Any]) -> list[Any]:
+    """The schema's ``type`` as a list (it may be one name, a list of names, or absent)."""
+    kind = schema.get("type")
+    return kind if isinstance(kind, list) else [kind] if kind is not None else []
+
+
+def _shown(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)[:40]
+
+
 def validate_schema(schema: object, where: str = "parameters") -> None:
     """Check that a JSON Schema (the subset OpenAI function schemas use) is well formed."""
     if not isinstance(schema, Mapping):
         raise ToolError(f"{where}: a JSON Schema must be an object, got {type(schema).__name__}")
-    kind = schema.get("type")
-    kinds = kind if isinstance(kind, list) else [kind] if kind is not None else []
+    kinds = _types(schema)
     for k in kinds:
         if k not in _JSON_TYPES:
             raise ToolError(
@@ -85,14 +94,13 @@ def argument_errors(schema: Mapping[str, Any], value: Any, where: str = "argumen
 
     Extra properties are allowed unless the schema forbids them, as function-calling runtimes do.
     """
-    kind = schema.get("type")
-    kinds = kind if isinstance(kind, list) else [kind] if kind is not None else []
+    kinds = _types(schema)
     if kinds and not any(_is_type(value, k) for k in kinds):
-        return [f"{where}: expected {' or '.join(kinds)}, got {json.dumps(value, ensure_ascii=False)[:40]}"]
+        return [f"{where}: expected {' or '.join(kinds)}, got {_shown(value)}"]
     errors: list[str] = []
     enum = schema.get("enum")
     if isinstance(enum, list) and value not in enum:
-        errors.append(f"{where}: {json.dumps(value, ensure_ascii=False)[:40]} is not one of {enum}")
+        errors.append(f"{where}: {_shown(value)} is not one of {enum}")
     if isinstance(value, dict):
         props = schema.get("properties") or {}
         for name in schema.get("required") or []:
