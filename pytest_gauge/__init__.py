@@ -8,9 +8,8 @@ token/cost ledger, and suite-level gates that fail the run.
 from __future__ import annotations
 
 from .records import CaseRecord, Judgment, LedgerRecord, ToolCall, Transcript, Turn, Usage
-from .rules import RuleResult
 from .sim.profiles import SimAgent, SimJudge, SimUser
-from .suite import (
+from .suite.declare import (
     BestOf,
     CallableAgent,
     Judge,
@@ -22,7 +21,8 @@ from .suite import (
     env_model,
     reflection,
 )
-from .tools import Tool, ToolResult
+from .suite.rules import RuleResult
+from .suite.tools import Tool, ToolResult
 
 __all__ = [
     "BestOf",

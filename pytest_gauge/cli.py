@@ -1,6 +1,6 @@
 """``python -m pytest_gauge``: ``doctor``, ``cassettes export`` and ``cache prune``.
 
-argparse and printing only; the doctor's logic lives in :mod:`pytest_gauge.doctor`, the cassette and
+argparse and printing only; the doctor's logic lives in :mod:`pytest_gauge.gateway.doctor`, the cassette and
 cache logic in the small pure functions below (each returns what it did, the CLI prints it).
 """
 
@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from .doctor import CONFIG_KINDS, DEFAULT_TIMEOUT, print_config, run_doctor
-from .endpoint import KEY_VARIABLE
-from .store import Store
+from .gateway.doctor import CONFIG_KINDS, DEFAULT_TIMEOUT, print_config, run_doctor
+from .gateway.endpoint import KEY_VARIABLE
+from .gateway.store import Store
 
 __all__ = [
     "ExportResult",

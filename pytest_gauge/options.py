@@ -70,7 +70,7 @@ def _positive_int(text: str) -> int:
 
 def _gate_text(text: str) -> str:
     """Validate a ``--gauge-gate`` expression at parse time (pytest-benchmark style); keep its text."""
-    from .gates import gate_arg
+    from .analysis.gates import gate_arg
 
     return gate_arg(text).canonical()
 
@@ -238,7 +238,7 @@ def parse_price_lines(lines: list[str]) -> list[tuple[str, float, float]]:
 
 def resolve_options(config: pytest.Config) -> GaugeOptions:
     """Resolve every setting once, CLI first, then ini, then the default."""
-    from .prices import load_prices
+    from .gateway.prices import load_prices
 
     values: dict[str, Any] = {}
     for _suffix, ini, kind, _help, choices in _SETTINGS:
@@ -250,7 +250,7 @@ def resolve_options(config: pytest.Config) -> GaugeOptions:
     root = Path(config.rootpath)
     out = values["gauge_out"] or "gauge-out"
     cache_dir = values["gauge_cache_dir"] or str(root / ".gauge-cache")
-    from .gates import GateSyntaxError, parse_gates
+    from .analysis.gates import GateSyntaxError, parse_gates
 
     ini_gates = [str(g) for g in config.getini("gauge_gates")]
     try:

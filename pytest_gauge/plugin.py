@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-from .cases import Case, build_cases
-from .endpoint import check_base_url, check_key
+from .gateway.endpoint import check_base_url, check_key
 from .options import add_options, resolve_options
 from .records import CaseRecord, dumps
-from .session import GaugeState, SuiteEntry, state_key, stop_finished_workers
-from .suite import Suite, TaskFileError
+from .session.state import GaugeState, SuiteEntry, state_key, stop_finished_workers
+from .suite.cases import Case, build_cases
+from .suite.declare import Suite, TaskFileError
 
 RECORD_PROPERTY = "gauge_record"
 FATAL_PROPERTY = "gauge_fatal"
@@ -34,7 +34,7 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
         return None
     import sys
 
-    from .doctor import run_doctor
+    from .gateway.doctor import run_doctor
 
     return run_doctor(os.environ, sys.stdout)
 
@@ -59,7 +59,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[state_key] = state
     config.pluginmanager.register(GaugeRun(config), "gauge-run")
     if options.backend == "replay":
-        from .backends import install_replay_guard
+        from .gateway.backends import install_replay_guard
 
         install_replay_guard()
 
@@ -85,7 +85,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     state.close()
     state.release()
     if state.options.backend == "replay":
-        from .backends import replay_guard
+        from .gateway.backends import replay_guard
 
         replay_guard.active = False
 
@@ -252,7 +252,7 @@ class GaugeRun:
         return result
 
     def _finish(self, session: pytest.Session, *, interrupted: bool) -> None:
-        from .finish import finish_run
+        from .session.outputs import finish_run
 
         self.state.close()
         finish_run(session, self.state, interrupted=interrupted)
@@ -260,7 +260,7 @@ class GaugeRun:
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.state.is_worker or not self.state.finished:
             return
-        from .finish import write_summary
+        from .session.outputs import write_summary
 
         write_summary(terminalreporter, self.state)
 
@@ -294,7 +294,7 @@ def gauge_client(request: pytest.FixtureRequest) -> Any:
     ``gauge_client.chat(messages, model=..., role="agent")`` returns the reply text; ``.openai`` is the
     underlying ``openai.AsyncOpenAI`` for anything else.
     """
-    from .fixtures import GaugeClient
+    from .session.fixtures import GaugeClient
 
     state = request.config.stash[state_key]
     state.engine_for(request.session)

@@ -213,7 +213,7 @@ class LedgerRecord:
     so ids are identical whichever worker made the call. ``cost`` is nominal (what the call cost
     when it was made, also for cache hits); None when the model has no price or usage is missing.
     ``request`` is the request's cache key (None with the cache off): calls of different work that
-    send the same request share one gateway call (see :func:`pytest_gauge.ledger.merge_ledgers`).
+    send the same request share one gateway call (see :func:`pytest_gauge.gateway.ledger.merge_ledgers`).
     """
 
     run_id: str

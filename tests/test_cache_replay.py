@@ -15,7 +15,8 @@ from typing import Any
 import numpy
 import pytest
 
-from pytest_gauge import backends, eloreport
+from pytest_gauge.analysis import elo_report
+from pytest_gauge.gateway import backends
 from pytest_gauge.testing.server import LoopbackServer
 from pytest_gauge.testing.simserver import sim_responder
 from tests.conftest import normalised, read_jsonl
@@ -33,8 +34,8 @@ PRICES: dict[str, list[float]] = {
 }
 SPENT_HEADING = "## Spent this run"
 # Imported before any pytester snapshot: a snapshot's restore drops modules first imported during a test, and
-# numpy cannot be imported twice in one process (the in-process run's finish imports it through eloreport).
-PRELOADED = (numpy, eloreport)
+# numpy cannot be imported twice in one process (the in-process run's finish imports it through elo_report).
+PRELOADED = (numpy, elo_report)
 
 
 @pytest.fixture

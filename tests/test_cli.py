@@ -16,11 +16,11 @@ from typing import Any
 import openai
 
 from pytest_gauge.cli import export_cassettes, main, prune_cache, scrub_entry
-from pytest_gauge.client import CallContext, Gateway, GatewayShared
-from pytest_gauge.ledger import Ledger
-from pytest_gauge.limits import Budget, ConcurrencySlots, RateLimiter, SharedState
-from pytest_gauge.prices import PriceTable
-from pytest_gauge.store import Store, content_key
+from pytest_gauge.gateway.gateway import CallContext, Gateway, GatewayShared
+from pytest_gauge.gateway.ledger import Ledger
+from pytest_gauge.gateway.limits import Budget, ConcurrencySlots, RateLimiter, SharedState
+from pytest_gauge.gateway.prices import PriceTable
+from pytest_gauge.gateway.store import Store, content_key
 from pytest_gauge.testing.server import FaultPlan, LoopbackServer
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gauge.doctor import (
+from pytest_gauge.gateway.doctor import (
     Check,
     Target,
     format_checks,

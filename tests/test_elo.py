@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize  # type: ignore[import-untyped]
 
-from pytest_gauge.elo import (
+from pytest_gauge.analysis.elo import (
     ELO_PER_THETA,
     Comparison,
     EloResult,

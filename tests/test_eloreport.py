@@ -13,22 +13,21 @@ import numpy as np
 import pytest
 from syrupy.assertion import SnapshotAssertion
 
-from pytest_gauge.elo import Comparison, bootstrap_difference
-from pytest_gauge.eloreport import (
+from pytest_gauge.analysis.elo import Comparison, bootstrap_difference
+from pytest_gauge.analysis.elo_report import (
     NO_ELO,
     EloReport,
-    GateSource,
     TokenStats,
     build_elo_report,
     comparisons_from_records,
-    elo_json,
-    render_elo_md,
-    render_elo_svg,
     token_stats,
 )
-from pytest_gauge.gates import Term, evaluate_gate, parse_gate
-from pytest_gauge.metrics import SuiteMetrics, compute_metrics
+from pytest_gauge.analysis.gate_source import GateSource
+from pytest_gauge.analysis.gates import Term, evaluate_gate, parse_gate
+from pytest_gauge.analysis.metrics import SuiteMetrics, compute_metrics
 from pytest_gauge.records import CaseRecord, LedgerRecord, Usage
+from pytest_gauge.report.elo import elo_json, render_elo_md
+from pytest_gauge.report.elo_svg import render_elo_svg
 from tests.conftest import JSONTextSnapshot, MarkdownSnapshot, SVGSnapshot
 
 SVG_NS = "{http://www.w3.org/2000/svg}"

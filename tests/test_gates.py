@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from pytest_gauge.gates import (
+from pytest_gauge.analysis.gates import (
     GRAMMAR,
     Gate,
     GateResult,

@@ -15,13 +15,13 @@ from typing import Any
 import openai
 import pytest
 
-from pytest_gauge.client import CallContext, Gateway, GatewayShared, backoff, retry_delay
-from pytest_gauge.endpoint import check_base_url, check_key
-from pytest_gauge.errors import BudgetExhausted, ConfigurationError, GatewayError, ReplayMiss
-from pytest_gauge.ledger import Ledger, read_ledger_file
-from pytest_gauge.limits import Budget, ConcurrencySlots, RateLimiter, SharedState
-from pytest_gauge.prices import PriceTable
-from pytest_gauge.store import Store
+from pytest_gauge.gateway.endpoint import check_base_url, check_key
+from pytest_gauge.gateway.errors import BudgetExhausted, ConfigurationError, GatewayError, ReplayMiss
+from pytest_gauge.gateway.gateway import CallContext, Gateway, GatewayShared, backoff, retry_delay
+from pytest_gauge.gateway.ledger import Ledger, read_ledger_file
+from pytest_gauge.gateway.limits import Budget, ConcurrencySlots, RateLimiter, SharedState
+from pytest_gauge.gateway.prices import PriceTable
+from pytest_gauge.gateway.store import Store
 from pytest_gauge.testing.server import FaultPlan, LoopbackServer, ResponderError, completion
 
 KEY = "sk-test-key"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pytest_gauge.ledger import Ledger, attribute_shared_calls, merge_ledgers
+from pytest_gauge.gateway.ledger import Ledger, attribute_shared_calls, merge_ledgers
 from pytest_gauge.records import LedgerRecord, Usage
 
 USAGE = Usage(100, 20, 120)

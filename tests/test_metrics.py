@@ -9,7 +9,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from pytest_gauge.metrics import (
+from pytest_gauge.analysis.metrics import (
     COST_INCLUDES_RETRIES,
     Estimate,
     classify_pairs,

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from syrupy.assertion import SnapshotAssertion
 
-from pytest_gauge.gates import evaluate_gates, parse_gates
-from pytest_gauge.metrics import Estimate, SuiteMetrics, compute_metrics
+from pytest_gauge.analysis.gates import evaluate_gates, parse_gates
+from pytest_gauge.analysis.metrics import Estimate, SuiteMetrics, compute_metrics
+from pytest_gauge.gateway.prices import cost_of
 from pytest_gauge.options import GaugeOptions
-from pytest_gauge.prices import cost_of
 from pytest_gauge.records import CaseRecord, Judgment, LedgerRecord, Usage
 from pytest_gauge.report import (
     REPORT_FILES,

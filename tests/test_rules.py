@@ -1,4 +1,4 @@
-"""Tests for pytest_gauge.rules: every rule type on hand-built transcripts with hand-checked answers,
+"""Tests for pytest_gauge.suite.rules: every rule type on hand-built transcripts with hand-checked answers,
 the reward formula, every validation error path, and hint/check consistency via a tiny reply composer."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from pytest_gauge.records import ToolCall, Transcript, Turn
-from pytest_gauge.rules import (
+from pytest_gauge.suite.rules import (
     RULE_TYPES,
     Rule,
     RuleResult,

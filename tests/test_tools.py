@@ -20,14 +20,14 @@ from typing import Any
 import pytest
 
 from pytest_gauge import ModelAgent, Suite, Tool, ToolResult
-from pytest_gauge.dialogue import ChatResult, DialogueConfig, run_dialogue
-from pytest_gauge.judge import JUDGE_SYSTEM_PROMPT, Redactor, render_transcript
 from pytest_gauge.records import ToolCall, Transcript, Turn
-from pytest_gauge.rules import parse_rules, score
-from pytest_gauge.suite import SuiteError
-from pytest_gauge.tasks import Task
+from pytest_gauge.run.dialogue import ChatResult, DialogueConfig, run_dialogue
+from pytest_gauge.run.judge import JUDGE_SYSTEM_PROMPT, Redactor, render_transcript
+from pytest_gauge.suite.declare import SuiteError
+from pytest_gauge.suite.rules import parse_rules, score
+from pytest_gauge.suite.tasks import Task
+from pytest_gauge.suite.tools import ToolError, ToolExecutor, argument_errors, validate_schema
 from pytest_gauge.testing.server import LoopbackServer, completion, message_text, tool_call
-from pytest_gauge.tools import ToolError, ToolExecutor, argument_errors, validate_schema
 from tests.conftest import read_jsonl
 
 SUITE_DATA = Path(__file__).parent / "data" / "tools_suite"

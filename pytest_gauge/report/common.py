@@ -9,8 +9,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..gates import GateResult
-from ..metrics import Estimate, SuiteMetrics
+from ..analysis.gates import GateResult
+from ..analysis.metrics import Estimate, SuiteMetrics
 from ..options import GaugeOptions
 from ..records import CaseRecord, LedgerRecord
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from ..metrics import Estimate
+from ..analysis.metrics import Estimate
 from .common import (
     DASH,
     ROLES,

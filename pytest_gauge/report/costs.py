@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..metrics import COST_INCLUDES_RETRIES
+from ..analysis.metrics import COST_INCLUDES_RETRIES
 from ..records import LedgerRecord
 from .common import DASH, ROLES, ReportContext, _int, _pct, _price_basis, _prices, _suite, _table, _usd
 

@@ -7,7 +7,7 @@ import math
 import numbers
 from typing import Any
 
-from ..metrics import COST_INCLUDES_RETRIES, Estimate
+from ..analysis.metrics import COST_INCLUDES_RETRIES, Estimate
 from .common import ROLES, ReportContext, _cases, _categories, _n_tasks, _prices, _suite
 from .costs import model_costs, spent_this_run
 from .recommend import recommendations

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ..metrics import SuiteMetrics
+from ..analysis.metrics import SuiteMetrics
 from .common import _num
 
 __all__ = ["RULES", "Recommendation", "Rule", "recommendations"]

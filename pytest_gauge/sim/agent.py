@@ -14,10 +14,10 @@ from dataclasses import dataclass, replace
 from statistics import NormalDist
 from typing import Any
 
-from ..dialogue import REFLECTION_PROMPT
 from ..records import Transcript, Turn
-from ..rules import Rule, SimHint
-from ..tasks import Task
+from ..run.dialogue import REFLECTION_PROMPT
+from ..suite.rules import Rule, SimHint
+from ..suite.tasks import Task
 from .common import has_cjk, looks_like_error, message_text, seeded
 from .compose import ComposeInput, MergedHints, clarifying_question, compose, merge_hints, refusal_text
 from .profiles import SimAgent

@@ -17,7 +17,7 @@ from typing import Any
 import httpx2
 
 from ..records import dumps
-from ..tasks import Task
+from ..suite.tasks import Task
 from .agent import agent_reply
 from .common import SIM_VERSION, count_tokens, message_text, stable_hash, truncate_to_tokens
 from .judge import is_judge_request, judge_reply

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..rules import SimHint, count_words
+from ..suite.rules import SimHint, count_words
 
 __all__ = [
     "ComposeInput",

@@ -18,11 +18,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .. import judge as judge_mod
-from ..dialogue import tool_arguments
 from ..records import ToolCall, Transcript, Turn
-from ..rules import count_words
-from ..tasks import Task
+from ..run import judge as judge_mod
+from ..run.dialogue import tool_arguments
+from ..suite.rules import count_words
+from ..suite.tasks import Task
 from .agent import is_tool_rule
 from .common import has_cjk, looks_like_error, message_text, seeded, stable_hash
 from .profiles import SimJudge
@@ -53,7 +53,7 @@ def _tag(text: str, name: str) -> str | None:
 
 
 def parse_rendered(text: str, task_id: str = "") -> Transcript:
-    """Rebuild a pseudo transcript from :func:`pytest_gauge.judge.render_transcript` output."""
+    """Rebuild a pseudo transcript from :func:`pytest_gauge.run.judge.render_transcript` output."""
     blocks: list[tuple[str, str, list[str]]] = []  # (kind, header detail, content lines)
     for line in text.split("\n"):
         if _OMITTED.match(line):

@@ -15,8 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..dialogue import USER_SIM_LAST_TURN, USER_SIM_OPENING
-from ..rules import count_words
+from ..run.dialogue import USER_SIM_LAST_TURN, USER_SIM_OPENING
+from ..suite.rules import count_words
 from .common import has_cjk, message_text, seeded, stable_hash
 from .profiles import SimUser
 

@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..backends import sim_world
+from ..gateway.backends import sim_world
 from ..sim.backend import SimBackend
-from ..suite import Suite
+from ..suite.declare import Suite
 from .server import Responder, ResponderError
 
 __all__ = ["load_suite", "sim_responder"]

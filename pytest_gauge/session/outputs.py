@@ -20,10 +20,10 @@ from typing import Any
 
 import pytest
 
-from .ledger import merge_ledgers
-from .records import CaseRecord, LedgerRecord, dumps
-from .session import GaugeState
-from .store import Store, content_key
+from ..gateway.ledger import merge_ledgers
+from ..gateway.store import Store, content_key
+from ..records import CaseRecord, LedgerRecord, dumps
+from .state import GaugeState
 
 __all__ = ["finish_run", "write_summary"]
 
@@ -67,7 +67,7 @@ def write_outputs(
     state: GaugeState, meta: dict[str, Any], records: list[CaseRecord], ledger: list[LedgerRecord], out: Path
 ) -> None:
     """tasks.jsonl, agents/<agent>.jsonl, pairs/pair_results.jsonl, agent_runs.jsonl, manifest.json."""
-    from .judge import JUDGE_SYSTEM_PROMPT
+    from ..run.judge import JUDGE_SYSTEM_PROMPT
 
     name = meta["name"]
     tasks_text = _jsonl([{"format_version": 1}, *meta["tasks"]])
@@ -235,10 +235,13 @@ def check_report_snapshots(session: pytest.Session, meta: dict[str, Any], report
 
 def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool) -> None:
     """Write every suite's outputs and reports, evaluate its gates, and report them as test entries."""
-    from .eloreport import GateSource, build_elo_report, elo_json, render_elo_md, render_elo_svg
-    from .gates import evaluate_gates, fails_run, parse_gates
-    from .metrics import compute_metrics
-    from .report import ReportContext, render_reports
+    from ..analysis.elo_report import build_elo_report
+    from ..analysis.gate_source import GateSource
+    from ..analysis.gates import evaluate_gates, fails_run, parse_gates
+    from ..analysis.metrics import compute_metrics
+    from ..report import ReportContext, render_reports
+    from ..report.elo import elo_json, render_elo_md
+    from ..report.elo_svg import render_elo_svg
 
     metas = state.suite_metas()
     if not metas:
@@ -302,7 +305,7 @@ def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool)
 
 def write_summary(terminalreporter: Any, state: GaugeState) -> None:
     """The compact end-of-run table, once, on the controller (and GITHUB_STEP_SUMMARY if set)."""
-    from .report import render_summary, unpriced_warnings
+    from ..report import render_summary, unpriced_warnings
 
     texts = []
     for name in sorted(state.finished):

@@ -14,8 +14,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .records import ToolCall, Transcript, Turn, Usage
-from .tasks import Task
+from ..records import ToolCall, Transcript, Turn, Usage
+from ..suite.tasks import Task
 
 __all__ = [
     "REFLECTION_PROMPT",

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, ClassVar
 
-from .records import ToolCall, Transcript
+from ..records import ToolCall, Transcript
 
 __all__ = [
     "RULE_TYPES",

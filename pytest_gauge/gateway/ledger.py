@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 
-from .records import LedgerRecord, dumps
+from ..records import LedgerRecord, dumps
 
 __all__ = ["Ledger", "attribute_shared_calls", "merge_ledgers"]
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .records import ToolCall
+from ..records import ToolCall
 
 __all__ = ["Tool", "ToolError", "ToolExecutor", "ToolResult", "argument_errors", "validate_schema"]
 

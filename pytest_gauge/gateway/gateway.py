@@ -18,13 +18,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .dialogue import ChatResult
+from ..records import LedgerRecord, Usage
+from ..run.dialogue import ChatResult
 from .endpoint import KEY_VARIABLE, URL_VARIABLE, check_base_url
 from .errors import ConfigurationError, GatewayError, ReplayMiss
 from .ledger import Ledger
 from .limits import Budget, ConcurrencySlots, RateLimiter
 from .prices import PriceTable
-from .records import LedgerRecord, Usage
 from .store import Store, content_key
 
 if TYPE_CHECKING:  # imported where a call is sent: a run served from the cache never needs them

@@ -31,7 +31,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
-from .records import dumps
+from ..records import dumps
 
 __all__ = ["Store", "content_key"]
 

@@ -19,15 +19,15 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .cases import Case
-from .options import GaugeOptions
-from .records import CaseRecord, dumps
-from .store import Store
-from .suite import Suite
-from .tasks import Task
+from ..gateway.store import Store
+from ..options import GaugeOptions
+from ..records import CaseRecord, dumps
+from ..suite.cases import Case
+from ..suite.declare import Suite
+from ..suite.tasks import Task
 
 if TYPE_CHECKING:  # the engine imports openai; the xdist controller, which runs no case, never needs it
-    from .engine import Engine
+    from ..run.engine import Engine
 
 __all__ = ["GaugeState", "SuiteEntry", "render_progress", "state_key", "stop_finished_workers"]
 
@@ -119,12 +119,12 @@ class GaugeState:
         """Start this process's engine on first use, over every selected case of every suite."""
         if self.engine is not None:
             return self.engine
-        from .backends import build_client
-        from .client import Gateway, GatewayShared
-        from .engine import Engine, SuiteRuntime
-        from .ledger import Ledger
-        from .limits import Budget, ConcurrencySlots, RateLimiter, SharedState
-        from .prices import PriceTable
+        from ..gateway.backends import build_client
+        from ..gateway.gateway import Gateway, GatewayShared
+        from ..gateway.ledger import Ledger
+        from ..gateway.limits import Budget, ConcurrencySlots, RateLimiter, SharedState
+        from ..gateway.prices import PriceTable
+        from ..run.engine import Engine, SuiteRuntime
 
         opts = self.options
         run = self.run_dir

@@ -9,7 +9,7 @@ table), so each process runs an asyncio loop in a background thread:
   at a different offset) and keeps up to ``2 × max_concurrency`` units in progress; a judgment waits
   for its transcripts without holding one of those places; the gateway's shared slots bound the
   requests actually in flight;
-* every unit is **claimed through the run's work store** (:mod:`pytest_gauge.store`): the process
+* every unit is **claimed through the run's work store** (:mod:`pytest_gauge.gateway.store`): the process
   that takes the key's lock produces it, writes the result, and every other process waits for the
   file. So no work is done twice across workers, and the outcome does not depend on which worker
   ran which test. A process alone in its run (no xdist, or one worker) claims in memory and keeps
@@ -34,17 +34,17 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .cases import Case
-from .client import CallContext, Gateway
+from ..gateway.errors import GatewayError
+from ..gateway.gateway import CallContext, Gateway
+from ..gateway.store import Store, content_key
+from ..records import CaseRecord, Judgment, Transcript, Turn, Usage
+from ..suite.cases import Case
+from ..suite.declare import BestOf, CallableAgent, ModelAgent, Reflection, Suite
+from ..suite.rules import Score, score
+from ..suite.tasks import Task
+from ..suite.tools import ToolExecutor
 from .dialogue import REFLECTION_PROMPT, ChatResult, DialogueConfig, run_dialogue
-from .errors import GatewayError
 from .judge import Redactor, build_judge_messages, parse_verdict, slots
-from .records import CaseRecord, Judgment, Transcript, Turn, Usage
-from .rules import Score, score
-from .store import Store, content_key
-from .suite import BestOf, CallableAgent, ModelAgent, Reflection, Suite
-from .tasks import Task
-from .tools import ToolExecutor
 
 __all__ = ["CaseOutcome", "Engine", "SuiteRuntime"]
 
@@ -68,7 +68,7 @@ class Spend:
 
 
 class WorkCaller:
-    """The :class:`~pytest_gauge.dialogue.ChatCaller` of one unit of work: numbers its calls, sums spend."""
+    """The :class:`~.dialogue.ChatCaller` of one unit of work: numbers its calls, sums spend."""
 
     def __init__(self, gateway: Gateway, ctx: CallContext) -> None:
         self.gateway = gateway

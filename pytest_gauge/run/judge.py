@@ -12,8 +12,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .records import Judgment, Transcript
-from .tasks import Task
+from ..records import Judgment, Transcript
+from ..suite.tasks import Task
 
 __all__ = [
     "JUDGE_SYSTEM_PROMPT",

@@ -7,9 +7,9 @@ import asyncio
 import itertools
 from typing import Any
 
-from .client import CallContext
-from .dialogue import ChatResult
-from .session import GaugeState
+from ..gateway.gateway import CallContext
+from ..run.dialogue import ChatResult
+from .state import GaugeState
 
 __all__ = ["GaugeClient"]
 

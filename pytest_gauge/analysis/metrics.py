@@ -27,7 +27,7 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from .records import CaseRecord, LedgerRecord
+from ..records import CaseRecord, LedgerRecord
 
 __all__ = [
     "COST_INCLUDES_RETRIES",

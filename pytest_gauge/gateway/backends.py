@@ -11,10 +11,10 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from ..sim.profiles import SimJudge
+from ..suite.declare import ModelAgent, Suite
+from ..suite.tasks import Task
 from .endpoint import DEFAULT_BASE_URL, URL_VARIABLE, check_base_url, normalise_url, read_key
-from .sim.profiles import SimJudge
-from .suite import ModelAgent, Suite
-from .tasks import Task
 
 if TYPE_CHECKING:
     import openai
@@ -55,7 +55,7 @@ def install_replay_guard() -> None:
 
 
 def sim_world(suite: Suite, tasks: tuple[Task, ...], seed: int) -> Any:
-    from .sim.backend import SimWorld
+    from ..sim.backend import SimWorld
 
     agents = {a.model: (a.name, a.sim) for a in suite.agents if isinstance(a, ModelAgent)}
     judges: dict[str, SimJudge] = {suite.judge.model: suite.judge.sim, **dict(suite.judge.extra_sims)}
@@ -73,7 +73,7 @@ def build_client(
     until a call has to be sent.
     """
     if backend == "sim":
-        from .sim.backend import SimBackend
+        from ..sim.backend import SimBackend
 
         world = sim_world(suite, tasks, seed)
 

@@ -18,7 +18,6 @@ from typing import Literal, TextIO
 
 import openai
 
-from .client import diagnose
 from .endpoint import (
     DEFAULT_BASE_URL,
     KEY_VARIABLE,
@@ -29,6 +28,7 @@ from .endpoint import (
     fixed_path_url,
 )
 from .endpoint import read_key as _read_key
+from .gateway import diagnose
 
 __all__ = [
     "ANTHROPIC_VARIABLES",

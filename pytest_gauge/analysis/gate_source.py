@@ -1,0 +1,138 @@
+"""The gates' data source: suite metrics and, for ``elo``/``delta_elo``/``elo_per_1k_tokens``, the Elo fit."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from .elo import bootstrap_difference
+from .elo_report import ELO_METRICS, NO_ELO, EloReport, finite, tier_rows
+from .gates import Term
+from .metrics import Estimate, SuiteMetrics
+
+__all__ = ["GateSource"]
+
+
+def _elo_help() -> str:
+    return "Elo metrics: elo(agent), delta_elo(agent), elo_per_1k_tokens(agent)"
+
+
+class GateSource:
+    """A gate ``MetricSource`` over the suite metrics and the Elo report: ``elo``, ``delta_elo`` and
+    ``elo_per_1k_tokens`` (one agent each) come from the Elo fit, every other name from the metrics."""
+
+    def __init__(self, metrics: SuiteMetrics, elo: EloReport | None) -> None:
+        self.metrics = metrics
+        self.elo = elo
+        self._tiers = tier_rows(elo) if elo is not None else {}
+
+    # -- Elo terms --------------------------------------------------------------------------------
+
+    def _report(self) -> EloReport:
+        if self.elo is None:
+            raise KeyError(NO_ELO)
+        return self.elo
+
+    def _agent(self, name: str, args: tuple[str, ...]) -> str:
+        report = self._report()
+        if len(args) != 1:
+            raise KeyError(f"{name} takes one agent, e.g. {name}(agent_x); got {len(args)} arguments")
+        agent = args[0].strip()
+        if agent not in report.result.elo:
+            known = ", ".join(sorted(report.result.agents))
+            raise KeyError(f"{name}({agent}): unknown agent {agent!r}; agents: {known}")
+        if name != "elo" and agent not in self._tiers:
+            tiers = ", ".join(sorted(self._tiers)) or "none"
+            raise KeyError(
+                f"{name}({agent}): unknown tier, {agent!r} is in no compute family; tiers: {tiers}"
+            )
+        return agent
+
+    def _tasks(self, *agents: str) -> int:
+        report = self._report()
+        return min(report.judged_tasks.get(a, 0) for a in agents)
+
+    def _elo_term(self, name: str, args: tuple[str, ...]) -> tuple[Estimate, np.ndarray]:
+        """The estimate of an Elo term and its per-resample values (empty without bootstrap)."""
+        report = self._report()
+        res = report.result
+        agent = self._agent(name, tuple(args))
+        i = res.agents.index(agent)
+        has = res.samples.shape[0] > 0
+        if name == "elo":
+            low, high = res.low[agent], res.high[agent]
+            ok = finite(low) and finite(high)
+            est = Estimate(
+                res.elo[agent],
+                self._tasks(agent),
+                low if ok else None,
+                high if ok else None,
+                "bootstrap-tasks" if ok else "none",
+            )
+            return est, res.samples[:, i] if has else np.zeros(0)
+        row, prev = self._tiers[agent]
+        if prev is None:
+            return Estimate(None, self._tasks(agent), None, None, "none"), np.zeros(0)
+        n = self._tasks(agent, prev["agent"])
+        j = res.agents.index(prev["agent"])
+        delta = res.samples[:, i] - res.samples[:, j] if has else np.zeros(0)
+        if name == "delta_elo":
+            ok = row["delta_low"] is not None and row["delta_high"] is not None
+            method = "bootstrap-tasks" if ok else "none"
+            return Estimate(row["delta_elo"], n, row["delta_low"], row["delta_high"], method), delta
+        rate = row["delta_elo_per_1k_tokens"]
+        if rate is None:
+            return Estimate(None, n, None, None, "none"), np.zeros(0)
+        per_1k = (row["tokens_per_task"] - prev["tokens_per_task"]) / 1000.0
+        low, high = row["delta_low"], row["delta_high"]
+        if low is None or high is None:
+            return Estimate(rate, n, None, None, "none"), delta / per_1k
+        return Estimate(rate, n, low / per_1k, high / per_1k, "bootstrap-tasks"), delta / per_1k
+
+    # -- MetricSource -----------------------------------------------------------------------------
+
+    def lookup(self, name: str, args: tuple[str, ...] = ()) -> Estimate:
+        """An Elo term or, for any other name, the suite metric; KeyError names the known agents/metrics."""
+        if name in ELO_METRICS:
+            return self._elo_term(name, tuple(args))[0]
+        try:
+            return self.metrics.lookup(name, tuple(args))
+        except KeyError as err:
+            reason = err.args[0] if err.args and isinstance(err.args[0], str) else str(err)
+            if "unknown metric" in reason:
+                raise KeyError(f"{reason}; {_elo_help()}") from None
+            raise
+
+    def difference(self, left: Term, right: Term) -> Estimate:
+        """``left - right``: two Elo terms from the same bootstrap resamples, two suite metrics from theirs;
+        an Elo term minus a suite metric is a KeyError."""
+        l_elo, r_elo = left.name in ELO_METRICS, right.name in ELO_METRICS
+        if not l_elo and not r_elo:
+            return self.metrics.difference(left, right)
+        if l_elo != r_elo:
+            raise KeyError(
+                f"cannot subtract {right} from {left}: one comes from the Elo fit, the other from the case "
+                "metrics (no shared resamples)"
+            )
+        report = self._report()
+        if left.name == right.name == "elo":
+            a = self._agent("elo", tuple(left.args))
+            b = self._agent("elo", tuple(right.args))
+            return replace(bootstrap_difference(report.result, a, b), n=self._tasks(a, b))
+        ea, sa = self._elo_term(left.name, tuple(left.args))
+        eb, sb = self._elo_term(right.name, tuple(right.args))
+        n = min(ea.n, eb.n)
+        if ea.value is None or eb.value is None:
+            return Estimate(None, n, None, None, "none")
+        value = ea.value - eb.value
+        if sa.size == 0 or sb.size == 0:
+            return Estimate(value, n, None, None, "none")
+        low, high = np.percentile(sa - sb, [2.5, 97.5])
+        return Estimate(value, n, float(low), float(high), "bootstrap-tasks")
+
+    def drivers(self, name: str, args: tuple[str, ...] = ()) -> list[str]:
+        """What drove a suite metric (see ``SuiteMetrics.drivers``); none for Elo terms."""
+        if name in ELO_METRICS:
+            return []
+        return self.metrics.drivers(name, tuple(args))
