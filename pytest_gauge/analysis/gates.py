@@ -6,7 +6,7 @@ One grammar serves the suite module, the ini key ``gauge_gates`` and the CLI ``-
     GATE       := BOUND_EXPR OP NUMBER ( ';' OPTION )*
     BOUND_EXPR := ('lower' | 'upper') '(' EXPR ')' | EXPR
     EXPR       := TERM ( '-' TERM )?
-    TERM       := NAME ( '(' ARG (',' ARG)* ')' )?
+    TERM       := NAME ( '(' ARG (',' ARG)* ')' )? | 'delta' '(' TERM ')'
     OP         := '<=' | '>=' | '<' | '>' | '=='
     OPTION     := 'min_n' '=' INT | 'allow_inconclusive'
 """
@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 __all__ = [
+    "DELTA",
     "GRAMMAR",
     "Gate",
     "GateResult",
@@ -36,6 +37,7 @@ __all__ = [
     "gate_arg",
     "parse_gate",
     "parse_gates",
+    "parse_term",
 ]
 
 GRAMMAR = (
@@ -58,6 +60,8 @@ _NEGATED = {"<=": ">", ">=": "<", "<": ">=", ">": "<=", "==": "!="}
 _BOUNDS = ("lower", "upper")
 _OPTIONS = "min_n=INT, allow_inconclusive"
 _MAX_DRIVERS = 10
+DELTA = "delta"
+"""``delta(TERM)`` (current minus baseline): its one argument is a whole term."""
 SKIPPED_MESSAGE = "skipped: partial run (cases deselected), gates need the whole suite"
 
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -243,6 +247,8 @@ class _Parser:
             self.i = save
             return Term(name)
         self.i += 1
+        if name == DELTA:
+            return self.delta_term()
         args: list[str] = []
         while True:
             self.ws()
@@ -266,6 +272,17 @@ class _Parser:
                     f"expected ',' or ')' in {name}(...), found {self.found()} "
                     "('@', '.', '-' may appear only inside an argument)",
                 )
+
+    def delta_term(self) -> Term:
+        """``delta(TERM)``: the inner term's canonical text is the one argument (so ``str`` round-trips)."""
+        inner = self.term()
+        self.ws()
+        if self.peek() != ")":
+            raise self.error(self.i, f"expected ')' to close delta({inner}, found {self.found()}")
+        self.i += 1
+        if inner.name == DELTA:
+            raise self.error(self.i - 1, "delta(delta(...)) is not supported")
+        return Term(DELTA, (str(inner),))
 
     def op(self) -> str:
         self.ws()
@@ -351,6 +368,16 @@ class _Parser:
 def parse_gate(text: str) -> Gate:
     """Parse one gate expression; raises :class:`GateSyntaxError` pointing at the offending column."""
     return _Parser(text).parse()
+
+
+def parse_term(text: str) -> Term:
+    """Parse one metric term, e.g. the inner ``success_rate(agent_x)`` of ``delta(...)``."""
+    parser = _Parser(text)
+    term = parser.term()
+    parser.ws()
+    if not parser.at_end():
+        raise parser.error(parser.i, f"unexpected {parser.found()} after the term")
+    return term
 
 
 def parse_gates(lines: str | Sequence[str]) -> list[Gate]:

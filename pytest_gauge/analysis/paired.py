@@ -1,0 +1,206 @@
+"""Paired statistics over tasks: the statistical core of baseline comparison (and of later adaptive and
+coverage work), as pure, vectorised functions.
+
+Two runs evaluated on the same tasks are *paired*: a task that is hard stays hard in both runs, so the
+per-task difference ``current - baseline`` varies far less than either run's rate. Every interval here
+resamples *tasks* (rows of a ``rounds x tasks`` count matrix, see :func:`task_counts`) and takes the
+percentile interval of the resampled statistic; passing the same count matrix to several statistics makes
+their differences consistent. Every function also accepts a matrix of datasets (``tasks x M``), one
+column per simulated run, so validity simulations run thousands of comparisons in one product.
+
+The exact test on flipped tasks is McNemar's: under "no change", each discordant task (passed in one run,
+failed in the other) is equally likely to have flipped either way, so the number of regressions among
+the ``b + c`` discordant tasks is Binomial(b + c, 1/2).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from .metrics import Estimate, resample_counts
+
+__all__ = [
+    "Z95",
+    "FloatArray",
+    "PairedTally",
+    "bootstrap_means",
+    "bootstrap_ratios",
+    "discordant",
+    "mcnemar_exact",
+    "mcnemar_mid_p",
+    "mcnemar_randomized",
+    "paired_mean_delta",
+    "paired_ratio_delta",
+    "percentile_bounds",
+    "percentile_interval",
+    "task_counts",
+    "z_value",
+]
+
+FloatArray = npt.NDArray[np.float64]
+Z95 = 1.959963984540054
+"""The normal quantile of a two-sided 95% interval (the gates' confidence)."""
+
+
+def z_value(confidence: float) -> float:
+    """The two-sided normal quantile for ``confidence`` (0.95 -> 1.96), via the inverse error function."""
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    return _norm_ppf(0.5 + confidence / 2.0)
+
+
+def _norm_ppf(p: float) -> float:
+    """Inverse standard normal CDF by bisection on ``math.erf`` (exact to ~1e-12; no scipy needed)."""
+    lo, hi = -40.0, 40.0
+    for _ in range(200):
+        mid = (lo + hi) / 2.0
+        if 0.5 * (1.0 + math.erf(mid / math.sqrt(2.0))) < p:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2.0
+
+
+def task_counts(n_tasks: int, rounds: int, seed: int) -> FloatArray:
+    """The seeded ``rounds x n_tasks`` resample matrix (how often each task is drawn in each resample)."""
+    return resample_counts(n_tasks, rounds, np.random.default_rng(seed))
+
+
+def percentile_interval(samples: FloatArray, confidence: float = 0.95) -> tuple[float | None, float | None]:
+    """The percentile interval of resampled values along axis 0, ignoring NaN (undefined resamples).
+
+    1-D input gives one ``(low, high)``; None when no resample is finite.
+    """
+    vals = samples[np.isfinite(samples)]
+    if vals.size == 0:
+        return None, None
+    tail = (1.0 - confidence) / 2.0 * 100.0
+    low, high = np.percentile(vals, [tail, 100.0 - tail])
+    return float(low), float(high)
+
+
+def percentile_bounds(samples: FloatArray, confidence: float = 0.95) -> tuple[FloatArray, FloatArray]:
+    """Column-wise percentile intervals of a ``rounds x M`` matrix (NaN ignored; NaN where none finite):
+    one interval per simulated dataset, for validity simulations."""
+    tail = (1.0 - confidence) / 2.0 * 100.0
+    finite = np.asarray(np.isfinite(samples).any(axis=0), dtype=bool)
+    filled = np.where(finite[None, :], samples, 0.0)
+    low, high = np.nanpercentile(filled, [tail, 100.0 - tail], axis=0)
+    nan = np.full(samples.shape[1], np.nan)
+    return np.where(finite, low, nan), np.where(finite, high, nan)
+
+
+def bootstrap_means(values: FloatArray, counts: FloatArray) -> FloatArray:
+    """Resampled means of per-task ``values`` (shape ``(T,)`` or ``(T, M)``): ``(R,)`` or ``(R, M)``."""
+    n = values.shape[0]
+    if n == 0:
+        return np.full((counts.shape[0], *values.shape[1:]), np.nan)
+    return np.asarray(counts @ values / n, dtype=np.float64)
+
+
+def bootstrap_ratios(num: FloatArray, den: FloatArray, counts: FloatArray) -> FloatArray:
+    """Resampled ratios ``sum(num) / sum(den)`` over tasks; NaN where a resample's denominator is 0."""
+    bnum, bden = counts @ num, counts @ den
+    safe = np.where(bden > 0, bden, 1.0)
+    return np.asarray(np.where(bden > 0, bnum / safe, np.nan), dtype=np.float64)
+
+
+def paired_mean_delta(
+    current: FloatArray, baseline: FloatArray, counts: FloatArray, confidence: float = 0.95
+) -> Estimate:
+    """Mean over tasks of ``current - baseline`` (per-task values, same task order) with the paired
+    task-resampling percentile interval; ``n`` is the number of shared tasks."""
+    d = np.asarray(current, dtype=np.float64) - np.asarray(baseline, dtype=np.float64)
+    n = int(d.shape[0])
+    if n == 0:
+        return Estimate(None, 0, None, None, "none")
+    low, high = percentile_interval(bootstrap_means(d, counts), confidence)
+    return Estimate(float(d.mean()), n, low, high, "paired-bootstrap-tasks")
+
+
+@dataclass(frozen=True)
+class PairedTally:
+    """Per-task numerators and denominators of one ratio metric in both runs, on the shared tasks."""
+
+    current_num: FloatArray
+    current_den: FloatArray
+    baseline_num: FloatArray
+    baseline_den: FloatArray
+
+    def ratios(self) -> tuple[float | None, float | None]:
+        """The current and baseline ratios over all shared tasks (None where the denominator is 0)."""
+        cd, bd = float(self.current_den.sum()), float(self.baseline_den.sum())
+        cur = float(self.current_num.sum()) / cd if cd > 0 else None
+        base = float(self.baseline_num.sum()) / bd if bd > 0 else None
+        return cur, base
+
+
+def paired_ratio_delta(tally: PairedTally, counts: FloatArray, confidence: float = 0.95) -> Estimate:
+    """``ratio(current) - ratio(baseline)`` with both ratios computed on the SAME resampled tasks, so
+    task difficulty cancels; ``n`` is the smaller of the two denominators."""
+    cur, base = tally.ratios()
+    n = round(min(float(tally.current_den.sum()), float(tally.baseline_den.sum())))
+    if cur is None or base is None:
+        return Estimate(None, n, None, None, "none")
+    diff = bootstrap_ratios(tally.current_num, tally.current_den, counts) - bootstrap_ratios(
+        tally.baseline_num, tally.baseline_den, counts
+    )
+    low, high = percentile_interval(diff, confidence)
+    return Estimate(cur - base, n, low, high, "paired-bootstrap-tasks")
+
+
+def _binom_cdf_half(k: int, n: int) -> float:
+    """P(X <= k) for X ~ Binomial(n, 1/2), exactly (integer sums, one correctly rounded division)."""
+    if k < 0:
+        return 0.0
+    if k >= n:
+        return 1.0
+    return float(sum(math.comb(n, i) for i in range(k + 1)) / 2**n)
+
+
+def mcnemar_exact(regressed: int, fixed: int) -> float:
+    """Two-sided exact McNemar p-value: ``min(1, 2 P(X <= min(b, c)))``, X ~ Bin(b + c, 1/2); 1.0 with no
+    discordant task. Conservative (discrete): use it for decisions."""
+    if regressed < 0 or fixed < 0:
+        raise ValueError("counts must be >= 0")
+    n = regressed + fixed
+    if n == 0:
+        return 1.0
+    return min(1.0, 2.0 * _binom_cdf_half(min(regressed, fixed), n))
+
+
+def mcnemar_mid_p(regressed: int, fixed: int) -> float:
+    """The mid-p version (half the probability of the observed table counted): less conservative and
+    close to uniform under "no change", which is what a calibration check looks at."""
+    n = regressed + fixed
+    if n == 0:
+        return 1.0
+    k = min(regressed, fixed)
+    point = float(math.comb(n, k) / 2**n)
+    return min(1.0, 2.0 * (_binom_cdf_half(k, n) - 0.5 * point))
+
+
+def mcnemar_randomized(regressed: int, fixed: int, u: float) -> float:
+    """The randomized exact McNemar p-value: tables strictly more extreme than the observed one, plus ``u``
+    (uniform in [0, 1)) times those exactly as extreme. Exactly uniform under "no change", so it checks the
+    test's null model (flips equally likely both ways) without the discreteness of the exact p-value."""
+    n = regressed + fixed
+    if n == 0:
+        return u
+    k = min(regressed, fixed)
+    point = float(math.comb(n, k) / 2**n)
+    if 2 * k == n:
+        return u * point + (1.0 - point)
+    return 2.0 * _binom_cdf_half(k - 1, n) + u * 2.0 * point
+
+
+def discordant(current: Sequence[bool], baseline: Sequence[bool]) -> tuple[int, int]:
+    """``(regressed, fixed)``: units that passed before and fail now, and the reverse."""
+    b = sum(1 for c, p in zip(current, baseline, strict=True) if p and not c)
+    c_ = sum(1 for c, p in zip(current, baseline, strict=True) if c and not p)
+    return b, c_

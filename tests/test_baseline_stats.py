@@ -1,0 +1,254 @@
+"""The statistical core of baselines, repeats and sample sizes (issue 15): hand-computed cases, and in the
+slow tier validity against known truth on simulated per-task outcomes (vectorised: one column per run).
+
+The simulations draw each task's true success probability from a Beta around 0.6 (``conc`` is its
+concentration: small = tasks an agent mostly passes or mostly fails, large = every task alike), then
+baseline and current outcomes independently per run; a "drop of d" scales every task's probability by
+``1 - d / mean``, so the mean falls by exactly ``d``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from pytest_gauge.analysis.paired import (
+    PairedTally,
+    bootstrap_means,
+    mcnemar_exact,
+    mcnemar_mid_p,
+    mcnemar_randomized,
+    paired_mean_delta,
+    paired_ratio_delta,
+    percentile_bounds,
+    task_counts,
+    z_value,
+)
+from pytest_gauge.analysis.power import gate_needed_n, min_detectable, needed_n, noise_floor, unit_sd
+from pytest_gauge.analysis.repeats import (
+    RepeatCounts,
+    flaky_tasks,
+    noise_floor_of,
+    pass_at_k,
+    pass_at_k_values,
+    pass_hat_k,
+    pass_hat_k_values,
+)
+
+T = 44
+ROUNDS = 2000
+RUNS = 200
+
+
+# -- hand-computed cases ---------------------------------------------------------------------------
+
+
+def test_z_values_match_the_normal_table() -> None:
+    assert z_value(0.95) == pytest.approx(1.959964, abs=1e-6)
+    assert z_value(0.6) == pytest.approx(0.841621, abs=1e-6)  # the 80% power quantile
+
+
+def test_mcnemar_exact_and_mid_p_by_hand() -> None:
+    # 5 regressed, 1 fixed: P(X <= 1 | n=6) = 7/64, two-sided 14/64; mid-p = 2 * (7/64 - 6/128)
+    assert mcnemar_exact(5, 1) == pytest.approx(14 / 64)
+    assert mcnemar_mid_p(5, 1) == pytest.approx(2 * (7 / 64 - 3 / 64))
+    assert mcnemar_exact(1, 5) == mcnemar_exact(5, 1)
+    assert mcnemar_exact(0, 0) == 1.0
+    assert mcnemar_exact(3, 3) == 1.0
+    assert mcnemar_exact(8, 0) == pytest.approx(2 / 256)
+    # randomized: strictly more extreme tables (0 or 6 of 6) plus u times the observed (1 or 5)
+    assert mcnemar_randomized(5, 1, 0.0) == pytest.approx(2 / 64)
+    assert mcnemar_randomized(5, 1, 1.0) == pytest.approx(14 / 64)
+    assert mcnemar_randomized(2, 2, 1.0) == pytest.approx(1.0)
+
+
+def test_paired_mean_delta_by_hand_and_paired_beats_unpaired() -> None:
+    before = np.array([1.0, 1.0, 0.0, 0.0, 1.0])
+    now = np.array([1.0, 0.0, 0.0, 0.0, 1.0])
+    est = paired_mean_delta(now, before, task_counts(5, 500, 1))
+    assert est.value == pytest.approx(-0.2)
+    assert est.n == 5
+    assert est.low is not None and est.high is not None
+    assert -1.0 <= est.low <= -0.2 <= est.high <= 0.0
+    # identical runs: a zero-width interval at 0
+    same = paired_mean_delta(before, before, task_counts(5, 500, 1))
+    assert (same.value, same.low, same.high) == (0.0, 0.0, 0.0)
+
+
+def test_paired_ratio_delta_uses_the_same_tasks_for_both_ratios() -> None:
+    # cost per success; task 2 costs the same in both runs but lost its success
+    tally = PairedTally(
+        current_num=np.array([1.0, 2.0, 3.0]),
+        current_den=np.array([1.0, 0.0, 1.0]),
+        baseline_num=np.array([1.0, 2.0, 3.0]),
+        baseline_den=np.array([1.0, 1.0, 1.0]),
+    )
+    est = paired_ratio_delta(tally, task_counts(3, 400, 2))
+    assert est.value == pytest.approx(6 / 2 - 6 / 3)
+    assert est.n == 2
+    assert est.low is not None and est.high is not None and est.low <= est.value <= est.high
+
+
+def test_power_formulas_by_hand() -> None:
+    sd = 0.5
+    # ((1.96 + 0.8416) * 0.5 / 0.1)^2 = 196.2 -> 197
+    assert needed_n(0.1, sd) == 197
+    assert needed_n(-0.1, sd) == 197
+    assert needed_n(0.0, sd) is None
+    mdr = min_detectable(sd, 197)
+    assert mdr is not None and mdr == pytest.approx(0.1, rel=0.01)
+    floor = noise_floor(sd, 100)
+    assert floor == pytest.approx(1.959964 * 0.05)
+    assert unit_sd(0.2, 0.6, 16) == pytest.approx(0.4 / (2 * 1.959964) * 4)
+
+
+def test_gate_needed_n_cases() -> None:
+    # upper(lrs_close) <= 0.3 at n=24 with value 0.35 [0.2, 0.5]: sd = 0.3/3.92*sqrt(24)
+    res = gate_needed_n(0.35, 0.2, 0.5, 24, 0.3)
+    sd = 0.3 / (2 * 1.959964) * math.sqrt(24)
+    assert res.n == math.ceil(((1.959964 + 0.841621) * sd / 0.05) ** 2)
+    assert "tasks would decide it" in res.text
+    assert gate_needed_n(0.3, 0.2, 0.4, 24, 0.3).n is None  # on the threshold: no size decides it
+    assert gate_needed_n(None, None, None, 0, 0.3).n is None
+    # min_n is a floor
+    assert gate_needed_n(0.9, 0.85, 0.95, 10, 0.5, min_n=30).n == 30
+
+
+def test_pass_at_k_and_pass_hat_k_by_hand() -> None:
+    c, n = np.array([0, 1, 3]), np.array([3, 3, 3])
+    # pass@2 per task: 1 - C(n-c,2)/C(3,2) = 0, 1 - 1/3, 1
+    assert pass_at_k_values(c, n, 2) == pytest.approx([0.0, 2 / 3, 1.0])
+    # pass^2 per task: C(c,2)/C(3,2) = 0, 0, 1
+    assert pass_hat_k_values(c, n, 2) == pytest.approx([0.0, 0.0, 1.0])
+    counts = RepeatCounts(("a", "b", "c"), c, n)
+    at = pass_at_k(counts, 2, rounds=300, seed=1)
+    hat = pass_hat_k(counts, 2, rounds=300, seed=1)
+    assert at.value == pytest.approx(5 / 9) and at.n == 3
+    assert hat.value == pytest.approx(1 / 3)
+    flaky, ids = flaky_tasks(counts)
+    assert flaky.value == 1 and ids == ("b",)
+    with pytest.raises(ValueError, match="needs at least 4 samples"):
+        pass_at_k_values(c, n, 4)
+
+
+def test_noise_floor_with_and_without_repeats() -> None:
+    # two samples per task, c = 1 of 2 everywhere: v = 1*1/(2*1) = 0.5, var_run = 0.5/2/T
+    counts = RepeatCounts(tuple("abcd"), np.array([1, 1, 1, 1]), np.array([2, 2, 2, 2]))
+    assert noise_floor_of(counts) == pytest.approx(1.959964 * math.sqrt(2 * 4 * 0.25 / 16))
+    # one sample: the pooled bound p(1-p) = 0.25
+    single = RepeatCounts(tuple("abcd"), np.array([1, 0, 1, 0]), np.array([1, 1, 1, 1]))
+    assert noise_floor_of(single) == pytest.approx(1.959964 * math.sqrt(2 * 4 * 0.25 / 16))
+
+
+# -- validity against known truth (slow tier) ------------------------------------------------------
+
+
+def _truth(conc: float, seed: int, mean: float = 0.6) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return rng.beta(mean * conc, (1 - mean) * conc, size=T)
+
+
+def _runs(p: np.ndarray, drop: float, rng: np.random.Generator, runs: int = RUNS) -> tuple[np.ndarray, ...]:
+    """Baseline and current outcomes (tasks x runs) and per-run upper 95% bounds of the paired delta."""
+    q = p * (1.0 - drop / p.mean())
+    before = (rng.random((T, runs)) < p[:, None]).astype(np.float64)
+    now = (rng.random((T, runs)) < q[:, None]).astype(np.float64)
+    d = now - before
+    _, high = percentile_bounds(bootstrap_means(d, task_counts(T, ROUNDS, 7)))
+    return before, now, d, high
+
+
+def _stated_mdr(d: np.ndarray) -> float:
+    sd = d.std(axis=0, ddof=1)
+    values = [min_detectable(float(s), T) for s in sd]
+    return float(np.median([v for v in values if v is not None]))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("conc", [4.0, 1000.0])
+def test_no_change_rarely_fails_and_mcnemar_null_holds(conc: float) -> None:
+    rng = np.random.default_rng(11)
+    before, now, _, high = _runs(_truth(conc, 5), 0.0, rng)
+    false_fail = float(np.mean(high < 0))  # gate upper(delta(success_rate(a))) >= 0 fails
+    assert false_fail <= 0.05
+    b = ((before == 1) & (now == 0)).sum(axis=0)
+    c = ((before == 0) & (now == 1)).sum(axis=0)
+    u = rng.random(RUNS)
+    randomized = [mcnemar_randomized(int(x), int(y), float(w)) for x, y, w in zip(b, c, u, strict=True)]
+    assert stats.kstest(randomized, "uniform").pvalue > 0.01
+    exact = np.array([mcnemar_exact(int(x), int(y)) for x, y in zip(b, c, strict=True)])
+    assert float(np.mean(exact <= 0.05)) <= 0.05  # the exact test is valid (conservative)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("conc", [1.0, 4.0, 1000.0])
+def test_a_drop_equal_to_the_stated_mdr_is_caught_70_to_90_percent(conc: float) -> None:
+    """The suite states its MDR from the comparison it sees (which includes the drop), so the honest
+    check is at the fixed point: the drop equals the MDR stated under that drop."""
+    p = _truth(conc, 6)
+    rng = np.random.default_rng(12)
+    drop = _stated_mdr(_runs(p, 0.0, rng)[2])
+    for _ in range(2):
+        drop = _stated_mdr(_runs(p, drop, rng)[2])
+    caught = float(np.mean(_runs(p, drop, rng)[3] < 0))
+    assert 0.70 <= caught <= 0.90, (drop, caught)
+
+
+@pytest.mark.slow
+def test_a_quarter_drop_on_44_tasks_is_caught_when_tasks_differ() -> None:
+    """0.25 on 44 tasks: caught >= 80% when tasks are mostly-pass or mostly-fail (concentration 0.5);
+    with every task alike the best any 95% paired test can do is ~66% (see the report)."""
+    rng = np.random.default_rng(13)
+    caught = float(np.mean(_runs(_truth(0.5, 7), 0.25, rng, runs=400)[3] < 0))
+    assert caught >= 0.80
+
+
+@pytest.mark.slow
+def test_pass_at_k_and_pass_hat_k_are_unbiased() -> None:
+    rng = np.random.default_rng(14)
+    p = _truth(2.0, 8)
+    n, k, runs = 5, 3, 4000
+    c = rng.binomial(n, p[:, None], size=(T, runs))
+    at = np.mean([pass_at_k_values(c[:, j], np.full(T, n), k).mean() for j in range(runs)])
+    hat = np.mean([pass_hat_k_values(c[:, j], np.full(T, n), k).mean() for j in range(runs)])
+    truth_at = float(np.mean(1 - (1 - p) ** k))
+    truth_hat = float(np.mean(p**k))
+    # simulation error of a mean of 4000 runs: well under 0.005
+    assert at == pytest.approx(truth_at, abs=0.005)
+    assert hat == pytest.approx(truth_hat, abs=0.005)
+    # the plug-in estimator (c/n)^k is biased upward for pass^k by far more than the tolerance
+    plug = np.mean(((c / n) ** k).mean(axis=0))
+    assert plug - truth_hat > 0.02
+
+
+@pytest.mark.slow
+def test_needed_n_decides_the_gate_70_to_90_percent() -> None:
+    """Pilots of 24 tasks for ``upper(rate) <= 0.3`` whose interval crosses the threshold state a needed_n;
+    suites of that size whose true rate is the pilot's observed rate (the effect holds) decide the gate
+    in 70-90% of runs. Checked for three pilots with different observed effects."""
+    rng = np.random.default_rng(15)
+    threshold = 0.3
+
+    def suite(rate: float, n: int, runs: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        tasks = rng.beta(rate * 2, (1 - rate) * 2, size=(n, runs))  # heterogeneous tasks, mean ``rate``
+        x = (rng.random((n, runs)) < tasks).astype(np.float64)
+        low, high = percentile_bounds(bootstrap_means(x, task_counts(n, ROUNDS, 3)))
+        return x.mean(axis=0), low, high
+
+    value, low, high = suite(0.25, 24, RUNS)
+    crossing = [
+        (float(v), float(lo), float(hi))
+        for v, lo, hi in zip(value, low, high, strict=True)
+        if lo <= threshold <= hi and abs(v - threshold) >= 0.05
+    ]
+    pilots = sorted(crossing)[:: max(1, len(crossing) // 3)][:3]
+    assert len(pilots) == 3
+    for v, lo, hi in pilots:
+        size = gate_needed_n(v, lo, hi, 24, threshold).n
+        assert size is not None and size > 24
+        _, low_n, high_n = suite(v, size, RUNS)
+        decided = float(np.mean((high_n < threshold) | (low_n > threshold)))
+        assert 0.70 <= decided <= 0.90, (v, size, decided)
