@@ -1,7 +1,8 @@
 """The wire formats shared by every part of the pipeline: transcripts, case records, ledger records.
 
 Workers and the controller exchange only these plain JSON forms (xdist-serializable, diffable),
-so this module is the one place that says what a field means. Definitions follow SPEC §5 and §8.
+so this module is the one place that says what a field means. Definitions: docs/protocol.md#case-record
+and docs/protocol.md#ledger.
 """
 
 from __future__ import annotations
@@ -142,7 +143,8 @@ class Judgment:
 
 @dataclass
 class CaseRecord:
-    """One judged case (task × pair × order): the row of ``pairs/pair_results.jsonl`` (SPEC §5).
+    """One judged case (task × pair × order): the row of ``pairs/pair_results.jsonl``
+    (docs/protocol.md#case-record).
 
     ``agent_left``/``agent_right`` are the pair as declared; ``blind_order`` says who sat in slot A.
     ``judge_choice`` and ``judge_reward_*`` are in slot terms; ``reward_*`` are the rule verifier's.
@@ -206,7 +208,7 @@ class CaseRecord:
 
 @dataclass
 class LedgerRecord:
-    """One gateway attempt (SPEC §8). A retried call has several records sharing ``call_id``.
+    """One gateway attempt (docs/protocol.md#ledger). A retried call has several records sharing ``call_id``.
 
     ``work`` names what the call belongs to: ``transcript/<task>/<agent>/<sample>`` or
     ``judge/<case_id>/<judge>/<repeat>``. ``call_id`` is ``<work>#<n>`` (n-th call of that work),

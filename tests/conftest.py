@@ -16,7 +16,7 @@ DATA = Path(__file__).parent / "data"
 # tests/data holds suites that the tests copy into pytester folders; they are not tests of this project.
 collect_ignore = ["data"]
 
-# Fields that may legitimately differ between runs of the same seed (SPEC: only latencies,
+# Fields that may legitimately differ between runs of the same seed (docs/protocol.md#ledger: only latencies,
 # timestamps, run and worker ids).
 VOLATILE = {"latency_s", "ts", "run_id", "worker", "finished_at"}
 

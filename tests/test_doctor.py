@@ -1,5 +1,5 @@
 """``python -m pytest_gauge doctor`` against the fault-injecting loopback server: each misconfiguration of
-SPEC §11 gets the right status and fix, and the key never appears in the output."""
+docs/protocol.md#gateway-failures gets the right status and fix, and the key never appears in the output."""
 
 from __future__ import annotations
 

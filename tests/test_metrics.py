@@ -47,7 +47,8 @@ def case(
     sample: int = 0,
     rewards: tuple[float, float] | None = None,
 ) -> CaseRecord:
-    """A case record; selected_reward / lower_reward_selected follow SPEC §5 from the slot choice."""
+    """A case record; selected_reward / lower_reward_selected follow from the slot choice
+    (docs/protocol.md#case-record)."""
     facts = TRANSCRIPTS if facts is None else facts
     if rewards is not None:
         rl, sl, ul = rewards[0], rewards[0] == 1.0, None

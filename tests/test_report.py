@@ -220,7 +220,8 @@ def _case_spend(
 
 
 def build_records(ledger: list[LedgerRecord], with_judgments: bool = False) -> list[CaseRecord]:
-    """SPEC §5 records: selected_reward / lower_reward_selected derived from the slot choice."""
+    """Case records (docs/protocol.md#case-record): selected_reward / lower_reward_selected derived from
+    the slot choice."""
     out = []
     for task, left, right, order in all_case_keys():
         choice, ra, rb, reason = VERDICTS[(task, left, right, order)]

@@ -42,7 +42,8 @@ def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
 
 
 def recompute(records: list[dict]) -> dict[str, float]:
-    """SPEC §6 by hand: LRS over non-tie, non-error unequal-reward cases; flips over both-order groups."""
+    """docs/protocol.md#metrics by hand: LRS over non-tie, non-error unequal-reward cases; flips over
+    both-order groups."""
     eligible = [
         r for r in records if r["judge_choice"] in ("A", "B") and r["reward_left"] != r["reward_right"]
     ]

@@ -1,5 +1,6 @@
 """Test-time compute tiers: one agent at best-of-1/2/4/8 (the rule verifier picks the sample), judged
-blind against each other. Elo should rise with the tier while Elo per 1k tokens falls (SPEC §9)."""
+blind against each other. Elo should rise with the tier while Elo per 1k tokens falls
+(docs/protocol.md#elo)."""
 
 from __future__ import annotations
 

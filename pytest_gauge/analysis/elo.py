@@ -1,4 +1,4 @@
-"""Bradley-Terry strengths on an Elo scale with task-resampling bootstrap intervals (SPEC §9).
+"""Bradley-Terry strengths on an Elo scale with task-resampling bootstrap intervals (docs/protocol.md#elo).
 
 Comparisons are aggregated once into a ``(n_tasks, k, k)`` wins tensor; the pooled fit is Newton's
 method on the log-likelihood (mean-zero strengths, gradient-norm convergence). The bootstrap resamples
@@ -491,7 +491,8 @@ def tier_table(
     tokens_per_task: Mapping[str, float],
     delta_intervals: Mapping[tuple[str, str], tuple[float, float]] | None = None,
 ) -> list[dict[str, Any]]:
-    """Elo per token by compute tier: each tier vs the previous tier of its family (SPEC §9 step 3).
+    """Elo per token by compute tier: each tier vs the previous tier of its family (docs/protocol.md#elo,
+    step 3).
 
     ``families`` maps a family to its (tier, agent) list in increasing compute. ``delta_intervals`` keyed
     by (previous agent, agent) overrides the bootstrap interval of the ΔElo. Verdicts: ``baseline`` (first

@@ -1,5 +1,6 @@
-"""The Elo side of a suite's numbers (SPEC §9): judged cases to Bradley-Terry comparisons, ledger tokens
-per task, and Elo per token by compute tier, gathered into one :class:`EloReport` for the reports and gates.
+"""The Elo side of a suite's numbers (docs/protocol.md#elo): judged cases to Bradley-Terry comparisons,
+ledger tokens per task, and Elo per token by compute tier, gathered into one :class:`EloReport` for the
+reports and gates.
 
 Tokens per task are nominal (every attempt with usage, cache hits included) and averaged over the agent's
 tasks. "All roles" charges an agent its transcripts (agent and simulated-user calls, plus any other call

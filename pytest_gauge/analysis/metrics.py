@@ -1,4 +1,4 @@
-"""Suite-level statistics over judged cases (SPEC §5–§7), each with its count and a 95% interval.
+"""Suite-level statistics over judged cases, each with its count and 95% interval (docs/protocol.md#metrics).
 
 Interval methods (the choice is part of the result, see :attr:`Estimate.method`):
 
@@ -677,7 +677,8 @@ def compute_metrics(
     ledger: Sequence[LedgerRecord] = (),
     expected_cases: int | None = None,
 ) -> SuiteMetrics:
-    """All suite metrics of SPEC §6–§7 from case records (and the ledger for costs); deterministic in seed."""
+    """All suite metrics (docs/protocol.md#metrics) from case records (and the ledger for costs);
+    deterministic in seed."""
     tasks = sorted({r.task_id for r in records})
     t_index = {t: i for i, t in enumerate(tasks)}
     n_tasks = len(tasks)

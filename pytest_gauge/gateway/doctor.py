@@ -1,4 +1,5 @@
-"""``python -m pytest_gauge doctor``: check the gateway setup before a paid run (SPEC §11).
+"""``python -m pytest_gauge doctor``: check the gateway setup before a paid run
+(docs/protocol.md#gateway-failures).
 
 Every check is a pure-ish function returning :class:`Check` results (ok / warn / fail, each with its
 fix), so the CLI and the ``--gauge-doctor`` pytest flag print the same thing. The key is never printed,

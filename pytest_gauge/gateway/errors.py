@@ -1,4 +1,5 @@
-"""Typed gateway failures, each with its cause and the fix (SPEC §11). Messages never carry the key."""
+"""Typed gateway failures, each with its cause and the fix (docs/protocol.md#gateway-failures).
+Messages never carry the key."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The OpenAI-compatible gateway: the response cache, shared limits, retries owned by the plugin
-(every attempt a ledger record), and typed, actionable errors (SPEC §11).
+(every attempt a ledger record), and typed, actionable errors (docs/protocol.md#gateway-failures).
 
 Every gateway call of every role goes through :meth:`Gateway.chat`. The ``openai`` SDK's own retries
 are off (``max_retries=0``) so each attempt is visible. The sim backend is the same path with an
@@ -38,7 +38,7 @@ RETRYABLE = frozenset({408, 409, 429})
 
 @dataclass(frozen=True)
 class CallContext:
-    """Which work a call belongs to (SPEC §8): suite, task, work key, strategy."""
+    """Which work a call belongs to (docs/protocol.md#ledger): suite, task, work key, strategy."""
 
     suite: str
     task_id: str
@@ -131,7 +131,7 @@ def _url_fix(url: str) -> str:
 
 
 def diagnose(exc: Exception, role: str, model: str, attempts: int) -> GatewayError:
-    """Map an SDK exception to a typed error with cause and fix (SPEC §11)."""
+    """Map an SDK exception to a typed error with cause and fix (docs/protocol.md#gateway-failures)."""
     import openai
 
     if isinstance(exc, openai.APIStatusError):

@@ -1,5 +1,6 @@
-"""One record per gateway attempt (SPEC §8), appended by each process to its own file and merged on
-the controller in a deterministic order, so ``agent_runs.jsonl`` is the same with ``-n 0`` and ``-n 4``.
+"""One record per gateway attempt (docs/protocol.md#ledger), appended by each process to its own file and
+merged on the controller in a deterministic order, so ``agent_runs.jsonl`` is the same with ``-n 0`` and
+``-n 4``.
 
 Each process appends whole lines to ``ledger-<worker>.jsonl`` in the run folder and flushes after every
 record, so a crash loses at most the line being written; the controller merges every worker's file

@@ -1,4 +1,5 @@
-"""Per-model prices as configuration (SPEC §7): ini lines, a TOML/JSON file, or ``GAUGE_PRICES`` JSON.
+"""Per-model prices as configuration (docs/protocol.md#costs): ini lines, a TOML/JSON file, or
+``GAUGE_PRICES`` JSON.
 
 Never constants in code. A model without a price has cost ``None`` ("unknown"), never 0.
 """
@@ -30,7 +31,7 @@ class PriceTable:
         return cls({m: (i, o) for m, i, o in rows})
 
     def cost(self, model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
-        """SPEC §7's est_cost; None when the model has no configured price."""
+        """est_cost (docs/protocol.md#costs); None when the model has no configured price."""
         price = self.prices.get(model)
         if price is None:
             return None

@@ -1,5 +1,5 @@
-"""Pure rendering of one suite's reports (SPEC §10): the pair table, the token/cost table, the conclusion,
-``metrics.json`` and the compact terminal summary.
+"""Pure rendering of one suite's reports (docs/protocol.md#outputs): the pair table, the token/cost table,
+the conclusion, ``metrics.json`` and the compact terminal summary.
 
 No I/O, no clock, no run id: the same :class:`ReportContext` always renders to the same bytes, so reports
 can be snapshot-tested and diffed between runs. One module per report: :mod:`.pairwise`, :mod:`.costs`

@@ -1,4 +1,5 @@
-"""``elo.md`` and ``elo.json`` (SPEC §9): the Elo table with intervals, tiers and Elo per token, as text."""
+"""``elo.md`` and ``elo.json`` (docs/protocol.md#elo): the Elo table with intervals, tiers and Elo per
+token, as text."""
 
 from __future__ import annotations
 

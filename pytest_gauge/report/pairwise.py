@@ -38,7 +38,8 @@ def _reason(r: CaseRecord) -> str:
 
 
 def render_pairwise_table(ctx: ReportContext) -> str:
-    """The per-case table (SPEC §5 columns plus the judge's own rewards and reason), in collection order."""
+    """The per-case table (docs/protocol.md#case-record columns plus the judge's own rewards and reason),
+    in collection order."""
     suite = _suite(ctx)
     expected, recorded, missing = _cases(ctx)
     with_sample = any(r.sample != 0 for r in ctx.records)

@@ -1,4 +1,4 @@
-"""The user-simulator ↔ agent conversation, with the agent's tool loop (SPEC §2, §3).
+"""The user-simulator ↔ agent conversation, with the agent's tool loop (docs/protocol.md#roles).
 
 One call of :func:`run_dialogue` produces the transcript of (task, agent, sample). The simulated user
 sees its own prompt (task, hidden facts, persona) and the conversation with roles flipped (the agent's

@@ -596,7 +596,8 @@ def build_record(
     right_entry: dict[str, Any],
     judge_entries: Sequence[dict[str, Any]],
 ) -> CaseRecord:
-    """Assemble SPEC §5's per-case record from the two transcripts, the rules and the verdicts."""
+    """Assemble the case record (docs/protocol.md#case-record) from the two transcripts, the rules and
+    the verdicts."""
     task = runtime.tasks[case.task_id]
     left, score_left = runtime.scored(left_entry)
     right, score_right = runtime.scored(right_entry)

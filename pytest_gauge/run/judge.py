@@ -1,4 +1,5 @@
-"""The double-blind pairwise judge (SPEC §4): blind prompt, slot assignment, strict verdict parsing.
+"""The double-blind pairwise judge (docs/protocol.md#judge-protocol): blind prompt, slot assignment,
+strict verdict parsing.
 
 The judge sees the task, the rules as text and two transcripts as delimited data, with every agent
 and model name redacted. Its verdict must be one JSON object; anything else (malformed, out of range,

@@ -1,4 +1,5 @@
-"""The controller's end of a run: outputs (SPEC §10), metrics, gates and reports, once all cases are done.
+"""The controller's end of a run: outputs (docs/protocol.md#outputs), metrics, gates and reports, once
+all cases are done.
 
 Runs inside the ``pytest_runtestloop`` wrapper, after every worker has finished, so gates see the whole
 run (pytest-cov's pattern). Gate results are reported through ``pytest_runtest_logreport`` so each gate

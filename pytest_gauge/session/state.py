@@ -3,7 +3,7 @@
 Workers (and a run without xdist) collect suites, run the engine and publish per-case records through
 ``user_properties``; the controller collects those records from ``pytest_runtest_logreport``, merges
 every worker's ledger file, and, once every case has finished, writes the outputs, evaluates the gates
-and renders the reports (SPEC §10).
+and renders the reports (docs/protocol.md#outputs).
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ class SimAgent:
 @dataclass(frozen=True)
 class SimUser:
     """A simulated user: satisfaction follows politeness and apparent effort more than task success,
-    so it can disagree with the rule verdict (SPEC §1: satisfaction is not completion)."""
+    so it can disagree with the rule verdict (docs/protocol.md#why: satisfaction is not completion)."""
 
     leniency: float = 0.6
 

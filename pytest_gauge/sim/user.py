@@ -2,7 +2,7 @@
 
 Its satisfaction is read from surface signals only (politeness, apparent effort, overlap with what it
 asked, refusals) plus leniency and a seeded coin, never from the rules, so it disagrees with the rule
-verdict in a realistic share of transcripts (SPEC §1: satisfaction is not completion).
+verdict in a realistic share of transcripts (docs/protocol.md#why: satisfaction is not completion).
 """
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ _JSON_ASK = re.compile(r"\bjson\b", re.IGNORECASE)
 
 # Logit weights of satisfaction; the intercept and leniency slope set the base rate, the rest are the
 # surface cues a user notices. Tuned so that about a fifth to a quarter of failed transcripts end
-# "satisfied" at the default leniency (SPEC §6 satisfied-but-failed).
+# "satisfied" at the default leniency (docs/protocol.md#metrics: satisfied-but-failed).
 _WEIGHTS = {
     "intercept": -6.0,
     "leniency": 2.6,

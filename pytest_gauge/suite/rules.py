@@ -1,4 +1,4 @@
-"""Declarative success criteria and hard constraints, evaluated by code (SPEC §3, §5).
+"""Declarative success criteria and hard constraints, evaluated by code (docs/protocol.md#tasks-and-rules).
 
 A rule is a JSON object ``{"type": ..., <arguments>, "weight": 1.0, "description": "..."}`` from
 ``tasks.jsonl``. :func:`parse_rule` validates it (raising :class:`RuleSpecError` with a dotted field
@@ -102,7 +102,7 @@ class RuleResult:
 
 @dataclass(frozen=True)
 class Score:
-    """The rule verifier's verdict on one transcript (SPEC §5)."""
+    """The rule verifier's verdict on one transcript (docs/protocol.md#case-record)."""
 
     reward: float
     task_success: bool
@@ -1255,8 +1255,8 @@ def parse_rules(
 
 
 def score(criteria: Sequence[Rule], constraints: Sequence[Rule], transcript: Transcript) -> Score:
-    """The verifier's reward (SPEC §5): 0 if any hard constraint fails, else the weighted fraction of
-    criteria met (1.0 with no criteria); ``task_success`` needs every criterion and constraint."""
+    """The verifier's reward (docs/protocol.md#reward): 0 if any hard constraint fails, else the weighted
+    fraction of criteria met (1.0 with no criteria); ``task_success`` needs every criterion and constraint."""
     crit = tuple(r.check(transcript) for r in criteria)
     cons = tuple(r.check(transcript) for r in constraints)
     broken = not all(r.passed for r in cons)

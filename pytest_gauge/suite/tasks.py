@@ -1,4 +1,5 @@
-"""Tasks (SPEC §3): the :class:`Task` value and loading a suite's ``tasks.jsonl`` with located errors."""
+"""Tasks (docs/protocol.md#tasks-and-rules): the :class:`Task` value and loading a suite's ``tasks.jsonl``
+with located errors."""
 
 from __future__ import annotations
 
