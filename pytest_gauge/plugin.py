@@ -123,6 +123,10 @@ class SuiteCollector(pytest.Collector):
         )
         if name in state.suites and state.suites[name].module_path != module_path:
             raise GaugeCollectError(f"two suites are named {name!r}: give one of them Suite(name=...)")
+        problems = gate_problems(self.suite, name, state.options.gates)
+        if problems and state.is_worker:  # an xdist worker cannot stop the run with a usage error
+            raise GaugeCollectError("pytest-gauge: " + "\n".join(problems))
+        state.gate_problems += problems
         state.suites[name] = SuiteEntry(name, self.suite, tasks, folder, module_path, self.nodeid, cases)
         return [CaseItem.from_parent(self, name=c.case_id, case=c) for c in cases]
 
@@ -190,8 +194,26 @@ def pytest_collection_modifyitems(
             state.selected.setdefault(item.case.suite, []).append(f"{item.case.suite}::{item.case.case_id}")
 
 
+def gate_problems(suite: Suite, name: str, extra: tuple[str, ...]) -> list[str]:
+    """Every gate of the suite (its own, the ini's and ``--gauge-gate``) checked against what the suite
+    declares; one line per problem, naming the suite, the gate and the nearest valid name."""
+    from .analysis.gate_check import check_gates
+    from .analysis.gates import GateSyntaxError, parse_gate
+
+    problems: list[str] = []
+    parsed = []
+    for text in (*suite.gates, *extra):
+        try:
+            parsed.append(parse_gate(text))
+        except GateSyntaxError as exc:
+            problems.append(f"suite {name}: {exc}")
+    return problems + check_gates(parsed, suite.gate_shape(name))
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     state = session.config.stash[state_key]
+    if state.gate_problems:  # before any call is made: a typo in a gate must not cost a paid run
+        raise pytest.UsageError("pytest-gauge: " + "\n".join(state.gate_problems))
     if state.suites:
         state.publish_suites()
 

@@ -129,7 +129,11 @@ class Transcript:
 
 @dataclass
 class Judgment:
-    """One verdict of one judge call (a repeat or a second judge model), in slot terms."""
+    """One verdict of one judge call (a repeat or a second judge model), in slot terms.
+
+    ``response_format`` is how the judge was asked for JSON (``json_schema``, ``json_object`` or ``none``
+    for the prompt alone; None in records written before it was kept).
+    """
 
     judge: str
     repeat: int
@@ -139,6 +143,7 @@ class Judgment:
     reason: str
     raw: str | None = None
     error: str | None = None
+    response_format: str | None = None
 
 
 @dataclass
@@ -150,7 +155,8 @@ class CaseRecord:
     ``judge_choice`` and ``judge_reward_*`` are in slot terms; ``reward_*`` are the rule verifier's.
     Tokens and cost cover the case's judge calls plus both transcripts it judged (transcripts are
     shared, so summing cases double-counts them: suite totals come from the ledger).
-    ``est_cost`` is None when a model involved has no configured price.
+    ``est_cost`` is None when a model involved has no configured price. ``judge_response_format`` is how
+    the (first) judge was asked for JSON: ``json_schema``, ``json_object`` or ``none``.
     """
 
     suite: str
@@ -183,6 +189,7 @@ class CaseRecord:
     chars_left: int
     chars_right: int
     judgments: list[Judgment] = field(default_factory=list)
+    judge_response_format: str | None = None
     format_version: int = CASE_FORMAT_VERSION
 
     @property

@@ -297,6 +297,7 @@ def build_meta() -> dict[str, Any]:
             "user_sim": "user-m",
         },
         "judge_models": ["judge-m"],
+        "judge_format": "json_schema",
         "judge_repeats": 1,
         "user_max_turns": 4,
         "orders": "both",

@@ -14,7 +14,7 @@ from ..analysis.metrics import Estimate, SuiteMetrics
 from ..options import GaugeOptions
 from ..records import CaseRecord, LedgerRecord
 
-__all__ = ["DASH", "ROLES", "ReportContext"]
+__all__ = ["DASH", "ROLES", "ReportContext", "judge_format_notes"]
 
 ROLES: tuple[str, ...] = ("agent", "user_sim", "judge")
 DASH = "–"
@@ -200,3 +200,18 @@ def _agents(ctx: ReportContext) -> list[str]:
         if a not in agents:
             agents.append(a)
     return agents
+
+
+def judge_format_notes(ctx: ReportContext) -> list[str]:
+    """One sentence per judge model that was not asked with the suite's first ``response_format``
+    (a gateway refused it; the judge fell back once for the run), counted from the verdicts."""
+    from ..run.judge_format import format_notes
+
+    first_judge = str((ctx.meta.get("judge_models") or ["judge"])[0])
+    used: dict[str, Counter[str]] = {}
+    for record in ctx.records:
+        asked = [(j.judge, j.response_format) for j in record.judgments]
+        for judge, fmt in asked or [(first_judge, record.judge_response_format)]:
+            if fmt is not None:
+                used.setdefault(judge, Counter())[fmt] += 1
+    return format_notes(str(ctx.meta.get("judge_format") or "none"), used)

@@ -26,6 +26,7 @@ from .common import (
     _suite,
     _table,
     _usd,
+    judge_format_notes,
 )
 from .recommend import recommendations
 
@@ -133,6 +134,13 @@ def _section_protocol(ctx: ReportContext) -> list[str]:
     samples = int(meta.get("samples") or 1)
     repeats = int(meta.get("judge_repeats") or 1)
     judges = list(meta.get("judge_models") or [])
+    first = str(meta.get("judge_format") or "none")
+    fmt_text = {
+        "none": "none (the prompt alone asks for the JSON verdict)",
+        "json_schema": "`json_schema` (the verdict's schema, strict), falling back to `json_object` and then "
+        "to the prompt alone where a gateway refuses it",
+        "json_object": "`json_object`, falling back to the prompt alone where a gateway refuses it",
+    }.get(first, f"`{first}`")
     if orders == "both":
         order_text = "Each (task, pair) is judged in both orders (AB and BA)."
     else:
@@ -143,14 +151,17 @@ def _section_protocol(ctx: ReportContext) -> list[str]:
     return [
         "## Blind protocol",
         "",
-        "- Agents are anonymised: the judge sees only “Response A” and “Response B”; agent, model and vendor "
-        "names are redacted from everything it sees, and instructions inside transcripts are not obeyed.",
+        "- Agents are anonymised: the judge sees the two transcripts between `<response_a>` and "
+        '`<response_b>` tags and answers `"winner": "A" | "B" | "tie"`; agent, model and vendor names are '
+        "redacted from everything it sees, and it is told not to follow instructions inside the transcripts.",
         f"- {order_text} `blind_order` is recorded for every case: {n_left} with A=left, {n_right} with "
         "A=right.",
         f"- Both orders judge byte-identical transcripts: one transcript per (task, agent, sample), "
         f"{samples} sample(s) per (task, agent).",
         f"- Judging: {len(judges) or 1} judge model(s), {repeats} verdict(s) per judge per case; "
         "rewards come from the rule verifier, never from the judge.",
+        f"- JSON mode: the judge is asked with `response_format` {fmt_text}.",
+        *[f"- {note}." for note in judge_format_notes(ctx)],
     ]
 
 

@@ -19,6 +19,7 @@ from .common import (
     _suite,
     _text_table,
     _usd,
+    judge_format_notes,
 )
 from .costs import spent_this_run
 from .recommend import recommendations
@@ -96,6 +97,7 @@ def render_summary(ctx: ReportContext) -> str:
     lines.append(
         f"spent this run {_usd(spend.spent_usd)} ({spend.live_calls} live, {spend.cached_calls} cached calls)"
     )
+    lines += judge_format_notes(ctx)
     fired = [r for r in recommendations(m) if r.fired]
     lines.append(
         f"recommendations: {len(fired)} fired (see reports/conclusion.md)"

@@ -45,6 +45,7 @@ from ..suite.tasks import Task
 from ..suite.tools import ToolExecutor
 from .dialogue import REFLECTION_PROMPT, ChatResult, DialogueConfig, run_dialogue
 from .judge import Redactor, build_judge_messages, parse_verdict, slots
+from .judge_format import JudgeFormats, format_chain, format_label, rejects_format
 
 __all__ = ["CaseOutcome", "Engine", "SuiteRuntime"]
 
@@ -111,6 +112,7 @@ class SuiteRuntime:
     suite: Suite
     tasks: dict[str, Task]
     gateway: Gateway
+    formats: JudgeFormats = field(default_factory=JudgeFormats)
     redactor: Redactor = field(init=False)
     _scored: OrderedDict[tuple[str, str, int], tuple[Transcript, Score]] = field(
         init=False, default_factory=OrderedDict
@@ -195,13 +197,8 @@ class SuiteRuntime:
             return candidates[rewards.index(max(rewards))]
         best = candidates[0]
         for challenger in candidates[1:]:
-            result = await caller(
-                "judge",
-                self.suite.judge.model,
-                build_judge_messages(task, best, challenger, self.redactor),
-                temperature=self.suite.judge.temperature,
-                max_tokens=self.suite.judge.max_tokens,
-            )
+            messages = build_judge_messages(task, best, challenger, self.redactor)
+            result, _ = await self.ask_judge(caller, self.suite.judge.model, messages)
             if parse_verdict(result.content, result.finish_reason).choice == "B":
                 best = challenger
         return best
@@ -236,6 +233,46 @@ class SuiteRuntime:
             turns.append(Turn("assistant", reply))
         return replace(transcript, turns=turns, final_reply=reply)
 
+    async def ask_judge(
+        self, caller: WorkCaller, model: str, messages: list[dict[str, str]], seed: int | None = None
+    ) -> tuple[ChatResult, str]:
+        """One judge call in JSON mode: the chain's format this process has reached for ``model``; a 400
+        naming ``response_format`` moves the model one step down the chain (once per run) and asks again.
+        Returns the result and the label of the format it was asked with."""
+        if not self.formats.settled(model):
+            async with self.formats.probe(model):  # one call at a time until a format has worked
+                if not self.formats.settled(model):
+                    answer = await self._ask_judge(caller, model, messages, seed)
+                    self.formats.settle(model)
+                    return answer
+        return await self._ask_judge(caller, model, messages, seed)
+
+    async def _ask_judge(
+        self, caller: WorkCaller, model: str, messages: list[dict[str, str]], seed: int | None
+    ) -> tuple[ChatResult, str]:
+        judge = self.suite.judge
+        chain = format_chain(judge.response_format)
+        level = self.formats.level(model)
+        while True:
+            fmt = chain[min(level, len(chain) - 1)]
+            try:
+                result = await caller(
+                    "judge",
+                    model,
+                    messages,
+                    temperature=judge.temperature,
+                    max_tokens=judge.max_tokens,
+                    seed=seed,
+                    response_format=fmt,
+                )
+            except GatewayError as exc:
+                after = self.formats.reject(model, level, chain, exc) if rejects_format(exc) else None
+                if after is None:
+                    raise
+                level = after
+                continue
+            return result, format_label(fmt)
+
     async def judgment(
         self, case: Case, judge_index: int, repeat: int, left: Transcript, right: Transcript
     ) -> dict[str, Any]:
@@ -244,18 +281,11 @@ class SuiteRuntime:
         work = f"judge/{case.case_id}/{judge_index}/{repeat}"
         caller = WorkCaller(self.gateway, CallContext(self.name, case.task_id, work))
         slot_a, slot_b = slots(case.order, left, right)
-        fmt = self.suite.judge.response_format
-        result = await caller(
-            "judge",
-            model,
-            build_judge_messages(task, slot_a, slot_b, self.redactor),
-            temperature=self.suite.judge.temperature,
-            max_tokens=self.suite.judge.max_tokens,
-            seed=repeat if self.suite.judge.repeats > 1 else None,
-            response_format=dict(fmt) if fmt else None,
-        )
+        messages = build_judge_messages(task, slot_a, slot_b, self.redactor)
+        seed = repeat if self.suite.judge.repeats > 1 else None
+        result, fmt = await self.ask_judge(caller, model, messages, seed)
         verdict = parse_verdict(result.content, result.finish_reason)
-        judgment = verdict.as_judgment(model, repeat)
+        judgment = verdict.as_judgment(model, repeat, fmt)
         return {"ok": True, "judgment": judgment.__dict__, "spend": caller.spend.to_json()}
 
 
@@ -648,4 +678,5 @@ def build_record(
         chars_left=len(left.final_reply),
         chars_right=len(right.final_reply),
         judgments=judgments if len(judgments) > 1 else [],
+        judge_response_format=primary.response_format,
     )

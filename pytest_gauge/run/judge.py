@@ -126,7 +126,8 @@ class Verdict:
     raw: str | None
     error: str | None
 
-    def as_judgment(self, judge: str, repeat: int) -> Judgment:
+    def as_judgment(self, judge: str, repeat: int, response_format: str | None = None) -> Judgment:
+        """The record of this verdict; ``response_format`` is the label of the format it was asked with."""
         return Judgment(
             judge=judge,
             repeat=repeat,
@@ -136,6 +137,7 @@ class Verdict:
             reason=self.reason,
             raw=self.raw,
             error=self.error,
+            response_format=response_format,
         )
 
 

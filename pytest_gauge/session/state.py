@@ -22,6 +22,7 @@ import pytest
 from ..gateway.store import Store
 from ..options import GaugeOptions
 from ..records import CaseRecord, dumps
+from ..run.judge_format import format_chain, format_label
 from ..suite.cases import Case
 from ..suite.declare import Suite
 from ..suite.tasks import Task
@@ -60,6 +61,7 @@ class SuiteEntry:
             "models": s.models(),
             "judge_models": list(s.judge.models()),
             "judge_repeats": s.judge.repeats,
+            "judge_format": format_label(format_chain(s.judge.response_format)[0]),
             "user_max_turns": s.user.max_turns,
             "orders": s.orders,
             "samples": s.samples,
@@ -89,6 +91,7 @@ class GaugeState:
     records: dict[str, dict[str, CaseRecord]] = field(default_factory=dict)
     engine: Engine | None = None
     shared: Any = None
+    gate_problems: list[str] = field(default_factory=list)
     deselected_any: bool = False
     errored_cases: int = 0
     progress_at: float = field(default_factory=time.monotonic)
@@ -125,6 +128,7 @@ class GaugeState:
         from ..gateway.limits import Budget, ConcurrencySlots, RateLimiter, SharedState
         from ..gateway.prices import PriceTable
         from ..run.engine import Engine, SuiteRuntime
+        from ..run.judge_format import JudgeFormats
 
         opts = self.options
         run = self.run_dir
@@ -149,6 +153,7 @@ class GaugeState:
             timeout=opts.timeout,
             retry_after_cap=opts.retry_after_cap,
         )
+        formats = JudgeFormats()  # one JSON-mode fallback per judge model for the whole run
         runtimes: dict[str, SuiteRuntime] = {}
         for name, entry in self.suites.items():
             make_client, backend_id = build_client(
@@ -157,7 +162,8 @@ class GaugeState:
             gateway = Gateway(
                 suite=name, client_factory=make_client, backend_id=backend_id, shared=self.shared
             )
-            runtimes[name] = SuiteRuntime(name, entry.suite, {t.task_id: t for t in entry.tasks}, gateway)
+            tasks = {t.task_id: t for t in entry.tasks}
+            runtimes[name] = SuiteRuntime(name, entry.suite, tasks, gateway, formats)
         selected = {cid for ids in self.selected.values() for cid in ids}
         cases = [c for e in self.suites.values() for c in e.cases if f"{e.name}::{c.case_id}" in selected]
         self.engine = Engine(

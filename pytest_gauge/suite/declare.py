@@ -10,12 +10,15 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..sim.profiles import SimAgent, SimJudge, SimUser
 from .rules import RuleResult
 from .tasks import Task, TaskFileError, load_tasks
 from .tools import Tool
+
+if TYPE_CHECKING:
+    from ..analysis.gate_check import SuiteShape
 
 __all__ = [
     "BestOf",
@@ -138,14 +141,20 @@ class UserSimulator:
 
 @dataclass(frozen=True)
 class Judge:
-    """The pairwise judge: temperature 0; ``repeats`` and ``extra_models`` measure its reliability."""
+    """The pairwise judge: temperature 0; ``repeats`` and ``extra_models`` measure its reliability.
+
+    ``response_format``: ``"auto"`` (default) asks for a strict ``json_schema`` verdict, falling back to
+    ``json_object`` and then to the prompt alone when a gateway rejects the parameter (once per judge
+    model per run, reported); ``"json_object"`` starts there; a mapping is sent as given; ``None`` sends
+    none.
+    """
 
     model: str = "gauge-sim-judge"
     temperature: float = 0.0
     max_tokens: int = 300
     repeats: int = 1
     extra_models: tuple[str, ...] = ()
-    response_format: Mapping[str, Any] | None = None
+    response_format: str | Mapping[str, Any] | None = "auto"
     sim: SimJudge = field(default_factory=SimJudge)
     extra_sims: Mapping[str, SimJudge] = field(default_factory=dict)
 
@@ -220,13 +229,14 @@ class Suite:
                         )
                 if a == b:
                     raise SuiteError(f"pair ({a}, {b}) compares an agent with itself")
-        from ..analysis.gates import GateSyntaxError, parse_gate
+        from ..run.judge_format import format_chain
 
-        for gate in self.gates:
-            try:
-                parse_gate(gate)
-            except GateSyntaxError as exc:
-                raise SuiteError(f"Suite(gates=...): {exc}") from None
+        try:
+            format_chain(self.judge.response_format)
+        except ValueError as exc:
+            raise SuiteError(str(exc)) from None
+        # gates are checked at collection (syntax, metric names, agents, pairs, tiers): a usage error
+        # naming the suite, see pytest_gauge.analysis.gate_check
         for t in self.tools:
             if not isinstance(t, Tool):
                 raise SuiteError(f"Suite(tools=...): expected Tool objects, got {t!r}")
@@ -242,6 +252,14 @@ class Suite:
         return load_tasks(
             folder / self.tasks_file, checks=self.checks, tool_names=[t.name for t in self.tools]
         )
+
+    def gate_shape(self, name: str) -> SuiteShape:
+        """What this suite's gates may name (agents, pairs, tiered agents, judge models)."""
+        from ..analysis.gate_check import SuiteShape
+
+        tiers = tuple(agent for rows in self.families().values() for _label, agent in rows)
+        agents = tuple(a.name for a in self.agents)
+        return SuiteShape(name, agents, self.pairs, tiers, self.judge.models())
 
     def families(self) -> dict[str, list[tuple[str, str]]]:
         """Compute tiers per agent family, in increasing compute: {family: [(tier label, agent name)]}."""

@@ -90,12 +90,16 @@ class FaultPlan:
     truncate: bool = False
     should_retry_false: bool = False
     status_400_models: frozenset[str] = frozenset()
+    reject_response_formats: frozenset[str] = frozenset()
+    cached_tokens: int = 0
+    reasoning_tokens: int = 0
     seed: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-JSON form (the model set as a sorted list), as served by the admin stats route."""
         d = asdict(self)
         d["status_400_models"] = sorted(self.status_400_models)
+        d["reject_response_formats"] = sorted(self.reject_response_formats)
         return d
 
     @classmethod
@@ -106,8 +110,9 @@ class FaultPlan:
         if unknown:
             raise ValueError(f"unknown FaultPlan fields: {sorted(unknown)}")
         kwargs = dict(data)
-        if "status_400_models" in kwargs:
-            kwargs["status_400_models"] = frozenset(kwargs["status_400_models"])
+        for name in ("status_400_models", "reject_response_formats"):
+            if name in kwargs:
+                kwargs[name] = frozenset(kwargs[name])
         return cls(**kwargs)
 
 
@@ -726,6 +731,11 @@ class LoopbackServer(_Served):
                     f"The model `{model}` does not exist", "invalid_request_error", "model_not_found", "model"
                 ),
             )
+        fmt = body.get("response_format")
+        kind = fmt.get("type") if isinstance(fmt, dict) else None
+        if kind is not None and ("*" in plan.reject_response_formats or kind in plan.reject_response_formats):
+            msg = f"Invalid parameter: 'response_format' of type '{kind}' is not supported with this model."
+            return _Response(400, _error_body(msg, "invalid_request_error", None, "response_format"))
         fault = scheduled_fault(plan, n)
         if fault == "429":
             headers: dict[str, str] = {}
@@ -779,6 +789,13 @@ class LoopbackServer(_Served):
             del out["usage"]
         else:
             out["usage"] = _full_usage(dict(out["usage"]))
+        usage = out.get("usage")
+        if isinstance(usage, dict) and plan.cached_tokens > 0:
+            cached = min(plan.cached_tokens, usage["prompt_tokens"])
+            usage["prompt_tokens_details"] = {"cached_tokens": cached}
+        if isinstance(usage, dict) and plan.reasoning_tokens > 0:
+            reasoning = min(plan.reasoning_tokens, usage["completion_tokens"])
+            usage["completion_tokens_details"] = {"reasoning_tokens": reasoning}
         return out
 
     def _models_payload(self) -> dict[str, Any]:

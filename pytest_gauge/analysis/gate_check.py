@@ -1,0 +1,140 @@
+"""Gates checked at collection (issue 14): every gate's metric names and arguments against the suite's
+declaration (agents, pairs, compute tiers, judge models), before any call is made, so a typo costs
+nothing. The evaluator (:mod:`.gates`, :mod:`.gate_source`) still checks at the end: this is the cheap,
+early copy of the same rules, kept in one table that new metrics extend with :func:`register_metric`.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from .gates import Gate, Term
+
+__all__ = ["SIGNATURES", "ArgKind", "SuiteShape", "check_gate", "check_gates", "register_metric"]
+
+ArgKind = Literal["agent", "tier", "class", "agreement", "judge"]
+"""``agent``: an agent of the suite; ``tier``: an agent in a compute family; ``class``: close | distant;
+``agreement``: repeats | judges; ``judge``: a judge model. Two ``agent`` arguments name a declared pair."""
+
+SIGNATURES: dict[str, tuple[tuple[ArgKind, ...], ...]] = {
+    "lrs": ((), ("class",), ("agent", "agent")),
+    "lrs_close": ((),),
+    "lrs_distant": ((),),
+    "lrs_close_minus_distant": ((),),
+    "flip_rate": ((), ("agent", "agent")),
+    "position_bias": ((), ("agent", "agent")),
+    "judge_error_rate": ((), ("agent", "agent")),
+    "sat_but_failed_rate": ((), ("agent",)),
+    "success_rate": ((), ("agent",)),
+    "verbosity_word_rate": ((),),
+    "longer_wins_rate": ((),),
+    "judge_agreement": ((), ("agreement",)),
+    "judge_kappa": ((), ("agreement",)),
+    "judge_accuracy": (("judge",), ("judge", "class")),
+    "cost_per_success": ((),),
+    "total_cost": ((),),
+    "agent_cost": ((),),
+    "user_sim_cost": ((),),
+    "judge_cost": ((),),
+    "judge_cost_share": ((),),
+    "elo": (("agent",),),
+    "delta_elo": (("tier",),),
+    "elo_per_1k_tokens": (("tier",),),
+}
+"""Metric name -> the argument lists it accepts (the same rules as ``SuiteMetrics._resolve`` and
+``GateSource``)."""
+
+_FIXED = {"class": ("close", "distant"), "agreement": ("repeats", "judges", "all")}
+
+
+def register_metric(name: str, *signatures: tuple[ArgKind, ...]) -> None:
+    """Declare a gate metric (and the argument lists it takes) so collection accepts it."""
+    SIGNATURES[name] = tuple(signatures) or ((),)
+
+
+@dataclass(frozen=True)
+class SuiteShape:
+    """What a gate may name in one suite: its agents, declared pairs, tiered agents and judge models."""
+
+    name: str
+    agents: tuple[str, ...]
+    pairs: tuple[tuple[str, str], ...]
+    tiers: tuple[str, ...]
+    judges: tuple[str, ...]
+
+    def choices(self, kind: ArgKind) -> tuple[str, ...]:
+        if kind == "agent":
+            return self.agents
+        if kind == "tier":
+            return self.tiers
+        if kind == "judge":
+            return self.judges
+        return _FIXED[kind]
+
+
+def _nearest(word: str, choices: Iterable[str]) -> str:
+    options = sorted(set(choices))
+    close = difflib.get_close_matches(word, options, n=1, cutoff=0.5)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return f"{hint} (valid: {', '.join(options) or 'none'})"
+
+
+def _signature_text(name: str) -> str:
+    forms = [f"{name}({', '.join(s)})" if s else name for s in SIGNATURES[name]]
+    return " or ".join(forms)
+
+
+def _check_term(term: Term, shape: SuiteShape) -> str | None:
+    """Why ``term`` cannot be evaluated on this suite, or None."""
+    if term.name not in SIGNATURES:
+        return f"unknown metric {term.name!r}{_nearest(term.name, SIGNATURES)}"
+    args = tuple(a.strip() for a in term.args)
+    fitting = [s for s in SIGNATURES[term.name] if len(s) == len(args)]
+    if not fitting:
+        return f"{term}: wrong number of arguments, expected {_signature_text(term.name)}"
+    problems: list[str] = []
+    for signature in fitting:
+        problem = _check_args(term, args, signature, shape)
+        if problem is None:
+            return None
+        problems.append(problem)
+    return problems[0]
+
+
+def _check_args(
+    term: Term, args: tuple[str, ...], signature: Sequence[ArgKind], shape: SuiteShape
+) -> str | None:
+    for arg, kind in zip(args, signature, strict=True):
+        choices = shape.choices(kind)
+        if arg not in choices:
+            what = {"tier": "agent in a compute family (best_of/reflection)"}.get(kind, kind)
+            return f"{term}: unknown {what} {arg!r}{_nearest(arg, choices)}"
+    if signature == ("agent", "agent"):
+        a, b = args
+        if not any({a, b} == set(p) for p in shape.pairs) or a == b:
+            declared = ", ".join(f"({x}, {y})" for x, y in shape.pairs) or "none"
+            return f"{term}: {a} and {b} are not a declared pair (declared pairs: {declared})"
+    return None
+
+
+def check_gate(gate: Gate, shape: SuiteShape) -> str | None:
+    """The first problem with ``gate`` on this suite (naming the term and the nearest valid name), or None."""
+    for term in (gate.left, gate.right):
+        if term is None:
+            continue
+        problem = _check_term(term, shape)
+        if problem is not None:
+            return problem
+    return None
+
+
+def check_gates(gates: Iterable[Gate], shape: SuiteShape) -> list[str]:
+    """One line per gate that cannot be evaluated: ``suite S: gate 'G': problem``."""
+    return [
+        f"suite {shape.name}: gate {gate.canonical()!r}: {problem}"
+        for gate in gates
+        if (problem := check_gate(gate, shape)) is not None
+    ]

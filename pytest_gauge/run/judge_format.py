@@ -1,0 +1,153 @@
+"""How the judge is asked for JSON (issue 14, extended by issue 20 point 4): the ``response_format``
+chain and the once-per-model fallback when a gateway or model rejects the parameter.
+
+By default (``Judge(response_format="auto")``) the judge is sent a strict ``json_schema`` format with
+the verdict's schema, then ``json_object``, then the prompt alone. A 400/422 whose message names
+``response_format`` (or ``json_schema`` / ``json_object``) moves that judge model one step down the
+chain for the rest of the run in this process; the verdict records the format it was asked with, so the
+controller can say in the terminal and in ``conclusion.md`` which models fell back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..gateway.errors import GatewayError
+
+__all__ = [
+    "AUTO",
+    "JSON_OBJECT",
+    "JSON_SCHEMA",
+    "VERDICT_SCHEMA",
+    "FormatChain",
+    "JudgeFormats",
+    "format_chain",
+    "format_label",
+    "format_notes",
+    "rejects_format",
+]
+
+AUTO = "auto"
+
+VERDICT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "winner": {"type": "string", "enum": ["A", "B", "tie"]},
+        "reward_a": {"type": "number"},
+        "reward_b": {"type": "number"},
+        "reason": {"type": "string"},
+    },
+    "required": ["winner", "reward_a", "reward_b", "reason"],
+    "additionalProperties": False,
+}
+"""The verdict as the judge prompt asks for it (rewards 0..1 are checked by the parser: strict schemas
+of several gateways refuse ``minimum``/``maximum``)."""
+
+JSON_SCHEMA: dict[str, Any] = {
+    "type": "json_schema",
+    "json_schema": {"name": "judge_verdict", "strict": True, "schema": VERDICT_SCHEMA},
+}
+JSON_OBJECT: dict[str, Any] = {"type": "json_object"}
+
+FormatChain = tuple[dict[str, Any] | None, ...]
+_MARKERS = ("response_format", "json_schema", "json_object", "response format")
+
+
+def format_chain(setting: str | Mapping[str, Any] | None) -> FormatChain:
+    """The formats to try in order, the last one always the prompt alone (None).
+
+    ``"auto"``: json_schema, json_object, none. ``"json_object"`` / ``"json_schema"``: start there.
+    A mapping is sent as given first (a ``json_schema`` mapping falls back to json_object next).
+    ``None``: the prompt alone, no fallback needed.
+    """
+    if setting is None:
+        return (None,)
+    if isinstance(setting, str):
+        if setting in (AUTO, "json_schema"):
+            return (JSON_SCHEMA, JSON_OBJECT, None)
+        if setting == "json_object":
+            return (JSON_OBJECT, None)
+        raise ValueError(
+            f"Judge(response_format={setting!r}): use 'auto', 'json_schema', 'json_object', a mapping "
+            "such as {'type': 'json_object'}, or None"
+        )
+    first = dict(setting)
+    if first.get("type") == "json_schema":
+        return (first, JSON_OBJECT, None)
+    return (first, None)
+
+
+def format_label(fmt: Mapping[str, Any] | None) -> str:
+    """``json_schema``, ``json_object`` (the format's type) or ``none`` for the prompt alone."""
+    return str(fmt.get("type", "custom")) if fmt else "none"
+
+
+def rejects_format(exc: GatewayError) -> bool:
+    """Whether a gateway error is the server refusing the ``response_format`` parameter: a 400 or 422
+    whose message names it. Any other failure is not a reason to ask differently."""
+    if exc.status not in (400, 422):
+        return False
+    text = exc.cause.lower()
+    return any(marker in text for marker in _MARKERS)
+
+
+class JudgeFormats:
+    """Per judge model, the chain position this process has reached (shared by every suite of the run;
+    thread-safe, since fixtures may call from another thread than the engine's)."""
+
+    def __init__(self) -> None:
+        self._level: dict[str, int] = {}
+        self._lock = threading.Lock()
+        self._probes: dict[str, asyncio.Lock] = {}
+        self._settled: set[str] = set()
+        self.reasons: dict[tuple[str, str], str] = {}
+
+    def settled(self, model: str) -> bool:
+        """Whether a call of ``model`` has succeeded with the format reached: until then its judge calls go
+        one at a time, so a refused format costs one refused request, not one per call in flight."""
+        return model in self._settled
+
+    def probe(self, model: str) -> asyncio.Lock:
+        """The lock the first judge calls of ``model`` take (on the engine's event loop)."""
+        with self._lock:
+            return self._probes.setdefault(model, asyncio.Lock())
+
+    def settle(self, model: str) -> None:
+        self._settled.add(model)
+
+    def level(self, model: str) -> int:
+        with self._lock:
+            return self._level.get(model, 0)
+
+    def reject(self, model: str, level: int, chain: Sequence[Any], exc: GatewayError) -> int | None:
+        """Record that ``model`` refused the format at ``level``; the next level to try, or None when the
+        chain is exhausted (the error then stands)."""
+        if level + 1 >= len(chain):
+            return None
+        with self._lock:
+            reached = max(self._level.get(model, 0), level + 1)
+            self._level[model] = reached
+            self.reasons.setdefault((model, format_label(chain[level])), exc.cause)
+        return reached
+
+
+def format_notes(first: str, used: Mapping[str, Mapping[str, int]]) -> list[str]:
+    """Sentences for the terminal and ``conclusion.md``: which judge model was not asked with the first
+    format of the chain (``used``: model -> format label -> verdicts), e.g. ``judge model m: the gateway
+    refused response_format json_schema; 12 verdicts asked with json_object``."""
+    notes: list[str] = []
+    for model in sorted(used):
+        fallen = {label: n for label, n in used[model].items() if label != first}
+        if not fallen:
+            continue
+        how = ", ".join(
+            f"{n} verdict{'s' if n != 1 else ''} asked with {label}" for label, n in sorted(fallen.items())
+        )
+        notes.append(
+            f"judge model {model}: the gateway refused response_format {first}, so the judge fell back"
+            f" once per model for the rest of the run ({how})"
+        )
+    return notes

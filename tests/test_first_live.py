@@ -1,0 +1,142 @@
+"""A new user's first live run (issue 14): the judge in JSON mode with a once-per-model fallback, gates
+checked before any call, and (below) token detail, self-contained replay and doctor, all against the
+loopback server."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pytest_gauge.analysis.gate_check import SuiteShape, check_gate
+from pytest_gauge.analysis.gates import parse_gate
+from pytest_gauge.gateway.errors import GatewayError
+from pytest_gauge.run.judge import JUDGE_SYSTEM_PROMPT
+from pytest_gauge.run.judge_format import JSON_OBJECT, JSON_SCHEMA, JudgeFormats, format_chain, rejects_format
+from pytest_gauge.testing.server import FaultPlan, LoopbackServer
+from pytest_gauge.testing.simserver import sim_responder
+from tests.conftest import read_jsonl
+
+CASES = 5 * 3 * 2
+KEY = "sk-gauge-first-live-7d1c"
+
+
+@pytest.fixture
+def server(mini_suite: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[LoopbackServer]:
+    srv = LoopbackServer(sim_responder(mini_suite / "test_mini.py", seed=7)).start()
+    monkeypatch.setenv("TAOTOKEN_API_KEY", KEY)
+    monkeypatch.setenv("TAOTOKEN_BASE_URL", srv.base_url)
+    yield srv
+    srv.stop()
+
+
+def live(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest_subprocess("suites", "-p", "no:cacheprovider", "--gauge-backend", "live", *args)
+
+
+def judge_bodies(server: LoopbackServer) -> list[dict[str, object]]:
+    return [b for b in server.bodies if b["messages"][0]["content"] == JUDGE_SYSTEM_PROMPT]  # type: ignore[index]
+
+
+# ----- JSON mode ---------------------------------------------------------------------------------
+
+
+def test_format_chain_and_the_fallback_happen_once_per_model() -> None:
+    assert format_chain("auto") == (JSON_SCHEMA, JSON_OBJECT, None)
+    assert format_chain("json_object") == (JSON_OBJECT, None)
+    assert format_chain(None) == (None,)
+    assert format_chain({"type": "json_object"}) == (JSON_OBJECT, None)
+    with pytest.raises(ValueError, match="use 'auto'"):
+        format_chain("yaml")
+    refused = GatewayError(
+        "400 Bad Request: 'response_format' of type 'json_schema' is not supported", "x", status=400
+    )
+    other = GatewayError("400 Bad Request: The model `m` does not exist", "x", status=400)
+    assert rejects_format(refused) and not rejects_format(other)
+    assert not rejects_format(GatewayError("503 response_format", "x", status=503))
+    formats = JudgeFormats()
+    chain = format_chain("auto")
+    assert formats.reject("m", 0, chain, refused) == 1
+    assert formats.reject("m", 0, chain, refused) == 1  # a concurrent call that also saw the 400
+    assert formats.level("m") == 1 and formats.level("other") == 0
+    assert formats.reject("m", 1, chain, refused) == 2
+    assert formats.reject("m", 2, chain, refused) is None  # the prompt alone: nothing left to drop
+
+
+def test_judge_asks_for_json_and_falls_back_once_when_the_gateway_refuses_the_schema(
+    pytester: pytest.Pytester, server: LoopbackServer
+) -> None:
+    server.faults = FaultPlan(reject_response_formats=frozenset({"json_schema"}))
+    result = live(pytester, "--gauge-cache", "off")
+    result.assert_outcomes(passed=CASES)
+    judged = judge_bodies(server)
+    kinds = [b["response_format"]["type"] for b in judged]  # type: ignore[index]
+    assert kinds[0] == "json_schema" and kinds.count("json_schema") == 1  # refused once, never again
+    assert kinds[1:] == ["json_object"] * CASES
+    assert server.requests_by_status.get(400) == 1
+    out = pytester.path / "gauge-out" / "mini"
+    records = read_jsonl(out / "pairs" / "pair_results.jsonl")
+    assert all(r["judge_choice"] != "error" for r in records)
+    assert {r["judge_response_format"] for r in records} == {"json_object"}
+    note = "judge model sim-judge: the gateway refused response_format json_schema"
+    assert note in (out / "reports" / "conclusion.md").read_text(encoding="utf-8")
+    assert note in result.stdout.str()
+
+
+# ----- gates at collection -----------------------------------------------------------------------
+
+
+SHAPE = SuiteShape(
+    "mini",
+    agents=("agent_x", "agent_y", "solver", "solver@bo4"),
+    pairs=(("agent_x", "agent_y"), ("solver", "solver@bo4")),
+    tiers=("solver", "solver@bo4"),
+    judges=("sim-judge",),
+)
+
+
+@pytest.mark.parametrize(
+    ("gate", "problem"),
+    [
+        ("flip_rte <= 0.2", "unknown metric 'flip_rte'; did you mean 'flip_rate'?"),
+        ("elo(agnet_x) >= 1000", "unknown agent 'agnet_x'; did you mean 'agent_x'?"),
+        ("delta_elo(agent_x) >= 0", "unknown agent in a compute family"),
+        ("flip_rate(agent_x, solver) <= 0.2", "not a declared pair"),
+        ("lrs(clos) <= 0.2", "unknown class 'clos'; did you mean 'close'?"),
+        ("success_rate(agent_x, agent_y) >= 0.5", "wrong number of arguments"),
+        ("upper(lrs_close - lrs(agent_y, agent_x)) <= 0.5", None),
+        ("lower(elo(solver@bo4) - elo(solver)) >= -20", None),
+        ("judge_accuracy(sim-judge, close) >= 0.8", None),
+        ("elo_per_1k_tokens(solver@bo4) >= 1", None),
+    ],
+)
+def test_gates_are_checked_against_the_suite(gate: str, problem: str | None) -> None:
+    found = check_gate(parse_gate(gate), SHAPE)
+    if problem is None:
+        assert found is None
+    else:
+        assert found is not None and problem in found
+
+
+@pytest.mark.parametrize(
+    ("gate", "shown"),
+    [
+        ("flip_rte <= 0.2", "did you mean 'flip_rate'"),
+        ("elo(agent_q) >= 1000", "unknown agent 'agent_q'"),
+        ("flip_rate <=", "expected a number after the operator"),
+    ],
+)
+def test_a_bad_gate_is_a_usage_error_before_any_request(
+    pytester: pytest.Pytester, server: LoopbackServer, gate: str, shown: str
+) -> None:
+    suite_file = pytester.path / "suites" / "mini" / "test_mini.py"
+    text = suite_file.read_text(encoding="utf-8")
+    suite_file.write_text(
+        text.replace("suite = Suite(\n", f"suite = Suite(\n    gates=[{gate!r}],\n"), "utf-8"
+    )
+    result = live(pytester)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    err = result.stderr.str()
+    assert "suite mini" in err and shown in err
+    assert server.requests_total == 0
