@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from .gates import Gate, Term
+from .gates import DELTA, Gate, Term, parse_term
 
 __all__ = ["SIGNATURES", "ArgKind", "SuiteShape", "check_gate", "check_gates", "register_metric"]
 
@@ -88,7 +88,9 @@ def _signature_text(name: str) -> str:
 
 
 def _check_term(term: Term, shape: SuiteShape) -> str | None:
-    """Why ``term`` cannot be evaluated on this suite, or None."""
+    """Why ``term`` cannot be evaluated on this suite, or None (``delta(TERM)``: the inner term's)."""
+    if term.name == DELTA and len(term.args) == 1:
+        return _check_term(parse_term(term.args[0]), shape)
     if term.name not in SIGNATURES:
         return f"unknown metric {term.name!r}{_nearest(term.name, SIGNATURES)}"
     args = tuple(a.strip() for a in term.args)
