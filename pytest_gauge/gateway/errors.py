@@ -7,7 +7,9 @@ __all__ = [
     "BudgetExhausted",
     "ConfigurationError",
     "GatewayError",
+    "ModelNotFound",
     "ReplayMiss",
+    "RunStopped",
 ]
 
 
@@ -73,3 +75,12 @@ class BudgetExhausted(GatewayError):
 
 class ReplayMiss(GatewayError):
     """``--gauge-backend=replay`` found no recorded response for a request."""
+
+
+class ModelNotFound(GatewayError):
+    """The gateway does not know the model (404/400 ``model_not_found``): every later call for that
+    (role, model) stops with this error instead of being sent."""
+
+
+class RunStopped(GatewayError):
+    """Ctrl-C or SIGTERM: no new attempt is started; the call is not a failure of the case."""

@@ -16,15 +16,17 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
 from ..records import LedgerRecord, Usage
 from ..run.dialogue import ChatResult
 from .endpoint import KEY_VARIABLE, URL_VARIABLE, check_base_url
-from .errors import ConfigurationError, GatewayError, ReplayMiss
-from .ledger import Ledger
+from .errors import ConfigurationError, GatewayError, ModelNotFound, ReplayMiss, RunStopped
+from .ledger import INTERRUPTED, SENT, Ledger
 from .limits import Budget, ConcurrencySlots, RateLimiter
 from .prices import PriceTable
+from .response import MAX_BODY_BYTES, BadResponse, parse_completion
 from .store import Store, content_key
 
 if TYPE_CHECKING:  # imported where a call is sent: a run served from the cache never needs them
@@ -78,6 +80,29 @@ class GatewayShared:
     first_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     rate_limit_waits: int = 0
     warned_prices: set[str] = field(default_factory=set)
+    dead_models: dict[tuple[str, str], GatewayError] = field(default_factory=dict)
+    model_gates: dict[tuple[str, str], tuple[asyncio.Event, asyncio.Lock]] = field(default_factory=dict)
+    stopping: bool = False
+
+    def model_gate(self, role: str, model: str) -> tuple[asyncio.Event, asyncio.Lock]:
+        """The first-call gate of (role, model): set once a call to it has worked."""
+        gate = self.model_gates.get((role, model))
+        if gate is None:
+            gate = self.model_gates[(role, model)] = (asyncio.Event(), asyncio.Lock())
+        return gate
+
+    def check_open(self, role: str, model: str) -> None:
+        """Raise instead of sending: the run is stopping, a fatal error was seen, or this (role, model)
+        was refused as an unknown model."""
+        if self.stopping:
+            raise RunStopped(
+                "the run is stopping (Ctrl-C or SIGTERM)", "re-run: finished calls come from the cache"
+            )
+        if self.fatal is not None:
+            raise self.fatal
+        dead = self.dead_models.get((role, model))
+        if dead is not None:
+            raise dead
 
 
 def _estimate_tokens(messages: list[dict[str, Any]], tools: Any) -> int:
@@ -130,6 +155,76 @@ def _url_fix(url: str) -> str:
     )
 
 
+def _phrase(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return "error"
+
+
+def _names_missing_model(exc: openai.APIStatusError, message: str, model: str) -> bool:
+    """Whether a 400/404 says the model does not exist (``model_not_found``, "model ... does not
+    exist", "unknown model", "no such model", "model not found")."""
+    body = exc.body
+    err = body.get("error", body) if isinstance(body, dict) else None
+    code = str(err.get("code") or "") if isinstance(err, dict) else ""
+    if code in ("model_not_found", "invalid_model", "unknown_model"):
+        return True
+    lowered = message.lower()
+    if "model" not in lowered or any(k in lowered for k in ("response_format", "json_schema", "json_object")):
+        return False  # about the model's parameters (e.g. a response format it refuses), not the model
+    return any(
+        phrase in lowered
+        for phrase in ("does not exist", "not found", "unknown model", "no such model")
+    ) or (bool(model) and model.lower() in lowered and exc.status_code == 404)
+
+
+def _model_origin(model: str) -> str:
+    """Where the model name came from, for the fix: its environment variable, else the suite."""
+    from ..suite.declare import MODEL_VARIABLES
+
+    variable = MODEL_VARIABLES.get(model)
+    if variable is not None:
+        return f"the model comes from the environment variable {variable}: set it"
+    return "the model is set in the suite's declaration (or its env_model variable is unset): change it"
+
+
+def _request_error(
+    exc: openai.APIStatusError, message: str, role: str, model: str, url: str | None
+) -> GatewayError:
+    """A 400/404/422: an unknown model (stops that role and model), a wrong URL (404, fatal), a context
+    too long, or another bad request; each named by its own status phrase (404 is never "Bad Request")."""
+    status = exc.status_code
+    if status in (400, 404) and _names_missing_model(exc, message, model):
+        return ModelNotFound(
+            f"{status} {_phrase(status)}: the gateway does not know the {role} model {model!r}: {message}",
+            f"{_model_origin(model)} to a model this gateway serves (`python -m pytest_gauge doctor`"
+            " lists them); every later call for this role and model stops here",
+            status=status,
+            role=role,
+            model=model,
+        )
+    if status == 404:
+        return ConfigurationError(f"404 Not Found: {message}", _url_fix(url or ""), status=status, url=url)
+    lowered = message.lower()
+    if "context" in lowered and ("length" in lowered or "long" in lowered or "maximum" in lowered):
+        return GatewayError(
+            f"context too long: {message}",
+            "the transcript was too long for the model; lower max_turns or the agent's max_tokens "
+            "(the judge view keeps the task and final reply and cuts earlier turns)",
+            status=status,
+            role=role,
+            model=model,
+        )
+    return GatewayError(
+        f"{status} {_phrase(status)}: {message}",
+        "check the model name for this role and the message format/response_format",
+        status=status,
+        role=role,
+        model=model,
+    )
+
+
 def diagnose(exc: Exception, role: str, model: str, attempts: int) -> GatewayError:
     """Map an SDK exception to a typed error with cause and fix (docs/protocol.md#gateway-failures)."""
     import openai
@@ -148,28 +243,8 @@ def diagnose(exc: Exception, role: str, model: str, attempts: int) -> GatewayErr
                 role=role,
                 model=model,
             )
-        if status == 404 and "model" not in message.lower():
-            return ConfigurationError(
-                f"404 Not Found: {message}", _url_fix(url or ""), status=status, url=url
-            )
         if status in (400, 404, 422):
-            lowered = message.lower()
-            if "context" in lowered and ("length" in lowered or "long" in lowered or "maximum" in lowered):
-                return GatewayError(
-                    f"context too long: {message}",
-                    "the transcript was too long for the model; lower max_turns or the agent's max_tokens "
-                    "(the judge view keeps the task and final reply and cuts earlier turns)",
-                    status=status,
-                    role=role,
-                    model=model,
-                )
-            return GatewayError(
-                f"{status} Bad Request: {message}",
-                "check the model name for this role and the message format/response_format",
-                status=status,
-                role=role,
-                model=model,
-            )
+            return _request_error(exc, message, role, model, url)
         if status == 429:
             return GatewayError(
                 f"429 rate limited, still after {attempts} attempts",
@@ -399,16 +474,19 @@ class Gateway:
         body: dict[str, Any],
         request: str | None = None,
     ) -> tuple[dict[str, Any], LedgerRecord]:
+        """Send with retries behind two first-call gates: until one call of this process has worked
+        (a bad key or URL), and until one call to this (role, model) has worked (a wrong model name),
+        calls go one at a time, so such a mistake reaches the server once per worker, not once per call."""
         shared = self.shared
-        if shared.first_ok.is_set():
-            return await self._send_with_retries(ctx, seq, role, model, body, request)
-        async with shared.first_lock:  # until one call has worked, one call at a time per process
-            if shared.fatal is not None:
-                raise shared.fatal
-            if not shared.first_ok.is_set():
-                result = await self._send_with_retries(ctx, seq, role, model, body, request)
-                shared.first_ok.set()
-                return result
+        gates = [(shared.first_ok, shared.first_lock), shared.model_gate(role, model)]
+        for ok, lock in gates:
+            if not ok.is_set():
+                async with lock:
+                    if not ok.is_set():
+                        result = await self._send_with_retries(ctx, seq, role, model, body, request)
+                        for done, _ in gates:
+                            done.set()
+                        return result
         return await self._send_with_retries(ctx, seq, role, model, body, request)
 
     async def _send_with_retries(
@@ -420,111 +498,246 @@ class Gateway:
         body: dict[str, Any],
         request: str | None = None,
     ) -> tuple[dict[str, Any], LedgerRecord]:
-        import httpx2
-        import openai
-
-        client = self.client
+        """Attempts until one gives a usable completion; :meth:`_retry_wait` decides after each failure."""
         shared = self.shared
         rng = random.Random(f"{ctx.work}#{seq}")
-        estimate = _estimate_tokens(body.get("messages", []), body.get("tools")) + int(
-            body.get("max_tokens") or 0
-        )
         attempts = shared.max_retries + 1
         for attempt in range(1, attempts + 1):
-            if shared.fatal is not None:
-                raise shared.fatal
-            reservation = None
-            if shared.budget.active:
-                worst = shared.prices.cost(model, estimate, int(body.get("max_tokens") or 0)) or 0.0
-                reservation = shared.budget.reserve(ctx.task_id, worst, estimate)
-            await shared.rate.acquire(estimate)
-            start = time.perf_counter()
-            response: dict[str, Any] | None = None
-            failure: Exception | None = None
-            try:
-                async with shared.slots.slot():
-                    start = time.perf_counter()
-                    # The SDK's low-level POST: the same request, auth, timeout and errors as
-                    # ``chat.completions.create`` without re-walking the body against its typed
-                    # parameters (about 0.4 ms of CPU per call, a quarter of the SDK's cost per call).
-                    raw = await client.post(
-                        "/chat/completions",
-                        body=body,
-                        cast_to=httpx2.Response,
-                        options={"timeout": shared.timeout, "security": {"bearer_auth": True}},
-                    )
-                    response = json.loads(raw.content)
-            except (openai.APIStatusError, openai.APITimeoutError, openai.APIConnectionError) as exc:
-                failure = exc
-            latency = time.perf_counter() - start
-            if response is not None:
-                record = self._record(
-                    ctx,
-                    seq,
-                    attempt,
-                    role,
-                    model,
-                    status="ok",
-                    response=response,
-                    latency=latency,
-                    http_status=200,
-                    request=request,
-                )
-                tokens = record.usage.total_tokens if record.usage else 0
-                if reservation is not None:
-                    shared.budget.settle(reservation, record.cost or 0.0, tokens)
-                shared.rate.correct(estimate, tokens or estimate)
-                return response, record
-            assert failure is not None
-            if reservation is not None:
-                # a failed attempt may still have been billed upstream for a timeout;
-                # count nothing we cannot see
-                shared.budget.settle(reservation, 0.0, 0)
-            status_code = failure.status_code if isinstance(failure, openai.APIStatusError) else None
-            timed_out = isinstance(failure, openai.APITimeoutError)
-            self._record(
-                ctx,
-                seq,
-                attempt,
-                role,
-                model,
-                status=f"http_{status_code}"
-                if status_code
-                else ("timeout" if timed_out else "connection_error"),
-                latency=latency,
-                http_status=status_code,
-                error=type(failure).__name__,
-                possibly_billed=timed_out,
-                request=request,
-            )
-            headers: Mapping[str, str] = (
-                failure.response.headers if isinstance(failure, openai.APIStatusError) else {}
-            )
-            should = headers.get("x-should-retry")
-            retryable = status_code is None or status_code in RETRYABLE or status_code >= 500
-            if should == "true":
-                retryable = True
-            elif should == "false":
-                retryable = False
-            if not retryable or attempt == attempts:
-                error = diagnose(failure, role, model, attempt)
-                if error.fatal:
-                    shared.fatal = error
-                raise error
-            wait = retry_delay(headers, attempt, rng)
-            if wait is not None and wait > shared.retry_after_cap:
-                raise GatewayError(
-                    f"{status_code} the server asks to wait {wait:.0f}s before retrying, more than the cap of"
-                    f" {shared.retry_after_cap:.0f}s",
-                    "lower --gauge-rpm/--gauge-max-concurrency, or raise --gauge-retry-after-cap",
-                    status=status_code,
-                    role=role,
-                    model=model,
-                )
-            if status_code == 429:
-                shared.rate_limit_waits += 1
-            await asyncio.sleep(wait if wait is not None else backoff(attempt, rng))
+            shared.check_open(role, model)
+            outcome = await self._attempt(_Attempt(ctx, seq, attempt, role, model, body, request))
+            if outcome.response is not None:
+                return outcome.response, outcome.record
+            assert outcome.failure is not None
+            wait = self._retry_wait(outcome.failure, attempt, attempts, rng, role, model)
+            await asyncio.sleep(wait)
         raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _attempt(self, a: _Attempt) -> _Outcome:
+        """One attempt: budget, rate, a concurrency slot, the write-ahead ledger line, the POST (bounded
+        by ``--gauge-timeout`` from connect to last byte), the body's check, and the outcome's line."""
+        shared = self.shared
+        estimate = _estimate_tokens(a.body.get("messages", []), a.body.get("tools")) + int(
+            a.body.get("max_tokens") or 0
+        )
+        reservation = None
+        if shared.budget.active:
+            worst = shared.prices.cost(a.model, estimate, int(a.body.get("max_tokens") or 0)) or 0.0
+            reservation = shared.budget.reserve(a.ctx.task_id, worst, estimate)
+        spent, tokens = 0.0, 0
+        try:
+            await shared.rate.acquire(estimate)
+            async with shared.slots.slot():
+                shared.check_open(a.role, a.model)  # a stop may have come while waiting for the slot
+                shared.ledger.begin(self._ledger_record(a, SENT))
+                start = time.perf_counter()
+                outcomes = _attempt_failures()
+                try:
+                    response = await self._post(a.body)
+                except asyncio.CancelledError:
+                    self._record_failure(a, None, time.perf_counter() - start)
+                    raise
+                except outcomes as exc:
+                    return _Outcome(None, self._record_failure(a, exc, time.perf_counter() - start), exc)
+            record = self._record(
+                a.ctx, a.seq, a.attempt, a.role, a.model, status="ok", response=response,
+                latency=time.perf_counter() - start, http_status=200, request=a.request,
+            )  # fmt: skip
+            tokens = record.usage.total_tokens if record.usage else 0
+            spent = record.cost or 0.0
+            shared.rate.correct(estimate, tokens or estimate)
+            return _Outcome(response, record, None)
+        finally:
+            if reservation is not None:
+                # a failed attempt may still have been billed upstream; count nothing we cannot see
+                shared.budget.settle(reservation, spent, tokens)
+
+    async def _post(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The POST and the whole body, within ``--gauge-timeout`` in all (a server dripping bytes cannot
+        hold it longer), refused past :data:`MAX_BODY_BYTES`; the parsed, checked chat completion."""
+        import httpx2
+
+        client = self.client
+        async with asyncio.timeout(self.shared.timeout):
+            # The SDK's low-level POST: the same request, auth and errors as ``chat.completions.create``
+            # without re-walking the body against its typed parameters (about 0.4 ms of CPU per call).
+            # The raw-stream header leaves the body unread, so its size and time stay ours to bound.
+            raw = await client.post(
+                "/chat/completions",
+                body=body,
+                cast_to=httpx2.Response,
+                options={
+                    "timeout": self.shared.timeout,
+                    "security": {"bearer_auth": True},
+                    "headers": {"X-Stainless-Raw-Response": "stream"},
+                },
+            )
+            try:
+                content = await _read_bounded(raw)
+            finally:
+                await raw.aclose()
+        return parse_completion(content, (client.api_key,))
+
+    def _ledger_record(self, a: _Attempt, status: str) -> LedgerRecord:
+        return LedgerRecord(
+            run_id=self.shared.run_id,
+            call_id=f"{a.ctx.work}#{a.seq}",
+            attempt=a.attempt,
+            status=status,
+            suite=a.ctx.suite,
+            task_id=a.ctx.task_id,
+            role=a.role,  # type: ignore[arg-type]
+            model=a.model,
+            strategy=a.ctx.strategy,
+            work=a.ctx.work,
+            usage=None,
+            usage_missing=False,
+            latency_s=0.0,
+            finish_reason=None,
+            cache_hit=False,
+            cost=None,
+            possibly_billed=True,
+            ts=time.time(),
+            request=a.request,
+        )
+
+    def _record_failure(self, a: _Attempt, failure: Exception | None, latency: float) -> LedgerRecord:
+        """The ledger line of a failed attempt (None: cancelled in flight by a stop), with its status and
+        whether the server may have billed it."""
+        import openai
+
+        status_code = failure.status_code if isinstance(failure, openai.APIStatusError) else None
+        if failure is None:
+            status, error = INTERRUPTED, "cancelled while in flight (the run was stopped)"
+        elif isinstance(failure, BadResponse):
+            status, error, status_code = "bad_response", failure.problem, 200
+        elif status_code is not None:
+            status, error = f"http_{status_code}", type(failure).__name__
+        elif _is_timeout(failure):
+            status, error = "timeout", type(failure).__name__
+        else:
+            status, error = "connection_error", type(failure).__name__
+        return self._record(
+            a.ctx, a.seq, a.attempt, a.role, a.model, status=status, latency=latency,
+            http_status=status_code, error=error, request=a.request,
+            possibly_billed=status in ("timeout", "bad_response", INTERRUPTED),
+        )  # fmt: skip
+
+    def _retry_wait(
+        self, failure: Exception, attempt: int, attempts: int, rng: random.Random, role: str, model: str
+    ) -> float:
+        """Seconds to wait before the next attempt, or the GatewayError that ends the call."""
+        import openai
+
+        shared = self.shared
+        status_code = failure.status_code if isinstance(failure, openai.APIStatusError) else None
+        headers: Mapping[str, str] = (
+            failure.response.headers if isinstance(failure, openai.APIStatusError) else {}
+        )
+        should = headers.get("x-should-retry")
+        retryable = status_code is None or status_code in RETRYABLE or status_code >= 500
+        if should in ("true", "false"):
+            retryable = should == "true"
+        if not retryable or attempt == attempts:
+            error = self._final_error(failure, role, model, attempt)
+            if error.fatal:
+                shared.fatal = error
+            if isinstance(error, ModelNotFound):
+                shared.dead_models.setdefault((role, model), error)
+            raise error
+        wait = retry_delay(headers, attempt, rng)
+        if wait is not None and wait > shared.retry_after_cap:
+            raise GatewayError(
+                f"{status_code} the server asks to wait {wait:.0f}s before retrying, more than the cap of"
+                f" {shared.retry_after_cap:.0f}s",
+                "lower --gauge-rpm/--gauge-max-concurrency, or raise --gauge-retry-after-cap",
+                status=status_code,
+                role=role,
+                model=model,
+            )
+        if status_code == 429:
+            shared.rate_limit_waits += 1
+        return wait if wait is not None else backoff(attempt, rng)
+
+    def _final_error(self, failure: Exception, role: str, model: str, attempts: int) -> GatewayError:
+        if isinstance(failure, BadResponse):
+            starts = f"; the body starts {failure.snippet!r}" if failure.snippet else ""
+            return GatewayError(
+                f"bad response from the gateway {self.backend_id} after {attempts} attempts:"
+                f" {failure.problem}{starts}",
+                "the server at this URL does not answer like an OpenAI-compatible chat completions API"
+                f" (a proxy or login page?): check {URL_VARIABLE}, or retry later",
+                role=role,
+                model=model,
+            )
+        if _is_timeout(failure):
+            return GatewayError(
+                f"timed out after {attempts} attempts of {self.shared.timeout:g}s each (connect to last"
+                " byte; the request may still have been billed)",
+                "raise --gauge-timeout, or lower max_tokens",
+                role=role,
+                model=model,
+            )
+        return diagnose(failure, role, model, attempts)
+
+
+def _is_timeout(failure: Exception) -> bool:
+    import httpx2
+    import openai
+
+    return isinstance(failure, openai.APITimeoutError | TimeoutError | httpx2.TimeoutException)
+
+
+async def _read_bounded(raw: Any, limit: int = MAX_BODY_BYTES) -> bytes:
+    """The response body, refused (:class:`BadResponse`) as soon as it passes ``limit`` bytes."""
+    declared = raw.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise BadResponse(f"the body is {int(declared)} bytes, more than the {limit} accepted", "")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in raw.aiter_bytes():
+        size += len(chunk)
+        if size > limit:
+            raise BadResponse(f"the body is more than the {limit} bytes accepted", "")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _attempt_failures() -> tuple[type[Exception], ...]:
+    """The errors that are an attempt's outcome (anything else is a bug and propagates): the SDK's,
+    the transport's while the body is read, a bad body, and the whole-request timeout."""
+    import httpx2
+    import openai
+
+    return (
+        openai.APIStatusError,
+        openai.APITimeoutError,
+        openai.APIConnectionError,
+        httpx2.HTTPError,
+        BadResponse,
+        TimeoutError,
+    )
+
+
+@dataclass(frozen=True)
+class _Attempt:
+    """One attempt of one call: which call, which try, what is sent."""
+
+    ctx: CallContext
+    seq: int
+    attempt: int
+    role: str
+    model: str
+    body: dict[str, Any]
+    request: str | None
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    """An attempt's result: the completion and its ledger line, or the failure and its line."""
+
+    response: dict[str, Any] | None
+    record: LedgerRecord
+    failure: Exception | None
 
 
 def _to_result(response: dict[str, Any], record: LedgerRecord) -> ChatResult:

@@ -5,6 +5,12 @@ merged on the controller in a deterministic order, so ``agent_runs.jsonl`` is th
 Each process appends whole lines to ``ledger-<worker>.jsonl`` in the run folder and flushes after every
 record, so a crash loses at most the line being written; the controller merges every worker's file
 (also those of workers that died), sorted by :meth:`LedgerRecord.sort_key`.
+
+Write-ahead: before an attempt is sent, :meth:`Ledger.begin` writes a ``sent`` line for it; its outcome
+line follows when the answer (or the failure) comes. At merge a ``sent`` line with an outcome is dropped,
+one without (the process was killed, or stopped before the answer came) becomes the attempt's only line,
+``status: "interrupted"`` with ``possibly_billed: true`` and no cost. So every request that may have
+reached the gateway has exactly one line in ``agent_runs.jsonl``, whatever happened to the process.
 """
 
 from __future__ import annotations
@@ -17,7 +23,12 @@ from pathlib import Path
 
 from ..records import LedgerRecord, dumps
 
-__all__ = ["Ledger", "attribute_shared_calls", "merge_ledgers"]
+__all__ = ["INTERRUPTED", "SENT", "Ledger", "attribute_shared_calls", "merge_ledgers", "resolve_sent"]
+
+SENT = "sent"
+"""Status of a write-ahead line: the attempt is about to be sent, its outcome line follows."""
+INTERRUPTED = "interrupted"
+"""Status of an attempt whose outcome never came (process stopped or killed): possibly billed."""
 
 
 class Ledger:
@@ -36,12 +47,16 @@ class Ledger:
         self.tokens = 0
         self.cost = 0.0
 
-    def append(self, record: LedgerRecord) -> None:
+    def _write(self, record: LedgerRecord) -> None:
+        """One whole line, flushed at once (the caller holds the lock)."""
         record.worker = self.worker
-        line = dumps(record.to_json())
+        self._fh.write(dumps(record.to_json()) + "\n")
+        self._fh.flush()
+
+    def append(self, record: LedgerRecord) -> None:
+        """An attempt's outcome (or a cache hit), counted in the running totals."""
         with self._lock:
-            self._fh.write(line + "\n")
-            self._fh.flush()
+            self._write(record)
             self.calls += 1
             if record.cache_hit:
                 self.cached_calls += 1
@@ -54,13 +69,49 @@ class Ledger:
                 if record.cost:
                     self.cost += record.cost
 
+    def begin(self, record: LedgerRecord) -> None:
+        """The write-ahead line of an attempt about to be sent (``status: "sent"``); not in the totals."""
+        with self._lock:
+            self._write(record)
+
     def close(self) -> None:
         with self._lock:
             if not self._fh.closed:
                 self._fh.close()
 
 
+def _attempt_key(record: LedgerRecord) -> tuple[str, int, str | None]:
+    return (record.call_id, record.attempt, record.request)
+
+
+def resolve_sent(records: Iterable[LedgerRecord]) -> list[LedgerRecord]:
+    """One process's lines (in file order) with each write-ahead ``sent`` line matched to its outcome:
+    matched ones dropped, unmatched ones turned into ``interrupted``, ``possibly_billed`` attempts."""
+    out: list[LedgerRecord] = []
+    open_attempts: dict[tuple[str, int, str | None], list[int]] = {}
+    for record in records:
+        key = _attempt_key(record)
+        if record.status == SENT:
+            open_attempts.setdefault(key, []).append(len(out))
+            out.append(record)
+            continue
+        if record.cache_hit or not open_attempts.get(key):
+            out.append(record)
+            continue
+        out[open_attempts[key].pop(0)] = record  # the outcome takes the place of its write-ahead line
+    for indexes in open_attempts.values():
+        for i in indexes:
+            out[i] = replace(
+                out[i],
+                status=INTERRUPTED,
+                possibly_billed=True,
+                error="no outcome recorded: the process stopped while the request may have been in flight",
+            )
+    return out
+
+
 def read_ledger_file(path: Path) -> list[LedgerRecord]:
+    """One process's ledger file, write-ahead lines resolved (see :func:`resolve_sent`)."""
     records = []
     with open(path, encoding="utf-8") as fh:
         for line in fh:
@@ -71,7 +122,7 @@ def read_ledger_file(path: Path) -> list[LedgerRecord]:
                 records.append(LedgerRecord.from_json(json.loads(line)))
             except (json.JSONDecodeError, TypeError, KeyError):
                 continue  # a line cut short by a crashed worker
-    return records
+    return resolve_sent(records)
 
 
 def merge_ledgers(files: Iterable[Path]) -> list[LedgerRecord]:

@@ -34,7 +34,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..gateway.errors import GatewayError
+from ..gateway.errors import GatewayError, RunStopped
 from ..gateway.gateway import CallContext, Gateway
 from ..gateway.store import Store, content_key
 from ..records import CaseRecord, Judgment, Transcript, Turn, Usage
@@ -546,6 +546,8 @@ class Engine:
         try:
             try:
                 entry = await self._produce(work)
+            except RunStopped:
+                raise  # a stop is not the work's outcome: nothing is stored, a re-run produces it
             except GatewayError as exc:
                 entry = _error_entry(exc)
             if self._exclusive:

@@ -37,9 +37,15 @@ __all__ = [
 ]
 
 
+MODEL_VARIABLES: dict[str, str] = {}
+"""Model name -> the environment variable it was read from by :func:`env_model` (for error messages)."""
+
+
 def env_model(variable: str, default: str) -> str:
     """A model name from the environment (for live runs), else ``default`` (the simulator's name)."""
     value = os.environ.get(variable, "").strip()
+    if value:
+        MODEL_VARIABLES[value] = variable
     return value or default
 
 

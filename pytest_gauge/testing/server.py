@@ -37,6 +37,7 @@ from urllib.parse import parse_qs, urlsplit
 
 __all__ = [
     "ADMIN_PREFIX",
+    "MALFORMED_BODIES",
     "FaultPlan",
     "LoopbackServer",
     "RequestRecord",
@@ -46,6 +47,7 @@ __all__ = [
     "completion",
     "default_responder",
     "main",
+    "malformed_body",
     "message_text",
     "scheduled_fault",
     "tool_call",
@@ -58,7 +60,25 @@ ADMIN_PREFIX = "/__gauge__"
 HOST = "127.0.0.1"
 DEFAULT_MODELS: tuple[str, ...] = ("loopback-model",)
 
-ScheduledFault = Literal["burst_503", "429", "503", "500"]
+ScheduledFault = Literal["burst_503", "429", "503", "500", "malformed", "reset"]
+
+MALFORMED_BODIES: dict[str, bytes] = {
+    "html": b"<!DOCTYPE html><html><head><title>Sign in</title></head><body>Please log in</body></html>",
+    "empty": b"",
+    "array": b'[{"choices": []}]',
+    "choices_not_list": b'{"id": "x", "object": "chat.completion", "choices": {"0": "hi"}}',
+    "choices_empty": b'{"id": "x", "object": "chat.completion", "choices": []}',
+    "content_null": (
+        b'{"id": "x", "object": "chat.completion", "choices": [{"index": 0, "finish_reason": "stop",'
+        b' "message": {"role": "assistant", "content": null}}]}'
+    ),
+    "usage_string": (
+        b'{"id": "x", "object": "chat.completion", "choices": [{"index": 0, "finish_reason": "stop",'
+        b' "message": {"role": "assistant", "content": "hi"}}], "usage": {"prompt_tokens": "many",'
+        b' "completion_tokens": 1, "total_tokens": 1}}'
+    ),
+}
+"""200 bodies that are not a well-formed chat completion, by kind (``FaultPlan.malformed``)."""
 
 _MAX_HEADER_BYTES = 1 << 20
 _MAX_BODY_BYTES = 64 << 20
@@ -93,13 +113,19 @@ class FaultPlan:
     reject_response_formats: frozenset[str] = frozenset()
     cached_tokens: int = 0
     reasoning_tokens: int = 0
+    unknown_models: frozenset[str] = frozenset()
+    rate_malformed: float = 0.0
+    malformed: str = "mixed"
+    rate_reset: float = 0.0
+    drip_seconds: float = 0.0
     seed: int = 0
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain-JSON form (the model set as a sorted list), as served by the admin stats route."""
+        """Plain-JSON form (the model sets as sorted lists), as served by the admin stats route."""
         d = asdict(self)
         d["status_400_models"] = sorted(self.status_400_models)
         d["reject_response_formats"] = sorted(self.reject_response_formats)
+        d["unknown_models"] = sorted(self.unknown_models)
         return d
 
     @classmethod
@@ -110,7 +136,7 @@ class FaultPlan:
         if unknown:
             raise ValueError(f"unknown FaultPlan fields: {sorted(unknown)}")
         kwargs = dict(data)
-        for name in ("status_400_models", "reject_response_formats"):
+        for name in ("status_400_models", "reject_response_formats", "unknown_models"):
             if name in kwargs:
                 kwargs[name] = frozenset(kwargs[name])
         return cls(**kwargs)
@@ -124,20 +150,35 @@ def scheduled_fault(plan: FaultPlan, n: int) -> ScheduledFault | None:
     """The status fault planned for the n-th (1-based) chat request, ignoring auth/model/reset faults.
 
     The first ``burst_5xx`` requests get 503; otherwise one uniform draw from ``Random("gauge:<seed>:<n>")``
-    falls into [0, rate_429) -> 429, then [.., +rate_503) -> 503, then [.., +rate_500) -> 500.
+    falls into [0, rate_429) -> 429, then [.., +rate_503) -> 503, then [.., +rate_500) -> 500, then
+    [.., +rate_malformed) -> a malformed 200 body, then [.., +rate_reset) -> a connection reset.
     """
     if n <= plan.burst_5xx:
         return "burst_503"
-    if plan.rate_429 <= 0 and plan.rate_503 <= 0 and plan.rate_500 <= 0:
+    bands: tuple[tuple[ScheduledFault, float], ...] = (
+        ("429", plan.rate_429),
+        ("503", plan.rate_503),
+        ("500", plan.rate_500),
+        ("malformed", plan.rate_malformed),
+        ("reset", plan.rate_reset),
+    )
+    if all(rate <= 0 for _, rate in bands):
         return None
     u = random.Random(f"gauge:{plan.seed}:{n}").random()
-    if u < plan.rate_429:
-        return "429"
-    if u < plan.rate_429 + plan.rate_503:
-        return "503"
-    if u < plan.rate_429 + plan.rate_503 + plan.rate_500:
-        return "500"
+    edge = 0.0
+    for fault, rate in bands:
+        edge += rate
+        if u < edge:
+            return fault
     return None
+
+
+def malformed_body(plan: FaultPlan, n: int) -> bytes:
+    """The malformed body of the n-th request: ``plan.malformed``'s kind, or each kind in turn (mixed)."""
+    if plan.malformed in MALFORMED_BODIES:
+        return MALFORMED_BODIES[plan.malformed]
+    kinds = sorted(MALFORMED_BODIES)
+    return MALFORMED_BODIES[kinds[n % len(kinds)]]
 
 
 # ----------------------------------------------------------------------------------------------- responses
@@ -276,6 +317,7 @@ class _Response:
     payload: Any
     headers: dict[str, str] = field(default_factory=dict)
     reset: bool = False
+    raw: bytes | None = None  # sent as is instead of the JSON of ``payload`` (malformed bodies)
 
 
 class _BadRequest(Exception):
@@ -342,7 +384,7 @@ async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
 
 
 def _encode_response(resp: _Response, keep_alive: bool, request_id: str) -> bytes:
-    body = json.dumps(resp.payload).encode("utf-8")
+    body = resp.raw if resp.raw is not None else json.dumps(resp.payload).encode("utf-8")
     try:
         reason = HTTPStatus(resp.status).phrase
     except ValueError:
@@ -357,6 +399,18 @@ def _encode_response(resp: _Response, keep_alive: bool, request_id: str) -> byte
     ]
     lines.extend(f"{k}: {v}" for k, v in resp.headers.items())
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+
+
+async def _drip(writer: asyncio.StreamWriter, data: bytes, every: float) -> None:
+    """The head at once, then the body one byte every ``every`` seconds (a server that never times out
+    a read, yet never finishes the answer)."""
+    head, sep, body = data.partition(b"\r\n\r\n")
+    writer.write(head + sep)
+    await writer.drain()
+    for i in range(len(body)):
+        await asyncio.sleep(every)
+        writer.write(body[i : i + 1])
+        await writer.drain()
 
 
 class _Served:
@@ -676,8 +730,11 @@ class LoopbackServer(_Served):
                 return False
             data = _encode_response(resp, req.keep_alive, f"req_loopback_{record.seq}")
             finish(resp.status)
-            writer.write(data)
-            await writer.drain()
+            if is_chat and plan.drip_seconds > 0 and resp.status == 200:
+                await _drip(writer, data, plan.drip_seconds)
+            else:
+                writer.write(data)
+                await writer.drain()
             return req.keep_alive
         finally:
             finish(0)  # cancelled or failed before answering: counts as a dropped connection
@@ -724,6 +781,15 @@ class LoopbackServer(_Served):
                     param="stream",
                 ),
             )
+        if model in plan.unknown_models:
+            return _Response(
+                404,
+                _error_body(
+                    f"The model `{model}` does not exist or you do not have access to it.",
+                    "invalid_request_error",
+                    "model_not_found",
+                ),
+            )
         if model in plan.status_400_models:
             return _Response(
                 400,
@@ -750,6 +816,10 @@ class LoopbackServer(_Served):
         if fault == "500":
             msg = "The server had an error while processing your request. Sorry about that!"
             return _Response(500, _error_body(msg, "server_error"))
+        if fault == "malformed":
+            return _Response(200, None, raw=malformed_body(plan, n))
+        if fault == "reset":
+            return _Response(0, None, reset=True)
         try:
             out = self.responder(body)
         except ResponderError as exc:
@@ -933,6 +1003,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--truncate", action="store_true")
     p.add_argument("--should-retry-false", action="store_true")
     p.add_argument("--status-400-model", action="append", default=[], help="repeatable")
+    p.add_argument("--unknown-model", action="append", default=[], help="404 model_not_found; repeatable")
+    p.add_argument("--rate-malformed", type=float, default=0.0, help="share of 200s with a malformed body")
+    p.add_argument("--malformed", default="mixed", help="kind of malformed body (mixed: each in turn)")
+    p.add_argument("--rate-reset", type=float, default=0.0, help="share of connections reset")
+    p.add_argument("--drip-seconds", type=float, default=0.0, help="send 200 bodies one byte per N s")
     p.add_argument("--seed", type=int, default=0, help="seed of the probabilistic faults")
     p.add_argument(
         "--suite",
@@ -965,6 +1040,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         truncate=a.truncate,
         should_retry_false=a.should_retry_false,
         status_400_models=frozenset(a.status_400_model),
+        unknown_models=frozenset(a.unknown_model),
+        rate_malformed=a.rate_malformed,
+        malformed=a.malformed,
+        rate_reset=a.rate_reset,
+        drip_seconds=a.drip_seconds,
         seed=a.seed,
     )
     models = [m for m in a.models.split(",") if m]
