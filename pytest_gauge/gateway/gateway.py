@@ -174,8 +174,7 @@ def _names_missing_model(exc: openai.APIStatusError, message: str, model: str) -
     if "model" not in lowered or any(k in lowered for k in ("response_format", "json_schema", "json_object")):
         return False  # about the model's parameters (e.g. a response format it refuses), not the model
     return any(
-        phrase in lowered
-        for phrase in ("does not exist", "not found", "unknown model", "no such model")
+        phrase in lowered for phrase in ("does not exist", "not found", "unknown model", "no such model")
     ) or (bool(model) and model.lower() in lowered and exc.status_code == 404)
 
 
