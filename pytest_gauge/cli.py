@@ -308,6 +308,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="remove entries created more than DAYS days ago (fractions allowed)",
     )
     prune.add_argument("--cache-dir", default=DEFAULT_CACHE_DIR, help="cache folder (default .gauge-cache)")
+
+    baseline = commands.add_parser("baseline", help="keep a run as the baseline later runs compare with")
+    baseline_commands = baseline.add_subparsers(dest="action", metavar="ACTION", required=True)
+    save = baseline_commands.add_parser(
+        "save",
+        help="write a compact, versioned baseline of a --gauge-out folder (for --gauge-baseline)",
+        description="Write DIR/<suite>/baseline.json (case records, tasks, per-task cost, ledger summary, "
+        "metrics, manifest) and DIR/<suite>/agents/*.jsonl for every suite in the output folder; small "
+        "enough to commit or keep as a CI artifact.",
+    )
+    save.add_argument("--from", dest="source", default="gauge-out", metavar="OUT", help="--gauge-out folder")
+    save.add_argument("--to", required=True, metavar="DIR", help="baseline folder (for --gauge-baseline)")
     return parser
 
 
@@ -333,6 +345,20 @@ def _export(args: argparse.Namespace, environ: Mapping[str, str], out: TextIO, e
         return 1
     out.write(f"exported {len(result.exported)} cassettes for suite {args.suite} to {args.to}\n")
     return 1 if result.refused else 0
+
+
+def _save_baseline(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .session.baseline_files import BaselineError, save_baseline
+
+    try:
+        written = save_baseline(Path(args.source), Path(args.to))
+    except BaselineError as exc:
+        err.write(f"error: {exc}\n")
+        return 1
+    size = sum(p.stat().st_size for p in written)
+    suites = sorted({p.parent.name for p in written if p.name == "baseline.json"})
+    out.write(f"saved baseline of {', '.join(suites)} to {args.to} ({len(written)} files, {size:,} bytes)\n")
+    return 0
 
 
 def _prune(args: argparse.Namespace, out: TextIO) -> int:
@@ -366,5 +392,7 @@ def main(
         return _export(args, env, out, err)
     if args.command == "cache":
         return _prune(args, out)
+    if args.command == "baseline":
+        return _save_baseline(args, out, err)
     parser.print_help(out)
     return 2

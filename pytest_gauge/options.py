@@ -45,6 +45,7 @@ class GaugeOptions:
     bootstrap_rounds: int = 2000
     progress: bool = True
     snapshot_reports: bool = False
+    baseline: str | None = None
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
 
@@ -159,6 +160,13 @@ _SETTINGS: tuple[tuple[str, str, Any, str, tuple[str, ...] | None], ...] = (
         "gauge_bootstrap_rounds",
         _positive_int,
         "bootstrap resamples for intervals (default 2000)",
+        None,
+    ),
+    (
+        "baseline",
+        "gauge_baseline",
+        str,
+        "compare with this earlier run: a --gauge-out folder or a 'baseline save' folder",
         None,
     ),
     (
@@ -292,4 +300,5 @@ def resolve_options(config: pytest.Config) -> GaugeOptions:
         bootstrap_rounds=pick("gauge_bootstrap_rounds", 2000),
         progress=not config.getoption("gauge_no_progress"),
         snapshot_reports=bool(config.getoption("gauge_snapshot_reports")),
+        baseline=str((invocation / values["gauge_baseline"]).resolve()) if values["gauge_baseline"] else None,
     )

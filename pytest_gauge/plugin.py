@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from .gateway.endpoint import check_base_url, check_key
-from .options import add_options, resolve_options
+from .options import GaugeOptions, add_options, resolve_options
 from .records import CaseRecord, dumps
 from .session.state import GaugeState, SuiteEntry, state_key, stop_finished_workers
 from .suite.cases import Case, build_cases
@@ -56,6 +56,7 @@ def pytest_configure(config: pytest.Config) -> None:
         state = GaugeState(options, run_id=GaugeState.new_run_id(), is_worker=False)
         if options.backend == "live" and _backend_explicit(config):
             _check_live_settings()
+        _check_baseline(options)
     config.stash[state_key] = state
     config.pluginmanager.register(GaugeRun(config), "gauge-run")
     if options.backend == "replay":
@@ -66,6 +67,22 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _backend_explicit(config: pytest.Config) -> bool:
     return config.getoption("gauge_backend") is not None or bool(config.getini("gauge_backend"))
+
+
+def _check_baseline(options: GaugeOptions) -> None:
+    """Refuse before any request a baseline that cannot be read, and baseline gates without a baseline."""
+    from .analysis.baseline import missing_baseline
+    from .session.baseline_files import BaselineError, check_baseline_dir
+
+    if options.baseline:
+        try:
+            check_baseline_dir(Path(options.baseline))
+        except BaselineError as exc:
+            raise pytest.UsageError(f"pytest-gauge: {exc}") from None
+    else:
+        problem = missing_baseline(options.gates, "--gauge-gate / gauge_gates")
+        if problem:
+            raise pytest.UsageError(f"pytest-gauge: {problem}")
 
 
 def _check_live_settings() -> None:
@@ -113,6 +130,12 @@ class SuiteCollector(pytest.Collector):
         folder = module_path.parent
         name = self.suite.name or folder.name
         tasks = self.suite.load(folder)
+        if not state.options.baseline:
+            from .analysis.baseline import missing_baseline
+
+            problem = missing_baseline(list(self.suite.gates), f"{module_path.name}: Suite(gates=...)")
+            if problem:
+                raise GaugeCollectError(f"pytest-gauge: {problem}")
         cases = build_cases(
             name,
             tasks,

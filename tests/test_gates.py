@@ -740,6 +740,7 @@ def test_to_json() -> None:
         "high": 0.02,
         "n": 9,
         "message": result.message,
+        "needed_n": None,
     }
     assert json.loads(json.dumps(data)) == data
 

@@ -25,6 +25,7 @@ import numpy as np
 from ..records import CaseRecord
 from .elo import fit_elo
 from .elo_report import comparisons_from_records
+from .gates import parse_gates
 from .metrics import Estimate, classify_pairs
 from .paired import (
     FloatArray,
@@ -46,6 +47,7 @@ __all__ = [
     "RunSide",
     "TaskFlip",
     "compare_runs",
+    "missing_baseline",
     "outcomes_from_records",
 ]
 
@@ -435,4 +437,21 @@ def compare_runs(
         cost_per_success=cost,
         elo_reference=ref,
         elo=elo,
+    )
+
+
+def missing_baseline(gates: Sequence[str], where: str) -> str | None:
+    """The usage error for gates that need a baseline when none is given (None when no gate needs one)."""
+    needing = [
+        g.canonical()
+        for g in parse_gates(list(gates))
+        if any(t is not None and t.name in BASELINE_METRICS for t in (g.left, g.right))
+    ]
+    if not needing:
+        return None
+    shown = "; ".join(repr(g) for g in needing)
+    return (
+        f"{where}: {shown} compares with a baseline, but none was given: run with --gauge-baseline DIR "
+        "(an earlier --gauge-out folder or a 'python -m pytest_gauge baseline save' folder), "
+        "or set the ini key gauge_baseline"
     )

@@ -1,31 +1,92 @@
-"""The gates' data source: suite metrics and, for ``elo``/``delta_elo``/``elo_per_1k_tokens``, the Elo fit."""
+"""The gates' data source: suite metrics; for ``elo``/``delta_elo``/``elo_per_1k_tokens`` the Elo fit; for
+``delta(...)``/``regressions``/``fixes`` the baseline comparison; for ``pass_at_k``/``pass_hat_k``/
+``flaky_tasks`` the repeated samples."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 
 import numpy as np
 
+from .baseline import BASELINE_METRICS, BaselineComparison
 from .elo import bootstrap_difference
 from .elo_report import ELO_METRICS, NO_ELO, EloReport, finite, tier_rows
-from .gates import Term
+from .gates import DELTA, GateSyntaxError, Term, parse_term
 from .metrics import Estimate, SuiteMetrics
+from .repeats import REPEAT_METRICS, RepeatCounts, flaky_tasks, pass_at_k, pass_hat_k
 
 __all__ = ["GateSource"]
 
 
 def _elo_help() -> str:
-    return "Elo metrics: elo(agent), delta_elo(agent), elo_per_1k_tokens(agent)"
+    return (
+        "Elo metrics: elo(agent), delta_elo(agent), elo_per_1k_tokens(agent); baseline: delta(METRIC), "
+        "regressions(agent), fixes(agent); repeats: pass_at_k(agent, k), pass_hat_k(agent, k), "
+        "flaky_tasks(agent)"
+    )
 
 
 class GateSource:
     """A gate ``MetricSource`` over the suite metrics and the Elo report: ``elo``, ``delta_elo`` and
     ``elo_per_1k_tokens`` (one agent each) come from the Elo fit, every other name from the metrics."""
 
-    def __init__(self, metrics: SuiteMetrics, elo: EloReport | None) -> None:
+    def __init__(
+        self,
+        metrics: SuiteMetrics,
+        elo: EloReport | None,
+        *,
+        baseline: BaselineComparison | None = None,
+        repeats: Mapping[str, RepeatCounts] | None = None,
+        baseline_note: str = "no baseline given: run with --gauge-baseline DIR",
+    ) -> None:
         self.metrics = metrics
         self.elo = elo
+        self.baseline = baseline
+        self.baseline_note = baseline_note
+        self.repeats = dict(repeats or {})
         self._tiers = tier_rows(elo) if elo is not None else {}
+
+    # -- baseline and repeat terms ----------------------------------------------------------------
+
+    def _comparison(self, term: str) -> BaselineComparison:
+        if self.baseline is None:
+            raise KeyError(f"{term}: {self.baseline_note}")
+        return self.baseline
+
+    def _inner(self, args: tuple[str, ...]) -> Term:
+        if len(args) != 1:
+            raise KeyError("delta takes one metric, e.g. delta(success_rate(agent_x))")
+        try:
+            return parse_term(args[0])
+        except GateSyntaxError as err:
+            raise KeyError(f"delta({args[0]}): {err.reason}") from None
+
+    def _baseline_term(self, name: str, args: tuple[str, ...]) -> Estimate:
+        if name == DELTA:
+            inner = self._inner(args)
+            return self._comparison(f"delta({inner})").delta(inner.name, inner.args)
+        return self._comparison(f"{name}({', '.join(args)})").lookup(name, args)
+
+    def _repeat_term(self, name: str, args: tuple[str, ...]) -> Estimate:
+        want = 1 if name == "flaky_tasks" else 2
+        if len(args) != want:
+            example = f"{name}(agent_x)" if want == 1 else f"{name}(agent_x, 3)"
+            raise KeyError(f"{name} takes {'one agent' if want == 1 else 'an agent and k'}, e.g. {example}")
+        counts = self.repeats.get(args[0])
+        if counts is None:
+            known = ", ".join(sorted(self.repeats)) or "none"
+            raise KeyError(f"{name}({', '.join(args)}): unknown agent {args[0]!r}; agents: {known}")
+        if name == "flaky_tasks":
+            return flaky_tasks(counts)[0]
+        if not args[1].isdigit() or int(args[1]) < 1:
+            raise KeyError(f"{name}({', '.join(args)}): k must be a whole number >= 1")
+        k = int(args[1])
+        most = int(counts.samples.max()) if counts.samples.size else 0
+        if k > most:
+            raise KeyError(f"{name}({', '.join(args)}): needs samples >= {k} per task; this suite has {most}")
+        estimate = pass_at_k if name == "pass_at_k" else pass_hat_k
+        return estimate(counts, k, rounds=self.metrics.rounds, seed=self.metrics.seed)
 
     # -- Elo terms --------------------------------------------------------------------------------
 
@@ -96,6 +157,10 @@ class GateSource:
         """An Elo term or, for any other name, the suite metric; KeyError names the known agents/metrics."""
         if name in ELO_METRICS:
             return self._elo_term(name, tuple(args))[0]
+        if name in BASELINE_METRICS:
+            return self._baseline_term(name, tuple(args))
+        if name in REPEAT_METRICS:
+            return self._repeat_term(name, tuple(args))
         try:
             return self.metrics.lookup(name, tuple(args))
         except KeyError as err:
@@ -107,6 +172,9 @@ class GateSource:
     def difference(self, left: Term, right: Term) -> Estimate:
         """``left - right``: two Elo terms from the same bootstrap resamples, two suite metrics from theirs;
         an Elo term minus a suite metric is a KeyError."""
+        special = BASELINE_METRICS + REPEAT_METRICS
+        if left.name in special or right.name in special:
+            raise KeyError(f"cannot subtract {right} from {left}: baseline and repeat terms stand alone")
         l_elo, r_elo = left.name in ELO_METRICS, right.name in ELO_METRICS
         if not l_elo and not r_elo:
             return self.metrics.difference(left, right)
@@ -133,6 +201,18 @@ class GateSource:
 
     def drivers(self, name: str, args: tuple[str, ...] = ()) -> list[str]:
         """What drove a suite metric (see ``SuiteMetrics.drivers``); none for Elo terms."""
-        if name in ELO_METRICS:
+        if name in ELO_METRICS or name in REPEAT_METRICS:
+            if name == "flaky_tasks" and args and args[0] in self.repeats:
+                return list(flaky_tasks(self.repeats[args[0]])[1])
             return []
+        if name in BASELINE_METRICS:
+            if self.baseline is None:
+                return []
+            if name == DELTA:
+                try:
+                    inner = self._inner(tuple(args))
+                except KeyError:
+                    return []
+                return self.baseline.drivers(inner.name, inner.args)
+            return self.baseline.drivers(name, tuple(args))
         return self.metrics.drivers(name, tuple(args))

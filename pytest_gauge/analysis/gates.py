@@ -42,7 +42,8 @@ __all__ = [
 
 GRAMMAR = (
     "(EXPR | lower(EXPR) | upper(EXPR)) OP NUMBER [; min_n=INT] [; allow_inconclusive], "
-    "EXPR = METRIC[(ARG, ...)] [- METRIC[(ARG, ...)]], OP = <= >= < > ==, "
+    "EXPR = METRIC[(ARG, ...)] [- METRIC[(ARG, ...)]] or delta(METRIC[(ARG, ...)]), "
+    "OP = <= >= < > ==, "
     "e.g. 'upper(lrs_close) <= 0.5; min_n=20'"
 )
 
@@ -452,9 +453,12 @@ class GateResult:
     n: int
     message: str
     drivers: tuple[str, ...] = ()
+    needed_n: int | None = None
+    needed: str = ""
 
     def to_json(self) -> dict[str, object]:
-        """The JSON report row: canonical expression, status, numbers and message."""
+        """The JSON report row: canonical expression, status, numbers, message and the suite size that
+        would decide the gate (``needed_n``, for inconclusive gates and intervals across the threshold)."""
         return {
             "expr": self.gate.canonical(),
             "status": self.status,
@@ -463,6 +467,7 @@ class GateResult:
             "high": self.high,
             "n": self.n,
             "message": self.message,
+            "needed_n": self.needed_n,
         }
 
 

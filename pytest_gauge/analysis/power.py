@@ -13,8 +13,9 @@ the smallest difference between two runs that is more than noise (:func:`noise_f
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from .gates import GateResult
 from .paired import Z95, z_value
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "needed_n",
     "noise_floor",
     "unit_sd",
+    "with_needed_n",
 ]
 
 POWER = 0.8
@@ -104,3 +106,19 @@ def gate_needed_n(
         return NeededN(None, n, f"no suite size would decide it ({why})")
     size = max(size, min_n or 0)
     return NeededN(size, n, f"about {size} tasks would decide it")
+
+
+def with_needed_n(result: GateResult) -> GateResult:
+    """The gate result with ``needed_n`` when it is inconclusive or its interval contains the threshold
+    (a verdict a few more tasks could turn), and one sentence saying so; else unchanged."""
+    gate = result.gate
+    low, high = result.low, result.high
+    crossing = low is not None and high is not None and low < gate.threshold < high
+    if result.status == "skipped" or not (result.status == "inconclusive" or crossing):
+        return result
+    est = gate_needed_n(result.value, low, high, result.n, gate.threshold, gate.min_n)
+    state: str = result.status
+    if state != "inconclusive":
+        state += ", interval across the threshold"
+    text = f"{gate.expression()}: {state} at n={result.n}; {est.text}"
+    return replace(result, needed_n=est.n, needed=text)

@@ -19,6 +19,7 @@ used (the law of total variance), which overstates the floor when tasks differ i
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,7 +29,9 @@ from .metrics import Estimate, wilson
 from .paired import Z95, FloatArray, bootstrap_means, percentile_interval, task_counts
 
 __all__ = [
+    "REPEAT_METRICS",
     "RepeatCounts",
+    "counts_by_agent",
     "flaky_tasks",
     "noise_floor_of",
     "pass_at_k",
@@ -38,6 +41,9 @@ __all__ = [
 ]
 
 IntArray = npt.NDArray[np.int64]
+REPEAT_METRICS: tuple[str, ...] = ("pass_at_k", "pass_hat_k", "flaky_tasks")
+"""Gate terms over repeated samples: ``pass_at_k(agent, k)``, ``pass_hat_k(agent, k)``,
+``flaky_tasks(agent)``."""
 
 
 @dataclass(frozen=True)
@@ -137,3 +143,20 @@ def noise_floor_of(counts: RepeatCounts, z: float = Z95) -> float | None:
         within = np.full(tasks, pooled * (1.0 - pooled))
     var_run = float((within / n_t).sum()) / tasks**2
     return z * math.sqrt(2.0 * var_run)
+
+
+def counts_by_agent(successes: Mapping[tuple[str, str, int], bool]) -> dict[str, RepeatCounts]:
+    """Per agent, each task's successes and samples from ``(task, agent, sample) -> success``."""
+    per: dict[str, dict[str, list[int]]] = {}
+    for (task, agent, _), ok in sorted(successes.items()):
+        cell = per.setdefault(agent, {}).setdefault(task, [0, 0])
+        cell[0] += int(ok)
+        cell[1] += 1
+    return {
+        agent: RepeatCounts(
+            tuple(tasks),
+            np.array([v[0] for v in tasks.values()], dtype=np.int64),
+            np.array([v[1] for v in tasks.values()], dtype=np.int64),
+        )
+        for agent, tasks in sorted(per.items())
+    }

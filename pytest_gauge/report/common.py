@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
+from ..analysis.baseline import BaselineComparison
 from ..analysis.gates import GateResult
 from ..analysis.metrics import Estimate, SuiteMetrics
+from ..analysis.repeats import RepeatCounts
 from ..options import GaugeOptions
 from ..records import CaseRecord, LedgerRecord
 
@@ -26,6 +28,8 @@ class ReportContext:
     """Everything one suite's reports are rendered from; built once per suite by ``finish.finish_run``.
 
     ``elo`` is optional (an ``elo.EloResult`` or None): when set, the conclusion links ``elo.md``/``elo.svg``.
+    ``baseline`` is the comparison with ``--gauge-baseline`` (``baseline_note`` says why there is none when
+    one was asked for); ``repeats`` each agent's per-task successes and samples.
     """
 
     meta: dict[str, Any]
@@ -35,6 +39,9 @@ class ReportContext:
     gates: Sequence[GateResult]
     options: GaugeOptions
     elo: Any = None
+    baseline: BaselineComparison | None = None
+    baseline_note: str = ""
+    repeats: Mapping[str, RepeatCounts] = field(default_factory=dict)
 
 
 # --------------------------------------------------------------------------------------------------

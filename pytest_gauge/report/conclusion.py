@@ -7,6 +7,7 @@ from collections import Counter
 from typing import Any
 
 from ..analysis.metrics import Estimate
+from .baseline import baseline_lead, needed_lines, repeats_lines
 from .common import (
     DASH,
     ROLES,
@@ -355,6 +356,10 @@ def _section_gates(ctx: ReportContext) -> list[str]:
         expr = g.gate.canonical()
         text = g.message if g.gate.expression() in g.message else f"{g.status.upper()} {expr}: {g.message}"
         lines.append(f"- {_short(text, 400)}")
+    needed = needed_lines(ctx.gates)
+    if needed:
+        lines += ["", "Tasks that would decide them (80% power at 95%, if the observed effect holds):", ""]
+        lines += [f"- {line}" for line in needed]
     return lines
 
 
@@ -406,6 +411,7 @@ def render_conclusion(ctx: ReportContext) -> str:
     rule-based recommendations, each number with its n and 95% interval."""
     sections = [
         [f"# Conclusion: {_suite(ctx)}"],
+        baseline_lead(ctx.baseline, ctx.baseline_note),
         _section_tasks(ctx),
         _section_agents(ctx),
         _section_protocol(ctx),
@@ -416,6 +422,7 @@ def render_conclusion(ctx: ReportContext) -> str:
         _section_satisfaction(ctx),
         _section_cost(ctx),
         _section_gates(ctx),
+        repeats_lines(ctx.repeats),
         _section_recommendations(ctx),
         _section_elo(ctx),
         [
@@ -424,6 +431,7 @@ def render_conclusion(ctx: ReportContext) -> str:
             "- [pairwise_table.md](pairwise_table.md): every judged case",
             "- [token_cost.md](token_cost.md): tokens and cost by role and model",
             "- [metrics.json](metrics.json): every number above, machine-readable",
+            *(["- [baseline.md](baseline.md): the comparison with the baseline"] if ctx.baseline else []),
             "- ../pairs/pair_results.jsonl, ../agent_runs.jsonl (the ledger), "
             "../agents/*.jsonl (transcripts)",
         ],

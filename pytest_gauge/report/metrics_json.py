@@ -8,6 +8,7 @@ import numbers
 from typing import Any
 
 from ..analysis.metrics import COST_INCLUDES_RETRIES, Estimate
+from .baseline import repeats_json
 from .common import ROLES, ReportContext, _cases, _categories, _n_tasks, _prices, _suite
 from .costs import model_costs, spent_this_run
 from .recommend import recommendations
@@ -85,9 +86,12 @@ def render_metrics_json(ctx: ReportContext) -> str:
                 "high": g.high,
                 "n": g.n,
                 "message": g.message,
+                "needed_n": g.needed_n,
             }
             for g in ctx.gates
         ],
+        "baseline": ctx.baseline.to_json() if ctx.baseline is not None else None,
+        "repeats": repeats_json(ctx.repeats, m.rounds, m.seed),
         "spent_this_run": {
             **spend.to_json(),
             "per_role": {role: spent_this_run(ctx.ledger, role).to_json() for role in ROLES},

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from .baseline import baseline_summary, needed_lines
 from .common import (
     ROLES,
     ReportContext,
@@ -71,8 +72,10 @@ def render_summary(ctx: ReportContext) -> str:
         lines += ["  " + ln for ln in _text_table(grows, "llrlr")]
         if len(ctx.gates) > _MAX_SUMMARY_GATES:
             lines.append(f"  … and {len(ctx.gates) - _MAX_SUMMARY_GATES} more (see conclusion.md)")
+        lines += [f"  needed: {line}" for line in needed_lines(ctx.gates)]
     else:
         lines.append("gates: none declared")
+    lines += baseline_summary(ctx.baseline, ctx.baseline_note)
     crow: list[list[str]] = [["role", "calls", "attempts", "input tok", "output tok", "cost"]]
     for role in ROLES:
         rc = m.costs.per_role.get(role)

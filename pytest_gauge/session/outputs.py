@@ -234,13 +234,43 @@ def check_report_snapshots(session: pytest.Session, meta: dict[str, Any], report
         )
 
 
+def _compare_with_baseline(out: Path, suite: str, opts: Any) -> tuple[Any, str]:
+    """The comparison of this suite's outputs with its baseline (``--gauge-baseline``), or None and why."""
+    if not opts.baseline:
+        return None, "no baseline given: run with --gauge-baseline DIR"
+    from ..analysis.baseline import compare_runs
+    from .baseline_files import BaselineError, load_baseline, load_run_side
+
+    reports = out / "reports"
+    try:
+        base = load_baseline(Path(opts.baseline), suite, link_base=reports)
+    except BaselineError as exc:
+        return None, f"baseline not usable: {exc}"
+    if base is None:
+        return None, f"the baseline {opts.baseline} has no suite {suite!r}: nothing to compare"
+    current = load_run_side(out, link_base=reports)
+    comparison = compare_runs(
+        current,
+        base,
+        close_threshold=opts.close_threshold,
+        rounds=opts.bootstrap_rounds,
+        seed=opts.seed,
+        elo_rounds=min(opts.bootstrap_rounds, 1000),
+    )
+    return comparison, ""
+
+
 def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool) -> None:
     """Write every suite's outputs and reports, evaluate its gates, and report them as test entries."""
+    from ..analysis.baseline import outcomes_from_records
     from ..analysis.elo_report import build_elo_report
     from ..analysis.gate_source import GateSource
     from ..analysis.gates import evaluate_gates, fails_run, parse_gates
     from ..analysis.metrics import compute_metrics
+    from ..analysis.power import with_needed_n
+    from ..analysis.repeats import counts_by_agent
     from ..report import ReportContext, render_reports
+    from ..report.baseline import render_baseline_md
     from ..report.elo import elo_json, render_elo_md
     from ..report.elo_svg import render_elo_svg
 
@@ -270,7 +300,9 @@ def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool)
         elo = build_elo_report(
             records, ledger, families=families, seed=opts.seed, rounds=min(opts.bootstrap_rounds, 1000)
         )
-        source = GateSource(metrics, elo)
+        comparison, note = _compare_with_baseline(out, name, opts)
+        repeats = counts_by_agent({u: o.success for u, o in outcomes_from_records(records).items()})
+        source = GateSource(metrics, elo, baseline=comparison, repeats=repeats, baseline_note=note)
         gates = parse_gates([*meta["gates"], *opts.gates])
         results = evaluate_gates(
             gates,
@@ -279,6 +311,7 @@ def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool)
             missing_cases=missing,
             drivers=lambda g, src=source: src.drivers(g.left.name, g.left.args),  # type: ignore[misc]
         )
+        results = [with_needed_n(r) for r in results]
         ctx = ReportContext(
             meta=meta,
             records=records,
@@ -287,8 +320,13 @@ def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool)
             gates=results,
             options=opts,
             elo=elo.result if elo is not None else None,
+            baseline=comparison,
+            baseline_note=note if opts.baseline else "",
+            repeats=repeats,
         )
         reports = render_reports(ctx)
+        if comparison is not None:
+            reports["baseline.md"] = render_baseline_md(comparison, str(opts.baseline))
         if elo is not None:
             reports["elo.md"] = render_elo_md(elo)
             reports["elo.json"] = (

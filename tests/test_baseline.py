@@ -1,0 +1,207 @@
+"""Baselines (issue 15): the comparison of two runs by hand, the gate terms, the compact format and its
+version check, and end to end on the example suite: an unchanged run passes every regression gate, a
+run whose agent_x was made weaker fails them naming the regressed tasks."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pytest_gauge.analysis.baseline import RunSide, compare_runs, missing_baseline, outcomes_from_records
+from pytest_gauge.analysis.gate_source import GateSource
+from pytest_gauge.analysis.gates import evaluate_gate, parse_gate
+from pytest_gauge.analysis.metrics import compute_metrics
+from pytest_gauge.analysis.power import with_needed_n
+from pytest_gauge.analysis.repeats import counts_by_agent
+from pytest_gauge.records import CaseRecord
+from pytest_gauge.report.baseline import render_baseline_md
+from tests.test_metrics import case
+
+ROOT = Path(__file__).resolve().parents[1]
+TASKS = ("t1", "t2", "t3", "t4")
+
+
+def _records(x_rewards: tuple[float, ...], choices: tuple[str, ...]) -> list[CaseRecord]:
+    """Agent x vs agent y on four tasks, both orders; y always has reward 0.5 (never a success)."""
+    out = []
+    for t, rx, choice in zip(TASKS, x_rewards, choices, strict=True):
+        for order in ("AB", "BA"):
+            out.append(case(t, "p1", "x", "y", order, choice, rewards=(rx, 0.5)))
+    return out
+
+
+def _side(records: list[CaseRecord], tag: str, model: str = "m-x") -> RunSide:
+    outcomes = outcomes_from_records(records)
+    return RunSide(
+        suite="s",
+        tasks=TASKS,
+        records=tuple(records),
+        outcomes=outcomes,
+        task_costs=dict.fromkeys(TASKS, 0.01),
+        models={"agent:x": model, "agent:y": "m-y"},
+        links={u: f"{tag}/agents/{u[1]}.jsonl#L{TASKS.index(u[0]) + 1}" for u in outcomes},
+    )
+
+
+def test_compare_runs_by_hand() -> None:
+    before = _side(_records((1.0, 1.0, 0.0, 1.0), ("A", "A", "B", "A")), "base")
+    now = _side(_records((1.0, 0.0, 0.0, 1.0), ("A", "B", "B", "A")), "cur", model="m-x2")
+    comp = compare_runs(now, before, rounds=500, seed=1)
+    x = comp.agents["x"]
+    assert x.success_before == 0.75 and x.success_now == 0.5
+    assert x.success_delta.value == pytest.approx(-0.25)
+    assert x.reward_delta.value == pytest.approx(-0.25)
+    assert x.success_delta.n == 4
+    assert [f.task_id for f in x.regressions] == ["t2"] and x.fixes == ()
+    assert x.regressions[0].link_before == "base/agents/x.jsonl#L2"
+    assert x.regressions[0].link_now == "cur/agents/x.jsonl#L2"
+    assert x.mcnemar_p == 1.0  # one discordant task: P = 2 * 1/2
+    assert x.changed == ("model m-x -> m-x2",)
+    assert comp.agents["y"].success_delta.value == 0.0
+    # cost per success: 0.04 / 3 before, 0.04 / 2 now (y never succeeds)
+    assert comp.cost_per_success.value == pytest.approx(0.04 / 2 - 0.04 / 3)
+    # the judge picked x in slot A: AB -> x, BA -> y on t1, t2(before), t4: every group flips in both runs
+    assert comp.judge["flip_rate"].value == pytest.approx(0.0)
+    assert comp.elo_reference == "y"
+    md = render_baseline_md(comp, "base")
+    assert (
+        "`t2`: reward 1.000 → 0.000 ([before](base/agents/x.jsonl#L2) · [now](cur/agents/x.jsonl#L2))" in md
+    )
+    assert "x (model m-x -> m-x2)" in md
+
+
+def test_added_and_removed_tasks_are_listed_not_mixed() -> None:
+    before = _side(_records((1.0, 1.0, 0.0, 1.0), ("A",) * 4), "b")
+    now_records = [r for r in _records((1.0, 1.0, 0.0, 1.0), ("A",) * 4) if r.task_id != "t4"]
+    now = RunSide("s", ("t1", "t2", "t3", "t9"), tuple(now_records), outcomes_from_records(now_records), {})
+    comp = compare_runs(now, before, rounds=200)
+    assert comp.removed_tasks == ("t4",) and comp.added_tasks == ("t9",)
+    assert comp.shared_tasks == ("t1", "t2", "t3")
+    assert comp.agents["x"].success_delta.n == 3
+
+
+def _source(now: list[CaseRecord], before: list[CaseRecord] | None) -> GateSource:
+    metrics = compute_metrics(now, rounds=300)
+    comp = compare_runs(_side(now, "c"), _side(before, "b"), rounds=300) if before is not None else None
+    repeats = counts_by_agent({u: o.success for u, o in outcomes_from_records(now).items()})
+    return GateSource(metrics, None, baseline=comp, repeats=repeats)
+
+
+def test_gate_terms_regressions_fixes_and_delta() -> None:
+    before = _records((1.0, 1.0, 0.0, 1.0), ("A",) * 4)
+    now = _records((1.0, 0.0, 1.0, 0.0), ("A",) * 4)
+    src = _source(now, before)
+    res = evaluate_gate(
+        parse_gate("regressions(x) <= 1"), src, drivers=lambda g: src.drivers(g.left.name, g.left.args)
+    )
+    assert res.status == "fail" and res.value == 2
+    assert "t2 (reward 1.00 -> 0.00)" in res.message and "t4" in res.message
+    assert evaluate_gate(parse_gate("fixes(x) == 1"), src).status == "pass"
+    delta = evaluate_gate(parse_gate("delta(success_rate(x)) >= -0.25"), src)
+    assert delta.status == "pass" and delta.value == pytest.approx(-0.25)
+    unknown = evaluate_gate(parse_gate("delta(judge_kappa) >= 0"), src)
+    assert unknown.status == "fail" and "delta(...) takes success_rate" in unknown.message
+    without = evaluate_gate(parse_gate("delta(success_rate(x)) >= 0"), _source(now, None))
+    assert without.status == "fail" and "--gauge-baseline" in without.message
+
+
+def test_repeat_terms_in_gates_need_enough_samples() -> None:
+    src = _source(_records((1.0, 1.0, 0.0, 1.0), ("A",) * 4), None)
+    assert evaluate_gate(parse_gate("flaky_tasks(x) == 0"), src).status == "inconclusive"  # 1 sample
+    res = evaluate_gate(parse_gate("pass_at_k(x, 2) >= 0.5"), src)
+    assert res.status == "fail" and "needs samples >= 2 per task; this suite has 1" in res.message
+    at1 = src.lookup("pass_at_k", ("x", "1"))
+    assert at1.value == pytest.approx(0.75) and at1.n == 4
+
+
+def test_needed_n_is_attached_to_gates_across_their_threshold() -> None:
+    src = _source(_records((1.0, 1.0, 0.0, 1.0), ("A",) * 4), None)
+    res = with_needed_n(evaluate_gate(parse_gate("upper(success_rate(x)) <= 0.7"), src))
+    assert res.low is not None and res.low <= 0.7  # Wilson interval of 3/4 crosses 0.7
+    assert res.needed_n is not None and res.needed_n > res.n
+    assert res.needed.startswith("upper(success_rate(x)) <= 0.7: fail, interval across the threshold at n=")
+    clear = with_needed_n(evaluate_gate(parse_gate("success_rate(x) >= 0"), src))
+    assert clear.needed_n is None and clear.needed == ""
+
+
+def test_missing_baseline_names_the_gates() -> None:
+    assert missing_baseline(["flip_rate <= 0.2"], "here") is None
+    text = missing_baseline(["regressions(x) <= 2", "lower(delta(success_rate(x))) >= -0.05"], "ini")
+    assert text is not None and "'regressions(x) <= 2'" in text and "--gauge-baseline DIR" in text
+
+
+# -- end to end ------------------------------------------------------------------------------------
+
+INI = (
+    "[pytest]\ngauge_backend = sim\ngauge_seed = 20261129\n"
+    "gauge_prices =\n    sim-agent-x 0.50 1.50\n    sim-agent-y 0.50 1.50\n    sim-agent-z 0.15 0.60\n"
+    "    sim-user 0.15 0.60\n    sim-judge 2.50 10.00\n"
+)
+GATES = (
+    "--gauge-gate",
+    "upper(delta(success_rate(agent_x))) >= 0",
+    "--gauge-gate",
+    "regressions(agent_x) <= 2",
+)
+
+
+def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly", "-n", "0", *args)
+
+
+@pytest.mark.slow
+def test_example_suite_against_its_baseline(pytester: pytest.Pytester) -> None:
+    suite = pytester.path / "example"
+    shutil.copytree(
+        ROOT / "eval_suites" / "example", suite, ignore=shutil.ignore_patterns("__pycache__", "gauge-*")
+    )
+    pytester.makeini(INI)
+    # a regression gate without a baseline is a usage error before anything runs
+    refused = _run(pytester, "example", *GATES)
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR
+    assert "compares with a baseline, but none was given" in refused.stderr.str()
+
+    first = _run(pytester, "example", "--gauge-out", "base-out")
+    assert first.ret == 0, first.stdout.str()[-2000:]
+    saved = pytester.run(
+        "python", "-m", "pytest_gauge", "baseline", "save", "--from", "base-out", "--to", "base"
+    )
+    assert saved.ret == 0, saved.stderr.str()
+    size = sum(p.stat().st_size for p in (pytester.path / "base").rglob("*") if p.is_file())
+    assert size < 1_000_000
+
+    same = _run(pytester, "example", "--gauge-baseline", "base", *GATES)
+    assert same.ret == 0, same.stdout.str()[-2000:]
+    same.stdout.fnmatch_lines(["*PASS*regressions(agent_x) <= 2*", "*agent_x: success 0.000*0 regressed*"])
+    assert (pytester.path / "gauge-out" / "example" / "reports" / "baseline.md").is_file()
+
+    test_file = suite / "test_example.py"
+    test_file.write_text(
+        test_file.read_text().replace(
+            "SimAgent(skill=0.8, politeness=0.05)", "SimAgent(skill=0.45, politeness=0.05)"
+        )
+    )
+    weaker = _run(pytester, "example", "--gauge-baseline", "base", "--gauge-cache", "off", *GATES)
+    assert weaker.ret == pytest.ExitCode.TESTS_FAILED
+    out = weaker.stdout.str()
+    metrics = json.loads((pytester.path / "gauge-out" / "example" / "reports" / "metrics.json").read_text())
+    regressed = [r["task_id"] for r in metrics["baseline"]["agents"]["agent_x"]["regressions"]]
+    assert len(regressed) > 2
+    assert "FAIL regressions(agent_x) <= 2" in out and f"driven by: {regressed[0]} (reward" in out
+    assert "FAIL upper(delta(success_rate(agent_x))) >= 0" in out
+    conclusion = (pytester.path / "gauge-out" / "example" / "reports" / "conclusion.md").read_text()
+    assert conclusion.split("\n\n")[1] == "## Against the baseline"
+    assert f"- agent_x: `{regressed[0]}`" in conclusion
+
+    baseline_json = pytester.path / "base" / "example" / "baseline.json"
+    doc = json.loads(baseline_json.read_text())
+    doc["pytest_gauge"] = "0.0.1"
+    baseline_json.write_text(json.dumps(doc))
+    old = _run(pytester, "example", "--gauge-baseline", "base")
+    assert old.ret == pytest.ExitCode.USAGE_ERROR
+    assert "written by pytest-gauge 0.0.1" in old.stderr.str() and "baseline save" in old.stderr.str()
+    assert np.isfinite(metrics["baseline"]["agents"]["agent_x"]["delta(success_rate)"]["value"])
