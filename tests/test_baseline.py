@@ -11,9 +11,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pytest_gauge.analysis.baseline import RunSide, compare_runs, missing_baseline, outcomes_from_records
+from pytest_gauge.analysis.baseline import (
+    RunSide,
+    compare_runs,
+    mean_rewards,
+    missing_baseline,
+    outcomes_from_records,
+)
+from pytest_gauge.analysis.gate_check import SuiteShape, check_gates
 from pytest_gauge.analysis.gate_source import GateSource
-from pytest_gauge.analysis.gates import evaluate_gate, parse_gate
+from pytest_gauge.analysis.gates import evaluate_gate, parse_gate, parse_gates
 from pytest_gauge.analysis.metrics import compute_metrics
 from pytest_gauge.analysis.power import with_needed_n
 from pytest_gauge.analysis.repeats import counts_by_agent
@@ -88,7 +95,8 @@ def _source(now: list[CaseRecord], before: list[CaseRecord] | None) -> GateSourc
     metrics = compute_metrics(now, rounds=300)
     comp = compare_runs(_side(now, "c"), _side(before, "b"), rounds=300) if before is not None else None
     repeats = counts_by_agent({u: o.success for u, o in outcomes_from_records(now).items()})
-    return GateSource(metrics, None, baseline=comp, repeats=repeats)
+    rewards = mean_rewards(outcomes_from_records(now), rounds=300)
+    return GateSource(metrics, None, baseline=comp, repeats=repeats, rewards=rewards)
 
 
 def test_gate_terms_regressions_fixes_and_delta() -> None:
@@ -116,6 +124,27 @@ def test_repeat_terms_in_gates_need_enough_samples() -> None:
     assert res.status == "fail" and "needs samples >= 2 per task; this suite has 1" in res.message
     at1 = src.lookup("pass_at_k", ("x", "1"))
     assert at1.value == pytest.approx(0.75) and at1.n == 4
+
+
+def test_mean_reward_term_and_collection_checks() -> None:
+    src = _source(_records((1.0, 0.5, 0.0, 1.0), ("A",) * 4), None)
+    reward = src.lookup("mean_reward", ("x",))
+    assert reward.value == pytest.approx(0.625) and reward.n == 4
+    assert reward.low is not None and reward.high is not None and reward.low < 0.625 < reward.high
+    shape = SuiteShape("s", ("x", "y"), (("x", "y"),), (), ("j",))
+    ok = [
+        "pass_at_k(x, 3) >= 0.9",
+        "flaky_tasks(y) == 0",
+        "lower(delta(mean_reward(x))) >= -0.1",
+        "fixes(x) >= 0",
+    ]
+    assert check_gates(parse_gates(ok), shape) == []
+    bad = check_gates(
+        parse_gates(["pass_at_k(x, k) >= 0.9", "delta(judge_kappa) >= 0", "regressions(q) <= 1"]), shape
+    )
+    assert "k must be a whole number >= 1, got 'k'" in bad[0]
+    assert "delta(...) takes success_rate" in bad[1]
+    assert "unknown agent 'q'" in bad[2]
 
 
 def test_needed_n_is_attached_to_gates_across_their_threshold() -> None:

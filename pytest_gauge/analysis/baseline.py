@@ -30,6 +30,7 @@ from .metrics import Estimate, classify_pairs
 from .paired import (
     FloatArray,
     PairedTally,
+    bootstrap_means,
     mcnemar_exact,
     paired_mean_delta,
     paired_ratio_delta,
@@ -47,6 +48,7 @@ __all__ = [
     "RunSide",
     "TaskFlip",
     "compare_runs",
+    "mean_rewards",
     "missing_baseline",
     "outcomes_from_records",
 ]
@@ -455,3 +457,16 @@ def missing_baseline(gates: Sequence[str], where: str) -> str | None:
         "(an earlier --gauge-out folder or a 'python -m pytest_gauge baseline save' folder), "
         "or set the ini key gauge_baseline"
     )
+
+
+def mean_rewards(outcomes: Mapping[Unit, Outcome], rounds: int = 2000, seed: int = 0) -> dict[str, Estimate]:
+    """Each agent's mean rule reward (tasks weighted equally, samples averaged within a task) with a
+    task-resampling interval: the ``mean_reward(agent)`` gate term."""
+    out: dict[str, Estimate] = {}
+    for agent in sorted({a for _, a, _ in outcomes}):
+        tasks = sorted({t for t, a, _ in outcomes if a == agent})
+        side = RunSide("", tuple(tasks), (), outcomes, {})
+        reward = _per_task(side, agent, tasks)[1]
+        low, high = percentile_interval(bootstrap_means(reward, task_counts(len(tasks), rounds, seed)))
+        out[agent] = Estimate(float(reward.mean()), len(tasks), low, high, "bootstrap-tasks")
+    return out

@@ -11,13 +11,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from .baseline import DELTA_METRICS
 from .gates import DELTA, Gate, Term, parse_term
 
 __all__ = ["SIGNATURES", "ArgKind", "SuiteShape", "check_gate", "check_gates", "register_metric"]
 
-ArgKind = Literal["agent", "tier", "class", "agreement", "judge"]
+ArgKind = Literal["agent", "tier", "class", "agreement", "judge", "k"]
 """``agent``: an agent of the suite; ``tier``: an agent in a compute family; ``class``: close | distant;
-``agreement``: repeats | judges; ``judge``: a judge model. Two ``agent`` arguments name a declared pair."""
+``agreement``: repeats | judges; ``judge``: a judge model; ``k``: a whole number >= 1. Two ``agent``
+arguments name a declared pair."""
 
 SIGNATURES: dict[str, tuple[tuple[ArgKind, ...], ...]] = {
     "lrs": ((), ("class",), ("agent", "agent")),
@@ -43,6 +45,12 @@ SIGNATURES: dict[str, tuple[tuple[ArgKind, ...], ...]] = {
     "elo": (("agent",),),
     "delta_elo": (("tier",),),
     "elo_per_1k_tokens": (("tier",),),
+    "mean_reward": (("agent",),),
+    "regressions": (("agent",),),
+    "fixes": (("agent",),),
+    "pass_at_k": (("agent", "k"),),
+    "pass_hat_k": (("agent", "k"),),
+    "flaky_tasks": (("agent",),),
 }
 """Metric name -> the argument lists it accepts (the same rules as ``SuiteMetrics._resolve`` and
 ``GateSource``)."""
@@ -72,7 +80,7 @@ class SuiteShape:
             return self.tiers
         if kind == "judge":
             return self.judges
-        return _FIXED[kind]
+        return _FIXED.get(kind, ())
 
 
 def _nearest(word: str, choices: Iterable[str]) -> str:
@@ -90,7 +98,10 @@ def _signature_text(name: str) -> str:
 def _check_term(term: Term, shape: SuiteShape) -> str | None:
     """Why ``term`` cannot be evaluated on this suite, or None (``delta(TERM)``: the inner term's)."""
     if term.name == DELTA and len(term.args) == 1:
-        return _check_term(parse_term(term.args[0]), shape)
+        inner = parse_term(term.args[0])
+        if inner.name not in DELTA_METRICS:
+            return f"{term}: delta(...) takes {', '.join(DELTA_METRICS)}{_nearest(inner.name, DELTA_METRICS)}"
+        return _check_term(inner, shape)
     if term.name not in SIGNATURES:
         return f"unknown metric {term.name!r}{_nearest(term.name, SIGNATURES)}"
     args = tuple(a.strip() for a in term.args)
@@ -110,6 +121,10 @@ def _check_args(
     term: Term, args: tuple[str, ...], signature: Sequence[ArgKind], shape: SuiteShape
 ) -> str | None:
     for arg, kind in zip(args, signature, strict=True):
+        if kind == "k":
+            if not arg.isdigit() or int(arg) < 1:
+                return f"{term}: k must be a whole number >= 1, got {arg!r}"
+            continue
         choices = shape.choices(kind)
         if arg not in choices:
             what = {"tier": "agent in a compute family (best_of/reflection)"}.get(kind, kind)

@@ -38,6 +38,7 @@ class GateSource:
         *,
         baseline: BaselineComparison | None = None,
         repeats: Mapping[str, RepeatCounts] | None = None,
+        rewards: Mapping[str, Estimate] | None = None,
         baseline_note: str = "no baseline given: run with --gauge-baseline DIR",
     ) -> None:
         self.metrics = metrics
@@ -45,6 +46,7 @@ class GateSource:
         self.baseline = baseline
         self.baseline_note = baseline_note
         self.repeats = dict(repeats or {})
+        self.rewards = dict(rewards or {})
         self._tiers = tier_rows(elo) if elo is not None else {}
 
     # -- baseline and repeat terms ----------------------------------------------------------------
@@ -161,6 +163,11 @@ class GateSource:
             return self._baseline_term(name, tuple(args))
         if name in REPEAT_METRICS:
             return self._repeat_term(name, tuple(args))
+        if name == "mean_reward":
+            if len(args) != 1 or args[0] not in self.rewards:
+                known = ", ".join(sorted(self.rewards)) or "none"
+                raise KeyError(f"mean_reward takes one agent, e.g. mean_reward(agent_x); agents: {known}")
+            return self.rewards[args[0]]
         try:
             return self.metrics.lookup(name, tuple(args))
         except KeyError as err:

@@ -17,7 +17,7 @@ import platform
 import subprocess
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -25,6 +25,12 @@ from ..gateway.ledger import merge_ledgers
 from ..gateway.store import Store, content_key
 from ..records import CaseRecord, LedgerRecord, dumps
 from .state import GaugeState
+
+if TYPE_CHECKING:
+    from ..analysis.baseline import BaselineComparison
+    from ..analysis.metrics import Estimate
+    from ..analysis.repeats import RepeatCounts
+    from ..options import GaugeOptions
 
 __all__ = ["finish_run", "write_summary"]
 
@@ -234,7 +240,9 @@ def check_report_snapshots(session: pytest.Session, meta: dict[str, Any], report
         )
 
 
-def _compare_with_baseline(out: Path, suite: str, opts: Any) -> tuple[Any, str]:
+def _compare_with_baseline(
+    out: Path, suite: str, opts: GaugeOptions
+) -> tuple[BaselineComparison | None, str]:
     """The comparison of this suite's outputs with its baseline (``--gauge-baseline``), or None and why."""
     if not opts.baseline:
         return None, "no baseline given: run with --gauge-baseline DIR"
@@ -260,15 +268,25 @@ def _compare_with_baseline(out: Path, suite: str, opts: Any) -> tuple[Any, str]:
     return comparison, ""
 
 
+def _per_agent(
+    records: list[CaseRecord], opts: GaugeOptions
+) -> tuple[dict[str, RepeatCounts], dict[str, Estimate]]:
+    """Each agent's per-task successes and samples (the repeat terms) and its mean reward estimate."""
+    from ..analysis.baseline import mean_rewards, outcomes_from_records
+    from ..analysis.repeats import counts_by_agent
+
+    outcomes = outcomes_from_records(records)
+    repeats = counts_by_agent({u: o.success for u, o in outcomes.items()})
+    return repeats, mean_rewards(outcomes, opts.bootstrap_rounds, opts.seed)
+
+
 def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool) -> None:
     """Write every suite's outputs and reports, evaluate its gates, and report them as test entries."""
-    from ..analysis.baseline import outcomes_from_records
     from ..analysis.elo_report import build_elo_report
     from ..analysis.gate_source import GateSource
     from ..analysis.gates import evaluate_gates, fails_run, parse_gates
     from ..analysis.metrics import compute_metrics
     from ..analysis.power import with_needed_n
-    from ..analysis.repeats import counts_by_agent
     from ..report import ReportContext, render_reports
     from ..report.baseline import render_baseline_md
     from ..report.elo import elo_json, render_elo_md
@@ -301,8 +319,10 @@ def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool)
             records, ledger, families=families, seed=opts.seed, rounds=min(opts.bootstrap_rounds, 1000)
         )
         comparison, note = _compare_with_baseline(out, name, opts)
-        repeats = counts_by_agent({u: o.success for u, o in outcomes_from_records(records).items()})
-        source = GateSource(metrics, elo, baseline=comparison, repeats=repeats, baseline_note=note)
+        repeats, rewards = _per_agent(records, opts)
+        source = GateSource(
+            metrics, elo, baseline=comparison, repeats=repeats, rewards=rewards, baseline_note=note
+        )
         gates = parse_gates([*meta["gates"], *opts.gates])
         results = evaluate_gates(
             gates,
@@ -326,7 +346,8 @@ def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool)
         )
         reports = render_reports(ctx)
         if comparison is not None:
-            reports["baseline.md"] = render_baseline_md(comparison, str(opts.baseline))
+            shown = Path(os.path.relpath(str(opts.baseline), out / "reports")).as_posix()
+            reports["baseline.md"] = render_baseline_md(comparison, shown)
         if elo is not None:
             reports["elo.md"] = render_elo_md(elo)
             reports["elo.json"] = (
