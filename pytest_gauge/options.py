@@ -10,9 +10,12 @@ import argparse
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:
+    from .gateway.prices import PriceRow
 
 __all__ = ["BACKENDS", "CACHE_MODES", "GaugeOptions", "add_options", "resolve_options"]
 
@@ -41,7 +44,7 @@ class GaugeOptions:
     budget_usd: float | None = None
     budget_tokens: int | None = None
     budget_task_usd: float | None = None
-    prices: tuple[tuple[str, float, float], ...] = ()
+    prices: tuple[PriceRow, ...] = ()
     bootstrap_rounds: int = 2000
     progress: bool = True
     snapshot_reports: bool = False
@@ -228,19 +231,23 @@ def _setting(config: pytest.Config, ini: str, kind: Any) -> Any:
         raise pytest.UsageError(f"ini key {ini} = {raw!r}: {exc}") from None
 
 
-def parse_price_lines(lines: list[str]) -> list[tuple[str, float, float]]:
-    """``MODEL INPUT_PER_M OUTPUT_PER_M`` lines (ini ``gauge_prices``) into price tuples."""
-    prices = []
+def parse_price_lines(lines: list[str]) -> list[PriceRow]:
+    """``MODEL INPUT_PER_M OUTPUT_PER_M [CACHED_INPUT_PER_M]`` lines (ini ``gauge_prices``) as price rows."""
+    prices: list[PriceRow] = []
     for line in lines:
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         parts = line.split()
-        if len(parts) != 3:
-            raise pytest.UsageError(f"gauge_prices: expected 'MODEL INPUT_PER_M OUTPUT_PER_M', got {line!r}")
+        if len(parts) not in (3, 4):
+            raise pytest.UsageError(
+                f"gauge_prices: expected 'MODEL INPUT_PER_M OUTPUT_PER_M [CACHED_INPUT_PER_M]', got {line!r}"
+            )
         try:
-            prices.append((parts[0], float(parts[1]), float(parts[2])))
+            numbers = [float(p) for p in parts[1:]]
         except ValueError:
             raise pytest.UsageError(f"gauge_prices: prices must be numbers in {line!r}") from None
+        cached = numbers[2] if len(numbers) == 3 else None
+        prices.append((parts[0], numbers[0], numbers[1], cached, "ini gauge_prices"))
     return prices
 
 
@@ -296,7 +303,7 @@ def resolve_options(config: pytest.Config) -> GaugeOptions:
         budget_usd=values["gauge_budget_usd"],
         budget_tokens=values["gauge_budget_tokens"],
         budget_task_usd=values["gauge_budget_task_usd"],
-        prices=tuple(sorted(prices.items_tuples())),
+        prices=tuple(sorted(prices.rows(), key=lambda row: row[0])),
         bootstrap_rounds=pick("gauge_bootstrap_rounds", 2000),
         progress=not config.getoption("gauge_no_progress"),
         snapshot_reports=bool(config.getoption("gauge_snapshot_reports")),

@@ -38,17 +38,50 @@ def dumps(obj: Any) -> str:
 
 @dataclass(frozen=True)
 class Usage:
-    """Token usage as the gateway reported it (``usage`` of a chat completion)."""
+    """Token usage as the gateway reported it (``usage`` of a chat completion).
+
+    ``cached_tokens`` (``prompt_tokens_details.cached_tokens``, part of ``prompt_tokens``) and
+    ``reasoning_tokens`` (``completion_tokens_details.reasoning_tokens``, part of ``completion_tokens``)
+    are None (null) when the gateway did not send them.
+    """
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
     total_tokens: int = 0
+    cached_tokens: int | None = None
+    reasoning_tokens: int | None = None
+
+    @classmethod
+    def from_api(cls, usage: dict[str, Any]) -> Usage:
+        """From a chat completion's ``usage`` object (missing counts are 0, missing details None)."""
+
+        def detail(section: str, key: str) -> int | None:
+            part = usage.get(section)
+            value = part.get(key) if isinstance(part, dict) else None
+            return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+        return cls(
+            int(usage.get("prompt_tokens") or 0),
+            int(usage.get("completion_tokens") or 0),
+            int(usage.get("total_tokens") or 0),
+            detail("prompt_tokens_details", "cached_tokens"),
+            detail("completion_tokens_details", "reasoning_tokens"),
+        )
+
+    def to_json(self) -> dict[str, int | None]:
+        """The ledger's ``usage``: the three counts and both details (null when not sent)."""
+        return dict(vars(self))
 
     def __add__(self, other: Usage) -> Usage:
+        def both(a: int | None, b: int | None) -> int | None:
+            return None if a is None and b is None else (a or 0) + (b or 0)
+
         return Usage(
             self.prompt_tokens + other.prompt_tokens,
             self.completion_tokens + other.completion_tokens,
             self.total_tokens + other.total_tokens,
+            both(self.cached_tokens, other.cached_tokens),
+            both(self.reasoning_tokens, other.reasoning_tokens),
         )
 
 
@@ -253,7 +286,7 @@ class LedgerRecord:
         """The JSON form (``dataclasses.asdict``'s result, without its deep copy: every gateway
         attempt pays for it)."""
         data = dict(vars(self))
-        data["usage"] = dict(vars(self.usage)) if self.usage is not None else None
+        data["usage"] = self.usage.to_json() if self.usage is not None else None
         return data
 
     @classmethod

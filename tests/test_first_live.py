@@ -9,6 +9,9 @@ import pytest
 from pytest_gauge.analysis.gate_check import SuiteShape, check_gate
 from pytest_gauge.analysis.gates import parse_gate
 from pytest_gauge.gateway.errors import GatewayError
+from pytest_gauge.gateway.prices import PriceTable
+from pytest_gauge.options import parse_price_lines
+from pytest_gauge.records import Usage
 from pytest_gauge.run.judge import JUDGE_SYSTEM_PROMPT
 from pytest_gauge.run.judge_format import JSON_OBJECT, JSON_SCHEMA, JudgeFormats, format_chain, rejects_format
 from pytest_gauge.testing.server import FaultPlan, LoopbackServer
@@ -127,3 +130,29 @@ def test_bad_gates_are_a_usage_error_before_any_request(
     for shown in ("did you mean 'flip_rate'", "elo(agent_q): unknown agent 'agent_q'", "expected a number"):
         assert "suite mini: " in err and shown in err
     assert server.requests_total == 0
+
+
+# ----- token detail and prices -------------------------------------------------------------------
+
+
+def test_usage_keeps_cached_and_reasoning_tokens_and_the_cached_price_applies() -> None:
+    api = {
+        "prompt_tokens": 1000,
+        "completion_tokens": 200,
+        "total_tokens": 1200,
+        "prompt_tokens_details": {"cached_tokens": 600},
+        "completion_tokens_details": {"reasoning_tokens": 50},
+    }
+    usage = Usage.from_api(api)
+    assert (usage.cached_tokens, usage.reasoning_tokens) == (600, 50)
+    assert Usage.from_api({"prompt_tokens": 3}) == Usage(3, 0, 0, None, None)
+    assert (usage + Usage(1, 1, 2)).cached_tokens == 600
+    table = PriceTable.from_rows((("m", 2.0, 8.0, 0.5, "ini gauge_prices"), ("plain", 2.0, 8.0)))
+    # 400 fresh input at $2/M + 600 cached at $0.5/M + 200 output at $8/M
+    assert table.usage_cost("m", usage) == pytest.approx(400 * 2e-6 + 600 * 0.5e-6 + 200 * 8e-6)
+    assert table.usage_cost("plain", usage) == pytest.approx(1000 * 2e-6 + 200 * 8e-6)  # no cached price
+    assert table.usage_cost("unpriced", usage) is None  # unknown, never 0
+    rows = parse_price_lines(["m 2 8 0.5", "n 1 2"])
+    assert rows == [("m", 2.0, 8.0, 0.5, "ini gauge_prices"), ("n", 1.0, 2.0, None, "ini gauge_prices")]
+    with pytest.raises(pytest.UsageError, match="CACHED_INPUT_PER_M"):
+        parse_price_lines(["m 1 2 3 4"])

@@ -458,7 +458,7 @@ def test_costs_and_spent_this_run_hand_computed(metrics_doc: dict[str, Any], rep
     assert "| transcript/t2/agent_z/0#4 | 1 | user_sim | user-m | ok |" in token
     assert "retries and failed requests are included" in token
     assert "cached answers count at what they cost when they were made" in token
-    assert "| judge | 12 | 13 | 1 | 10,800 | 720 | $0.5 in / $2 out per M |" in token
+    assert "| judge | 12 | 13 | 1 | 10,800 | 720 | $0.5 in / $2 out per M (configured) |" in token
 
 
 def test_unknown_price_shows_unknown_never_zero() -> None:
@@ -502,7 +502,7 @@ def test_fully_cached_rerun_spends_zero() -> None:
     assert "Fully cached run: nothing was spent ($0)." in out["token_cost.md"]
     assert "| **total** | 0 | 37 | 0 |" in out["token_cost.md"]
     assert spent_this_run(cached.ledger).spent_usd == 0.0
-    assert "spent this run $0.000000 (0 live, 37 cached calls)" in render_summary(cached)
+    assert "spent this run $0.000000 (0 simulated, 37 cached calls)" in render_summary(cached)
 
 
 def test_pairwise_table_rows(reports: dict[str, str]) -> None:

@@ -362,14 +362,10 @@ class Gateway:
         if response is not None:
             u = response.get("usage")
             if isinstance(u, dict):
-                usage = Usage(
-                    int(u.get("prompt_tokens") or 0),
-                    int(u.get("completion_tokens") or 0),
-                    int(u.get("total_tokens") or 0),
-                )
+                usage = Usage.from_api(u)
             choices = response.get("choices") or [{}]
             finish = choices[0].get("finish_reason")
-        cost = self.shared.prices.cost(model, usage.prompt_tokens, usage.completion_tokens) if usage else None
+        cost = self.shared.prices.usage_cost(model, usage) if usage else None
         record = LedgerRecord(
             run_id=self.shared.run_id,
             call_id=f"{ctx.work}#{seq}",

@@ -14,28 +14,72 @@ from pathlib import Path
 
 import pytest
 
-__all__ = ["PriceTable", "cost_of", "load_prices"]
+from ..records import Usage
+
+__all__ = ["Price", "PriceRow", "PriceTable", "cost_of", "load_prices"]
+
+PriceRow = tuple[str, float, float] | tuple[str, float, float, float | None, str]
+"""``(model, input, output)`` or ``(model, input, output, cached_input, source)``, USD per million tokens:
+the form options carry (hashable, picklable to xdist workers)."""
+
+
+@dataclass(frozen=True)
+class Price:
+    """One model's prices in USD per million tokens, and where they came from (named in cost reports).
+
+    ``cached_input`` prices the cached part of the prompt (``usage.cached_tokens``); None bills it as
+    ordinary input."""
+
+    input: float
+    output: float
+    cached_input: float | None = None
+    source: str = "configured"
+
+    def cost(self, usage: Usage) -> float:
+        """The cost of one call's usage: cached prompt tokens at the cached-input price when there is one."""
+        cached = min(usage.cached_tokens or 0, usage.prompt_tokens) if self.cached_input is not None else 0
+        fresh = cost_of(usage.prompt_tokens - cached, usage.completion_tokens, self.input, self.output)
+        return fresh + cached / 1e6 * (self.cached_input or 0.0)
 
 
 @dataclass(frozen=True)
 class PriceTable:
-    """Input and output USD per million tokens, by model name."""
+    """Prices by model name (a plain ``(input, output)`` pair is read as a configured price)."""
 
-    prices: Mapping[str, tuple[float, float]]
+    prices: Mapping[str, Price | tuple[float, float]]
 
-    def items_tuples(self) -> list[tuple[str, float, float]]:
-        return [(m, p[0], p[1]) for m, p in self.prices.items()]
+    def price(self, model: str) -> Price | None:
+        found = self.prices.get(model)
+        if found is None or isinstance(found, Price):
+            return found
+        return Price(float(found[0]), float(found[1]))
+
+    def rows(self) -> list[PriceRow]:
+        out: list[PriceRow] = []
+        for model in self.prices:
+            p = self.price(model)
+            assert p is not None
+            out.append((model, p.input, p.output, p.cached_input, p.source))
+        return out
 
     @classmethod
-    def from_tuples(cls, rows: tuple[tuple[str, float, float], ...]) -> PriceTable:
-        return cls({m: (i, o) for m, i, o in rows})
+    def from_rows(cls, rows: tuple[PriceRow, ...]) -> PriceTable:
+        table: dict[str, Price | tuple[float, float]] = {}
+        for row in rows:
+            if len(row) == 3:
+                table[row[0]] = Price(row[1], row[2])
+            else:
+                table[row[0]] = Price(row[1], row[2], row[3], row[4])
+        return cls(table)
 
     def cost(self, model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
-        """est_cost (docs/protocol.md#costs); None when the model has no configured price."""
-        price = self.prices.get(model)
-        if price is None:
-            return None
-        return cost_of(prompt_tokens, completion_tokens, price[0], price[1])
+        """est_cost (docs/protocol.md#costs) of plain token counts; None when the model has no price."""
+        return self.usage_cost(model, Usage(prompt_tokens, completion_tokens))
+
+    def usage_cost(self, model: str, usage: Usage) -> float | None:
+        """The cost of a call's usage (cached input at its own price); None when the model has no price."""
+        price = self.price(model)
+        return None if price is None else price.cost(usage)
 
     def has(self, model: str) -> bool:
         return model in self.prices
@@ -46,35 +90,44 @@ def cost_of(input_tokens: int, output_tokens: int, input_per_m: float, output_pe
     return input_tokens / 1e6 * input_per_m + output_tokens / 1e6 * output_per_m
 
 
-def _from_mapping(data: object, where: str) -> dict[str, tuple[float, float]]:
+def _number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
+
+
+def _from_mapping(data: object, where: str) -> dict[str, Price]:
+    """``{model: {input, output[, cached_input]}}`` or ``{model: [input, output[, cached_input]]}``."""
     if not isinstance(data, dict):
         raise pytest.UsageError(f"{where}: expected a table of models")
     table = data.get("prices", data)
-    out: dict[str, tuple[float, float]] = {}
+    out: dict[str, Price] = {}
     for model, entry in table.items():
         if isinstance(entry, dict) and "input" in entry and "output" in entry:
-            pair = (entry["input"], entry["output"])
-        elif isinstance(entry, list | tuple) and len(entry) == 2:
-            pair = (entry[0], entry[1])
+            values = [entry["input"], entry["output"], entry.get("cached_input")]
+        elif isinstance(entry, list | tuple) and len(entry) in (2, 3):
+            values = [*entry, None][:3]
         else:
             raise pytest.UsageError(
                 f"{where}: model {model!r} needs input and output prices per million tokens"
+                " (and optionally a cached-input price)"
             )
-        if not all(isinstance(p, int | float) and not isinstance(p, bool) and p >= 0 for p in pair):
+        if not all(_number(p) for p in values[:2]) or not (values[2] is None or _number(values[2])):
             raise pytest.UsageError(f"{where}: prices of {model!r} must be non-negative numbers")
-        out[str(model)] = (float(pair[0]), float(pair[1]))
+        cached = None if values[2] is None else float(values[2])
+        out[str(model)] = Price(float(values[0]), float(values[1]), cached, where)
     return out
 
 
 def load_prices(
     *,
-    ini_lines: list[tuple[str, float, float]],
+    ini_lines: list[PriceRow],
     file: str | None,
     environ: Mapping[str, str],
     base: Path,
 ) -> PriceTable:
     """Merge prices: ini lines, then the file, then ``GAUGE_PRICES`` (later sources win per model)."""
-    prices: dict[str, tuple[float, float]] = {m: (i, o) for m, i, o in ini_lines}
+    prices: dict[str, Price | tuple[float, float]] = {
+        row[0]: p for row in ini_lines if (p := PriceTable.from_rows((row,)).price(row[0])) is not None
+    }
     if file:
         path = (base / file) if not Path(file).is_absolute() else Path(file)
         try:
@@ -85,7 +138,7 @@ def load_prices(
             data = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
         except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
             raise pytest.UsageError(f"prices file {path}: {exc}") from None
-        prices.update(_from_mapping(data, str(path)))
+        prices.update(_from_mapping(data, f"prices file {file}"))
     env = environ.get("GAUGE_PRICES")
     if env:
         try:

@@ -13,6 +13,7 @@ from ..analysis.baseline import BaselineComparison
 from ..analysis.gates import GateResult
 from ..analysis.metrics import Estimate, SuiteMetrics
 from ..analysis.repeats import RepeatCounts
+from ..gateway.prices import Price, PriceTable
 from ..options import GaugeOptions
 from ..records import CaseRecord, LedgerRecord
 
@@ -66,6 +67,14 @@ def _num(x: float | None) -> str:
     if x == 0 or abs(x) >= 0.01:
         return _unsign_zero(f"{x:.3f}")
     return _unsign_zero(f"{x:.{min(12, 2 - math.floor(math.log10(abs(x))))}f}")
+
+
+def _per_success(cost: float | None, successes: int, total: float | None) -> str:
+    """Cost per success: ``no success`` when nothing succeeded (not a price problem), ``unknown`` when a
+    model has no price, else dollars."""
+    if successes == 0:
+        return "no success (undefined)" if total is not None else "no success (and cost unknown)"
+    return _usd(cost)
 
 
 def _usd(x: float | None) -> str:
@@ -148,15 +157,18 @@ def _suite(ctx: ReportContext) -> str:
     return str(ctx.meta.get("name") or (ctx.records[0].suite if ctx.records else "suite"))
 
 
-def _prices(ctx: ReportContext) -> dict[str, tuple[float, float]]:
-    return {m: (float(i), float(o)) for m, i, o in ctx.options.prices}
+def _prices(ctx: ReportContext) -> dict[str, Price]:
+    table = PriceTable.from_rows(ctx.options.prices)
+    return {m: p for m in table.prices if (p := table.price(m)) is not None}
 
 
-def _price_basis(prices: dict[str, tuple[float, float]], model: str) -> str:
+def _price_basis(prices: dict[str, Price], model: str) -> str:
+    """How a model is priced and where the price came from (``unknown`` when it has none, never $0)."""
     price = prices.get(model)
     if price is None:
         return "no price (unknown)"
-    return f"{_price(price[0])} in / {_price(price[1])} out per M"
+    cached = f" / {_price(price.cached_input)} cached in" if price.cached_input is not None else ""
+    return f"{_price(price.input)} in / {_price(price.output)} out{cached} per M ({price.source})"
 
 
 def _case_ids(selected: Sequence[str], suite: str) -> list[str]:

@@ -22,6 +22,7 @@ from .common import (
     _n_tasks,
     _num,
     _pct,
+    _per_success,
     _rate,
     _short,
     _suite,
@@ -335,7 +336,8 @@ def _section_cost(ctx: ReportContext) -> list[str]:
         "## Cost",
         "",
         f"- Total cost: {_usd(c.total_cost)} ({by_role}); nominal, retries and failed requests included.",
-        f"- Cost per success: {_usd(c.cost_per_success)} ({c.successes} successful transcripts).",
+        f"- Cost per success: {_per_success(c.cost_per_success, c.successes, c.total_cost)} "
+        f"({c.successes} successful transcripts).",
         f"- Judge share of cost: {_pct(c.judge_share)}.",
         "",
         "Details, and what this run spent (live vs cached calls), in [token_cost.md](token_cost.md).",

@@ -9,8 +9,21 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..analysis.metrics import COST_INCLUDES_RETRIES
+from ..gateway.prices import Price
 from ..records import LedgerRecord
-from .common import DASH, ROLES, ReportContext, _int, _pct, _price_basis, _prices, _suite, _table, _usd
+from .common import (
+    DASH,
+    ROLES,
+    ReportContext,
+    _int,
+    _pct,
+    _per_success,
+    _price_basis,
+    _prices,
+    _suite,
+    _table,
+    _usd,
+)
 
 __all__ = ["ModelCost", "Spend", "model_costs", "render_token_cost", "spent_this_run", "unpriced_warnings"]
 
@@ -132,7 +145,7 @@ def spent_this_run(ledger: Sequence[LedgerRecord], role: str | None = None) -> S
 # token_cost.md
 
 
-def _role_price_basis(costs: list[ModelCost], role: str, prices: dict[str, tuple[float, float]]) -> str:
+def _role_price_basis(costs: list[ModelCost], role: str, prices: dict[str, Price]) -> str:
     models = [c.model for c in costs if c.role == role]
     if not models:
         return DASH
@@ -213,7 +226,7 @@ def render_token_cost(ctx: ReportContext) -> str:
     lines += _table(header, rows, "lrrrrrlrr")
     lines += [
         "",
-        f"- Cost per success: {_usd(costs.cost_per_success)} "
+        f"- Cost per success: {_per_success(costs.cost_per_success, costs.successes, costs.total_cost)} "
         f"(total cost / {costs.successes} successful transcripts)",
         f"- Judge share of cost: {_pct(costs.judge_share)}",
     ]

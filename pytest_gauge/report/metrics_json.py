@@ -75,6 +75,7 @@ def render_metrics_json(ctx: ReportContext) -> str:
     spend = spent_this_run(ctx.ledger)
     doc: dict[str, Any] = {
         "format_version": METRICS_FORMAT_VERSION,
+        "number_format": "floats rounded to 6 decimals; null for no number (NaN, no data, unknown cost)",
         "suite": _suite(ctx),
         "metrics": _metrics_block(ctx),
         "gates": [
@@ -122,7 +123,13 @@ def render_metrics_json(ctx: ReportContext) -> str:
             "cost_per_success": m.costs.cost_per_success,
             "judge_share": m.costs.judge_share,
             "prices": {
-                mod: {"input_per_m": i, "output_per_m": o} for mod, (i, o) in sorted(_prices(ctx).items())
+                mod: {
+                    "input_per_m": p.input,
+                    "output_per_m": p.output,
+                    "cached_input_per_m": p.cached_input,
+                    "source": p.source,
+                }
+                for mod, p in sorted(_prices(ctx).items())
             },
         },
         "usage_missing_calls": sorted({x.call_id for x in ctx.ledger if x.usage_missing}),

@@ -16,6 +16,7 @@ from .common import (
     _n_tasks,
     _num,
     _pct,
+    _per_success,
     _rate,
     _suite,
     _text_table,
@@ -28,6 +29,7 @@ from .recommend import recommendations
 __all__ = ["render_summary"]
 
 _MAX_SUMMARY_GATES = 8
+_SENT = {"live": "live", "sim": "simulated", "replay": "replayed"}  # where uncached calls went
 
 _SUMMARY_METRICS: tuple[str, ...] = (
     "lrs",
@@ -94,11 +96,14 @@ def render_summary(ctx: ReportContext) -> str:
     lines += _text_table(crow, "lrrrrr")
     spend = spent_this_run(ctx.ledger)
     lines.append(
-        f"cost per success {_usd(m.costs.cost_per_success)} ({m.costs.successes} successes), "
+        f"cost per success {_per_success(m.costs.cost_per_success, m.costs.successes, m.costs.total_cost)}"
+        f" ({m.costs.successes} successes), "
         f"judge share {_pct(m.costs.judge_share)}"
     )
+    sent = _SENT.get(ctx.options.backend, "live")
     lines.append(
-        f"spent this run {_usd(spend.spent_usd)} ({spend.live_calls} live, {spend.cached_calls} cached calls)"
+        f"spent this run {_usd(spend.spent_usd)} ({spend.live_calls} {sent}, {spend.cached_calls} cached"
+        " calls)"
     )
     lines += judge_format_notes(ctx)
     fired = [r for r in recommendations(m) if r.fired]

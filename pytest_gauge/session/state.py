@@ -145,7 +145,7 @@ class GaugeState:
             budget=Budget(
                 SharedState(run / "budget.json"), opts.budget_usd, opts.budget_tokens, opts.budget_task_usd
             ),
-            prices=PriceTable.from_tuples(opts.prices),
+            prices=PriceTable.from_rows(opts.prices),
             cache=cache,
             cache_mode=opts.cache_mode,
             replay=opts.backend == "replay",
