@@ -8,6 +8,16 @@ token/cost ledger, and suite-level gates that fail the run.
 from __future__ import annotations
 
 from .records import CaseRecord, Judgment, LedgerRecord, ToolCall, Transcript, Turn, Usage
+from .session.fixtures import (
+    Comparison,
+    GaugeBudgetExceeded,
+    GaugeClient,
+    GaugeJudge,
+    GaugeLedger,
+    JudgedOrder,
+    Reply,
+    Spent,
+)
 from .sim.profiles import SimAgent, SimJudge, SimUser
 from .suite.declare import (
     BestOf,
@@ -28,15 +38,23 @@ __all__ = [
     "BestOf",
     "CallableAgent",
     "CaseRecord",
+    "Comparison",
+    "GaugeBudgetExceeded",
+    "GaugeClient",
+    "GaugeJudge",
+    "GaugeLedger",
     "Judge",
+    "JudgedOrder",
     "Judgment",
     "LedgerRecord",
     "ModelAgent",
     "Reflection",
+    "Reply",
     "RuleResult",
     "SimAgent",
     "SimJudge",
     "SimUser",
+    "Spent",
     "Suite",
     "Tool",
     "ToolCall",

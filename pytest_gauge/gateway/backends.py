@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..sim.profiles import SimJudge
+from ..sim.profiles import SimAgent, SimJudge
 from ..suite.declare import ModelAgent, Suite
 from ..suite.tasks import Task
 from .endpoint import DEFAULT_BASE_URL, URL_VARIABLE, check_base_url, normalise_url, read_key
@@ -19,7 +19,18 @@ from .endpoint import DEFAULT_BASE_URL, URL_VARIABLE, check_base_url, normalise_
 if TYPE_CHECKING:
     import openai
 
-__all__ = ["build_client", "install_replay_guard", "live_base_url", "replay_guard"]
+    from ..sim.backend import SimBackend, SimWorld
+
+__all__ = [
+    "build_client",
+    "install_replay_guard",
+    "live_base_url",
+    "network_client",
+    "replay_guard",
+    "sim_client",
+    "sim_world",
+    "tests_world",
+]
 
 SIM_BASE_URL = "http://gauge-sim.invalid/v1"
 
@@ -54,7 +65,8 @@ def install_replay_guard() -> None:
     _ReplayGuard.active = True
 
 
-def sim_world(suite: Suite, tasks: tuple[Task, ...], seed: int) -> Any:
+def sim_world(suite: Suite, tasks: tuple[Task, ...], seed: int) -> SimWorld:
+    """The simulator's world for one suite: its tasks and each of its models' profiles."""
     from ..sim.backend import SimWorld
 
     agents = {a.model: (a.name, a.sim) for a in suite.agents if isinstance(a, ModelAgent)}
@@ -64,31 +76,43 @@ def sim_world(suite: Suite, tasks: tuple[Task, ...], seed: int) -> Any:
     )
 
 
-def build_client(
-    backend: str, suite: Suite, tasks: tuple[Task, ...], seed: int, timeout: float, max_connections: int
+def tests_world(suites: Iterable[tuple[Suite, tuple[Task, ...]]], seed: int) -> SimWorld:
+    """The simulator's world for users' own tests: every suite of the run (its tasks and its models'
+    profiles), and any other model answering as a default simulated agent."""
+    from ..sim.backend import SimWorld
+
+    worlds = [sim_world(suite, tasks, seed) for suite, tasks in suites]
+    return SimWorld(
+        seed=seed,
+        tasks=tuple(t for w in worlds for t in w.tasks),
+        agents={m: a for w in worlds for m, a in w.agents.items()},
+        users={m: u for w in worlds for m, u in w.users.items()},
+        judges={m: j for w in worlds for m, j in w.judges.items()},
+        any_agent=SimAgent(),
+    )
+
+
+def sim_client(backend: SimBackend) -> Callable[[], openai.AsyncOpenAI]:
+    """A factory for an ``openai.AsyncOpenAI`` answered in-process by the simulator ``backend``."""
+
+    def make() -> openai.AsyncOpenAI:
+        import httpx2
+        import openai
+
+        return openai.AsyncOpenAI(
+            api_key="sim-backend-no-key",
+            base_url=SIM_BASE_URL,
+            http_client=httpx2.AsyncClient(transport=backend.transport()),
+            max_retries=0,
+        )
+
+    return make
+
+
+def network_client(
+    backend: str, timeout: float, max_connections: int
 ) -> tuple[Callable[[], openai.AsyncOpenAI], str]:
-    """A factory for the suite's client, and the backend's identity (part of every cache key).
-
-    The identity is known now; the client (and the ``openai`` import, about 0.4 s and 30 MB) waits
-    until a call has to be sent.
-    """
-    if backend == "sim":
-        from ..sim.backend import SimBackend
-
-        world = sim_world(suite, tasks, seed)
-
-        def sim_client() -> openai.AsyncOpenAI:
-            import httpx2
-            import openai
-
-            return openai.AsyncOpenAI(
-                api_key="sim-backend-no-key",
-                base_url=SIM_BASE_URL,
-                http_client=httpx2.AsyncClient(transport=SimBackend(world).transport()),
-                max_retries=0,
-            )
-
-        return sim_client, f"sim:{world.fingerprint()}"
+    """A factory for the live (or replay) client and the gateway's identity (its normalised URL)."""
     url = live_base_url(os.environ)
     if backend == "replay":
 
@@ -115,3 +139,19 @@ def build_client(
         )
 
     return live_client, normalise_url(url)
+
+
+def build_client(
+    backend: str, suite: Suite, tasks: tuple[Task, ...], seed: int, timeout: float, max_connections: int
+) -> tuple[Callable[[], openai.AsyncOpenAI], str]:
+    """A factory for the suite's client, and the backend's identity (part of every cache key).
+
+    The identity is known now; the client (and the ``openai`` import, about 0.4 s and 30 MB) waits
+    until a call has to be sent.
+    """
+    if backend == "sim":
+        from ..sim.backend import SimBackend
+
+        world = sim_world(suite, tasks, seed)
+        return sim_client(SimBackend(world)), f"sim:{world.fingerprint()}"
+    return network_client(backend, timeout, max_connections)

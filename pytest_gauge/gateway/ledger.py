@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
 
@@ -46,6 +46,12 @@ class Ledger:
         self.retries = 0
         self.tokens = 0
         self.cost = 0.0
+        self._watchers: list[Callable[[LedgerRecord], None]] = []
+
+    def watch(self, fn: Callable[[LedgerRecord], None]) -> None:
+        """Call ``fn`` with every record appended from now on, once it is written (in the appending
+        thread): the fixtures sum each test's spend without re-reading the file."""
+        self._watchers.append(fn)
 
     def _write(self, record: LedgerRecord) -> None:
         """One whole line, flushed at once (the caller holds the lock)."""
@@ -68,6 +74,8 @@ class Ledger:
                     self.tokens += record.usage.total_tokens
                 if record.cost:
                     self.cost += record.cost
+        for fn in self._watchers:
+            fn(record)
 
     def begin(self, record: LedgerRecord) -> None:
         """The write-ahead line of an attempt about to be sent (``status: "sent"``); not in the totals."""

@@ -406,6 +406,11 @@ class Engine:
     def _submit(self, coro: Awaitable[Any]) -> concurrent.futures.Future[Any]:
         return asyncio.run_coroutine_threadsafe(coro, self._loop)  # type: ignore[arg-type]
 
+    def submit(self, coro: Awaitable[Any]) -> concurrent.futures.Future[Any]:
+        """Run a coroutine on the engine's loop, where the gateway's shared state lives (the fixtures'
+        calls from users' own tests go through it like the engine's own)."""
+        return self._submit(coro)
+
     def stop(self, timeout: float = 5.0, drain: float = 60.0) -> None:
         """Start no new work, then cancel what is left and stop the loop; files already written stay whole.
 

@@ -291,11 +291,13 @@ def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool)
     from ..report.baseline import render_baseline_md
     from ..report.elo import elo_json, render_elo_md
     from ..report.elo_svg import render_elo_svg
+    from .fixtures import finish_tests
 
+    ledger_all = merge_ledgers(sorted(state.run_dir.glob("ledger-*.jsonl")))
+    finish_tests(session.config, Path(state.options.out_dir), ledger_all)
     metas = state.suite_metas()
     if not metas:
         return
-    ledger_all = merge_ledgers(sorted(state.run_dir.glob("ledger-*.jsonl")))
     opts = state.options
     for meta in metas:
         name = meta["name"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import httpx2
@@ -34,7 +34,9 @@ class SimWorld:
     """Everything the simulator's answers depend on: the run seed, the tasks and each model's profile.
 
     ``agents`` maps an agent model name to (agent name, profile); ``users`` and ``judges`` map model
-    names to profiles (a missing model gets the default profile).
+    names to profiles (a missing model gets the default profile). An agent model missing from
+    ``agents`` is unknown (404), unless ``any_agent`` is set: then every other model answers as an
+    agent with that profile (the world of users' own tests, which may name any model).
     """
 
     seed: int
@@ -42,6 +44,7 @@ class SimWorld:
     agents: Mapping[str, tuple[str, SimAgent]] = field(default_factory=dict)
     users: Mapping[str, SimUser] = field(default_factory=dict)
     judges: Mapping[str, SimJudge] = field(default_factory=dict)
+    any_agent: SimAgent | None = None
 
     def fingerprint(self) -> str:
         """sha256 over the simulator version, seed, all profiles and the tasks (ids, prompts, rules):
@@ -56,14 +59,17 @@ class SimWorld:
             ]
             for t in self.tasks
         ]
-        return stable_hash(
+        parts: list[Any] = [
             SIM_VERSION,
             self.seed,
             {m: [name, asdict(p)] for m, (name, p) in sorted(self.agents.items())},
             {m: asdict(p) for m, p in sorted(self.users.items())},
             {m: asdict(p) for m, p in sorted(self.judges.items())},
             tasks,
-        )
+        ]
+        if self.any_agent is not None:  # only then: suites' worlds keep their fingerprints (cache keys)
+            parts.append(asdict(self.any_agent))
+        return stable_hash(*parts)
 
 
 def error_body(message: str, type_: str, code: str | None, param: str | None = None) -> dict[str, Any]:
@@ -107,6 +113,13 @@ class SimBackend:
         self.world = world
         self._fingerprint = world.fingerprint()
 
+    def learn(self, task: Task) -> None:
+        """Let the simulated roles know one more task from now on (a test's own judged task, so the
+        simulated judge reads its rules). The fingerprint stays: the task is part of every request
+        that uses it, hence of its cache key."""
+        if all(t.task_id != task.task_id for t in self.world.tasks):
+            self.world = replace(self.world, tasks=(*self.world.tasks, task))
+
     def respond(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         """(HTTP status, JSON payload) for one request body: a pure function of (world, body)."""
         if not isinstance(body, dict):
@@ -138,11 +151,12 @@ class SimBackend:
         elif is_user_sim_request(messages):
             content = user_reply(self.world.seed, self.world.users.get(model, SimUser()), body)
         else:
-            if model not in self.world.agents:
+            known = self.world.agents.get(model)
+            if known is None and self.world.any_agent is None:
                 return 404, error_body(
                     f"The model `{model}` does not exist", "invalid_request_error", "model_not_found", "model"
                 )
-            name, profile = self.world.agents[model]
+            name, profile = known or (model, self.world.any_agent or SimAgent())
             out = agent_reply(self.world.seed, self.world.tasks, name, profile, body)
             content, tool_calls = out.content, out.tool_calls
         return 200, self._completion(body, content, tool_calls)

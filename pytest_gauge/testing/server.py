@@ -44,6 +44,7 @@ __all__ = [
     "Responder",
     "ResponderError",
     "ServerProcess",
+    "biased_verdict",
     "completion",
     "default_responder",
     "main",
@@ -118,6 +119,7 @@ class FaultPlan:
     malformed: str = "mixed"
     rate_reset: float = 0.0
     drip_seconds: float = 0.0
+    judge_prefers: Literal["A", "B"] | None = None
     seed: int = 0
 
     def to_dict(self) -> dict[str, Any]:
@@ -277,6 +279,28 @@ def default_responder(body: dict[str, Any]) -> dict[str, Any]:
     last_user = next((m for m in reversed(messages) if isinstance(m, dict) and m.get("role") == "user"), None)
     text = message_text(last_user.get("content")) if last_user is not None else ""
     content = "ok: " + text[:40]
+    return completion(content, usage=_default_usage(body, content))
+
+
+def biased_verdict(body: Mapping[str, Any], slot: str | None) -> dict[str, Any] | None:
+    """With ``FaultPlan.judge_prefers`` set: a judge request (a user message carrying ``<response_a>``, as
+    pytest-gauge's blind judge prompt does) is answered with a valid verdict for that slot, whatever the
+    responses say: a judge with total position bias. Other requests: None (the responder answers)."""
+    if slot is None:
+        return None
+    messages = body.get("messages") or []
+    if not any(
+        isinstance(m, dict) and m.get("role") == "user" and "<response_a>" in message_text(m.get("content"))
+        for m in messages
+    ):
+        return None
+    verdict = {
+        "winner": slot,
+        "reward_a": 1.0 if slot == "A" else 0.0,
+        "reward_b": 1.0 if slot == "B" else 0.0,
+        "reason": f"Response {slot} is better.",
+    }
+    content = json.dumps(verdict)
     return completion(content, usage=_default_usage(body, content))
 
 
@@ -821,7 +845,7 @@ class LoopbackServer(_Served):
         if fault == "reset":
             return _Response(0, None, reset=True)
         try:
-            out = self.responder(body)
+            out = biased_verdict(body, plan.judge_prefers) or self.responder(body)
         except ResponderError as exc:
             return _Response(exc.status, _error_body(exc.message, exc.type, exc.code, exc.param), exc.headers)
         except Exception as exc:
@@ -1008,6 +1032,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--malformed", default="mixed", help="kind of malformed body (mixed: each in turn)")
     p.add_argument("--rate-reset", type=float, default=0.0, help="share of connections reset")
     p.add_argument("--drip-seconds", type=float, default=0.0, help="send 200 bodies one byte per N s")
+    p.add_argument(
+        "--judge-prefers", choices=("A", "B"), default=None, help="answer every judge request for this slot"
+    )
     p.add_argument("--seed", type=int, default=0, help="seed of the probabilistic faults")
     p.add_argument(
         "--suite",
@@ -1045,6 +1072,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         malformed=a.malformed,
         rate_reset=a.rate_reset,
         drip_seconds=a.drip_seconds,
+        judge_prefers=a.judge_prefers,
         seed=a.seed,
     )
     models = [m for m in a.models.split(",") if m]
