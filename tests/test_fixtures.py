@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_gauge.cli import export_cassettes
 from pytest_gauge.records import LedgerRecord, Usage
 from pytest_gauge.session.fixtures import (
     JudgedOrder,
@@ -148,11 +149,12 @@ def test_plain_tests_on_the_sim_backend(pytester: pytest.Pytester) -> None:
     }
 
 
+@pytest.mark.slow
 def test_plain_tests_live_against_the_loopback_server_then_replayed(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Live: a judge that always prefers slot A is inconsistent; nothing past a budget reaches the server;
-    the key appears nowhere. Replay: the same tests from the recorded responses, no request sent."""
+    the key appears nowhere. Replay: the same tests from their exported cassettes, no request sent."""
     pytester.makeini(f"[pytest]\n{PRICES}")
     pytester.makepyfile(test_plain=PLAIN.format(model="loopback-model", winner="inconsistent", tokens=200))
     junit = pytester.path / "junit.xml"
@@ -169,8 +171,18 @@ def test_plain_tests_live_against_the_loopback_server_then_replayed(
         assert KEY not in live.stdout.str() + live.stderr.str() + junit.read_text()
         by_test = _check_ledger(pytester, junit)
         assert len(by_test["test_plain.py::test_over_budget"]) == calls
+        cassettes = pytester.path / "cassettes"
+        exported = export_cassettes(pytester.path / ".gauge-cache", "_tests", cassettes)
+        assert len(exported.exported) == 1 + 2 + calls
         replay = pytester.runpytest_subprocess(
-            "-p", "no:cacheprovider", "-n", "0", "--gauge-backend=replay", "-k", "chat or compare"
+            "-p",
+            "no:cacheprovider",
+            "-n",
+            "0",
+            "--gauge-backend=replay",
+            f"--gauge-cassettes={cassettes}",
+            "-k",
+            "chat or compare",
         )
         replay.assert_outcomes(passed=2)
         assert server.requests_total == 1 + 2 + calls
