@@ -281,12 +281,13 @@ class TestCalls:
         return nodeid in self._nodes
 
     def spent(self, nodeid: str) -> Spent:
-        with self._lock:
-            return spent_of(list(self.node(nodeid).records))
+        return spent_of(self.records(nodeid))
 
     def records(self, nodeid: str) -> list[LedgerRecord]:
+        """A test's records in this process (none for a test that made no call here)."""
         with self._lock:
-            return list(self.node(nodeid).records)
+            calls = self._nodes.get(nodeid)
+            return list(calls.records) if calls is not None else []
 
     def next_seq(self, nodeid: str, model: str | None = None) -> int:
         """Number a test's next call at the moment it is made (so numbers follow the test's code)."""
