@@ -45,7 +45,7 @@ from ..suite.tasks import Task
 from ..suite.tools import ToolExecutor
 from .dialogue import REFLECTION_PROMPT, ChatResult, DialogueConfig, run_dialogue
 from .judge import Redactor, build_judge_messages, parse_verdict, slots
-from .judge_format import JudgeFormats, format_chain, format_label, rejects_format
+from .judge_format import JudgeFormats, ask_judge
 
 __all__ = ["CaseOutcome", "Engine", "SuiteRuntime"]
 
@@ -236,42 +236,8 @@ class SuiteRuntime:
     async def ask_judge(
         self, caller: WorkCaller, model: str, messages: list[dict[str, str]], seed: int | None = None
     ) -> tuple[ChatResult, str]:
-        """One judge call in JSON mode: the chain's format this process has reached for ``model``; a 400
-        naming ``response_format`` moves the model one step down the chain (once per run) and asks again.
-        Returns the result and the label of the format it was asked with."""
-        if not self.formats.settled(model):
-            async with self.formats.probe(model):  # one call at a time until a format has worked
-                if not self.formats.settled(model):
-                    answer = await self._ask_judge(caller, model, messages, seed)
-                    self.formats.settle(model)
-                    return answer
-        return await self._ask_judge(caller, model, messages, seed)
-
-    async def _ask_judge(
-        self, caller: WorkCaller, model: str, messages: list[dict[str, str]], seed: int | None
-    ) -> tuple[ChatResult, str]:
-        judge = self.suite.judge
-        chain = format_chain(judge.response_format)
-        level = self.formats.level(model)
-        while True:
-            fmt = chain[min(level, len(chain) - 1)]
-            try:
-                result = await caller(
-                    "judge",
-                    model,
-                    messages,
-                    temperature=judge.temperature,
-                    max_tokens=judge.max_tokens,
-                    seed=seed,
-                    response_format=fmt,
-                )
-            except GatewayError as exc:
-                after = self.formats.reject(model, level, chain, exc) if rejects_format(exc) else None
-                if after is None:
-                    raise
-                level = after
-                continue
-            return result, format_label(fmt)
+        """One judge call in JSON mode with the run's format fallback (:func:`.judge_format.ask_judge`)."""
+        return await ask_judge(self.formats, self.suite.judge, caller, model, messages, seed)
 
     async def judgment(
         self, case: Case, judge_index: int, repeat: int, left: Transcript, right: Transcript

@@ -13,9 +13,13 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..gateway.errors import GatewayError
+
+if TYPE_CHECKING:  # the suite declaration imports this module
+    from ..suite.declare import Judge
+    from .dialogue import ChatCaller, ChatResult
 
 __all__ = [
     "AUTO",
@@ -24,6 +28,7 @@ __all__ = [
     "VERDICT_SCHEMA",
     "FormatChain",
     "JudgeFormats",
+    "ask_judge",
     "format_chain",
     "format_label",
     "format_notes",
@@ -132,6 +137,57 @@ class JudgeFormats:
             self._level[model] = reached
             self.reasons.setdefault((model, format_label(chain[level])), exc.cause)
         return reached
+
+
+async def ask_judge(
+    formats: JudgeFormats,
+    judge: Judge,
+    caller: ChatCaller,
+    model: str,
+    messages: list[dict[str, str]],
+    seed: int | None = None,
+) -> tuple[ChatResult, str]:
+    """One judge call in JSON mode: the chain's format this process has reached for ``model``; a 400
+    naming ``response_format`` moves the model one step down the chain (once per run) and asks again.
+    Returns the result and the label of the format it was asked with."""
+    if not formats.settled(model):
+        async with formats.probe(model):  # one call at a time until a format has worked
+            if not formats.settled(model):
+                answer = await _ask_judge(formats, judge, caller, model, messages, seed)
+                formats.settle(model)
+                return answer
+    return await _ask_judge(formats, judge, caller, model, messages, seed)
+
+
+async def _ask_judge(
+    formats: JudgeFormats,
+    judge: Judge,
+    caller: ChatCaller,
+    model: str,
+    messages: list[dict[str, str]],
+    seed: int | None,
+) -> tuple[ChatResult, str]:
+    chain = format_chain(judge.response_format)
+    level = formats.level(model)
+    while True:
+        fmt = chain[min(level, len(chain) - 1)]
+        try:
+            result = await caller(
+                "judge",
+                model,
+                messages,
+                temperature=judge.temperature,
+                max_tokens=judge.max_tokens,
+                seed=seed,
+                response_format=fmt,
+            )
+        except GatewayError as exc:
+            after = formats.reject(model, level, chain, exc) if rejects_format(exc) else None
+            if after is None:
+                raise
+            level = after
+            continue
+        return result, format_label(fmt)
 
 
 def format_notes(first: str, used: Mapping[str, Mapping[str, int]]) -> list[str]:

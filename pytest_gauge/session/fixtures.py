@@ -38,6 +38,7 @@ from ..gateway.errors import BudgetExhausted
 from ..gateway.gateway import CallContext
 from ..records import LedgerRecord, Transcript, Turn, Usage, dumps
 from ..run.judge import Redactor, Verdict, build_judge_messages, parse_verdict
+from ..run.judge_format import JudgeFormats, ask_judge
 from ..suite.declare import Judge
 from ..suite.rules import RuleSpecError, parse_rules, score
 from ..suite.tasks import Task
@@ -256,6 +257,7 @@ class TestCalls:
         self.prices = shared.prices
         self.run_dir = state.run_dir
         self.backend = state.options.backend
+        self.formats = JudgeFormats()  # how each judge model takes JSON mode, as for suites' judges
         self._nodes: dict[str, _NodeCalls] = {}
         self._lock = threading.Lock()
         shared.ledger.watch(self._seen)
@@ -572,26 +574,52 @@ class GaugeJudge:
         hidden = {*names, *self._calls.models(self.nodeid)}
         hidden |= {s.model for s in (first, second) if isinstance(s, Reply)}
         redact = Redactor(hidden)
-        seqs = (self._calls.next_seq(self.nodeid), self._calls.next_seq(self.nodeid))
+        caller = _NodeCaller(self._calls, self.nodeid)
 
-        async def one(seq: int, first_in_a: bool) -> JudgedOrder:
+        async def one(first_in_a: bool) -> JudgedOrder:
             slot_a, slot_b = sides if first_in_a else sides[::-1]
-            body: dict[str, Any] = {
-                "messages": build_judge_messages(spec, slot_a, slot_b, redact),
-                "temperature": chosen.temperature,
-                "max_tokens": chosen.max_tokens,
-                "response_format": dict(chosen.response_format) if chosen.response_format else None,
-            }
-            result = await self._calls.send(self.nodeid, seq, "judge", chosen.model, body)
+            messages = build_judge_messages(spec, slot_a, slot_b, redact)
+            result, _ = await ask_judge(self._calls.formats, chosen, caller, chosen.model, messages)
             return _judged(parse_verdict(result.content, result.finish_reason), result.content, first_in_a)
 
         async def both() -> Comparison:
             if self._calls.sim is not None:
                 self._calls.sim.learn(spec)  # so the simulated judge can read the task's rules
-            orders = await asyncio.gather(one(seqs[0], True), one(seqs[1], False))
+            orders = await asyncio.gather(one(True), one(False))  # numbered in this order
             return combine(orders[0], orders[1], _rule_rewards(spec, sides))
 
         return both()
+
+
+class _NodeCaller:
+    """The :class:`~pytest_gauge.run.dialogue.ChatCaller` of one test: its calls numbered when made."""
+
+    def __init__(self, calls: TestCalls, nodeid: str) -> None:
+        self._calls = calls
+        self._nodeid = nodeid
+
+    async def __call__(
+        self,
+        role: str,
+        model: str,
+        messages: list[dict[str, Any]],
+        *,
+        temperature: float,
+        max_tokens: int,
+        tools: list[dict[str, Any]] | None = None,
+        seed: int | None = None,
+        response_format: dict[str, Any] | None = None,
+    ) -> ChatResult:
+        seq = self._calls.next_seq(self._nodeid)
+        body = {
+            "messages": messages,
+            "temperature": temperature,
+            "max_tokens": max_tokens,
+            "tools": tools,
+            "seed": seed,
+            "response_format": response_format,
+        }
+        return await self._calls.send(self._nodeid, seq, role, model, body)
 
 
 def _task_of(task: str | Task, rules: Sequence[Mapping[str, Any]] | None) -> Task:
