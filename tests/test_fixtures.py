@@ -169,6 +169,8 @@ def test_plain_tests_live_against_the_loopback_server_then_replayed(
         calls, _ = _refusal(live.stdout.str())
         assert server.requests_total == 1 + 2 + calls  # chat, both judge orders, the budgeted calls
         assert KEY not in live.stdout.str() + live.stderr.str() + junit.read_text()
+        written = [p for p in (pytester.path / "gauge-out").rglob("*") if p.is_file()]
+        assert written and not any(KEY in p.read_text(encoding="utf-8") for p in written)
         by_test = _check_ledger(pytester, junit)
         assert len(by_test["test_plain.py::test_over_budget"]) == calls
         cassettes = pytester.path / "cassettes"
