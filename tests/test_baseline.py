@@ -203,10 +203,26 @@ def test_example_suite_against_its_baseline(pytester: pytest.Pytester) -> None:
     size = sum(p.stat().st_size for p in (pytester.path / "base").rglob("*") if p.is_file())
     assert size < 1_000_000
 
-    same = _run(pytester, "example", "--gauge-baseline", "base", *GATES)
+    # lrs_close 0.176 [0.000, 0.375] on 34 cases: passes <= 0.2, but its interval crosses it (needed_n)
+    same = _run(pytester, "example", "--gauge-baseline", "base", *GATES, "--gauge-gate", "lrs_close <= 0.2")
     assert same.ret == 0, same.stdout.str()[-2000:]
-    same.stdout.fnmatch_lines(["*PASS*regressions(agent_x) <= 2*", "*agent_x: success 0.000*0 regressed*"])
-    assert (pytester.path / "gauge-out" / "example" / "reports" / "baseline.md").is_file()
+    same.stdout.fnmatch_lines(
+        [
+            "*PASS*regressions(agent_x) <= 2*",
+            "*needed: lrs_close <= 0.2: pass, interval across the threshold at n=34; about * tasks would decide it",
+            "*agent_x: success 0.000*0 regressed*",
+        ]
+    )
+    reports = pytester.path / "gauge-out" / "example" / "reports"
+    assert (reports / "baseline.md").is_file()
+    gate = next(
+        g
+        for g in json.loads((reports / "metrics.json").read_text())["gates"]
+        if g["expr"] == "lrs_close <= 0.2"
+    )
+    assert (
+        gate["needed_n"] > 34 and f"about {gate['needed_n']} tasks" in (reports / "conclusion.md").read_text()
+    )
 
     test_file = suite / "test_example.py"
     test_file.write_text(

@@ -226,29 +226,28 @@ def test_pass_at_k_and_pass_hat_k_are_unbiased() -> None:
 
 @pytest.mark.slow
 def test_needed_n_decides_the_gate_70_to_90_percent() -> None:
-    """Pilots of 24 tasks for ``upper(rate) <= 0.3`` whose interval crosses the threshold state a needed_n;
-    suites of that size whose true rate is the pilot's observed rate (the effect holds) decide the gate
-    in 70-90% of runs. Checked for three pilots with different observed effects."""
+    """Pilots of 24 tasks for ``upper(rate) <= 0.3`` (true rate 0.25) whose interval crosses the threshold
+    each state a needed_n; suites of that size whose true rate is the pilot's observed rate (the effect
+    holds) decide the gate in 70-90% of runs, pooled over 20 pilots (one pilot's spread estimate is noisy)."""
     rng = np.random.default_rng(15)
     threshold = 0.3
 
     def suite(rate: float, n: int, runs: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         tasks = rng.beta(rate * 2, (1 - rate) * 2, size=(n, runs))  # heterogeneous tasks, mean ``rate``
         x = (rng.random((n, runs)) < tasks).astype(np.float64)
-        low, high = percentile_bounds(bootstrap_means(x, task_counts(n, ROUNDS, 3)))
+        low, high = percentile_bounds(bootstrap_means(x, task_counts(n, 1000, 3)))
         return x.mean(axis=0), low, high
 
     value, low, high = suite(0.25, 24, RUNS)
-    crossing = [
-        (float(v), float(lo), float(hi))
-        for v, lo, hi in zip(value, low, high, strict=True)
-        if lo <= threshold <= hi and abs(v - threshold) >= 0.05
-    ]
-    pilots = sorted(crossing)[:: max(1, len(crossing) // 3)][:3]
-    assert len(pilots) == 3
-    for v, lo, hi in pilots:
-        size = gate_needed_n(v, lo, hi, 24, threshold).n
+    decided: list[float] = []
+    for v, lo, hi in zip(value, low, high, strict=True):
+        if not (lo < threshold < hi) or abs(v - threshold) < 0.04 or len(decided) == 20:
+            continue
+        size = gate_needed_n(float(v), float(lo), float(hi), 24, threshold).n
         assert size is not None and size > 24
-        _, low_n, high_n = suite(v, size, RUNS)
-        decided = float(np.mean((high_n < threshold) | (low_n > threshold)))
-        assert 0.70 <= decided <= 0.90, (v, size, decided)
+        if size > 400:
+            continue
+        _, low_n, high_n = suite(float(v), size, 100)
+        decided.append(float(np.mean((high_n < threshold) | (low_n > threshold))))
+    assert len(decided) == 20
+    assert 0.70 <= float(np.mean(decided)) <= 0.90, decided
