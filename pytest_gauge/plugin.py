@@ -138,12 +138,6 @@ class SuiteCollector(pytest.Collector):
         folder = module_path.parent
         name = self.suite.name or folder.name
         tasks = self.suite.load(folder)
-        if not state.options.baseline:
-            from .analysis.baseline import missing_baseline
-
-            problem = missing_baseline(list(self.suite.gates), f"{module_path.name}: Suite(gates=...)")
-            if problem:
-                raise GaugeCollectError(f"pytest-gauge: {problem}")
         cases = build_cases(
             name,
             tasks,
@@ -158,7 +152,7 @@ class SuiteCollector(pytest.Collector):
             )
         if name in state.suites and state.suites[name].module_path != module_path:
             raise GaugeCollectError(f"two suites are named {name!r}: give one of them Suite(name=...)")
-        problems = gate_problems(self.suite, name, state.options.gates)
+        problems = gate_problems(self.suite, name, state.options.gates, baseline=bool(state.options.baseline))
         if problems and state.is_worker:  # an xdist worker cannot stop the run with a usage error
             raise GaugeCollectError("pytest-gauge: " + "\n".join(problems))
         state.gate_problems += problems
@@ -229,9 +223,11 @@ def pytest_collection_modifyitems(
             state.selected.setdefault(item.case.suite, []).append(f"{item.case.suite}::{item.case.case_id}")
 
 
-def gate_problems(suite: Suite, name: str, extra: tuple[str, ...]) -> list[str]:
+def gate_problems(suite: Suite, name: str, extra: tuple[str, ...], *, baseline: bool = False) -> list[str]:
     """Every gate of the suite (its own, the ini's and ``--gauge-gate``) checked against what the suite
-    declares; one line per problem, naming the suite, the gate and the nearest valid name."""
+    declares; one line per problem, naming the suite, the gate and the nearest valid name. Without a
+    baseline, gates on one (``delta``, ``regressions``, ``fixes``) are problems too."""
+    from .analysis.baseline import missing_baseline
     from .analysis.gate_check import check_gates
     from .analysis.gates import GateSyntaxError, parse_gate
 
@@ -242,7 +238,11 @@ def gate_problems(suite: Suite, name: str, extra: tuple[str, ...]) -> list[str]:
             parsed.append(parse_gate(text))
         except GateSyntaxError as exc:
             problems.append(f"suite {name}: {exc}")
-    return problems + check_gates(parsed, suite.gate_shape(name))
+    problems += check_gates(parsed, suite.gate_shape(name))
+    if not baseline and not problems:
+        missing = missing_baseline(list(suite.gates), f"suite {name}: Suite(gates=...)")
+        problems += [missing] if missing else []
+    return problems
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

@@ -71,8 +71,12 @@ def test_compare_runs_by_hand() -> None:
     assert comp.agents["y"].success_delta.value == 0.0
     # cost per success: 0.04 / 3 before, 0.04 / 2 now (y never succeeds)
     assert comp.cost_per_success.value == pytest.approx(0.04 / 2 - 0.04 / 3)
-    # the judge picked x in slot A: AB -> x, BA -> y on t1, t2(before), t4: every group flips in both runs
+    # the same slot in both orders: every group flips, in both runs; one of each task's two verdicts picks
+    # the lower reward (LRS 0.5 both); slot A won 6 of 8 verdicts before, 4 of 8 now
     assert comp.judge["flip_rate"].value == pytest.approx(0.0)
+    assert comp.judge["lrs"].value == pytest.approx(0.0)
+    assert comp.judge["position_bias"].value == pytest.approx(0.5 - 0.75)
+    assert comp.judge["position_bias"].n == 8
     assert comp.elo_reference == "y"
     md = render_baseline_md(comp, "base")
     assert (
@@ -250,3 +254,21 @@ def test_example_suite_against_its_baseline(pytester: pytest.Pytester) -> None:
     assert old.ret == pytest.ExitCode.USAGE_ERROR
     assert "written by pytest-gauge 0.0.1" in old.stderr.str() and "baseline save" in old.stderr.str()
     assert np.isfinite(metrics["baseline"]["agents"]["agent_x"]["delta(success_rate)"]["value"])
+
+
+def test_suite_gate_on_a_baseline_without_one_is_a_usage_error(
+    pytester: pytest.Pytester, mini_suite: Path
+) -> None:
+    module = mini_suite / "test_mini.py"
+    module.write_text(
+        module.read_text().replace(
+            '    user=UserSimulator("sim-user"),',
+            '    user=UserSimulator("sim-user"),\n    gates=["regressions(agent_x) <= 2"],',
+        )
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "0", "--collect-only", "suites")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert (
+        "suite mini: Suite(gates=...): 'regressions(agent_x) <= 2' compares with a baseline"
+        in result.stderr.str()
+    )
