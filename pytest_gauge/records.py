@@ -106,12 +106,24 @@ class ToolCall:
 
 @dataclass
 class Turn:
-    """One message of a conversation: ``user`` (simulated user), ``assistant`` (agent) or ``tool``."""
+    """One message of a conversation: ``user`` (simulated user), ``assistant`` (agent) or ``tool``.
+
+    ``truncated``: the model stopped at its ``max_tokens`` (``finish_reason: "length"``), so the message
+    may be cut short. Written to JSON only when true (older transcripts read as not truncated).
+    """
 
     role: Literal["user", "assistant", "tool"]
     content: str
     tool_calls: list[ToolCall] = field(default_factory=list)
     tool_call_id: str | None = None
+    truncated: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON form, ``truncated`` only when set."""
+        data = {**vars(self), "tool_calls": [dict(vars(c)) for c in self.tool_calls]}
+        if not self.truncated:
+            del data["truncated"]
+        return data
 
 
 @dataclass
@@ -142,7 +154,7 @@ class Transcript:
         """The JSON form (``dataclasses.asdict`` without its deep copy: the result is serialised at
         once, and asdict was most of the end-of-run cost on large suites)."""
         data = dict(vars(self))
-        data["turns"] = [{**vars(t), "tool_calls": [dict(vars(c)) for c in t.tool_calls]} for t in self.turns]
+        data["turns"] = [t.to_json() for t in self.turns]
         return data
 
     @classmethod
@@ -153,6 +165,7 @@ class Transcript:
                 content=t["content"],
                 tool_calls=[ToolCall(**c) for c in t.get("tool_calls", [])],
                 tool_call_id=t.get("tool_call_id"),
+                truncated=bool(t.get("truncated", False)),
             )
             for t in data["turns"]
         ]

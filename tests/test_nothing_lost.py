@@ -200,3 +200,41 @@ def test_a_killed_process_leaves_its_sent_line_as_interrupted(tmp_path: Path) ->
     ledger_file.close()  # what kill -9 leaves: the write-ahead line and nothing after it
     (row,) = read_ledger_file(tmp_path / "ledger-gw0.jsonl")
     assert row.status == "interrupted" and row.possibly_billed and row.worker == "gw0"
+
+
+def test_a_catastrophic_regex_rule_is_a_rule_error_not_a_hang(monkeypatch: pytest.MonkeyPatch) -> None:
+    from test_rules import call as tool_call
+    from test_rules import reply, rule, tools
+
+    from pytest_gauge.suite import rules
+
+    monkeypatch.setattr(rules, "REGEX_TIMEOUT", 0.2)
+    slow = r"(a|aa)+$"  # exponential backtracking on "aaa...a!" with a backtracking engine
+    result = rule(type="regex", pattern=slow).check(reply("a" * 60 + "!"))
+    assert not result.passed and result.detail.startswith("rule error:") and "simplify it" in result.detail
+    args = rule(type="tool_args", name="lookup", patterns={"q": slow})
+    detail = args.check(tools([tool_call("lookup", {"q": "a" * 60 + "!"})])).detail
+    assert "rule error:" in detail
+    assert rule(type="regex", pattern=r"a+!").check(reply("aaa!")).passed  # ordinary patterns unaffected
+
+
+def test_turns_cut_by_max_tokens_are_marked_in_the_transcript_and_counted(tmp_path: Path) -> None:
+    from pytest_gauge.report.common import truncated_turns
+    from pytest_gauge.run.dialogue import DialogueConfig, run_dialogue
+    from pytest_gauge.run.engine import WorkCaller
+    from pytest_gauge.suite.tasks import Task
+
+    with LoopbackServer() as srv:
+        srv.faults = FaultPlan(truncate=True)  # every answer: half its text, finish_reason "length"
+        gw = make_gateway(tmp_path, srv)
+        caller = WorkCaller(gw, CallContext("s", "t1", "transcript/t1/a/0"))
+        cfg = DialogueConfig(
+            agent_name="a", agent_model="m", agent_system_prompt="be brief", agent_temperature=0.0,
+            agent_max_tokens=8, agent_fn=None, user_model="u", user_temperature=0.0, user_max_tokens=8,
+            user_extra_prompt="", max_turns=2, tool_step_limit=1,
+        )  # fmt: skip
+        transcript = asyncio.run(run_dialogue(Task("t1", "c", "Help me please", ()), 0, cfg, caller))
+    assert [(t.role, t.truncated) for t in transcript.turns] == [
+        ("user", True), ("assistant", True), ("user", True), ("assistant", True),
+    ]  # fmt: skip
+    assert truncated_turns(ledger(tmp_path)) == {"agent": 2, "user_sim": 3}  # the closing user turn too

@@ -52,8 +52,22 @@ def _ledger(usage: Usage | None) -> LedgerRecord:
 def test_to_json_equals_asdict_and_round_trips() -> None:
     for record in (_transcript(), _case(), _ledger(Usage(3, 4, 7)), _ledger(None)):
         data = record.to_json()
-        assert data == dataclasses.asdict(record)
+        expected = dataclasses.asdict(record)
+        for turn in expected.get("turns", []):
+            if not turn["truncated"]:
+                del turn[
+                    "truncated"
+                ]  # written only when set, so transcripts without truncation keep their bytes
+        assert data == expected
         assert type(record).from_json(json.loads(dumps(data))) == record
+
+
+def test_a_truncated_turn_is_marked_and_round_trips() -> None:
+    transcript = _transcript()
+    transcript.turns[0].truncated = True
+    data = transcript.to_json()
+    assert data["turns"][0]["truncated"] is True and "truncated" not in data["turns"][1]
+    assert Transcript.from_json(json.loads(dumps(data))) == transcript
 
 
 def test_to_json_does_not_alias_the_record() -> None:

@@ -17,7 +17,7 @@ from ..gateway.prices import Price, PriceTable
 from ..options import GaugeOptions
 from ..records import CaseRecord, LedgerRecord
 
-__all__ = ["DASH", "ROLES", "ReportContext", "judge_format_notes"]
+__all__ = ["DASH", "ROLES", "ReportContext", "judge_format_notes", "truncated_turns", "usd_at_least"]
 
 ROLES: tuple[str, ...] = ("agent", "user_sim", "judge")
 DASH = "–"
@@ -43,10 +43,30 @@ class ReportContext:
     baseline: BaselineComparison | None = None
     baseline_note: str = ""
     repeats: Mapping[str, RepeatCounts] = field(default_factory=dict)
+    interrupted: str | None = None  # "interrupted: N of M cases" when the run was stopped (Ctrl-C, SIGTERM)
 
 
 # --------------------------------------------------------------------------------------------------
 # Number formatting (one place, so every report prints the same value the same way)
+
+
+def usd_at_least(total: float | None, without_usage: int) -> str:
+    """A total in dollars that never shows an unknown part as $0: ``at least $X (N calls without
+    usage)`` when some calls reported no usage, ``unknown`` when a price is missing."""
+    if total is None or not without_usage:
+        return _usd(total)
+    calls = "call" if without_usage == 1 else "calls"
+    return f"at least {_usd(total)} ({without_usage} {calls} without usage)"
+
+
+def truncated_turns(ledger: Iterable[LedgerRecord]) -> dict[str, int]:
+    """Agent and user-simulator answers cut by ``max_tokens`` (``finish_reason: "length"``), per role."""
+    counts = Counter(
+        x.role
+        for x in ledger
+        if x.finish_reason == "length" and x.status == "ok" and x.role in ("agent", "user_sim")
+    )
+    return {role: counts[role] for role in ("agent", "user_sim") if counts[role]}
 
 
 def _unsign_zero(text: str) -> str:

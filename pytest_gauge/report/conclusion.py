@@ -29,6 +29,7 @@ from .common import (
     _table,
     _usd,
     judge_format_notes,
+    truncated_turns,
 )
 from .recommend import recommendations
 
@@ -331,11 +332,20 @@ def _section_cost(ctx: ReportContext) -> list[str]:
     # Nominal figures only: conclusion.md must be byte-identical when a re-run is answered from the cache,
     # so what this run spent (live vs cached) lives in token_cost.md and metrics.json alone.
     c = ctx.metrics.costs
-    by_role = ", ".join(f"{r} {_usd(c.per_role[r].cost)}" for r in ROLES if r in c.per_role)
+    roles = [c.per_role[r] for r in ROLES if r in c.per_role]
+    by_role = ", ".join(
+        f"{rc.role} {'at least ' if rc.usage_missing and rc.cost is not None else ''}{_usd(rc.cost)}"
+        for rc in roles
+    )
+    missing = sum(rc.usage_missing for rc in roles)
+    total = _usd(c.total_cost)
+    if missing and c.total_cost is not None:
+        calls = "call" if missing == 1 else "calls"
+        total, by_role = f"at least {total}", f"{missing} {calls} without usage; {by_role}"
     return [
         "## Cost",
         "",
-        f"- Total cost: {_usd(c.total_cost)} ({by_role}); nominal, retries and failed requests included.",
+        f"- Total cost: {total} ({by_role}); nominal, retries and failed requests included.",
         f"- Cost per success: {_per_success(c.cost_per_success, c.successes, c.total_cost)} "
         f"({c.successes} successful transcripts).",
         f"- Judge share of cost: {_pct(c.judge_share)}.",
@@ -344,8 +354,33 @@ def _section_cost(ctx: ReportContext) -> list[str]:
     ]
 
 
+def _section_truncation(ctx: ReportContext) -> list[str]:
+    cut = truncated_turns(ctx.ledger)
+    if not cut:
+        return []
+    parts = ", ".join(f"{n} {'agent' if r == 'agent' else 'user-simulator'}" for r, n in cut.items())
+    return [
+        "## Truncation",
+        "",
+        f'- Turns cut by `max_tokens` (`finish_reason: "length"`): {parts}; marked `truncated` in the'
+        " transcripts. Raise the role's `max_tokens` if replies end mid-sentence.",
+    ]
+
+
+def _section_interrupted(ctx: ReportContext) -> list[str]:
+    if ctx.interrupted is None:
+        return []
+    return [
+        f"**{ctx.interrupted[0].upper()}{ctx.interrupted[1:]}** finished: the run was stopped (Ctrl-C or"
+        " SIGTERM). Every number below covers the finished cases only; re-run to complete it from the"
+        " cache."
+    ]
+
+
 def _section_gates(ctx: ReportContext) -> list[str]:
     lines = ["## Gates", ""]
+    if ctx.interrupted is not None and not ctx.gates:
+        return [*lines, f"Not evaluated: {ctx.interrupted} (`--gauge-gates-on-partial` evaluates them)."]
     if not ctx.gates:
         return [*lines, "No gates were declared for this suite."]
     rows = [
@@ -413,6 +448,7 @@ def render_conclusion(ctx: ReportContext) -> str:
     rule-based recommendations, each number with its n and 95% interval."""
     sections = [
         [f"# Conclusion: {_suite(ctx)}"],
+        _section_interrupted(ctx),
         baseline_lead(ctx.baseline, ctx.baseline_note),
         _section_tasks(ctx),
         _section_agents(ctx),
@@ -423,6 +459,7 @@ def render_conclusion(ctx: ReportContext) -> str:
         _section_verbosity(ctx),
         _section_satisfaction(ctx),
         _section_cost(ctx),
+        _section_truncation(ctx),
         _section_gates(ctx),
         repeats_lines(ctx.repeats),
         _section_recommendations(ctx),

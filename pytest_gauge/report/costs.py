@@ -23,6 +23,7 @@ from .common import (
     _suite,
     _table,
     _usd,
+    usd_at_least,
 )
 
 __all__ = ["ModelCost", "Spend", "model_costs", "render_token_cost", "spent_this_run", "unpriced_warnings"]
@@ -195,7 +196,7 @@ def render_token_cost(ctx: ReportContext) -> str:
         tot_in += rc.input_tokens
         tot_out += rc.output_tokens
         tot_missing += rc.usage_missing
-    total_text = _usd(costs.total_cost)
+    total_text = usd_at_least(costs.total_cost, tot_missing)
     if costs.total_cost is None and ctx.ledger:
         known = math.fsum(c.priced_cost for c in per_model)
         total_text = f"unknown (priced part {_usd(known)})"
@@ -310,11 +311,12 @@ def render_token_cost(ctx: ReportContext) -> str:
     if total.live_calls == 0 and total.cached_calls > 0:
         lines.append("Fully cached run: nothing was spent ($0).")
     else:
-        lines.append(f"Spent this run: {_usd(total.spent_usd)}.")
+        live_missing = sum(1 for x in ctx.ledger if x.usage_missing and not x.cache_hit)
+        lines.append(f"Spent this run: {usd_at_least(total.spent_usd, live_missing)}.")
     if total.possibly_billed:
         lines.append(
-            f"{total.possibly_billed} failed live attempts (timeouts) may have been billed without reporting "
-            "usage; they are not in the spent total."
+            f"{total.possibly_billed} live attempts (timeouts, bad responses, attempts interrupted in flight)"
+            " may have been billed without reporting usage: possibly spent, not in the spent total."
         )
 
     missing = sorted((x for x in ctx.ledger if x.usage_missing), key=LedgerRecord.sort_key)

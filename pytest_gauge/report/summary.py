@@ -53,6 +53,8 @@ def render_summary(ctx: ReportContext) -> str:
         + f", {_n_tasks(ctx)} tasks, {len(_declared_pairs(ctx))} pairs"
         + f", orders {ctx.meta.get('orders', 'both')}"
     ]
+    if ctx.interrupted is not None:
+        lines.append(f"{ctx.interrupted.upper()}: the run was stopped; numbers cover the finished cases only")
     rows: list[list[str]] = [["metric", "value", "95% interval", "n"]]
     for name in _SUMMARY_METRICS:
         e = m.metrics.get(name)
@@ -89,11 +91,15 @@ def render_summary(ctx: ReportContext) -> str:
                     _int(rc.attempts),
                     _int(rc.input_tokens),
                     _int(rc.output_tokens),
-                    _usd(rc.cost),
+                    _at_least(rc.cost, rc.usage_missing),
                 ]
             )
-    crow.append(["total", "", "", "", "", _usd(m.costs.total_cost)])
+    without_usage = sum(rc.usage_missing for rc in m.costs.per_role.values())
+    crow.append(["total", "", "", "", "", _at_least(m.costs.total_cost, without_usage)])
     lines += _text_table(crow, "lrrrrr")
+    if without_usage:
+        calls = "call" if without_usage == 1 else "calls"
+        lines.append(f"{without_usage} {calls} without usage: their cost is unknown, never counted as $0")
     spend = spent_this_run(ctx.ledger)
     lines.append(
         f"cost per success {_per_success(m.costs.cost_per_success, m.costs.successes, m.costs.total_cost)}"
@@ -101,9 +107,12 @@ def render_summary(ctx: ReportContext) -> str:
         f"judge share {_pct(m.costs.judge_share)}"
     )
     sent = _SENT.get(ctx.options.backend, "live")
+    live_missing = sum(1 for x in ctx.ledger if x.usage_missing and not x.cache_hit)
     lines.append(
-        f"spent this run {_usd(spend.spent_usd)} ({spend.live_calls} {sent}, {spend.cached_calls} cached"
-        " calls)"
+        f"spent this run {_at_least(spend.spent_usd, live_missing)} ({spend.live_calls} {sent},"
+        f" {spend.cached_calls} cached calls"
+        + (f", {live_missing} without usage)" if live_missing else ")")
+        + (f", {spend.possibly_billed} more possibly billed" if spend.possibly_billed else "")
     )
     lines += judge_format_notes(ctx)
     fired = [r for r in recommendations(m) if r.fired]
@@ -113,6 +122,10 @@ def render_summary(ctx: ReportContext) -> str:
         else "recommendations: none fired"
     )
     return "\n".join(lines) + "\n"
+
+
+def _at_least(cost: float | None, without_usage: int) -> str:
+    return ("at least " if without_usage and cost is not None else "") + _usd(cost)
 
 
 def _reorder(cells: list[str]) -> list[str]:

@@ -132,10 +132,10 @@ async def _agent_reply(
     history: list[dict[str, Any]],
     tools: ToolRunner | None,
     turns: list[Turn],
-) -> tuple[str, bool]:
+) -> tuple[str, bool, bool]:
     """One agent turn: call the model, run its tool calls, repeat until a final reply or the step limit.
 
-    Returns (reply, hit_step_limit). Tool activity is appended to ``turns`` and ``history``.
+    Returns (reply, hit_step_limit, truncated). Tool activity is appended to ``turns`` and ``history``.
     """
     if cfg.agent_fn is not None:
         recorder = _RecordingRunner(tools) if tools is not None else None
@@ -144,7 +144,7 @@ async def _agent_reply(
         if recorder is not None and recorder.calls:
             raw_calls = [_openai_call(c) for c in recorder.calls]
             _append_tool_activity("", recorder.calls, raw_calls, turns, history, None)
-        return str(reply), False
+        return str(reply), False, False
     assert cfg.agent_model is not None
     messages = [{"role": "system", "content": cfg.agent_system_prompt}, *history]
     # up to tool_step_limit rounds of tool calls, then one more model call for the final reply; a
@@ -160,7 +160,7 @@ async def _agent_reply(
             seed=cfg.agent_seed,
         )
         if not result.tool_calls or tools is None:
-            return result.content, False
+            return result.content, False, result.finish_reason == "length"
         if step == cfg.tool_step_limit:
             break
         calls: list[ToolCall] = []
@@ -170,7 +170,7 @@ async def _agent_reply(
                 await tools.run(str(raw.get("id", "")), str(fn.get("name", "")), str(fn.get("arguments", "")))
             )
         _append_tool_activity(result.content, calls, list(result.tool_calls), turns, history, messages)
-    return "", True
+    return "", True, False
 
 
 def _openai_call(call: ToolCall) -> dict[str, Any]:
@@ -266,13 +266,13 @@ async def run_dialogue(
             break
         if turn_index == max_turns:
             break
-        turns.append(Turn("user", message))
+        turns.append(Turn("user", message, truncated=result.finish_reason == "length"))
         history.append({"role": "user", "content": message})
-        reply, hit_limit = await _agent_reply(cfg, call, history, tools, turns)
+        reply, hit_limit, cut = await _agent_reply(cfg, call, history, tools, turns)
         if hit_limit:
             ended_by = "step_limit"
             break
-        turns.append(Turn("assistant", reply))
+        turns.append(Turn("assistant", reply, truncated=cut))
         history.append({"role": "assistant", "content": reply})
         final_reply = reply
         user_msgs = [

@@ -28,6 +28,7 @@ from typing import Any, ClassVar
 from ..records import ToolCall, Transcript
 
 __all__ = [
+    "REGEX_TIMEOUT",
     "RULE_TYPES",
     "AsksClarification",
     "ContainsAll",
@@ -39,6 +40,7 @@ __all__ = [
     "MaxChars",
     "MaxWords",
     "NoCallAfterFailure",
+    "PatternTimeout",
     "PythonCheck",
     "RefusesWithAlternative",
     "Regex",
@@ -53,6 +55,7 @@ __all__ = [
     "ToolNotCalled",
     "ToolOrder",
     "ToolReturnCode",
+    "bounded_search",
     "count_words",
     "parse_rule",
     "parse_rules",
@@ -286,6 +289,13 @@ def _type_ok(value: Any, name: str) -> bool:
     return value is None  # "null"
 
 
+def _unmatched(pattern: str, value: str) -> bool:
+    try:
+        return bounded_search(pattern, value) is None
+    except PatternTimeout:
+        return True
+
+
 def _schema_violation(schema: Mapping[str, Any], value: Any, where: str) -> str | None:
     """The first way ``value`` breaks ``schema`` (a short phrase), or None if it conforms."""
     at = where or "arguments"
@@ -305,7 +315,7 @@ def _schema_violation(schema: Mapping[str, Any], value: Any, where: str) -> str 
             return f"{at} is shorter than {schema['minLength']} characters"
         if "maxLength" in schema and len(value) > schema["maxLength"]:
             return f"{at} is longer than {schema['maxLength']} characters"
-        if "pattern" in schema and not re.search(schema["pattern"], value):
+        if "pattern" in schema and _unmatched(schema["pattern"], value):
             return f"{at} is {_quote(value)}, which does not match {schema['pattern']!r}"
     if isinstance(value, dict):
         for name in schema.get("required", []):
@@ -343,6 +353,36 @@ def _schema_violation(schema: Mapping[str, Any], value: Any, where: str) -> str 
 
 _MISSING: Any = object()
 _FLAG_CHARS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL}
+
+
+REGEX_TIMEOUT = 1.0
+"""Seconds one pattern may spend on one text: a catastrophically backtracking pattern (``(a+)+$``) is a
+rule error on that transcript instead of a worker that never returns (the ``regex`` package's timeout)."""
+
+
+class PatternTimeout(Exception):
+    """A pattern ran past :data:`REGEX_TIMEOUT` on a text."""
+
+
+def bounded_search(pattern: str, text: str, flags: int = 0, *, full: bool = False) -> str | None:
+    """The text matched by ``pattern`` in ``text`` (``full``: the whole text), None if none, within
+    :data:`REGEX_TIMEOUT` seconds (else :class:`PatternTimeout`). ``flags`` are ``re``'s bits."""
+    import regex
+
+    bits = (
+        (regex.IGNORECASE if flags & re.IGNORECASE else 0)
+        | (regex.MULTILINE if flags & re.MULTILINE else 0)
+        | (regex.DOTALL if flags & re.DOTALL else 0)
+    )
+    find = regex.fullmatch if full else regex.search
+    try:
+        match = find(pattern, text, bits, timeout=REGEX_TIMEOUT)
+    except TimeoutError:
+        raise PatternTimeout(
+            f"rule error: the pattern {pattern!r} ran for more than {REGEX_TIMEOUT:g}s on this transcript"
+            " (catastrophic backtracking?): simplify it"
+        ) from None
+    return None if match is None else str(match.group(0))
 
 
 def _compile(pattern: Any, path: str, flags: int = 0) -> re.Pattern[str]:
@@ -629,9 +669,12 @@ class Regex(_TextRule):
 
     def check(self, transcript: Transcript) -> RuleResult:
         text = unicodedata.normalize("NFC", self._text(transcript))
-        match = re.search(self.pattern, text, self._flag_bits(self.flags))
-        if match:
-            return RuleResult(True, f"{self._where} matches the pattern at {_quote(match.group(0), 40)}")
+        try:
+            match = bounded_search(self.pattern, text, self._flag_bits(self.flags))
+        except PatternTimeout as exc:
+            return RuleResult(False, str(exc))
+        if match is not None:
+            return RuleResult(True, f"{self._where} matches the pattern at {_quote(match, 40)}")
         return RuleResult(False, f"{self._where} does not match the pattern {self.pattern!r}")
 
     def _describe(self) -> str:
@@ -982,7 +1025,11 @@ class ToolArgs(Rule):
         for key, pattern in self.patterns.items():
             if key not in arguments:
                 return f"{key} missing"
-            if not re.fullmatch(pattern, str(arguments[key])):
+            try:
+                matched = bounded_search(pattern, str(arguments[key]), full=True)
+            except PatternTimeout as exc:
+                return str(exc)
+            if matched is None:
                 return f"{key} was {_quote(arguments[key])}, not matching {pattern!r}"
         if self.schema is not None:
             return _schema_violation(self.schema, arguments, "")
