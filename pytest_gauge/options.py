@@ -49,6 +49,7 @@ class GaugeOptions:
     progress: bool = True
     snapshot_reports: bool = False
     baseline: str | None = None
+    gates_on_partial: bool = False
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
 
@@ -214,6 +215,12 @@ def add_options(parser: pytest.Parser) -> None:
         help="check each suite's reports against stored syrupy snapshots (with --snapshot-update to accept)",
     )
     group.addoption(
+        "--gauge-gates-on-partial",
+        action="store_true",
+        default=False,
+        help="evaluate the gates on an interrupted run too (over the cases that finished)",
+    )
+    group.addoption(
         "--gauge-doctor", action="store_true", default=False, help="check the gateway setup and exit"
     )
 
@@ -308,4 +315,5 @@ def resolve_options(config: pytest.Config) -> GaugeOptions:
         progress=not config.getoption("gauge_no_progress"),
         snapshot_reports=bool(config.getoption("gauge_snapshot_reports")),
         baseline=str((invocation / values["gauge_baseline"]).resolve()) if values["gauge_baseline"] else None,
+        gates_on_partial=bool(config.getoption("gauge_gates_on_partial")),
     )

@@ -83,6 +83,7 @@ class GatewayShared:
     dead_models: dict[tuple[str, str], GatewayError] = field(default_factory=dict)
     model_gates: dict[tuple[str, str], tuple[asyncio.Event, asyncio.Lock]] = field(default_factory=dict)
     stopping: bool = False
+    in_flight: int = 0  # attempts sent and not yet answered (a stop waits for them, briefly)
 
     def model_gate(self, role: str, model: str) -> tuple[asyncio.Event, asyncio.Lock]:
         """The first-call gate of (role, model): set once a call to it has worked."""
@@ -410,8 +411,8 @@ class Gateway:
     ) -> ChatResult:
         """One logical call: from the cache when allowed, else sent with retries. Raises GatewayError."""
         shared = self.shared
-        if shared.fatal is not None:
-            raise shared.fatal
+        if shared.fatal is not None or shared.stopping:
+            shared.check_open(role, model)
         body = {k: v for k, v in body.items() if v is not None}
         body["model"] = model
         cache = shared.cache
@@ -526,6 +527,7 @@ class Gateway:
                 shared.ledger.begin(self._ledger_record(a, SENT))
                 start = time.perf_counter()
                 outcomes = _attempt_failures()
+                shared.in_flight += 1
                 try:
                     response = await self._post(a.body)
                 except asyncio.CancelledError:
@@ -533,6 +535,8 @@ class Gateway:
                     raise
                 except outcomes as exc:
                     return _Outcome(None, self._record_failure(a, exc, time.perf_counter() - start), exc)
+                finally:
+                    shared.in_flight -= 1
             record = self._record(
                 a.ctx, a.seq, a.attempt, a.role, a.model, status="ok", response=response,
                 latency=time.perf_counter() - start, http_status=200, request=a.request,

@@ -268,6 +268,18 @@ class CaseOutcome:
     fatal: bool = False
 
 
+async def _cancel_others() -> None:
+    """Cancel every task of the running loop but the caller's, and wait until they have ended."""
+    current = asyncio.current_task()
+    tasks = [t for t in asyncio.all_tasks() if t is not current]
+    for t in tasks:
+        t.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
+STOP_GRACE = 2.0
+"""Seconds a stopping process waits for its attempts in flight before it abandons them."""
+
 _LOCAL_CLAIM = -1  # the "file descriptor" of a claim that needs no lock file (see Engine._exclusive)
 
 
@@ -377,6 +389,28 @@ class Engine:
         calls from users' own tests go through it like the engine's own)."""
         return self._submit(coro)
 
+    def request_stop(self, grace: float = STOP_GRACE) -> None:
+        """Ctrl-C or SIGTERM (this process's, or the controller's stop file): no new attempt starts from
+        now on; attempts in flight get up to ``grace`` seconds to be answered, then they are cancelled
+        (their ledger line says ``interrupted``). Returns once nothing is in flight."""
+        if not self._thread.is_alive():
+            return
+        self._stopping = True
+        gateways = {id(rt.gateway.shared): rt.gateway.shared for rt in self.runtimes.values()}
+        for shared in gateways.values():
+            shared.stopping = True
+
+        async def cut() -> None:
+            deadline = self._loop.time() + grace
+            while any(s.in_flight for s in gateways.values()) and self._loop.time() < deadline:
+                await asyncio.sleep(0.02)
+            await _cancel_others()
+
+        try:
+            self._submit(cut()).result(grace + 5.0)
+        except (concurrent.futures.TimeoutError, concurrent.futures.CancelledError, RuntimeError):
+            pass
+
     def stop(self, timeout: float = 5.0, drain: float = 60.0) -> None:
         """Start no new work, then cancel what is left and stop the loop; files already written stay whole.
 
@@ -386,19 +420,17 @@ class Engine:
         """
         if not self._thread.is_alive():
             return
-        self._stopping = True
         interrupted = self._interrupted or isinstance(sys.exc_info()[1], KeyboardInterrupt)
+        if interrupted:
+            self.request_stop()
+        self._stopping = True
         wait = 0.0 if interrupted or self._exclusive else drain
 
         async def wind_down() -> None:
             started = [f for f in self._producing.values() if not f.done()]
             if started and wait > 0:
                 await asyncio.wait(started, timeout=wait)
-            current = asyncio.current_task()
-            tasks = [t for t in asyncio.all_tasks() if t is not current]
-            for t in tasks:
-                t.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            await _cancel_others()
 
         try:
             self._submit(wind_down()).result(timeout + wait)
