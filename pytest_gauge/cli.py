@@ -1,4 +1,4 @@
-"""``python -m pytest_gauge``: ``doctor``, ``cassettes export`` and ``cache prune``.
+"""``python -m pytest_gauge``: ``doctor``, ``cassettes export``, ``cache prune`` and ``report``.
 
 argparse and printing only; the doctor's logic lives in :mod:`pytest_gauge.gateway.doctor`, the cassette and
 cache logic in the small pure functions below (each returns what it did, the CLI prints it).
@@ -252,7 +252,7 @@ def _positive_float(text: str) -> float:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The ``python -m pytest_gauge`` argument parser with its three commands."""
+    """The ``python -m pytest_gauge`` argument parser with its commands."""
     parser = argparse.ArgumentParser(
         prog="python -m pytest_gauge",
         description="pytest-gauge helper commands (the evaluations themselves run under pytest).",
@@ -320,6 +320,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     save.add_argument("--from", dest="source", default="gauge-out", metavar="OUT", help="--gauge-out folder")
     save.add_argument("--to", required=True, metavar="DIR", help="baseline folder (for --gauge-baseline)")
+
+    report = commands.add_parser(
+        "report",
+        help="(re)write the HTML reports of an output folder",
+        description="Write <suite>/reports/index.html for every suite folder in OUT_DIR and "
+        "OUT_DIR/index.html linking them, from the outputs a run wrote there (no model is called).",
+    )
+    report.add_argument(
+        "out_dir", metavar="OUT_DIR", help="a --gauge-out folder (default of runs: gauge-out)"
+    )
     return parser
 
 
@@ -373,6 +383,19 @@ def _prune(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def _report(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .report.html import ReportInputError, write_html_reports
+
+    try:
+        written = write_html_reports(Path(args.out_dir))
+    except ReportInputError as exc:
+        err.write(f"error: {exc}\n")
+        return 1
+    for path in written:
+        out.write(f"wrote {path}\n")
+    return 0
+
+
 def main(
     argv: Sequence[str] | None = None,
     *,
@@ -394,5 +417,7 @@ def main(
         return _prune(args, out)
     if args.command == "baseline":
         return _save_baseline(args, out, err)
+    if args.command == "report":
+        return _report(args, out, err)
     parser.print_help(out)
     return 2

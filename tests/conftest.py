@@ -82,3 +82,10 @@ class SVGSnapshot(SingleFileSnapshotExtension):
 
     file_extension = "svg"
     _write_mode = WriteMode.TEXT
+
+
+class HTMLSnapshot(SingleFileSnapshotExtension):
+    """A rendered HTML page, stored verbatim (opens in a browser for review)."""
+
+    file_extension = "html"
+    _write_mode = WriteMode.TEXT

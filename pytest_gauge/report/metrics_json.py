@@ -88,6 +88,8 @@ def render_metrics_json(ctx: ReportContext) -> str:
                 "n": g.n,
                 "message": g.message,
                 "needed_n": g.needed_n,
+                "threshold": g.gate.threshold,
+                "drivers": list(g.drivers),
             }
             for g in ctx.gates
         ],

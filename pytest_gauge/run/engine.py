@@ -186,7 +186,13 @@ class SuiteRuntime:
             transcript = await one(base_seed)
             if isinstance(strategy, Reflection) and isinstance(agent, ModelAgent):
                 transcript = await self._reflect(agent, transcript, strategy.rounds, caller, base_seed)
-        return {"ok": True, "transcript": transcript.to_json(), "spend": caller.spend.to_json()}
+        verdict = score(task.success_criteria, task.hard_constraints, transcript)
+        return {
+            "ok": True,
+            "transcript": transcript.to_json(),
+            "spend": caller.spend.to_json(),
+            "score": verdict.to_json(task.success_criteria, task.hard_constraints),
+        }
 
     async def _select(
         self, task: Task, candidates: list[Transcript], strategy: BestOf, caller: WorkCaller

@@ -98,7 +98,7 @@ def write_outputs(
             if entry is None:
                 continue
             if entry.get("ok"):
-                rows.append({**entry["transcript"], "spend": entry["spend"]})
+                rows.append({**entry["transcript"], "spend": entry["spend"], "score": entry.get("score")})
             else:
                 rows.append(
                     {"task_id": task_id, "agent": agent, "sample": sample, "error": entry.get("error")}
@@ -363,6 +363,9 @@ def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool)
         state.finished[name] = {"ctx": ctx, "out": out}
         for result in results:
             _emit_gate(session, meta, result, fails_run(result))
+    from ..report.html import write_html_reports
+
+    write_html_reports(Path(opts.out_dir), [meta["name"] for meta in metas])
 
 
 def write_summary(terminalreporter: Any, state: GaugeState) -> None:

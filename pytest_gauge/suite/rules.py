@@ -112,6 +112,23 @@ class Score:
     criteria: tuple[RuleResult, ...]
     constraints: tuple[RuleResult, ...]
 
+    def to_json(self, criteria: Sequence[Rule], constraints: Sequence[Rule]) -> dict[str, Any]:
+        """The verdict as ``agents/<agent>.jsonl`` stores it (field ``score``): reward, success, and each
+        rule's text with pass/fail and why, so reports can show them without the suite's checks."""
+
+        def rows(rules: Sequence[Rule], results: tuple[RuleResult, ...]) -> list[dict[str, Any]]:
+            return [
+                {"rule": r.describe(), "weight": r.weight, "passed": x.passed, "detail": x.detail}
+                for r, x in zip(rules, results, strict=True)
+            ]
+
+        return {
+            "reward": self.reward,
+            "task_success": self.task_success,
+            "criteria": rows(criteria, self.criteria),
+            "constraints": rows(constraints, self.constraints),
+        }
+
 
 CustomCheck = Callable[[Transcript], "bool | RuleResult"]
 

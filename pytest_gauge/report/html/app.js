@@ -1,0 +1,298 @@
+"use strict";
+// pytest-gauge HTML report. Every string from the data is put on the page with textContent (via el()),
+// never parsed as HTML; the only markup is built here with createElement.
+(function () {
+  const D = JSON.parse(document.getElementById("gauge-data").textContent);
+  const PAGE = 500;
+  const MARKERS = [
+    ["lrs", "LRS", "b-lrs", "the judge chose the side with the lower reward"],
+    ["flip", "flip", "b-flip", "the preferred agent changed with the A/B order"],
+    ["err", "error", "b-err", "the judge's verdict was an error"],
+    ["sbf", "sat-but-failed", "b-sbf", "a user was satisfied but the task failed"],
+  ];
+  const state = { sort: null, desc: false, markers: new Set(), pair: "", cat: "", cls: "", q: "", drivers: null, shown: PAGE };
+  let visible = [];
+
+  function el(tag, props, ...kids) {
+    const e = document.createElement(tag);
+    if (props) {
+      for (const [k, v] of Object.entries(props)) {
+        if (v === null || v === undefined || v === false) continue;
+        if (k === "class") e.className = v;
+        else if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
+        else e.setAttribute(k, v === true ? "" : String(v));
+      }
+    }
+    for (const k of kids) {
+      if (k === null || k === undefined || k === false) continue;
+      e.append(k instanceof Node ? k : String(k));
+    }
+    return e;
+  }
+  const fmt = (v, d) => (v === null || v === undefined ? "–" : Number(v).toFixed(d === undefined ? 3 : d));
+  const money = (v) => (v === null || v === undefined ? "unknown" : "$" + Number(v).toFixed(6));
+  const yn = (v) => (v === null || v === undefined ? "unknown" : v ? "yes" : "no");
+  const interval = (lo, hi) => (lo === null || hi === null || lo === undefined ? "–" : "[" + fmt(lo) + ", " + fmt(hi) + "]");
+  const table = (head, rows, id) =>
+    el("div", { class: "scroll" }, el("table", { class: "grid", id: id },
+      el("thead", null, el("tr", null, ...head.map((h) => el("th", { class: h[1] || null, scope: "col" }, h[0])))),
+      el("tbody", null, ...rows)));
+  const td = (v, cls) => el("td", { class: cls || null }, v);
+
+  // ------------------------------------------------------------------ overview
+  function overview() {
+    const sec = document.getElementById("overview");
+    const nCases = D.cases.length;
+    document.getElementById("title").textContent = "pytest-gauge: " + D.suite;
+    sec.append(el("h2", { id: "overview-h" }, "Overview"),
+      el("p", { class: "facts" }, nCases + " cases, " + D.tasks.length + " tasks, " + D.pairs.length +
+        " pairs; backend " + D.backend + ", seed " + D.seed + "; total cost " + money(D.total_cost)));
+    sec.append(el("h3", null, "Gates"));
+    if (!D.gates.length) sec.append(el("p", { class: "muted" }, "No gates declared."));
+    else sec.append(table([["status"], ["gate"], ["value", "num"], ["95% interval", "num"], ["n", "num"], ["threshold", "num"], ["driving cases"]],
+      D.gates.map((g, i) => el("tr", { "data-gate": i },
+        td(el("span", { class: "status " + g.status }, g.status)), td(el("code", null, g.expr)),
+        td(fmt(g.value), "num"), td(interval(g.low, g.high), "num"), td(g.n, "num"), td(fmt(g.threshold, 4), "num"),
+        td(g.drivers.length ? el("button", { type: "button", class: "drivers", onclick: () => showDrivers(i) },
+          "show " + g.drivers.length + " case" + (g.drivers.length === 1 ? "" : "s")) : el("span", { class: "muted" }, "–")))), "gate-table"));
+    sec.append(el("h3", null, "Metrics"), table([["metric"], ["value", "num"], ["95% interval", "num"], ["n", "num"], ["method", "hide-narrow"]],
+      D.metrics.map((m) => el("tr", null, td(el("code", null, m[0])), td(fmt(m[1], 4), "num"), td(interval(m[2], m[3]), "num"), td(m[4], "num"), td(m[5], "hide-narrow"))), "metric-table"));
+    if (D.elo_svg) {
+      sec.append(el("h3", null, "Elo"), el("div", { class: "elo" },
+        el("img", { alt: "Elo ratings with 95% intervals", src: "data:image/svg+xml;charset=utf-8," + encodeURIComponent(D.elo_svg) })));
+    }
+    sec.append(el("h3", null, "Cost by role"), table([["role"], ["calls", "num"], ["attempts", "num"], ["input tokens", "num"], ["output tokens", "num"], ["cost", "num"]],
+      D.costs.map((c) => el("tr", null, td(c[0]), td(c[1], "num"), td(c[2], "num"), td(c[3], "num"), td(c[4], "num"), td(money(c[5]), "num"))), "cost-table"));
+  }
+
+  // ------------------------------------------------------------------ case table
+  const pairName = (c) => D.pairs[c.p][0];
+  const COLUMNS = [
+    ["case", (c) => c.id],
+    ["task", (c) => (c.t >= 0 ? D.tasks[c.t][0] : "")],
+    ["category", (c) => c.cat],
+    ["pair", pairName],
+    ["order", (c) => c.o],
+    ["choice", (c) => c.ch],
+    ["reward left", (c) => c.rl, true],
+    ["reward right", (c) => c.rr, true],
+    ["markers", (c) => MARKERS.filter((m) => c[m[0]]).length, true],
+    ["tokens", (c) => c.tok, true],
+    ["cost", (c) => c.cost, true],
+  ];
+
+  function options(label, key, values) {
+    const sel = el("select", { id: "f-" + key, "aria-label": label, onchange: (e) => { state[key] = e.target.value; refresh(); } },
+      el("option", { value: "" }, "all " + label + "s"), ...values.map((v) => el("option", { value: v[0] }, v[1])));
+    return el("label", null, label + " ", sel);
+  }
+
+  function cases() {
+    const sec = document.getElementById("cases");
+    const cats = [...new Set(D.cases.map((c) => c.cat))].sort();
+    const filters = el("form", { class: "filters", onsubmit: (e) => e.preventDefault() },
+      ...MARKERS.map((m) => el("label", { title: m[3] }, el("input", { type: "checkbox", id: "f-" + m[0], onchange: (e) => {
+        if (e.target.checked) state.markers.add(m[0]); else state.markers.delete(m[0]); refresh(); } }), " " + m[1])),
+      options("pair", "pair", D.pairs.map((p, i) => [String(i), p[0]])),
+      options("category", "cat", cats.map((c) => [c, c])),
+      options("closeness", "cls", [["close", "close pairs"], ["distant", "distant pairs"]]),
+      el("label", null, "search ", el("input", { type: "search", id: "f-q", placeholder: "case id", oninput: (e) => { state.q = e.target.value; refresh(); } })),
+      el("span", { id: "driver-chip" }));
+    const head = el("tr", null, ...COLUMNS.map((col, i) => el("th", { scope: "col", class: col[2] ? "num" : null, "aria-sort": "none" },
+      el("button", { type: "button", onclick: () => sortBy(i) }, col[0]))));
+    const tbl = el("table", { class: "grid", id: "case-table" }, el("thead", null, head), el("tbody", { id: "case-rows", onkeydown: rowKeys }));
+    sec.append(el("h2", { id: "cases-h" }, "Cases"), filters, el("p", { id: "case-count", role: "status" }),
+      el("div", { class: "scroll" }, tbl), el("div", { class: "pager", id: "pager" }));
+    refresh();
+  }
+
+  function matches(c) {
+    for (const m of state.markers) if (!c[m]) return false;
+    if (state.pair !== "" && String(c.p) !== state.pair) return false;
+    if (state.cat !== "" && c.cat !== state.cat) return false;
+    if (state.cls !== "" && D.pairs[c.p][3] !== state.cls) return false;
+    if (state.q && !c.id.toLowerCase().includes(state.q.toLowerCase())) return false;
+    return true;
+  }
+
+  function refresh(keepShown) {
+    const pool = state.drivers === null ? D.cases.map((_, i) => i) : D.gates[state.drivers].drivers;
+    visible = pool.filter((i) => matches(D.cases[i]));
+    if (state.sort !== null) {
+      const get = COLUMNS[state.sort][1];
+      const sign = state.desc ? -1 : 1;
+      visible.sort((a, b) => {
+        const x = get(D.cases[a]), y = get(D.cases[b]);
+        if (x === y) return a - b;
+        if (x === null || x === undefined) return 1;
+        if (y === null || y === undefined) return -1;
+        return (x < y ? -1 : 1) * sign;
+      });
+    }
+    if (!keepShown) state.shown = PAGE;
+    renderRows();
+  }
+
+  function renderRows() {
+    const body = document.getElementById("case-rows");
+    const frag = document.createDocumentFragment();
+    const shown = visible.slice(0, state.shown);
+    shown.forEach((i, k) => {
+      const c = D.cases[i];
+      frag.append(el("tr", { "data-case": i, tabindex: k === 0 ? "0" : "-1", onclick: () => openCase(i) },
+        td(el("a", { href: "#case=" + i, tabindex: "-1" }, c.id)), td(COLUMNS[1][1](c)), td(c.cat), td(pairName(c)), td(c.o), td(c.ch),
+        td(fmt(c.rl, 2), "num"), td(fmt(c.rr, 2), "num"),
+        td(el("span", null, ...MARKERS.filter((m) => c[m[0]]).map((m) => el("span", { class: "badge " + m[2], title: m[3] }, m[1])))),
+        td(c.tok, "num"), td(money(c.cost), "num")));
+    });
+    body.replaceChildren(frag);
+    document.getElementById("case-count").textContent = "Showing " + shown.length + " of " + visible.length +
+      " matching cases (" + D.cases.length + " in all)";
+    const pager = document.getElementById("pager");
+    pager.replaceChildren();
+    if (visible.length > shown.length) {
+      pager.append(el("button", { type: "button", onclick: () => { state.shown += PAGE; renderRows(); } }, "show " + Math.min(PAGE, visible.length - shown.length) + " more"));
+    }
+    const chip = document.getElementById("driver-chip");
+    chip.replaceChildren();
+    if (state.drivers !== null) {
+      chip.append(el("span", { class: "chip" }, "driving cases of ", el("code", null, D.gates[state.drivers].expr), " ",
+        el("button", { type: "button", id: "clear-drivers", "aria-label": "show all cases", onclick: () => { state.drivers = null; refresh(); } }, "×")));
+    }
+    document.querySelectorAll("#case-table thead th").forEach((th, i) => {
+      th.setAttribute("aria-sort", state.sort === i ? (state.desc ? "descending" : "ascending") : "none");
+    });
+  }
+
+  function sortBy(i) {
+    state.desc = state.sort === i ? !state.desc : false;
+    state.sort = i;
+    refresh(true);
+  }
+
+  function showDrivers(g) {
+    state.drivers = g;
+    refresh();
+    location.hash = "#cases";
+    const first = document.querySelector("#case-rows tr");
+    if (first) first.focus();
+  }
+
+  function rowKeys(e) {
+    const row = e.target.closest("tr");
+    if (!row) return;
+    let next = null;
+    if (e.key === "ArrowDown" || e.key === "j") next = row.nextElementSibling;
+    else if (e.key === "ArrowUp" || e.key === "k") next = row.previousElementSibling;
+    else if (e.key === "Home") next = row.parentElement.firstElementChild;
+    else if (e.key === "End") next = row.parentElement.lastElementChild;
+    else if (e.key === "Enter" || e.key === " ") { e.preventDefault(); openCase(Number(row.dataset.case)); return; }
+    if (next) {
+      e.preventDefault();
+      row.tabIndex = -1;
+      next.tabIndex = 0;
+      next.focus();
+    }
+  }
+
+  // ------------------------------------------------------------------ case view
+  function openCase(i) { location.hash = "#case=" + i; }
+
+  function turnView(t) {
+    const box = el("div", { class: "turn t-" + t.r }, el("div", { class: "role" }, t.r === "tool" ? "tool result" + (t.rc !== null && t.rc !== undefined ? " · return code " + t.rc : "") : t.r + (t.final ? " (final reply)" : "")));
+    if (t.c) box.append(el("pre", { class: "text" }, t.c));
+    for (const call of t.calls || []) {
+      box.append(el("div", { class: "call" }, el("span", { class: "role" }, "tool call · return code " + call.rc + " "),
+        el("pre", { class: "text" }, call.n + "(" + call.a + ")"), call.e ? el("div", { class: "fail" }, call.e) : null));
+    }
+    return box;
+  }
+
+  function rulesView(title, rows) {
+    if (!rows.length) return el("p", { class: "muted" }, title + ": none");
+    return el("div", null, el("strong", null, title),
+      el("ul", { class: "rules" }, ...rows.map((r) => el("li", { class: "rule " + (r[1] ? "pass" : "fail") },
+        el("span", { class: "status" }, r[1] ? "pass " : "fail "), r[0], el("span", { class: "muted" }, " — " + r[2])))));
+  }
+
+  function ledgerTable(idx) {
+    return table([["call"], ["attempt", "num"], ["status"], ["role"], ["model"], ["in", "num"], ["out", "num"], ["cost", "num"], ["finish"], ["error"]],
+      idx.map((i) => { const x = D.ledger[i]; return el("tr", null, td(x[0]), td(x[1], "num"), td(x[2]), td(x[3]), td(x[4]), td(x[5] === null ? "–" : x[5], "num"), td(x[6] === null ? "–" : x[6], "num"), td(money(x[7]), "num"), td(x[8] || ""), td(x[9] || "")); }));
+  }
+
+  function slotView(slot, ti, agent, side, reward) {
+    const t = ti >= 0 ? D.transcripts[ti] : null;
+    const box = el("div", { class: "slot", id: "slot-" + slot },
+      el("h3", null, "Slot " + slot + " ", el("span", { class: "who", hidden: true }, agent + " (" + side + ")")));
+    if (!t) { box.append(el("p", { class: "fail" }, "transcript missing")); return box; }
+    box.append(el("p", { class: "facts" }, "reward " + fmt(reward, 3) + " · task success " + yn(t.ok) + " · user satisfied " + yn(t.sat) +
+      " · ended by " + t.end + " · " + t.tok[0] + " in / " + t.tok[1] + " out tokens · " + money(t.cost)));
+    if (t.err) box.append(el("p", { class: "fail" }, t.err));
+    box.append(el("div", { class: "transcript" }, ...t.turns.map(turnView)));
+    box.append(rulesView("Success criteria", t.crit), rulesView("Hard constraints", t.cons));
+    return box;
+  }
+
+  function caseView(i) {
+    const c = D.cases[i];
+    const sec = document.getElementById("case");
+    const task = c.t >= 0 ? D.tasks[c.t] : ["?", "", ""];
+    const pair = D.pairs[c.p];
+    const aLeft = c.ao === "A=left";
+    const slotA = aLeft ? [c.L, pair[1], "left", c.rl] : [c.R, pair[2], "right", c.rr];
+    const slotB = aLeft ? [c.R, pair[2], "right", c.rr] : [c.L, pair[1], "left", c.rl];
+    const pos = visible.indexOf(i);
+    const nav = (d) => (pos >= 0 && visible[pos + d] !== undefined ? el("a", { href: "#case=" + visible[pos + d] }, d < 0 ? "← previous" : "next →") : null);
+    const reveal = el("button", { type: "button", id: "reveal", "aria-pressed": "false", onclick: () => {
+      const on = reveal.getAttribute("aria-pressed") !== "true";
+      reveal.setAttribute("aria-pressed", String(on));
+      reveal.textContent = on ? "hide agent names" : "reveal agent names";
+      sec.querySelectorAll(".who").forEach((w) => { w.hidden = !on; });
+    } }, "reveal agent names");
+    const j = c.j;
+    sec.replaceChildren(
+      el("p", null, el("a", { href: "#cases", id: "back" }, "← all cases"), " ", nav(-1), " ", nav(1)),
+      el("h2", { id: "case-h", tabindex: "-1" }, c.id),
+      el("p", { class: "facts" }, "task " + task[0] + " · " + task[1] + " · pair " + pair[0] + " (" + (pair[3] || "?") + ") · order " + c.o + " · sample " + c.s),
+      el("h3", null, "Task"), el("pre", { class: "text" }, task[2]),
+      el("h3", null, "Transcripts as the judge saw them "), reveal,
+      el("div", { class: "cols" }, slotView("A", ...slotA), slotView("B", ...slotB)),
+      el("h3", null, "Judge"),
+      el("p", { id: "verdict" }, "choice ", el("strong", null, c.ch), " · judge reward A " + fmt(j[0], 2) + ", B " + fmt(j[1], 2) + " · rule rewards A " + fmt(slotA[3], 2) + ", B " + fmt(slotB[3], 2)),
+      el("p", null, "reason: ", el("span", { class: "text" }, j[2] || "–")),
+      j[4] ? el("p", { class: "fail" }, "error: " + j[4]) : null,
+      j[3] ? el("div", null, "raw verdict:", el("pre", { class: "text" }, j[3])) : null,
+      c.js.length ? el("div", null, el("strong", null, "Every verdict (repeats and judges)"), table([["judge"], ["repeat", "num"], ["choice"], ["reward A", "num"], ["reward B", "num"], ["reason"], ["raw / error"]],
+        c.js.map((v) => el("tr", null, td(v[0]), td(v[1], "num"), td(v[2]), td(fmt(v[3], 2), "num"), td(fmt(v[4], 2), "num"), td(v[5]), td((v[6] || "") + (v[7] ? " " + v[7] : "")))))) : null,
+      el("h3", null, "Ledger"),
+      el("p", { class: "muted" }, "judge calls of this case"), ledgerTable(c.lg),
+      el("p", { class: "muted" }, "slot A transcript calls"), ledgerTable(slotA[0] >= 0 ? D.transcripts[slotA[0]].lg : []),
+      el("p", { class: "muted" }, "slot B transcript calls"), ledgerTable(slotB[0] >= 0 ? D.transcripts[slotB[0]].lg : []));
+  }
+
+  function route() {
+    const m = /^#case=(\d+)$/.exec(location.hash);
+    const sec = document.getElementById("case");
+    const inCase = m !== null && Number(m[1]) < D.cases.length;
+    document.getElementById("overview").hidden = inCase;
+    document.getElementById("cases").hidden = inCase;
+    sec.hidden = !inCase;
+    if (inCase) {
+      caseView(Number(m[1]));
+      window.scrollTo(0, 0);
+      document.getElementById("case-h").focus();
+    } else if (location.hash === "#cases") {
+      const row = document.querySelector('#case-rows tr[tabindex="0"]');
+      if (row) row.focus();
+    }
+  }
+
+  document.addEventListener("keydown", (e) => {
+    if (e.key === "Escape" && !document.getElementById("case").hidden) location.hash = "#cases";
+  });
+  window.addEventListener("hashchange", route);
+  overview();
+  cases();
+  route();
+  document.documentElement.dataset.ready = "1";
+})();

@@ -1,0 +1,114 @@
+"""Pure rendering of the HTML report: one self-contained page per suite, and the run's index page.
+
+The page is the template ``page.html`` with the stylesheet ``app.css``, the script ``app.js`` and the
+suite's JSON document (:mod:`.payload`) inlined, so it opens from disk with no server and makes no request
+of any kind: a Content-Security-Policy allows only this script (by its hash), inline styles and ``data:``
+images. Every string from a model, a tool or a task reaches the page only inside the JSON block (escaped
+so that no ``</script>`` can end it) and is put on screen by the script as text (``textContent``).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from .load import SuiteOutputs
+from .payload import build_payload
+
+__all__ = ["SuiteLink", "embed_json", "render_index_html", "render_suite_html"]
+
+_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+_ESCAPED = re.compile("[<>&\u2028\u2029]")
+_SLOT = re.compile(r"\{\{(TITLE|CSP|CSS|JS|DATA)\}\}")
+
+
+def embed_json(doc: Any) -> str:
+    """Canonical JSON safe inside ``<script type="application/json">``: ``<``, ``>``, ``&``, U+2028 and
+    U+2029 as ``\\u`` escapes (they occur only inside JSON strings, where the escape means the same)."""
+    text = json.dumps(doc, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return _ESCAPED.sub(lambda m: _ESCAPES[m.group(0)], text)
+
+
+@cache
+def _asset(name: str) -> str:
+    return resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
+
+
+def _csp_hash(text: str) -> str:
+    return "sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii")
+
+
+def _fill(template: str, slots: dict[str, str]) -> str:
+    """One pass over the template, so a placeholder inside the data is never expanded."""
+    return _SLOT.sub(lambda m: slots[m.group(1)], template)
+
+
+def render_suite_html(outputs: SuiteOutputs) -> str:
+    """``reports/index.html`` of one suite: overview, case table and case view in one file."""
+    script = _asset("app.js")
+    style = _asset("app.css")
+    csp = (
+        f"default-src 'none'; script-src '{_csp_hash(script)}'; style-src '{_csp_hash(style)}'; "
+        "img-src data:; base-uri 'none'; form-action 'none'"
+    )
+    return _fill(
+        _asset("page.html"),
+        {
+            "TITLE": html.escape(f"pytest-gauge: {outputs.name}"),
+            "CSP": html.escape(csp),
+            "CSS": style,
+            "JS": script,
+            "DATA": embed_json(build_payload(outputs)),
+        },
+    )
+
+
+@dataclass(frozen=True)
+class SuiteLink:
+    """One suite on the run's index page: where its report is and the headline numbers."""
+
+    name: str
+    href: str
+    cases: int
+    gates_failed: int
+    gates_total: int
+    total_cost: float | None
+
+
+def _row(s: SuiteLink) -> str:
+    e = html.escape
+    status = "FAIL" if s.gates_failed else "ok"
+    cost = "unknown" if s.total_cost is None else f"${s.total_cost:.6f}"
+    passing = s.gates_total - s.gates_failed
+    return (
+        f'<tr><td><a href="{e(s.href)}">{e(s.name)}</a></td><td class="num">{s.cases}</td>'
+        f'<td class="{status.lower()}">{status}: {passing}/{s.gates_total} gates pass</td>'
+        f'<td class="num">{e(cost)}</td></tr>'
+    )
+
+
+def render_index_html(suites: Sequence[SuiteLink]) -> str:
+    """``gauge-out/index.html``: a link to every suite's report (static HTML, no script)."""
+    rows = "\n".join(_row(s) for s in sorted(suites, key=lambda s: s.name))
+    style = _asset("app.css")
+    csp = f"default-src 'none'; style-src '{_csp_hash(style)}'; img-src data:; base-uri 'none'"
+    body = (
+        '<main id="index"><h1>pytest-gauge reports</h1>\n'
+        '<table class="grid"><thead><tr><th>suite</th><th>cases</th><th>gates</th><th>total cost</th></tr>'
+        f"</thead>\n<tbody>\n{rows}\n</tbody></table></main>"
+    )
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">\n'
+        f'<meta http-equiv="Content-Security-Policy" content="{html.escape(csp)}">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        '<link rel="icon" href="data:,">\n<title>pytest-gauge reports</title>\n'
+        f"<style>{style}</style></head>\n<body>{body}</body></html>\n"
+    )
