@@ -384,7 +384,7 @@ def _prune(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _report(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from .report.html import ReportInputError, write_html_reports
+    from .session.html_files import ReportInputError, write_html_reports
 
     try:
         written = write_html_reports(Path(args.out_dir))

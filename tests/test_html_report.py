@@ -11,6 +11,7 @@ as ``.ci/run`` does after installing Chromium), where they fail loudly.
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import shutil
@@ -27,15 +28,21 @@ from syrupy.assertion import SnapshotAssertion
 from pytest_gauge.cli import main
 from pytest_gauge.records import CaseRecord, LedgerRecord, ToolCall, Transcript, Turn, Usage
 from pytest_gauge.report.html import (
-    ReportInputError,
+    GateRow,
+    MetricRow,
+    RoleCost,
+    RuleRow,
     SuiteOutputs,
+    TaskRow,
+    TranscriptRow,
     build_payload,
+    driver_cases,
     embed_json,
-    load_suite,
+    redaction_names,
     render_suite_html,
 )
-from pytest_gauge.report.html.load import GateRow, MetricRow, RoleCost, RuleRow, TaskRow, TranscriptRow
-from pytest_gauge.report.html.payload import driver_cases
+from pytest_gauge.run.judge import Redactor
+from pytest_gauge.session.html_files import ReportInputError, load_suite
 from tests.conftest import DATA, HTMLSnapshot, read_jsonl
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -171,8 +178,14 @@ def tiny_outputs() -> SuiteOutputs:
     )
 
 
+def _redact(outputs: SuiteOutputs) -> Redactor:
+    names = redaction_names(outputs)
+    assert names == ["alpha", "beta", "m-alpha", "m-beta"]  # agents and their models, not the judge's
+    return Redactor(names)
+
+
 def test_payload_redacts_links_and_marks(snapshot: SnapshotAssertion) -> None:
-    doc = build_payload(tiny_outputs())
+    doc = build_payload(tiny_outputs(), _redact(tiny_outputs()))
     assert [g["status"] for g in doc["gates"]] == ["fail", "pass"]  # failing first
     assert doc["gates"][0]["drivers"] == [0]
     ab, ba = doc["cases"]
@@ -193,9 +206,14 @@ def test_payload_redacts_links_and_marks(snapshot: SnapshotAssertion) -> None:
 
 
 def test_page_bytes_snapshot(snapshot: SnapshotAssertion) -> None:
-    page = render_suite_html(tiny_outputs())
-    assert page == render_suite_html(tiny_outputs())
+    page = render_suite_html(tiny_outputs(), _redact(tiny_outputs()))
+    assert page == render_suite_html(tiny_outputs(), _redact(tiny_outputs()))
     assert page.count("</script>") == 2  # the data block's and the app's: no string ends a block early
+    # the stylesheet and script stand in the snapshot as their hashes (they are reviewed as source files)
+    for name in ("app.css", "app.js"):
+        text = (ROOT / "pytest_gauge" / "report" / "html" / name).read_text(encoding="utf-8")
+        assert page.count(text) == 1
+        page = page.replace(text, f"/* {name} sha256={hashlib.sha256(text.encode()).hexdigest()} */")
     assert page == snapshot(extension_class=HTMLSnapshot)
 
 

@@ -363,7 +363,7 @@ def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool)
         state.finished[name] = {"ctx": ctx, "out": out}
         for result in results:
             _emit_gate(session, meta, result, fails_run(result))
-    from ..report.html import write_html_reports
+    from .html_files import write_html_reports
 
     write_html_reports(Path(opts.out_dir), [meta["name"] for meta in metas])
 

@@ -1,27 +1,39 @@
 """The self-contained HTML report (issue 17): ``<suite>/reports/index.html`` and ``gauge-out/index.html``.
 
-:mod:`.load` reads a suite's written outputs into typed values, :mod:`.payload` turns them into the page's
-JSON document, :mod:`.render` inlines it with ``page.html``, ``app.css`` and ``app.js`` (package data),
-and :mod:`.write` is the I/O edge the end of a run and ``python -m pytest_gauge report`` call.
+Pure: :mod:`.model` holds a suite's outputs as typed values, :mod:`.payload` turns them into the page's
+JSON document, :mod:`.render` inlines it with ``page.html``, ``app.css`` and ``app.js`` (package data).
+Reading the output folder and writing the pages is :mod:`pytest_gauge.session.html_files`.
 """
 
 from __future__ import annotations
 
-from .load import ReportInputError, SuiteOutputs, load_suite
-from .payload import build_payload
+from .model import (
+    GateRow,
+    MetricRow,
+    RoleCost,
+    RuleRow,
+    SuiteOutputs,
+    TaskRow,
+    TranscriptRow,
+    redaction_names,
+)
+from .payload import PAYLOAD_VERSION, build_payload, driver_cases
 from .render import SuiteLink, embed_json, render_index_html, render_suite_html
-from .write import INDEX_FILE, suite_folders, write_html_reports
 
 __all__ = [
-    "INDEX_FILE",
-    "ReportInputError",
+    "PAYLOAD_VERSION",
+    "GateRow",
+    "MetricRow",
+    "RoleCost",
+    "RuleRow",
     "SuiteLink",
     "SuiteOutputs",
+    "TaskRow",
+    "TranscriptRow",
     "build_payload",
+    "driver_cases",
     "embed_json",
-    "load_suite",
+    "redaction_names",
     "render_index_html",
     "render_suite_html",
-    "suite_folders",
-    "write_html_reports",
 ]

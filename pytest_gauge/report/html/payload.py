@@ -1,22 +1,21 @@
-"""The HTML report's data: one JSON document per suite, built purely from :class:`.load.SuiteOutputs`.
+"""The HTML report's data: one JSON document per suite, built purely from :class:`.model.SuiteOutputs`.
 
 Each transcript is stored once and referenced by index from every case that judged it; the ledger lines
-are stored once and referenced by the transcript or case they belong to. Contents are redacted exactly
-as the judge saw them (agent and model names replaced), so the case view is blind until the reader asks
-to reveal who was who. Volatile ledger fields (latency, timestamps, run and worker ids, cache hits) are
-left out: the same seed gives the same document, cold cache or warm.
+are stored once and referenced by the transcript or case they belong to. Contents are redacted as the
+judge saw them (agent and model names replaced by the caller's ``redact``), so the case view is blind
+until the reader asks to reveal who was who. Volatile ledger fields (latency, timestamps, run and worker
+ids, cache hits) are left out: the same seed gives the same document, cold cache or warm.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ...records import CaseRecord, LedgerRecord, Transcript
-from ...run.judge import Redactor
-from .load import GateRow, RuleRow, SuiteOutputs, TranscriptRow
+from .model import GateRow, RuleRow, SuiteOutputs, TranscriptRow
 
 __all__ = ["PAYLOAD_VERSION", "build_payload", "driver_cases", "gate_rank"]
 
@@ -25,6 +24,7 @@ _STATUS_RANK = {"fail": 0, "inconclusive": 1, "pass": 2, "skipped": 3}
 _GROUP = re.compile(r"^(?P<task>[^/]+)/(?P<who>[^#]+)#(?P<sample>\d+)(?::.*)?$")
 
 TranscriptKey = tuple[str, str, int]
+Redact = Callable[[str], str]
 
 
 def gate_rank(status: str) -> int:
@@ -32,18 +32,11 @@ def gate_rank(status: str) -> int:
     return _STATUS_RANK.get(status, 4)
 
 
-def _redactor(out: SuiteOutputs) -> Redactor:
-    agents = {r.agent_left for r in out.records} | {r.agent_right for r in out.records}
-    agents |= {t.agent for t in out.transcripts}
-    models = [m for k, m in out.models.items() if k.startswith("agent:")]
-    return Redactor([*agents, *models])
-
-
 def _rules(rows: tuple[RuleRow, ...]) -> list[list[Any]]:
     return [[r.rule, r.passed, r.detail, r.weight] for r in rows]
 
 
-def _turns(t: Transcript, redact: Redactor) -> list[dict[str, Any]]:
+def _turns(t: Transcript, redact: Redact) -> list[dict[str, Any]]:
     codes = {c.id: c.return_code for c in t.tool_calls()}
     turns: list[dict[str, Any]] = []
     for turn in t.turns:
@@ -68,7 +61,7 @@ def _turns(t: Transcript, redact: Redactor) -> list[dict[str, Any]]:
     return turns
 
 
-def _transcript(row: TranscriptRow, task_index: dict[str, int], redact: Redactor) -> dict[str, Any]:
+def _transcript(row: TranscriptRow, task_index: dict[str, int], redact: Redact) -> dict[str, Any]:
     t = row.transcript
     return {
         "agent": row.agent,
@@ -177,7 +170,7 @@ def _sat_but_failed(r: CaseRecord) -> bool:
     return left or (bool(r.user_sat_right) and not r.task_success_right)
 
 
-def _case(r: CaseRecord, ix: _Index, redact: Redactor) -> dict[str, Any]:
+def _case(r: CaseRecord, ix: _Index, redact: Redact) -> dict[str, Any]:
     where = ix.where
     return {
         "id": r.case_id,
@@ -230,9 +223,9 @@ def _keys(rows: Sequence[TranscriptRow]) -> list[TranscriptKey]:
     return [(t.task_id, t.agent, t.sample) for t in rows]
 
 
-def build_payload(out: SuiteOutputs) -> dict[str, Any]:
-    """The report's JSON document (see the module docstring); pure and deterministic."""
-    redact = _redactor(out)
+def build_payload(out: SuiteOutputs, redact: Redact) -> dict[str, Any]:
+    """The report's JSON document (see the module docstring); pure and deterministic. ``redact`` hides
+    the names of :func:`.model.redaction_names` as the judge's view does (the caller's Redactor)."""
     task_index = {t.task_id: i for i, t in enumerate(out.tasks)}
     pair_ids = sorted({r.pair_id for r in out.records})
     firsts = {r.pair_id: r for r in reversed(out.records)}

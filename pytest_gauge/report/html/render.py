@@ -20,8 +20,8 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from .load import SuiteOutputs
-from .payload import build_payload
+from .model import SuiteOutputs
+from .payload import Redact, build_payload
 
 __all__ = ["SuiteLink", "embed_json", "render_index_html", "render_suite_html"]
 
@@ -51,8 +51,9 @@ def _fill(template: str, slots: dict[str, str]) -> str:
     return _SLOT.sub(lambda m: slots[m.group(1)], template)
 
 
-def render_suite_html(outputs: SuiteOutputs) -> str:
-    """``reports/index.html`` of one suite: overview, case table and case view in one file."""
+def render_suite_html(outputs: SuiteOutputs, redact: Redact) -> str:
+    """``reports/index.html`` of one suite: overview, case table and case view in one file; ``redact``
+    hides agent and model names in what the judge saw (see :func:`.payload.build_payload`)."""
     script = _asset("app.js")
     style = _asset("app.css")
     csp = (
@@ -66,7 +67,7 @@ def render_suite_html(outputs: SuiteOutputs) -> str:
             "CSP": html.escape(csp),
             "CSS": style,
             "JS": script,
-            "DATA": embed_json(build_payload(outputs)),
+            "DATA": embed_json(build_payload(outputs, redact)),
         },
     )
 

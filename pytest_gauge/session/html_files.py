@@ -1,132 +1,49 @@
-"""Reading one suite's written outputs (SPEC §10) back into typed values for the HTML report.
+"""Reading a run's output folder back and writing its HTML reports (issue 17): the report's I/O edge.
 
-The HTML report is rendered from the files a run wrote, not from the run's memory, so the end of a run,
-``python -m pytest_gauge report OUT_DIR`` and a future ``merge`` give the same bytes from the same
-folder. This module is the I/O edge; :mod:`.payload` and :mod:`.render` are pure.
+The HTML report is rendered from the files a run wrote, not from the run's memory, so the end of a run
+(:func:`pytest_gauge.session.outputs.finish_run`), ``python -m pytest_gauge report OUT_DIR`` and a future
+``merge`` give the same bytes from the same folder. Each writes ``<suite>/reports/index.html`` per suite
+and ``OUT_DIR/index.html`` linking them; :mod:`pytest_gauge.report.html` renders them, purely.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ...records import CaseRecord, LedgerRecord, Transcript
+from ..records import CaseRecord, LedgerRecord, Transcript
+from ..report.html import (
+    GateRow,
+    MetricRow,
+    RoleCost,
+    RuleRow,
+    SuiteLink,
+    SuiteOutputs,
+    TaskRow,
+    TranscriptRow,
+    redaction_names,
+    render_index_html,
+    render_suite_html,
+)
+from ..run.judge import Redactor
 
 __all__ = [
-    "GateRow",
-    "MetricRow",
+    "INDEX_FILE",
     "ReportInputError",
-    "RoleCost",
-    "RuleRow",
-    "SuiteOutputs",
-    "TaskRow",
-    "TranscriptRow",
     "is_suite_folder",
     "load_suite",
+    "suite_folders",
+    "write_html_reports",
 ]
+
+INDEX_FILE = "index.html"
 
 
 class ReportInputError(ValueError):
     """An output folder the HTML report cannot be built from (missing or malformed file)."""
-
-
-@dataclass(frozen=True)
-class RuleRow:
-    """One success criterion or hard constraint on one transcript, as the verifier decided it."""
-
-    rule: str
-    passed: bool
-    detail: str
-    weight: float = 1.0
-
-
-@dataclass(frozen=True)
-class TranscriptRow:
-    """One line of ``agents/<agent>.jsonl``: the transcript (None when it failed), its cost and verdict."""
-
-    task_id: str
-    agent: str
-    sample: int
-    transcript: Transcript | None
-    error: str | None
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost: float | None = None
-    reward: float | None = None
-    task_success: bool | None = None
-    criteria: tuple[RuleRow, ...] = ()
-    constraints: tuple[RuleRow, ...] = ()
-
-
-@dataclass(frozen=True)
-class TaskRow:
-    """One task as run: id, category, prompt."""
-
-    task_id: str
-    category: str
-    prompt: str
-
-
-@dataclass(frozen=True)
-class GateRow:
-    """One gate result of ``metrics.json``; ``drivers`` are case ids, flip groups or transcript labels."""
-
-    expr: str
-    status: str
-    value: float | None
-    low: float | None
-    high: float | None
-    n: int
-    threshold: float | None
-    message: str
-    drivers: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class MetricRow:
-    """One metric of ``metrics.json`` with its interval."""
-
-    name: str
-    value: float | None
-    low: float | None
-    high: float | None
-    n: int
-    method: str
-
-
-@dataclass(frozen=True)
-class RoleCost:
-    """Nominal calls, tokens and cost of one role (``metrics.json`` ``costs.per_role``)."""
-
-    role: str
-    calls: int
-    attempts: int
-    input_tokens: int
-    output_tokens: int
-    cost: float | None
-
-
-@dataclass(frozen=True)
-class SuiteOutputs:
-    """Everything the HTML report shows about one suite, read from its output folder."""
-
-    name: str
-    seed: int | None
-    backend: str
-    models: dict[str, str]
-    tasks: tuple[TaskRow, ...]
-    records: tuple[CaseRecord, ...]
-    transcripts: tuple[TranscriptRow, ...]
-    ledger: tuple[LedgerRecord, ...]
-    gates: tuple[GateRow, ...] = ()
-    metrics: tuple[MetricRow, ...] = ()
-    costs: tuple[RoleCost, ...] = ()
-    total_cost: float | None = None
-    pair_class: dict[str, str] = field(default_factory=dict)
-    flipped: tuple[str, ...] = ()
-    elo_svg: str | None = None
 
 
 def is_suite_folder(folder: Path) -> bool:
@@ -247,3 +164,44 @@ def load_suite(folder: Path) -> SuiteOutputs:
         elo_svg=svg_path.read_text(encoding="utf-8") if svg_path.is_file() else None,
         **_metrics_parts(_json(folder / "reports" / "metrics.json")),
     )
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def suite_folders(out_dir: Path) -> list[Path]:
+    """The suite output folders directly under ``out_dir``, by name."""
+    if not out_dir.is_dir():
+        raise ReportInputError(f"{out_dir}: no such folder; pass the --gauge-out folder of a run")
+    return sorted(p for p in out_dir.iterdir() if p.is_dir() and is_suite_folder(p))
+
+
+def write_html_reports(out_dir: Path, suites: Iterable[str] | None = None) -> list[Path]:
+    """Render ``<suite>/reports/index.html`` for ``suites`` (default: every suite folder in ``out_dir``)
+    and ``out_dir/index.html`` linking them; returns the files written, the index last."""
+    folders = [out_dir / s for s in suites] if suites is not None else suite_folders(out_dir)
+    written: list[Path] = []
+    links: list[SuiteLink] = []
+    for folder in folders:
+        outputs = load_suite(folder)
+        path = folder / "reports" / INDEX_FILE
+        _write(path, render_suite_html(outputs, Redactor(redaction_names(outputs))))
+        written.append(path)
+        links.append(
+            SuiteLink(
+                name=outputs.name,
+                href=f"{folder.name}/reports/{INDEX_FILE}",
+                cases=len(outputs.records),
+                gates_failed=sum(g.status in ("fail", "inconclusive") for g in outputs.gates),
+                gates_total=len(outputs.gates),
+                total_cost=outputs.total_cost,
+            )
+        )
+    index = out_dir / INDEX_FILE
+    _write(index, render_index_html(links))
+    written.append(index)
+    return written

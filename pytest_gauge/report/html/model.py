@@ -1,0 +1,127 @@
+"""The HTML report's input: one suite's outputs as typed values.
+
+:mod:`pytest_gauge.session.html_files` reads them from an output folder; they are plain frozen
+values, so :mod:`.payload` and :mod:`.render` stay pure functions of them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ...records import CaseRecord, LedgerRecord, Transcript
+
+__all__ = [
+    "GateRow",
+    "MetricRow",
+    "RoleCost",
+    "RuleRow",
+    "SuiteOutputs",
+    "TaskRow",
+    "TranscriptRow",
+    "redaction_names",
+]
+
+
+@dataclass(frozen=True)
+class RuleRow:
+    """One success criterion or hard constraint on one transcript, as the verifier decided it."""
+
+    rule: str
+    passed: bool
+    detail: str
+    weight: float = 1.0
+
+
+@dataclass(frozen=True)
+class TranscriptRow:
+    """One line of ``agents/<agent>.jsonl``: the transcript (None when it failed), its cost and verdict."""
+
+    task_id: str
+    agent: str
+    sample: int
+    transcript: Transcript | None
+    error: str | None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost: float | None = None
+    reward: float | None = None
+    task_success: bool | None = None
+    criteria: tuple[RuleRow, ...] = ()
+    constraints: tuple[RuleRow, ...] = ()
+
+
+@dataclass(frozen=True)
+class TaskRow:
+    """One task as run: id, category, prompt."""
+
+    task_id: str
+    category: str
+    prompt: str
+
+
+@dataclass(frozen=True)
+class GateRow:
+    """One gate result of ``metrics.json``; ``drivers`` are case ids, flip groups or transcript labels."""
+
+    expr: str
+    status: str
+    value: float | None
+    low: float | None
+    high: float | None
+    n: int
+    threshold: float | None
+    message: str
+    drivers: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class MetricRow:
+    """One metric of ``metrics.json`` with its interval."""
+
+    name: str
+    value: float | None
+    low: float | None
+    high: float | None
+    n: int
+    method: str
+
+
+@dataclass(frozen=True)
+class RoleCost:
+    """Nominal calls, tokens and cost of one role (``metrics.json`` ``costs.per_role``)."""
+
+    role: str
+    calls: int
+    attempts: int
+    input_tokens: int
+    output_tokens: int
+    cost: float | None
+
+
+@dataclass(frozen=True)
+class SuiteOutputs:
+    """Everything the HTML report shows about one suite, read from its output folder."""
+
+    name: str
+    seed: int | None
+    backend: str
+    models: dict[str, str]
+    tasks: tuple[TaskRow, ...]
+    records: tuple[CaseRecord, ...]
+    transcripts: tuple[TranscriptRow, ...]
+    ledger: tuple[LedgerRecord, ...]
+    gates: tuple[GateRow, ...] = ()
+    metrics: tuple[MetricRow, ...] = ()
+    costs: tuple[RoleCost, ...] = ()
+    total_cost: float | None = None
+    pair_class: dict[str, str] = field(default_factory=dict)
+    flipped: tuple[str, ...] = ()
+    elo_svg: str | None = None
+
+
+def redaction_names(outputs: SuiteOutputs) -> list[str]:
+    """The names the judge never saw: every agent of the suite and each agent's model."""
+    agents = {r.agent_left for r in outputs.records} | {r.agent_right for r in outputs.records}
+    agents |= {t.agent for t in outputs.transcripts}
+    models = {m for k, m in outputs.models.items() if k.startswith("agent:")}
+    return sorted(agents | models)
