@@ -17,7 +17,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -43,6 +42,7 @@ from pytest_gauge.report.html import (
 )
 from pytest_gauge.run.judge import Redactor
 from pytest_gauge.session.html_files import ReportInputError, load_suite
+from pytest_gauge.testing.browser import chromium, find_chromium
 from tests.conftest import DATA, HTMLSnapshot, read_jsonl
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -309,50 +309,18 @@ def test_same_seed_same_page_with_workers_and_a_warm_cache(run_out: Path) -> Non
 # ------------------------------------------------------------------------------------------ the browser
 
 
-def _chromium() -> tuple[str, str] | None:
-    browser = shutil.which("chromium") or shutil.which("chromium-browser")
-    driver = shutil.which("chromedriver")
-    return (browser, driver) if browser and driver else None
-
-
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    """One headless Chromium for the module, with a fresh profile and browser + network logging."""
-    found = _chromium()
+    """One headless Chromium for the module (fresh profile, browser and network logging on)."""
     required = bool(os.environ.get("CI") or os.environ.get("GAUGE_REQUIRE_BROWSER"))
-    if found is None:
+    if find_chromium() is None:
         if required:
             pytest.fail("chromium/chromedriver missing in CI: apt-get install chromium chromium-driver")
         pytest.skip("chromium and chromedriver not installed (apt-get install chromium chromium-driver)")
     if not required:
         pytest.importorskip("selenium")
-    from selenium import webdriver
-    from selenium.webdriver.chrome.options import Options
-    from selenium.webdriver.chrome.service import Service
-
-    profile = tempfile.mkdtemp(prefix="gauge-chromium-")
-    options = Options()
-    options.binary_location = found[0]
-    for flag in (
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        f"--user-data-dir={profile}",
-        "--window-size=1280,900",
-    ):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
-    driver = webdriver.Chrome(options=options, service=Service(found[1]))
-    try:
+    with chromium() as driver:
         yield driver
-    finally:
-        driver.quit()
-        shutil.rmtree(profile, ignore_errors=True)
 
 
 @pytest.fixture

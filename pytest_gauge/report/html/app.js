@@ -55,13 +55,15 @@
         td(fmt(g.value), "num"), td(interval(g.low, g.high), "num"), td(g.n, "num"), td(fmt(g.threshold, 4), "num"),
         td(g.drivers.length ? el("button", { type: "button", class: "drivers", onclick: () => showDrivers(i) },
           "show " + g.drivers.length + " case" + (g.drivers.length === 1 ? "" : "s")) : el("span", { class: "muted" }, "–")))), "gate-table"));
-    sec.append(el("h3", null, "Metrics"), table([["metric"], ["value", "num"], ["95% interval", "num"], ["n", "num"], ["method", "hide-narrow"]],
-      D.metrics.map((m) => el("tr", null, td(el("code", null, m[0])), td(fmt(m[1], 4), "num"), td(interval(m[2], m[3]), "num"), td(m[4], "num"), td(m[5], "hide-narrow"))), "metric-table"));
+    const left = el("div", null), right = el("div", null);
+    sec.append(el("div", { class: "ov" }, left, right));
+    left.append(el("h3", null, "Metrics"), table([["metric"], ["value", "num"], ["95% interval", "num"], ["n", "num"], ["method", "hide-narrow nowrap"]],
+      D.metrics.map((m) => el("tr", null, td(el("code", null, m[0])), td(fmt(m[1], 4), "num"), td(interval(m[2], m[3]), "num"), td(m[4], "num"), td(m[5], "hide-narrow nowrap"))), "metric-table"));
     if (D.elo_svg) {
-      sec.append(el("h3", null, "Elo"), el("div", { class: "elo" },
+      right.append(el("h3", null, "Elo"), el("div", { class: "elo" },
         el("img", { alt: "Elo ratings with 95% intervals", src: "data:image/svg+xml;charset=utf-8," + encodeURIComponent(D.elo_svg) })));
     }
-    sec.append(el("h3", null, "Cost by role"), table([["role"], ["calls", "num"], ["attempts", "num"], ["input tokens", "num"], ["output tokens", "num"], ["cost", "num"]],
+    right.append(el("h3", null, "Cost by role"), table([["role"], ["calls", "num"], ["attempts", "num"], ["input tokens", "num"], ["output tokens", "num"], ["cost", "num"]],
       D.costs.map((c) => el("tr", null, td(c[0]), td(c[1], "num"), td(c[2], "num"), td(c[3], "num"), td(c[4], "num"), td(money(c[5]), "num"))), "cost-table"));
   }
 
