@@ -263,7 +263,8 @@ def run_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     Made once per test session even under xdist (pytest's documented pattern: a lock in the temp folder
     all workers share), so splitting this module across workers does not repeat the run."""
-    shared = tmp_path_factory.getbasetemp().parent
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # this session's, not older ones
     folder = shared / "html-report-run"
     with (shared / "html-report-run.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -403,6 +404,7 @@ def _redacted(text: str) -> str:
 def test_case_view_shows_both_transcripts_rules_and_the_reveal(page: Any, run_out: Path) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.wait import WebDriverWait
 
     records = read_jsonl(run_out / "mini" / "pairs" / "pair_results.jsonl")
     index = next(i for i, r in enumerate(records) if r["order"] == "BA" and r["task_id"] == "m05")
@@ -435,8 +437,9 @@ def test_case_view_shows_both_transcripts_rules_and_the_reveal(page: Any, run_ou
         side = "right" if agent == record["agent_right"] else "left"
         assert page.find_element(By.CSS_SELECTOR, f"#slot-{slot} .who").text == f"{agent} ({side})"
     assert "choice " + record["judge_choice"] in page.find_element(By.ID, "verdict").text
-    page.find_element(By.TAG_NAME, "body").send_keys(Keys.ESCAPE)
-    assert page.find_element(By.ID, "case").get_attribute("hidden") is not None
+    page.find_element(By.TAG_NAME, "body").send_keys(Keys.ESCAPE)  # back to the list (on hashchange)
+    WebDriverWait(page, 10).until(lambda d: d.find_element(By.ID, "case").get_attribute("hidden") is not None)
+    assert page.find_element(By.ID, "cases").is_displayed()
 
 
 def test_injected_markup_is_shown_as_text_and_runs_nothing(page: Any, run_out: Path) -> None:

@@ -198,7 +198,10 @@
   }
 
   // ------------------------------------------------------------------ case view
-  function openCase(i) { location.hash = "#case=" + i; }
+  function openCase(i) {
+    location.hash = "#case=" + i;
+    route(); // at once, not on the (asynchronous) hashchange, which then finds it done
+  }
 
   function turnView(t) {
     const box = el("div", { class: "turn t-" + t.r }, el("div", { class: "role" }, t.r === "tool" ? "tool result" + (t.rc !== null && t.rc !== undefined ? " · return code " + t.rc : "") : t.r + (t.final ? " (final reply)" : "")));
@@ -272,7 +275,10 @@
       el("p", { class: "muted" }, "slot B transcript calls"), ledgerTable(slotB[0] >= 0 ? D.transcripts[slotB[0]].lg : []));
   }
 
+  let routed = null;
   function route() {
+    if (location.hash === routed) return;
+    routed = location.hash;
     const m = /^#case=(\d+)$/.exec(location.hash);
     const sec = document.getElementById("case");
     const inCase = m !== null && Number(m[1]) < D.cases.length;
