@@ -21,6 +21,7 @@ from typing import Any, TextIO
 from .gateway.doctor import CONFIG_KINDS, DEFAULT_TIMEOUT, print_config, run_doctor
 from .gateway.endpoint import KEY_VARIABLE
 from .gateway.store import Store
+from .session.replay import Recording, save_recording
 
 __all__ = [
     "ExportResult",
@@ -119,10 +120,12 @@ def export_cassettes(
     suite: str,
     to: str | os.PathLike[str],
     environ: Mapping[str, str] | None = None,
+    out_dir: str | os.PathLike[str] = "gauge-out",
 ) -> ExportResult:
     """Copy the suite's persisted cache entries into ``to`` (same content-addressed layout, readable by
-    :class:`Store`), scrubbed and pretty-printed, then rewrite ``to/README.md``. Entries in which the value
-    of ``TAOTOKEN_API_KEY`` appears are refused, not exported."""
+    :class:`Store`), scrubbed and pretty-printed, then rewrite ``to/README.md`` and the suite's entry of
+    ``to/recording.json`` (what replay needs without the recording's environment). Entries in which the
+    value of ``TAOTOKEN_API_KEY`` appears are refused, not exported."""
     env = os.environ if environ is None else environ
     key_value = env.get(KEY_VARIABLE, "").strip()
     source = Store(Path(cache_dir) / "responses")
@@ -150,7 +153,40 @@ def export_cassettes(
         exported.append(key)
     if exported:
         _write_atomic(Path(to) / "README.md", _readme(dest))
+        save_recording(to, _recording(suite, [dest.get(k) for k in exported], out_dir))
     return ExportResult(tuple(exported), tuple(sorted(suites)), tuple(refused))
+
+
+def _recording(
+    suite: str, entries: list[dict[str, Any] | None], out_dir: str | os.PathLike[str]
+) -> Recording:
+    """What replay needs beside the responses: the gateway the entries were keyed by and, from the
+    recorded run's manifest (``<out_dir>/<suite>/manifest.json``), the model per role, seed and hashes;
+    without a manifest, the models are read from the entries themselves."""
+    metas = [e["meta"] for e in entries if e is not None and isinstance(e.get("meta"), dict)]
+    gateways = sorted({str(m["gateway"]) for m in metas if m.get("gateway")})
+    try:
+        manifest = json.loads((Path(out_dir) / suite / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        manifest = {}
+    models: dict[str, str | None] = dict(manifest.get("models") or {})
+    if not models:
+        for m in metas:
+            kind, _, rest = str(m.get("work", "")).partition("/")
+            parts = rest.split("/")
+            if m.get("role") == "agent" and kind == "transcript" and len(parts) == 3:
+                models[f"agent:{parts[1]}"] = m.get("model")
+            elif m.get("role") == "user_sim":
+                models["user_sim"] = m.get("model")
+            elif m.get("role") == "judge" and kind == "judge" and len(parts) == 3:
+                models[f"judge:{parts[1]}"] = m.get("model")
+    return Recording(
+        suite,
+        gateways[0] if len(gateways) == 1 else None,
+        models,
+        manifest.get("seed"),
+        dict(manifest.get("hashes") or {}),
+    )
 
 
 # ---------------------------------------------------------------------------------------------- prune
@@ -291,6 +327,11 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--suite", required=True, help="suite name")
     export.add_argument("--to", required=True, metavar="DIR", help="cassettes folder (for --gauge-cassettes)")
     export.add_argument("--cache-dir", default=DEFAULT_CACHE_DIR, help="cache folder (default .gauge-cache)")
+    export.add_argument(
+        "--out",
+        default="gauge-out",
+        help="the recorded run's --gauge-out folder (its manifest: models, hashes)",
+    )
 
     cache = commands.add_parser("cache", help="maintain the response cache")
     cache_commands = cache.add_subparsers(dest="action", metavar="ACTION", required=True)
@@ -342,7 +383,7 @@ def _doctor(args: argparse.Namespace, environ: Mapping[str, str], out: TextIO) -
 
 
 def _export(args: argparse.Namespace, environ: Mapping[str, str], out: TextIO, err: TextIO) -> int:
-    result = export_cassettes(args.cache_dir, args.suite, args.to, environ)
+    result = export_cassettes(args.cache_dir, args.suite, args.to, environ, args.out)
     for key in result.refused:
         err.write(f"refused {key}: it contains the value of {KEY_VARIABLE}\n")
     if not result.exported:

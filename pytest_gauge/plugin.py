@@ -137,14 +137,16 @@ class SuiteCollector(pytest.Collector):
         module_path = Path(self.path)
         folder = module_path.parent
         name = self.suite.name or folder.name
-        tasks = self.suite.load(folder)
+        suite, recorded_gateway = self.suite, None
+        if state.options.backend == "replay" and state.options.cassettes:
+            from .session.replay import load_recording, recorded_suite
+
+            recording = load_recording(state.options.cassettes, name)
+            if recording is not None:  # models and gateway as recorded: no environment needed
+                suite, recorded_gateway = recorded_suite(suite, recording), recording.gateway
+        tasks = suite.load(folder)
         cases = build_cases(
-            name,
-            tasks,
-            self.suite.pairs,
-            orders=self.suite.orders,
-            samples=self.suite.samples,
-            seed=state.options.seed,
+            name, tasks, suite.pairs, orders=suite.orders, samples=suite.samples, seed=state.options.seed
         )
         if name == TESTS_SUITE:
             raise GaugeCollectError(
@@ -152,11 +154,13 @@ class SuiteCollector(pytest.Collector):
             )
         if name in state.suites and state.suites[name].module_path != module_path:
             raise GaugeCollectError(f"two suites are named {name!r}: give one of them Suite(name=...)")
-        problems = gate_problems(self.suite, name, state.options.gates, baseline=bool(state.options.baseline))
+        problems = gate_problems(suite, name, state.options.gates, baseline=bool(state.options.baseline))
         if problems and state.is_worker:  # an xdist worker cannot stop the run with a usage error
             raise GaugeCollectError("pytest-gauge: " + "\n".join(problems))
         state.gate_problems += problems
-        state.suites[name] = SuiteEntry(name, self.suite, tasks, folder, module_path, self.nodeid, cases)
+        state.suites[name] = SuiteEntry(
+            name, suite, tasks, folder, module_path, self.nodeid, cases, recorded_gateway
+        )
         return [CaseItem.from_parent(self, name=c.case_id, case=c) for c in cases]
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> str:  # type: ignore[override]

@@ -100,7 +100,7 @@ def test_export_filters_by_suite_and_persist_and_keeps_the_store_layout(tmp_path
     assert sorted(result.exported) == sorted([a1, a2])
     assert result.suites_seen == ("alpha", "beta") and result.refused == ()
     files = sorted(p.relative_to(out_dir).as_posix() for p in out_dir.rglob("*.json"))
-    assert files == sorted(f"{k[:2]}/{k}.json" for k in (a1, a2))
+    assert files == sorted([*(f"{k[:2]}/{k}.json" for k in (a1, a2)), "recording.json"])
     replay = Store(out_dir)
     for key, task in ((a1, "t1"), (a2, "t2")):
         got = replay.get(key)
@@ -208,7 +208,7 @@ def test_export_subprocess_end_to_end(tmp_path: Path) -> None:
     done = run_cli("cassettes", "export", "--suite", "alpha", "--to", "cas", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "exported 2 cassettes for suite alpha to cas"
-    assert len(list((tmp_path / "cas").rglob("*.json"))) == 2
+    assert len(list((tmp_path / "cas").rglob("*/*.json"))) == 2  # and recording.json beside them
     err = io.StringIO()
     argv = [
         "cassettes",

@@ -4,6 +4,13 @@ loopback server."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
 import pytest
 
 from pytest_gauge.analysis.gate_check import SuiteShape, check_gate
@@ -15,10 +22,13 @@ from pytest_gauge.records import Usage
 from pytest_gauge.run.judge import JUDGE_SYSTEM_PROMPT
 from pytest_gauge.run.judge_format import JSON_OBJECT, JSON_SCHEMA, JudgeFormats, format_chain, rejects_format
 from pytest_gauge.testing.server import FaultPlan, LoopbackServer
+from pytest_gauge.testing.simserver import sim_responder
 from tests import test_live
-from tests.conftest import read_jsonl
+from tests.conftest import normalised, read_jsonl
 
 CASES = test_live.CASES
+KEY = test_live.KEY
+ROOT = Path(__file__).resolve().parent.parent
 server = test_live.server  # the fixture: a loopback server answering like the sim, key and URL set
 
 
@@ -156,3 +166,112 @@ def test_usage_keeps_cached_and_reasoning_tokens_and_the_cached_price_applies() 
     assert rows == [("m", 2.0, 8.0, 0.5, "ini gauge_prices"), ("n", 1.0, 2.0, None, "ini gauge_prices")]
     with pytest.raises(pytest.UsageError, match="CACHED_INPUT_PER_M"):
         parse_price_lines(["m 1 2 3 4"])
+
+
+# ----- self-contained replay ---------------------------------------------------------------------
+
+MODEL_VARIABLES = {
+    '"sim-agent-x"': ("GAUGE_AGENT_X_MODEL", "live-x"),
+    '"sim-agent-y"': ("GAUGE_AGENT_Y_MODEL", "live-y"),
+    '"sim-agent-z"': ("GAUGE_AGENT_Z_MODEL", "live-z"),
+    'Judge("sim-judge"': ("TAOTOKEN_JUDGE_MODEL", "live-judge"),
+    'UserSimulator("sim-user"': ("GAUGE_USER_MODEL", "live-user"),
+}
+PRICES = "gauge_prices =\n" + "".join(f"    {model} 1 4 0.25\n" for _var, model in MODEL_VARIABLES.values())
+SAME_REPORTS = ("pairwise_table.md", "conclusion.md", "elo.md", "elo.json", "elo.svg")
+STABLE_LEDGER = ("call_id", "attempt", "status", "role", "model", "work", "usage", "cost", "request")
+
+
+@pytest.fixture
+def env_suite(mini_suite: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[LoopbackServer]:
+    """The mini suite reading its models from the environment (as a user's suite does), served live."""
+    module = mini_suite / "test_mini.py"
+    text = module.read_text(encoding="utf-8").replace("import Judge,", "import Judge, env_model,")
+    for literal, (variable, model) in MODEL_VARIABLES.items():
+        default = literal.split('"')[1]
+        text = text.replace(f'"{default}"', f'env_model("{variable}", "{default}")')
+        monkeypatch.setenv(variable, model)
+    module.write_text(text, encoding="utf-8")
+    (mini_suite.parent.parent / "pytest.ini").write_text(
+        f"[pytest]\ngauge_backend = sim\ngauge_seed = 7\n{PRICES}", encoding="utf-8"
+    )
+    srv = LoopbackServer(sim_responder(module, seed=7), faults=FaultPlan(cached_tokens=10)).start()
+    monkeypatch.setenv("TAOTOKEN_API_KEY", KEY)
+    monkeypatch.setenv("TAOTOKEN_BASE_URL", srv.base_url)
+    yield srv
+    srv.stop()
+
+
+def clean_env_pytest(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """pytest in an environment with no TAOTOKEN_* and no model variable (``env -i PATH HOME``), this
+    checkout first on the path."""
+    env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", str(folder)), "PYTHONPATH": str(ROOT)}
+    command = [sys.executable, "-m", "pytest", "suites", "-p", "no:cacheprovider", *args]
+    return subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True, timeout=300)
+
+
+def without(path: Path, key: str) -> object:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data.pop(key, None)
+    return data
+
+
+@pytest.mark.slow
+def test_cassettes_replay_without_the_recording_environment(
+    pytester: pytest.Pytester, env_suite: LoopbackServer
+) -> None:
+    live(pytester, "--gauge-out", "rec").assert_outcomes(passed=CASES)
+    sent = env_suite.requests_total
+    rec = pytester.path / "rec" / "mini"
+    # token detail: the server reported 10 cached prompt tokens; they cost the cached-input price
+    ledger = read_jsonl(rec / "agent_runs.jsonl")
+    line = next(r for r in ledger if r["role"] == "judge")
+    usage = line["usage"]
+    assert usage["cached_tokens"] == 10 and usage["reasoning_tokens"] is None
+    fresh = usage["prompt_tokens"] - 10
+    assert line["cost"] == pytest.approx(fresh * 1e-6 + 10 * 0.25e-6 + usage["completion_tokens"] * 4e-6)
+    assert "(ini gauge_prices)" in (rec / "reports" / "token_cost.md").read_text(encoding="utf-8")
+
+    export = subprocess.run(
+        [sys.executable, "-m", "pytest_gauge", "cassettes", "export", "--suite", "mini", "--to", "cass",
+         "--out", "rec"],
+        cwd=pytester.path, capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    assert "exported" in export.stdout
+    recording = json.loads((pytester.path / "cass" / "recording.json").read_text(encoding="utf-8"))
+    entry = recording["suites"]["mini"]
+    assert entry["models"]["agent:agent_x"] == "live-x" and entry["gateway"].startswith("http://127.0.0.1:")
+
+    replay = clean_env_pytest(pytester.path, "--gauge-backend=replay", "--gauge-cassettes", "cass",
+                              "--gauge-out", "rep")  # fmt: skip
+    assert replay.returncode == 0, replay.stdout[-3000:] + replay.stderr[-2000:]
+    assert env_suite.requests_total == sent  # nothing reached the gateway
+    rep = pytester.path / "rep" / "mini"
+    for name in ("pairs/pair_results.jsonl", "tasks.jsonl"):
+        assert (rep / name).read_bytes() == (rec / name).read_bytes(), name
+    for name in (f"agents/agent_{a}.jsonl" for a in "xyz"):  # tool latencies are measured again
+        assert normalised(read_jsonl(rep / name)) == normalised(read_jsonl(rec / name)), name
+    for name in SAME_REPORTS:
+        assert (rep / "reports" / name).read_bytes() == (rec / "reports" / name).read_bytes(), name
+    # what this run spent differs by design (live calls there, cassettes here); every other number not
+    split = "## Spent this run"
+    token_cost = [
+        (d / "reports" / "token_cost.md").read_text(encoding="utf-8").split(split)[0] for d in (rec, rep)
+    ]
+    assert token_cost[0] == token_cost[1]
+    assert without(rep / "reports" / "metrics.json", "spent_this_run") == without(
+        rec / "reports" / "metrics.json", "spent_this_run"
+    )
+    stable = [
+        [{k: r[k] for k in STABLE_LEDGER} for r in read_jsonl(d / "agent_runs.jsonl")] for d in (rec, rep)
+    ]
+    assert stable[0] == stable[1]
+
+    tasks = pytester.path / "suites" / "mini" / "tasks.jsonl"
+    tasks.write_text(tasks.read_text(encoding="utf-8").replace("Book me a table", "Book us a table"), "utf-8")
+    changed = clean_env_pytest(pytester.path, "--gauge-backend=replay", "--gauge-cassettes", "cass",
+                               "--gauge-out", "rep2")  # fmt: skip
+    assert changed.returncode == 1
+    assert "replay: 6 case(s) of suite mini had requests with no recorded response (m02-" in changed.stdout
+    assert "changed task" in changed.stdout
+    assert env_suite.requests_total == sent

@@ -451,6 +451,7 @@ class Gateway:
                         "work": ctx.work,
                         "role": role,
                         "model": model,
+                        "gateway": self.backend_id,
                     },
                     "request": body,
                     "response": response,

@@ -15,7 +15,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..gateway.errors import GatewayError
+from ..gateway.errors import GatewayError, ReplayMiss
 
 if TYPE_CHECKING:  # the suite declaration imports this module
     from ..suite.declare import Judge
@@ -182,7 +182,8 @@ async def _ask_judge(
                 response_format=fmt,
             )
         except GatewayError as exc:
-            after = formats.reject(model, level, chain, exc) if rejects_format(exc) else None
+            refused = rejects_format(exc) or isinstance(exc, ReplayMiss)  # recorded after a fallback
+            after = formats.reject(model, level, chain, exc) if refused else None
             if after is None:
                 raise
             level = after

@@ -368,6 +368,31 @@ def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool)
     write_html_reports(Path(opts.out_dir), [meta["name"] for meta in metas])
 
 
+def _replay_misses(state: GaugeState, name: str, info: dict[str, Any]) -> str | None:
+    """On replay, one message for the suite's cases that could not be replayed (how many, the first few,
+    the likely reasons from the recording against this run's manifest), or None."""
+    opts = state.options
+    if opts.backend != "replay":
+        return None
+    ctx = info["ctx"]
+    recorded = {r.case_id for r in ctx.records}
+    prefix = f"{name}::"
+    missing = [
+        c.removeprefix(prefix) for c in ctx.meta.get("selected", []) if c.removeprefix(prefix) not in recorded
+    ]
+    if not missing:
+        return None
+    from .replay import load_recording, miss_message, miss_reasons
+
+    recording = load_recording(opts.cassettes, name) if opts.cassettes else None
+    try:
+        manifest = json.loads((Path(info["out"]) / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        manifest = {}
+    reasons = miss_reasons(recording, ctx.meta, opts.seed, manifest.get("hashes") or {})
+    return miss_message(name, missing, reasons)
+
+
 def write_summary(terminalreporter: Any, state: GaugeState) -> None:
     """The compact end-of-run table, once, on the controller (and GITHUB_STEP_SUMMARY if set)."""
     from ..report import render_summary, unpriced_warnings
@@ -382,6 +407,9 @@ def write_summary(terminalreporter: Any, state: GaugeState) -> None:
             terminalreporter.write_line(line)
         for warning in unpriced_warnings(info["ctx"].ledger):
             terminalreporter.write_line(f"pytest-gauge {warning}", yellow=True)
+        miss = _replay_misses(state, name, info)
+        if miss:
+            terminalreporter.write_line(f"pytest-gauge {miss}", red=True)
         terminalreporter.write_line(f"outputs: {info['out']}")
     summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary_path and texts:

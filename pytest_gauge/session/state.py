@@ -44,6 +44,7 @@ class SuiteEntry:
     module_path: Path
     nodeid_prefix: str
     cases: list[Case]
+    recorded_gateway: str | None = None  # replay: the gateway identity the cassettes were recorded with
 
     def meta(self) -> dict[str, Any]:
         """What the controller needs about the suite (it does not collect under xdist)."""
@@ -159,6 +160,7 @@ class GaugeState:
             make_client, backend_id = build_client(
                 opts.backend, entry.suite, entry.tasks, opts.seed, opts.timeout, opts.max_concurrency
             )
+            backend_id = entry.recorded_gateway or backend_id
             gateway = Gateway(
                 suite=name, client_factory=make_client, backend_id=backend_id, shared=self.shared
             )
