@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from .gateway.doctor import CONFIG_KINDS, DEFAULT_TIMEOUT, print_config, run_doctor
+from .gateway.doctor import CONFIG_KINDS, DEFAULT_TIMEOUT, Target, print_config, run_doctor
 from .gateway.endpoint import KEY_VARIABLE
 from .gateway.store import Store
 from .session.replay import Recording, save_recording
@@ -301,6 +301,12 @@ def build_parser() -> argparse.ArgumentParser:
         "1-token request per configured role model. Exits 1 if anything failed. The key is never printed.",
     )
     doctor.add_argument(
+        "paths",
+        nargs="*",
+        help="suite folders or test modules: one request per distinct (role, model) of their suites "
+        "(default: the configured testpaths; without suites, the role variables)",
+    )
+    doctor.add_argument(
         "--models",
         default=None,
         help="comma-separated models to try (default: "
@@ -379,7 +385,52 @@ def _doctor(args: argparse.Namespace, environ: Mapping[str, str], out: TextIO) -
         out.write(print_config(args.print_config, environ))
         return 0
     models = [m for m in args.models.split(",") if m.strip()] if args.models else None
-    return run_doctor(environ, out, models=models, timeout=args.timeout)
+    paths = args.paths or _configured_testpaths(Path.cwd())
+    targets = suite_targets(paths) if paths and not models else None
+    return run_doctor(environ, out, models=models, timeout=args.timeout, targets=targets)
+
+
+def _configured_testpaths(root: Path) -> list[str]:
+    """``testpaths`` of the pytest configuration in ``root`` (pytest.ini, pyproject.toml), else []."""
+    import configparser
+    import tomllib
+
+    ini = root / "pytest.ini"
+    if ini.is_file():
+        parser = configparser.ConfigParser()
+        parser.read(ini, encoding="utf-8")
+        return parser.get("pytest", "testpaths", fallback="").split()
+    try:
+        data = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError):
+        return []
+    paths = data.get("tool", {}).get("pytest", {}).get("ini_options", {}).get("testpaths", [])
+    return [paths] if isinstance(paths, str) else [str(p) for p in paths]
+
+
+def suite_targets(paths: Sequence[str]) -> list[Target]:
+    """One doctor target per distinct (role, model) of the suites under ``paths``, labelled with the
+    suites (and agents) that use it; judge models are tried in their JSON-mode chain."""
+    from .run.judge_format import format_chain
+    from .suite.declare import ModelAgent
+    from .suite.discover import find_suites
+
+    users: dict[tuple[str, str], list[str]] = {}
+    chains: dict[str, tuple[dict[str, Any] | None, ...]] = {}
+    for name, suite in find_suites(paths):
+        for agent in suite.agents:
+            if isinstance(agent, ModelAgent):
+                users.setdefault(("agent", agent.model), []).append(f"{name}/{agent.name}")
+        users.setdefault(("user_sim", suite.user.model), []).append(name)
+        for model in suite.judge.models():
+            users.setdefault(("judge", model), []).append(name)
+            chains.setdefault(model, format_chain(suite.judge.response_format))
+    return [
+        Target(
+            model, f"{role} ({', '.join(dict.fromkeys(who))})", chains[model] if role == "judge" else (None,)
+        )
+        for (role, model), who in users.items()
+    ]
 
 
 def _export(args: argparse.Namespace, environ: Mapping[str, str], out: TextIO, err: TextIO) -> int:

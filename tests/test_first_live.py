@@ -4,6 +4,7 @@ loopback server."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -15,6 +16,7 @@ import pytest
 
 from pytest_gauge.analysis.gate_check import SuiteShape, check_gate
 from pytest_gauge.analysis.gates import parse_gate
+from pytest_gauge.cli import main, suite_targets
 from pytest_gauge.gateway.errors import GatewayError
 from pytest_gauge.gateway.prices import PriceTable
 from pytest_gauge.options import parse_price_lines
@@ -275,3 +277,27 @@ def test_cassettes_replay_without_the_recording_environment(
     assert "replay: 6 case(s) of suite mini had requests with no recorded response (m02-" in changed.stdout
     assert "changed task" in changed.stdout
     assert env_suite.requests_total == sent
+
+
+# ----- doctor checks what will run -----------------------------------------------------------------
+
+
+def test_doctor_sends_one_request_per_role_and_model_of_the_collected_suites() -> None:
+    suites = ROOT / "eval_suites"
+    targets = suite_targets([str(suites)])
+    pairs = {(t.roles.split(" ")[0], t.model) for t in targets}
+    assert len(pairs) == len(targets) >= 4 and {role for role, _ in pairs} == {"agent", "user_sim", "judge"}
+    judges = [t for t in targets if t.roles.startswith("judge")]
+    with LoopbackServer(faults=FaultPlan(reject_response_formats=frozenset({"json_schema"}))) as srv:
+        env = {"TAOTOKEN_API_KEY": KEY, "TAOTOKEN_BASE_URL": srv.base_url}
+        out = io.StringIO()
+        status = main(["doctor", str(suites)], environ=env, out=out, err=io.StringIO())
+        bodies = [b for b in srv.bodies if "messages" in b]
+    report = out.getvalue()
+    assert status == 0, report
+    # one request per distinct (role, model), plus the refused json_schema try of each judge model
+    assert len(bodies) == len(targets) + len(judges)
+    sent = [(b["model"], (b.get("response_format") or {}).get("type")) for b in bodies]
+    for judge in judges:
+        assert sent.count((judge.model, "json_schema")) == 1 and sent.count((judge.model, "json_object")) == 1
+    assert "response_format json_schema refused" in report and KEY not in report

@@ -15,7 +15,7 @@ import urllib.parse
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, TextIO
+from typing import Any, Literal, TextIO
 
 import openai
 
@@ -29,6 +29,7 @@ from .endpoint import (
     fixed_path_url,
 )
 from .endpoint import read_key as _read_key
+from .errors import rejects_format
 from .gateway import diagnose
 
 __all__ = [
@@ -87,6 +88,8 @@ class Target:
 
     model: str
     roles: str
+    response_formats: tuple[dict[str, Any] | None, ...] = (None,)
+    """The formats to try in order (a judge's JSON-mode chain); the first one accepted is reported."""
 
 
 # ------------------------------------------------------------------------------------------ helpers
@@ -265,14 +268,34 @@ def _client(base_url: str, key: str, timeout: float) -> openai.OpenAI:
     return openai.OpenAI(api_key=key, base_url=base_url, max_retries=0, timeout=timeout)
 
 
-def _ping(client: openai.OpenAI, model: str | None) -> None:
+def _ping(client: openai.OpenAI, model: str | None, response_format: dict[str, Any] | None = None) -> None:
     """One minimal chat call (``max_tokens=1``) or, without a model, ``GET /models``. Raises on failure."""
     if model is None:
         client.models.list()
     else:
         client.chat.completions.create(
-            model=model, messages=[{"role": "user", "content": "ping"}], max_tokens=1
+            model=model,
+            messages=[{"role": "user", "content": "ping"}],
+            max_tokens=1,
+            extra_body={"response_format": response_format} if response_format else None,
         )
+
+
+def _ping_formats(client: openai.OpenAI, target: Target, role: str) -> list[str]:
+    """Try the target's formats in order until one is accepted; the formats refused on the way (as
+    ``'json_schema' refused: <cause>``). Raises the last failure when none is accepted or on any other
+    error."""
+    refused: list[str] = []
+    for i, fmt in enumerate(target.response_formats):
+        try:
+            _ping(client, target.model, fmt)
+            return refused
+        except openai.APIStatusError as exc:
+            error = diagnose(exc, role, target.model, 1)
+            if i + 1 == len(target.response_formats) or not rejects_format(error):
+                raise
+            refused.append(f"response_format {(fmt or {}).get('type', 'none')} refused ({error.cause})")
+    return refused
 
 
 def _answers(base_url: str, key: str, model: str | None, timeout: float) -> bool:
@@ -306,9 +329,13 @@ def _probe(base_url: str, key: str, target: Target | None, timeout: float) -> Ch
         topic = f"{target.roles} model {target.model}" if target.roles else f"model {target.model} (--models)"
     else:
         topic = f"GET {_show_url(base_url)}/models"
+    refused: list[str] = []
     try:
         with _client(base_url, key, timeout) as client:
-            _ping(client, model)
+            if target is None:
+                _ping(client, None)
+            else:
+                refused = _ping_formats(client, target, target.roles or "--models")
     except openai.APIError as exc:
         role = (target.roles or "--models") if target is not None else ""
         error = diagnose(exc, role, model or "", 1)
@@ -337,7 +364,13 @@ def _probe(base_url: str, key: str, target: Target | None, timeout: float) -> Ch
             return Check("fail", topic, reason, error.fix)
         where = f" (role {error.role}, model {error.model})" if error.role and error.model else ""
         return Check("fail", topic, f"{error.cause}{where}", error.fix)
-    what = "answered a 1-token chat call" if target is not None else "answered"
+    if target is None:
+        return Check("ok", topic, "answered")
+    fmt = target.response_formats[len(refused)]
+    what = "answered a 1-token chat call" + (f" with response_format {fmt['type']}" if fmt else "")
+    if refused:
+        fix = "nothing to do: the judge falls back the same way once per run (said in the summary)"
+        return Check("warn", topic, f"{what}; {'; '.join(refused)}", fix)
     return Check("ok", topic, what)
 
 
@@ -351,7 +384,10 @@ def probe_checks(
 
 
 def run_checks(
-    environ: Mapping[str, str], models: Sequence[str] | None = None, timeout: float = DEFAULT_TIMEOUT
+    environ: Mapping[str, str],
+    models: Sequence[str] | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    targets: Sequence[Target] | None = None,
 ) -> list[Check]:
     """Every doctor check in order: key, base URL, Claude Code and Codex settings, then live requests."""
     checks = key_checks(environ)
@@ -365,7 +401,8 @@ def run_checks(
     elif scheme not in ("http", "https"):
         checks.append(Check("warn", "requests", "not sent: fix the base URL first"))
     else:
-        checks += probe_checks(url_check.url, _read_key(environ), targets_for(environ, models), timeout)
+        chosen = list(targets) if targets is not None and not models else targets_for(environ, models)
+        checks += probe_checks(url_check.url, _read_key(environ), chosen, timeout)
     return checks
 
 
@@ -387,9 +424,12 @@ def run_doctor(
     out: TextIO,
     models: Sequence[str] | None = None,
     timeout: float = DEFAULT_TIMEOUT,
+    targets: Sequence[Target] | None = None,
 ) -> int:
-    """Run every check, print the report to ``out``; 1 when anything failed, else 0 (for CLI and plugin)."""
-    checks = run_checks(environ, models, timeout)
+    """Run every check, print the report to ``out``; 1 when anything failed, else 0 (for CLI and plugin).
+
+    ``targets`` (the (role, model) pairs of collected suites) replace the role variables when given."""
+    checks = run_checks(environ, models, timeout, targets)
     secrets = [environ.get(KEY_VARIABLE, "")] + [environ.get(n, "") for n in ANTHROPIC_VARIABLES[1:]]
     out.write(format_checks(checks, secrets))
     return 1 if any(c.status == "fail" for c in checks) else 0

@@ -10,7 +10,10 @@ __all__ = [
     "ModelNotFound",
     "ReplayMiss",
     "RunStopped",
+    "rejects_format",
 ]
+
+_FORMAT_MARKERS = ("response_format", "json_schema", "json_object", "response format")
 
 
 class GatewayError(Exception):
@@ -84,3 +87,13 @@ class ModelNotFound(GatewayError):
 
 class RunStopped(GatewayError):
     """Ctrl-C or SIGTERM: no new attempt is started; the call is not a failure of the case."""
+
+
+def rejects_format(exc: GatewayError) -> bool:
+    """Whether a gateway error is the server refusing the ``response_format`` parameter: a 400 or 422
+    whose message names it (the judge then falls back, see :mod:`pytest_gauge.run.judge_format`). Any
+    other failure is not a reason to ask differently."""
+    if exc.status not in (400, 422):
+        return False
+    text = exc.cause.lower()
+    return any(marker in text for marker in _FORMAT_MARKERS)

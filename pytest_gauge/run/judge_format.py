@@ -15,7 +15,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..gateway.errors import GatewayError, ReplayMiss
+from ..gateway.errors import GatewayError, ReplayMiss, rejects_format
 
 if TYPE_CHECKING:  # the suite declaration imports this module
     from ..suite.declare import Judge
@@ -58,7 +58,6 @@ JSON_SCHEMA: dict[str, Any] = {
 JSON_OBJECT: dict[str, Any] = {"type": "json_object"}
 
 FormatChain = tuple[dict[str, Any] | None, ...]
-_MARKERS = ("response_format", "json_schema", "json_object", "response format")
 
 
 def format_chain(setting: str | Mapping[str, Any] | None) -> FormatChain:
@@ -88,15 +87,6 @@ def format_chain(setting: str | Mapping[str, Any] | None) -> FormatChain:
 def format_label(fmt: Mapping[str, Any] | None) -> str:
     """``json_schema``, ``json_object`` (the format's type) or ``none`` for the prompt alone."""
     return str(fmt.get("type", "custom")) if fmt else "none"
-
-
-def rejects_format(exc: GatewayError) -> bool:
-    """Whether a gateway error is the server refusing the ``response_format`` parameter: a 400 or 422
-    whose message names it. Any other failure is not a reason to ask differently."""
-    if exc.status not in (400, 422):
-        return False
-    text = exc.cause.lower()
-    return any(marker in text for marker in _MARKERS)
 
 
 class JudgeFormats:

@@ -3,31 +3,15 @@ HTTP path (``--gauge-backend=live``) against answers as realistic as the offline
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from typing import Any
 
 from ..gateway.backends import sim_world
 from ..sim.backend import SimBackend
-from ..suite.declare import Suite
+from ..suite.discover import load_suite
 from .server import Responder, ResponderError
 
 __all__ = ["load_suite", "sim_responder"]
-
-
-def load_suite(module_path: Path) -> Suite:
-    """Import a suite's test module from its path and return its module-level :class:`Suite`."""
-    name = f"_gauge_suite_{abs(hash(str(module_path)))}"
-    spec = importlib.util.spec_from_file_location(name, module_path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    suites = [v for v in vars(module).values() if isinstance(v, Suite)]
-    if len(suites) != 1:
-        raise ValueError(f"{module_path}: expected one module-level Suite, found {len(suites)}")
-    return suites[0]
 
 
 def sim_responder(module_path: Path, seed: int) -> Responder:
