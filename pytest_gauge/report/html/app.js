@@ -303,4 +303,5 @@
   cases();
   route();
   document.documentElement.dataset.ready = "1";
+  performance.mark("gauge-ready"); // first render done (benchmarks/bench_html_report.py reads it)
 })();
