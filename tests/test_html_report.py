@@ -372,7 +372,7 @@ def test_case_rows_equal_the_records(page: Any, run_out: Path) -> None:
     ]
 
 
-def test_filters_and_gate_drivers_narrow_the_table(page: Any, run_out: Path) -> None:
+def test_filters_sort_and_gate_drivers_narrow_the_table(page: Any, run_out: Path) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.select import Select
 
@@ -392,6 +392,17 @@ def test_filters_and_gate_drivers_narrow_the_table(page: Any, run_out: Path) -> 
     assert sorted(_rows(page)) == sorted(gate["drivers"])
     page.find_element(By.ID, "clear-drivers").click()
     assert len(_rows(page)) == len(records)
+    tokens = page.find_element(By.XPATH, "//th/button[text()='tokens']")
+    order = sorted(
+        range(len(records)), key=lambda i: (records[i]["input_tokens"] + records[i]["output_tokens"], i)
+    )
+    tokens.click()
+    assert _rows(page) == [records[i]["case_id"] for i in order]
+    tokens.click()  # again: descending (ties keep the records' order)
+    order = sorted(
+        range(len(records)), key=lambda i: (-(records[i]["input_tokens"] + records[i]["output_tokens"]), i)
+    )
+    assert _rows(page) == [records[i]["case_id"] for i in order]
 
 
 def _redacted(text: str) -> str:

@@ -71,9 +71,9 @@
   const pairName = (c) => D.pairs[c.p][0];
   const COLUMNS = [
     ["case", (c) => c.id],
-    ["task", (c) => (c.t >= 0 ? D.tasks[c.t][0] : "")],
-    ["category", (c) => c.cat],
-    ["pair", pairName],
+    ["task", (c) => (c.t >= 0 ? D.tasks[c.t][0] : ""), false, true],
+    ["category", (c) => c.cat, false, true],
+    ["pair", pairName, false, true],
     ["order", (c) => c.o],
     ["choice", (c) => c.ch],
     ["reward left", (c) => c.rl, true],
@@ -83,9 +83,9 @@
     ["cost", (c) => c.cost, true],
   ];
 
-  function options(label, key, values) {
+  function options(label, key, all, values) {
     const sel = el("select", { id: "f-" + key, "aria-label": label, onchange: (e) => { state[key] = e.target.value; refresh(); } },
-      el("option", { value: "" }, "all " + label + "s"), ...values.map((v) => el("option", { value: v[0] }, v[1])));
+      el("option", { value: "" }, all), ...values.map((v) => el("option", { value: v[0] }, v[1])));
     return el("label", null, label + " ", sel);
   }
 
@@ -95,12 +95,12 @@
     const filters = el("form", { class: "filters", onsubmit: (e) => e.preventDefault() },
       ...MARKERS.map((m) => el("label", { title: m[3] }, el("input", { type: "checkbox", id: "f-" + m[0], onchange: (e) => {
         if (e.target.checked) state.markers.add(m[0]); else state.markers.delete(m[0]); refresh(); } }), " " + m[1])),
-      options("pair", "pair", D.pairs.map((p, i) => [String(i), p[0]])),
-      options("category", "cat", cats.map((c) => [c, c])),
-      options("closeness", "cls", [["close", "close pairs"], ["distant", "distant pairs"]]),
+      options("pair", "pair", "all pairs", D.pairs.map((p, i) => [String(i), p[0]])),
+      options("category", "cat", "all categories", cats.map((c) => [c, c])),
+      options("closeness", "cls", "close and distant", [["close", "close pairs"], ["distant", "distant pairs"]]),
       el("label", null, "search ", el("input", { type: "search", id: "f-q", placeholder: "case id", oninput: (e) => { state.q = e.target.value; refresh(); } })),
       el("span", { id: "driver-chip" }));
-    const head = el("tr", null, ...COLUMNS.map((col, i) => el("th", { scope: "col", class: col[2] ? "num" : null, "aria-sort": "none" },
+    const head = el("tr", null, ...COLUMNS.map((col, i) => el("th", { scope: "col", class: (col[2] ? "num" : "") + (col[3] ? " hide-narrow" : "") || null, "aria-sort": "none" },
       el("button", { type: "button", onclick: () => sortBy(i) }, col[0]))));
     const tbl = el("table", { class: "grid", id: "case-table" }, el("thead", null, head), el("tbody", { id: "case-rows", onkeydown: rowKeys }));
     sec.append(el("h2", { id: "cases-h" }, "Cases"), filters, el("p", { id: "case-count", role: "status" }),
@@ -142,7 +142,8 @@
     shown.forEach((i, k) => {
       const c = D.cases[i];
       frag.append(el("tr", { "data-case": i, tabindex: k === 0 ? "0" : "-1", onclick: () => openCase(i) },
-        td(el("a", { href: "#case=" + i, tabindex: "-1" }, c.id)), td(COLUMNS[1][1](c)), td(c.cat), td(pairName(c)), td(c.o), td(c.ch),
+        td(el("a", { href: "#case=" + i, tabindex: "-1" }, c.id)), td(COLUMNS[1][1](c), "hide-narrow"), td(c.cat, "hide-narrow"),
+        td(pairName(c), "hide-narrow"), td(c.o), td(c.ch),
         td(fmt(c.rl, 2), "num"), td(fmt(c.rr, 2), "num"),
         td(el("span", null, ...MARKERS.filter((m) => c[m[0]]).map((m) => el("span", { class: "badge " + m[2], title: m[3] }, m[1])))),
         td(c.tok, "num"), td(money(c.cost), "num")));
