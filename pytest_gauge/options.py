@@ -50,6 +50,7 @@ class GaugeOptions:
     snapshot_reports: bool = False
     baseline: str | None = None
     gates_on_partial: bool = False
+    allow_skipped_gates: bool = False
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
 
@@ -221,6 +222,12 @@ def add_options(parser: pytest.Parser) -> None:
         help="evaluate the gates on an interrupted run too (over the cases that finished)",
     )
     group.addoption(
+        "--gauge-allow-skipped-gates",
+        action="store_true",
+        default=False,
+        help="with CI set, a gate skipped by a partial run does not fail the run (it does by default)",
+    )
+    group.addoption(
         "--gauge-doctor", action="store_true", default=False, help="check the gateway setup and exit"
     )
 
@@ -316,4 +323,5 @@ def resolve_options(config: pytest.Config) -> GaugeOptions:
         snapshot_reports=bool(config.getoption("gauge_snapshot_reports")),
         baseline=str((invocation / values["gauge_baseline"]).resolve()) if values["gauge_baseline"] else None,
         gates_on_partial=bool(config.getoption("gauge_gates_on_partial")),
+        allow_skipped_gates=bool(config.getoption("gauge_allow_skipped_gates")),
     )

@@ -321,7 +321,7 @@ class GaugeRun:
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if not self.state.is_worker:
             tests_summary(terminalreporter, self.config)
-        if self.state.is_worker or not self.state.finished:
+        if self.state.is_worker or not (self.state.finished or self.state.gate_notes):
             return
         from .session.outputs import write_summary
 

@@ -16,6 +16,7 @@ import os
 import platform
 import subprocess
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
     from ..analysis.repeats import RepeatCounts
     from ..options import GaugeOptions
 
-__all__ = ["finish_run", "write_summary"]
+__all__ = ["ci_active", "finish_run", "write_summary"]
 
 
 def _write(path: Path, text: str) -> None:
@@ -187,10 +188,44 @@ def _emit(
     hook.pytest_runtest_logfinish(nodeid=nodeid, location=location)
 
 
-def _emit_gate(session: pytest.Session, meta: dict[str, Any], result: Any, fails: bool) -> None:
+def ci_active(environ: Mapping[str, str]) -> bool:
+    """Whether this is a CI run: the ``CI`` variable set (GitHub Actions, GitLab, most others set
+    ``CI=true``) and not explicitly off."""
+    return environ.get("CI", "").strip().lower() not in ("", "0", "false", "no", "off")
+
+
+SKIPPED_IN_CI = (
+    "a skipped gate fails a CI run (CI is set): no silent green. Run every case of the suite, split the"
+    " suite with --gauge-shard I/N and gate with 'python -m pytest_gauge merge', or pass"
+    " --gauge-allow-skipped-gates"
+)
+
+
+def _emit_gate(
+    session: pytest.Session, meta: dict[str, Any], result: Any, fails: bool, *, strict_skips: bool
+) -> None:
+    """One gate as a test entry; under CI (``strict_skips``) a skipped gate is a failed entry."""
     status = result.status
-    outcome = "skipped" if status == "skipped" else "failed" if fails else "passed"
-    _emit(session, meta, "gates", result.gate.canonical(), outcome, result.message)
+    message = result.message
+    if status == "skipped" and strict_skips:
+        outcome, message = "failed", f"{message}\n{SKIPPED_IN_CI}"
+    else:
+        outcome = "skipped" if status == "skipped" else "failed" if fails else "passed"
+    _emit(session, meta, "gates", result.gate.canonical(), outcome, message)
+
+
+def _gate_note(name: str, results: list[Any], *, strict: bool) -> str | None:
+    """The loud summary line for a suite's skipped gates, or None when none was skipped."""
+    skipped = sum(1 for r in results if r.status == "skipped")
+    if not skipped:
+        return None
+    noun = "gate" if skipped == 1 else "gates"
+    if strict:
+        return f"{skipped} {noun} skipped in suite {name} (partial run): FAILED because CI is set"
+    return (
+        f"{skipped} {noun} skipped in suite {name} (partial run): NOT CHECKED; with CI set this run fails"
+        " (--gauge-allow-skipped-gates to allow)"
+    )
 
 
 SNAPSHOT_REPORTS = ("pairwise_table.md", "conclusion.md", "elo.md")
@@ -299,8 +334,15 @@ def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool)
     if not metas:
         return
     opts = state.options
+    strict = ci_active(os.environ) and not opts.allow_skipped_gates
     for meta in metas:
         name = meta["name"]
+        if not meta["selected"]:  # every case deselected: so are its gates (not skipped, not run)
+            count = len([*meta["gates"], *opts.gates])
+            if count:
+                line = f"{count} gates deselected in suite {name} (no case selected)"
+                state.gate_notes.append((False, line))
+            continue
         order = {cid: i for i, cid in enumerate(meta["case_ids"])}
         records = sorted(state.records.get(name, {}).values(), key=lambda r: order.get(r.case_id, 1 << 30))
         ledger = [r for r in ledger_all if r.suite == name]
@@ -361,11 +403,15 @@ def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool)
         if opts.snapshot_reports and not (partial or interrupted):
             check_report_snapshots(session, meta, reports)
         state.finished[name] = {"ctx": ctx, "out": out}
+        skip_note = _gate_note(name, results, strict=strict)
+        state.gate_notes += [(True, skip_note)] if skip_note else []
         for result in results:
-            _emit_gate(session, meta, result, fails_run(result))
+            _emit_gate(session, meta, result, fails_run(result), strict_skips=strict)
     from .html_files import write_html_reports
 
-    write_html_reports(Path(opts.out_dir), [meta["name"] for meta in metas])
+    written = [meta["name"] for meta in metas if meta["selected"]]
+    if written:
+        write_html_reports(Path(opts.out_dir), written)
 
 
 def _replay_misses(state: GaugeState, name: str, info: dict[str, Any]) -> str | None:
@@ -411,6 +457,11 @@ def write_summary(terminalreporter: Any, state: GaugeState) -> None:
         if miss:
             terminalreporter.write_line(f"pytest-gauge {miss}", red=True)
         terminalreporter.write_line(f"outputs: {info['out']}")
+    for loud, note in state.gate_notes:
+        if loud:
+            terminalreporter.write_sep("!", f"pytest-gauge: {note}", red=True, bold=True)
+        else:
+            terminalreporter.write_line(f"pytest-gauge: {note}")
     summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary_path and texts:
         with open(summary_path, "a", encoding="utf-8") as fh:

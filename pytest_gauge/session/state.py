@@ -97,6 +97,7 @@ class GaugeState:
     errored_cases: int = 0
     progress_at: float = field(default_factory=time.monotonic)
     finished: dict[str, Any] = field(default_factory=dict)
+    gate_notes: list[tuple[bool, str]] = field(default_factory=list)  # (loud, line): gates not checked
 
     @property
     def run_dir(self) -> Path:
