@@ -415,7 +415,171 @@ def _names_help() -> str:
 # The result
 
 
+Key = tuple[str, ...]
+"""Internal key of a statistic, e.g. ``("lrs", "close")`` or ``("flip_rate", "pair", "p1")``."""
+
+_PAIR_METRICS = ("lrs", "flip_rate", "position_bias", "judge_error_rate")
+_AGENT_METRICS = ("success_rate", "sat_but_failed_rate")
+_HEADLINE = (
+    "lrs",
+    "lrs_close",
+    "lrs_distant",
+    "lrs_close_minus_distant",
+    "flip_rate",
+    "position_bias",
+    "judge_error_rate",
+    "sat_but_failed_rate",
+    "success_rate",
+    "verbosity_word_rate",
+    "longer_wins_rate",
+    "judge_agreement",
+    "judge_kappa",
+    "total_cost",
+    "agent_cost",
+    "user_sim_cost",
+    "judge_cost",
+    "cost_per_success",
+    "judge_cost_share",
+)
+
+
 @dataclass
+class _Statistics:
+    """The bootstrappable statistics of one suite and their shared resamples, behind gate names.
+
+    Built once by :func:`compute_metrics`; only ``samples`` grows afterwards (a cache of resampled
+    values, filled on first use for statistics summed over several pairs).
+    """
+
+    stats: dict[Key, _Stat]
+    counts: FloatArray
+    fixed: dict[str, Estimate]
+    drivers: dict[Key, list[str]]
+    pairs: dict[str, PairInfo]
+    agents: list[str]
+    judges: list[str]
+    samples: dict[Key, FloatArray]
+
+    def _pair_ids(self, a: str, b: str) -> list[str]:
+        found = [pid for pid, p in self.pairs.items() if {p.agent_left, p.agent_right} == {a, b} and (a != b)]
+        if not found:
+            declared = ", ".join(f"({p.agent_left}, {p.agent_right})" for p in self.pairs.values()) or "none"
+            raise KeyError(f"no declared pair of {a!r} and {b!r}; declared pairs: {declared}")
+        return found
+
+    def _resolve_pairable(self, name: str, args: tuple[str, ...]) -> Key:
+        if not args:
+            return (name,)
+        if name == "lrs" and len(args) == 1:
+            if args[0] not in _CLASSES:
+                raise KeyError(f"lrs({args[0]}): one argument must be 'close' or 'distant'")
+            return ("lrs", args[0])
+        if len(args) == 2:
+            pids = self._pair_ids(*args)
+            return (name, "pairs", *sorted(pids))
+        raise KeyError(f"{name} takes no argument or two agents, got {len(args)}")
+
+    def _resolve_agent(self, name: str, args: tuple[str, ...]) -> Key:
+        if not args:
+            return (name,)
+        if len(args) == 1:
+            if (name, "agent", args[0]) not in self.stats:
+                known = ", ".join(sorted(self.agents)) or "none"
+                raise KeyError(f"{name}({args[0]}): unknown agent; agents: {known}")
+            return (name, "agent", args[0])
+        raise KeyError(f"{name} takes no argument or one agent")
+
+    def _resolve_judge(self, name: str, args: tuple[str, ...]) -> Key:
+        if name in ("judge_agreement", "judge_kappa"):
+            kind = args[0] if args else "all"
+            if len(args) > 1 or kind not in _AGREEMENT_KINDS:
+                raise KeyError(f"{name} takes no argument, 'repeats' or 'judges'")
+            return (name, kind)
+        if len(args) not in (1, 2) or (len(args) == 2 and args[1] not in _CLASSES):
+            raise KeyError("judge_accuracy takes (judge) or (judge, close|distant)")
+        key = ("judge_accuracy", args[0], args[1] if len(args) == 2 else "all")
+        if key not in self.stats:
+            known = ", ".join(sorted(self.judges)) or "none"
+            raise KeyError(f"judge_accuracy({args[0]}): unknown judge; judges: {known}")
+        return key
+
+    def resolve(self, name: str, args: tuple[str, ...]) -> Key:
+        """Map a gate term to the internal key of a statistic (KeyError naming the known metrics)."""
+        args = tuple(a.strip() for a in args)
+        if name in ("lrs_close", "lrs_distant") and not args:
+            return ("lrs", name.split("_")[1])
+        if name in _PAIR_METRICS:
+            return self._resolve_pairable(name, args)
+        if name in _AGENT_METRICS:
+            return self._resolve_agent(name, args)
+        if name in ("verbosity_word_rate", "longer_wins_rate") and not args:
+            return (name,)
+        if name in ("judge_agreement", "judge_kappa", "judge_accuracy"):
+            return self._resolve_judge(name, args)
+        if name == "lrs_close_minus_distant" and not args:
+            return ("lrs_close_minus_distant",)
+        if name in self.fixed and not args:
+            return ("fixed", name)
+        if name in dict(_NAMES):
+            raise KeyError(f"{name}: unsupported arguments {args!r}; {_names_help()}")
+        raise KeyError(f"unknown metric {name!r}; {_names_help()}")
+
+    def stat(self, key: Key) -> _Stat:
+        """The statistic of ``key``; a ``pairs`` key sums the per-pair statistics."""
+        if key in self.stats:
+            return self.stats[key]
+        if len(key) >= 3 and key[1] == "pairs":
+            return _sum_stats([self.stats[(key[0], "pair", pid)] for pid in key[2:]])
+        raise KeyError(f"no statistic {key!r}")
+
+    def boot(self, key: Key) -> FloatArray:
+        """The statistic's value in every resample (NaN where undefined)."""
+        if key == ("lrs_close_minus_distant",):
+            return self.diff_samples(("lrs", "close"), ("lrs", "distant"))
+        if key not in self.samples:
+            self.samples[key] = self.stat(key).samples(self.counts)
+        return self.samples[key]
+
+    def diff_samples(self, ka: Key, kb: Key) -> FloatArray:
+        """``a - b`` in every resample."""
+        return self.boot(ka) - self.boot(kb)
+
+    def difference(self, ka: Key, kb: Key) -> Estimate:
+        """``a - b`` with its interval from the shared resamples; n = min(n_a, n_b)."""
+        ea, eb = self.estimate(ka), self.estimate(kb)
+        n = min(ea.n, eb.n)
+        if ea.value is None or eb.value is None:
+            return _none(n)
+        low, high = _percentiles(self.diff_samples(ka, kb))
+        return Estimate(ea.value - eb.value, n, low, high, "bootstrap-tasks")
+
+    def estimate(self, key: Key) -> Estimate:
+        """Point value, count and interval (Wilson, task bootstrap or exact) of one statistic."""
+        if key[0] == "fixed":
+            return self.fixed[key[1]]
+        if key[0] == "lrs_close_minus_distant":
+            return self.difference(("lrs", "close"), ("lrs", "distant"))
+        st = self.stat(key)
+        value, n = st.point()
+        if value is None:
+            return _none(n)
+        if st.interval == "wilson":
+            tot = st.per_task.sum(axis=0)
+            low, high = wilson(round(float(tot[0])), n)
+            return Estimate(value, n, low, high, "wilson")
+        low_b, high_b = _percentiles(self.boot(key))
+        return Estimate(value, n, low_b, high_b, "bootstrap-tasks")
+
+    def close_minus_distant_p(self) -> float | None:
+        """One-sided bootstrap p-value of H0 "LRS(close) <= LRS(distant)" (None without both classes)."""
+        if None in (self.estimate(("lrs", "close")).value, self.estimate(("lrs", "distant")).value):
+            return None
+        diff = self.diff_samples(("lrs", "close"), ("lrs", "distant"))
+        finite = diff[np.isfinite(diff)]
+        return float(np.mean(finite <= 0.0)) if finite.size else None
+
+
+@dataclass(frozen=True)
 class SuiteMetrics:
     """Every suite-level metric with details; ``lookup`` and ``difference`` serve gates (``MetricSource``)."""
 
@@ -437,107 +601,13 @@ class SuiteMetrics:
     close_threshold: float
     seed: int
     rounds: int
-    _stats: dict[tuple[str, ...], _Stat] = field(repr=False, compare=False, default_factory=dict)
-    _counts: FloatArray = field(repr=False, compare=False, default_factory=lambda: np.zeros((0, 0)))
-    _fixed: dict[str, Estimate] = field(repr=False, compare=False, default_factory=dict)
-    _samples: dict[tuple[str, ...], FloatArray] = field(repr=False, compare=False, default_factory=dict)
-    _drivers: dict[tuple[str, ...], list[str]] = field(repr=False, compare=False, default_factory=dict)
+    _table: _Statistics = field(repr=False, compare=False)
 
     describe = _NAMES
 
-    # -- resolution -------------------------------------------------------------------------------
-
-    def _pair_ids(self, a: str, b: str) -> list[str]:
-        found = [pid for pid, p in self.pairs.items() if {p.agent_left, p.agent_right} == {a, b} and (a != b)]
-        if not found:
-            declared = ", ".join(f"({p.agent_left}, {p.agent_right})" for p in self.pairs.values()) or "none"
-            raise KeyError(f"no declared pair of {a!r} and {b!r}; declared pairs: {declared}")
-        return found
-
-    def _resolve(self, name: str, args: tuple[str, ...]) -> tuple[str, ...]:
-        """Map a gate term to the internal key of a bootstrappable statistic (KeyError if unknown)."""
-        args = tuple(a.strip() for a in args)
-        pairable = ("lrs", "flip_rate", "position_bias", "judge_error_rate")
-        if name in ("lrs_close", "lrs_distant") and not args:
-            return ("lrs", name.split("_")[1])
-        if name in pairable:
-            if not args:
-                return (name,)
-            if name == "lrs" and len(args) == 1:
-                if args[0] not in _CLASSES:
-                    raise KeyError(f"lrs({args[0]}): one argument must be 'close' or 'distant'")
-                return ("lrs", args[0])
-            if len(args) == 2:
-                pids = self._pair_ids(*args)
-                return (name, "pairs", *sorted(pids))
-            raise KeyError(f"{name} takes no argument or two agents, got {len(args)}")
-        if name in ("success_rate", "sat_but_failed_rate"):
-            if not args:
-                return (name,)
-            if len(args) == 1:
-                if (name, "agent", args[0]) not in self._stats:
-                    known = ", ".join(sorted(self.per_agent)) or "none"
-                    raise KeyError(f"{name}({args[0]}): unknown agent; agents: {known}")
-                return (name, "agent", args[0])
-            raise KeyError(f"{name} takes no argument or one agent")
-        if name in ("verbosity_word_rate", "longer_wins_rate") and not args:
-            return (name,)
-        if name in ("judge_agreement", "judge_kappa"):
-            kind = args[0] if args else "all"
-            if len(args) > 1 or kind not in _AGREEMENT_KINDS:
-                raise KeyError(f"{name} takes no argument, 'repeats' or 'judges'")
-            return (name, kind)
-        if name == "judge_accuracy":
-            if len(args) not in (1, 2) or (len(args) == 2 and args[1] not in _CLASSES):
-                raise KeyError("judge_accuracy takes (judge) or (judge, close|distant)")
-            key = ("judge_accuracy", args[0], args[1] if len(args) == 2 else "all")
-            if key not in self._stats:
-                known = ", ".join(sorted(self.agreement.accuracy)) or "none"
-                raise KeyError(f"judge_accuracy({args[0]}): unknown judge; judges: {known}")
-            return key
-        if name == "lrs_close_minus_distant" and not args:
-            return ("lrs_close_minus_distant",)
-        if name in self._fixed and not args:
-            return ("fixed", name)
-        if name in dict(_NAMES):
-            raise KeyError(f"{name}: unsupported arguments {args!r}; {_names_help()}")
-        raise KeyError(f"unknown metric {name!r}; {_names_help()}")
-
-    def _stat(self, key: tuple[str, ...]) -> _Stat:
-        if key in self._stats:
-            return self._stats[key]
-        if len(key) >= 3 and key[1] == "pairs":
-            return _sum_stats([self._stats[(key[0], "pair", pid)] for pid in key[2:]])
-        raise KeyError(f"no statistic {key!r}")
-
-    def _boot(self, key: tuple[str, ...]) -> FloatArray:
-        if key == ("lrs_close_minus_distant",):
-            return self._diff_samples(("lrs", "close"), ("lrs", "distant"))
-        if key not in self._samples:
-            self._samples[key] = self._stat(key).samples(self._counts)
-        return self._samples[key]
-
-    def _estimate(self, key: tuple[str, ...]) -> Estimate:
-        if key[0] == "fixed":
-            return self._fixed[key[1]]
-        if key[0] == "lrs_close_minus_distant":
-            return self.lrs_close_minus_distant
-        st = self._stat(key)
-        value, n = st.point()
-        if value is None:
-            return _none(n)
-        if st.interval == "wilson":
-            tot = st.per_task.sum(axis=0)
-            low, high = wilson(round(float(tot[0])), n)
-            return Estimate(value, n, low, high, "wilson")
-        low_b, high_b = _percentiles(self._boot(key))
-        return Estimate(value, n, low_b, high_b, "bootstrap-tasks")
-
-    # -- public API -------------------------------------------------------------------------------
-
     def lookup(self, name: str, args: tuple[str, ...] = ()) -> Estimate:
         """The estimate of a metric by gate name and arguments; KeyError (listing names) if unknown."""
-        return self._estimate(self._resolve(name, tuple(args)))
+        return self._table.estimate(self._table.resolve(name, tuple(args)))
 
     def bootstrap_difference(
         self, a_name: str, a_args: tuple[str, ...], b_name: str, b_args: tuple[str, ...]
@@ -547,36 +617,30 @@ class SuiteMetrics:
         Resamples where either side is undefined are skipped. Costs have no sampling distribution: their
         difference is exact.
         """
-        ka, kb = self._resolve(a_name, tuple(a_args)), self._resolve(b_name, tuple(b_args))
-        ea, eb = self._estimate(ka), self._estimate(kb)
+        ka, kb = self._table.resolve(a_name, tuple(a_args)), self._table.resolve(b_name, tuple(b_args))
         if (ka[0] == "fixed") != (kb[0] == "fixed"):
             raise KeyError(
                 f"cannot subtract {b_name} from {a_name}: one is a ledger cost, the other a sampled rate"
             )
-        n = min(ea.n, eb.n)
-        if ea.value is None or eb.value is None:
-            return _none(n)
         if ka[0] == "fixed":
-            return _exact(ea.value - eb.value, n)
-        diff = self._diff_samples(ka, kb)
-        low, high = _percentiles(diff)
-        return Estimate(ea.value - eb.value, n, low, high, "bootstrap-tasks")
-
-    def _diff_samples(self, ka: tuple[str, ...], kb: tuple[str, ...]) -> FloatArray:
-        return self._boot(ka) - self._boot(kb)
+            ea, eb = self._table.estimate(ka), self._table.estimate(kb)
+            n = min(ea.n, eb.n)
+            return _none(n) if ea.value is None or eb.value is None else _exact(ea.value - eb.value, n)
+        return self._table.difference(ka, kb)
 
     def drivers(self, name: str, args: tuple[str, ...] = ()) -> list[str]:
         """What drove a metric, for gate messages: lower-reward cases (lrs*), flipped groups (flip_rate),
         error cases (judge_error_rate), satisfied-but-failed transcripts, verbose reasons; else []."""
         try:
-            key = self._resolve(name, tuple(args))
+            key = self._table.resolve(name, tuple(args))
         except KeyError:
             return []
         if key[0] == "lrs_close_minus_distant":
             key = ("lrs", "close")
+        found = self._table.drivers
         if len(key) >= 3 and key[1] == "pairs":
-            return sorted(d for pid in key[2:] for d in self._drivers.get((key[0], "pair", pid), []))
-        return sorted(self._drivers.get(key, []))
+            return sorted(d for pid in key[2:] for d in found.get((key[0], "pair", pid), []))
+        return sorted(found.get(key, []))
 
     def difference(self, left: _TermLike, right: _TermLike) -> Estimate:
         """Gate ``MetricSource`` hook: ``left - right`` for two terms with ``name`` and ``args``."""
@@ -607,26 +671,37 @@ class SuiteMetrics:
 
 
 # --------------------------------------------------------------------------------------------------
-# Computation
+# Computation: one phase per family of statistics, each adding per-task sums to one accumulator
 
 
 class _Acc:
-    """Per-task accumulators: key -> (T, width) array."""
+    """Per-task accumulators (key -> (T, width) array) and what drove each statistic (key -> labels)."""
 
-    def __init__(self, n_tasks: int) -> None:
-        self.n_tasks = n_tasks
-        self.data: dict[tuple[str, ...], FloatArray] = {}
+    def __init__(self, tasks: Sequence[str]) -> None:
+        self.t_index = {t: i for i, t in enumerate(tasks)}
+        self.n_tasks = len(tasks)
+        self.data: dict[Key, FloatArray] = {}
+        self.drivers: dict[Key, list[str]] = {}
 
-    def add(self, key: tuple[str, ...], task: int, num: float, den: float = 1.0) -> None:
+    def add(self, key: Key, task: int, num: float, den: float = 1.0) -> None:
         arr = self.data.get(key)
         if arr is None:
             arr = self.data[key] = np.zeros((self.n_tasks, 2), dtype=np.float64)
         arr[task, 0] += num
         arr[task, 1] += den
 
-    def ensure(self, key: tuple[str, ...], width: int = 2) -> None:
+    def ensure(self, key: Key, width: int = 2) -> None:
         if key not in self.data:
             self.data[key] = np.zeros((self.n_tasks, width), dtype=np.float64)
+
+    def drive(self, keys: Sequence[Key], label: str) -> None:
+        """Record ``label`` (a case id, group or transcript) as a driver of every key."""
+        for key in keys:
+            self.drivers.setdefault(key, []).append(label)
+
+    def total(self, key: Key, column: int) -> int:
+        """A column's sum over tasks, as a count."""
+        return round(float(self.data[key][:, column].sum()))
 
 
 def _chosen_left(r: CaseRecord, choice: str) -> bool:
@@ -668,6 +743,236 @@ def _costs(ledger: Sequence[LedgerRecord], successes: int) -> CostSummary:
     )
 
 
+def _fixed_costs(costs: CostSummary, n_ledger: int) -> dict[str, Estimate]:
+    """The ledger sums gates may use, as exact estimates."""
+    return {
+        "total_cost": _exact(costs.total_cost, n_ledger),
+        "cost_per_success": _exact(costs.cost_per_success, costs.successes),
+        "judge_cost_share": _exact(costs.judge_share, costs.per_role["judge"].attempts),
+        **{f"{role}_cost": _exact(c.cost, c.attempts) for role, c in costs.per_role.items()},
+    }
+
+
+def _pair_infos(records: Sequence[CaseRecord], close_threshold: float) -> dict[str, PairInfo]:
+    """Every declared pair seen in the records with its gap and class, sorted by pair id."""
+    classes = classify_pairs(records, close_threshold)
+    gaps = pair_gaps(records)
+    pairs: dict[str, PairInfo] = {}
+    for r in records:
+        if r.pair_id not in pairs:
+            lr = (r.agent_left, r.agent_right)
+            pairs[r.pair_id] = PairInfo(r.pair_id, lr[0], lr[1], gaps[lr], classes[lr])
+    return dict(sorted(pairs.items()))
+
+
+def _verdict_rates(acc: _Acc, r: CaseRecord, pair_class: str) -> None:
+    """Position bias, LRS and longer-wins of one non-error, non-tie verdict."""
+    t = acc.t_index[r.task_id]
+    is_a = float(r.judge_choice == "A")
+    acc.add(("position_bias",), t, is_a)
+    acc.add(("position_bias", "pair", r.pair_id), t, is_a)
+    if r.reward_left != r.reward_right:
+        picked_low = float(r.lower_reward_selected is True)
+        for key in (("lrs",), ("lrs", pair_class), ("lrs", "pair", r.pair_id)):
+            acc.add(key, t, picked_low)
+            if picked_low:
+                acc.drive([key], r.case_id)
+    elif r.chars_left != r.chars_right:
+        left = _chosen_left(r, r.judge_choice)
+        longer_left = r.chars_left > r.chars_right
+        acc.add(("longer_wins_rate",), t, float(left == longer_left))
+
+
+def _case_rates(acc: _Acc, records: Sequence[CaseRecord], pairs: dict[str, PairInfo]) -> VerbosityDetails:
+    """Case-level rates: judge errors, verbosity words, then position bias, LRS and longer-wins."""
+    for pid in pairs:
+        for m in _PAIR_METRICS:
+            acc.ensure((m, "pair", pid))
+    for key in [*((m,) for m in _PAIR_METRICS), ("lrs", "close"), ("lrs", "distant")]:
+        acc.ensure(key)
+    acc.ensure(("verbosity_word_rate",))
+    acc.ensure(("longer_wins_rate",))
+    word_counts = dict.fromkeys(LENGTH_STYLE_WORDS, 0)
+    verbose_cases: list[str] = []
+    reasons_checked = 0
+    for r in records:
+        t = acc.t_index[r.task_id]
+        is_error = r.judge_choice == "error"
+        acc.add(("judge_error_rate",), t, float(is_error))
+        if is_error:
+            acc.drive([("judge_error_rate",), ("judge_error_rate", "pair", r.pair_id)], r.case_id)
+        acc.add(("judge_error_rate", "pair", r.pair_id), t, float(is_error))
+        if is_error:
+            continue
+        reasons_checked += 1
+        reason = r.judge_reason.casefold()
+        hits = [w for w in LENGTH_STYLE_WORDS if w.casefold() in reason]
+        for w in hits:
+            word_counts[w] += 1
+        if hits:
+            verbose_cases.append(r.case_id)
+            acc.drive([("verbosity_word_rate",)], r.case_id)
+        acc.add(("verbosity_word_rate",), t, float(bool(hits)))
+        if r.judge_choice != "tie":
+            _verdict_rates(acc, r, pairs[r.pair_id].pair_class)
+    return VerbosityDetails(
+        word_counts=word_counts,
+        case_ids=sorted(verbose_cases),
+        reasons_checked=reasons_checked,
+        longer_wins=acc.total(("longer_wins_rate",), 0),
+        longer_wins_n=acc.total(("longer_wins_rate",), 1),
+    )
+
+
+def _flips(acc: _Acc, records: Sequence[CaseRecord]) -> list[FlippedGroup]:
+    """Position flips: (task, pair, sample) groups judged in both orders, neither an error."""
+    groups: dict[tuple[str, str, int], dict[str, CaseRecord]] = {}
+    for r in records:
+        groups.setdefault((r.task_id, r.pair_id, r.sample), {}).setdefault(r.blind_order, r)
+    flipped: list[FlippedGroup] = []
+    for (task_id, pid, sample), by_order in sorted(groups.items()):
+        ab, ba = by_order.get("A=left"), by_order.get("A=right")
+        if ab is None or ba is None or "error" in (ab.judge_choice, ba.judge_choice):
+            continue
+        flip = ab.preferred_agent != ba.preferred_agent
+        t = acc.t_index[task_id]
+        acc.add(("flip_rate",), t, float(flip))
+        acc.add(("flip_rate", "pair", pid), t, float(flip))
+        if flip:
+            group = FlippedGroup(task_id, pid, sample, ab.preferred_agent, ba.preferred_agent)
+            flipped.append(group)
+            acc.drive([("flip_rate",), ("flip_rate", "pair", pid)], group.label())
+    return flipped
+
+
+@dataclass(frozen=True)
+class _TranscriptRates:
+    """What the transcript phase found: the agents, satisfied-but-failed transcripts, successes."""
+
+    agents: list[str]
+    sat_failed: list[tuple[str, str, int]]
+    successes: int
+
+
+def _transcript_rates(acc: _Acc, records: Sequence[CaseRecord]) -> _TranscriptRates:
+    """Success and satisfied-but-failed rates over distinct (task, agent, sample) transcripts."""
+    transcripts: dict[tuple[str, str, int], tuple[bool, bool | None]] = {}
+    for r in records:
+        transcripts.setdefault((r.task_id, r.agent_left, r.sample), (r.task_success_left, r.user_sat_left))
+        transcripts.setdefault((r.task_id, r.agent_right, r.sample), (r.task_success_right, r.user_sat_right))
+    agents = sorted({a for _, a, _ in transcripts})
+    for name in _AGENT_METRICS:
+        acc.ensure((name,))
+        for a in agents:
+            acc.ensure((name, "agent", a))
+    sat_failed: list[tuple[str, str, int]] = []
+    successes = 0
+    for (task_id, agent, sample), (success, sat) in sorted(transcripts.items()):
+        t = acc.t_index[task_id]
+        successes += int(success)
+        for key in (("success_rate",), ("success_rate", "agent", agent)):
+            acc.add(key, t, float(success))
+        if sat is None:
+            continue
+        bad = bool(sat) and not success
+        keys: list[Key] = [("sat_but_failed_rate",), ("sat_but_failed_rate", "agent", agent)]
+        if bad:
+            sat_failed.append((task_id, agent, sample))
+            acc.drive(keys, f"{task_id}/{agent}#{sample}")
+        for bad_key in keys:
+            acc.add(bad_key, t, float(bad))
+    return _TranscriptRates(agents, sat_failed, successes)
+
+
+def _agree(confusion: dict[str, FloatArray], kind: str, t: int, c1: str, c2: str) -> None:
+    """Count one pair of A/B/tie verdicts in the ``kind`` table and in ``all``."""
+    cell = 3 * _CATS[c1] + _CATS[c2]
+    confusion[kind][t, cell] += 1
+    confusion["all"][t, cell] += 1
+
+
+def _case_agreement(acc: _Acc, confusion: dict[str, FloatArray], r: CaseRecord, pair_class: str) -> None:
+    """One case's judgments: accuracy per judge, repeat pairs and judge pairs into the confusion tables."""
+    t = acc.t_index[r.task_id]
+    by_judge: dict[str, list[tuple[int, str]]] = {}
+    for jd in r.judgments:
+        by_judge.setdefault(jd.judge, []).append((jd.repeat, jd.choice))
+        if jd.choice in ("A", "B") and r.reward_left != r.reward_right:
+            correct = _chosen_left(r, jd.choice) == (r.reward_left > r.reward_right)
+            for c in ("all", pair_class):
+                acc.add(("judge_accuracy", jd.judge, c), t, float(correct))
+    for verdicts in by_judge.values():
+        ok = [c for _, c in sorted(verdicts) if c in _CATS]
+        for i in range(len(ok)):
+            for k in range(i + 1, len(ok)):
+                _agree(confusion, "repeats", t, ok[i], ok[k])
+    firsts = {j: min(v)[1] for j, v in by_judge.items()}
+    names = sorted(firsts)
+    for i in range(len(names)):
+        for k in range(i + 1, len(names)):
+            c1, c2 = firsts[names[i]], firsts[names[k]]
+            if c1 in _CATS and c2 in _CATS:
+                _agree(confusion, "judges", t, c1, c2)
+
+
+def _judge_agreement(
+    acc: _Acc, records: Sequence[CaseRecord], pairs: dict[str, PairInfo]
+) -> tuple[list[str], dict[str, FloatArray]]:
+    """The judges seen in ``judgments`` and the per-task 3x3 agreement tables per kind (rows of 9)."""
+    confusion = {k: np.zeros((acc.n_tasks, 9), dtype=np.float64) for k in _AGREEMENT_KINDS}
+    judges = sorted({j.judge for r in records for j in r.judgments})
+    for j in judges:
+        for c in ("all", *_CLASSES):
+            acc.ensure(("judge_accuracy", j, c))
+    for r in records:
+        if r.judgments:
+            _case_agreement(acc, confusion, r, pairs[r.pair_id].pair_class)
+    return judges, confusion
+
+
+def _statistics(acc: _Acc, confusion: dict[str, FloatArray]) -> dict[Key, _Stat]:
+    """Every accumulated sum as a statistic, plus agreement ratios and kappas from the tables."""
+    stats: dict[Key, _Stat] = {}
+    for key, arr in acc.data.items():
+        interval = "wilson" if key[0] in _AGENT_METRICS else "bootstrap"
+        stats[key] = _Stat("ratio", arr, interval)
+    diag = np.array([0, 4, 8])
+    for kind, conf in confusion.items():
+        stats[("judge_kappa", kind)] = _Stat("kappa", conf)
+        agree = np.stack([conf[:, diag].sum(axis=1), conf.sum(axis=1)], axis=1)
+        stats[("judge_agreement", kind)] = _Stat("ratio", agree)
+    return stats
+
+
+def _ratio_samples(stats: dict[Key, _Stat], counts: FloatArray) -> dict[Key, FloatArray]:
+    """Every ratio statistic in every resample, from one matrix product."""
+    samples: dict[Key, FloatArray] = {}
+    ratio_keys = [k for k, s in stats.items() if s.kind == "ratio"]
+    if ratio_keys:
+        stacked = np.concatenate([stats[k].per_task for k in ratio_keys], axis=1)  # (T, 2M)
+        agg = counts @ stacked
+        rates = _ratio_rows(agg[:, 0::2], agg[:, 1::2])
+        for i, rk in enumerate(ratio_keys):
+            samples[rk] = np.ascontiguousarray(rates[:, i])
+    return samples
+
+
+def _agreement_details(
+    table: _Statistics, confusion: dict[str, FloatArray], judges: Sequence[str]
+) -> AgreementDetails:
+    """Agreement, kappa, pooled confusion tables and per-judge accuracy."""
+    return AgreementDetails(
+        agreement={k: table.estimate(("judge_agreement", k)) for k in _AGREEMENT_KINDS},
+        kappa={k: table.estimate(("judge_kappa", k)) for k in _AGREEMENT_KINDS},
+        confusion={
+            k: [[int(v) for v in row] for row in c.sum(axis=0).reshape(3, 3)] for k, c in confusion.items()
+        },
+        accuracy={
+            j: {c: table.estimate(("judge_accuracy", j, c)) for c in ("all", *_CLASSES)} for j in judges
+        },
+    )
+
+
 def compute_metrics(
     records: Sequence[CaseRecord],
     *,
@@ -679,262 +984,43 @@ def compute_metrics(
 ) -> SuiteMetrics:
     """All suite metrics (docs/protocol.md#metrics) from case records (and the ledger for costs);
     deterministic in seed."""
-    tasks = sorted({r.task_id for r in records})
-    t_index = {t: i for i, t in enumerate(tasks)}
-    n_tasks = len(tasks)
-    classes = classify_pairs(records, close_threshold)
-    gaps = pair_gaps(records)
-    acc = _Acc(n_tasks)
-    key: tuple[str, ...]
-    drivers: dict[tuple[str, ...], list[str]] = {}
-
-    pairs: dict[str, PairInfo] = {}
-    for r in records:
-        if r.pair_id not in pairs:
-            lr = (r.agent_left, r.agent_right)
-            pairs[r.pair_id] = PairInfo(r.pair_id, lr[0], lr[1], gaps[lr], classes[lr])
-    pairs = dict(sorted(pairs.items()))
-    pair_keys = ("lrs", "flip_rate", "position_bias", "judge_error_rate")
-    for pid in pairs:
-        for m in pair_keys:
-            acc.ensure((m, "pair", pid))
-    for key in [(m,) for m in pair_keys] + [("lrs", "close"), ("lrs", "distant")]:
-        acc.ensure(key)
-    for key in [("verbosity_word_rate",), ("longer_wins_rate",)]:
-        acc.ensure(key)
-
-    # case-level rates
-    word_counts = dict.fromkeys(LENGTH_STYLE_WORDS, 0)
-    verbose_cases: list[str] = []
-    reasons_checked = 0
-    for r in records:
-        t = t_index[r.task_id]
-        cls = pairs[r.pair_id].pair_class
-        is_error = r.judge_choice == "error"
-        acc.add(("judge_error_rate",), t, float(is_error))
-        if is_error:
-            for key in (("judge_error_rate",), ("judge_error_rate", "pair", r.pair_id)):
-                drivers.setdefault(key, []).append(r.case_id)
-        acc.add(("judge_error_rate", "pair", r.pair_id), t, float(is_error))
-        if is_error:
-            continue
-        reasons_checked += 1
-        reason = r.judge_reason.casefold()
-        hits = [w for w in LENGTH_STYLE_WORDS if w.casefold() in reason]
-        for w in hits:
-            word_counts[w] += 1
-        if hits:
-            verbose_cases.append(r.case_id)
-            drivers.setdefault(("verbosity_word_rate",), []).append(r.case_id)
-        acc.add(("verbosity_word_rate",), t, float(bool(hits)))
-        if r.judge_choice == "tie":
-            continue
-        is_a = float(r.judge_choice == "A")
-        acc.add(("position_bias",), t, is_a)
-        acc.add(("position_bias", "pair", r.pair_id), t, is_a)
-        if r.reward_left != r.reward_right:
-            picked_low = float(r.lower_reward_selected is True)
-            for key in (("lrs",), ("lrs", cls), ("lrs", "pair", r.pair_id)):
-                acc.add(key, t, picked_low)
-                if picked_low:
-                    drivers.setdefault(key, []).append(r.case_id)
-        elif r.chars_left != r.chars_right:
-            left = _chosen_left(r, r.judge_choice)
-            longer_left = r.chars_left > r.chars_right
-            acc.add(("longer_wins_rate",), t, float(left == longer_left))
-
-    # position flips
-    groups: dict[tuple[str, str, int], dict[str, CaseRecord]] = {}
-    for r in records:
-        groups.setdefault((r.task_id, r.pair_id, r.sample), {}).setdefault(r.blind_order, r)
-    flipped: list[FlippedGroup] = []
-    for (task_id, pid, sample), by_order in sorted(groups.items()):
-        ab, ba = by_order.get("A=left"), by_order.get("A=right")
-        if ab is None or ba is None or "error" in (ab.judge_choice, ba.judge_choice):
-            continue
-        flip = ab.preferred_agent != ba.preferred_agent
-        t = t_index[task_id]
-        acc.add(("flip_rate",), t, float(flip))
-        acc.add(("flip_rate", "pair", pid), t, float(flip))
-        if flip:
-            group = FlippedGroup(task_id, pid, sample, ab.preferred_agent, ba.preferred_agent)
-            flipped.append(group)
-            for key in (("flip_rate",), ("flip_rate", "pair", pid)):
-                drivers.setdefault(key, []).append(group.label())
-
-    # transcripts
-    transcripts: dict[tuple[str, str, int], tuple[bool, bool | None]] = {}
-    for r in records:
-        transcripts.setdefault((r.task_id, r.agent_left, r.sample), (r.task_success_left, r.user_sat_left))
-        transcripts.setdefault((r.task_id, r.agent_right, r.sample), (r.task_success_right, r.user_sat_right))
-    agents = sorted({a for _, a, _ in transcripts})
-    for name in ("success_rate", "sat_but_failed_rate"):
-        acc.ensure((name,))
-        for a in agents:
-            acc.ensure((name, "agent", a))
-    sat_failed: list[tuple[str, str, int]] = []
-    successes = 0
-    for (task_id, agent, sample), (success, sat) in sorted(transcripts.items()):
-        t = t_index[task_id]
-        successes += int(success)
-        for key in (("success_rate",), ("success_rate", "agent", agent)):
-            acc.add(key, t, float(success))
-        if sat is None:
-            continue
-        bad = bool(sat) and not success
-        if bad:
-            sat_failed.append((task_id, agent, sample))
-            for key in (("sat_but_failed_rate",), ("sat_but_failed_rate", "agent", agent)):
-                drivers.setdefault(key, []).append(f"{task_id}/{agent}#{sample}")
-        for key in (("sat_but_failed_rate",), ("sat_but_failed_rate", "agent", agent)):
-            acc.add(key, t, float(bad))
-
-    # judge agreement and accuracy
-    confusion = {k: np.zeros((n_tasks, 9), dtype=np.float64) for k in _AGREEMENT_KINDS}
-    judges = sorted({j.judge for r in records for j in r.judgments})
-    for j in judges:
-        for c in ("all", *_CLASSES):
-            acc.ensure(("judge_accuracy", j, c))
-    for r in records:
-        if not r.judgments:
-            continue
-        t = t_index[r.task_id]
-        by_judge: dict[str, list[tuple[int, str]]] = {}
-        for jd in r.judgments:
-            by_judge.setdefault(jd.judge, []).append((jd.repeat, jd.choice))
-            if jd.choice in ("A", "B") and r.reward_left != r.reward_right:
-                correct = _chosen_left(r, jd.choice) == (r.reward_left > r.reward_right)
-                for c in ("all", pairs[r.pair_id].pair_class):
-                    acc.add(("judge_accuracy", jd.judge, c), t, float(correct))
-        for verdicts in by_judge.values():
-            ok = [c for _, c in sorted(verdicts) if c in _CATS]
-            for i in range(len(ok)):
-                for k in range(i + 1, len(ok)):
-                    cell = 3 * _CATS[ok[i]] + _CATS[ok[k]]
-                    confusion["repeats"][t, cell] += 1
-                    confusion["all"][t, cell] += 1
-        firsts = {j: min(v)[1] for j, v in by_judge.items()}
-        names = sorted(firsts)
-        for i in range(len(names)):
-            for k in range(i + 1, len(names)):
-                c1, c2 = firsts[names[i]], firsts[names[k]]
-                if c1 in _CATS and c2 in _CATS:
-                    cell = 3 * _CATS[c1] + _CATS[c2]
-                    confusion["judges"][t, cell] += 1
-                    confusion["all"][t, cell] += 1
-
-    stats: dict[tuple[str, ...], _Stat] = {}
-    for key, arr in acc.data.items():
-        interval = "wilson" if key[0] in ("success_rate", "sat_but_failed_rate") else "bootstrap"
-        stats[key] = _Stat("ratio", arr, interval)
-    diag = np.array([0, 4, 8])
-    for kind, conf in confusion.items():
-        stats[("judge_kappa", kind)] = _Stat("kappa", conf)
-        agree = np.stack([conf[:, diag].sum(axis=1), conf.sum(axis=1)], axis=1)
-        stats[("judge_agreement", kind)] = _Stat("ratio", agree)
-
-    counts = resample_counts(n_tasks, rounds, np.random.default_rng(seed))
-    # One matrix product for every ratio statistic.
-    samples: dict[tuple[str, ...], FloatArray] = {}
-    ratio_keys = [k for k, s in stats.items() if s.kind == "ratio"]
-    if ratio_keys:
-        stacked = np.concatenate([stats[k].per_task for k in ratio_keys], axis=1)  # (T, 2M)
-        agg = counts @ stacked
-        rates = _ratio_rows(agg[:, 0::2], agg[:, 1::2])
-        for i, rk in enumerate(ratio_keys):
-            samples[rk] = np.ascontiguousarray(rates[:, i])
-
-    costs = _costs(ledger, successes)
-    n_ledger = len(ledger)
-    fixed = {
-        "total_cost": _exact(costs.total_cost, n_ledger),
-        "cost_per_success": _exact(costs.cost_per_success, costs.successes),
-        "judge_cost_share": _exact(costs.judge_share, costs.per_role["judge"].attempts),
-        **{f"{role}_cost": _exact(c.cost, c.attempts) for role, c in costs.per_role.items()},
-    }
-
-    result = SuiteMetrics(
-        metrics={},
-        per_pair={},
-        per_agent={},
+    acc = _Acc(sorted({r.task_id for r in records}))
+    pairs = _pair_infos(records, close_threshold)
+    verbosity = _case_rates(acc, records, pairs)
+    flipped = _flips(acc, records)
+    found = _transcript_rates(acc, records)
+    judges, confusion = _judge_agreement(acc, records, pairs)
+    stats = _statistics(acc, confusion)
+    counts = resample_counts(acc.n_tasks, rounds, np.random.default_rng(seed))
+    costs = _costs(ledger, found.successes)
+    table = _Statistics(
+        stats=stats,
+        counts=counts,
+        fixed=_fixed_costs(costs, len(ledger)),
+        drivers=acc.drivers,
+        pairs=pairs,
+        agents=found.agents,
+        judges=judges,
+        samples=_ratio_samples(stats, counts),
+    )
+    return SuiteMetrics(
+        metrics={name: table.estimate(table.resolve(name, ())) for name in _HEADLINE},
+        per_pair={pid: {m: table.estimate((m, "pair", pid)) for m in _PAIR_METRICS} for pid in pairs},
+        per_agent={a: {m: table.estimate((m, "agent", a)) for m in _AGENT_METRICS} for a in found.agents},
         pairs=pairs,
         flipped=flipped,
-        lrs_close_minus_distant=_none(),
-        p_value=None,
-        verbosity=VerbosityDetails(
-            word_counts=word_counts,
-            case_ids=sorted(verbose_cases),
-            reasons_checked=reasons_checked,
-            longer_wins=round(float(acc.data[("longer_wins_rate",)][:, 0].sum())),
-            longer_wins_n=round(float(acc.data[("longer_wins_rate",)][:, 1].sum())),
-        ),
-        agreement=AgreementDetails({}, {}, {}, {}),
+        lrs_close_minus_distant=table.estimate(("lrs_close_minus_distant",)),
+        p_value=table.close_minus_distant_p(),
+        verbosity=verbosity,
+        agreement=_agreement_details(table, confusion, judges),
         costs=costs,
-        sat_but_failed_examples=sat_failed,
+        sat_but_failed_examples=found.sat_failed,
         n_cases=len(records),
-        n_tasks=n_tasks,
+        n_tasks=acc.n_tasks,
         expected_cases=expected_cases,
         missing_cases=(expected_cases - len(records)) if expected_cases is not None else None,
         close_threshold=close_threshold,
         seed=seed,
         rounds=rounds,
-        _stats=stats,
-        _counts=counts,
-        _fixed=fixed,
-        _samples=samples,
-        _drivers=drivers,
+        _table=table,
     )
-
-    # LRS close vs distant
-    close_key, distant_key = ("lrs", "close"), ("lrs", "distant")
-    e_close, e_distant = result._estimate(close_key), result._estimate(distant_key)
-    n_diff = min(e_close.n, e_distant.n)
-    if e_close.value is not None and e_distant.value is not None:
-        diff = result._diff_samples(close_key, distant_key)
-        finite = diff[np.isfinite(diff)]
-        low, high = _percentiles(diff)
-        result.lrs_close_minus_distant = Estimate(
-            e_close.value - e_distant.value, n_diff, low, high, "bootstrap-tasks"
-        )
-        result.p_value = float(np.mean(finite <= 0.0)) if finite.size else None
-    else:
-        result.lrs_close_minus_distant = _none(n_diff)
-
-    headline: list[tuple[str, tuple[str, ...]]] = [
-        ("lrs", ()),
-        ("lrs_close", ()),
-        ("lrs_distant", ()),
-        ("lrs_close_minus_distant", ()),
-        ("flip_rate", ()),
-        ("position_bias", ()),
-        ("judge_error_rate", ()),
-        ("sat_but_failed_rate", ()),
-        ("success_rate", ()),
-        ("verbosity_word_rate", ()),
-        ("longer_wins_rate", ()),
-        ("judge_agreement", ()),
-        ("judge_kappa", ()),
-        ("total_cost", ()),
-        ("agent_cost", ()),
-        ("user_sim_cost", ()),
-        ("judge_cost", ()),
-        ("cost_per_success", ()),
-        ("judge_cost_share", ()),
-    ]
-    result.metrics = {name: result.lookup(name, args) for name, args in headline}
-    result.per_pair = {pid: {m: result._estimate((m, "pair", pid)) for m in pair_keys} for pid in pairs}
-    result.per_agent = {
-        a: {m: result._estimate((m, "agent", a)) for m in ("success_rate", "sat_but_failed_rate")}
-        for a in agents
-    }
-    result.agreement = AgreementDetails(
-        agreement={k: result._estimate(("judge_agreement", k)) for k in _AGREEMENT_KINDS},
-        kappa={k: result._estimate(("judge_kappa", k)) for k in _AGREEMENT_KINDS},
-        confusion={
-            k: [[int(v) for v in row] for row in c.sum(axis=0).reshape(3, 3)] for k, c in confusion.items()
-        },
-        accuracy={
-            j: {c: result._estimate(("judge_accuracy", j, c)) for c in ("all", *_CLASSES)} for j in judges
-        },
-    )
-    return result
