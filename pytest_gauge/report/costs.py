@@ -155,23 +155,20 @@ def _role_price_basis(costs: list[ModelCost], role: str, prices: dict[str, Price
     return "; ".join(f"{m}: {_price_basis(prices, m)}" for m in models)
 
 
-def render_token_cost(ctx: ReportContext) -> str:
-    """Role × calls × tokens × price basis × cost, totals, cost per success, judge share, spent this run."""
-    suite = _suite(ctx)
+_INTRO = (
+    "Every gateway attempt in the ledger counts: retries and failed requests are included in the calls, "
+    "attempts, tokens and cost"
+    + ("" if COST_INCLUDES_RETRIES else " (not: this build excludes them)")
+    + ". Costs are nominal: cached answers count at what they cost when they were made "
+    "(what this run actually spent is under “Spent this run”). Token counts come from each response's "
+    "`usage`; a call without usage is flagged `usage_missing`, listed below, and never estimated into "
+    "the cost. A model without a configured price has cost `unknown`, never $0."
+)
+
+
+def _by_role(ctx: ReportContext, per_model: list[ModelCost], prices: dict[str, Price]) -> list[str]:
+    """The per-role table with its total row, then cost per success and the judge's share."""
     costs = ctx.metrics.costs
-    prices = _prices(ctx)
-    per_model = model_costs(ctx.ledger)
-    lines = [f"# Token and cost accounting: {suite}", ""]
-    lines.append(
-        "Every gateway attempt in the ledger counts: retries and failed requests are included in the calls, "
-        "attempts, tokens and cost"
-        + ("" if COST_INCLUDES_RETRIES else " (not: this build excludes them)")
-        + ". Costs are nominal: cached answers count at what they cost when they were made "
-        "(what this run actually spent is under “Spent this run”). Token counts come from each response's "
-        "`usage`; a call without usage is flagged `usage_missing`, listed below, and never estimated into "
-        "the cost. A model without a configured price has cost `unknown`, never $0."
-    )
-    lines += ["", "## By role", ""]
     rows = []
     tot_calls = tot_attempts = tot_in = tot_out = tot_missing = 0
     for role in ROLES:
@@ -224,7 +221,7 @@ def render_token_cost(ctx: ReportContext) -> str:
         "cost",
         "usage missing",
     ]
-    lines += _table(header, rows, "lrrrrrlrr")
+    lines = ["", "## By role", "", *_table(header, rows, "lrrrrrlrr")]
     lines += [
         "",
         f"- Cost per success: {_per_success(costs.cost_per_success, costs.successes, costs.total_cost)} "
@@ -233,77 +230,78 @@ def render_token_cost(ctx: ReportContext) -> str:
     ]
     if not ctx.ledger:
         lines.append("- No ledger records: costs are unknown.")
+    return lines
 
-    if per_model:
-        lines += ["", "## By model", ""]
-        mrows = [
-            [
-                c.role,
-                c.model,
-                _int(c.calls),
-                _int(c.attempts),
-                _int(c.failed),
-                _int(c.input_tokens),
-                _int(c.output_tokens),
-                _price_basis(prices, c.model),
-                _usd(c.cost),
-            ]
-            for c in per_model
+
+def _by_model(per_model: list[ModelCost], prices: dict[str, Price]) -> list[str]:
+    """The per-(role, model) table and a line per unpriced model; nothing without ledger records."""
+    if not per_model:
+        return []
+    lines = ["", "## By model", ""]
+    mrows = [
+        [
+            c.role,
+            c.model,
+            _int(c.calls),
+            _int(c.attempts),
+            _int(c.failed),
+            _int(c.input_tokens),
+            _int(c.output_tokens),
+            _price_basis(prices, c.model),
+            _usd(c.cost),
         ]
-        lines += _table(
-            [
-                "role",
-                "model",
-                "calls",
-                "attempts",
-                "failed",
-                "input tokens",
-                "output tokens",
-                "price basis",
-                "cost",
-            ],
-            mrows,
-            "llrrrrrlr",
-        )
-        unpriced = [c for c in per_model if c.unpriced_attempts]
-        if unpriced:
-            lines.append("")
-            for c in unpriced:
-                lines.append(
-                    f"- `{c.model}` ({c.role}) has no configured price: {c.unpriced_attempts} attempts "
-                    "with usage have cost unknown, so the role and total costs are unknown."
-                )
+        for c in per_model
+    ]
+    lines += _table(
+        [
+            "role",
+            "model",
+            "calls",
+            "attempts",
+            "failed",
+            "input tokens",
+            "output tokens",
+            "price basis",
+            "cost",
+        ],
+        mrows,
+        "llrrrrrlr",
+    )
+    unpriced = [c for c in per_model if c.unpriced_attempts]
+    if unpriced:
+        lines.append("")
+        for c in unpriced:
+            lines.append(
+                f"- `{c.model}` ({c.role}) has no configured price: {c.unpriced_attempts} attempts "
+                "with usage have cost unknown, so the role and total costs are unknown."
+            )
+    return lines
 
-    lines += ["", "## Spent this run", ""]
+
+def _spend_row(label: str, s: Spend) -> list[str]:
+    return [
+        label,
+        _int(s.live_calls),
+        _int(s.cached_calls),
+        _int(s.live_tokens),
+        _int(s.cached_tokens),
+        _usd(s.spent_usd),
+    ]
+
+
+def _spent(ledger: Sequence[LedgerRecord]) -> list[str]:
+    """Live versus cached calls per role and what this run actually spent."""
+    lines = ["", "## Spent this run", ""]
     lines.append(
         "Live calls reached the gateway in this run; cached calls were answered from the response cache "
         "and spent nothing."
     )
     lines.append("")
-    srows = []
-    for role in ROLES:
-        s = spent_this_run(ctx.ledger, role)
-        srows.append(
-            [
-                role,
-                _int(s.live_calls),
-                _int(s.cached_calls),
-                _int(s.live_tokens),
-                _int(s.cached_tokens),
-                _usd(s.spent_usd),
-            ]
-        )
-    total = spent_this_run(ctx.ledger)
-    srows.append(
-        [
-            "**total**",
-            _int(total.live_calls),
-            _int(total.cached_calls),
-            _int(total.live_tokens),
-            _int(total.cached_tokens),
-            _usd(total.spent_usd),
-        ]
-    )
+    total = spent_this_run(ledger)
+    srows = [
+        *(_spend_row(role, spent_this_run(ledger, role)) for role in ROLES),
+        _spend_row("**total**", total),
+    ]
     lines += _table(
         ["role", "live calls", "cached calls", "live tokens", "cached tokens", "spent"], srows, "lrrrrr"
     )
@@ -311,16 +309,20 @@ def render_token_cost(ctx: ReportContext) -> str:
     if total.live_calls == 0 and total.cached_calls > 0:
         lines.append("Fully cached run: nothing was spent ($0).")
     else:
-        live_missing = sum(1 for x in ctx.ledger if x.usage_missing and not x.cache_hit)
+        live_missing = sum(1 for x in ledger if x.usage_missing and not x.cache_hit)
         lines.append(f"Spent this run: {usd_at_least(total.spent_usd, live_missing)}.")
     if total.possibly_billed:
         lines.append(
             f"{total.possibly_billed} live attempts (timeouts, bad responses, attempts interrupted in flight)"
             " may have been billed without reporting usage: possibly spent, not in the spent total."
         )
+    return lines
 
-    missing = sorted((x for x in ctx.ledger if x.usage_missing), key=LedgerRecord.sort_key)
-    lines += ["", f"## Calls without usage ({len(missing)})", ""]
+
+def _without_usage(ledger: Sequence[LedgerRecord]) -> list[str]:
+    """The first 20 attempts whose response reported no usage."""
+    missing = sorted((x for x in ledger if x.usage_missing), key=LedgerRecord.sort_key)
+    lines = ["", f"## Calls without usage ({len(missing)})", ""]
     if missing:
         lines.append(
             "These responses reported no `usage`: their tokens are not counted and they add nothing to the "
@@ -336,4 +338,16 @@ def render_token_cost(ctx: ReportContext) -> str:
             lines.append(f"\n… and {len(missing) - 20} more (see agent_runs.jsonl).")
     else:
         lines.append("Every response reported its usage.")
+    return lines
+
+
+def render_token_cost(ctx: ReportContext) -> str:
+    """Role × calls × tokens × price basis × cost, totals, cost per success, judge share, spent this run."""
+    prices = _prices(ctx)
+    per_model = model_costs(ctx.ledger)
+    lines = [f"# Token and cost accounting: {_suite(ctx)}", "", _INTRO]
+    lines += _by_role(ctx, per_model, prices)
+    lines += _by_model(per_model, prices)
+    lines += _spent(ctx.ledger)
+    lines += _without_usage(ctx.ledger)
     return "\n".join(lines) + "\n"

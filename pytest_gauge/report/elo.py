@@ -156,26 +156,9 @@ def _reading(rows: Sequence[dict[str, Any]]) -> str:
     return " ".join(sentences)
 
 
-def render_elo_md(report: EloReport) -> str:
-    """``elo.md``: agents with Elo, interval, rank and tokens per task; fit problems; Elo per token by compute
-    tier with a rule-based reading per family; per-task strengths; link to ``elo.svg``."""
+def _agents_table(report: EloReport) -> list[str]:
+    """One row per agent: Elo, interval, rank, judged tasks and tokens per task."""
     res = report.result
-    title = f"# Elo and test-time compute: {report.suite}" if report.suite else "# Elo and test-time compute"
-    lines = [
-        title,
-        "",
-        f"Bradley-Terry strengths on an Elo scale (anchor {elo_text(res.anchor)} = mean strength), pooled "
-        f"over {res.n_tasks} tasks and {res.n_comparisons} judged comparisons (both blind orders count, "
-        "a tie counts half each way, judge errors are left out). 95% intervals: 2.5/97.5 percentiles of "
-        f"{res.rounds} bootstrap resamples of tasks (seed {report.seed}). Rank = 1 + the number of "
-        "agents whose interval lies entirely above this agent's. Tokens per task are nominal (every "
-        "attempt, cache hits included), averaged over the agent's tasks: *all roles* = its agent and "
-        "simulated-user calls plus half of the judge tokens of every case it was judged in; *agent* = "
-        "its own calls only.",
-        "",
-        "## Agents",
-        "",
-    ]
     rows = []
     for a in ordered_agents(report):
         ts = agent_tokens(report, a)
@@ -190,12 +173,17 @@ def render_elo_md(report: EloReport) -> str:
                 tokens_text(ts.agent_tokens_per_task if ts else None),
             ]
         )
-    lines += _table(
+    return _table(
         ["agent", "Elo", "95% CI", "rank", "judged tasks", "tokens/task (all roles)", "tokens/task (agent)"],
         rows,
         "lrlrrrr",
     )
-    lines += ["", "## Problems and notes", ""]
+
+
+def _problems(report: EloReport) -> list[str]:
+    """The fit's problems (or why there are none) and the notes."""
+    res = report.result
+    lines = ["", "## Problems and notes", ""]
     if res.problems:
         lines += [f"- Problem: {p}" for p in res.problems]
     else:
@@ -203,8 +191,12 @@ def render_elo_md(report: EloReport) -> str:
             "- None with the fit: the comparison graph is connected and every agent both won and lost, "
             "so the maximum-likelihood estimate exists."
         )
-    lines += [f"- Note: {n}" for n in [*res.notes, *report.notes]]
-    lines += ["", "## Elo per token by compute tier", "", "![Elo vs tokens](elo.svg)", ""]
+    return lines + [f"- Note: {n}" for n in [*res.notes, *report.notes]]
+
+
+def _tiers(report: EloReport) -> list[str]:
+    """Per compute family: a table of its tiers with Elo gains per token, and the rule-based reading."""
+    lines = ["", "## Elo per token by compute tier", "", "![Elo vs tokens](elo.svg)", ""]
     if not report.families:
         lines.append(
             "No compute tiers declared (agents built with `best_of` or `reflection`); nothing to compare."
@@ -230,8 +222,14 @@ def render_elo_md(report: EloReport) -> str:
             "llrrrrl",
         )
         lines += ["", _reading(fam_rows), ""]
-    lines += ["## Per-task strengths", ""]
+    return lines
+
+
+def _per_task(report: EloReport) -> list[str]:
+    """Elo fitted within each task alone, for the tasks that allow a fit."""
+    res = report.result
     fitted = sorted(res.per_task)
+    lines = ["## Per-task strengths", ""]
     lines.append(
         f"Elo fitted within each task alone (no interval). {len(fitted)} of {res.n_tasks} tasks allow a fit; "
         "tasks where an agent won or lost every comparison, or with fewer than two agents, are left out."
@@ -244,6 +242,30 @@ def render_elo_md(report: EloReport) -> str:
             [[t, *(elo_text(res.per_task[t].get(a)) for a in agents)] for t in fitted],
             "l" + "r" * len(agents),
         )
+    return lines
+
+
+def render_elo_md(report: EloReport) -> str:
+    """``elo.md``: agents with Elo, interval, rank and tokens per task; fit problems; Elo per token by compute
+    tier with a rule-based reading per family; per-task strengths; link to ``elo.svg``."""
+    res = report.result
+    title = f"# Elo and test-time compute: {report.suite}" if report.suite else "# Elo and test-time compute"
+    lines = [
+        title,
+        "",
+        f"Bradley-Terry strengths on an Elo scale (anchor {elo_text(res.anchor)} = mean strength), pooled "
+        f"over {res.n_tasks} tasks and {res.n_comparisons} judged comparisons (both blind orders count, "
+        "a tie counts half each way, judge errors are left out). 95% intervals: 2.5/97.5 percentiles of "
+        f"{res.rounds} bootstrap resamples of tasks (seed {report.seed}). Rank = 1 + the number of "
+        "agents whose interval lies entirely above this agent's. Tokens per task are nominal (every "
+        "attempt, cache hits included), averaged over the agent's tasks: *all roles* = its agent and "
+        "simulated-user calls plus half of the judge tokens of every case it was judged in; *agent* = "
+        "its own calls only.",
+        "",
+        "## Agents",
+        "",
+    ]
+    lines += _agents_table(report) + _problems(report) + _tiers(report) + _per_task(report)
     return "\n".join(lines).rstrip() + "\n"
 
 

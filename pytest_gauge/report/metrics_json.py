@@ -7,7 +7,7 @@ import math
 import numbers
 from typing import Any
 
-from ..analysis.metrics import COST_INCLUDES_RETRIES, Estimate
+from ..analysis.metrics import COST_INCLUDES_RETRIES, Estimate, SuiteMetrics
 from .baseline import repeats_json
 from .common import ROLES, ReportContext, _cases, _categories, _n_tasks, _prices, _suite
 from .costs import model_costs, spent_this_run
@@ -68,6 +68,78 @@ def _metrics_block(ctx: ReportContext) -> dict[str, Any]:
     return out
 
 
+def _gates_json(ctx: ReportContext) -> list[dict[str, Any]]:
+    """Each gate's expression, status, value with interval and count, message, threshold and drivers."""
+    return [
+        {
+            "expr": g.gate.canonical(),
+            "status": g.status,
+            "value": g.value,
+            "low": g.low,
+            "high": g.high,
+            "n": g.n,
+            "message": g.message,
+            "needed_n": g.needed_n,
+            "threshold": g.gate.threshold,
+            "drivers": list(g.drivers),
+        }
+        for g in ctx.gates
+    ]
+
+
+def _costs_json(ctx: ReportContext) -> dict[str, Any]:
+    """Nominal costs per role and per model, totals and the prices used."""
+    costs = ctx.metrics.costs
+    return {
+        # nominal only: the live/cached split is under spent_this_run (a cached re-run changes nothing)
+        "per_role": {
+            r: {k: v for k, v in c.to_json().items() if k != "cached_attempts"}
+            for r, c in costs.per_role.items()
+        },
+        "per_model": [
+            {
+                "role": c.role,
+                "model": c.model,
+                "calls": c.calls,
+                "attempts": c.attempts,
+                "failed": c.failed,
+                "input_tokens": c.input_tokens,
+                "output_tokens": c.output_tokens,
+                "cost": c.cost,
+                "usage_missing": c.usage_missing,
+            }
+            for c in model_costs(ctx.ledger)
+        ],
+        "total_cost": costs.total_cost,
+        "successes": costs.successes,
+        "cost_per_success": costs.cost_per_success,
+        "judge_share": costs.judge_share,
+        "prices": {
+            mod: {
+                "input_per_m": p.input,
+                "output_per_m": p.output,
+                "cached_input_per_m": p.cached_input,
+                "source": p.source,
+            }
+            for mod, p in sorted(_prices(ctx).items())
+        },
+    }
+
+
+def _recommendations_json(m: SuiteMetrics) -> list[dict[str, Any]]:
+    """Every recommendation rule with its threshold, the value it saw and whether it fired."""
+    return [
+        {
+            "rule": r.rule.key,
+            "text": r.rule.text(),
+            "threshold": r.rule.threshold,
+            "value": r.value,
+            "fired": r.fired,
+        }
+        for r in recommendations(m)
+    ]
+
+
 def render_metrics_json(ctx: ReportContext) -> str:
     """Every number of the reports as canonical JSON (sorted keys, 2-space indent, 6-decimal floats)."""
     m = ctx.metrics
@@ -78,21 +150,7 @@ def render_metrics_json(ctx: ReportContext) -> str:
         "number_format": "floats rounded to 6 decimals; null for no number (NaN, no data, unknown cost)",
         "suite": _suite(ctx),
         "metrics": _metrics_block(ctx),
-        "gates": [
-            {
-                "expr": g.gate.canonical(),
-                "status": g.status,
-                "value": g.value,
-                "low": g.low,
-                "high": g.high,
-                "n": g.n,
-                "message": g.message,
-                "needed_n": g.needed_n,
-                "threshold": g.gate.threshold,
-                "drivers": list(g.drivers),
-            }
-            for g in ctx.gates
-        ],
+        "gates": _gates_json(ctx),
         "baseline": ctx.baseline.to_json() if ctx.baseline is not None else None,
         "repeats": repeats_json(ctx.repeats, m.rounds, m.seed),
         "spent_this_run": {
@@ -100,40 +158,7 @@ def render_metrics_json(ctx: ReportContext) -> str:
             "per_role": {role: spent_this_run(ctx.ledger, role).to_json() for role in ROLES},
         },
         "cost_includes_retries": COST_INCLUDES_RETRIES,
-        "costs": {
-            # nominal only: the live/cached split is under spent_this_run (a cached re-run changes nothing)
-            "per_role": {
-                r: {k: v for k, v in c.to_json().items() if k != "cached_attempts"}
-                for r, c in m.costs.per_role.items()
-            },
-            "per_model": [
-                {
-                    "role": c.role,
-                    "model": c.model,
-                    "calls": c.calls,
-                    "attempts": c.attempts,
-                    "failed": c.failed,
-                    "input_tokens": c.input_tokens,
-                    "output_tokens": c.output_tokens,
-                    "cost": c.cost,
-                    "usage_missing": c.usage_missing,
-                }
-                for c in model_costs(ctx.ledger)
-            ],
-            "total_cost": m.costs.total_cost,
-            "successes": m.costs.successes,
-            "cost_per_success": m.costs.cost_per_success,
-            "judge_share": m.costs.judge_share,
-            "prices": {
-                mod: {
-                    "input_per_m": p.input,
-                    "output_per_m": p.output,
-                    "cached_input_per_m": p.cached_input,
-                    "source": p.source,
-                }
-                for mod, p in sorted(_prices(ctx).items())
-            },
-        },
+        "costs": _costs_json(ctx),
         "usage_missing_calls": sorted({x.call_id for x in ctx.ledger if x.usage_missing}),
         "cases": {"expected": expected, "recorded": recorded, "missing": expected - recorded},
         "missing_case_ids": missing,
@@ -145,16 +170,7 @@ def render_metrics_json(ctx: ReportContext) -> str:
             {"task_id": t, "agent": a, "sample": s} for t, a, s in m.sat_but_failed_examples
         ],
         "verbosity": m.verbosity.to_json(),
-        "recommendations": [
-            {
-                "rule": r.rule.key,
-                "text": r.rule.text(),
-                "threshold": r.rule.threshold,
-                "value": r.value,
-                "fired": r.fired,
-            }
-            for r in recommendations(m)
-        ],
+        "recommendations": _recommendations_json(m),
         "close_threshold": m.close_threshold,
         "seed": m.seed,
         "bootstrap_rounds": m.rounds,
