@@ -287,13 +287,8 @@ def _positive_float(text: str) -> float:
     return value
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The ``python -m pytest_gauge`` argument parser with its commands."""
-    parser = argparse.ArgumentParser(
-        prog="python -m pytest_gauge",
-        description="pytest-gauge helper commands (the evaluations themselves run under pytest).",
-    )
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+def _add_doctor(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``doctor``: check the key, base URL and models."""
     doctor = commands.add_parser(
         "doctor",
         help="check the gateway key, base URL and models (one tiny request each)",
@@ -322,6 +317,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--timeout", type=_positive_float, default=DEFAULT_TIMEOUT, help="seconds per request"
     )
 
+
+def _add_cassettes(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``cassettes export``: copy recorded responses for offline replay."""
     cassettes = commands.add_parser("cassettes", help="export recorded responses for offline replay in CI")
     cassette_commands = cassettes.add_subparsers(dest="action", metavar="ACTION", required=True)
     export = cassette_commands.add_parser(
@@ -339,6 +337,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="the recorded run's --gauge-out folder (its manifest: models, hashes)",
     )
 
+
+def _add_cache(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``cache prune``: maintain the response cache."""
     cache = commands.add_parser("cache", help="maintain the response cache")
     cache_commands = cache.add_subparsers(dest="action", metavar="ACTION", required=True)
     prune = cache_commands.add_parser(
@@ -356,6 +357,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     prune.add_argument("--cache-dir", default=DEFAULT_CACHE_DIR, help="cache folder (default .gauge-cache)")
 
+
+def _add_baseline(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``baseline save``: keep a run as the baseline."""
     baseline = commands.add_parser("baseline", help="keep a run as the baseline later runs compare with")
     baseline_commands = baseline.add_subparsers(dest="action", metavar="ACTION", required=True)
     save = baseline_commands.add_parser(
@@ -368,6 +372,9 @@ def build_parser() -> argparse.ArgumentParser:
     save.add_argument("--from", dest="source", default="gauge-out", metavar="OUT", help="--gauge-out folder")
     save.add_argument("--to", required=True, metavar="DIR", help="baseline folder (for --gauge-baseline)")
 
+
+def _add_report(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``report``: (re)write the HTML reports of an output folder."""
     report = commands.add_parser(
         "report",
         help="(re)write the HTML reports of an output folder",
@@ -377,6 +384,20 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument(
         "out_dir", metavar="OUT_DIR", help="a --gauge-out folder (default of runs: gauge-out)"
     )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``python -m pytest_gauge`` argument parser with its commands."""
+    parser = argparse.ArgumentParser(
+        prog="python -m pytest_gauge",
+        description="pytest-gauge helper commands (the evaluations themselves run under pytest).",
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    _add_doctor(commands)
+    _add_cassettes(commands)
+    _add_cache(commands)
+    _add_baseline(commands)
+    _add_report(commands)
     return parser
 
 
