@@ -25,7 +25,7 @@ import pytest
 from syrupy.assertion import SnapshotAssertion
 
 from pytest_gauge.cli import main
-from pytest_gauge.records import CaseRecord, LedgerRecord, ToolCall, Transcript, Turn, Usage
+from pytest_gauge.records import CaseRecord, Judgment, LedgerRecord, ToolCall, Transcript, Turn, Usage
 from pytest_gauge.report.html import (
     GateRow,
     MetricRow,
@@ -146,7 +146,17 @@ def _ledger(work: str, role: str) -> LedgerRecord:
 def tiny_outputs() -> SuiteOutputs:
     """One task, one pair judged in both orders (the BA verdict flips), a failing gate driven by AB."""
     records = (
-        _case("t1-alpha-vs-beta-AB", "AB", "B", selected_reward=0.5, lower_reward_selected=True),
+        _case(
+            "t1-alpha-vs-beta-AB",
+            "AB",
+            "B",
+            selected_reward=0.5,
+            lower_reward_selected=True,
+            judgments=[
+                Judgment("m-judge", 0, "B", 0.9, 0.4, "beta is right"),
+                Judgment("m-judge", 1, "error", None, None, "", raw="{oops", error="malformed verdict"),
+            ],
+        ),
         _case("t1-alpha-vs-beta-BA", "BA", "B", selected_reward=1.0, lower_reward_selected=False),
     )
     return SuiteOutputs(
@@ -203,6 +213,8 @@ def test_payload_redacts_links_and_marks(snapshot: SnapshotAssertion) -> None:
     assert alpha[2] == {"r": "tool", "c": "rc is 4", "id": "c1", "rc": 4}
     assert ab["j"][2] == "[redacted] & [redacted] <differ>"
     assert doc["tasks"] == [["t1", "constraint", "Do the thing, [redacted] <b>now</b>"]]
+    assert [j[:3] for j in ab["js"]] == [["m-judge", 0, "B"], ["m-judge", 1, "error"]]
+    assert ab["js"][0][5] == "[redacted] is right" and ab["js"][1][6:] == ["{oops", "malformed verdict"]
 
 
 def test_page_bytes_snapshot(snapshot: SnapshotAssertion) -> None:
@@ -475,3 +487,26 @@ def test_injected_markup_is_shown_as_text_and_runs_nothing(page: Any, run_out: P
     assert page.execute_script("return window.__gauge_pwned === undefined")
     assert page.execute_script("return document.scripts.length") == 2
     assert page.execute_script("return document.querySelectorAll('#case img, #case b').length") == 0
+
+
+def test_case_view_lists_every_verdict_and_the_ledger(page: Any, tmp_path: Path) -> None:
+    from selenium.webdriver.common.by import By
+
+    path = tmp_path / "index.html"
+    path.write_text(render_suite_html(tiny_outputs(), _redact(tiny_outputs())), encoding="utf-8")
+    _open(page, path)
+    assert page.execute_script("return document.querySelector('.elo img').naturalWidth") > 0  # the Elo SVG
+    _open(page, path, "#case=0")
+    tables = page.find_elements(By.CSS_SELECTOR, "#case table")
+    rows = [
+        [
+            [c.text for c in r.find_elements(By.TAG_NAME, "td")]
+            for r in t.find_elements(By.CSS_SELECTOR, "tbody tr")
+        ]
+        for t in tables
+    ]
+    verdicts, judge_calls, slot_a_calls, slot_b_calls = rows
+    assert [v[:3] for v in verdicts] == [["m-judge", "0", "B"], ["m-judge", "1", "error"]]
+    assert verdicts[1][6] == "{oops malformed verdict"
+    assert [r[0] for r in judge_calls] == ["judge/t1-alpha-vs-beta-AB/0/0#1"]
+    assert [r[0] for r in slot_a_calls] == ["transcript/t1/alpha/0#1"] and slot_b_calls == []

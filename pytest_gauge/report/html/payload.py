@@ -193,7 +193,7 @@ def _case(r: CaseRecord, ix: _Index, redact: Redact) -> dict[str, Any]:
         "R": where.get((r.task_id, r.agent_right, r.sample), -1),
         "j": [r.judge_reward_a, r.judge_reward_b, redact(r.judge_reason), r.judge_raw, r.judge_error],
         "js": [
-            [j.judge, j.repeat, j.choice, j.reward_a, j.reward_b, j.reason, j.raw, j.error]
+            [j.judge, j.repeat, j.choice, j.reward_a, j.reward_b, redact(j.reason), j.raw, j.error]
             for j in r.judgments
         ],
         "lg": [],
