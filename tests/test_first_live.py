@@ -17,6 +17,7 @@ import pytest
 from pytest_gauge.analysis.gate_check import SuiteShape, check_gate
 from pytest_gauge.analysis.gates import parse_gate
 from pytest_gauge.cli import main, suite_targets
+from pytest_gauge.gateway.endpoint import check_base_url, normalise_url
 from pytest_gauge.gateway.errors import GatewayError
 from pytest_gauge.gateway.prices import PriceTable
 from pytest_gauge.options import parse_price_lines
@@ -69,10 +70,12 @@ def test_format_chain_and_the_fallback_happen_once_per_model() -> None:
 
 @pytest.mark.slow
 def test_judge_asks_for_json_and_falls_back_once_when_the_gateway_refuses_the_schema(
-    pytester: pytest.Pytester, server: LoopbackServer
+    pytester: pytest.Pytester, server: LoopbackServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     server.faults = FaultPlan(reject_response_formats=frozenset({"json_schema"}))
+    monkeypatch.setenv("TAOTOKEN_BASE_URL", server.base_url + "?api-version=2024-06-01")  # Azure-style
     result = live(pytester, "--gauge-cache", "off")
+    assert {r.query for r in server.log} == {"api-version=2024-06-01"}  # kept on every request
     result.assert_outcomes(passed=CASES)
     judged = judge_bodies(server)
     kinds = [b["response_format"]["type"] for b in judged]  # type: ignore[index]
@@ -301,3 +304,22 @@ def test_doctor_sends_one_request_per_role_and_model_of_the_collected_suites() -
     for judge in judges:
         assert sent.count((judge.model, "json_schema")) == 1 and sent.count((judge.model, "json_object")) == 1
     assert "response_format json_schema refused" in report and KEY not in report
+
+
+@pytest.mark.parametrize(
+    ("url", "kept", "refused"),
+    [
+        ("https://x.test/openai?api-version=2024-06-01", (("api-version", "2024-06-01"),), ()),
+        ("https://x.test/v1?utm_source=mail&api-version=1", (("api-version", "1"),), ("utm_source",)),
+        ("https://x.test/v1?gclid=abc", (), ("gclid",)),
+    ],
+)
+def test_gateway_query_parameters_are_kept_and_tracking_ones_refused(
+    url: str, kept: tuple[tuple[str, str], ...], refused: tuple[str, ...]
+) -> None:
+    check = check_base_url(url)
+    assert check.query == kept and "?" not in check.url
+    assert bool(check.errors) == bool(refused)
+    for name in refused:
+        assert name in check.errors[0] and check.full_url in check.errors[0]  # the fix keeps api-version
+    assert ("?api-version" in normalise_url(check.url, check.query)) == bool(kept)

@@ -113,7 +113,9 @@ def network_client(
     backend: str, timeout: float, max_connections: int
 ) -> tuple[Callable[[], openai.AsyncOpenAI], str]:
     """A factory for the live (or replay) client and the gateway's identity (its normalised URL)."""
-    url = live_base_url(os.environ)
+    check = check_base_url(os.environ.get(URL_VARIABLE, DEFAULT_BASE_URL) or DEFAULT_BASE_URL)
+    url, query = check.url, dict(check.query)  # kept parameters (api-version) go on every request
+    identity = normalise_url(url, check.query)
     if backend == "replay":
 
         def replay_client() -> openai.AsyncOpenAI:
@@ -121,7 +123,7 @@ def network_client(
 
             return openai.AsyncOpenAI(api_key="replay-no-key", base_url=url, max_retries=0)
 
-        return replay_client, normalise_url(url)
+        return replay_client, identity
 
     def live_client() -> openai.AsyncOpenAI:
         import httpx2
@@ -135,10 +137,11 @@ def network_client(
             base_url=url,
             max_retries=0,
             timeout=timeout,
+            default_query=query or None,
             http_client=httpx2.AsyncClient(limits=limits, timeout=timeout),
         )
 
-    return live_client, normalise_url(url)
+    return live_client, identity
 
 
 def build_client(

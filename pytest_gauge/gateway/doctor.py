@@ -159,7 +159,8 @@ def base_url_checks(environ: Mapping[str, str]) -> tuple[UrlCheck, list[Check]]:
     found: list[Check] = []
     for error in check.errors:
         if check.url != raw:
-            fix = f"export {URL_VARIABLE}={_show_url(fixed_path_url(check.url))}"
+            kept = check.full_url[len(check.url) :]
+            fix = f"export {URL_VARIABLE}={_show_url(fixed_path_url(check.url))}{kept}"
         else:
             fix = f"set {URL_VARIABLE} to an http(s) URL"
         found.append(Check("fail", URL_VARIABLE, error, fix))
@@ -265,7 +266,10 @@ def targets_for(environ: Mapping[str, str], models: Sequence[str] | None) -> lis
 
 
 def _client(base_url: str, key: str, timeout: float) -> openai.OpenAI:
-    return openai.OpenAI(api_key=key, base_url=base_url, max_retries=0, timeout=timeout)
+    """A client for ``base_url``; a query it carries (``?api-version=...``) is sent on every request."""
+    base, _, query = base_url.partition("?")
+    params = dict(urllib.parse.parse_qsl(query)) or None
+    return openai.OpenAI(api_key=key, base_url=base, max_retries=0, timeout=timeout, default_query=params)
 
 
 def _ping(client: openai.OpenAI, model: str | None, response_format: dict[str, Any] | None = None) -> None:
@@ -402,7 +406,7 @@ def run_checks(
         checks.append(Check("warn", "requests", "not sent: fix the base URL first"))
     else:
         chosen = list(targets) if targets is not None and not models else targets_for(environ, models)
-        checks += probe_checks(url_check.url, _read_key(environ), chosen, timeout)
+        checks += probe_checks(url_check.full_url, _read_key(environ), chosen, timeout)
     return checks
 
 

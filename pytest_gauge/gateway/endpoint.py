@@ -25,6 +25,12 @@ __all__ = [
     "read_key",
 ]
 
+_TRACKING = re.compile(
+    r"^(?:utm_\w*|fbclid|gclid|dclid|gbraid|wbraid|msclkid|yclid|twclid|igshid|mc_cid|mc_eid|_ga|_gl|ref_src)$",
+    re.IGNORECASE,
+)
+"""Query parameters that come from pasted links (analytics and ad click ids), never from a gateway."""
+
 KEY_VARIABLE = "TAOTOKEN_API_KEY"
 URL_VARIABLE = "TAOTOKEN_BASE_URL"
 DEFAULT_BASE_URL = "https://taotoken.net/api"
@@ -57,6 +63,13 @@ class UrlCheck:
     url: str
     errors: tuple[str, ...]
     warnings: tuple[str, ...]
+    query: tuple[tuple[str, str], ...] = ()
+    """Query parameters a gateway needs (``api-version=...``), sent on every request (``default_query``)."""
+
+    @property
+    def full_url(self) -> str:
+        """The URL with its kept query, as the user should write it."""
+        return self.url + ("?" + urllib.parse.urlencode(self.query) if self.query else "")
 
 
 def fixed_path_url(url: str) -> str:
@@ -78,11 +91,15 @@ def check_base_url(url: str) -> UrlCheck:
         errors.append(f"{URL_VARIABLE}={url!r} is not an http(s) URL")
         return UrlCheck(url, tuple(errors), ())
     clean = urllib.parse.urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
-    if parts.query or parts.fragment:
-        extra = "?" + parts.query if parts.query else "#" + parts.fragment
+    params = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
+    tracking = [k for k, _v in params if _TRACKING.match(k)]
+    query = tuple((k, v) for k, v in params if not _TRACKING.match(k))
+    if tracking or parts.fragment:
+        use = clean + ("?" + urllib.parse.urlencode(query) if query else "")
+        extra = f"tracking parameters {', '.join(tracking)}" if tracking else f"a fragment #{parts.fragment}"
         errors.append(
-            f"{URL_VARIABLE} carries a query string or fragment ({extra}),"
-            f" likely pasted from a link; use {clean}"
+            f"{URL_VARIABLE} carries a query string or fragment with {extra}, likely pasted from a link;"
+            f" use {use} (parameters a gateway needs, such as api-version, are kept)"
         )
     path = parts.path
     suggestion = fixed_path_url(url)
@@ -95,8 +112,10 @@ def check_base_url(url: str) -> UrlCheck:
         if re.search(r"/chat/completions/?$", path):
             reasons.append("the endpoint path '/chat/completions' (the client appends it)")
         warnings.append(f"{URL_VARIABLE} has {' and '.join(reasons)}; did you mean {suggestion}?")
-    return UrlCheck(clean.rstrip("/"), tuple(errors), tuple(warnings))
+    return UrlCheck(clean.rstrip("/"), tuple(errors), tuple(warnings), query)
 
 
-def normalise_url(url: str) -> str:
-    return url.strip().rstrip("/").lower()
+def normalise_url(url: str, query: tuple[tuple[str, str], ...] = ()) -> str:
+    """The gateway's identity in cache keys: the lower-cased URL, plus its kept query (sorted) if any."""
+    base = url.strip().rstrip("/").lower()
+    return base + ("?" + urllib.parse.urlencode(sorted(query)) if query else "")

@@ -322,6 +322,7 @@ class RequestRecord:
     body: dict[str, Any] | None
     chat_index: int | None = None
     status: int | None = None
+    query: str = ""
 
 
 @dataclass
@@ -711,7 +712,9 @@ class LoopbackServer(_Served):
             if is_chat:
                 self._chat_total += 1
                 chat_index = self._chat_total
-            record = RequestRecord(self._requests_total, req.method, req.path, req.headers, body, chat_index)
+            record = RequestRecord(
+                self._requests_total, req.method, req.path, req.headers, body, chat_index, query=req.query
+            )
             self._records.append(record)
             self._by_path[req.path] = self._by_path.get(req.path, 0) + 1
             self._in_flight += 1
