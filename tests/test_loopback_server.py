@@ -353,28 +353,42 @@ async def _fire(srv: LoopbackServer, calls: int, concurrency: int) -> list[str]:
 
 
 def test_max_in_flight_with_32_concurrent() -> None:
-    with LoopbackServer(latency=0.05) as srv:
+    with LoopbackServer() as srv:
+        srv.gather(32)  # held until all 32 are open at once: a deterministic lower bound, whatever the load
         out = asyncio.run(_fire(srv, 32, 32))
         assert out == [f"ok: q{i}" for i in range(32)]
         assert srv.requests_total == 32
-        assert 16 <= srv.max_in_flight <= 32
+        assert (srv.max_in_flight, srv.gather_timed_out) == (32, False)
         assert srv.in_flight == 0
 
 
 def test_max_in_flight_equals_concurrency_4() -> None:
-    with LoopbackServer(latency=0.05) as srv:
+    with LoopbackServer() as srv:
+        srv.gather(4)
         asyncio.run(_fire(srv, 12, 4))
-        assert srv.max_in_flight == 4
+        assert (srv.max_in_flight, srv.gather_timed_out) == (4, False)
         assert srv.statuses == [200] * 12
 
 
 def test_200_calls_with_semaphore_32() -> None:
-    with LoopbackServer(latency=0.02) as srv:
+    with LoopbackServer() as srv:
+        srv.gather(32)
         out = asyncio.run(_fire(srv, 200, 32))
         assert sorted(out) == sorted(f"ok: q{i}" for i in range(200))
         assert srv.requests_total == 200
         assert srv.requests_by_status == {200: 200}
-        assert 8 <= srv.max_in_flight <= 32
+        assert (srv.max_in_flight, srv.gather_timed_out) == (32, False)
+
+
+def test_gather_lets_warm_up_calls_pass_and_gives_up_after_its_timeout(server: LoopbackServer) -> None:
+    server.gather(2, after=1)
+    with client(server) as c:
+        assert chat(c).choices[0].message.content == "ok: hello world"  # request 1 is not held
+    asyncio.run(_fire(server, 2, 2))  # requests 2 and 3 are held until both are open
+    assert (server.max_in_flight, server.gather_timed_out) == (2, False)
+    server.gather(5, timeout=0.2)
+    asyncio.run(_fire(server, 1, 1))  # 5 never come: released by the timeout, which is reported
+    assert server.gather_timed_out and server.statuses == [200] * 4
 
 
 # ------------------------------------------------------------------------------------------ subprocess

@@ -494,6 +494,9 @@ class LoopbackServer(_Served):
         self._start_error: BaseException | None = None
         self._conn_tasks: set[asyncio.Task[None]] = set()
         self._in_flight = 0
+        self._gather: tuple[int, int, float] | None = None  # (n, after, timeout) while armed
+        self._gathered: asyncio.Event | None = None
+        self.gather_timed_out = False
         self._reset_state()
 
     # ------------------------------------------------------------------ lifecycle
@@ -552,6 +555,47 @@ class LoopbackServer(_Served):
         self._by_path: dict[str, int] = {}
         self._max_in_flight = self._in_flight
         self._connections_total = 0
+
+    def gather(self, n: int, *, after: int = 0, timeout: float = 60.0) -> None:
+        """Hold chat requests, from the ``after + 1``-th on, until ``n`` requests are in flight at once,
+        then let every request through (once; call again to re-arm).
+
+        This makes a lower bound on a client's concurrency a deterministic test: a client able to keep
+        ``n`` requests open reaches ``max_in_flight >= n`` however loaded the machine is, instead of
+        depending on requests overlapping by chance. ``after`` lets warm-up calls that a client sends
+        one at a time (pytest-gauge's first call per worker) pass unheld. If ``n`` is not reached within
+        ``timeout`` seconds the held requests are released anyway and :attr:`gather_timed_out` is set.
+        """
+        with self._lock:
+            self._gather = (n, after, timeout)
+            self._gathered = None  # created on the server's loop by the first held request
+            self.gather_timed_out = False
+
+    def _gather_check(self, chat_index: int | None) -> tuple[asyncio.Event, float] | None:
+        """Under the lock, after counting a request in flight: release the held requests when ``n`` are
+        in flight, or return what this request must wait for."""
+        if self._gather is None or chat_index is None:
+            return None
+        n, after, timeout = self._gather
+        if self._gathered is None:
+            self._gathered = asyncio.Event()
+        if self._in_flight >= n:
+            self._gathered.set()
+            self._gather = None
+            return None
+        return (self._gathered, timeout) if chat_index > after else None
+
+    async def _held(self, wait: tuple[asyncio.Event, float] | None) -> None:
+        if wait is None:
+            return
+        event, timeout = wait
+        try:
+            await asyncio.wait_for(event.wait(), timeout)
+        except TimeoutError:
+            with self._lock:
+                self.gather_timed_out = True
+                self._gather = None
+            event.set()
 
     def reset_counters(self) -> None:
         """Zero every counter and restart the fault schedule at request 1 (in_flight stays live)."""
@@ -719,6 +763,7 @@ class LoopbackServer(_Served):
             self._by_path[req.path] = self._by_path.get(req.path, 0) + 1
             self._in_flight += 1
             self._max_in_flight = max(self._max_in_flight, self._in_flight)
+            held = self._gather_check(chat_index)
         done = False
 
         def finish(status: int) -> None:
@@ -734,6 +779,7 @@ class LoopbackServer(_Served):
                 self._by_status[status] = self._by_status.get(status, 0) + 1
 
         try:
+            await self._held(held)
             delay = self.latency
             if chat_index is not None and _every(plan.slow_every, chat_index):
                 delay += plan.slow_seconds
