@@ -2,16 +2,27 @@
 
 from __future__ import annotations
 
+import fcntl
+import importlib
 import json
+import os
+import pkgutil
 import shutil
+import subprocess
+import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
+import pytest_gauge
+
 DATA = Path(__file__).parent / "data"
+ROOT = Path(__file__).resolve().parents[1]
+MINI_INI = "[pytest]\ngauge_backend = sim\ngauge_seed = 7\n"
 
 # tests/data holds suites that the tests copy into pytester folders; they are not tests of this project.
 collect_ignore = ["data"]
@@ -33,7 +44,7 @@ def mini_suite(pytester: pytest.Pytester) -> Path:
     """The ``tests/data/mini`` suite copied to ``suites/mini`` in a fresh pytester folder (sim backend)."""
     target = pytester.path / "suites" / "mini"
     shutil.copytree(DATA / "mini", target)
-    pytester.makeini("[pytest]\ngauge_backend = sim\ngauge_seed = 7\n")
+    pytester.makeini(MINI_INI)
     return target
 
 
@@ -96,3 +107,100 @@ class HTMLSnapshot(SingleFileSnapshotExtension):
 
     file_extension = "html"
     _write_mode = WriteMode.TEXT
+
+
+# ----- pytest runs shared between tests ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SharedRun:
+    """A finished ``pytest`` run in its own folder: exit code, terminal output, and where its files are."""
+
+    ret: int
+    stdout: str
+    path: Path
+
+
+class SharedRuns:
+    """End-to-end runs made once per test session and read by every test that needs the same run.
+
+    A plugin run of a real suite costs seconds; several tests asserting different things about one run
+    share it instead of repeating it. Under xdist every worker has its own fixtures, so the run is made
+    by the first worker that needs it, under a file lock in the session's common temporary folder (the
+    pattern xdist documents for session fixtures); the others wait and read its result.
+    """
+
+    def __init__(self, base: Path) -> None:
+        self.base = base
+
+    def get(
+        self, name: str, setup: Callable[[Path], None], *args: str, env: dict[str, str] | None = None
+    ) -> SharedRun:
+        """Run ``pytest *args`` in a fresh folder prepared by ``setup`` (once per session and name)."""
+        folder = self.base / name
+        done = self.base / f"{name}.result.json"
+        with open(self.base / f"{name}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not done.exists():
+                shutil.rmtree(folder, ignore_errors=True)
+                folder.mkdir(parents=True)
+                setup(folder)
+                ret, out = run_pytest_subprocess(folder, *args, env=env)
+                done.write_text(json.dumps({"ret": ret, "stdout": out}), encoding="utf-8")
+        result = json.loads(done.read_text(encoding="utf-8"))
+        return SharedRun(result["ret"], result["stdout"], folder)
+
+
+def run_pytest_subprocess(
+    folder: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 900.0
+) -> tuple[int, str]:
+    """``python -m pytest *args`` in ``folder``, like ``pytester.runpytest_subprocess`` but usable from a
+    session fixture; the outer run's xdist and pytest settings are not inherited."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_XDIST_", "PYTEST_ADDOPTS"))}
+    clean.pop("PYTEST_CURRENT_TEST", None)
+    clean["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly", *args],
+        cwd=folder,
+        env={**clean, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    return done.returncode, done.stdout + done.stderr
+
+
+@pytest.fixture(scope="session")
+def shared_runs(tmp_path_factory: pytest.TempPathFactory) -> SharedRuns:
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # common to every worker of this session
+    folder = base / "shared-runs"
+    folder.mkdir(exist_ok=True)
+    return SharedRuns(folder)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _whole_package_imported() -> None:
+    """Import every module of pytest_gauge (and so its compiled dependencies, numpy first of all) before
+    any test, so that every ``pytester`` snapshot of ``sys.modules`` holds them.
+
+    ``pytester`` removes the modules imported during a test when the test ends; an in-process run in a
+    later test would import numpy again, which numpy refuses in one process.
+    """
+    for info in pkgutil.walk_packages(pytest_gauge.__path__, "pytest_gauge."):
+        if not info.name.endswith("__main__"):
+            importlib.import_module(info.name)
+
+
+def run_inprocess(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    """A plugin run inside this process (no interpreter start, no imports: seconds cheaper than a
+    subprocess). ``--import-mode=importlib`` because earlier runs may have imported a suite module of the
+    same name; xdist's worker variables are hidden so the run is the plain single-process run it is."""
+    with pytest.MonkeyPatch.context() as mp:
+        for key in [k for k in os.environ if k.startswith("PYTEST_XDIST_")]:
+            mp.delenv(key)
+        return pytester.runpytest_inprocess(
+            "-p", "no:cacheprovider", "-p", "no:randomly", "--import-mode=importlib", *args
+        )

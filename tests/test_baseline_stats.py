@@ -89,7 +89,8 @@ def test_paired_ratio_delta_uses_the_same_tasks_for_both_ratios() -> None:
     est = paired_ratio_delta(tally, task_counts(3, 400, 2))
     assert est.value == pytest.approx(6 / 2 - 6 / 3)
     assert est.n == 2
-    assert est.low is not None and est.high is not None and est.low <= est.value <= est.high
+    assert est.value is not None and est.low is not None and est.high is not None
+    assert est.low <= est.value <= est.high
 
 
 def test_power_formulas_by_hand() -> None:

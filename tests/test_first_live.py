@@ -40,7 +40,7 @@ def live(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
 
 
 def judge_bodies(server: LoopbackServer) -> list[dict[str, object]]:
-    return [b for b in server.bodies if b["messages"][0]["content"] == JUDGE_SYSTEM_PROMPT]  # type: ignore[index]
+    return [b for b in server.bodies if b["messages"][0]["content"] == JUDGE_SYSTEM_PROMPT]
 
 
 # ----- JSON mode ---------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from pytest_gauge.gateway.ledger import Ledger, attribute_shared_calls, merge_ledgers
-from pytest_gauge.records import LedgerRecord, Usage
+from pytest_gauge.records import LedgerRecord, Role, Usage
 
 USAGE = Usage(100, 20, 120)
 
@@ -20,7 +20,7 @@ def _rec(
     ts: float,
     request: str | None = "k1",
     worker: str = "gw0",
-    role: str = "user_sim",
+    role: Role = "user_sim",
 ) -> LedgerRecord:
     return LedgerRecord(
         run_id="r", call_id=f"{work}#1", attempt=attempt, status=status, suite="s",

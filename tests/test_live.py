@@ -40,7 +40,7 @@ def test_faults_are_survived_and_results_equal_a_clean_run(
     live(pytester, "--gauge-out", "clean").assert_outcomes(passed=CASES)
     clean_requests = server.requests_total
     server.reset_counters()
-    server.faults = FaultPlan(rate_429=0.10, retry_after="1", rate_503=0.05, seed=3)
+    server.faults = FaultPlan(rate_429=0.10, retry_after="0", rate_503=0.05, seed=3)  # honoured: no wait
     live(pytester, "--gauge-out", "faulty", "-n", "2").assert_outcomes(passed=CASES)
     by_status = server.requests_by_status
     assert by_status.get(429, 0) > 0 and by_status.get(503, 0) > 0
@@ -96,9 +96,11 @@ def test_tracking_query_in_base_url_is_refused_before_any_request(
 def test_global_concurrency_limit_holds_across_workers(
     pytester: pytest.Pytester, server: LoopbackServer
 ) -> None:
-    server.latency = 0.05
+    """Four workers share four request slots: never more than four in flight, and four are reached (the
+    server holds requests after the first until four are open, so this does not depend on load)."""
+    server.gather(4, after=1, timeout=120.0)
     live(pytester, "-n", "4", "--gauge-max-concurrency", "4").assert_outcomes(passed=CASES)
-    assert server.max_in_flight == 4
+    assert (server.max_in_flight, server.gather_timed_out) == (4, False)
 
 
 def test_key_never_appears_in_any_output(pytester: pytest.Pytester, server: LoopbackServer) -> None:

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_gateway import BODY, KEY, call, ledger, make_gateway
 
 from pytest_gauge.gateway.errors import GatewayError, ModelNotFound
 from pytest_gauge.gateway.gateway import CallContext
@@ -19,6 +18,7 @@ from pytest_gauge.gateway.ledger import Ledger, read_ledger_file, resolve_sent
 from pytest_gauge.gateway.response import BadResponse, body_snippet, parse_completion
 from pytest_gauge.records import LedgerRecord
 from pytest_gauge.testing.server import MALFORMED_BODIES, FaultPlan, LoopbackServer, completion
+from tests.test_gateway import BODY, KEY, call, ledger, make_gateway
 
 
 @pytest.fixture
@@ -141,7 +141,7 @@ def test_an_unknown_model_is_sent_once_then_every_call_for_it_stops(
 def test_a_404_that_is_not_about_the_model_is_not_called_bad_request(tmp_path: Path) -> None:
     with LoopbackServer(path_prefix="/other") as srv:
         gw = make_gateway(tmp_path, srv)
-        gw.client.base_url = srv.root_url + "/v1"  # type: ignore[misc]
+        gw.client.base_url = srv.root_url + "/v1"
         with pytest.raises(GatewayError) as info:
             call(gw)
     assert "404 Not Found" in str(info.value) and "Bad Request" not in str(info.value)

@@ -4,31 +4,43 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import read_jsonl
+from tests.conftest import DATA, MINI_INI, SharedRun, SharedRuns, read_jsonl, run_inprocess
 
-XDIST_MODES = [
-    pytest.param([], id="no-xdist"),
-    pytest.param(["-n", "0"], id="n0"),
-    pytest.param(["-n", "2"], id="n2"),
-]
 CASES = 5 * 3 * 2  # tasks x pairs x orders
+MODES = {"no-xdist": ["-p", "no:xdist"], "n0": ["-n", "0"], "n2": ["-n", "2"], "n4": ["-n", "4", "-v"]}
 
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest_subprocess("suites", "-p", "no:cacheprovider", "-p", "no:randomly", *args)
+    return run_inprocess(pytester, "suites", *args)
 
 
-@pytest.mark.parametrize("mode", XDIST_MODES)
-def test_suite_run_writes_every_output(pytester: pytest.Pytester, mini_suite: Path, mode: list[str]) -> None:
-    result = run(pytester, *mode, "--gauge-cache", "off")
-    result.assert_outcomes(passed=CASES)
-    out = pytester.path / "gauge-out" / "mini"
+def copy_mini(folder: Path) -> None:
+    """What the ``mini_suite`` fixture makes, in a shared run's folder."""
+    shutil.copytree(DATA / "mini", folder / "suites" / "mini")
+    (folder / "pytest.ini").write_text(MINI_INI, encoding="utf-8")
+
+
+def mini_run(shared_runs: SharedRuns, mode: str) -> SharedRun:
+    """The small suite run once per session in each mode (without xdist, -n 0, -n 2, -n 4), cache off."""
+    return shared_runs.get(f"mini-{mode}", copy_mini, "suites", *MODES[mode], "--gauge-cache", "off")
+
+
+def outcomes(run: SharedRun) -> dict[str, int]:
+    return pytest.RunResult(run.ret, run.stdout.splitlines(), [], 0.0).parseoutcomes()
+
+
+@pytest.mark.parametrize("mode", ["no-xdist", "n0", "n2"])
+def test_suite_run_writes_every_output(shared_runs: SharedRuns, mode: str) -> None:
+    run = mini_run(shared_runs, mode)
+    assert (run.ret, outcomes(run)["passed"]) == (0, CASES), run.stdout[-3000:]
+    out = run.path / "gauge-out" / "mini"
     for name in ("tasks.jsonl", "pairs/pair_results.jsonl", "agent_runs.jsonl", "manifest.json"):
         assert (out / name).is_file(), name
     for agent in ("agent_x", "agent_y", "agent_z"):
@@ -43,28 +55,26 @@ def test_suite_run_writes_every_output(pytester: pytest.Pytester, mini_suite: Pa
 
 
 def test_results_identical_without_xdist_and_with_four_workers(
-    pytester: pytest.Pytester, mini_suite: Path, read_outputs: Callable[[Path], dict[str, list[str]]]
+    shared_runs: SharedRuns, read_outputs: Callable[[Path], dict[str, list[str]]]
 ) -> None:
-    outputs = {}
-    for label, extra in (("seq", []), ("n0", ["-n", "0"]), ("n4", ["-n", "4", "-v"])):
-        result = run(pytester, *extra, "--gauge-cache", "off", "--gauge-out", f"out-{label}")
-        result.assert_outcomes(passed=CASES)
-        outputs[label] = read_outputs(pytester.path / f"out-{label}" / "mini")
-        if label == "n4":
-            workers = set(re.findall(r"\[(gw\d)\]", result.stdout.str()))
-            assert len(workers) >= 2, "both xdist workers must have run cases"
-            ledger = read_jsonl(pytester.path / "out-n4" / "mini" / "agent_runs.jsonl")
-            assert {r["worker"] for r in ledger} <= {"gw0", "gw1", "gw2", "gw3"}
-    assert outputs["seq"] == outputs["n0"] == outputs["n4"]
+    runs = {mode: mini_run(shared_runs, mode) for mode in ("no-xdist", "n0", "n4")}
+    for run in runs.values():
+        assert (run.ret, outcomes(run)["passed"]) == (0, CASES), run.stdout[-3000:]
+    outputs = {mode: read_outputs(run.path / "gauge-out" / "mini") for mode, run in runs.items()}
+    workers = set(re.findall(r"\[(gw\d)\]", runs["n4"].stdout))
+    assert len(workers) >= 2, "at least two xdist workers must have run cases"
+    ledger = read_jsonl(runs["n4"].path / "gauge-out" / "mini" / "agent_runs.jsonl")
+    assert {r["worker"] for r in ledger} <= {"gw0", "gw1", "gw2", "gw3"}
+    assert outputs["no-xdist"] == outputs["n0"] == outputs["n4"]
     # no record lost or doubled: one ok attempt per call id
-    ledger = read_jsonl(pytester.path / "out-n4" / "mini" / "agent_runs.jsonl")
     ok = Counter(r["call_id"] for r in ledger if r["status"] == "ok")
     assert ok and max(ok.values()) == 1
 
 
-def test_each_transcript_is_generated_once(pytester: pytest.Pytester, mini_suite: Path) -> None:
-    run(pytester, "-n", "2", "--gauge-cache", "off").assert_outcomes(passed=CASES)
-    out = pytester.path / "gauge-out" / "mini"
+def test_each_transcript_is_generated_once(shared_runs: SharedRuns) -> None:
+    run = mini_run(shared_runs, "n2")
+    assert run.ret == 0, run.stdout[-3000:]
+    out = run.path / "gauge-out" / "mini"
     ledger = read_jsonl(out / "agent_runs.jsonl")
     transcripts = {r["work"] for r in ledger if r["work"].startswith("transcript/")}
     assert len(transcripts) == 5 * 3  # tasks x agents, whatever the number of cases using them
@@ -120,13 +130,11 @@ def test_live_backend_without_key_stops_before_any_request(
     assert not (pytester.path / "gauge-out" / "mini" / "agent_runs.jsonl").exists()
 
 
-def test_same_seed_same_bytes(pytester: pytest.Pytester, mini_suite: Path) -> None:
-    for label in ("a", "b"):
-        run(pytester, "--gauge-cache", "off", "--gauge-out", label).assert_outcomes(passed=CASES)
+def test_same_seed_same_bytes(shared_runs: SharedRuns) -> None:
+    """Two separate runs with the same seed (with and without xdist loaded) write the same bytes."""
+    a, b = (mini_run(shared_runs, mode).path / "gauge-out" / "mini" for mode in ("no-xdist", "n0"))
     for name in ("pairs/pair_results.jsonl", "tasks.jsonl"):
-        assert (pytester.path / "a" / "mini" / name).read_bytes() == (
-            pytester.path / "b" / "mini" / name
-        ).read_bytes()
+        assert (a / name).read_bytes() == (b / name).read_bytes()
 
 
 def test_plugin_can_be_disabled(pytester: pytest.Pytester, mini_suite: Path) -> None:

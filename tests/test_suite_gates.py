@@ -9,13 +9,15 @@ import shutil
 import xml.etree.ElementTree as ET
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from pytest_gauge.report import REPORT_FILES
-from tests.conftest import normalised, read_jsonl
+from tests.conftest import SharedRun, SharedRuns, normalised, read_jsonl, run_inprocess
 
 ROOT = Path(__file__).resolve().parents[1]
+SUITES = ("example", "tiers")
 ALL_REPORTS = (*REPORT_FILES, "elo.md", "elo.json", "elo.svg")
 INI = (
     "[pytest]\ngauge_backend = sim\ngauge_seed = 20261129\n"
@@ -24,31 +26,49 @@ INI = (
 )
 
 
+def copy_suites(folder: Path) -> None:
+    """A copy of ``eval_suites/`` (example and tiers) in ``folder`` with the repo's settings."""
+    shutil.copytree(
+        ROOT / "eval_suites",
+        folder / "eval_suites",
+        ignore=shutil.ignore_patterns("__pycache__", "gauge-snapshots"),
+    )
+    (folder / "pytest.ini").write_text(INI, encoding="utf-8")
+
+
 @pytest.fixture
 def suites(pytester: pytest.Pytester) -> Path:
-    """A copy of ``eval_suites/`` (example and tiers) in a fresh folder with the repo's settings."""
-    target = pytester.path / "eval_suites"
-    shutil.copytree(
-        ROOT / "eval_suites", target, ignore=shutil.ignore_patterns("__pycache__", "gauge-snapshots")
-    )
-    pytester.makeini(INI)
-    return target
+    """A copy of ``eval_suites/`` in a fresh pytester folder, for the runs that change a suite or options."""
+    copy_suites(pytester.path)
+    return pytester.path / "eval_suites"
 
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest_subprocess(
-        "-p", "no:cacheprovider", "-p", "no:randomly", "--gauge-cache", "off", *args
-    )
+    """A run in this process (see :func:`tests.conftest.run_inprocess`), cache off."""
+    return run_inprocess(pytester, "--gauge-cache", "off", "--gauge-no-progress", *args)
 
 
-def recompute(records: list[dict]) -> dict[str, float]:
+def main_job(shared_runs: SharedRuns, workers: str) -> SharedRun:
+    """``pytest eval_suites/ -n WORKERS`` with a cold response cache, once per session for every test
+    that reads it: the main CI job (junit XML, the GitHub step summary) with ``-n 0``, and the same run
+    with ``-n 4`` to compare against."""
+    return shared_runs.get(
+        f"eval-suites-n{workers}",
+        copy_suites,
+        "eval_suites/", "-n", workers, "--gauge-cache", "use", "--gauge-cache-dir", "cache",
+        "--gauge-out", "out", "--gauge-no-progress", "--junitxml", "junit.xml",
+        env={"GITHUB_STEP_SUMMARY": "step_summary.md"},
+    )  # fmt: skip
+
+
+def recompute(records: list[dict[str, Any]]) -> dict[str, float]:
     """docs/protocol.md#metrics by hand: LRS over non-tie, non-error unequal-reward cases; flips over
     both-order groups."""
     eligible = [
         r for r in records if r["judge_choice"] in ("A", "B") and r["reward_left"] != r["reward_right"]
     ]
     lrs = sum(1 for r in eligible if r["lower_reward_selected"]) / len(eligible)
-    groups: dict[tuple, dict[str, str | None]] = defaultdict(dict)
+    groups: dict[tuple[str, str, int], dict[str, str | None]] = defaultdict(dict)
     for r in records:
         if r["judge_choice"] == "error":
             continue
@@ -63,14 +83,12 @@ def recompute(records: list[dict]) -> dict[str, float]:
     return {"lrs": lrs, "flip_rate": flips / len(both)}
 
 
-def test_main_job_writes_outputs_and_its_metrics_match_the_records(
-    pytester: pytest.Pytester, suites: Path
-) -> None:
-    result = run(pytester, "eval_suites/", "--junitxml", "junit.xml")
-    assert result.ret == 0, result.stdout.str()[-3000:]
-    out = result.stdout.str()
-    assert "pytest-gauge: example" in out and "gates: 6 PASS" in out
-    example = pytester.path / "gauge-out" / "example"
+@pytest.mark.slow
+def test_main_job_writes_outputs_and_its_metrics_match_the_records(shared_runs: SharedRuns) -> None:
+    run = main_job(shared_runs, "0")
+    assert run.ret == 0, run.stdout[-3000:]
+    assert "pytest-gauge: example" in run.stdout and "gates: 6 PASS" in run.stdout
+    example = run.path / "out" / "example"
     for name in ("tasks.jsonl", "agent_runs.jsonl", "manifest.json", "pairs/pair_results.jsonl"):
         assert (example / name).is_file()
     for name in ALL_REPORTS:
@@ -83,11 +101,11 @@ def test_main_job_writes_outputs_and_its_metrics_match_the_records(
     assert metrics["metrics"]["flip_rate"]["value"] == pytest.approx(expected["flip_rate"], abs=1e-6)
     assert {g["status"] for g in metrics["gates"]} == {"pass"}
     # each gate is a test case in junit xml
-    cases = ET.parse(pytester.path / "junit.xml").getroot().iter("testcase")
+    cases = ET.parse(run.path / "junit.xml").getroot().iter("testcase")
     gate_cases = [c for c in cases if "gates[" in c.get("name", "")]
     assert len(gate_cases) == 6 + 2  # example + tiers
     # the tiers suite: Elo rises with the tier, Elo per 1k tokens falls
-    elo = json.loads((pytester.path / "gauge-out" / "tiers" / "reports" / "elo.json").read_text())
+    elo = json.loads((run.path / "out" / "tiers" / "reports" / "elo.json").read_text())
     tiers = [t for t in elo["tiers"] if t["family"] == "solver"]
     assert [t["tier"] for t in tiers] == ["bo1", "bo2", "bo4", "bo8"]
     elos = [t["elo"] for t in tiers]
@@ -95,71 +113,69 @@ def test_main_job_writes_outputs_and_its_metrics_match_the_records(
     per_1k = [t["delta_elo_per_1k_tokens"] for t in tiers[1:]]
     assert per_1k == sorted(per_1k, reverse=True)
     assert all(t["low"] is not None and t["high"] is not None for t in tiers)
-    assert "elo.svg" in (pytester.path / "gauge-out" / "tiers" / "reports" / "conclusion.md").read_text()
+    assert "elo.svg" in (run.path / "out" / "tiers" / "reports" / "conclusion.md").read_text()
 
 
-def test_flip_gate_fails_the_run_and_names_the_flipped_cases(pytester: pytest.Pytester, suites: Path) -> None:
-    result = run(pytester, "eval_suites/example", "--gauge-gate", "flip_rate <= 0", "--junitxml", "junit.xml")
+@pytest.mark.slow
+def test_github_step_summary_gets_the_summary(shared_runs: SharedRuns) -> None:
+    run = main_job(shared_runs, "0")
+    text = (run.path / "step_summary.md").read_text()
+    assert "example" in text and "tiers" in text and "PASS" in text
+
+
+@pytest.mark.slow
+def test_outputs_are_identical_with_zero_and_four_workers_and_the_cache_on(shared_runs: SharedRuns) -> None:
+    """Both suites with a cold cache: every report is the same bytes, the records and the ledger the same
+    apart from volatile fields. The tiers suite's strategies send many identical requests (best-of-N
+    shares its first samples): each is sent once and answered from the cache for the others, whichever
+    worker got there first; the merged ledger attributes them the same way with -n 0 and -n 4."""
+    n0, n4 = main_job(shared_runs, "0"), main_job(shared_runs, "4")
+    assert (n0.ret, n4.ret) == (0, 0), n4.stdout[-3000:]
+    assert re.search(r"\b4 workers\b", n4.stdout)
+    hits = [r for r in read_jsonl(n0.path / "out" / "tiers" / "agent_runs.jsonl") if r["cache_hit"]]
+    assert len(hits) > 50  # shared requests do occur in one cold run
+    for suite in SUITES:
+        a, b = n0.path / "out" / suite, n4.path / "out" / suite
+        for name in ("agent_runs.jsonl", "pairs/pair_results.jsonl"):
+            assert normalised(read_jsonl(a / name)) == normalised(read_jsonl(b / name)), (suite, name)
+        for name in ALL_REPORTS:
+            assert (a / "reports" / name).read_bytes() == (b / "reports" / name).read_bytes(), (suite, name)
+
+
+@pytest.mark.slow
+def test_gates_fail_the_run_name_their_cases_and_need_min_n(pytester: pytest.Pytester, suites: Path) -> None:
+    """One run, three gates: a failing one (names the flipped cases), one below its min_n (inconclusive,
+    which fails the run) and the same one allowed to be inconclusive (which does not)."""
+    result = run(
+        pytester, "eval_suites/example", "--junitxml", "junit.xml",
+        "--gauge-gate", "flip_rate <= 0",
+        "--gauge-gate", "flip_rate <= 1; min_n=100000",
+        "--gauge-gate", "flip_rate <= 1; min_n=100000; allow_inconclusive",
+    )  # fmt: skip
     assert result.ret == 1
     out = result.stdout.str()
     assert re.search(r"FAIL flip_rate <= 0: value 0\.\d+ \(95% CI .*n=\d+\) > 0", out)
     assert re.search(r"driven by: \S+/agent_\w-vs-agent_\w#0: agent_\w vs (agent_\w|tie)", out)
+    assert re.search(r"INCONCLUSIVE flip_rate <= 1: n=\d+ < min_n=100000", out)
+    report = json.loads((pytester.path / "gauge-out" / "example" / "reports" / "metrics.json").read_text())
+    statuses = {g["expr"]: g["status"] for g in report["gates"]}
+    assert statuses["flip_rate <= 1; min_n=100000; allow_inconclusive"] == "inconclusive"
     failed = [
         c.get("name")
         for c in ET.parse(pytester.path / "junit.xml").getroot().iter("testcase")
         if c.find("failure") is not None
     ]
-    assert failed == ["gates[flip_rate <= 0]"]
+    assert failed == ["gates[flip_rate <= 0]", "gates[flip_rate <= 1; min_n=100000]"]
 
 
-def test_gates_and_reports_are_identical_with_zero_and_four_workers(
-    pytester: pytest.Pytester, suites: Path
-) -> None:
-    for label, n in (("n0", "0"), ("n4", "4")):
-        result = run(pytester, "eval_suites/example", "-n", n, "--gauge-out", label)
-        assert result.ret == 0
-    for name in ALL_REPORTS:
-        a = (pytester.path / "n0" / "example" / "reports" / name).read_bytes()
-        b = (pytester.path / "n4" / "example" / "reports" / name).read_bytes()
-        assert a == b, name
-
-
-def test_with_the_cache_on_shared_calls_give_the_same_ledger_with_zero_and_four_workers(
-    pytester: pytest.Pytester, suites: Path
-) -> None:
-    """The tiers suite's strategies send many identical requests (best-of-N shares its first samples):
-    with a cold cache each is sent once and answered from the cache for the others, whichever worker
-    got there first; the merged ledger attributes them the same way with -n 0 and -n 4."""
-    outputs = {}
-    for label, n in (("n0", "0"), ("n4", "4")):
-        cache = ["--gauge-cache", "use", "--gauge-cache-dir", f"cache-{label}"]
-        result = run(pytester, "eval_suites/tiers", "-n", n, *cache, "--gauge-out", label)
-        assert result.ret == 0
-        outputs[label] = read_jsonl(pytester.path / label / "tiers" / "agent_runs.jsonl")
-    hits = [r for r in outputs["n0"] if r["cache_hit"]]
-    assert len(hits) > 50  # shared requests do occur in one cold run
-    assert normalised(outputs["n0"]) == normalised(outputs["n4"])
-    for name in ("token_cost.md", "metrics.json", "elo.json"):
-        a = (pytester.path / "n0" / "tiers" / "reports" / name).read_bytes()
-        assert a == (pytester.path / "n4" / "tiers" / "reports" / name).read_bytes(), name
-
-
-def test_min_n_makes_a_gate_inconclusive_and_deselection_skips_gates(
-    pytester: pytest.Pytester, suites: Path
-) -> None:
-    result = run(pytester, "eval_suites/example", "--gauge-gate", "flip_rate <= 1; min_n=100000")
-    assert result.ret == 1
-    assert "inconclusive" in result.stdout.str().lower() and "min_n=100000" in result.stdout.str()
-    allowed = run(
-        pytester, "eval_suites/example", "--gauge-gate", "flip_rate <= 1; min_n=100000; allow_inconclusive"
-    )
-    assert allowed.ret == 0
+def test_deselection_skips_gates(pytester: pytest.Pytester, suites: Path) -> None:
     subset = run(pytester, "eval_suites/example", "-k", "ir01", "-rs")
     assert subset.ret == 0
     subset.stdout.fnmatch_lines(["*skipped*partial run*"])
     assert "gates: 6 SKIP" in subset.stdout.str() or "6 SKIPPED" in subset.stdout.str()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("edit", "gate"),
     [
@@ -187,6 +203,7 @@ def test_a_regression_makes_the_matching_gate_fail(
     assert gate in failed
 
 
+@pytest.mark.slow
 def test_lrs_close_exceeds_lrs_distant_across_seeds(pytester: pytest.Pytester, suites: Path) -> None:
     """The study's headline on the simulator: the judge picks the lower-reward side far more often for
     the close pair than for the distant ones (at least 9 of 10 seeds by at least 0.15)."""
@@ -194,16 +211,9 @@ def test_lrs_close_exceeds_lrs_distant_across_seeds(pytester: pytest.Pytester, s
     for seed in range(1, 11):
         out = f"seed{seed}"
         result = run(
-            pytester,
-            "eval_suites/example",
-            "--gauge-seed",
-            str(seed),
-            "--gauge-out",
-            out,
-            "--gauge-bootstrap-rounds",
-            "300",
-            "--gauge-no-progress",
-        )
+            pytester, "eval_suites/example", "--gauge-seed", str(seed), "--gauge-out", out,
+            "--gauge-bootstrap-rounds", "300",
+        )  # fmt: skip
         assert result.ret in (0, 1)  # gates may fail on some seeds; the numbers are what matter here
         metrics = json.loads((pytester.path / out / "example" / "reports" / "metrics.json").read_text())[
             "metrics"
@@ -217,42 +227,29 @@ def test_lrs_close_exceeds_lrs_distant_across_seeds(pytester: pytest.Pytester, s
     assert "95%" in conclusion
 
 
-def test_report_snapshots_opt_in(pytester: pytest.Pytester, suites: Path) -> None:
-    first = run(pytester, "eval_suites/example", "--gauge-snapshot-reports")
+def test_report_snapshots_opt_in(pytester: pytest.Pytester, mini_suite: Path) -> None:
+    """``--gauge-snapshot-reports`` on the small suite (the mechanism does not depend on the suite)."""
+    first = run(pytester, "suites", "--gauge-snapshot-reports")
     assert first.ret == 1 and "--snapshot-update" in first.stdout.str()
-    assert run(pytester, "eval_suites/example", "--gauge-snapshot-reports", "--snapshot-update").ret == 0
-    assert run(pytester, "eval_suites/example", "--gauge-snapshot-reports").ret == 0
-    module = suites / "example" / "test_example.py"
-    module.write_text(module.read_text().replace("SimAgent(skill=0.45,", "SimAgent(skill=0.40,"))
-    changed = run(pytester, "eval_suites/example", "--gauge-snapshot-reports")
+    assert run(pytester, "suites", "--gauge-snapshot-reports", "--snapshot-update").ret == 0
+    assert run(pytester, "suites", "--gauge-snapshot-reports").ret == 0
+    module = mini_suite / "test_mini.py"
+    module.write_text(module.read_text().replace("SimAgent(skill=0.35)", "SimAgent(skill=0.95)"))
+    changed = run(pytester, "suites", "--gauge-snapshot-reports")
     assert changed.ret == 1
     assert "differs from its snapshot" in changed.stdout.str()
 
 
+@pytest.mark.slow
 def test_elo_non_inferiority_gate_fails_when_the_bound_is_not_met(
     pytester: pytest.Pytester, suites: Path
 ) -> None:
-    result = run(
-        pytester, "eval_suites/tiers", "--gauge-gate", "lower(elo(solver@bo1) - elo(solver@bo8)) >= -20"
-    )
+    failing = "lower(elo(solver@bo1) - elo(solver@bo8)) >= -20"
+    passing = "lower(elo(solver@bo8) - elo(solver@bo1)) >= -20"
+    result = run(pytester, "eval_suites/tiers", "--gauge-gate", failing, "--gauge-gate", passing)
     assert result.ret == 1
     out = result.stdout.str()
-    assert (
-        "FAILED eval_suites/tiers/test_tiers.py::gates[lower(elo(solver@bo1) - elo(solver@bo8)) >= -20]"
-        in out
-    )
-    assert re.search(r"lower 95% bound -\d+\.\d+", out)
-    passing = run(
-        pytester, "eval_suites/tiers", "--gauge-gate", "lower(elo(solver@bo8) - elo(solver@bo1)) >= -20"
-    )
-    assert passing.ret == 0
-
-
-def test_github_step_summary_gets_the_summary(
-    pytester: pytest.Pytester, suites: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    summary = pytester.path / "step_summary.md"
-    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
-    assert run(pytester, "eval_suites/tiers").ret == 0
-    text = summary.read_text()
-    assert "tiers" in text and "PASS" in text
+    assert f"FAILED eval_suites/tiers/test_tiers.py::gates[{failing}]" in out
+    assert re.search(re.escape(f"FAIL {failing}: ") + r"lower 95% bound -\d+\.\d+", out)
+    assert re.search(r"\bPASS\s+" + re.escape(passing), out)  # the summary's gate table
+    assert re.search(r"\bFAIL\s+" + re.escape(failing), out)
