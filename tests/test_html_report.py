@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import io
 import json
 import os
 import shutil
@@ -250,13 +251,10 @@ def test_bad_output_file_is_named(tmp_path: Path) -> None:
     assert "no such folder" in err.text
 
 
-class _Capture:
-    def __init__(self) -> None:
-        self.text = ""
-
-    def write(self, text: str) -> int:
-        self.text += text
-        return len(text)
+class _Capture(io.StringIO):
+    @property
+    def text(self) -> str:
+        return self.getvalue()
 
 
 # ------------------------------------------------------------------------------------------ a real run

@@ -203,10 +203,9 @@ def test_a_killed_process_leaves_its_sent_line_as_interrupted(tmp_path: Path) ->
 
 
 def test_a_catastrophic_regex_rule_is_a_rule_error_not_a_hang(monkeypatch: pytest.MonkeyPatch) -> None:
-    from test_rules import call as tool_call
-    from test_rules import reply, rule, tools
-
     from pytest_gauge.suite import rules
+    from tests.test_rules import call as tool_call
+    from tests.test_rules import reply, rule, tools
 
     monkeypatch.setattr(rules, "REGEX_TIMEOUT", 0.2)
     slow = r"(a|aa)+$"  # exponential backtracking on "aaa...a!" with a backtracking engine
