@@ -461,6 +461,10 @@ def test_case_view_shows_both_transcripts_rules_and_the_reveal(page: Any, run_ou
     page.find_element(By.TAG_NAME, "body").send_keys(Keys.ESCAPE)  # back to the list (on hashchange)
     WebDriverWait(page, 10).until(lambda d: d.find_element(By.ID, "case").get_attribute("hidden") is not None)
     assert page.find_element(By.ID, "cases").is_displayed()
+    # keyboard focus is back on the row of the case just seen
+    WebDriverWait(page, 10).until(
+        lambda d: d.switch_to.active_element.get_attribute("data-case") == str(index)
+    )
 
 
 def test_injected_markup_is_shown_as_text_and_runs_nothing(page: Any, run_out: Path) -> None:

@@ -277,6 +277,7 @@
   }
 
   let routed = null;
+  let lastCase = -1;
   function route() {
     if (location.hash === routed) return;
     routed = location.hash;
@@ -287,11 +288,18 @@
     document.getElementById("cases").hidden = inCase;
     sec.hidden = !inCase;
     if (inCase) {
-      caseView(Number(m[1]));
+      lastCase = Number(m[1]);
+      caseView(lastCase);
       window.scrollTo(0, 0);
       document.getElementById("case-h").focus();
     } else if (location.hash === "#cases") {
-      const row = document.querySelector('#case-rows tr[tabindex="0"]');
+      // back from a case: focus its row (the roving tab stop moves there), else the list's tab stop
+      const last = document.querySelector('#case-rows tr[data-case="' + lastCase + '"]');
+      const row = last || document.querySelector('#case-rows tr[tabindex="0"]');
+      if (last) {
+        document.querySelectorAll('#case-rows tr[tabindex="0"]').forEach((r) => { r.tabIndex = -1; });
+        last.tabIndex = 0;
+      }
       if (row) row.focus();
     }
   }
