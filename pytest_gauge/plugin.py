@@ -18,6 +18,7 @@ from .records import CaseRecord, dumps
 from .session import fixtures
 from .session.fixtures import TESTS_SUITE, tests_report, tests_summary
 from .session.state import GaugeState, SuiteEntry, state_key, stop_finished_workers
+from .session.workers import controller_paths, mark_controller, remote_worker_problem, worker_options
 from .suite.cases import Case, build_cases
 from .suite.declare import Suite, TaskFileError
 
@@ -52,7 +53,7 @@ def pytest_configure(config: pytest.Config) -> None:
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None:
         state = GaugeState(
-            options,
+            worker_options(options, workerinput),
             run_id=workerinput.get("gauge_run_id", GaugeState.new_run_id()),
             is_worker=True,
             worker_id=str(workerinput.get("workerid", "gw0")),
@@ -134,6 +135,11 @@ class SuiteCollector(pytest.Collector):
             url_check = check_base_url(os.environ.get("TAOTOKEN_BASE_URL", "https://taotoken.net/api"))
             if url_check.errors:
                 raise GaugeCollectError("pytest-gauge: " + "; ".join(url_check.errors))
+        workerinput = getattr(self.config, "workerinput", None)
+        if workerinput is not None:
+            problem = remote_worker_problem(state.run_dir, state.worker_id, workerinput)
+            if problem:
+                raise GaugeCollectError(problem)
         module_path = Path(self.path)
         folder = module_path.parent
         name = self.suite.name or folder.name
@@ -272,6 +278,8 @@ class GaugeRun:
     def pytest_configure_node(self, node: Any) -> None:
         """xdist controller: every worker joins the controller's run (same run id and folder)."""
         node.workerinput["gauge_run_id"] = self.state.run_id
+        node.workerinput.update(controller_paths(self.state.options))
+        mark_controller(self.state.run_dir)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when != "call" or self.state.is_worker:
