@@ -309,6 +309,8 @@ class GaugeRun:
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
         """After every case has finished (all workers), write outputs, evaluate gates, render reports."""
+        if not self.state.is_worker and self.config.pluginmanager.get_plugin("dsession") is None:
+            session.testscollected += self.state.suite_entries_expected()  # gates and snapshots: counted now
         try:
             result = yield
         except BaseException:

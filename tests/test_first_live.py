@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -323,3 +324,50 @@ def test_gateway_query_parameters_are_kept_and_tracking_ones_refused(
     for name in refused:
         assert name in check.errors[0] and check.full_url in check.errors[0]  # the fix keeps api-version
     assert ("?api-version" in normalise_url(check.url, check.query)) == bool(kept)
+
+
+# ----- every failing gate names its cases; Elo files always; the progress counter ---------------------
+
+
+def with_suite_args(mini_suite: Path, text: str) -> None:
+    module = mini_suite / "test_mini.py"
+    module.write_text(
+        module.read_text(encoding="utf-8").replace("suite = Suite(\n", f"suite = Suite(\n{text}")
+    )
+
+
+@pytest.mark.slow
+def test_failing_gates_name_their_cases_and_progress_stays_within_100(
+    pytester: pytest.Pytester, mini_suite: Path
+) -> None:
+    gates = ["position_bias <= 0.01", "success_rate(agent_z) >= 0.99", "elo(agent_z) >= 2000"]
+    with_suite_args(mini_suite, f"    gates={gates!r},\n")
+    result = pytester.runpytest_subprocess("suites", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=CASES, failed=3)
+    out = result.stdout.str()
+    percents = [int(p) for p in re.findall(r"\[\s*(\d+)%\]", out)]
+    assert percents and max(percents) == 100  # gate entries were counted from the start
+    metrics = json.loads((pytester.path / "gauge-out" / "mini" / "reports" / "metrics.json").read_text())
+    messages = {g["expr"]: g["message"] for g in metrics["gates"]}
+    assert re.search(r"driven by: m0\d-agent_", messages["position_bias <= 0.01"])  # slot-A verdicts
+    assert "/agent_z#0 failed" in messages["success_rate(agent_z) >= 0.99"]
+    assert re.search(r"driven by: m0\d \(Elo \d+\)", messages["elo(agent_z) >= 2000"])  # worst tasks
+
+
+@pytest.mark.slow
+def test_elo_files_are_written_when_every_verdict_is_an_error(
+    pytester: pytest.Pytester, mini_suite: Path
+) -> None:
+    module = mini_suite / "test_mini.py"
+    text = module.read_text(encoding="utf-8").replace(
+        "SimJudge(noise=0.15)", "SimJudge(noise=0.15, error_rate=1.0)"
+    )
+    module.write_text(text, encoding="utf-8")
+    result = pytester.runpytest_subprocess("suites", "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=CASES)
+    reports = pytester.path / "gauge-out" / "mini" / "reports"
+    assert "No Elo scale could be fitted: every verdict is an error (30 of 30 cases)" in (
+        reports / "elo.md"
+    ).read_text(encoding="utf-8")
+    assert json.loads((reports / "elo.json").read_text(encoding="utf-8"))["fitted"] is False
+    assert "No Elo scale could be fitted" in (reports / "elo.svg").read_text(encoding="utf-8")

@@ -206,8 +206,18 @@ class GateSource:
         low, high = np.percentile(sa - sb, [2.5, 97.5])
         return Estimate(value, n, float(low), float(high), "bootstrap-tasks")
 
+    def _worst_tasks(self, agent: str) -> list[str]:
+        """An Elo term's drivers: the agent's tasks by its per-task Elo, weakest first (tasks that allow
+        a fit within themselves), e.g. ``t07 (Elo 812)``."""
+        assert self.elo is not None
+        per_task = self.elo.result.per_task
+        scored = [(v[agent], t) for t, v in per_task.items() if agent in v and np.isfinite(v[agent])]
+        return [f"{t} (Elo {v:.0f})" for v, t in sorted(scored)]
+
     def drivers(self, name: str, args: tuple[str, ...] = ()) -> list[str]:
         """What drove a suite metric (see ``SuiteMetrics.drivers``); none for Elo terms."""
+        if name in ELO_METRICS and len(args) == 1 and self.elo is not None:
+            return self._worst_tasks(args[0].strip())
         if name in ELO_METRICS or name in REPEAT_METRICS:
             if name == "flaky_tasks" and args and args[0] in self.repeats:
                 return list(flaky_tasks(self.repeats[args[0]])[1])

@@ -630,7 +630,8 @@ class SuiteMetrics:
 
     def drivers(self, name: str, args: tuple[str, ...] = ()) -> list[str]:
         """What drove a metric, for gate messages: lower-reward cases (lrs*), flipped groups (flip_rate),
-        error cases (judge_error_rate), satisfied-but-failed transcripts, verbose reasons; else []."""
+        error cases (judge_error_rate), slot-A verdicts (position_bias), failed transcripts
+        (success_rate), satisfied-but-failed transcripts, verbose reasons, longer-wins cases; else []."""
         try:
             key = self._table.resolve(name, tuple(args))
         except KeyError:
@@ -771,6 +772,8 @@ def _verdict_rates(acc: _Acc, r: CaseRecord, pair_class: str) -> None:
     is_a = float(r.judge_choice == "A")
     acc.add(("position_bias",), t, is_a)
     acc.add(("position_bias", "pair", r.pair_id), t, is_a)
+    if is_a:  # the numerator: verdicts for slot A
+        acc.drive([("position_bias",), ("position_bias", "pair", r.pair_id)], r.case_id)
     if r.reward_left != r.reward_right:
         picked_low = float(r.lower_reward_selected is True)
         for key in (("lrs",), ("lrs", pair_class), ("lrs", "pair", r.pair_id)):
@@ -781,6 +784,8 @@ def _verdict_rates(acc: _Acc, r: CaseRecord, pair_class: str) -> None:
         left = _chosen_left(r, r.judge_choice)
         longer_left = r.chars_left > r.chars_right
         acc.add(("longer_wins_rate",), t, float(left == longer_left))
+        if left == longer_left:
+            acc.drive([("longer_wins_rate",)], r.case_id)
 
 
 def _case_rates(acc: _Acc, records: Sequence[CaseRecord], pairs: dict[str, PairInfo]) -> VerbosityDetails:
@@ -872,6 +877,10 @@ def _transcript_rates(acc: _Acc, records: Sequence[CaseRecord]) -> _TranscriptRa
         successes += int(success)
         for key in (("success_rate",), ("success_rate", "agent", agent)):
             acc.add(key, t, float(success))
+        if not success:  # what pulls a success rate down: the failed transcripts
+            acc.drive(
+                [("success_rate",), ("success_rate", "agent", agent)], f"{task_id}/{agent}#{sample} failed"
+            )
         if sat is None:
             continue
         bad = bool(sat) and not success

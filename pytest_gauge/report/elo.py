@@ -3,12 +3,14 @@ token, as text."""
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
 from itertools import pairwise
 from typing import Any
 
 from ..analysis.elo_report import EloReport, agent_tokens, finite, ordered_agents
+from ..records import CaseRecord
 
 __all__ = [
     "DASH",
@@ -16,7 +18,9 @@ __all__ = [
     "ci_text",
     "elo_json",
     "elo_text",
+    "no_elo_reason",
     "render_elo_md",
+    "render_no_elo",
     "tokens_text",
     "unsign_zero",
 ]
@@ -325,3 +329,33 @@ def elo_json(report: EloReport) -> dict[str, Any]:
     }
     rounded: dict[str, Any] = _round(out)
     return rounded
+
+
+# --------------------------------------------------------------------------------------------------
+# When no scale can be fitted
+
+
+def no_elo_reason(records: Sequence[CaseRecord]) -> str:
+    """Why no Elo scale could be fitted on these case records (the fit needs two agents with a verdict)."""
+    if not records:
+        return "no case was judged in this run"
+    errors = sum(1 for r in records if r.judge_choice == "error")
+    if errors == len(records):
+        return (
+            f"every verdict is an error ({errors} of {len(records)} cases): there is no comparison to fit; "
+            "see conclusion.md for the judge errors"
+        )
+    return "fewer than two agents have a judged (non-error) comparison"
+
+
+def render_no_elo(suite: str, reason: str) -> tuple[str, str]:
+    """``elo.md`` and ``elo.json`` when no scale could be fitted: written anyway, saying why."""
+    md = f"# Elo and test-time compute: {suite}\n\nNo Elo scale could be fitted: {reason}.\n"
+    doc = {
+        "format_version": ELO_FORMAT_VERSION,
+        "suite": suite,
+        "fitted": False,
+        "reason": reason,
+        "agents": {},
+    }
+    return md, json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"

@@ -11,7 +11,7 @@ from ..analysis.elo import EloResult
 from ..analysis.elo_report import EloReport, finite
 from .elo import ci_text, elo_text, tokens_text, unsign_zero
 
-__all__ = ["render_elo_svg"]
+__all__ = ["render_elo_svg", "render_no_elo_svg"]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -245,3 +245,22 @@ def render_elo_svg(report: EloReport) -> str:
         out += _axes(plot) + series + _legend(legend, hidden)
     out.append("</svg>")
     return "\n".join(out) + "\n"
+
+
+def render_no_elo_svg(suite: str, reason: str) -> str:
+    """``elo.svg`` when no scale could be fitted: the title and the reason, nothing plotted."""
+    return (
+        "\n".join(
+            [
+                f'<svg xmlns="http://www.w3.org/2000/svg" width="{_W}" height="{_H}" viewBox="0 0 {_W} {_H}" '
+                'font-family="sans-serif" font-size="12">',
+                f'<rect x="0" y="0" width="{_W}" height="{_H}" fill="#ffffff"/>',
+                f'<text x="{_W / 2:.1f}" y="28.0" text-anchor="middle" font-size="16">'
+                f"{_esc('Elo vs tokens per task: ' + suite)}</text>",
+                f'<text x="{_W / 2:.1f}" y="{_H / 2:.1f}" text-anchor="middle">'
+                f"{_esc('No Elo scale could be fitted: ' + reason.split(':')[0])}</text>",
+                "</svg>",
+            ]
+        )
+        + "\n"
+    )

@@ -183,6 +183,10 @@ def _emit(
         user_properties=[],
     )
     hook = session.config.hook
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    reported = int(getattr(reporter, "reported_progress", 0) or 0)
+    if reported >= session.testscollected:  # never past 100% (xdist counts only the workers' cases)
+        session.testscollected = reported + 1
     hook.pytest_runtest_logstart(nodeid=nodeid, location=location)
     hook.pytest_runtest_logreport(report=report)
     hook.pytest_runtest_logfinish(nodeid=nodeid, location=location)
@@ -324,8 +328,8 @@ def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool)
     from ..analysis.power import with_needed_n
     from ..report import ReportContext, render_reports
     from ..report.baseline import render_baseline_md
-    from ..report.elo import elo_json, render_elo_md
-    from ..report.elo_svg import render_elo_svg
+    from ..report.elo import elo_json, no_elo_reason, render_elo_md, render_no_elo
+    from ..report.elo_svg import render_elo_svg, render_no_elo_svg
     from .fixtures import finish_tests
 
     ledger_all = merge_ledgers(sorted(state.run_dir.glob("ledger-*.jsonl")))
@@ -398,6 +402,10 @@ def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool)
                 json.dumps(elo_json(elo), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
             )
             reports["elo.svg"] = render_elo_svg(elo)
+        else:  # the files are outputs of every run: say why there is no scale
+            reason = no_elo_reason(records)
+            reports["elo.md"], reports["elo.json"] = render_no_elo(name, reason)
+            reports["elo.svg"] = render_no_elo_svg(name, reason)
         for filename, text in reports.items():
             _write(out / "reports" / filename, text)
         if opts.snapshot_reports and not (partial or interrupted):

@@ -220,6 +220,22 @@ class GaugeState:
         if self.shared is not None:
             self.shared.ledger.close()
 
+    def suite_entries_expected(self) -> int:
+        """The suite-level test entries this run will report after its cases: one per gate of every suite
+        with selected cases (a skipped gate is an entry too) and, with ``--gauge-snapshot-reports`` on a
+        whole run, one per snapshot report; so pytest's progress counter can count them from the start."""
+        from .outputs import SNAPSHOT_REPORTS
+
+        total = 0
+        for entry in self.suites.values():
+            selected = self.selected.get(entry.name, [])
+            if not selected:
+                continue
+            total += len(entry.suite.gates) + len(self.options.gates)
+            if self.options.snapshot_reports and len(selected) == len(entry.cases):
+                total += len(SNAPSHOT_REPORTS)
+        return total
+
     # ----- controller ------------------------------------------------------------------------
     def add_record(self, record: CaseRecord) -> None:
         """Keep a case's record for the end of the run."""
