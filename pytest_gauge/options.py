@@ -45,6 +45,7 @@ class GaugeOptions:
     budget_tokens: int | None = None
     budget_task_usd: float | None = None
     prices: tuple[PriceRow, ...] = ()
+    genai_prices: bool = False  # --gauge-prices genai-prices: unpriced models priced from genai-prices
     bootstrap_rounds: int = 2000
     progress: bool = True
     snapshot_reports: bool = False
@@ -178,7 +179,8 @@ _SETTINGS: tuple[tuple[str, str, Any, str, tuple[str, ...] | None], ...] = (
         "prices",
         "gauge_prices_file",
         str,
-        "prices file (TOML or JSON): {model: {input: $/M, output: $/M}}",
+        "prices file (TOML or JSON): {model: {input: $/M, output: $/M, cached_input: $/M}}, or "
+        "'genai-prices' for the genai-prices package's prices",
         None,
     ),
 )
@@ -267,7 +269,7 @@ def parse_price_lines(lines: list[str]) -> list[PriceRow]:
 
 def resolve_options(config: pytest.Config) -> GaugeOptions:
     """Resolve every setting once, CLI first, then ini, then the default."""
-    from .gateway.prices import load_prices
+    from .gateway.prices import GENAI_PRICES, check_genai_prices, load_prices
 
     values: dict[str, Any] = {}
     for _suffix, ini, kind, _help, choices in _SETTINGS:
@@ -287,9 +289,12 @@ def resolve_options(config: pytest.Config) -> GaugeOptions:
     except GateSyntaxError as exc:
         raise pytest.UsageError(f"ini key gauge_gates: {exc}") from None
     gates = tuple(ini_gates) + tuple(config.getoption("gauge_gate") or ())
+    genai = values["gauge_prices_file"] == GENAI_PRICES
+    if genai:
+        check_genai_prices()
     prices = load_prices(
         ini_lines=parse_price_lines(list(config.getini("gauge_prices"))),
-        file=values["gauge_prices_file"],
+        file=None if genai else values["gauge_prices_file"],
         environ=os.environ,
         base=root,
     )
@@ -318,6 +323,7 @@ def resolve_options(config: pytest.Config) -> GaugeOptions:
         budget_tokens=values["gauge_budget_tokens"],
         budget_task_usd=values["gauge_budget_task_usd"],
         prices=tuple(sorted(prices.rows(), key=lambda row: row[0])),
+        genai_prices=genai,
         bootstrap_rounds=pick("gauge_bootstrap_rounds", 2000),
         progress=not config.getoption("gauge_no_progress"),
         snapshot_reports=bool(config.getoption("gauge_snapshot_reports")),

@@ -20,7 +20,7 @@ from pytest_gauge.analysis.gates import parse_gate
 from pytest_gauge.cli import main, suite_targets
 from pytest_gauge.gateway.endpoint import check_base_url, normalise_url
 from pytest_gauge.gateway.errors import GatewayError
-from pytest_gauge.gateway.prices import PriceTable
+from pytest_gauge.gateway.prices import Price, PriceRow, PriceTable, with_genai_prices
 from pytest_gauge.options import parse_price_lines
 from pytest_gauge.records import Usage
 from pytest_gauge.run.judge import JUDGE_SYSTEM_PROMPT
@@ -371,3 +371,15 @@ def test_elo_files_are_written_when_every_verdict_is_an_error(
     ).read_text(encoding="utf-8")
     assert json.loads((reports / "elo.json").read_text(encoding="utf-8"))["fitted"] is False
     assert "No Elo scale could be fitted" in (reports / "elo.svg").read_text(encoding="utf-8")
+
+
+def test_genai_prices_fill_in_unconfigured_models_and_name_their_source() -> None:
+    pytest.importorskip("genai_prices")
+    configured: tuple[PriceRow, ...] = (("gpt-4o", 1.0, 2.0, None, "ini gauge_prices"),)
+    rows = with_genai_prices(configured, ["gpt-4o", "gpt-4o-mini", "nope-x"])
+    table = PriceTable.from_rows(rows)
+    assert table.price("gpt-4o") == Price(1.0, 2.0, None, "ini gauge_prices")  # configured prices win
+    mini = table.price("gpt-4o-mini")
+    assert mini is not None and mini.source.startswith("genai-prices ") and "gpt-4o-mini" in mini.source
+    assert mini.cached_input is not None and 0 < mini.cached_input < mini.input < mini.output
+    assert table.price("nope-x") is None  # unknown to the package: still unknown, never 0

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,7 +16,21 @@ import pytest
 
 from ..records import Usage
 
-__all__ = ["Price", "PriceRow", "PriceTable", "cost_of", "load_prices"]
+__all__ = [
+    "GENAI_PRICES",
+    "Price",
+    "PriceRow",
+    "PriceTable",
+    "check_genai_prices",
+    "cost_of",
+    "genai_price_rows",
+    "load_prices",
+    "with_genai_prices",
+]
+
+GENAI_PRICES = "genai-prices"
+"""``--gauge-prices genai-prices``: prices of models not configured otherwise from the ``genai-prices``
+package (the optional extra ``pytest-gauge[prices]``)."""
 
 PriceRow = tuple[str, float, float] | tuple[str, float, float, float | None, str]
 """``(model, input, output)`` or ``(model, input, output, cached_input, source)``, USD per million tokens:
@@ -146,3 +160,42 @@ def load_prices(
         except json.JSONDecodeError as exc:
             raise pytest.UsageError(f"GAUGE_PRICES is not valid JSON: {exc}") from None
     return PriceTable(prices)
+
+
+def check_genai_prices() -> None:
+    """Fail with the fix when ``--gauge-prices genai-prices`` is asked for but the package is missing."""
+    try:
+        import genai_prices  # noqa: F401
+    except ImportError:
+        raise pytest.UsageError(
+            "--gauge-prices genai-prices needs the genai-prices package: pip install 'pytest-gauge[prices]'"
+        ) from None
+
+
+def genai_price_rows(models: Iterable[str]) -> list[PriceRow]:
+    """Prices per million tokens (input, output, cached input) of each model genai-prices knows, with the
+    source naming the package version and the matched provider/model; unknown models are left out
+    (their cost stays unknown, never 0)."""
+    import genai_prices
+
+    rows: list[PriceRow] = []
+    for model in sorted(set(models)):
+        try:
+            base = genai_prices.calc_price(genai_prices.Usage(input_tokens=10**6, output_tokens=10**6), model)
+            cached = genai_prices.calc_price(
+                genai_prices.Usage(input_tokens=10**6, cache_read_tokens=10**6), model
+            )
+        except LookupError:
+            continue
+        source = f"genai-prices {genai_prices.__version__}: {base.provider.id}/{base.model.id}"
+        rows.append(
+            (model, float(base.input_price), float(base.output_price), float(cached.input_price), source)
+        )
+    return rows
+
+
+def with_genai_prices(rows: tuple[PriceRow, ...], models: Iterable[str]) -> tuple[PriceRow, ...]:
+    """``rows`` plus genai-prices rows for the models they do not price (configured prices win)."""
+    priced = {row[0] for row in rows}
+    extra = genai_price_rows(m for m in models if m not in priced)
+    return tuple(sorted([*rows, *extra], key=lambda row: row[0]))

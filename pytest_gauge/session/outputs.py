@@ -17,6 +17,7 @@ import platform
 import subprocess
 import time
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -386,7 +387,9 @@ def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool)
             ledger=ledger,
             metrics=metrics,
             gates=results,
-            options=opts,
+            options=replace(opts, prices=state.price_rows([str(m) for m in meta["models"].values() if m]))
+            if opts.genai_prices
+            else opts,
             elo=elo.result if elo is not None else None,
             baseline=comparison,
             baseline_note=note if opts.baseline else "",

@@ -28,6 +28,7 @@ from ..suite.declare import Suite
 from ..suite.tasks import Task
 
 if TYPE_CHECKING:  # the engine imports openai; the xdist controller, which runs no case, never needs it
+    from ..gateway.prices import PriceRow
     from ..run.engine import Engine
 
 __all__ = ["GaugeState", "SuiteEntry", "render_progress", "state_key", "stop_finished_workers"]
@@ -147,7 +148,7 @@ class GaugeState:
             budget=Budget(
                 SharedState(run / "budget.json"), opts.budget_usd, opts.budget_tokens, opts.budget_task_usd
             ),
-            prices=PriceTable.from_rows(opts.prices),
+            prices=PriceTable.from_rows(self.price_rows()),
             cache=cache,
             cache_mode=opts.cache_mode,
             replay=opts.backend == "replay",
@@ -219,6 +220,17 @@ class GaugeState:
             self.engine.stop()
         if self.shared is not None:
             self.shared.ledger.close()
+
+    def price_rows(self, models: list[str] | None = None) -> tuple[PriceRow, ...]:
+        """The run's prices: the configured ones, plus genai-prices for the other models of the collected
+        suites (or ``models``) with ``--gauge-prices genai-prices``."""
+        if not self.options.genai_prices:
+            return self.options.prices
+        from ..gateway.prices import with_genai_prices
+
+        if models is None:
+            models = [str(m) for e in self.suites.values() for m in e.suite.models().values() if m]
+        return with_genai_prices(self.options.prices, models)
 
     def suite_entries_expected(self) -> int:
         """The suite-level test entries this run will report after its cases: one per gate of every suite
