@@ -518,6 +518,21 @@ def test_tool_args_schema() -> None:
     for bad in bad_cases:
         res = r.check(tools([call("pay", bad)]))
         assert not res.passed, bad
+    with_defs = rule(
+        type="tool_args",
+        name="pay",
+        schema={
+            "properties": {
+                "to": {"$ref": "#/$defs/iban"},
+                "memo": {"anyOf": [{"const": "rent"}, {"type": "null"}]},
+            },
+            "$defs": {"iban": {"type": "string", "pattern": "^[A-Z]{2}[0-9]{2}"}},
+        },
+    )
+    assert passes(with_defs, tools([call("pay", {"to": "DE44", "memo": None})]))
+    res = with_defs.check(tools([call("pay", {"to": "de44"})]))
+    assert not res.passed and "arguments.to: 'de44' does not match" in res.detail
+    assert not passes(with_defs, tools([call("pay", {"to": "DE44", "memo": "food"})]))
     combined = rule(type="tool_args", name="pay", args={"currency": "USD"}, schema=schema)
     assert not passes(combined, tools([call("pay", ok)]))
     assert passes(combined, tools([call("pay", {**ok, "currency": "USD"})]))
@@ -733,23 +748,28 @@ def test_rules_needing_one_of_several_arguments() -> None:
 @pytest.mark.parametrize(
     ("schema", "field", "fragment"),
     [
-        ([1], "schema", "JSON object"),
-        ("object", "schema", "JSON object"),
-        ({"type": "map"}, "schema.type", "unknown type"),
-        ({"type": ["string", "float"]}, "schema.type", "unknown type"),
-        ({"properties": {"a": {"type": "int"}}}, "schema.properties.a.type", "unknown type"),
-        ({"properties": []}, "schema.properties", "object"),
-        ({"required": "a"}, "schema.required", "list"),
-        ({"minimum": "1"}, "schema.minimum", "number"),
-        ({"pattern": "("}, "schema.pattern", "invalid regular expression"),
-        ({"items": 3}, "schema.items", "JSON object"),
-        ({"enum": []}, "schema.enum", "non-empty"),
-        ({"oneOf": []}, "schema.oneOf", "unsupported schema keyword"),
+        ([1], "schema", "must be an object, got list"),
+        ("object", "schema", "must be an object, got str"),
+        ({"type": "map"}, "schema.type", "'map' is not a JSON Schema type"),
+        ({"type": ["string", "float"]}, "schema.type[1]", "'float' is not a JSON Schema type"),
+        (
+            {"properties": {"a": {"type": "int"}}},
+            "schema.properties.a.type",
+            "'int' is not a JSON Schema type",
+        ),
+        ({"properties": []}, "schema.properties", "is not of type 'object'"),
+        ({"required": "a"}, "schema.required", "is not of type 'array'"),
+        ({"minimum": "1"}, "schema.minimum", "is not of type 'number'"),
+        ({"pattern": "("}, "schema.pattern", "is not a 'regex'"),
+        ({"items": 3}, "schema.items", "is not of type 'object', 'boolean'"),
+        ({"oneOf": []}, "schema.oneOf", "should be non-empty"),
+        ({"$ref": "#/$defs/nope"}, "schema", "$ref '#/$defs/nope' does not resolve"),
     ],
 )
 def test_bad_schema(schema: Any, field: str, fragment: str) -> None:
     e = spec_error({"type": "tool_args", "name": "x", "schema": schema})
-    assert e.field == f"success_criteria[2].{field}" and fragment in e.message
+    assert e.field == f"success_criteria[2].{field}", e.field
+    assert fragment in e.message and 'arguments of tool "x"' in e.message, e.message
 
 
 def test_parse_rules_paths() -> None:

@@ -25,8 +25,9 @@ from pytest_gauge.run.dialogue import ChatResult, DialogueConfig, run_dialogue
 from pytest_gauge.run.judge import JUDGE_SYSTEM_PROMPT, Redactor, render_transcript
 from pytest_gauge.suite.declare import SuiteError
 from pytest_gauge.suite.rules import parse_rules, score
+from pytest_gauge.suite.schema import SchemaError, compile_schema
 from pytest_gauge.suite.tasks import Task
-from pytest_gauge.suite.tools import ToolError, ToolExecutor, argument_errors, validate_schema
+from pytest_gauge.suite.tools import ToolError, ToolExecutor
 from pytest_gauge.testing.server import LoopbackServer, completion, message_text, tool_call
 from tests.conftest import read_jsonl
 
@@ -118,11 +119,18 @@ def test_a_tool_with_wrong_keyword_arguments_is_a_tool_error_not_a_crash() -> No
 @pytest.mark.parametrize(
     ("raw", "why"),
     [
-        ('{"id": "A123"}', "arguments.order_id: required; arguments.id: not an argument of this tool"),
-        ('{"order_id": 123}', "arguments.order_id: expected string, got 123"),
-        ('{"order_id": "A1", "reason": "late"}', "arguments.reason: not an argument of this tool"),
-        ('{"order_id": "A1", "speed": "warp"}', "arguments.speed: \"warp\" is not one of ['slow', 'fast']"),
-        ('{"order_id": "A1", "items": [1, "x"]}', 'arguments.items[1]: expected integer, got "x"'),
+        (
+            '{"id": "A123"}',
+            "arguments: 'order_id' is a required property; "
+            "arguments: Additional properties are not allowed ('id' was unexpected)",
+        ),
+        ('{"order_id": 123}', "arguments.order_id: 123 is not of type 'string'"),
+        (
+            '{"order_id": "A1", "reason": "late"}',
+            "arguments: Additional properties are not allowed ('reason' was unexpected)",
+        ),
+        ('{"order_id": "A1", "speed": "warp"}', "arguments.speed: 'warp' is not one of ['slow', 'fast']"),
+        ('{"order_id": "A1", "items": [1, "x"]}', "arguments.items[1]: 'x' is not of type 'integer'"),
     ],
 )
 def test_arguments_that_break_the_schema_are_code_2_and_the_tool_never_runs(raw: str, why: str) -> None:
@@ -145,11 +153,14 @@ def test_arguments_that_break_the_schema_are_code_2_and_the_tool_never_runs(raw:
 
 
 def test_argument_checks_follow_json_schema_types() -> None:
-    assert argument_errors({"type": "integer"}, 3) == argument_errors({"type": "integer"}, 3.0) == []
-    assert argument_errors({"type": "integer"}, True) == ["arguments: expected integer, got true"]
-    assert argument_errors({"type": "number"}, 2.5) == []
-    assert argument_errors({"type": ["string", "null"]}, None) == []
-    assert argument_errors({"type": "object", "properties": {"a": {"type": "string"}}}, {"b": 1}) == []
+    def errors(schema: dict[str, Any], value: Any) -> list[str]:
+        return compile_schema(schema, "test").errors(value)
+
+    assert errors({"type": "integer"}, 3) == errors({"type": "integer"}, 3.0) == []
+    assert errors({"type": "integer"}, True) == ["arguments: True is not of type 'integer'"]
+    assert errors({"type": "number"}, 2.5) == []
+    assert errors({"type": ["string", "null"]}, None) == []
+    assert errors({"type": "object", "properties": {"a": {"type": "string"}}}, {"b": 1}) == []
 
 
 def test_a_hung_tool_times_out_with_code_124_without_waiting_for_it() -> None:
@@ -238,46 +249,51 @@ def test_a_result_that_is_not_json_is_a_tool_error() -> None:
 # ---------------------------------------------------------------------------------- declarations
 
 
+TYPES = "(array, boolean, integer, null, number, object, string)"
+
+
 @pytest.mark.parametrize(
     ("schema", "message"),
     [
         (["type", "object"], "parameters: a JSON Schema must be an object, got list"),
-        ({"type": "dict"}, "parameters.type: 'dict' is not a JSON Schema type"),
-        ({"type": ["string", "text"]}, "parameters.type: 'text' is not a JSON Schema type"),
+        ({"type": "dict"}, f"parameters.type: 'dict' is not a JSON Schema type {TYPES}"),
+        ({"type": ["string", "text"]}, f"parameters.type[1]: 'text' is not a JSON Schema type {TYPES}"),
         (
             {"type": "object", "properties": {"a": {"type": "strnig"}}},
-            "parameters.properties.a.type: 'strnig'",
+            "parameters.properties.a.type: 'strnig' is not a JSON Schema type",
         ),
-        (
-            {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a", "b"]},
-            "parameters.required names unknown properties: b",
-        ),
-        ({"type": "object", "required": "a"}, "parameters.required must be a list of property names"),
-        ({"type": "object", "properties": []}, "parameters.properties must be an object"),
+        ({"type": "object", "required": "a"}, "parameters.required: 'a' is not of type 'array'"),
+        ({"type": "object", "properties": []}, "parameters.properties: [] is not of type 'object'"),
         ({"type": "array", "items": {"type": "tuple"}}, "parameters.items.type: 'tuple'"),
-        ({"type": "string", "enum": "a|b"}, "parameters.enum must be a list"),
+        ({"type": "string", "enum": "a|b"}, "parameters.enum: 'a|b' is not of type 'array'"),
+        ({"type": "string", "maxLength": -1}, "parameters.maxLength: -1 is less than the minimum of 0"),
+        ({"type": "string", "pattern": "("}, "parameters.pattern: '(' is not a 'regex'"),
+        ({"anyOf": []}, "parameters.anyOf: [] should be non-empty"),
+        ({"$ref": "#/$defs/missing"}, "parameters: $ref '#/$defs/missing' does not resolve"),
+        ({"$ref": "https://example.com/s.json"}, "parameters: $ref 'https://example.com/s.json' does not"),
     ],
 )
-def test_validate_schema_rejects_malformed_schemas(schema: object, message: str) -> None:
-    with pytest.raises(ToolError) as info:
-        validate_schema(schema)
+def test_compile_schema_rejects_schemas_that_break_the_draft(schema: object, message: str) -> None:
+    with pytest.raises(SchemaError) as info:
+        compile_schema(schema, "parameters")
     assert str(info.value).startswith(message)
 
 
-def test_validate_schema_accepts_a_nested_function_schema() -> None:
-    validate_schema(
+def test_compile_schema_accepts_a_nested_function_schema_with_defs() -> None:
+    compiled = compile_schema(
         {
             "type": "object",
             "properties": {
-                "items": {
-                    "type": "array",
-                    "items": {"type": "object", "properties": {"sku": {"type": "string"}}},
-                },
+                "items": {"type": "array", "items": {"$ref": "#/$defs/item"}},
                 "priority": {"type": ["string", "null"], "enum": ["low", "high", None]},
             },
             "required": ["items"],
-        }
+            "$defs": {"item": {"type": "object", "properties": {"sku": {"type": "string"}}}},
+        },
+        "parameters",
     )
+    assert compiled.errors({"items": [{"sku": "A"}], "priority": None}) == []
+    assert compiled.errors({"items": [{"sku": 1}]}) == ["arguments.items[0].sku: 1 is not of type 'string'"]
 
 
 def test_tool_rejects_a_non_object_top_level_schema_and_a_bad_name() -> None:
@@ -285,7 +301,7 @@ def test_tool_rejects_a_non_object_top_level_schema_and_a_bad_name() -> None:
         ToolError, match=r"tool echo\.parameters: the top-level schema must have type 'object'"
     ):
         Tool("echo", "", {"type": "string"}, lambda: "")
-    with pytest.raises(ToolError, match=r"tool echo\.parameters\.properties\.x\.type: 'int'"):
+    with pytest.raises(ToolError, match=r"tool echo\.parameters\.properties\.x\.type: 'int' is not a JSON"):
         Tool("echo", "", {"type": "object", "properties": {"x": {"type": "int"}}}, lambda x: x)
     with pytest.raises(ToolError, match="tool name 'look up'"):
         Tool("look up", "", OBJ, lambda: "")
@@ -499,8 +515,9 @@ def test_an_invalid_tool_schema_fails_at_suite_import_with_the_tool_and_path(
     assert result.ret != 0
     result.stdout.re_match_lines(
         [
+            r"_* ERROR collecting suites/tools/test_tools_suite\.py _*",
             r".*ToolError: tool check_stock\.parameters\.properties\.sku\.type: "
-            r"'strnig' is not a JSON Schema type.*"
+            r"'strnig' is not a JSON Schema type.*",
         ]
     )
     result.assert_outcomes(errors=1)

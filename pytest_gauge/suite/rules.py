@@ -26,6 +26,7 @@ from types import MappingProxyType
 from typing import Any, ClassVar
 
 from ..records import ToolCall, Transcript
+from .schema import CompiledSchema, SchemaError, compile_schema
 
 __all__ = [
     "REGEX_TIMEOUT",
@@ -228,141 +229,8 @@ def _parse_json_reply(text: str) -> tuple[dict[str, Any] | None, str]:
     return value, ""
 
 
-# --------------------------------------------------------------------------------------------------
-# Small JSON-Schema subset (for tool_args)
-
-_SCHEMA_TYPES = ("string", "number", "integer", "boolean", "object", "array", "null")
-_SCHEMA_KEYS = (
-    "type", "properties", "required", "additionalProperties", "enum", "minimum", "maximum",
-    "pattern", "minLength", "maxLength", "items", "minItems", "maxItems",
-    "description", "title", "$comment",
-)  # fmt: skip
-
-
 def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _check_schema(schema: Any, path: str) -> None:
-    """Validate a schema of the supported subset at parse time."""
-    if not isinstance(schema, dict):
-        raise RuleSpecError(path, "a schema must be a JSON object")
-    for key in schema:
-        if key not in _SCHEMA_KEYS:
-            raise RuleSpecError(
-                f"{path}.{key}", f"unsupported schema keyword {key!r}; supported: {', '.join(_SCHEMA_KEYS)}"
-            )
-    if "type" in schema:
-        types = schema["type"]
-        listed = types if isinstance(types, list) else [types]
-        if not listed or not all(isinstance(t, str) and t in _SCHEMA_TYPES for t in listed):
-            raise RuleSpecError(
-                f"{path}.type", f"unknown type {_quote(types)}; valid types: {', '.join(_SCHEMA_TYPES)}"
-            )
-    if "properties" in schema:
-        props = schema["properties"]
-        if not isinstance(props, dict):
-            raise RuleSpecError(f"{path}.properties", "must be an object mapping names to schemas")
-        for name, sub in props.items():
-            _check_schema(sub, f"{path}.properties.{name}")
-    if "required" in schema:
-        req = schema["required"]
-        if not isinstance(req, list) or not all(isinstance(r, str) for r in req):
-            raise RuleSpecError(f"{path}.required", "must be a list of property names")
-    if "additionalProperties" in schema and not isinstance(schema["additionalProperties"], bool):
-        _check_schema(schema["additionalProperties"], f"{path}.additionalProperties")
-    if "enum" in schema and (not isinstance(schema["enum"], list) or not schema["enum"]):
-        raise RuleSpecError(f"{path}.enum", "must be a non-empty list of values")
-    for key in ("minimum", "maximum"):
-        if key in schema and not _is_number(schema[key]):
-            raise RuleSpecError(f"{path}.{key}", "must be a number")
-    for key in ("minLength", "maxLength", "minItems", "maxItems"):
-        if key in schema and (
-            not isinstance(schema[key], int) or isinstance(schema[key], bool) or schema[key] < 0
-        ):
-            raise RuleSpecError(f"{path}.{key}", "must be an integer >= 0")
-    if "pattern" in schema:
-        _compile(schema["pattern"], f"{path}.pattern")
-    if "items" in schema:
-        _check_schema(schema["items"], f"{path}.items")
-    for key in ("description", "title", "$comment"):
-        if key in schema and not isinstance(schema[key], str):
-            raise RuleSpecError(f"{path}.{key}", "must be a string")
-
-
-def _type_ok(value: Any, name: str) -> bool:
-    if name == "string":
-        return isinstance(value, str)
-    if name == "number":
-        return _is_number(value)
-    if name == "integer":
-        return _is_number(value) and float(value).is_integer()
-    if name == "boolean":
-        return isinstance(value, bool)
-    if name == "object":
-        return isinstance(value, dict)
-    if name == "array":
-        return isinstance(value, list)
-    return value is None  # "null"
-
-
-def _unmatched(pattern: str, value: str) -> bool:
-    try:
-        return bounded_search(pattern, value) is None
-    except PatternTimeout:
-        return True
-
-
-def _schema_violation(schema: Mapping[str, Any], value: Any, where: str) -> str | None:
-    """The first way ``value`` breaks ``schema`` (a short phrase), or None if it conforms."""
-    at = where or "arguments"
-    if "type" in schema:
-        types = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
-        if not any(_type_ok(value, t) for t in types):
-            return f"{at} is {_quote(value)}, not of type {'/'.join(types)}"
-    if "enum" in schema and not any(_json_equal(e, value) for e in schema["enum"]):
-        return f"{at} is {_quote(value)}, not one of {_quote(schema['enum'])}"
-    if _is_number(value):
-        if "minimum" in schema and value < schema["minimum"]:
-            return f"{at} is {_quote(value)}, below the minimum {schema['minimum']}"
-        if "maximum" in schema and value > schema["maximum"]:
-            return f"{at} is {_quote(value)}, above the maximum {schema['maximum']}"
-    if isinstance(value, str):
-        if "minLength" in schema and len(value) < schema["minLength"]:
-            return f"{at} is shorter than {schema['minLength']} characters"
-        if "maxLength" in schema and len(value) > schema["maxLength"]:
-            return f"{at} is longer than {schema['maxLength']} characters"
-        if "pattern" in schema and _unmatched(schema["pattern"], value):
-            return f"{at} is {_quote(value)}, which does not match {schema['pattern']!r}"
-    if isinstance(value, dict):
-        for name in schema.get("required", []):
-            if name not in value:
-                return f"{at} lacks the required property {name!r}"
-        props: Mapping[str, Any] = schema.get("properties", {})
-        extra = schema.get("additionalProperties", True)
-        for name, sub in value.items():
-            child = f"{where}.{name}" if where else name
-            if name in props:
-                problem = _schema_violation(props[name], sub, child)
-            elif extra is False:
-                problem = f"{at} has the unexpected property {name!r}"
-            elif isinstance(extra, dict):
-                problem = _schema_violation(extra, sub, child)
-            else:
-                problem = None
-            if problem:
-                return problem
-    if isinstance(value, list):
-        if "minItems" in schema and len(value) < schema["minItems"]:
-            return f"{at} has fewer than {schema['minItems']} items"
-        if "maxItems" in schema and len(value) > schema["maxItems"]:
-            return f"{at} has more than {schema['maxItems']} items"
-        if "items" in schema:
-            for i, item in enumerate(value):
-                problem = _schema_violation(schema["items"], item, f"{at}[{i}]")
-                if problem:
-                    return problem
-    return None
 
 
 # --------------------------------------------------------------------------------------------------
@@ -1008,6 +876,7 @@ class ToolArgs(Rule):
     args: dict[str, Any] = field(default_factory=dict, hash=False)
     patterns: dict[str, str] = field(default_factory=dict, hash=False)
     schema: dict[str, Any] | None = field(default=None, hash=False)
+    validator: CompiledSchema | None = field(default=None, hash=False, compare=False, repr=False)
 
     @classmethod
     def _build(cls, a: _Args, common: dict[str, Any]) -> Rule:
@@ -1023,15 +892,22 @@ class ToolArgs(Rule):
         for key, pattern in patterns.items():
             _compile(pattern, f"{a.at('patterns')}.{key}")
         schema = a.obj.get("schema")
+        compiled = None
         if schema is not None or a.has("schema"):
-            _check_schema(schema, a.at("schema"))
+            try:
+                compiled = compile_schema(schema, a.at("schema"))
+            except SchemaError as exc:
+                reason = f"{exc.reason} (the JSON Schema for the arguments of tool {_quote(name)})"
+                raise RuleSpecError(exc.where + exc.path, reason) from None
         if not args and not patterns and schema is None:
             raise RuleSpecError(
                 a.path,
                 "tool_args needs at least one of args, patterns, schema "
                 "(use tool_called to only require a call)",
             )
-        return cls(name=name, args=dict(args), patterns=dict(patterns), schema=schema, **common)
+        return cls(
+            name=name, args=dict(args), patterns=dict(patterns), schema=schema, validator=compiled, **common
+        )
 
     def _mismatch(self, arguments: dict[str, Any]) -> str | None:
         for key, want in self.args.items():
@@ -1048,8 +924,8 @@ class ToolArgs(Rule):
                 return str(exc)
             if matched is None:
                 return f"{key} was {_quote(arguments[key])}, not matching {pattern!r}"
-        if self.schema is not None:
-            return _schema_violation(self.schema, arguments, "")
+        if self.validator is not None:
+            return self.validator.first_error(arguments)
         return None
 
     def check(self, transcript: Transcript) -> RuleResult:

@@ -1,7 +1,8 @@
 """Tools in a suite: declared once with an OpenAI function schema and a Python implementation, executed
 locally with a per-call timeout. A failure never escapes: it becomes a result the agent sees and a
 return code in the transcript (0 ok, 1 the tool raised, 2 malformed arguments: not a JSON object, or not
-matching the tool's schema, 124 timeout, 127 unknown).
+matching the tool's schema (Draft 2020-12, every keyword; the tool is not called), 124 timeout, 127
+unknown).
 """
 
 from __future__ import annotations
@@ -15,11 +16,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..records import ToolCall
+from .schema import CompiledSchema, SchemaError, compile_schema
 
-__all__ = ["Tool", "ToolError", "ToolExecutor", "ToolResult", "argument_errors", "validate_schema"]
+__all__ = ["Tool", "ToolError", "ToolExecutor", "ToolResult"]
 
 RC_OK, RC_RAISED, RC_BAD_ARGS, RC_TIMEOUT, RC_UNKNOWN = 0, 1, 2, 124, 127
-_JSON_TYPES = {"object", "array", "string", "number", "integer", "boolean", "null"}
 
 
 class ToolError(ValueError):
@@ -34,106 +35,33 @@ class ToolResult:
     return_code: int = 0
 
 
-def _types(schema: Mapping[str, Any]) -> list[Any]:
-    """The schema's ``type`` as a list (it may be one name, a list of names, or absent)."""
-    kind = schema.get("type")
-    return kind if isinstance(kind, list) else [kind] if kind is not None else []
-
-
-def _shown(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False)[:40]
-
-
-def validate_schema(schema: object, where: str = "parameters") -> None:
-    """Check that a JSON Schema (the subset OpenAI function schemas use) is well formed."""
-    if not isinstance(schema, Mapping):
-        raise ToolError(f"{where}: a JSON Schema must be an object, got {type(schema).__name__}")
-    kinds = _types(schema)
-    for k in kinds:
-        if k not in _JSON_TYPES:
-            raise ToolError(
-                f"{where}.type: {k!r} is not a JSON Schema type ({', '.join(sorted(_JSON_TYPES))})"
-            )
-    props = schema.get("properties")
-    if props is not None:
-        if not isinstance(props, Mapping):
-            raise ToolError(f"{where}.properties must be an object")
-        for name, sub in props.items():
-            validate_schema(sub, f"{where}.properties.{name}")
-    required = schema.get("required")
-    if required is not None and (
-        not isinstance(required, list) or not all(isinstance(r, str) for r in required)
-    ):
-        raise ToolError(f"{where}.required must be a list of property names")
-    if isinstance(required, list) and isinstance(props, Mapping):
-        unknown = [r for r in required if r not in props]
-        if unknown:
-            raise ToolError(f"{where}.required names unknown properties: {', '.join(unknown)}")
-    items = schema.get("items")
-    if items is not None:
-        validate_schema(items, f"{where}.items")
-    enum = schema.get("enum")
-    if enum is not None and not isinstance(enum, list):
-        raise ToolError(f"{where}.enum must be a list")
-
-
-def _is_type(value: Any, kind: str) -> bool:
-    if kind == "integer":
-        return (isinstance(value, int) and not isinstance(value, bool)) or (
-            isinstance(value, float) and value.is_integer()
-        )
-    if kind == "number":
-        return isinstance(value, int | float) and not isinstance(value, bool)
-    expected = {"object": dict, "array": list, "string": str, "boolean": bool, "null": type(None)}[kind]
-    return isinstance(value, expected)
-
-
-def argument_errors(schema: Mapping[str, Any], value: Any, where: str = "arguments") -> list[str]:
-    """Where ``value`` breaks ``schema`` (the subset :func:`validate_schema` accepts): types, required
-    properties, ``enum``, ``additionalProperties: false`` and array items. Empty when it conforms.
-
-    Extra properties are allowed unless the schema forbids them, as function-calling runtimes do.
-    """
-    kinds = _types(schema)
-    if kinds and not any(_is_type(value, k) for k in kinds):
-        return [f"{where}: expected {' or '.join(kinds)}, got {_shown(value)}"]
-    errors: list[str] = []
-    enum = schema.get("enum")
-    if isinstance(enum, list) and value not in enum:
-        errors.append(f"{where}: {_shown(value)} is not one of {enum}")
-    if isinstance(value, dict):
-        props = schema.get("properties") or {}
-        for name in schema.get("required") or []:
-            if name not in value:
-                errors.append(f"{where}.{name}: required")
-        for name, item in value.items():
-            if name in props:
-                errors += argument_errors(props[name], item, f"{where}.{name}")
-            elif schema.get("additionalProperties") is False:
-                errors.append(f"{where}.{name}: not an argument of this tool")
-    items = schema.get("items")
-    if isinstance(value, list) and isinstance(items, Mapping):
-        for i, item in enumerate(value):
-            errors += argument_errors(items, item, f"{where}[{i}]")
-    return errors
-
-
 @dataclass(frozen=True)
 class Tool:
-    """A tool: name, description, JSON Schema of its arguments, and the function that runs it."""
+    """A tool: name, description, JSON Schema of its arguments, and the function that runs it.
+
+    ``parameters`` is checked against JSON Schema Draft 2020-12 when the tool is declared (so a bad
+    schema fails the suite's collection, naming the tool) and compiled once into the validator every
+    call's arguments go through (:mod:`pytest_gauge.suite.schema`).
+    """
 
     name: str
     description: str
     parameters: Mapping[str, Any]
     fn: Callable[..., Any] = field(compare=False)
     timeout: float | None = None
+    validator: CompiledSchema = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not self.name.replace("_", "").replace("-", "").isalnum():
             raise ToolError(f"tool name {self.name!r}: use letters, digits, '_' or '-'")
-        validate_schema(self.parameters, f"tool {self.name}.parameters")
+        where = f"tool {self.name}.parameters"
+        try:
+            compiled = compile_schema(self.parameters, where)
+        except SchemaError as exc:
+            raise ToolError(str(exc)) from None
         if self.parameters.get("type") != "object":
-            raise ToolError(f"tool {self.name}.parameters: the top-level schema must have type 'object'")
+            raise ToolError(f"{where}: the top-level schema must have type 'object'")
+        object.__setattr__(self, "validator", compiled)
 
     def schema(self) -> dict[str, Any]:
         """The OpenAI ``tools`` entry."""
@@ -212,7 +140,7 @@ class ToolExecutor:
             )
         if parsed is None:
             return ToolCall(call_id, name, raw_arguments, None, f"error: {error}", RC_BAD_ARGS, 0.0, error)
-        problems = argument_errors(tool.parameters, parsed)
+        problems = tool.validator.errors(parsed)
         if problems:  # the tool is not called with arguments its schema rules out
             error = "arguments do not match the tool's schema: " + "; ".join(problems)
             return ToolCall(call_id, name, raw_arguments, parsed, f"error: {error}", RC_BAD_ARGS, 0.0, error)

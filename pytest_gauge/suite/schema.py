@@ -1,0 +1,165 @@
+"""The one JSON-Schema validator of a suite: tool arguments (``Tool.parameters``) and the ``tool_args``
+rule's ``schema`` are both checked with ``jsonschema``'s Draft 2020-12 validator, built once per schema.
+
+Every keyword of the draft is enforced: types, ``enum``/``const``, numeric bounds, string lengths and
+``pattern``, array and object sizes, ``anyOf``/``oneOf``/``allOf``/``not``, ``if``/``then``/``else``,
+``dependentRequired``/``dependentSchemas``, ``prefixItems``/``contains``, ``unevaluated*``, and ``format``
+(asserted with ``jsonschema``'s format checker where it knows the format). ``$ref`` resolves inside the
+schema itself (``#/$defs/...``); nothing is ever fetched over the network, so a ``$ref`` to another
+document is an invalid schema. ``pattern`` runs with the same time bound as the
+regex rules (:data:`pytest_gauge.suite.rules.REGEX_TIMEOUT`), so an argument cannot hang a worker.
+
+A schema that is itself invalid raises :class:`SchemaError` naming where it was declared and the path
+inside it, e.g. ``tool check_stock.parameters.properties.sku.type: 'strnig' is not a JSON Schema type``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError, best_match
+from jsonschema.protocols import Validator
+from jsonschema.validators import extend
+from referencing import Registry
+from referencing.exceptions import Unresolvable
+from referencing.jsonschema import DRAFT202012
+
+__all__ = ["JSON_TYPES", "CompiledSchema", "SchemaError", "compile_schema"]
+
+JSON_TYPES = ("array", "boolean", "integer", "null", "number", "object", "string")
+"""The type names of JSON Schema."""
+
+_DATA_KEYWORDS = frozenset({"const", "enum", "default", "examples"})
+"""Keywords whose values are JSON data, not schemas (a ``$ref`` key inside them is not a reference)."""
+
+_MAX_SHOWN = 60
+
+
+class SchemaError(ValueError):
+    """A JSON Schema that is itself invalid: ``where`` it was declared, the ``path`` inside it (e.g.
+    ``.properties.sku.type``, empty for the whole schema) and the ``reason``."""
+
+    def __init__(self, where: str, path: str, reason: str) -> None:
+        super().__init__(f"{where}{path}: {reason}")
+        self.where = where
+        self.path = path
+        self.reason = reason
+
+
+def _bounded_pattern(
+    validator: Validator, pattern: str, instance: Any, schema: Mapping[str, Any]
+) -> Iterator[ValidationError]:
+    """``pattern`` with the regex rules' time bound (``re.search`` semantics, as the draft asks)."""
+    if not validator.is_type(instance, "string"):
+        return
+    from . import rules  # imported here: rules imports this module
+
+    try:
+        found = rules.bounded_search(pattern, instance)
+    except rules.PatternTimeout:
+        yield ValidationError(
+            f"the pattern {pattern!r} ran for more than {rules.REGEX_TIMEOUT:g}s on {_shown(instance)}"
+        )
+        return
+    if found is None:
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+_Draft: type[Validator] = extend(  # type: ignore[no-untyped-call]  # untyped in types-jsonschema
+    Draft202012Validator, {"pattern": _bounded_pattern}
+)
+_REGISTRY: Registry[Any] = Registry()  # the schema itself only, and no ``retrieve``: nothing remote
+_META = Draft202012Validator(
+    Draft202012Validator.META_SCHEMA, format_checker=Draft202012Validator.FORMAT_CHECKER
+)
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= _MAX_SHOWN else text[: _MAX_SHOWN - 1] + "…"
+
+
+def _dotted(where: str, path: Sequence[str | int]) -> str:
+    """``where`` followed by a JSON path: ``.name`` for properties, ``[i]`` for items."""
+    return where + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
+
+
+def _schema_problem(error: ValidationError) -> tuple[list[str | int], str]:
+    """Where in the schema a meta-schema error is, and a message that names JSON Schema's own terms."""
+    path = list(error.absolute_path)
+    value = error.instance
+    on_type = (path and path[-1] == "type") or (len(path) >= 2 and path[-2] == "type")
+    if on_type and isinstance(value, str) and value not in JSON_TYPES:
+        return path, f"{value!r} is not a JSON Schema type ({', '.join(JSON_TYPES)})"
+    return path, error.message
+
+
+def _references(schema: Any) -> Iterator[str]:
+    """Every ``$ref`` in schema positions, not below a nested ``$id`` (those resolve against it)."""
+    if isinstance(schema, Mapping):
+        ref = schema.get("$ref")
+        if isinstance(ref, str):
+            yield ref
+        for key, sub in schema.items():
+            if key in _DATA_KEYWORDS or (isinstance(sub, Mapping) and "$id" in sub):
+                continue
+            yield from _references(sub)
+    elif isinstance(schema, list):
+        for sub in schema:
+            yield from _references(sub)
+
+
+@dataclass(frozen=True)
+class CompiledSchema:
+    """A checked schema and its validator, built once; :meth:`errors` checks a value against it."""
+
+    schema: Mapping[str, Any]
+    validator: Validator = field(repr=False, compare=False)
+
+    def errors(self, value: Any, where: str = "arguments") -> list[str]:
+        """Every way ``value`` breaks the schema (the validator's messages, each after its JSON path
+        under ``where``); empty when it conforms."""
+        try:
+            found = list(self.validator.iter_errors(value))
+        except Unresolvable as exc:  # a $ref below a nested $id that does not resolve
+            return [f"{where}: the schema's reference cannot be resolved ({exc})"]
+        return [f"{_dotted(where, list(e.absolute_path))}: {e.message}" for e in found]
+
+    def first_error(self, value: Any, where: str = "arguments") -> str | None:
+        """The most relevant way ``value`` breaks the schema (``jsonschema``'s best match), or None."""
+        try:
+            error = best_match(self.validator.iter_errors(value))
+        except Unresolvable as exc:
+            return f"{where}: the schema's reference cannot be resolved ({exc})"
+        return None if error is None else f"{_dotted(where, list(error.absolute_path))}: {error.message}"
+
+
+def compile_schema(schema: object, where: str) -> CompiledSchema:
+    """Check ``schema`` against the Draft 2020-12 meta-schema and resolve its ``$ref``s, then build its
+    validator. ``where`` names the declaration for errors (e.g. ``tool lookup_order.parameters``).
+
+    Raises :class:`SchemaError` for a schema that is not an object, breaks the meta-schema, or refers
+    to something it does not contain.
+    """
+    if not isinstance(schema, Mapping):
+        raise SchemaError(where, "", f"a JSON Schema must be an object, got {type(schema).__name__}")
+    problem = best_match(_META.iter_errors(schema))
+    if problem is not None:
+        path, message = _schema_problem(problem)
+        raise SchemaError(where, _dotted("", path), message)
+    resolver = _REGISTRY.resolver_with_root(DRAFT202012.create_resource(schema))
+    for ref in _references(schema):
+        try:
+            resolver.lookup(ref)
+        except Unresolvable as exc:
+            raise SchemaError(
+                where,
+                "",
+                f"$ref {ref!r} does not resolve to a part of this schema ({type(exc).__name__}); use "
+                "'#/$defs/NAME' with the definition under $defs (nothing is fetched over the network)",
+            ) from None
+    validator = _Draft(schema, registry=_REGISTRY, format_checker=_Draft.FORMAT_CHECKER)
+    return CompiledSchema(schema, validator)
