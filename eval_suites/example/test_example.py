@@ -10,27 +10,9 @@ Live runs take model names from the environment (see ``env_model``).
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-from types import ModuleType
-
 from pytest_gauge import Judge, ModelAgent, SimAgent, SimJudge, Suite, UserSimulator, env_model
 
-
-def _load_tools() -> ModuleType:
-    """This suite's ``tools.py`` under a suite-specific module name, so another suite's ``tools.py``
-    on ``sys.path`` can never shadow it."""
-    name = "gauge_example_suite_tools"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("tools.py"))
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
+from .tools import TOOLS  # this suite's own tools.py: the suite folder is a package (__init__.py)
 
 suite = Suite(
     agents=[
@@ -56,7 +38,7 @@ suite = Suite(
         sim=SimJudge(noise=0.25, length_bias=0.1, tone_bias=1.2, misread=0.05),
     ),
     user=UserSimulator(env_model("GAUGE_USER_MODEL", "sim-user")),
-    tools=_load_tools().TOOLS,
+    tools=TOOLS,
     # What CI gates on: the judge is usable (few errors, not position-biased, rarely wrong on pairs that
     # really differ), the best agent has not regressed, and the bill stays bounded.
     gates=[

@@ -1,0 +1,1 @@
+"""The example suite as a package, so its test module imports its sibling ``tools.py`` plainly."""

@@ -1,0 +1,1 @@
+"""Your own agent code under test (a ``CallableAgent``), as a package so its modules import plainly."""
