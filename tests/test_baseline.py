@@ -18,6 +18,8 @@ from pytest_gauge.analysis.baseline import (
     missing_baseline,
     outcomes_from_records,
 )
+from pytest_gauge.analysis.elo import fit_elo
+from pytest_gauge.analysis.elo_report import comparisons_from_records
 from pytest_gauge.analysis.gate_check import SuiteShape, check_gates
 from pytest_gauge.analysis.gate_source import GateSource
 from pytest_gauge.analysis.gates import evaluate_gate, parse_gate, parse_gates
@@ -77,7 +79,10 @@ def test_compare_runs_by_hand() -> None:
     assert comp.judge["lrs"].value == pytest.approx(0.0)
     assert comp.judge["position_bias"].value == pytest.approx(0.5 - 0.75)
     assert comp.judge["position_bias"].n == 8
-    assert comp.elo_reference == "y"
+    assert comp.elo_reference == "y"  # x's model changed: y is the unchanged reference
+    fits = [fit_elo(comparisons_from_records(side.records), rounds=0) for side in (now, before)]
+    expected = (fits[0].elo["x"] - fits[0].elo["y"]) - (fits[1].elo["x"] - fits[1].elo["y"])
+    assert comp.elo["x"].value == pytest.approx(expected)
     md = render_baseline_md(comp, "base")
     assert (
         "`t2`: reward 1.000 → 0.000 ([before](base/agents/x.jsonl#L2) · [now](cur/agents/x.jsonl#L2))" in md

@@ -6,7 +6,7 @@ success-rate and mean-reward deltas with paired task-resampling intervals, McNem
 (task, sample) units that flipped, and the lists of units that regressed ("passed before, fails now")
 and were fixed. Judge metrics and cost per success: paired ratio deltas. Elo: the change of each
 agent's Elo relative to a reference agent both runs share (an agent whose model and prompt did not
-change), the two runs bootstrapped independently.
+change), fitted on the shared tasks with the same task resamples in both runs.
 
 Everything here is pure: :class:`RunSide` is the typed input (built from records by the session layer
 or the baseline loader) and :class:`BaselineComparison` the result, which also serves the gate terms
@@ -367,17 +367,19 @@ def _cost_tally(side: RunSide, tasks: Sequence[str]) -> tuple[FloatArray, FloatA
 
 
 def _elo_deltas(
-    current: RunSide, baseline: RunSide, agents: Sequence[str], rounds: int, seed: int
+    current: RunSide, baseline: RunSide, agents: Sequence[str], tasks: Sequence[str], rounds: int, seed: int
 ) -> tuple[str | None, dict[str, Estimate]]:
-    """Each agent's Elo relative to the reference, now minus before; the reference is the first agent
-    (sorted) in both runs whose model and prompt did not change."""
+    """Each agent's Elo relative to the reference, now minus before, fitted on the shared tasks; the
+    reference is the first agent (sorted) in both runs whose model and prompt did not change. Both fits
+    use the same seed over the same sorted task list, so they resample the same tasks (paired)."""
     unchanged = [a for a in agents if not _changes(a, current, baseline)]
     if len(agents) < 2 or not unchanged:
         return None, {}
     ref = unchanged[0]
     fits = []
+    shared = set(tasks)
     for side in (current, baseline):
-        comps = comparisons_from_records(side.records)
+        comps = [c for c in comparisons_from_records(side.records) if c.task_id in shared]
         if len({c.a for c in comps} | {c.b for c in comps}) < 2:
             return None, {}
         fits.append(fit_elo(comps, rounds=rounds, seed=seed))
@@ -393,7 +395,8 @@ def _elo_deltas(
         n = min(f.n_tasks for f in fits)
         if samples[0].size and samples[0].size == samples[1].size:
             low, high = percentile_interval(samples[0] - samples[1])
-            out[a] = Estimate(values[0] - values[1], n, low, high, "bootstrap-tasks-independent")
+            method = "paired-bootstrap-tasks" if fits[0].n_tasks == fits[1].n_tasks else "bootstrap-tasks"
+            out[a] = Estimate(values[0] - values[1], n, low, high, method)
         else:
             out[a] = Estimate(values[0] - values[1], n, None, None, "none")
     return ref, out
@@ -426,7 +429,7 @@ def compare_runs(
         cost = Estimate(None, 0, None, None, "none")
     else:
         cost = paired_ratio_delta(PairedTally(cur_c[0], cur_c[1], base_c[0], base_c[1]), counts)
-    ref, elo = _elo_deltas(current, baseline, agents, elo_rounds, seed)
+    ref, elo = _elo_deltas(current, baseline, agents, tasks, elo_rounds, seed)
     return BaselineComparison(
         suite=current.suite,
         shared_tasks=tasks,

@@ -158,7 +158,7 @@ def render_baseline_md(comp: BaselineComparison, baseline_dir: str) -> str:
     else:
         lines.append(
             f"Each agent's Elo relative to {comp.elo_reference} (unchanged in both runs), now minus before; "
-            "the two runs are bootstrapped independently."
+            "both fits on the shared tasks, resampling the same tasks (paired)."
         )
         lines.append("")
         lines += _table(
