@@ -251,6 +251,9 @@ def test_example_suite_against_its_baseline(pytester: pytest.Pytester) -> None:
     assert conclusion.split("\n\n")[1] == "## Against the baseline"
     assert f"- agent_x: `{regressed[0]}`" in conclusion
 
+    itself = _run(pytester, "example", "--gauge-baseline", "gauge-out")
+    assert itself.ret == pytest.ExitCode.USAGE_ERROR and "which the run overwrites" in itself.stderr.str()
+
     baseline_json = pytester.path / "base" / "example" / "baseline.json"
     doc = json.loads(baseline_json.read_text())
     doc["pytest_gauge"] = "0.0.1"
