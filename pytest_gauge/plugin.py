@@ -86,9 +86,9 @@ def _check_baseline(options: GaugeOptions) -> None:
     if options.baseline:
         if Path(options.baseline).resolve() == Path(options.out_dir).resolve():
             raise pytest.UsageError(
-                f"pytest-gauge: --gauge-baseline {options.baseline} is this run's --gauge-out folder, which the "
-                "run overwrites before comparing: keep the baseline elsewhere (python -m pytest_gauge baseline "
-                "save --from gauge-out --to baseline) or give this run another --gauge-out"
+                f"pytest-gauge: --gauge-baseline {options.baseline} is this run's --gauge-out folder, which "
+                "the run overwrites before comparing: keep the baseline elsewhere (python -m pytest_gauge "
+                "baseline save --from gauge-out --to baseline) or give this run another --gauge-out"
             )
         try:
             check_baseline_dir(Path(options.baseline))
