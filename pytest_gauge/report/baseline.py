@@ -199,8 +199,8 @@ def repeats_lines(repeats: Mapping[str, RepeatCounts]) -> list[str]:
     how = "from the repeated samples" if multi else "one sample per task: bounded by the pooled rate's p(1-p)"
     shown = ", ".join(f"{a} {_rate(f)}" for a, f in floors.items())
     lines.append(
-        f"Two runs of this suite differ in an agent's success rate by less than this much from noise alone "
-        f"(95%, {how}): {shown}. A change smaller than that is not evidence of anything."
+        f"Noise floor: between two runs of this suite, a success-rate difference smaller than this is "
+        f"within run-to-run noise (95%; {how}): {shown}."
     )
     for a, c in repeats.items():
         est, ids = flaky_tasks(c)
