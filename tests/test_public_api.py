@@ -1,0 +1,50 @@
+"""The public names of ``pytest_gauge`` are frozen (issue 12): adding or removing one is a deliberate
+change to this list, the README and the CHANGELOG, never a side effect of moving modules."""
+
+from __future__ import annotations
+
+import pytest_gauge
+
+PUBLIC = [
+    "BestOf",
+    "CallableAgent",
+    "CaseRecord",
+    "Comparison",
+    "GaugeBudgetExceeded",
+    "GaugeClient",
+    "GaugeJudge",
+    "GaugeLedger",
+    "Judge",
+    "JudgedOrder",
+    "Judgment",
+    "LedgerRecord",
+    "ModelAgent",
+    "Reflection",
+    "Reply",
+    "RuleResult",
+    "SimAgent",
+    "SimJudge",
+    "SimUser",
+    "Spent",
+    "Suite",
+    "Tool",
+    "ToolCall",
+    "ToolResult",
+    "Transcript",
+    "Turn",
+    "Usage",
+    "UserSimulator",
+    "best_of",
+    "env_model",
+    "reflection",
+]
+
+
+def test_the_public_names_are_exactly_the_frozen_sorted_list() -> None:
+    assert sorted(pytest_gauge.__all__) == PUBLIC
+    assert pytest_gauge.__all__ == PUBLIC  # kept sorted in the module too
+
+
+def test_every_public_name_is_importable_from_the_package() -> None:
+    missing = [name for name in PUBLIC if not hasattr(pytest_gauge, name)]
+    assert missing == []
