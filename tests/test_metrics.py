@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping
+from dataclasses import replace
 from fractions import Fraction
 
 import numpy as np
@@ -344,7 +346,8 @@ def test_costs_per_role_and_unknown() -> None:
     assert m.metrics["total_cost"].value == pytest.approx(0.065)
     cps = m.metrics["cost_per_success"]  # 2 successful transcripts
     assert_est(cps, 0.0325, 2)
-    assert cps.method == "exact"
+    assert cps.method == "bootstrap-tasks"  # a ratio estimator over tasks, not an accounting figure
+    assert m.metrics["total_cost"].method == "exact"
     assert m.metrics["judge_cost_share"].value == pytest.approx(0.03 / 0.065)
     unknown = [*ledger, _ledger("judge", "judge/c2/j/0#1", 1, None, u)]
     m2 = compute_metrics(hand_records(), close_threshold=0.2, rounds=10, ledger=unknown)
@@ -354,6 +357,49 @@ def test_costs_per_role_and_unknown() -> None:
     assert m2.metrics["cost_per_success"].value is None
     no_ledger = compute_metrics(hand_records(), close_threshold=0.2, rounds=10)
     assert no_ledger.metrics["total_cost"].value is None
+
+
+def test_cost_ratios_resample_tasks() -> None:
+    """Cost per success and the judge's share vary with the task set: with cost on tasks whose successes
+    differ, the task bootstrap gives an interval of non-zero width around the ledger's value, whose ends
+    match the exact bootstrap distribution (all 27 equally likely draws of 3 tasks, enumerated)."""
+    u = Usage(100, 50, 150)
+    ledger = [
+        _ledger("agent", "transcript/t1/x/0#1", 1, 0.04, u),
+        replace(_ledger("agent", "transcript/t2/x/0#1", 1, 0.01, u), task_id="t2"),
+        replace(_ledger("judge", "judge/c9/j/0#1", 1, 0.02, u), task_id="t2"),
+    ]
+    m = compute_metrics(hand_records(), close_threshold=0.2, rounds=2000, ledger=ledger)
+    wins = {t: sum(1 for a, s in _transcripts(hand_records()) if a == t and s) for t in ("t1", "t2", "t3")}
+    cost = {"t1": 0.04, "t2": 0.03, "t3": 0.0}
+    judge = {"t1": 0.0, "t2": 0.02, "t3": 0.0}
+    draws = list(itertools.product(cost, repeat=3))
+    per_success = sorted(
+        sum(cost[t] for t in d) / sum(wins[t] for t in d) for d in draws if sum(wins[t] for t in d)
+    )
+    shares = sorted(
+        sum(judge[t] for t in d) / sum(cost[t] for t in d) for d in draws if any(cost[t] for t in d)
+    )
+
+    def q(values: list[float], p: float) -> float:
+        return values[min(len(values) - 1, int(p * len(values)))]
+
+    cps, share = m.metrics["cost_per_success"], m.metrics["judge_cost_share"]
+    assert cps.value == pytest.approx(0.07 / m.costs.successes) and share.value == pytest.approx(0.02 / 0.07)
+    for est, exact in ((cps, per_success), (share, shares)):
+        assert est.low is not None and est.high is not None and est.method == "bootstrap-tasks"
+        assert est.value is not None and est.low < est.value < est.high
+        assert q(exact, 0.0) <= est.low <= q(exact, 0.06) + 1e-12
+        assert q(exact, 0.94) - 1e-12 <= est.high <= q(exact, 0.999)
+
+
+def _transcripts(records: list[CaseRecord]) -> list[tuple[str, bool]]:
+    """(task, success) of every distinct (task, agent, sample) transcript."""
+    seen: dict[tuple[str, str, int], bool] = {}
+    for r in records:
+        seen.setdefault((r.task_id, r.agent_left, r.sample), r.task_success_left)
+        seen.setdefault((r.task_id, r.agent_right, r.sample), r.task_success_right)
+    return [(t, s) for (t, _, _), s in seen.items()]
 
 
 def _simulate(

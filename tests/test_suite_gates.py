@@ -117,6 +117,19 @@ def test_main_job_writes_outputs_and_its_metrics_match_the_records(shared_runs: 
 
 
 @pytest.mark.slow
+def test_example_suite_cost_per_success_has_a_task_interval(shared_runs: SharedRuns) -> None:
+    """Issue 20: cost per success is a ratio estimator with an interval of non-zero width resampling
+    tasks; the total cost stays an exact accounting figure."""
+    run = main_job(shared_runs, "0")
+    metrics = json.loads((run.path / "out" / "example" / "reports" / "metrics.json").read_text())["metrics"]
+    cps = metrics["cost_per_success"]
+    assert cps["method"] == "bootstrap-tasks"
+    assert cps["low"] < cps["value"] < cps["high"]
+    assert metrics["total_cost"]["method"] == "exact"
+    assert metrics["total_cost"]["low"] == metrics["total_cost"]["value"] == metrics["total_cost"]["high"]
+
+
+@pytest.mark.slow
 def test_github_step_summary_gets_the_summary(shared_runs: SharedRuns) -> None:
     run = main_job(shared_runs, "0")
     text = (run.path / "step_summary.md").read_text()

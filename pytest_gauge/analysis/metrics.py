@@ -9,7 +9,11 @@ Interval methods (the choice is part of the result, see :attr:`Estimate.method`)
   A resample whose denominator is 0 is skipped; if every resample is skipped the interval is None.
 * ``wilson``: transcript-level rates (satisfied-but-failed, success rate) are over distinct transcripts
   (task, agent, sample), which we treat as independent units, so they get Wilson score intervals.
-* ``exact``: costs are sums over the ledger, not samples; ``low == high == value``.
+* ``exact``: ledger sums (``total_cost``, role costs) are accounting figures of this run, not estimates
+  of anything: ``low == high == value``. ``cost_per_success`` and ``judge_cost_share`` are properties of
+  an agent configuration that vary with the task set like any rate, so they are ratio estimators
+  (per-task cost over per-task successes, per-task judge cost over per-task cost) with the same task
+  bootstrap (``bootstrap-tasks``); ledger cost on a task without case records is spread evenly.
 * ``none``: no data (denominator 0) or unknown cost.
 
 ``n`` is always the denominator count. The LRS close-vs-distant test reports the difference with an
@@ -355,11 +359,15 @@ class _Stat:
     kind: str  # "ratio" | "kappa"
     per_task: FloatArray  # (T, 2) for ratio, (T, 9) for kappa
     interval: str = "bootstrap"  # "bootstrap" | "wilson"
+    n: int | None = None  # the count reported when the denominator is not one (costs)
+    value: float | None = None  # the point value when computed elsewhere (the ledger's exact sums)
 
     def point(self) -> tuple[float | None, int]:
         tot = self.per_task.sum(axis=0)
+        if self.kind == "ratio" and self.n is not None:
+            return self.value, self.n
         if self.kind == "ratio":
-            den = round(float(tot[1]))
+            den = round(float(tot[1])) if self.n is None else self.n
             return (float(tot[0]) / float(tot[1]) if tot[1] > 0 else None), den
         k = _kappa_of(tot[None, :])[0]
         return (None if math.isnan(k) else float(k)), round(float(tot.sum()))
@@ -518,6 +526,8 @@ class _Statistics:
             return self._resolve_judge(name, args)
         if name == "lrs_close_minus_distant" and not args:
             return ("lrs_close_minus_distant",)
+        if name in _COST_RATIOS and not args and (name,) in self.stats:
+            return (name,)
         if name in self.fixed and not args:
             return ("fixed", name)
         if name in dict(_NAMES):
@@ -745,12 +755,44 @@ def _costs(ledger: Sequence[LedgerRecord], successes: int) -> CostSummary:
 
 
 def _fixed_costs(costs: CostSummary, n_ledger: int) -> dict[str, Estimate]:
-    """The ledger sums gates may use, as exact estimates."""
+    """The ledger sums gates may use: exact accounting figures of this run."""
     return {
         "total_cost": _exact(costs.total_cost, n_ledger),
-        "cost_per_success": _exact(costs.cost_per_success, costs.successes),
-        "judge_cost_share": _exact(costs.judge_share, costs.per_role["judge"].attempts),
         **{f"{role}_cost": _exact(c.cost, c.attempts) for role, c in costs.per_role.items()},
+    }
+
+
+_COST_RATIOS = ("cost_per_success", "judge_cost_share")
+
+
+def _cost_ratios(
+    acc: _Acc, ledger: Sequence[LedgerRecord], success: FloatArray, costs: CostSummary
+) -> dict[Key, _Stat]:
+    """Per-task (cost, successes) and (judge cost, cost) for the two cost ratio estimators.
+
+    None when the cost is unknown (a model without a price) or there are no tasks; the point value is
+    the ledger's (total / successes), the interval comes from resampling tasks.
+    """
+    if costs.total_cost is None or acc.n_tasks == 0:
+        return {}
+    spent = np.zeros((acc.n_tasks, 2), dtype=np.float64)  # columns: all roles, judge
+    for x in ledger:
+        if x.cost is None:
+            continue
+        cols = (0, 1) if x.role == "judge" else (0,)
+        t = acc.t_index.get(x.task_id)
+        for c in cols:
+            if t is None:
+                spent[:, c] += x.cost / acc.n_tasks
+            else:
+                spent[t, c] += x.cost
+    per_success = np.stack([spent[:, 0], success], axis=1)
+    share = np.stack([spent[:, 1], spent[:, 0]], axis=1)
+    return {
+        ("cost_per_success",): _Stat("ratio", per_success, n=costs.successes, value=costs.cost_per_success),
+        ("judge_cost_share",): _Stat(
+            "ratio", share, n=costs.per_role["judge"].attempts, value=costs.judge_share
+        ),
     }
 
 
@@ -1002,10 +1044,14 @@ def compute_metrics(
     stats = _statistics(acc, confusion)
     counts = resample_counts(acc.n_tasks, rounds, np.random.default_rng(seed))
     costs = _costs(ledger, found.successes)
+    stats.update(_cost_ratios(acc, ledger, acc.data[("success_rate",)][:, 0], costs))
+    fixed = _fixed_costs(costs, len(ledger))
+    fixed["cost_per_success"] = _none(costs.successes)
+    fixed["judge_cost_share"] = _none(costs.per_role["judge"].attempts)
     table = _Statistics(
         stats=stats,
         counts=counts,
-        fixed=_fixed_costs(costs, len(ledger)),
+        fixed=fixed,
         drivers=acc.drivers,
         pairs=pairs,
         agents=found.agents,

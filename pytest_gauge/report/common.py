@@ -130,6 +130,13 @@ def _ci(low: float | None, high: float | None, fmt: Callable[[float | None], str
     return f"[{fmt(low)}, {fmt(high)}]"
 
 
+def _task_ci(e: Estimate | None, fmt: Callable[[float | None], str]) -> str:
+    """`` [low, high]`` (95%, resampling tasks) after a cost ratio, or nothing without an interval."""
+    if e is None or e.low is None or e.high is None or e.method == "exact":
+        return ""
+    return f" {_ci(e.low, e.high, fmt)}"
+
+
 def _cell(text: str) -> str:
     """Text safe inside a markdown table cell: one line, pipes escaped."""
     return " ".join(str(text).split()).replace("|", "\\|")

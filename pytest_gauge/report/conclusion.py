@@ -27,6 +27,7 @@ from .common import (
     _short,
     _suite,
     _table,
+    _task_ci,
     _usd,
     judge_format_notes,
     truncated_turns,
@@ -345,10 +346,12 @@ def _section_cost(ctx: ReportContext) -> list[str]:
     return [
         "## Cost",
         "",
-        f"- Total cost: {total} ({by_role}); nominal, retries and failed requests included.",
-        f"- Cost per success: {_per_success(c.cost_per_success, c.successes, c.total_cost)} "
-        f"({c.successes} successful transcripts).",
-        f"- Judge share of cost: {_pct(c.judge_share)}.",
+        f"- Total cost: {total} ({by_role}); an exact accounting figure of this run: nominal, retries "
+        "and failed requests included.",
+        f"- Cost per success: {_per_success(c.cost_per_success, c.successes, c.total_cost)}"
+        f"{_task_ci(_metric(ctx, 'cost_per_success'), _usd)} ({c.successes} successful transcripts; "
+        "95% interval resampling tasks: another task set costs differently).",
+        f"- Judge share of cost: {_pct(c.judge_share)}{_task_ci(_metric(ctx, 'judge_cost_share'), _pct)}.",
         "",
         "Details, and what this run spent (live vs cached calls), in [token_cost.md](token_cost.md).",
     ]

@@ -22,6 +22,7 @@ from .common import (
     _prices,
     _suite,
     _table,
+    _task_ci,
     _usd,
     usd_at_least,
 )
@@ -224,9 +225,12 @@ def _by_role(ctx: ReportContext, per_model: list[ModelCost], prices: dict[str, P
     lines = ["", "## By role", "", *_table(header, rows, "lrrrrrlrr")]
     lines += [
         "",
-        f"- Cost per success: {_per_success(costs.cost_per_success, costs.successes, costs.total_cost)} "
-        f"(total cost / {costs.successes} successful transcripts)",
-        f"- Judge share of cost: {_pct(costs.judge_share)}",
+        f"- Cost per success: {_per_success(costs.cost_per_success, costs.successes, costs.total_cost)}"
+        f"{_task_ci(ctx.metrics.metrics.get('cost_per_success'), _usd)} "
+        f"(total cost / {costs.successes} successful transcripts; 95% interval resampling tasks)",
+        f"- Judge share of cost: {_pct(costs.judge_share)}"
+        f"{_task_ci(ctx.metrics.metrics.get('judge_cost_share'), _pct)}",
+        "- Total and per-role costs are exact accounting figures of this run (no interval).",
     ]
     if not ctx.ledger:
         lines.append("- No ledger records: costs are unknown.")
@@ -310,7 +314,8 @@ def _spent(ledger: Sequence[LedgerRecord]) -> list[str]:
         lines.append("Fully cached run: nothing was spent ($0).")
     else:
         live_missing = sum(1 for x in ledger if x.usage_missing and not x.cache_hit)
-        lines.append(f"Spent this run: {usd_at_least(total.spent_usd, live_missing)}.")
+        spent = usd_at_least(total.spent_usd, live_missing)
+        lines.append(f"Spent this run (an exact accounting figure): {spent}.")
     if total.possibly_billed:
         lines.append(
             f"{total.possibly_billed} live attempts (timeouts, bad responses, attempts interrupted in flight)"

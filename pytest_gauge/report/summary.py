@@ -19,6 +19,7 @@ from .common import (
     _per_success,
     _rate,
     _suite,
+    _task_ci,
     _text_table,
     _usd,
     judge_format_notes,
@@ -103,7 +104,7 @@ def render_summary(ctx: ReportContext) -> str:
     spend = spent_this_run(ctx.ledger)
     lines.append(
         f"cost per success {_per_success(m.costs.cost_per_success, m.costs.successes, m.costs.total_cost)}"
-        f" ({m.costs.successes} successes), "
+        f"{_task_ci(m.metrics.get('cost_per_success'), _usd)} ({m.costs.successes} successes), "
         f"judge share {_pct(m.costs.judge_share)}"
     )
     sent = _SENT.get(ctx.options.backend, "live")
