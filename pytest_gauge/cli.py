@@ -1,4 +1,5 @@
-"""``python -m pytest_gauge``: ``doctor``, ``cassettes export``, ``cache prune`` and ``report``.
+"""``python -m pytest_gauge``: ``doctor``, ``cassettes export``, ``cache prune``/``merge``, ``report`` and
+``merge`` (shards).
 
 argparse and printing only; the doctor's logic lives in :mod:`pytest_gauge.gateway.doctor`, the cassette and
 cache logic in the small pure functions below (each returns what it did, the CLI prints it).
@@ -24,11 +25,13 @@ from .gateway.store import Store
 from .session.replay import Recording, save_recording
 
 __all__ = [
+    "CacheMergeResult",
     "ExportResult",
     "PruneResult",
     "build_parser",
     "export_cassettes",
     "main",
+    "merge_caches",
     "prune_cache",
     "scrub_entry",
 ]
@@ -356,6 +359,56 @@ def _add_cache(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="remove entries created more than DAYS days ago (fractions allowed)",
     )
     prune.add_argument("--cache-dir", default=DEFAULT_CACHE_DIR, help="cache folder (default .gauge-cache)")
+    merge = cache_commands.add_parser(
+        "merge",
+        help="copy the responses of other caches (e.g. shards' artifacts) into one",
+        description="Copy every cached response of SOURCE caches that --cache-dir lacks (an entry already "
+        "there is kept). Do not run during a pytest-gauge run.",
+    )
+    merge.add_argument("sources", nargs="+", metavar="SOURCE", help="cache folders (each like .gauge-cache)")
+    merge.add_argument("--cache-dir", default=DEFAULT_CACHE_DIR, help="the cache to merge into")
+
+
+def _add_merge(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``merge``: one verdict from the shards of a suite (issue 16)."""
+    merge = commands.add_parser(
+        "merge",
+        help="merge the outputs of --gauge-shard runs, evaluate the gates",
+        description="Check the shards agree and every task ran exactly once, write the merged outputs and "
+        "reports to --out, evaluate the gates; exit 1 on a failing gate, 2 when the shards cannot be merged.",
+    )
+    merge.add_argument("shards", nargs="+", metavar="SHARD_DIR", help="each shard's --gauge-out folder")
+    merge.add_argument("--out", required=True, help="folder for the merged outputs")
+    merge.add_argument("--junitxml", default=None, metavar="FILE", help="write the gates as JUnit XML")
+
+
+@dataclass(frozen=True)
+class CacheMergeResult:
+    """What a cache merge did: entries copied, entries the destination had already."""
+
+    copied: int
+    kept: int
+
+
+def merge_caches(
+    sources: Sequence[str | os.PathLike[str]], cache_dir: str | os.PathLike[str]
+) -> CacheMergeResult:
+    """Copy each source cache's responses that ``cache_dir`` lacks (content-addressed: same key, same
+    request; the entry already there wins)."""
+    dest = Store(Path(cache_dir) / "responses")
+    copied = kept = 0
+    for source in sources:
+        store = Store(Path(source) / "responses")
+        for key in store.keys():
+            entry = store.get(key)
+            if entry is None:
+                continue
+            if dest.get(key) is not None:
+                kept += 1
+                continue
+            dest.put(key, entry)
+            copied += 1
+    return CacheMergeResult(copied, kept)
 
 
 def _add_baseline(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -398,6 +451,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_cache(commands)
     _add_baseline(commands)
     _add_report(commands)
+    _add_merge(commands)
     return parser
 
 
@@ -526,8 +580,18 @@ def main(
         return _doctor(args, env, out)
     if args.command == "cassettes":
         return _export(args, env, out, err)
+    if args.command == "cache" and args.action == "merge":
+        merged = merge_caches(args.sources, args.cache_dir)
+        out.write(
+            f"copied {merged.copied} responses into {args.cache_dir}; {merged.kept} were there already\n"
+        )
+        return 0
     if args.command == "cache":
         return _prune(args, out)
+    if args.command == "merge":
+        from .session.merge import run_merge
+
+        return run_merge(args.shards, args.out, args.junitxml, env, out)
     if args.command == "baseline":
         return _save_baseline(args, out, err)
     if args.command == "report":

@@ -52,6 +52,7 @@ class GaugeOptions:
     baseline: str | None = None
     gates_on_partial: bool = False
     allow_skipped_gates: bool = False
+    shard: str | None = None
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
 
@@ -224,6 +225,13 @@ def add_options(parser: pytest.Parser) -> None:
         help="evaluate the gates on an interrupted run too (over the cases that finished)",
     )
     group.addoption(
+        "--gauge-shard",
+        default=None,
+        metavar="I/N",
+        help="run shard I of N of every suite's tasks (also GAUGE_SHARD, or JOB_COMPLETION_INDEX with"
+        " GAUGE_SHARD_COUNT); gates are deferred to 'python -m pytest_gauge merge'",
+    )
+    group.addoption(
         "--gauge-allow-skipped-gates",
         action="store_true",
         default=False,
@@ -265,6 +273,17 @@ def parse_price_lines(lines: list[str]) -> list[PriceRow]:
         cached = numbers[2] if len(numbers) == 3 else None
         prices.append((parts[0], numbers[0], numbers[1], cached, "ini gauge_prices"))
     return prices
+
+
+def _shard(config: pytest.Config) -> str | None:
+    """The shard label (``I/N``) from ``--gauge-shard`` or the environment, checked."""
+    from .session.shards import ShardError, shard_from
+
+    try:
+        shard = shard_from(config.getoption("gauge_shard"), os.environ)
+    except ShardError as exc:
+        raise pytest.UsageError(f"pytest-gauge: {exc}") from None
+    return shard.label if shard else None
 
 
 def resolve_options(config: pytest.Config) -> GaugeOptions:
@@ -330,4 +349,5 @@ def resolve_options(config: pytest.Config) -> GaugeOptions:
         baseline=str((invocation / values["gauge_baseline"]).resolve()) if values["gauge_baseline"] else None,
         gates_on_partial=bool(config.getoption("gauge_gates_on_partial")),
         allow_skipped_gates=bool(config.getoption("gauge_allow_skipped_gates")),
+        shard=_shard(config),
     )

@@ -233,10 +233,30 @@ def pytest_collection_modifyitems(
     session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
 ) -> None:
     state = config.stash[state_key]
+    if state.options.shard:
+        _keep_shard(state, config, items)
     state.selected = {}
     for item in items:
         if isinstance(item, CaseItem):
             state.selected.setdefault(item.case.suite, []).append(f"{item.case.suite}::{item.case.case_id}")
+
+
+def _keep_shard(state: GaugeState, config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``--gauge-shard``: deselect the cases of the tasks other shards run (whole tasks, every case)."""
+    from .session.shards import parse_shard, suite_shard_tasks
+
+    shard = parse_shard(str(state.options.shard))
+    mine = {name: suite_shard_tasks(entry, shard) for name, entry in state.suites.items()}
+    state.shard_tasks = {name: sorted(tasks) for name, tasks in mine.items()}
+    keep, drop = [], []
+    for item in items:
+        if isinstance(item, CaseItem) and item.case.task_id not in mine.get(item.case.suite, ()):
+            drop.append(item)
+        else:
+            keep.append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
 
 
 def gate_problems(suite: Suite, name: str, extra: tuple[str, ...], *, baseline: bool = False) -> list[str]:

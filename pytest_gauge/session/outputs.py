@@ -17,7 +17,7 @@ import platform
 import subprocess
 import time
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,15 +26,18 @@ import pytest
 from ..gateway.ledger import merge_ledgers
 from ..gateway.store import Store, content_key
 from ..records import CaseRecord, LedgerRecord, dumps
+from .shards import DEFERRED_MESSAGE, write_shard_manifest
 from .state import GaugeState
 
 if TYPE_CHECKING:
     from ..analysis.baseline import BaselineComparison
+    from ..analysis.gates import GateResult
     from ..analysis.metrics import Estimate
     from ..analysis.repeats import RepeatCounts
     from ..options import GaugeOptions
+    from ..report import ReportContext
 
-__all__ = ["ci_active", "finish_run", "write_summary"]
+__all__ = ["SuiteAnalysis", "analyse_suite", "ci_active", "finish_run", "write_summary"]
 
 
 def _write(path: Path, text: str) -> None:
@@ -320,17 +323,102 @@ def _per_agent(
     return repeats, mean_rewards(outcomes, opts.bootstrap_rounds, opts.seed)
 
 
-def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool) -> None:
-    """Write every suite's outputs and reports, evaluate its gates, and report them as test entries."""
+@dataclass
+class SuiteAnalysis:
+    """A suite's analysis from its records and ledger: the report context (metrics, Elo, gates...), the
+    gate results and the rendered reports (already written to ``<out>/reports``)."""
+
+    ctx: ReportContext
+    results: list[GateResult]
+    reports: dict[str, str]
+
+
+def analyse_suite(
+    meta: dict[str, Any],
+    records: list[CaseRecord],
+    ledger: list[LedgerRecord],
+    opts: GaugeOptions,
+    out: Path,
+    *,
+    partial: bool,
+    deferred: bool = False,
+    report_options: GaugeOptions | None = None,
+) -> SuiteAnalysis:
+    """Records + ledger -> metrics, Elo, baseline comparison, gates and every report, written under
+    ``out/reports``. Shared by the end of a run and by ``python -m pytest_gauge merge``. ``deferred``
+    (a shard): the gates are not evaluated here but by the merge. ``report_options``: the options the
+    reports show (the run's, with the prices actually used)."""
     from ..analysis.elo_report import build_elo_report
     from ..analysis.gate_source import GateSource
-    from ..analysis.gates import evaluate_gates, fails_run, parse_gates
+    from ..analysis.gates import GateResult, evaluate_gates, parse_gates
     from ..analysis.metrics import compute_metrics
     from ..analysis.power import with_needed_n
     from ..report import ReportContext, render_reports
     from ..report.baseline import render_baseline_md
     from ..report.elo import elo_json, no_elo_reason, render_elo_md, render_no_elo
     from ..report.elo_svg import render_elo_svg, render_no_elo_svg
+
+    metrics = compute_metrics(
+        records,
+        close_threshold=opts.close_threshold,
+        seed=opts.seed,
+        rounds=opts.bootstrap_rounds,
+        ledger=ledger,
+        expected_cases=len(meta["selected"]),
+    )
+    families = {f: [(t, a) for t, a in tiers] for f, tiers in meta.get("families", {}).items()}
+    elo = build_elo_report(
+        records, ledger, families=families, seed=opts.seed, rounds=min(opts.bootstrap_rounds, 1000)
+    )
+    comparison, note = _compare_with_baseline(out, meta["name"], opts)
+    repeats, rewards = _per_agent(records, opts)
+    source = GateSource(
+        metrics, elo, baseline=comparison, repeats=repeats, rewards=rewards, baseline_note=note
+    )
+    gates = parse_gates([*meta["gates"], *opts.gates])
+    if deferred:
+        results = [GateResult(g, "skipped", None, None, None, 0, DEFERRED_MESSAGE) for g in gates]
+    else:
+        results = evaluate_gates(
+            gates,
+            source,
+            partial_run=partial,
+            missing_cases=len(meta["selected"]) - len(records),
+            drivers=lambda g, src=source: src.drivers(g.left.name, g.left.args),  # type: ignore[misc]
+        )
+        results = [with_needed_n(r) for r in results]
+    ctx = ReportContext(
+        meta=meta,
+        records=records,
+        ledger=ledger,
+        metrics=metrics,
+        gates=results,
+        options=report_options or opts,
+        elo=elo.result if elo is not None else None,
+        baseline=comparison,
+        baseline_note=note if opts.baseline else "",
+        repeats=repeats,
+    )
+    reports = render_reports(ctx)
+    if comparison is not None:
+        shown = Path(os.path.relpath(str(opts.baseline), out / "reports")).as_posix()
+        reports["baseline.md"] = render_baseline_md(comparison, shown)
+    if elo is not None:
+        reports["elo.md"] = render_elo_md(elo)
+        reports["elo.json"] = json.dumps(elo_json(elo), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+        reports["elo.svg"] = render_elo_svg(elo)
+    else:  # the files are outputs of every run: say why there is no scale
+        reason = no_elo_reason(records)
+        reports["elo.md"], reports["elo.json"] = render_no_elo(meta["name"], reason)
+        reports["elo.svg"] = render_no_elo_svg(meta["name"], reason)
+    for filename, text in reports.items():
+        _write(out / "reports" / filename, text)
+    return SuiteAnalysis(ctx, results, reports)
+
+
+def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool) -> None:
+    """Write every suite's outputs and reports, evaluate its gates, and report them as test entries."""
+    from ..analysis.gates import fails_run
     from .fixtures import finish_tests
 
     ledger_all = merge_ledgers(sorted(state.run_dir.glob("ledger-*.jsonl")))
@@ -340,9 +428,10 @@ def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool)
         return
     opts = state.options
     strict = ci_active(os.environ) and not opts.allow_skipped_gates
+    written = []
     for meta in metas:
         name = meta["name"]
-        if not meta["selected"]:  # every case deselected: so are its gates (not skipped, not run)
+        if not meta["selected"] and not opts.shard:  # every case deselected: so are its gates
             count = len([*meta["gates"], *opts.gates])
             if count:
                 line = f"{count} gates deselected in suite {name} (no case selected)"
@@ -353,74 +442,29 @@ def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool)
         ledger = [r for r in ledger_all if r.suite == name]
         out = Path(opts.out_dir) / name
         write_outputs(state, meta, records, ledger, out)
-        partial = len(meta["selected"]) < len(meta["case_ids"])
-        missing = len(meta["selected"]) - len(records)
-        metrics = compute_metrics(
-            records,
-            close_threshold=opts.close_threshold,
-            seed=opts.seed,
-            rounds=opts.bootstrap_rounds,
-            ledger=ledger,
-            expected_cases=len(meta["selected"]),
+        written.append(name)
+        partial = len(meta["selected"]) < len(meta["case_ids"]) or interrupted
+        shown = opts
+        if opts.genai_prices:
+            shown = replace(opts, prices=state.price_rows([str(m) for m in meta["models"].values() if m]))
+        analysis = analyse_suite(
+            meta, records, ledger, opts, out, partial=partial, deferred=bool(opts.shard), report_options=shown
         )
-        families = {f: [(t, a) for t, a in tiers] for f, tiers in meta.get("families", {}).items()}
-        elo = build_elo_report(
-            records, ledger, families=families, seed=opts.seed, rounds=min(opts.bootstrap_rounds, 1000)
-        )
-        comparison, note = _compare_with_baseline(out, name, opts)
-        repeats, rewards = _per_agent(records, opts)
-        source = GateSource(
-            metrics, elo, baseline=comparison, repeats=repeats, rewards=rewards, baseline_note=note
-        )
-        gates = parse_gates([*meta["gates"], *opts.gates])
-        results = evaluate_gates(
-            gates,
-            source,
-            partial_run=partial or interrupted,
-            missing_cases=missing,
-            drivers=lambda g, src=source: src.drivers(g.left.name, g.left.args),  # type: ignore[misc]
-        )
-        results = [with_needed_n(r) for r in results]
-        ctx = ReportContext(
-            meta=meta,
-            records=records,
-            ledger=ledger,
-            metrics=metrics,
-            gates=results,
-            options=replace(opts, prices=state.price_rows([str(m) for m in meta["models"].values() if m]))
-            if opts.genai_prices
-            else opts,
-            elo=elo.result if elo is not None else None,
-            baseline=comparison,
-            baseline_note=note if opts.baseline else "",
-            repeats=repeats,
-        )
-        reports = render_reports(ctx)
-        if comparison is not None:
-            shown = Path(os.path.relpath(str(opts.baseline), out / "reports")).as_posix()
-            reports["baseline.md"] = render_baseline_md(comparison, shown)
-        if elo is not None:
-            reports["elo.md"] = render_elo_md(elo)
-            reports["elo.json"] = (
-                json.dumps(elo_json(elo), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+        if opts.shard:
+            write_shard_manifest(out, meta, opts, interrupted=interrupted)
+            state.gate_notes.append(
+                (False, f"{len(analysis.results)} gates of suite {name} deferred to merge")
             )
-            reports["elo.svg"] = render_elo_svg(elo)
-        else:  # the files are outputs of every run: say why there is no scale
-            reason = no_elo_reason(records)
-            reports["elo.md"], reports["elo.json"] = render_no_elo(name, reason)
-            reports["elo.svg"] = render_no_elo_svg(name, reason)
-        for filename, text in reports.items():
-            _write(out / "reports" / filename, text)
-        if opts.snapshot_reports and not (partial or interrupted):
-            check_report_snapshots(session, meta, reports)
-        state.finished[name] = {"ctx": ctx, "out": out}
-        skip_note = _gate_note(name, results, strict=strict)
+        if opts.snapshot_reports and not partial:
+            check_report_snapshots(session, meta, analysis.reports)
+        state.finished[name] = {"ctx": analysis.ctx, "out": out}
+        skip_note = None if opts.shard else _gate_note(name, analysis.results, strict=strict)
         state.gate_notes += [(True, skip_note)] if skip_note else []
-        for result in results:
-            _emit_gate(session, meta, result, fails_run(result), strict_skips=strict)
+        for result in analysis.results:
+            strict_skips = strict and not opts.shard
+            _emit_gate(session, meta, result, fails_run(result), strict_skips=strict_skips)
     from .html_files import write_html_reports
 
-    written = [meta["name"] for meta in metas if meta["selected"]]
     if written:
         write_html_reports(Path(opts.out_dir), written)
 

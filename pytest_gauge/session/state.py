@@ -98,6 +98,7 @@ class GaugeState:
     errored_cases: int = 0
     progress_at: float = field(default_factory=time.monotonic)
     finished: dict[str, Any] = field(default_factory=dict)
+    shard_tasks: dict[str, list[str]] = field(default_factory=dict)  # suite -> this shard's tasks
     gate_notes: list[tuple[bool, str]] = field(default_factory=list)  # (loud, line): gates not checked
 
     @property
@@ -116,6 +117,8 @@ class GaugeState:
         for entry in self.suites.values():
             meta = entry.meta()
             meta["selected"] = self.selected.get(entry.name, [])
+            if entry.name in self.shard_tasks:
+                meta["shard_tasks"] = self.shard_tasks[entry.name]
             target = folder / f"{entry.name}.json"
             tmp = folder / f".{entry.name}.{os.getpid()}.tmp"
             tmp.write_text(dumps(meta), encoding="utf-8")

@@ -1,0 +1,270 @@
+"""``python -m pytest_gauge merge SHARD_DIRS... --out DIR``: one verdict from the shards of a suite.
+
+Checks that the shards agree (task set, prompts, seed, versions, the options that change results) and
+that every task ran in exactly one shard, concatenates their records, ledgers and transcripts in the
+order one machine would have written them, then runs the end of a run's own analysis
+(:func:`~pytest_gauge.session.outputs.analyse_suite`): metrics, Elo, gates and every report. A failing
+(or, with ``CI`` set, skipped) gate makes the merge exit 1.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import xml.etree.ElementTree as ET
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, TextIO
+
+from ..gateway.ledger import attribute_shared_calls
+from ..options import GaugeOptions
+from ..records import CaseRecord, LedgerRecord, dumps
+from .shards import RESULT_OPTIONS, SHARD_FILE
+
+__all__ = ["MergeError", "ShardRun", "check_shards", "find_shards", "merge_shards", "run_merge"]
+
+
+class MergeError(Exception):
+    """Shards that cannot be merged; the message names the shards, tasks or settings and the fix."""
+
+
+@dataclass(frozen=True)
+class ShardRun:
+    """One suite's outputs from one shard: its folder, ``shard.json`` and ``manifest.json``."""
+
+    folder: Path
+    shard: dict[str, Any]
+    manifest: dict[str, Any]
+
+    @property
+    def label(self) -> str:
+        return f"{self.shard['shard']} ({self.folder})"
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    """A shard's JSON file, or a MergeError naming it (a shard folder copied in part, say)."""
+    data: Any = None
+    with contextlib.suppress(OSError, ValueError):
+        data = json.loads(path.read_text(encoding="utf-8"))
+    if isinstance(data, dict):
+        return data
+    raise MergeError(f"{path}: missing or not a JSON object; copy the shard's whole --gauge-out folder")
+
+
+def find_shards(dirs: Sequence[str | os.PathLike[str]]) -> dict[str, list[ShardRun]]:
+    """Every suite's shard runs in ``dirs`` (each a ``--gauge-out`` folder or one suite's folder)."""
+    found: dict[str, list[ShardRun]] = {}
+    for raw in dirs:
+        folder = Path(raw)
+        files = (
+            [folder / SHARD_FILE]
+            if (folder / SHARD_FILE).is_file()
+            else sorted(folder.glob(f"*/{SHARD_FILE}"))
+        )
+        if not files:
+            raise MergeError(
+                f"{folder}: no {SHARD_FILE} found; give the --gauge-out folders of the --gauge-shard runs"
+            )
+        for path in files:
+            shard = _read_json(path)
+            run = ShardRun(path.parent, shard, _read_json(path.parent / "manifest.json"))
+            found.setdefault(str(shard["suite"]), []).append(run)
+    return found
+
+
+def _agreement(suite: str, runs: Sequence[ShardRun]) -> list[str]:
+    """What the shards disagree on (each a line naming the setting and every shard's value)."""
+    first = runs[0]
+    checks: dict[str, Any] = {
+        "shard count": lambda r: r.shard["count"],
+        "task set and prompts (manifest hashes)": lambda r: r.manifest.get("hashes"),
+        "seed": lambda r: r.manifest.get("seed"),
+        "backend": lambda r: r.manifest.get("backend"),
+        "versions": lambda r: r.manifest.get("versions"),
+        "case ids": lambda r: r.shard["meta"].get("case_ids"),
+        **{f"option {k}": (lambda r, k=k: r.shard["options"].get(k)) for k in RESULT_OPTIONS},
+    }
+    problems = []
+    for what, value in checks.items():
+        if any(value(r) != value(first) for r in runs[1:]):
+            shown = "; ".join(f"{r.label}: {json.dumps(value(r), sort_keys=True)[:200]}" for r in runs)
+            problems.append(f"suite {suite}: the shards disagree on the {what}: {shown}")
+    return problems
+
+
+def check_shards(suite: str, runs: Sequence[ShardRun]) -> None:
+    """Refuse shards that disagree, and any task missing or run twice (naming the tasks and shards)."""
+    problems = _agreement(suite, runs)
+    if not problems:
+        count = int(runs[0].shard["count"])
+        all_tasks = [str(t["task_id"]) for t in runs[0].shard["meta"]["tasks"]]
+        where: dict[str, list[str]] = {}
+        for run in runs:
+            for task in run.shard["tasks"]:
+                where.setdefault(str(task), []).append(run.label)
+        missing = [t for t in all_tasks if t not in where]
+        if missing:
+            absent = sorted(set(range(1, count + 1)) - {int(r.shard["index"]) for r in runs})
+            shards = ", ".join(f"{i}/{count}" for i in absent) or "none (a shard ran without them)"
+            problems.append(
+                f"suite {suite}: {len(missing)} tasks missing: {', '.join(missing)}"
+                f" (shards absent: {shards}); merge every shard's output folder"
+            )
+        twice: dict[tuple[str, ...], list[str]] = {}
+        for task in all_tasks:
+            if len(where.get(task, ())) > 1:
+                twice.setdefault(tuple(where[task]), []).append(task)
+        for labels, tasks in twice.items():
+            problems.append(
+                f"suite {suite}: {len(tasks)} tasks ran more than once: {', '.join(tasks)}"
+                f" (in shards {', '.join(labels)}); give each shard's folder once"
+            )
+        for run in runs:
+            if run.shard.get("interrupted"):
+                problems.append(f"suite {suite}: shard {run.label} was interrupted; run it again")
+    if problems:
+        raise MergeError("\n".join(problems))
+
+
+def _jsonl(path: Path) -> list[dict[str, Any]]:
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _options(runs: Sequence[ShardRun], out: Path) -> GaugeOptions:
+    data = dict(runs[0].shard["options"])
+    data["gates"] = tuple(data.get("gates", ()))
+    data["prices"] = tuple(tuple(row) for row in data.get("prices", ()))
+    known = set(GaugeOptions.__dataclass_fields__)
+    return GaugeOptions(**{k: v for k, v in data.items() if k in known}, out_dir=str(out))
+
+
+def _write_transcripts(runs: Sequence[ShardRun], meta: Mapping[str, Any], out: Path) -> None:
+    """``agents/<agent>.jsonl`` of every shard, in task order then sample (as one run writes them)."""
+    rank = {str(t["task_id"]): i for i, t in enumerate(meta["tasks"])}
+    for agent in meta["agents"]:
+        rows = [row for run in runs for row in _jsonl(run.folder / "agents" / f"{agent}.jsonl")]
+        rows.sort(key=lambda r: (rank.get(str(r.get("task_id")), 1 << 30), int(r.get("sample", 0))))
+        _write(out / "agents" / f"{agent}.jsonl", "".join(dumps(r) + "\n" for r in rows))
+
+
+def merge_shards(suite: str, runs: Sequence[ShardRun], out_dir: Path) -> Any:
+    """Write the merged suite folder ``out_dir/<suite>`` and return its
+    :class:`~pytest_gauge.session.outputs.SuiteAnalysis` (gates evaluated)."""
+    from .outputs import analyse_suite
+
+    check_shards(suite, runs)
+    runs = sorted(runs, key=lambda r: int(r.shard["index"]))
+    out = out_dir / suite
+    meta = dict(runs[0].shard["meta"])
+    meta.pop("shard_tasks", None)
+    order = {f"{suite}::{cid}": i for i, cid in enumerate(meta["case_ids"])}
+    selected = {c for run in runs for c in run.shard["meta"]["selected"]}
+    meta["selected"] = sorted(selected, key=lambda c: order.get(c, 1 << 30))
+    case_rank = {cid: i for i, cid in enumerate(meta["case_ids"])}
+    records = [
+        CaseRecord.from_json(r) for run in runs for r in _jsonl(run.folder / "pairs" / "pair_results.jsonl")
+    ]
+    records.sort(key=lambda r: case_rank.get(r.case_id, 1 << 30))
+    ledger = attribute_shared_calls(
+        LedgerRecord.from_json(r) for run in runs for r in _jsonl(run.folder / "agent_runs.jsonl")
+    )
+    _write(out / "tasks.jsonl", (runs[0].folder / "tasks.jsonl").read_text(encoding="utf-8"))
+    _write_transcripts(runs, meta, out)
+    _write(out / "pairs" / "pair_results.jsonl", "".join(dumps(r.to_json()) + "\n" for r in records))
+    _write(out / "agent_runs.jsonl", "".join(dumps(r.to_json()) + "\n" for r in ledger))
+    manifest = {
+        **runs[0].manifest,
+        "cases_selected": len(meta["selected"]),
+        "cases_recorded": len(records),
+    }
+    _write(out / "manifest.json", dumps(manifest) + "\n")
+    opts = _options(runs, out_dir)
+    shown = opts
+    if opts.genai_prices:  # the prices the shards' reports used, as the end of a run does
+        from ..gateway.prices import with_genai_prices
+
+        shown = replace(
+            opts, prices=with_genai_prices(opts.prices, [str(m) for m in meta["models"].values() if m])
+        )
+    partial = len(meta["selected"]) < len(meta["case_ids"])
+    return analyse_suite(meta, records, ledger, opts, out, partial=partial, report_options=shown)
+
+
+def _junit(path: Path, results: Sequence[tuple[str, Any, str]]) -> None:
+    """One ``<testcase>`` per gate (``<failure>`` when it fails the merge, ``<skipped>`` when skipped)."""
+    failures = sum(1 for _s, _r, outcome in results if outcome == "failed")
+    skipped = sum(1 for _s, _r, outcome in results if outcome == "skipped")
+    suite = ET.Element(
+        "testsuite",
+        name="pytest-gauge merge",
+        tests=str(len(results)),
+        failures=str(failures),
+        skipped=str(skipped),
+        errors="0",
+    )
+    for name, result, outcome in results:
+        case = ET.SubElement(suite, "testcase", classname=f"{name}.gates", name=result.gate.canonical())
+        if outcome == "failed":
+            ET.SubElement(case, "failure", message=result.message[:200]).text = result.message
+        elif outcome == "skipped":
+            ET.SubElement(case, "skipped", message=result.message[:200])
+    root = ET.Element("testsuites")
+    root.append(suite)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
+
+
+def run_merge(
+    dirs: Sequence[str], out_dir: str, junitxml: str | None, environ: Mapping[str, str], out: TextIO
+) -> int:
+    """The ``merge`` command: 0 when every gate passes, 1 on a failing gate, 2 on shards that cannot
+    be merged."""
+    from ..analysis.gates import fails_run
+    from ..report import render_summary
+    from .html_files import write_html_reports
+    from .outputs import SKIPPED_IN_CI, ci_active
+
+    try:
+        found = find_shards(dirs)
+        merged = {suite: merge_shards(suite, runs, Path(out_dir)) for suite, runs in sorted(found.items())}
+    except MergeError as exc:
+        out.write(f"pytest-gauge merge: {exc}\n")
+        return 2
+    strict = ci_active(environ)
+    verdicts: list[tuple[str, Any, str]] = []
+    texts = []
+    for suite, analysis in merged.items():
+        allow = bool(analysis.ctx.options.allow_skipped_gates)
+        for result in analysis.results:
+            skipped = result.status == "skipped"
+            outcome = "failed" if fails_run(result) or (skipped and strict and not allow) else "passed"
+            outcome = "skipped" if skipped and outcome != "failed" else outcome
+            message = (
+                f"{result.message}\n{SKIPPED_IN_CI}" if skipped and outcome == "failed" else result.message
+            )
+            out.write(f"{suite}::gates[{result.gate.canonical()}] {outcome.upper()}: {message}\n")
+            verdicts.append((suite, result, outcome))
+        text = render_summary(analysis.ctx)
+        texts.append(text)
+        out.write(f"===== pytest-gauge: {suite} (merged) =====\n{text}\noutputs: {Path(out_dir) / suite}\n")
+    write_html_reports(Path(out_dir), list(merged))
+    if junitxml:
+        _junit(Path(junitxml), verdicts)
+    summary_path = environ.get("GITHUB_STEP_SUMMARY")
+    if summary_path and texts:
+        with open(summary_path, "a", encoding="utf-8") as fh:
+            fh.write("\n\n".join(texts) + "\n")
+    failed = sum(1 for _s, _r, outcome in verdicts if outcome == "failed")
+    out.write(f"pytest-gauge merge: {len(verdicts)} gates, {failed} failed\n")
+    return 1 if failed else 0
