@@ -299,6 +299,9 @@ class GaugeRun:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.state: GaugeState = config.stash[state_key]
+        from .session.stopping import install_sigterm
+
+        self.previous_sigterm = install_sigterm()  # a CI timeout stops like Ctrl-C, with a report
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
@@ -341,12 +344,36 @@ class GaugeRun:
             result = yield
         except BaseException:
             if not self.state.is_worker:
+                self._stop_workers()
                 self._finish(session, interrupted=True)
             raise
         if not self.state.is_worker:
             stop_finished_workers(self.config)
             self._finish(session, interrupted=bool(session.shouldstop))
         return result
+
+    def _stop_workers(self) -> None:
+        """xdist controller, interrupted: tell the workers to stop and wait (briefly) until they have, so
+        the merged ledger has every attempt they sent (see :mod:`.session.stopping`)."""
+        if self.config.pluginmanager.get_plugin("dsession") is None:
+            return
+        from .run.engine import STOP_GRACE
+        from .session.stopping import request_stop, wait_for_workers
+
+        request_stop(self.state.run_dir)
+        late = wait_for_workers(self.state.run_dir, STOP_GRACE + 5.0)
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if late and reporter is not None:
+            reporter.write_line(
+                f"pytest-gauge: workers {', '.join(sorted(late))} did not stop in time; their last attempts"
+                " may be missing from the ledger",
+                yellow=True,
+            )
+
+    def pytest_unconfigure(self) -> None:
+        from .session.stopping import restore_sigterm
+
+        restore_sigterm(self.previous_sigterm)
 
     def _finish(self, session: pytest.Session, *, interrupted: bool) -> None:
         from .session.outputs import finish_run

@@ -55,7 +55,7 @@ def render_summary(ctx: ReportContext) -> str:
         + f", orders {ctx.meta.get('orders', 'both')}"
     ]
     if ctx.interrupted is not None:
-        lines.append(f"{ctx.interrupted.upper()}: the run was stopped; numbers cover the finished cases only")
+        lines.append(f"{ctx.interrupted} (the run was stopped): the numbers cover the finished cases only")
     rows: list[list[str]] = [["metric", "value", "95% interval", "n"]]
     for name in _SUMMARY_METRICS:
         e = m.metrics.get(name)

@@ -76,9 +76,15 @@ def _sha(text: str) -> str:
 
 
 def write_outputs(
-    state: GaugeState, meta: dict[str, Any], records: list[CaseRecord], ledger: list[LedgerRecord], out: Path
+    state: GaugeState,
+    meta: dict[str, Any],
+    records: list[CaseRecord],
+    ledger: list[LedgerRecord],
+    out: Path,
+    interrupted: str | None = None,
 ) -> None:
-    """tasks.jsonl, agents/<agent>.jsonl, pairs/pair_results.jsonl, agent_runs.jsonl, manifest.json."""
+    """tasks.jsonl, agents/<agent>.jsonl, pairs/pair_results.jsonl, agent_runs.jsonl, manifest.json
+    (with ``interrupted: "interrupted: N of M cases"`` when the run was stopped)."""
     from ..run.judge import JUDGE_SYSTEM_PROMPT
 
     name = meta["name"]
@@ -131,6 +137,7 @@ def write_outputs(
         "cases_total": len(meta["case_ids"]),
         "cases_selected": len(meta["selected"]),
         "cases_recorded": len(records),
+        **({"interrupted": interrupted} if interrupted else {}),
     }
     _write(out / "manifest.json", dumps(manifest) + "\n")
 
@@ -333,6 +340,36 @@ class SuiteAnalysis:
     reports: dict[str, str]
 
 
+def _gate_results(
+    meta: dict[str, Any],
+    opts: GaugeOptions,
+    source: Any,
+    partial: bool,
+    missing: int,
+    *,
+    deferred: bool,
+    interrupted: str | None,
+) -> list[GateResult]:
+    """The suite's gates evaluated (with their needed n); all skipped for a shard (the merge evaluates
+    them); none on an interrupted run unless ``--gauge-gates-on-partial`` (the conclusion says so)."""
+    from ..analysis.gates import GateResult, evaluate_gates, parse_gates
+    from ..analysis.power import with_needed_n
+
+    gates = parse_gates([*meta["gates"], *opts.gates])
+    if deferred:
+        return [GateResult(g, "skipped", None, None, None, 0, DEFERRED_MESSAGE) for g in gates]
+    if interrupted is not None and not opts.gates_on_partial:
+        return []
+    results = evaluate_gates(
+        gates,
+        source,
+        partial_run=partial,
+        missing_cases=missing,
+        drivers=lambda g, src=source: src.drivers(g.left.name, g.left.args),  # type: ignore[misc]
+    )
+    return [with_needed_n(r) for r in results]
+
+
 def analyse_suite(
     meta: dict[str, Any],
     records: list[CaseRecord],
@@ -343,16 +380,16 @@ def analyse_suite(
     partial: bool,
     deferred: bool = False,
     report_options: GaugeOptions | None = None,
+    interrupted: str | None = None,
 ) -> SuiteAnalysis:
     """Records + ledger -> metrics, Elo, baseline comparison, gates and every report, written under
     ``out/reports``. Shared by the end of a run and by ``python -m pytest_gauge merge``. ``deferred``
     (a shard): the gates are not evaluated here but by the merge. ``report_options``: the options the
-    reports show (the run's, with the prices actually used)."""
+    reports show (the run's, with the prices actually used). ``interrupted`` ("interrupted: N of M
+    cases"): the run was stopped; its gates are evaluated only with ``--gauge-gates-on-partial``."""
     from ..analysis.elo_report import build_elo_report
     from ..analysis.gate_source import GateSource
-    from ..analysis.gates import GateResult, evaluate_gates, parse_gates
     from ..analysis.metrics import compute_metrics
-    from ..analysis.power import with_needed_n
     from ..report import ReportContext, render_reports
     from ..report.baseline import render_baseline_md
     from ..report.elo import elo_json, no_elo_reason, render_elo_md, render_no_elo
@@ -375,18 +412,8 @@ def analyse_suite(
     source = GateSource(
         metrics, elo, baseline=comparison, repeats=repeats, rewards=rewards, baseline_note=note
     )
-    gates = parse_gates([*meta["gates"], *opts.gates])
-    if deferred:
-        results = [GateResult(g, "skipped", None, None, None, 0, DEFERRED_MESSAGE) for g in gates]
-    else:
-        results = evaluate_gates(
-            gates,
-            source,
-            partial_run=partial,
-            missing_cases=len(meta["selected"]) - len(records),
-            drivers=lambda g, src=source: src.drivers(g.left.name, g.left.args),  # type: ignore[misc]
-        )
-        results = [with_needed_n(r) for r in results]
+    missing = len(meta["selected"]) - len(records)
+    results = _gate_results(meta, opts, source, partial, missing, deferred=deferred, interrupted=interrupted)
     ctx = ReportContext(
         meta=meta,
         records=records,
@@ -398,6 +425,7 @@ def analyse_suite(
         baseline=comparison,
         baseline_note=note if opts.baseline else "",
         repeats=repeats,
+        interrupted=interrupted,
     )
     reports = render_reports(ctx)
     if comparison is not None:
@@ -441,15 +469,18 @@ def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool)
         records = sorted(state.records.get(name, {}).values(), key=lambda r: order.get(r.case_id, 1 << 30))
         ledger = [r for r in ledger_all if r.suite == name]
         out = Path(opts.out_dir) / name
-        write_outputs(state, meta, records, ledger, out)
+        label = f"interrupted: {len(records)} of {len(meta['selected'])} cases" if interrupted else None
+        write_outputs(state, meta, records, ledger, out, label)
         written.append(name)
         partial = len(meta["selected"]) < len(meta["case_ids"]) or interrupted
         shown = opts
         if opts.genai_prices:
             shown = replace(opts, prices=state.price_rows([str(m) for m in meta["models"].values() if m]))
         analysis = analyse_suite(
-            meta, records, ledger, opts, out, partial=partial, deferred=bool(opts.shard), report_options=shown
-        )
+            meta, records, ledger, opts, out, partial=partial, deferred=bool(opts.shard),
+            report_options=shown,
+            interrupted=label,
+        )  # fmt: skip
         if opts.shard:
             write_shard_manifest(out, meta, opts, interrupted=interrupted)
             state.gate_notes.append(

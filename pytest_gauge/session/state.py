@@ -30,6 +30,7 @@ from ..suite.tasks import Task
 if TYPE_CHECKING:  # the engine imports openai; the xdist controller, which runs no case, never needs it
     from ..gateway.prices import PriceRow
     from ..run.engine import Engine
+    from .stopping import StopWatcher
 
 __all__ = ["GaugeState", "SuiteEntry", "render_progress", "state_key", "stop_finished_workers"]
 
@@ -100,6 +101,7 @@ class GaugeState:
     finished: dict[str, Any] = field(default_factory=dict)
     shard_tasks: dict[str, list[str]] = field(default_factory=dict)  # suite -> this shard's tasks
     gate_notes: list[tuple[bool, str]] = field(default_factory=list)  # (loud, line): gates not checked
+    stop_watcher: StopWatcher | None = None
 
     @property
     def run_dir(self) -> Path:
@@ -183,7 +185,24 @@ class GaugeState:
             progress=self.write_progress,
         )
         self.engine.start()
+        if self.is_worker:
+            self._watch_for_stop(self.engine, session)
         return self.engine
+
+    def _watch_for_stop(self, engine: Engine, session: pytest.Session) -> None:
+        """Under xdist: stop at the controller's word (its Ctrl-C or SIGTERM), see :mod:`.stopping`;
+        the worker's session ends after the case at hand, so the worker exits when xdist tears it down."""
+        from .stopping import StopWatcher, announce_worker, mark_stopped
+
+        announce_worker(self.run_dir, self.worker_id)
+
+        def stop() -> None:
+            engine.request_stop()
+            mark_stopped(self.run_dir, self.worker_id)
+            session.shouldstop = "pytest-gauge: the run was stopped (Ctrl-C or SIGTERM)"
+
+        self.stop_watcher = StopWatcher(self.run_dir, stop)
+        self.stop_watcher.start()
 
     def write_progress(self) -> None:
         """This process's counters for the controller's progress line (overwritten about once a second)."""
@@ -219,10 +238,16 @@ class GaugeState:
         return render_progress(snapshots)
 
     def close(self) -> None:
+        if self.stop_watcher is not None:
+            self.stop_watcher.close()
         if self.engine is not None:
             self.engine.stop()
         if self.shared is not None:
             self.shared.ledger.close()
+        if self.is_worker and self.engine is not None:
+            from .stopping import mark_stopped
+
+            mark_stopped(self.run_dir, self.worker_id)
 
     def price_rows(self, models: list[str] | None = None) -> tuple[PriceRow, ...]:
         """The run's prices: the configured ones, plus genai-prices for the other models of the collected

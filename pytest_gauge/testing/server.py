@@ -119,6 +119,7 @@ class FaultPlan:
     malformed: str = "mixed"
     rate_reset: float = 0.0
     drip_seconds: float = 0.0
+    hold_after: int = 0
     judge_prefers: Literal["A", "B"] | None = None
     seed: int = 0
 
@@ -497,6 +498,8 @@ class LoopbackServer(_Served):
         self._gather: tuple[int, int, float] | None = None  # (n, after, timeout) while armed
         self._gathered: asyncio.Event | None = None
         self.gather_timed_out = False
+        self._holding = 0
+        self._release: asyncio.Event | None = None
         self._reset_state()
 
     # ------------------------------------------------------------------ lifecycle
@@ -598,9 +601,17 @@ class LoopbackServer(_Served):
             event.set()
 
     def reset_counters(self) -> None:
-        """Zero every counter and restart the fault schedule at request 1 (in_flight stays live)."""
+        """Zero every counter and restart the fault schedule at request 1 (in_flight stays live); a hold
+        that was released holds again."""
         with self._lock:
             self._reset_state()
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self._rearm)
+
+    def _rearm(self) -> None:
+        if self._release is not None and self._release.is_set():
+            self._release = asyncio.Event()
 
     @property
     def requests_total(self) -> int:
@@ -684,8 +695,31 @@ class LoopbackServer(_Served):
 
     # ------------------------------------------------------------------ serving
 
+    @property
+    def held(self) -> int:
+        """Chat requests held unanswered right now (``FaultPlan.hold_after``), until :meth:`release`."""
+        with self._lock:
+            return self._holding
+
+    def release(self) -> None:
+        """Answer every held request, and every later one at once (the hold is over)."""
+        loop, event = self._loop, self._release
+        if loop is not None and event is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(event.set)
+
+    async def _hold(self) -> None:
+        assert self._release is not None
+        with self._lock:
+            self._holding += 1
+        try:
+            await self._release.wait()
+        finally:
+            with self._lock:
+                self._holding -= 1
+
     async def _serve(self, ready: threading.Event) -> None:
         self._stop_event = asyncio.Event()
+        self._release = asyncio.Event()
         server = await asyncio.start_server(
             self._on_connection, HOST, self.port, limit=_MAX_HEADER_BYTES, backlog=4096
         )
@@ -785,6 +819,8 @@ class LoopbackServer(_Served):
                 delay += plan.slow_seconds
             if delay > 0:
                 await asyncio.sleep(delay)
+            if is_chat and plan.hold_after and (chat_index or 0) > plan.hold_after:
+                await self._hold()  # a request that reached the server and waits: tests stop runs here
             if is_chat:
                 resp = self._chat(req, body, body_error, plan, chat_index or 0, record.seq)
             elif req.method == "GET" and req.path == models_path:
@@ -1081,6 +1117,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--malformed", default="mixed", help="kind of malformed body (mixed: each in turn)")
     p.add_argument("--rate-reset", type=float, default=0.0, help="share of connections reset")
     p.add_argument("--drip-seconds", type=float, default=0.0, help="send 200 bodies one byte per N s")
+    p.add_argument("--hold-after", type=int, default=0, help="hold chat requests after the first N")
     p.add_argument(
         "--judge-prefers", choices=("A", "B"), default=None, help="answer every judge request for this slot"
     )
@@ -1121,6 +1158,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         malformed=a.malformed,
         rate_reset=a.rate_reset,
         drip_seconds=a.drip_seconds,
+        hold_after=a.hold_after,
         judge_prefers=a.judge_prefers,
         seed=a.seed,
     )

@@ -1,0 +1,151 @@
+"""Stopping a run promptly, with nothing paid lost: Ctrl-C, SIGTERM (a CI job's timeout) and killed workers.
+
+How a stop travels (see README "What is recorded when"):
+
+* **SIGTERM** becomes a ``KeyboardInterrupt`` in every pytest process (controller and xdist workers),
+  so a CI timeout takes the same path as Ctrl-C instead of killing the process without a report.
+* The **controller**, on an interrupt, writes the run folder's ``stop`` file and waits (a few seconds
+  at most) until every live worker has written ``stopped-<worker>``; then it merges the ledgers and
+  writes the outputs and reports of the cases that finished.
+* A **worker** watches the ``stop`` file (:class:`StopWatcher`, every 50 ms); on a stop (the file, or
+  its own Ctrl-C/SIGTERM) its engine starts no new attempt, gives the attempts in flight a short grace,
+  cancels the rest (their ledger line says ``interrupted``), then writes ``stopped-<worker>``.
+* A worker that was **killed** (``kill -9``) writes nothing more: its ``worker-<id>.pid`` names a dead
+  process, so the controller does not wait for it, and its write-ahead ledger lines without an outcome
+  are merged as ``interrupted`` (:func:`pytest_gauge.gateway.ledger.resolve_sent`).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+__all__ = [
+    "STOP_FILE",
+    "StopWatcher",
+    "announce_worker",
+    "install_sigterm",
+    "mark_stopped",
+    "request_stop",
+    "restore_sigterm",
+    "stop_requested",
+    "wait_for_workers",
+]
+
+STOP_FILE = "stop"
+
+
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt("SIGTERM")
+
+
+def install_sigterm() -> Any:
+    """Make SIGTERM a KeyboardInterrupt in this process, unless someone else already handles it.
+    Returns the previous handler (for :func:`restore_sigterm`), or None when nothing was changed."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    previous = signal.getsignal(signal.SIGTERM)
+    if previous is not signal.SIG_DFL:
+        return None
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    return previous
+
+
+def restore_sigterm(previous: Any) -> None:
+    """Put back the handler :func:`install_sigterm` replaced."""
+    if previous is None or threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGTERM) is _on_sigterm:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def request_stop(run_dir: Path) -> None:
+    """The controller's word to every worker: start nothing new, wind down, say so."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / STOP_FILE).write_text("stop\n", encoding="utf-8")
+
+
+def stop_requested(run_dir: Path) -> bool:
+    return (run_dir / STOP_FILE).exists()
+
+
+def announce_worker(run_dir: Path, worker: str) -> None:
+    """``worker-<id>.pid``: the controller waits for this worker's ``stopped`` mark only while it lives."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / f"worker-{worker}.pid").write_text(str(os.getpid()), encoding="utf-8")
+
+
+def mark_stopped(run_dir: Path, worker: str) -> None:
+    """``stopped-<id>``: this worker sends nothing more, and its ledger file is complete."""
+    try:
+        (run_dir / f"stopped-{worker}").write_text("stopped\n", encoding="utf-8")
+    except OSError:  # the run folder is already gone: nobody is waiting
+        pass
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process runs (a zombie, killed and not yet reaped, does not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8")
+    except OSError:
+        try:
+            os.kill(pid, 0)
+        except OSError:
+            return False
+        return True
+    return stat.rsplit(")", 1)[-1].split()[0] not in ("Z", "X")
+
+
+def _waiting_for(run_dir: Path) -> list[str]:
+    pending = []
+    for pid_file in run_dir.glob("worker-*.pid"):
+        worker = pid_file.stem[len("worker-") :]
+        if (run_dir / f"stopped-{worker}").exists():
+            continue
+        try:
+            pid = int(pid_file.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if _alive(pid):
+            pending.append(worker)
+    return pending
+
+
+def wait_for_workers(run_dir: Path, deadline: float) -> list[str]:
+    """Wait until every live worker has marked itself stopped, for at most ``deadline`` seconds.
+    Returns the workers still running at the deadline (their later lines miss the merged ledger)."""
+    end = time.monotonic() + deadline
+    pending = _waiting_for(run_dir)
+    while pending and time.monotonic() < end:
+        time.sleep(0.05)
+        pending = _waiting_for(run_dir)
+    return pending
+
+
+class StopWatcher:
+    """A worker's daemon thread: when the controller's ``stop`` file appears, call ``on_stop`` once."""
+
+    def __init__(self, run_dir: Path, on_stop: Callable[[], None], every: float = 0.05) -> None:
+        self.run_dir = run_dir
+        self.on_stop = on_stop
+        self.every = every
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="gauge-stop-watcher", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def close(self) -> None:
+        self._done.set()
+
+    def _watch(self) -> None:
+        while not self._done.wait(self.every):
+            if stop_requested(self.run_dir):
+                self._done.set()
+                self.on_stop()
