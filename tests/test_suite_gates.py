@@ -27,7 +27,7 @@ INI = (
 
 
 def copy_suites(folder: Path) -> None:
-    """A copy of ``eval_suites/`` (example and tiers) in ``folder`` with the repo's settings."""
+    """A copy of ``eval_suites/`` (every example suite) in ``folder`` with the repo's settings."""
     shutil.copytree(
         ROOT / "eval_suites",
         folder / "eval_suites",
@@ -103,7 +103,7 @@ def test_main_job_writes_outputs_and_its_metrics_match_the_records(shared_runs: 
     # each gate is a test case in junit xml
     cases = ET.parse(run.path / "junit.xml").getroot().iter("testcase")
     gate_cases = [c for c in cases if "gates[" in c.get("name", "")]
-    assert len(gate_cases) == 6 + 2  # example + tiers
+    assert len(gate_cases) == 6 + 2 + 1  # example + tiers + in_house
     # the tiers suite: Elo rises with the tier, Elo per 1k tokens falls
     elo = json.loads((run.path / "out" / "tiers" / "reports" / "elo.json").read_text())
     tiers = [t for t in elo["tiers"] if t["family"] == "solver"]

@@ -89,6 +89,7 @@ def server(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Iterat
     srv.stop()
 
 
+@pytest.mark.slow  # one live plugin run in a subprocess
 def test_each_broken_keyword_is_code_2_with_the_validators_message_and_the_tool_never_sees_it(
     pytester: pytest.Pytester, server: LoopbackServer
 ) -> None:

@@ -8,6 +8,7 @@ import re
 import sys
 from collections.abc import Iterable
 from pathlib import Path
+from types import ModuleType
 
 from .declare import Suite
 
@@ -16,14 +17,46 @@ __all__ = ["find_suites", "load_suite"]
 _DECLARES = re.compile(r"^[A-Za-z_]\w*\s*=\s*(?:\w+\.)?Suite\(", re.MULTILINE)
 
 
-def _module_suites(module_path: Path) -> list[Suite]:
+def _package_module(module_path: Path) -> tuple[Path, str] | None:
+    """For a module in a package folder (one with ``__init__.py``, so it may import its siblings as
+    ``from .tools import TOOLS``): the first folder up that is no package, and the dotted module name,
+    as pytest's default import mode computes them. None for a plain folder."""
+    parts = [module_path.stem]
+    folder = module_path.parent
+    while (folder / "__init__.py").is_file():
+        parts.insert(0, folder.name)
+        folder = folder.parent
+    return None if len(parts) == 1 else (folder, ".".join(parts))
+
+
+def _import(module_path: Path) -> ModuleType:
+    """The test module at ``module_path``: by its package name (its folder's parent on ``sys.path``, as
+    pytest does) when it is in a package, else under a private name so that two suites' modules of
+    the same file name never collide."""
+    package = _package_module(module_path.resolve())
+    if package is not None:
+        base, name = package
+        if str(base) not in sys.path:
+            sys.path.insert(0, str(base))
+        module = importlib.import_module(name)
+        loaded = Path(module.__file__ or "").resolve()
+        if loaded != module_path.resolve():
+            raise ImportError(
+                f"{module_path}: the module name {name!r} is already taken by {loaded}; "
+                "rename the suite folder"
+            )
+        return module
     name = f"_gauge_suite_{abs(hash(str(module_path.resolve())))}"
     spec = importlib.util.spec_from_file_location(name, module_path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)
-    return [v for v in vars(module).values() if isinstance(v, Suite)]
+    return module
+
+
+def _module_suites(module_path: Path) -> list[Suite]:
+    return [v for v in vars(_import(module_path)).values() if isinstance(v, Suite)]
 
 
 def load_suite(module_path: Path) -> Suite:
