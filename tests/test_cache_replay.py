@@ -83,6 +83,7 @@ def ledger_cost(rows: list[dict[str, Any]]) -> float:
 # --------------------------------------------------------------------------------------------- 1. cache
 
 
+@pytest.mark.slow
 def test_second_run_is_fully_cached_and_only_spending_differs(
     pytester: pytest.Pytester, server: LoopbackServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -146,6 +147,7 @@ def export(pytester: pytest.Pytester, cache_dir: str, to: str) -> pytest.RunResu
 GUARD_MESSAGE = "network access is disabled"
 
 
+@pytest.mark.slow
 def test_cassettes_replay_offline_and_a_missing_one_is_named_without_any_socket(
     pytester: pytest.Pytester, server: LoopbackServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -234,6 +236,7 @@ def test_replay_guard_refuses_socket_connections() -> None:
 # ------------------------------------------------------------------------------------------- 3. xdist
 
 
+@pytest.mark.slow
 def test_cold_cache_with_four_workers_sends_each_distinct_request_once(
     pytester: pytest.Pytester, server: LoopbackServer
 ) -> None:
@@ -250,6 +253,7 @@ def test_cold_cache_with_four_workers_sends_each_distinct_request_once(
 # ------------------------------------------------------------------------------------------ 4. budget
 
 
+@pytest.mark.slow
 def test_budget_of_a_quarter_stops_spending(
     pytester: pytest.Pytester, server: LoopbackServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -339,6 +343,7 @@ def test_model_without_a_price_costs_unknown_and_is_warned_about(
 # ------------------------------------------------------------------------------------------- 6. modes
 
 
+@pytest.mark.slow
 def test_refresh_calls_again_and_overwrites_and_off_keeps_nothing(
     pytester: pytest.Pytester, server: LoopbackServer
 ) -> None:

@@ -1,4 +1,5 @@
-"""The package stays ruff- and mypy-clean (both come with the ``test`` extra; skipped where absent)."""
+"""The package and its tests stay ruff- and mypy-clean (both come with the ``test`` extra; skipped where
+absent)."""
 
 from __future__ import annotations
 
@@ -25,7 +26,9 @@ def test_ruff_lint_and_format() -> None:
     assert fmt.returncode == 0, fmt.stdout + fmt.stderr
 
 
+@pytest.mark.slow  # tens of seconds from a clean clone (no mypy cache): the full run only
 def test_mypy_strict() -> None:
+    """mypy --strict over the package and the tests, as configured in pyproject.toml."""
     pytest.importorskip("mypy", reason="mypy is not installed (pip install -e '.[test]')")
     done = _run(sys.executable, "-m", "mypy", "--cache-dir", str(ROOT / ".mypy_cache"))
     assert done.returncode == 0, done.stdout + done.stderr

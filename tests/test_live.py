@@ -12,7 +12,7 @@ import pytest
 from pytest_gauge.run.judge import JUDGE_SYSTEM_PROMPT
 from pytest_gauge.testing.server import FaultPlan, LoopbackServer
 from pytest_gauge.testing.simserver import sim_responder
-from tests.conftest import normalised, read_jsonl
+from tests.conftest import normalised, read_jsonl, run_inprocess
 
 CASES = 5 * 3 * 2
 KEY = "sk-gauge-SECRET-4f9c2a7e1b"
@@ -29,11 +29,10 @@ def server(mini_suite: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Loopba
 
 
 def live(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest_subprocess(
-        "suites", "-p", "no:cacheprovider", "--gauge-backend", "live", "--gauge-cache", "off", *args
-    )
+    return run_inprocess(pytester, "suites", "--gauge-backend", "live", "--gauge-cache", "off", *args)
 
 
+@pytest.mark.slow
 def test_faults_are_survived_and_results_equal_a_clean_run(
     pytester: pytest.Pytester, server: LoopbackServer
 ) -> None:
@@ -58,6 +57,7 @@ def test_faults_are_survived_and_results_equal_a_clean_run(
     assert retried and all(r["call_id"] for r in retried)
 
 
+@pytest.mark.slow
 def test_wrong_key_stops_the_run_once(pytester: pytest.Pytester, server: LoopbackServer) -> None:
     server.faults = FaultPlan(expected_key="sk-the-right-one")
     result = live(pytester, "-n", "2")
@@ -68,6 +68,7 @@ def test_wrong_key_stops_the_run_once(pytester: pytest.Pytester, server: Loopbac
     assert KEY not in out + result.stderr.str()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("suffix", "fix"), [("/v1/v1", "/v1/v1"), ("/chat/completions", "/chat/completions")]
 )
@@ -93,6 +94,7 @@ def test_tracking_query_in_base_url_is_refused_before_any_request(
     assert server.requests_total == 0
 
 
+@pytest.mark.slow
 def test_global_concurrency_limit_holds_across_workers(
     pytester: pytest.Pytester, server: LoopbackServer
 ) -> None:
@@ -132,6 +134,7 @@ def test_judge_never_sees_agent_or_model_names(pytester: pytest.Pytester, server
             assert name not in text
 
 
+@pytest.mark.slow
 def test_requests_seen_equal_ledger_and_one_generation_per_transcript(
     pytester: pytest.Pytester, server: LoopbackServer
 ) -> None:

@@ -22,7 +22,7 @@ from pytest_gauge.records import LedgerRecord, Usage
 from pytest_gauge.session.state import render_progress
 from pytest_gauge.testing.server import LoopbackServer
 from pytest_gauge.testing.simserver import sim_responder
-from tests.conftest import normalised, read_jsonl
+from tests.conftest import normalised, read_jsonl, run_inprocess
 
 TASKS = 12  # 36 independent transcripts: enough to keep 32 calls in flight
 CASES = TASKS * 3 * 2  # tasks x pairs x orders
@@ -82,14 +82,15 @@ def server(suite_module: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Loop
 
 
 def live(pytester: pytest.Pytester, out: str, *args: str) -> pytest.RunResult:
-    result = pytester.runpytest_subprocess(
-        "suites", "-p", "no:cacheprovider", "-p", "no:randomly", "--gauge-backend", "live",
-        "--gauge-cache", "off", "--gauge-no-progress", "--gauge-out", out, *args,
+    result = run_inprocess(
+        pytester, "suites", "--gauge-backend", "live", "--gauge-cache", "off", "--gauge-no-progress",
+        "--gauge-out", out, *args,
     )  # fmt: skip
     result.assert_outcomes(passed=CASES)
     return result
 
 
+@pytest.mark.slow
 def test_many_calls_in_flight_with_the_cache_off(pytester: pytest.Pytester, server: LoopbackServer) -> None:
     """One process keeps the concurrency limit's 32 calls open at once: the server holds the calls after
     the warm-up call (sent alone) until 32 are open, so the bound does not depend on machine load (a
@@ -101,6 +102,7 @@ def test_many_calls_in_flight_with_the_cache_off(pytester: pytest.Pytester, serv
     assert len(ledger) == server.requests_total  # every request recorded once
 
 
+@pytest.mark.slow
 def test_concurrency_and_workers_change_neither_calls_nor_results(
     pytester: pytest.Pytester, server: LoopbackServer
 ) -> None:
@@ -179,7 +181,10 @@ def test_ledger_lines_are_the_records_json(tmp_path: Path, usage: Usage | None) 
     (line,) = (tmp_path / "ledger-gw3.jsonl").read_text().splitlines()
     assert json.loads(line) == record.to_json()
     assert json.loads(line)["worker"] == "gw3" and json.loads(line)["usage"] == (
-        {"prompt_tokens": 12, "completion_tokens": 5, "total_tokens": 17} if usage else None
+        {"prompt_tokens": 12, "completion_tokens": 5, "total_tokens": 17}
+        | {"cached_tokens": None, "reasoning_tokens": None}
+        if usage
+        else None
     )
 
 
@@ -203,6 +208,7 @@ def pytest_runtest_logreport(report):
 """
 
 
+@pytest.mark.slow
 def test_xdist_controller_renders_alone_and_without_openai(
     pytester: pytest.Pytester, mini_suite: Path
 ) -> None:
@@ -215,6 +221,7 @@ def test_xdist_controller_renders_alone_and_without_openai(
     assert probe == {"openai": False, "workers": 0}
 
 
+@pytest.mark.slow
 def test_a_run_served_from_the_cache_never_builds_a_client(
     pytester: pytest.Pytester, mini_suite: Path
 ) -> None:

@@ -323,7 +323,7 @@ def _compare_agent(
 def _judge_tallies(
     records: Sequence[CaseRecord], tasks: Sequence[str], close_threshold: float
 ) -> dict[str, tuple[FloatArray, FloatArray]]:
-    """Per-task (numerator, denominator) of the judge metrics (definitions as in SPEC §6)."""
+    """Per-task (numerator, denominator) of the judge metrics (definitions: docs/protocol.md#metrics)."""
     index = {t: i for i, t in enumerate(tasks)}
     out = {m: (np.zeros(len(tasks)), np.zeros(len(tasks))) for m in _JUDGE}
     classes = classify_pairs(records, close_threshold)

@@ -160,7 +160,7 @@ class Comparison:
     """A blind pairwise comparison in both orders. ``winner``: the side preferred in both orders,
     ``"tie"`` if both were ties, ``"inconsistent"`` if the orders disagree, ``"error"`` if a verdict was
     unusable. ``rewards``: the judge's rewards for (first, second), averaged over both orders;
-    ``rule_rewards``: the rules' rewards (SPEC §5), None without rules."""
+    ``rule_rewards``: the rules' rewards (docs/protocol.md#reward), None without rules."""
 
     winner: Winner
     orders: tuple[JudgedOrder, JudgedOrder]
