@@ -53,6 +53,8 @@ class GaugeOptions:
     gates_on_partial: bool = False
     allow_skipped_gates: bool = False
     shard: str | None = None
+    limits: str | None = None
+    run_id: str | None = None
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
 
@@ -177,6 +179,14 @@ _SETTINGS: tuple[tuple[str, str, Any, str, tuple[str, ...] | None], ...] = (
         None,
     ),
     (
+        "limits",
+        "gauge_limits",
+        str,
+        "redis://HOST:PORT/DB: concurrency, RPM/TPM and budgets shared by every host of the run (needs the"
+        " redis extra)",
+        None,
+    ),
+    (
         "prices",
         "gauge_prices_file",
         str,
@@ -223,6 +233,11 @@ def add_options(parser: pytest.Parser) -> None:
         action="store_true",
         default=False,
         help="evaluate the gates on an interrupted run too (over the cases that finished)",
+    )
+    group.addoption(
+        "--gauge-run-id",
+        default=None,
+        help="the run id that shards share for --gauge-limits (also GAUGE_RUN_ID; default: this run's own)",
     )
     group.addoption(
         "--gauge-shard",
@@ -350,4 +365,6 @@ def resolve_options(config: pytest.Config) -> GaugeOptions:
         gates_on_partial=bool(config.getoption("gauge_gates_on_partial")),
         allow_skipped_gates=bool(config.getoption("gauge_allow_skipped_gates")),
         shard=_shard(config),
+        limits=values["gauge_limits"],
+        run_id=config.getoption("gauge_run_id") or os.environ.get("GAUGE_RUN_ID") or None,
     )

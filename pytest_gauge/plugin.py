@@ -65,6 +65,8 @@ def pytest_configure(config: pytest.Config) -> None:
         if options.backend == "live" and _backend_explicit(config):
             _check_live_settings()
         _check_baseline(options)
+        if options.limits:
+            _check_limits(options.limits)
     config.stash[state_key] = state
     config.pluginmanager.register(GaugeRun(config), "gauge-run")
     config.pluginmanager.register(fixtures, "gauge-fixtures")  # gauge_client, gauge_ledger, gauge_judge
@@ -98,6 +100,16 @@ def _check_baseline(options: GaugeOptions) -> None:
         problem = missing_baseline(options.gates, "--gauge-gate / gauge_gates")
         if problem:
             raise pytest.UsageError(f"pytest-gauge: {problem}")
+
+
+def _check_limits(url: str) -> None:
+    """``--gauge-limits``: the Redis server must answer before any request (a usage error otherwise)."""
+    from .gateway.redis_limits import LimitsUnavailable, connect
+
+    try:
+        connect(url).close()
+    except LimitsUnavailable as exc:
+        raise pytest.UsageError(f"pytest-gauge: {exc}") from None
 
 
 def _check_live_settings() -> None:

@@ -26,6 +26,7 @@ from .errors import ConfigurationError, GatewayError, ModelNotFound, ReplayMiss,
 from .ledger import INTERRUPTED, SENT, Ledger
 from .limits import Budget, ConcurrencySlots, RateLimiter
 from .prices import PriceTable
+from .redis_limits import RedisBudget, RedisRate, RedisSlots
 from .response import MAX_BODY_BYTES, BadResponse, parse_completion
 from .store import Store, content_key
 
@@ -65,9 +66,9 @@ class GatewayShared:
 
     run_id: str
     ledger: Ledger
-    slots: ConcurrencySlots
-    rate: RateLimiter
-    budget: Budget
+    slots: ConcurrencySlots | RedisSlots
+    rate: RateLimiter | RedisRate
+    budget: Budget | RedisBudget
     prices: PriceTable
     cache: Store | None
     cache_mode: str

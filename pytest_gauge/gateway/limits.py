@@ -24,7 +24,7 @@ from typing import Any
 
 from .errors import BudgetExhausted
 
-__all__ = ["Budget", "ConcurrencySlots", "RateLimiter", "SharedState"]
+__all__ = ["Budget", "BudgetLimits", "ConcurrencySlots", "RateLimiter", "SharedState"]
 
 
 class ConcurrencySlots:
@@ -198,15 +198,10 @@ class Reservation:
     task_id: str
 
 
-class Budget:
-    """Run and per-task spending limits. A call reserves its worst case before it is sent; a call
-    that would pass a limit is refused with :class:`BudgetExhausted`, so overshoot is bounded by the
-    calls already in flight."""
+class BudgetLimits:
+    """The run's and each task's spending limits, wherever their state is kept (here or on Redis)."""
 
-    def __init__(
-        self, state: SharedState, usd: float | None, tokens: int | None, task_usd: float | None
-    ) -> None:
-        self.state = state
+    def __init__(self, usd: float | None, tokens: int | None, task_usd: float | None) -> None:
         self.usd = usd
         self.tokens = tokens
         self.task_usd = task_usd
@@ -214,6 +209,26 @@ class Budget:
     @property
     def active(self) -> bool:
         return bool(self.usd or self.tokens or self.task_usd)
+
+    @staticmethod
+    def refuse(refusal: str) -> BudgetExhausted:
+        """The error for a call a limit refused (``refusal`` says which and how much is spent)."""
+        return BudgetExhausted(
+            f"budget exhausted: {refusal}; the call was not sent",
+            "raise --gauge-budget-usd / --gauge-budget-tokens / --gauge-budget-task-usd, or use the cache",
+        )
+
+
+class Budget(BudgetLimits):
+    """Run and per-task spending limits. A call reserves its worst case before it is sent; a call
+    that would pass a limit is refused with :class:`BudgetExhausted`, so overshoot is bounded by the
+    calls already in flight."""
+
+    def __init__(
+        self, state: SharedState, usd: float | None, tokens: int | None, task_usd: float | None
+    ) -> None:
+        super().__init__(usd, tokens, task_usd)
+        self.state = state
 
     def reserve(self, task_id: str, usd: float, tokens: int) -> Reservation:
         def take(s: dict[str, Any]) -> str | None:
@@ -232,11 +247,7 @@ class Budget:
 
         refusal = self.state.update(take)
         if refusal:
-            raise BudgetExhausted(
-                f"budget exhausted: {refusal}; the call was not sent",
-                "raise --gauge-budget-usd / --gauge-budget-tokens / --gauge-budget-task-usd,"
-                " or use the cache",
-            )
+            raise self.refuse(refusal)
         return Reservation(usd, tokens, task_id)
 
     def settle(self, r: Reservation, usd: float, tokens: int) -> None:

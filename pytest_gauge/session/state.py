@@ -133,8 +133,8 @@ class GaugeState:
         from ..gateway.backends import build_client
         from ..gateway.gateway import Gateway, GatewayShared
         from ..gateway.ledger import Ledger
-        from ..gateway.limits import Budget, ConcurrencySlots, RateLimiter, SharedState
         from ..gateway.prices import PriceTable
+        from ..gateway.redis_limits import build_limits
         from ..run.engine import Engine, SuiteRuntime
         from ..run.judge_format import JudgeFormats
 
@@ -145,14 +145,13 @@ class GaugeState:
             cache = Store(opts.cassettes)
         elif opts.cache_mode != "off" or opts.backend == "replay":
             cache = Store(Path(opts.cache_dir) / "responses")
+        slots, rate, budget = build_limits(opts, run, self.run_id)  # run folder or --gauge-limits
         self.shared = GatewayShared(
             run_id=self.run_id,
             ledger=Ledger(run, self.worker_id),
-            slots=ConcurrencySlots(run / "slots", opts.max_concurrency),
-            rate=RateLimiter(SharedState(run / "rate.json"), opts.rpm, opts.tpm),
-            budget=Budget(
-                SharedState(run / "budget.json"), opts.budget_usd, opts.budget_tokens, opts.budget_task_usd
-            ),
+            slots=slots,
+            rate=rate,
+            budget=budget,
             prices=PriceTable.from_rows(self.price_rows()),
             cache=cache,
             cache_mode=opts.cache_mode,
