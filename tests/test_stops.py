@@ -236,3 +236,19 @@ def test_an_unknown_model_sends_at_most_one_request_per_worker(
     assert sum(1 for b in server.bodies if b["model"] == "sim-agent-z") <= 2
     assert "does not know the agent model 'sim-agent-z'" in text and "Bad Request" not in text
     assert "Traceback" not in text
+
+
+def test_a_dripping_server_stops_the_run_after_the_first_call_times_out(
+    server: LoopbackServer, tmp_path: Path
+) -> None:
+    folder = _folder(tmp_path, "drip")
+    server.faults = FaultPlan(drip_seconds=0.5)  # headers at once, then a byte every 0.5 s
+    server.reset_counters()
+    code, text = _finish(_start(folder, server, 2, "--gauge-timeout", "1", "--gauge-max-retries", "1"))
+    received = server.stats()["chat_requests_total"]
+    assert code != 0
+    # each worker's first call: 2 attempts of at most 1 s, then the run stops (timeout x attempts, not
+    # one timeout per call of the suite); nothing else was sent
+    assert received <= 2 * 2, received
+    assert "before any call of this run was answered" in text and "Traceback" not in text
+    assert len(_live_attempts(folder)) == received

@@ -671,13 +671,19 @@ class Gateway:
                 model=model,
             )
         if _is_timeout(failure):
-            return GatewayError(
+            cause = (
                 f"timed out after {attempts} attempts of {self.shared.timeout:g}s each (connect to last"
-                " byte; the request may still have been billed)",
-                "raise --gauge-timeout, or lower max_tokens",
-                role=role,
-                model=model,
+                " byte; the request may still have been billed)"
             )
+            if not self.shared.first_ok.is_set():  # no call of this process was ever answered in time
+                return ConfigurationError(
+                    f"{cause}, before any call of this run was answered: the gateway does not answer in"
+                    " time, so the run stops here",
+                    f"raise --gauge-timeout, or check {URL_VARIABLE} (a server that never ends an answer)",
+                    role=role,
+                    model=model,
+                )
+            return GatewayError(cause, "raise --gauge-timeout, or lower max_tokens", role=role, model=model)
         return diagnose(failure, role, model, attempts)
 
 
