@@ -5,8 +5,9 @@ deltas (tasks added or removed are listed, as are agents whose model or prompt c
 success-rate and mean-reward deltas with paired task-resampling intervals, McNemar's exact test on the
 (task, sample) units that flipped, and the lists of units that regressed ("passed before, fails now")
 and were fixed. Judge metrics and cost per success: paired ratio deltas. Elo: the change of each
-agent's Elo relative to a reference agent both runs share (an agent whose model and prompt did not
-change), fitted on the shared tasks with the same task resamples in both runs.
+agent's Elo relative to a reference agent both runs share (of the agents whose model and prompt did not
+change, the one whose mean reward moved least), fitted on the shared tasks with the same task resamples
+in both runs.
 
 Everything here is pure: :class:`RunSide` is the typed input (built from records by the session layer
 or the baseline loader) and :class:`BaselineComparison` the result, which also serves the gate terms
@@ -370,8 +371,8 @@ def _elo_deltas(
     current: RunSide, baseline: RunSide, agents: Sequence[str], tasks: Sequence[str], rounds: int, seed: int
 ) -> tuple[str | None, dict[str, Estimate]]:
     """Each agent's Elo relative to the reference, now minus before, fitted on the shared tasks; the
-    reference is the first agent (sorted) in both runs whose model and prompt did not change. Both fits
-    use the same seed over the same sorted task list, so they resample the same tasks (paired)."""
+    reference is the first of ``agents`` (ordered most stable first) whose model and prompt did not change.
+    Both fits use the same seed over the same sorted task list, so they resample the same tasks (paired)."""
     unchanged = [a for a in agents if not _changes(a, current, baseline)]
     if len(agents) < 2 or not unchanged:
         return None, {}
@@ -384,7 +385,7 @@ def _elo_deltas(
             return None, {}
         fits.append(fit_elo(comps, rounds=rounds, seed=seed))
     out: dict[str, Estimate] = {}
-    for a in agents:
+    for a in sorted(agents):
         if a == ref or not all(a in f.elo and ref in f.elo for f in fits):
             continue
         values = [f.elo[a] - f.elo[ref] for f in fits]
@@ -429,7 +430,10 @@ def compare_runs(
         cost = Estimate(None, 0, None, None, "none")
     else:
         cost = paired_ratio_delta(PairedTally(cur_c[0], cur_c[1], base_c[0], base_c[1]), counts)
-    ref, elo = _elo_deltas(current, baseline, agents, tasks, elo_rounds, seed)
+    # the reference: the agent whose outcomes moved least (a weakened agent with an unchanged manifest
+    # would make every other agent look changed)
+    stable = sorted(agents, key=lambda a: (abs(per_agent[a].reward_delta.value or 0.0), a))
+    ref, elo = _elo_deltas(current, baseline, stable, tasks, elo_rounds, seed)
     return BaselineComparison(
         suite=current.suite,
         shared_tasks=tasks,
