@@ -54,6 +54,7 @@ def nll_reference(k: int, wins: np.ndarray, l2: float = 0.0) -> np.ndarray:
     return np.asarray(theta - theta.mean(), dtype=np.float64)
 
 
+@pytest.mark.slow  # a simulation study (seconds of CPU)
 def test_recovery_and_interval_coverage() -> None:
     true_elo = elo_scale(TRUE_THETA - TRUE_THETA.mean())
     sims = 200

@@ -36,7 +36,7 @@ def outcomes(run: SharedRun) -> dict[str, int]:
     return pytest.RunResult(run.ret, run.stdout.splitlines(), [], 0.0).parseoutcomes()
 
 
-@pytest.mark.parametrize("mode", ["no-xdist", "n0", "n2"])
+@pytest.mark.parametrize("mode", ["no-xdist", "n0", pytest.param("n2", marks=pytest.mark.slow)])
 def test_suite_run_writes_every_output(shared_runs: SharedRuns, mode: str) -> None:
     run = mini_run(shared_runs, mode)
     assert (run.ret, outcomes(run)["passed"]) == (0, CASES), run.stdout[-3000:]
@@ -54,6 +54,7 @@ def test_suite_run_writes_every_output(shared_runs: SharedRuns, mode: str) -> No
     assert set(manifest["versions"]) >= {"python", "pytest", "openai", "numpy"}
 
 
+@pytest.mark.slow
 def test_results_identical_without_xdist_and_with_four_workers(
     shared_runs: SharedRuns, read_outputs: Callable[[Path], dict[str, list[str]]]
 ) -> None:
@@ -71,6 +72,7 @@ def test_results_identical_without_xdist_and_with_four_workers(
     assert ok and max(ok.values()) == 1
 
 
+@pytest.mark.slow
 def test_each_transcript_is_generated_once(shared_runs: SharedRuns) -> None:
     run = mini_run(shared_runs, "n2")
     assert run.ret == 0, run.stdout[-3000:]

@@ -29,7 +29,7 @@ from pytest_gauge.suite.schema import SchemaError, compile_schema
 from pytest_gauge.suite.tasks import Task
 from pytest_gauge.suite.tools import ToolError, ToolExecutor
 from pytest_gauge.testing.server import LoopbackServer, completion, message_text, tool_call
-from tests.conftest import read_jsonl
+from tests.conftest import read_jsonl, run_inprocess
 
 SUITE_DATA = Path(__file__).parent / "data" / "tools_suite"
 OBJ: dict[str, Any] = {"type": "object", "properties": {}}
@@ -442,9 +442,7 @@ def tools_suite(pytester: pytest.Pytester) -> Path:
 
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest_subprocess(
-        "suites", "-p", "no:cacheprovider", "-p", "no:randomly", "--gauge-cache", "off", *args
-    )
+    return run_inprocess(pytester, "suites", "--gauge-cache", "off", *args)
 
 
 def transcripts(pytester: pytest.Pytester, agent: str) -> dict[str, dict[str, Any]]:
