@@ -180,9 +180,12 @@ class RedisSlots:
         self.waits = 0
 
     async def _renew(self, member: str) -> None:
-        while True:
-            await asyncio.sleep(self.lease / 3)
-            self.scripts.run("renew", "slots", self.lease, member)
+        """Keep the lease while the request is out; a lost server ends the renewal (the lease then
+        expires, and the next call stops with :class:`LimitsUnavailable`)."""
+        with contextlib.suppress(LimitsUnavailable):
+            while True:
+                await asyncio.sleep(self.lease / 3)
+                self.scripts.run("renew", "slots", self.lease, member)
 
     @contextlib.asynccontextmanager
     async def slot(self) -> AsyncIterator[None]:

@@ -172,9 +172,11 @@ def options_json(opts: GaugeOptions) -> dict[str, Any]:
 def write_shard_manifest(
     out: Path, meta: Mapping[str, Any], opts: GaugeOptions, *, interrupted: bool
 ) -> None:
-    """``<suite>/shard.json``: which shard of how many, the tasks it ran, the options and the suite's
-    metadata, for ``merge``."""
+    """``<suite>/shard.json`` (beside the ``manifest.json`` just written): which shard of how many, the
+    tasks it ran, the seed, task-set and prompt hashes and versions, the options and the suite's metadata,
+    for ``merge``."""
     shard = parse_shard(str(opts.shard))
+    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
     doc = {
         "format_version": 1,
         "suite": meta["name"],
@@ -183,6 +185,9 @@ def write_shard_manifest(
         "count": shard.count,
         "tasks": list(meta.get("shard_tasks") or []),
         "interrupted": interrupted,
+        "seed": manifest.get("seed"),
+        "hashes": manifest.get("hashes"),
+        "versions": manifest.get("versions"),
         "options": options_json(opts),
         "meta": dict(meta),
     }
