@@ -4,6 +4,7 @@ loopback server."""
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import os
@@ -12,6 +13,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,12 +21,21 @@ from pytest_gauge.analysis.gate_check import SuiteShape, check_gate
 from pytest_gauge.analysis.gates import parse_gate
 from pytest_gauge.cli import main, suite_targets
 from pytest_gauge.gateway.endpoint import check_base_url, normalise_url
-from pytest_gauge.gateway.errors import GatewayError
+from pytest_gauge.gateway.errors import GatewayError, ReplayMiss
 from pytest_gauge.gateway.prices import Price, PriceRow, PriceTable, with_genai_prices
 from pytest_gauge.options import parse_price_lines
 from pytest_gauge.records import Usage
+from pytest_gauge.run.dialogue import ChatResult
 from pytest_gauge.run.judge import JUDGE_SYSTEM_PROMPT
-from pytest_gauge.run.judge_format import JSON_OBJECT, JSON_SCHEMA, JudgeFormats, format_chain, rejects_format
+from pytest_gauge.run.judge_format import (
+    JSON_OBJECT,
+    JSON_SCHEMA,
+    JudgeFormats,
+    ask_judge,
+    format_chain,
+    rejects_format,
+)
+from pytest_gauge.suite.declare import Judge
 from pytest_gauge.testing.server import FaultPlan, LoopbackServer
 from pytest_gauge.testing.simserver import sim_responder
 from tests import test_live
@@ -90,6 +101,30 @@ def test_judge_asks_for_json_and_falls_back_once_when_the_gateway_refuses_the_sc
     note = "judge model sim-judge: the gateway refused response_format json_schema"
     assert note in (out / "reports" / "conclusion.md").read_text(encoding="utf-8")
     assert note in result.stdout.str()
+
+
+def test_a_replayed_judge_finds_a_recording_that_fell_back_without_lowering_the_run() -> None:
+    """On replay a miss with json_schema may be a recording made after a fallback: the next formats are
+    looked up, and nothing is remembered (a real miss must not change how other verdicts are asked)."""
+    sent: list[str | None] = []
+
+    async def caller(role: str, model: str, messages: list[dict[str, Any]], **kw: Any) -> ChatResult:
+        fmt = kw.get("response_format")
+        sent.append(fmt["type"] if fmt else None)
+        if fmt is not None and fmt["type"] == "json_schema":
+            raise ReplayMiss("no recorded response", "record it", role=role, model=model)
+        return ChatResult('{"winner": "A"}', (), "stop")
+
+    formats = JudgeFormats()
+    result, label = asyncio.run(ask_judge(formats, Judge("m"), caller, "m", []))
+    assert (label, sent, result.content) == ("json_object", ["json_schema", "json_object"], '{"winner": "A"}')
+    assert formats.level("m") == 0  # the next verdict is asked with json_schema first again
+    with pytest.raises(ReplayMiss):
+        asyncio.run(ask_judge(formats, Judge("m", response_format="json_schema"), _always_miss, "m", []))
+
+
+async def _always_miss(role: str, model: str, messages: list[dict[str, Any]], **kw: Any) -> ChatResult:
+    raise ReplayMiss("no recorded response", "record it", role=role, model=model)
 
 
 # ----- gates at collection -----------------------------------------------------------------------

@@ -159,6 +159,7 @@ async def _ask_judge(
 ) -> tuple[ChatResult, str]:
     chain = format_chain(judge.response_format)
     level = formats.level(model)
+    missed: ReplayMiss | None = None
     while True:
         fmt = chain[min(level, len(chain) - 1)]
         try:
@@ -171,9 +172,14 @@ async def _ask_judge(
                 seed=seed,
                 response_format=fmt,
             )
+        except ReplayMiss as exc:  # the recording may have fallen back: look for it, remember nothing
+            missed = missed or exc
+            if level + 1 >= len(chain):
+                raise missed from None
+            level += 1
+            continue
         except GatewayError as exc:
-            refused = rejects_format(exc) or isinstance(exc, ReplayMiss)  # recorded after a fallback
-            after = formats.reject(model, level, chain, exc) if refused else None
+            after = formats.reject(model, level, chain, exc) if rejects_format(exc) else None
             if after is None:
                 raise
             level = after
