@@ -452,7 +452,12 @@ def test_gate_delegates_to_metrics(three: tuple[SuiteMetrics, EloReport]) -> Non
     left, right = Term("flip_rate"), Term("judge_error_rate")
     assert source.difference(left, right) == metrics.difference(left, right)
     assert source.drivers("flip_rate", ()) == metrics.drivers("flip_rate", ()) != []
-    assert source.drivers("elo", ("a",)) == []
+    # an Elo term's drivers are the agent's tasks, weakest per-task Elo first
+    per_task = {t: v["a"] for t, v in report.result.per_task.items() if "a" in v and np.isfinite(v["a"])}
+    drivers = source.drivers("elo", ("a",))
+    assert len(drivers) == len(per_task) > 0
+    weakest = min(per_task, key=lambda t: (per_task[t], t))
+    assert drivers[0] == f"{weakest} (Elo {per_task[weakest]:.0f})"
     with pytest.raises(KeyError, match="cannot subtract"):
         source.difference(Term("elo", ("a",)), Term("flip_rate"))
     with pytest.raises(KeyError, match=r"unknown metric 'nonsense'.*elo\(agent\)"):

@@ -215,7 +215,8 @@ class GateSource:
         return [f"{t} (Elo {v:.0f})" for v, t in sorted(scored)]
 
     def drivers(self, name: str, args: tuple[str, ...] = ()) -> list[str]:
-        """What drove a suite metric (see ``SuiteMetrics.drivers``); none for Elo terms."""
+        """What drove a gate's term: for an Elo term the agent's weakest tasks, otherwise the metric's own
+        drivers (see ``SuiteMetrics.drivers``)."""
         if name in ELO_METRICS and len(args) == 1 and self.elo is not None:
             return self._worst_tasks(args[0].strip())
         if name in ELO_METRICS or name in REPEAT_METRICS:
