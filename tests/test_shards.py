@@ -74,6 +74,7 @@ def pytest_configure_node(node):
 """
 
 
+@pytest.mark.slow
 def test_a_worker_that_cannot_see_the_controllers_run_folder_stops_the_run(
     pytester: pytest.Pytester, mini_suite: Path
 ) -> None:
