@@ -39,7 +39,7 @@ from pytest_gauge.suite.declare import Judge
 from pytest_gauge.testing.server import FaultPlan, LoopbackServer
 from pytest_gauge.testing.simserver import sim_responder
 from tests import test_live
-from tests.conftest import normalised, read_jsonl
+from tests.conftest import normalised, read_jsonl, run_inprocess
 
 CASES = test_live.CASES
 KEY = test_live.KEY
@@ -48,7 +48,7 @@ server = test_live.server  # the fixture: a loopback server answering like the s
 
 
 def live(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest_subprocess("suites", "-p", "no:cacheprovider", "--gauge-backend", "live", *args)
+    return run_inprocess(pytester, "suites", "--gauge-backend", "live", *args)
 
 
 def judge_bodies(server: LoopbackServer) -> list[dict[str, object]]:
@@ -80,7 +80,6 @@ def test_format_chain_and_the_fallback_happen_once_per_model() -> None:
     assert formats.reject("m", 2, chain, refused) is None  # the prompt alone: nothing left to drop
 
 
-@pytest.mark.slow
 def test_judge_asks_for_json_and_falls_back_once_when_the_gateway_refuses_the_schema(
     pytester: pytest.Pytester, server: LoopbackServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -164,7 +163,6 @@ def test_gates_are_checked_against_the_suite(gate: str, problem: str | None) -> 
         assert found is not None and problem in found
 
 
-@pytest.mark.slow
 def test_bad_gates_are_a_usage_error_before_any_request(
     pytester: pytest.Pytester, server: LoopbackServer
 ) -> None:
@@ -273,12 +271,10 @@ def test_cassettes_replay_without_the_recording_environment(
     assert line["cost"] == pytest.approx(fresh * 1e-6 + 10 * 0.25e-6 + usage["completion_tokens"] * 4e-6)
     assert "(ini gauge_prices)" in (rec / "reports" / "token_cost.md").read_text(encoding="utf-8")
 
-    export = subprocess.run(
-        [sys.executable, "-m", "pytest_gauge", "cassettes", "export", "--suite", "mini", "--to", "cass",
-         "--out", "rec"],
-        cwd=pytester.path, capture_output=True, text=True, timeout=120, check=True,
-    )  # fmt: skip
-    assert "exported" in export.stdout
+    export = io.StringIO()
+    args = ["cassettes", "export", "--suite", "mini", "--to", "cass", "--out", "rec"]
+    assert main(args, environ={}, out=export, err=io.StringIO()) == 0
+    assert "exported" in export.getvalue()
     recording = json.loads((pytester.path / "cass" / "recording.json").read_text(encoding="utf-8"))
     entry = recording["suites"]["mini"]
     assert entry["models"]["agent:agent_x"] == "live-x" and entry["gateway"].startswith("http://127.0.0.1:")
@@ -371,13 +367,12 @@ def with_suite_args(mini_suite: Path, text: str) -> None:
     )
 
 
-@pytest.mark.slow
 def test_failing_gates_name_their_cases_and_progress_stays_within_100(
     pytester: pytest.Pytester, mini_suite: Path
 ) -> None:
     gates = ["position_bias <= 0.01", "success_rate(agent_z) >= 0.99", "elo(agent_z) >= 2000"]
     with_suite_args(mini_suite, f"    gates={gates!r},\n")
-    result = pytester.runpytest_subprocess("suites", "-p", "no:cacheprovider")
+    result = run_inprocess(pytester, "suites")
     result.assert_outcomes(passed=CASES, failed=3)
     out = result.stdout.str()
     percents = [int(p) for p in re.findall(r"\[\s*(\d+)%\]", out)]
@@ -389,7 +384,6 @@ def test_failing_gates_name_their_cases_and_progress_stays_within_100(
     assert re.search(r"driven by: m0\d \(Elo \d+\)", messages["elo(agent_z) >= 2000"])  # worst tasks
 
 
-@pytest.mark.slow
 def test_elo_files_are_written_when_every_verdict_is_an_error(
     pytester: pytest.Pytester, mini_suite: Path
 ) -> None:
@@ -398,7 +392,7 @@ def test_elo_files_are_written_when_every_verdict_is_an_error(
         "SimJudge(noise=0.15)", "SimJudge(noise=0.15, error_rate=1.0)"
     )
     module.write_text(text, encoding="utf-8")
-    result = pytester.runpytest_subprocess("suites", "-p", "no:cacheprovider")
+    result = run_inprocess(pytester, "suites")
     result.assert_outcomes(failed=CASES)
     reports = pytester.path / "gauge-out" / "mini" / "reports"
     assert "No Elo scale could be fitted: every verdict is an error (30 of 30 cases)" in (
