@@ -117,9 +117,9 @@ def test_main_job_writes_outputs_and_its_metrics_match_the_records(shared_runs: 
 
 
 @pytest.mark.slow
-def test_example_suite_cost_per_success_has_a_task_interval(shared_runs: SharedRuns) -> None:
+def test_example_suite_cost_interval_and_judge_accuracy(shared_runs: SharedRuns) -> None:
     """Issue 20: cost per success is a ratio estimator with an interval of non-zero width resampling
-    tasks; the total cost stays an exact accounting figure."""
+    tasks; the total cost stays an exact accounting figure; judge_accuracy is reported."""
     run = main_job(shared_runs, "0")
     metrics = json.loads((run.path / "out" / "example" / "reports" / "metrics.json").read_text())["metrics"]
     cps = metrics["cost_per_success"]
@@ -127,6 +127,13 @@ def test_example_suite_cost_per_success_has_a_task_interval(shared_runs: SharedR
     assert cps["low"] < cps["value"] < cps["high"]
     assert metrics["total_cost"]["method"] == "exact"
     assert metrics["total_cost"]["low"] == metrics["total_cost"]["value"] == metrics["total_cost"]["high"]
+    # the judge against the rules: in metrics.json (main verdict = 1 - LRS) and conclusion.md
+    accuracy = metrics["judge_accuracy"]
+    assert accuracy["value"] == pytest.approx(1 - metrics["lrs"]["value"])
+    assert accuracy["low"] <= accuracy["value"] <= accuracy["high"] and "judge_accuracy(close)" in metrics
+    conclusion = (run.path / "out" / "example" / "reports" / "conclusion.md").read_text()
+    assert "## The judge against the rules" in conclusion and "| main verdict | close |" in conclusion
+    assert "rank corr." in conclusion and metrics["judge_rank_corr(main)"]["value"] > 0.5
 
 
 @pytest.mark.slow

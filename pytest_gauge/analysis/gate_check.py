@@ -35,7 +35,8 @@ SIGNATURES: dict[str, tuple[tuple[ArgKind, ...], ...]] = {
     "longer_wins_rate": ((),),
     "judge_agreement": ((), ("agreement",)),
     "judge_kappa": ((), ("agreement",)),
-    "judge_accuracy": (("judge",), ("judge", "class")),
+    "judge_accuracy": ((), ("class",), ("judge",), ("judge", "class")),
+    "judge_rank_corr": ((), ("judge",)),
     "cost_per_success": ((),),
     "total_cost": ((),),
     "agent_cost": ((),),
@@ -78,8 +79,8 @@ class SuiteShape:
             return self.agents
         if kind == "tier":
             return self.tiers
-        if kind == "judge":
-            return self.judges
+        if kind == "judge":  # with extra_models, "panel" is the models' majority verdict
+            return (*self.judges, "panel") if len(self.judges) > 1 else self.judges
         return _FIXED.get(kind, ())
 
 

@@ -31,7 +31,20 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from ..records import CaseRecord, LedgerRecord
+from ..records import CaseRecord, Judgment, LedgerRecord
+from .judge_rules import (
+    NON_INFERIORITY,
+    PANEL,
+    PRIMARY,
+    CalibrationBin,
+    CheaperJudge,
+    RewardPoint,
+    calibration,
+    correlation_rows,
+    panel_choice,
+    rank_moments,
+    reward_points,
+)
 
 __all__ = [
     "COST_INCLUDES_RETRIES",
@@ -40,6 +53,7 @@ __all__ = [
     "CostSummary",
     "Estimate",
     "FlippedGroup",
+    "JudgeRules",
     "PairInfo",
     "RoleCost",
     "SuiteMetrics",
@@ -204,6 +218,37 @@ class AgreementDetails:
 
 
 @dataclass(frozen=True)
+class JudgeRules:
+    """The judge against the rule rewards (docs/protocol.md#judge-accuracy).
+
+    ``accuracy[who][cls]``: ``who`` is ``main`` (the case's main verdict), a judge model, or ``panel``
+    (majority of the models' first verdicts); ``cls`` is all, close, distant or ``category:<name>``.
+    ``rank_corr[model]``: Spearman's rho between the model's rewards and the rule rewards of the same
+    sides. ``calibration[model]``: judge reward bins against their mean rule reward. ``cost_per_call``
+    per judge model (None: unpriced). ``cheaper``: a cheaper panel model as accurate as the main one.
+    """
+
+    main: str
+    accuracy: dict[str, dict[str, Estimate]]
+    rank_corr: dict[str, Estimate]
+    calibration: dict[str, list[CalibrationBin]]
+    cost_per_call: dict[str, float | None]
+    cheaper: CheaperJudge | None
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain JSON form."""
+        return {
+            "main": self.main,
+            "accuracy": {j: {c: e.to_json() for c, e in d.items()} for j, d in self.accuracy.items()},
+            "rank_corr": {j: e.to_json() for j, e in self.rank_corr.items()},
+            "calibration": {j: [b.to_json() for b in bins] for j, bins in self.calibration.items()},
+            "cost_per_call": dict(self.cost_per_call),
+            "cheaper": None if self.cheaper is None else self.cheaper.to_json(),
+            "non_inferiority": NON_INFERIORITY,
+        }
+
+
+@dataclass(frozen=True)
 class RoleCost:
     """Ledger totals of one role. ``cost`` is None (unknown) if any attempt reported usage but no cost."""
 
@@ -356,8 +401,8 @@ def _kappa_of(conf: FloatArray) -> FloatArray:
 class _Stat:
     """One bootstrappable statistic: per-task numerator/denominator sums, or per-task 3x3 tables (kappa)."""
 
-    kind: str  # "ratio" | "kappa"
-    per_task: FloatArray  # (T, 2) for ratio, (T, 9) for kappa
+    kind: str  # "ratio" | "kappa" | "corr"
+    per_task: FloatArray  # (T, 2) for ratio, (T, 9) for kappa, (T, 6) rank moments for corr
     interval: str = "bootstrap"  # "bootstrap" | "wilson"
     n: int | None = None  # the count reported when the denominator is not one (costs)
     value: float | None = None  # the point value when computed elsewhere (the ledger's exact sums)
@@ -369,6 +414,9 @@ class _Stat:
         if self.kind == "ratio":
             den = round(float(tot[1])) if self.n is None else self.n
             return (float(tot[0]) / float(tot[1]) if tot[1] > 0 else None), den
+        if self.kind == "corr":
+            rho = correlation_rows(tot[None, :])[0]
+            return (None if math.isnan(rho) else float(rho)), round(float(tot[0]))
         k = _kappa_of(tot[None, :])[0]
         return (None if math.isnan(k) else float(k)), round(float(tot.sum()))
 
@@ -376,6 +424,8 @@ class _Stat:
         agg = counts @ self.per_task
         if self.kind == "ratio":
             return _ratio_rows(agg[:, 0], agg[:, 1])
+        if self.kind == "corr":
+            return correlation_rows(agg)
         return _kappa_of(agg)
 
 
@@ -400,7 +450,13 @@ _NAMES: tuple[tuple[str, str], ...] = (
     ("longer_wins_rate", "longer response chosen among equal-reward, unequal-length cases"),
     ("judge_agreement", "observed agreement; judge_agreement(repeats|judges)"),
     ("judge_kappa", "Cohen's kappa; judge_kappa(repeats|judges)"),
-    ("judge_accuracy", "judge_accuracy(judge) or judge_accuracy(judge, close|distant): 1 - LRS"),
+    (
+        "judge_accuracy",
+        "non-tie verdicts on unequal-reward cases choosing the higher rule reward: the main verdict; "
+        "judge_accuracy(close|distant), judge_accuracy(judge|panel), "
+        "judge_accuracy(judge|panel, close|distant)",
+    ),
+    ("judge_rank_corr", "Spearman's rho of judge rewards vs rule rewards; judge_rank_corr(judge)"),
     ("cost_per_success", "total cost / successful transcripts"),
     ("total_cost", "agent + user_sim + judge cost"),
     ("agent_cost", "cost of agent calls"),
@@ -442,6 +498,7 @@ _HEADLINE = (
     "longer_wins_rate",
     "judge_agreement",
     "judge_kappa",
+    "judge_accuracy",
     "total_cost",
     "agent_cost",
     "user_sim_cost",
@@ -467,6 +524,7 @@ class _Statistics:
     agents: list[str]
     judges: list[str]
     samples: dict[Key, FloatArray]
+    main_judge: str = PRIMARY
 
     def _pair_ids(self, a: str, b: str) -> list[str]:
         found = [pid for pid, p in self.pairs.items() if {p.agent_left, p.agent_right} == {a, b} and (a != b)]
@@ -503,12 +561,20 @@ class _Statistics:
             if len(args) > 1 or kind not in _AGREEMENT_KINDS:
                 raise KeyError(f"{name} takes no argument, 'repeats' or 'judges'")
             return (name, kind)
-        if len(args) not in (1, 2) or (len(args) == 2 and args[1] not in _CLASSES):
-            raise KeyError("judge_accuracy takes (judge) or (judge, close|distant)")
-        key = ("judge_accuracy", args[0], args[1] if len(args) == 2 else "all")
+        key: Key
+        if name == "judge_rank_corr":
+            if len(args) > 1:
+                raise KeyError("judge_rank_corr takes no argument or a judge model")
+            key = ("judge_rank_corr", args[0] if args else self.main_judge)
+        elif not args or (len(args) == 1 and args[0] in _CLASSES):
+            key = ("judge_accuracy", PRIMARY, args[0] if args else "all")
+        elif len(args) in (1, 2) and (len(args) == 1 or args[1] in _CLASSES):
+            key = ("judge_accuracy", args[0], args[1] if len(args) == 2 else "all")
+        else:
+            raise KeyError(f"{name} takes (), (close|distant), (judge|panel) or (judge|panel, close|distant)")
         if key not in self.stats:
-            known = ", ".join(sorted(self.judges)) or "none"
-            raise KeyError(f"judge_accuracy({args[0]}): unknown judge; judges: {known}")
+            known = ", ".join([*sorted(self.judges), PANEL]) if self.judges else "none"
+            raise KeyError(f"{name}({', '.join(args)}): unknown judge or no data; judges: {known}")
         return key
 
     def resolve(self, name: str, args: tuple[str, ...]) -> Key:
@@ -522,7 +588,7 @@ class _Statistics:
             return self._resolve_agent(name, args)
         if name in ("verbosity_word_rate", "longer_wins_rate") and not args:
             return (name,)
-        if name in ("judge_agreement", "judge_kappa", "judge_accuracy"):
+        if name in ("judge_agreement", "judge_kappa", "judge_accuracy", "judge_rank_corr"):
             return self._resolve_judge(name, args)
         if name == "lrs_close_minus_distant" and not args:
             return ("lrs_close_minus_distant",)
@@ -602,6 +668,7 @@ class SuiteMetrics:
     p_value: float | None
     verbosity: VerbosityDetails
     agreement: AgreementDetails
+    judge_rules: JudgeRules
     costs: CostSummary
     sat_but_failed_examples: list[tuple[str, str, int]]
     n_cases: int
@@ -669,6 +736,7 @@ class SuiteMetrics:
             "p_value": self.p_value,
             "verbosity": self.verbosity.to_json(),
             "agreement": self.agreement.to_json(),
+            "judge_rules": self.judge_rules.to_json(),
             "costs": self.costs.to_json(),
             "sat_but_failed_examples": [list(t) for t in self.sat_but_failed_examples],
             "n_cases": self.n_cases,
@@ -822,6 +890,10 @@ def _verdict_rates(acc: _Acc, r: CaseRecord, pair_class: str) -> None:
             acc.add(key, t, picked_low)
             if picked_low:
                 acc.drive([key], r.case_id)
+        for cls in ("all", pair_class, f"category:{r.category}"):
+            acc.add(("judge_accuracy", PRIMARY, cls), t, 1.0 - picked_low)
+            if picked_low:
+                acc.drive([("judge_accuracy", PRIMARY, cls)], r.case_id)
     elif r.chars_left != r.chars_right:
         left = _chosen_left(r, r.judge_choice)
         longer_left = r.chars_left > r.chars_right
@@ -837,6 +909,8 @@ def _case_rates(acc: _Acc, records: Sequence[CaseRecord], pairs: dict[str, PairI
             acc.ensure((m, "pair", pid))
     for key in [*((m,) for m in _PAIR_METRICS), ("lrs", "close"), ("lrs", "distant")]:
         acc.ensure(key)
+    for cls in ("all", *_CLASSES, *sorted({f"category:{r.category}" for r in records})):
+        acc.ensure(("judge_accuracy", PRIMARY, cls))
     acc.ensure(("verbosity_word_rate",))
     acc.ensure(("longer_wins_rate",))
     word_counts = dict.fromkeys(LENGTH_STYLE_WORDS, 0)
@@ -942,16 +1016,32 @@ def _agree(confusion: dict[str, FloatArray], kind: str, t: int, c1: str, c2: str
     confusion["all"][t, cell] += 1
 
 
-def _case_agreement(acc: _Acc, confusion: dict[str, FloatArray], r: CaseRecord, pair_class: str) -> None:
-    """One case's judgments: accuracy per judge, repeat pairs and judge pairs into the confusion tables."""
+def _accuracy(acc: _Acc, r: CaseRecord, judge: str, choice: str, pair_class: str) -> None:
+    """One verdict of ``judge`` (a model or the panel) against the rule rewards, if it counts."""
+    if choice in ("A", "B") and r.reward_left != r.reward_right:
+        correct = _chosen_left(r, choice) == (r.reward_left > r.reward_right)
+        for c in ("all", pair_class, f"category:{r.category}"):
+            acc.add(("judge_accuracy", judge, c), acc.t_index[r.task_id], float(correct))
+
+
+def _case_agreement(
+    acc: _Acc,
+    confusion: dict[str, FloatArray],
+    r: CaseRecord,
+    pair_class: str,
+    points: dict[str, list[RewardPoint]],
+) -> None:
+    """One case's judgments: accuracy per judge and of the panel's majority, reward points per judge,
+    repeat pairs and judge pairs into the confusion tables."""
     t = acc.t_index[r.task_id]
     by_judge: dict[str, list[tuple[int, str]]] = {}
     for jd in r.judgments:
         by_judge.setdefault(jd.judge, []).append((jd.repeat, jd.choice))
-        if jd.choice in ("A", "B") and r.reward_left != r.reward_right:
-            correct = _chosen_left(r, jd.choice) == (r.reward_left > r.reward_right)
-            for c in ("all", pair_class):
-                acc.add(("judge_accuracy", jd.judge, c), t, float(correct))
+        _accuracy(acc, r, jd.judge, jd.choice, pair_class)
+        points.setdefault(jd.judge, []).extend(reward_points(r, jd, t))
+    majority = panel_choice(r.judgments)
+    if majority is not None:
+        _accuracy(acc, r, PANEL, majority, pair_class)
     for verdicts in by_judge.values():
         ok = [c for _, c in sorted(verdicts) if c in _CATS]
         for i in range(len(ok)):
@@ -966,24 +1056,44 @@ def _case_agreement(acc: _Acc, confusion: dict[str, FloatArray], r: CaseRecord, 
                 _agree(confusion, "judges", t, c1, c2)
 
 
-def _judge_agreement(
-    acc: _Acc, records: Sequence[CaseRecord], pairs: dict[str, PairInfo]
-) -> tuple[list[str], dict[str, FloatArray]]:
-    """The judges seen in ``judgments`` and the per-task 3x3 agreement tables per kind (rows of 9)."""
+@dataclass(frozen=True)
+class _Judges:
+    """What the judgment phase found: judge models, agreement tables, reward points per judge."""
+
+    judges: list[str]
+    main: str
+    confusion: dict[str, FloatArray]
+    points: dict[str, list[RewardPoint]]
+
+
+def _judge_agreement(acc: _Acc, records: Sequence[CaseRecord], pairs: dict[str, PairInfo]) -> _Judges:
+    """The judges seen in ``judgments``, the per-task 3x3 agreement tables per kind (rows of 9), and the
+    judges' rewards beside the rule rewards."""
     confusion = {k: np.zeros((acc.n_tasks, 9), dtype=np.float64) for k in _AGREEMENT_KINDS}
     judges = sorted({j.judge for r in records for j in r.judgments})
-    for j in judges:
+    panel = [PANEL] if len(judges) > 1 else []
+    for j in [*judges, *panel]:
         for c in ("all", *_CLASSES):
             acc.ensure(("judge_accuracy", j, c))
+    points: dict[str, list[RewardPoint]] = {}
     for r in records:
         if r.judgments:
-            _case_agreement(acc, confusion, r, pairs[r.pair_id].pair_class)
-    return judges, confusion
+            _case_agreement(acc, confusion, r, pairs[r.pair_id].pair_class, points)
+        else:  # a single verdict: the case's own fields are the main judge's
+            main_verdict = Judgment(PRIMARY, 0, r.judge_choice, r.judge_reward_a, r.judge_reward_b, "")
+            points.setdefault(PRIMARY, []).extend(reward_points(r, main_verdict, acc.t_index[r.task_id]))
+    main = next((r.judgments[0].judge for r in records if r.judgments), PRIMARY)
+    return _Judges(judges or [PRIMARY], main, confusion, points)
 
 
-def _statistics(acc: _Acc, confusion: dict[str, FloatArray]) -> dict[Key, _Stat]:
-    """Every accumulated sum as a statistic, plus agreement ratios and kappas from the tables."""
+def _statistics(acc: _Acc, found: _Judges) -> dict[Key, _Stat]:
+    """Every accumulated sum as a statistic, agreement ratios and kappas from the tables, and each judge's
+    rank correlation with the rule rewards."""
+    confusion = found.confusion
     stats: dict[Key, _Stat] = {}
+    for judge in found.judges:
+        moments = rank_moments(found.points.get(judge, []), acc.n_tasks)
+        stats[("judge_rank_corr", judge)] = _Stat("corr", moments)
     for key, arr in acc.data.items():
         interval = "wilson" if key[0] in _AGENT_METRICS else "bootstrap"
         stats[key] = _Stat("ratio", arr, interval)
@@ -1024,6 +1134,48 @@ def _agreement_details(
     )
 
 
+def _judge_cost_per_call(ledger: Sequence[LedgerRecord], model: str) -> float | None:
+    """Nominal cost per judge call of one model (None when unpriced or never called)."""
+    recs = [x for x in ledger if x.role == "judge" and x.model == model]
+    calls = len({x.call_id for x in recs})
+    if not calls or any(x.cost is None and x.usage is not None for x in recs):
+        return None
+    return math.fsum(x.cost for x in recs if x.cost is not None) / calls
+
+
+def _cheaper_judge(table: _Statistics, found: _Judges, costs: dict[str, float | None]) -> CheaperJudge | None:
+    """The cheapest panel model whose accuracy is within NON_INFERIORITY of the main model's."""
+    main_cost = costs.get(found.main)
+    best: CheaperJudge | None = None
+    for model in found.judges:
+        cost = costs.get(model)
+        if model == found.main or cost is None or main_cost is None or not cost < main_cost:
+            continue
+        diff = table.difference(("judge_accuracy", model, "all"), ("judge_accuracy", found.main, "all"))
+        if diff.value is None or diff.low is None or diff.low < -NON_INFERIORITY:
+            continue
+        ratio = cost / main_cost
+        if best is None or ratio < best.cost_ratio:
+            best = CheaperJudge(model, found.main, ratio, diff.value, diff.low)
+    return best
+
+
+def _judge_rules(table: _Statistics, found: _Judges, ledger: Sequence[LedgerRecord]) -> JudgeRules:
+    """Accuracy per verdict source and class/category, rank correlation, calibration, cheaper model."""
+    accuracy: dict[str, dict[str, Estimate]] = {}
+    for key in sorted(k for k in table.stats if k[0] == "judge_accuracy"):
+        accuracy.setdefault(key[1], {})[key[2]] = table.estimate(key)
+    costs = {j: _judge_cost_per_call(ledger, j) for j in found.judges}
+    return JudgeRules(
+        main=found.main,
+        accuracy=accuracy,
+        rank_corr={j: table.estimate(("judge_rank_corr", j)) for j in found.judges},
+        calibration={j: calibration(found.points.get(j, [])) for j in found.judges},
+        cost_per_call=costs,
+        cheaper=_cheaper_judge(table, found, costs),
+    )
+
+
 def compute_metrics(
     records: Sequence[CaseRecord],
     *,
@@ -1040,8 +1192,10 @@ def compute_metrics(
     verbosity = _case_rates(acc, records, pairs)
     flipped = _flips(acc, records)
     found = _transcript_rates(acc, records)
-    judges, confusion = _judge_agreement(acc, records, pairs)
-    stats = _statistics(acc, confusion)
+    found_judges = _judge_agreement(acc, records, pairs)
+    judges = [j for j in found_judges.judges if j != PRIMARY]  # the judge models named in judgments
+    confusion = found_judges.confusion
+    stats = _statistics(acc, found_judges)
     counts = resample_counts(acc.n_tasks, rounds, np.random.default_rng(seed))
     costs = _costs(ledger, found.successes)
     stats.update(_cost_ratios(acc, ledger, acc.data[("success_rate",)][:, 0], costs))
@@ -1056,6 +1210,7 @@ def compute_metrics(
         pairs=pairs,
         agents=found.agents,
         judges=judges,
+        main_judge=found_judges.main,
         samples=_ratio_samples(stats, counts),
     )
     return SuiteMetrics(
@@ -1068,6 +1223,7 @@ def compute_metrics(
         p_value=table.close_minus_distant_p(),
         verbosity=verbosity,
         agreement=_agreement_details(table, confusion, judges),
+        judge_rules=_judge_rules(table, found_judges, ledger),
         costs=costs,
         sat_but_failed_examples=found.sat_failed,
         n_cases=len(records),

@@ -32,6 +32,7 @@ from .common import (
     judge_format_notes,
     truncated_turns,
 )
+from .judge_rules import judge_rules_section
 from .recommend import recommendations
 
 __all__ = ["render_conclusion"]
@@ -459,6 +460,7 @@ def render_conclusion(ctx: ReportContext) -> str:
         _section_lrs(ctx),
         _section_position(ctx),
         _section_judge(ctx),
+        judge_rules_section(ctx),
         _section_verbosity(ctx),
         _section_satisfaction(ctx),
         _section_cost(ctx),

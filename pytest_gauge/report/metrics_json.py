@@ -7,6 +7,7 @@ import math
 import numbers
 from typing import Any
 
+from ..analysis.judge_rules import PRIMARY
 from ..analysis.metrics import COST_INCLUDES_RETRIES, Estimate, SuiteMetrics
 from .baseline import repeats_json
 from .common import ROLES, ReportContext, _cases, _categories, _n_tasks, _prices, _suite
@@ -60,11 +61,13 @@ def _metrics_block(ctx: ReportContext) -> dict[str, Any]:
             out[f"judge_agreement({kind})"] = _est_json(m.agreement.agreement[kind])
         if kind in m.agreement.kappa:
             out[f"judge_kappa({kind})"] = _est_json(m.agreement.kappa[kind])
-    for judge, by_cls in m.agreement.accuracy.items():
+    for judge, by_cls in m.judge_rules.accuracy.items():
         for cls, e in by_cls.items():
-            out[f"judge_accuracy({judge})" if cls == "all" else f"judge_accuracy({judge}, {cls})"] = (
-                _est_json(e)
-            )
+            named = [a for a in (judge, cls) if a not in (PRIMARY, "all")]
+            if not cls.startswith("category:"):
+                out[f"judge_accuracy({', '.join(named)})" if named else "judge_accuracy"] = _est_json(e)
+    for judge, rho in m.judge_rules.rank_corr.items():
+        out[f"judge_rank_corr({judge})"] = _est_json(rho)
     return out
 
 
@@ -159,6 +162,7 @@ def render_metrics_json(ctx: ReportContext) -> str:
         },
         "cost_includes_retries": COST_INCLUDES_RETRIES,
         "costs": _costs_json(ctx),
+        "judge_rules": m.judge_rules.to_json(),
         "usage_missing_calls": sorted({x.call_id for x in ctx.ledger if x.usage_missing}),
         "cases": {"expected": expected, "recorded": recorded, "missing": expected - recorded},
         "missing_case_ids": missing,

@@ -98,6 +98,13 @@ RULES: tuple[Rule, ...] = (
         _point("judge_error_rate"),
     ),
     Rule(
+        "cheaper_judge",
+        "judge cost per call saved by an as-accurate cheaper panel model",
+        0,
+        "make that model the main judge (see 'The judge against the rules')",
+        lambda m: None if m.judge_rules.cheaper is None else 1.0 - m.judge_rules.cheaper.cost_ratio,
+    ),
+    Rule(
         "missing_cases",
         "missing cases",
         0,
