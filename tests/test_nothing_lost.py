@@ -237,3 +237,23 @@ def test_turns_cut_by_max_tokens_are_marked_in_the_transcript_and_counted(tmp_pa
         ("user", True), ("assistant", True), ("user", True), ("assistant", True),
     ]  # fmt: skip
     assert truncated_turns(ledger(tmp_path)) == {"agent": 2, "user_sim": 3}  # the closing user turn too
+
+
+def test_an_interrupted_run_is_marked_in_its_reports_and_its_gates_wait_for_the_flag() -> None:
+    import dataclasses
+
+    from pytest_gauge.options import GaugeOptions
+    from pytest_gauge.report.conclusion import render_conclusion
+    from pytest_gauge.report.summary import render_summary
+    from pytest_gauge.session.outputs import _gate_results
+    from tests.test_report import build_ctx
+
+    label = "interrupted: 9 of 12 cases"
+    ctx = dataclasses.replace(build_ctx(drop_case=None), interrupted=label, gates=[])
+    conclusion = render_conclusion(ctx)
+    assert "**Interrupted: 9 of 12 cases** finished" in conclusion
+    assert f"Not evaluated: {label} (`--gauge-gates-on-partial` evaluates them)." in conclusion
+    assert render_summary(ctx).splitlines()[1].startswith(label)
+    meta = {"gates": ["lrs >= 0.5"], "selected": []}
+    stopped = _gate_results(meta, GaugeOptions(), None, True, 3, deferred=False, interrupted=label)
+    assert stopped == []  # not evaluated (no source needed) unless --gauge-gates-on-partial
