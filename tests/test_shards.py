@@ -169,9 +169,9 @@ def _folder(root: Path) -> dict[str, str]:
     return out
 
 
-def _merge(*args: str) -> tuple[int, str]:
+def _merge(*args: str, environ: dict[str, str] | None = None) -> tuple[int, str]:
     buffer = io.StringIO()
-    status = main(["merge", *args], environ={}, out=buffer)
+    status = main(["merge", *args], environ=environ or {}, out=buffer)
     return status, buffer.getvalue()
 
 
@@ -193,10 +193,15 @@ def test_three_shards_merged_equal_one_run_and_a_missing_shard_is_refused(
     assert sorted(t for ts in tasks for t in ts) == ["m01", "m02", "m03", "m04", "m05"]
 
     xml = pytester.path / "merged.xml"
-    status, text = _merge(*shards, "--out", str(pytester.path / "merged"), "--junitxml", str(xml))
+    step_summary = pytester.path / "step-summary.md"
+    status, text = _merge(
+        *shards, "--out", str(pytester.path / "merged"), "--junitxml", str(xml),
+        environ={"GITHUB_STEP_SUMMARY": str(step_summary)},
+    )  # fmt: skip
     assert status == 1, text
     assert "mini::gates[success_rate(agent_z) >= 0.99] FAILED" in text
     assert "mini::gates[lrs <= 1] PASSED" in text
+    assert "gates: 1 PASS, 1 FAIL" in step_summary.read_text()
     whole_files, merged_files = _folder(pytester.path / "whole"), _folder(pytester.path / "merged")
     assert "mini/reports/metrics.json" in merged_files and "mini/pairs/pair_results.jsonl" in merged_files
     assert merged_files == whole_files
