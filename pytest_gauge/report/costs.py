@@ -95,8 +95,8 @@ def unpriced_warnings(ledger: Sequence[LedgerRecord]) -> list[str]:
             f"{attempts[model]} attempts): its cost is unknown"
             for model in sorted(roles)
         ),
-        "set prices per million tokens with the gauge_prices ini key (MODEL INPUT_PER_M OUTPUT_PER_M), "
-        "--gauge-prices FILE or GAUGE_PRICES",
+        "set prices per million tokens with the gauge_prices ini key (MODEL INPUT_PER_M OUTPUT_PER_M "
+        "[CACHED_INPUT_PER_M]), --gauge-prices FILE, --gauge-prices genai-prices or GAUGE_PRICES",
     ]
 
 
