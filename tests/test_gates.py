@@ -741,6 +741,7 @@ def test_to_json() -> None:
         "n": 9,
         "message": result.message,
         "needed_n": None,
+        "needed_samples": None,
     }
     assert json.loads(json.dumps(data)) == data
 

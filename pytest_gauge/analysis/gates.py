@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 __all__ = [
+    "COUNT_METRICS",
     "DELTA",
     "GRAMMAR",
     "Gate",
@@ -35,6 +36,7 @@ __all__ = [
     "evaluate_gates",
     "fails_run",
     "gate_arg",
+    "is_count",
     "parse_gate",
     "parse_gates",
     "parse_term",
@@ -408,6 +410,16 @@ def gate_arg(text: str) -> Gate:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
+COUNT_METRICS: tuple[str, ...] = ("regressions", "fixes")
+"""Gate terms that are exact counts of this run (no sampling interval): shown as counts, never with a
+zero-width "95% CI 17.000–17.000"."""
+
+
+def is_count(gate: Gate) -> bool:
+    """Whether the gate compares an exact count (``regressions(agent)``, ``fixes(agent)``)."""
+    return gate.right is None and gate.left.name in COUNT_METRICS
+
+
 class QuantityLike(Protocol):
     """Anything with an estimate, its count and a 95% interval (``metrics.Estimate`` fits)."""
 
@@ -455,10 +467,12 @@ class GateResult:
     drivers: tuple[str, ...] = ()
     needed_n: int | None = None
     needed: str = ""
+    needed_samples: int | None = None
 
     def to_json(self) -> dict[str, object]:
         """The JSON report row: canonical expression, status, numbers, message and the suite size that
-        would decide the gate (``needed_n``, for inconclusive gates and intervals across the threshold)."""
+        would decide the gate (``needed_n``, for inconclusive gates and intervals across the threshold),
+        or the samples per task that would at the current size (``needed_samples``, when samples help)."""
         return {
             "expr": self.gate.canonical(),
             "status": self.status,
@@ -468,6 +482,7 @@ class GateResult:
             "n": self.n,
             "message": self.message,
             "needed_n": self.needed_n,
+            "needed_samples": self.needed_samples,
         }
 
 
@@ -562,13 +577,17 @@ def evaluate_gate(
             detail = f"no 95% interval, so no {gate.bound} bound ({_context(value, low, high, n, True)})"
     elif gate.min_n is not None and n < gate.min_n:
         status = "inconclusive"
-        detail = f"n={n} < min_n={gate.min_n} ({_context(value, low, high, n, True)})"
+        shown_ctx = f"count {value:.0f}, n={n}" if is_count(gate) and value is not None else None
+        detail = f"n={n} < min_n={gate.min_n} ({shown_ctx or _context(value, low, high, n, True)})"
     else:
         ok = OPS[gate.op](compared, gate.threshold)
         status = "pass" if ok else "fail"
         relation = gate.op if ok else _NEGATED[gate.op]
-        context = _context(value, low, high, n, gate.bound != "point")
-        shown = _fmt(compared, gate.threshold)
+        if is_count(gate):  # an exact count: no interval to show, whatever the bound
+            label, shown, context = "count", f"{compared:.0f}", f"n={n}"
+        else:
+            context = _context(value, low, high, n, gate.bound != "point")
+            shown = _fmt(compared, gate.threshold)
         detail = f"{label} {shown} ({context}) {relation} {_number_text(gate.threshold)}"
 
     parts = [f"{status.upper()} {expr}: {detail}"]

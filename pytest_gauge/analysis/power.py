@@ -8,11 +8,19 @@ interval clears the threshold with probability ``power`` once ``n >= ((z + z_pow
 (the usual two-sided sample-size formula). The same algebra read the other way gives the smallest
 effect a suite of ``n`` tasks detects with that power (:func:`min_detectable`), and with ``z_power = 0``
 the smallest difference between two runs that is more than noise (:func:`noise_floor`).
+
+More samples per task are the other way to a narrower interval, but only for the within-task part of the
+spread. A one-way variance-components decomposition of the per-(task, sample) outcomes
+(:func:`variance_components`) splits it into between-task ``s2_b`` and within-task ``s2_w``, so that the
+standard error of a per-task mean at ``n`` tasks and ``k`` samples is ``sqrt(s2_b / n + s2_w / (n k))``.
+:func:`needed_samples` solves that for ``k`` at the current ``n``; when ``s2_b / n`` alone exceeds the
+needed precision no number of samples decides the gate, only more tasks do.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from .gates import GateResult
@@ -21,11 +29,15 @@ from .paired import Z95, z_value
 __all__ = [
     "POWER",
     "NeededN",
+    "VarianceComponents",
     "gate_needed_n",
     "min_detectable",
     "needed_n",
+    "needed_samples",
     "noise_floor",
+    "spread_by_agent",
     "unit_sd",
+    "variance_components",
     "with_needed_n",
 ]
 
@@ -72,6 +84,74 @@ def noise_floor(sd: float, n: int, z: float = Z95) -> float | None:
 
 
 @dataclass(frozen=True)
+class VarianceComponents:
+    """One-way variance components of per-(task, sample) outcomes: between-task ``between`` (s2_b) and
+    within-task ``within`` (s2_w) variance, over ``tasks`` tasks with ``samples`` samples each on average."""
+
+    between: float
+    within: float
+    tasks: int
+    samples: float
+
+
+def variance_components(groups: Sequence[Sequence[float]]) -> VarianceComponents | None:
+    """The ANOVA (method-of-moments) estimates of s2_b and s2_w from each task's outcomes.
+
+    ``s2_w = MSW``, ``s2_b = max(0, (MSB - MSW) / n0)`` with ``n0 = (N - sum n_i^2 / N) / (T - 1)`` (the
+    unbalanced form; ``n0`` is the samples per task when balanced). None without two tasks or without a
+    task with two samples (one sample per task cannot separate the two parts). Empty tasks are ignored.
+    """
+    cells = [[float(x) for x in g] for g in groups if len(g) > 0]
+    t, total = len(cells), sum(len(g) for g in cells)
+    if t < 2 or total <= t:
+        return None
+    means = [sum(g) / len(g) for g in cells]
+    grand = sum(sum(g) for g in cells) / total
+    msw = sum((x - m) ** 2 for g, m in zip(cells, means, strict=True) for x in g) / (total - t)
+    msb = sum(len(g) * (m - grand) ** 2 for g, m in zip(cells, means, strict=True)) / (t - 1)
+    n0 = (total - sum(len(g) ** 2 for g in cells) / total) / (t - 1)
+    return VarianceComponents(max(0.0, (msb - msw) / n0), msw, t, total / t)
+
+
+def spread_by_agent(outcomes: Mapping[tuple[str, str, int], float]) -> dict[str, VarianceComponents]:
+    """Each agent's variance components of ``(task, agent, sample) -> outcome`` (agents where they are
+    identifiable: two tasks or more and some task with two samples or more)."""
+    per: dict[str, dict[str, list[float]]] = {}
+    for (task, agent, _), x in sorted(outcomes.items()):
+        per.setdefault(agent, {}).setdefault(task, []).append(x)
+    out: dict[str, VarianceComponents] = {}
+    for agent, tasks in per.items():
+        vc = variance_components(list(tasks.values()))
+        if vc is not None:
+            out[agent] = vc
+    return out
+
+
+def needed_samples(
+    between: float,
+    within: float,
+    n: int,
+    effect: float,
+    confidence: float = 0.95,
+    power: float = POWER,
+) -> int | None:
+    """Samples per task that, at ``n`` tasks, give the standard error needed to decide an ``effect``
+    with ``power``: the least ``k`` with ``between / n + within / (n k) <= (effect / (z + z_power))^2``.
+
+    None when samples cannot do it (the between-task part alone is too wide: ``n * se^2 <= between``),
+    when the effect is 0, or when the answer is absurd (over ten million).
+    """
+    if n <= 0 or effect == 0 or not all(map(math.isfinite, (between, within, effect))):
+        return None
+    se2 = (abs(effect) / (z_value(confidence) + _z_power(power))) ** 2
+    room = n * se2 - between
+    if room <= 0:
+        return None
+    k = within / room
+    return max(1, math.ceil(k)) if k <= _MAX_N else None
+
+
+@dataclass(frozen=True)
 class NeededN:
     """A gate's sample-size estimate: ``n`` tasks would decide it if the observed effect holds (None:
     no size would, or it cannot be estimated), and the sentence saying so."""
@@ -108,17 +188,30 @@ def gate_needed_n(
     return NeededN(size, n, f"about {size} tasks would decide it")
 
 
-def with_needed_n(result: GateResult) -> GateResult:
+def with_needed_n(result: GateResult, spread: VarianceComponents | None = None) -> GateResult:
     """The gate result with ``needed_n`` when it is inconclusive or its interval contains the threshold
-    (a verdict a few more tasks could turn), and one sentence saying so; else unchanged."""
+    (a verdict a few more tasks could turn), and one sentence saying so; else unchanged.
+
+    With the variance components of the gate's per-task outcomes (``spread``, same task count), also the
+    samples per task that would decide it at the current size (``needed_samples``), when more samples
+    than now would do and can (not when the between-task spread alone is too wide, nor below ``min_n``).
+    """
     gate = result.gate
     low, high = result.low, result.high
     crossing = low is not None and high is not None and low < gate.threshold < high
     if result.status == "skipped" or not (result.status == "inconclusive" or crossing):
         return result
     est = gate_needed_n(result.value, low, high, result.n, gate.threshold, gate.min_n)
+    k = None
+    short = gate.min_n is not None and result.n < gate.min_n
+    if est.n is not None and result.value is not None and spread is not None and not short:
+        if spread.tasks == result.n:
+            k = needed_samples(spread.between, spread.within, result.n, result.value - gate.threshold)
+    if k is not None and spread is not None and k <= spread.samples:
+        k = None  # the components say this many would already do: no honest "more samples" advice
+    text = est.text if k is None else f"about {est.n} tasks (or {k} samples per task) would decide it"
     state: str = result.status
     if state != "inconclusive":
         state += ", interval across the threshold"
-    text = f"{gate.expression()}: {state} at n={result.n}; {est.text}"
-    return replace(result, needed_n=est.n, needed=text)
+    line = f"{gate.expression()}: {state} at n={result.n}; {text}"
+    return replace(result, needed_n=est.n, needed=line, needed_samples=k)

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..analysis.baseline import AgentComparison, BaselineComparison, TaskFlip
-from ..analysis.gates import GateResult
+from ..analysis.gates import GateResult, is_count
 from ..analysis.metrics import Estimate
 from ..analysis.repeats import RepeatCounts, flaky_tasks, noise_floor_of, pass_at_k, pass_hat_k
 from .common import DASH, _ci, _num, _rate, _table
@@ -16,6 +16,7 @@ from .common import DASH, _ci, _num, _rate, _table
 __all__ = [
     "baseline_lead",
     "baseline_summary",
+    "gate_ci",
     "needed_lines",
     "render_baseline_md",
     "repeats_json",
@@ -182,6 +183,11 @@ def baseline_summary(comp: BaselineComparison | None, note: str = "") -> list[st
             f"{len(a.regressions)} regressed" + (f" ({names})" if names else "") + f", {len(a.fixes)} fixed"
         )
     return lines
+
+
+def gate_ci(g: GateResult) -> str:
+    """A gate's interval cell: ``[low, high]``, or "count" for an exact count (no sampling interval)."""
+    return "count" if is_count(g.gate) and g.value is not None else _ci(g.low, g.high, _num)
 
 
 def needed_lines(gates: Sequence[GateResult]) -> list[str]:

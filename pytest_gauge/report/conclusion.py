@@ -7,7 +7,7 @@ from collections import Counter
 from typing import Any
 
 from ..analysis.metrics import Estimate
-from .baseline import baseline_lead, needed_lines, repeats_lines
+from .baseline import baseline_lead, gate_ci, needed_lines, repeats_lines
 from .common import (
     DASH,
     ROLES,
@@ -387,10 +387,7 @@ def _section_gates(ctx: ReportContext) -> list[str]:
         return [*lines, f"Not evaluated: {ctx.interrupted} (`--gauge-gates-on-partial` evaluates them)."]
     if not ctx.gates:
         return [*lines, "No gates were declared for this suite."]
-    rows = [
-        [g.gate.canonical(), g.status.upper(), _num(g.value), _ci(g.low, g.high, _num), str(g.n)]
-        for g in ctx.gates
-    ]
+    rows = [[g.gate.canonical(), g.status.upper(), _num(g.value), gate_ci(g), str(g.n)] for g in ctx.gates]
     lines += _table(["gate", "status", "value", "95% interval", "n"], rows, "llrlr")
     lines.append("")
     for g in ctx.gates:

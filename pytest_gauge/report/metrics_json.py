@@ -83,6 +83,7 @@ def _gates_json(ctx: ReportContext) -> list[dict[str, Any]]:
             "n": g.n,
             "message": g.message,
             "needed_n": g.needed_n,
+            "needed_samples": g.needed_samples,
             "threshold": g.gate.threshold,
             "drivers": list(g.drivers),
         }

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from .baseline import baseline_summary, needed_lines
+from .baseline import baseline_summary, gate_ci, needed_lines
 from .common import (
     ROLES,
     ReportContext,
@@ -71,7 +71,7 @@ def render_summary(ctx: ReportContext) -> str:
             + ", ".join(f"{counts[s]} {s}" for s in ("PASS", "FAIL", "INCONCLUSIVE", "SKIPPED") if counts[s])
         )
         grows = [
-            [g.status.upper(), g.gate.canonical(), _num(g.value), _ci(g.low, g.high, _num), f"n={g.n}"]
+            [g.status.upper(), g.gate.canonical(), _num(g.value), gate_ci(g), f"n={g.n}"]
             for g in ctx.gates[:_MAX_SUMMARY_GATES]
         ]
         lines += ["  " + ln for ln in _text_table(grows, "llrlr")]

@@ -31,8 +31,9 @@ from .state import GaugeState
 
 if TYPE_CHECKING:
     from ..analysis.baseline import BaselineComparison
-    from ..analysis.gates import GateResult
+    from ..analysis.gates import Gate, GateResult
     from ..analysis.metrics import Estimate
+    from ..analysis.power import VarianceComponents
     from ..analysis.repeats import RepeatCounts
     from ..options import GaugeOptions
     from ..report import ReportContext
@@ -320,14 +321,17 @@ def _compare_with_baseline(
 
 def _per_agent(
     records: list[CaseRecord], opts: GaugeOptions
-) -> tuple[dict[str, RepeatCounts], dict[str, Estimate]]:
-    """Each agent's per-task successes and samples (the repeat terms) and its mean reward estimate."""
+) -> tuple[dict[str, RepeatCounts], dict[str, Estimate], dict[str, VarianceComponents]]:
+    """Each agent's per-task successes and samples (the repeat terms), its mean reward estimate and the
+    variance components of its rewards (between and within tasks, for the samples-per-task estimate)."""
     from ..analysis.baseline import mean_rewards, outcomes_from_records
+    from ..analysis.power import spread_by_agent
     from ..analysis.repeats import counts_by_agent
 
     outcomes = outcomes_from_records(records)
     repeats = counts_by_agent({u: o.success for u, o in outcomes.items()})
-    return repeats, mean_rewards(outcomes, opts.bootstrap_rounds, opts.seed)
+    spread = spread_by_agent({u: o.reward for u, o in outcomes.items()})
+    return repeats, mean_rewards(outcomes, opts.bootstrap_rounds, opts.seed), spread
 
 
 @dataclass
@@ -349,9 +353,12 @@ def _gate_results(
     *,
     deferred: bool,
     interrupted: str | None,
+    spread: Mapping[str, VarianceComponents] | None = None,
 ) -> list[GateResult]:
     """The suite's gates evaluated (with their needed n); all skipped for a shard (the merge evaluates
-    them); none on an interrupted run unless ``--gauge-gates-on-partial`` (the conclusion says so)."""
+    them); none on an interrupted run unless ``--gauge-gates-on-partial`` (the conclusion says so).
+    ``spread``: each agent's reward variance components, for the samples-per-task alternative of
+    ``mean_reward(agent)`` gates (the one gate term built from per-task means of samples)."""
     from ..analysis.gates import GateResult, evaluate_gates, parse_gates
     from ..analysis.power import with_needed_n
 
@@ -367,7 +374,14 @@ def _gate_results(
         missing_cases=missing,
         drivers=lambda g, src=source: src.drivers(g.left.name, g.left.args),  # type: ignore[misc]
     )
-    return [with_needed_n(r) for r in results]
+    by_agent = spread or {}
+
+    def components(g: Gate) -> VarianceComponents | None:
+        if g.right is not None or g.left.name != "mean_reward" or len(g.left.args) != 1:
+            return None
+        return by_agent.get(g.left.args[0])
+
+    return [with_needed_n(r, components(r.gate)) for r in results]
 
 
 def analyse_suite(
@@ -408,12 +422,14 @@ def analyse_suite(
         records, ledger, families=families, seed=opts.seed, rounds=min(opts.bootstrap_rounds, 1000)
     )
     comparison, note = _compare_with_baseline(out, meta["name"], opts)
-    repeats, rewards = _per_agent(records, opts)
+    repeats, rewards, spread = _per_agent(records, opts)
     source = GateSource(
         metrics, elo, baseline=comparison, repeats=repeats, rewards=rewards, baseline_note=note
     )
     missing = len(meta["selected"]) - len(records)
-    results = _gate_results(meta, opts, source, partial, missing, deferred=deferred, interrupted=interrupted)
+    results = _gate_results(
+        meta, opts, source, partial, missing, deferred=deferred, interrupted=interrupted, spread=spread
+    )
     ctx = ReportContext(
         meta=meta,
         records=records,

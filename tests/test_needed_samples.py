@@ -1,0 +1,124 @@
+"""Issue 15 (section 3): the samples-per-task alternative to "about N tasks would decide it", from a
+one-way variance-components decomposition, and count gates shown as counts. Pure, hand-computed cases."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from pytest_gauge.analysis.gates import GateResult, Quantity, Term, evaluate_gate, parse_gate
+from pytest_gauge.analysis.power import (
+    VarianceComponents,
+    gate_needed_n,
+    needed_samples,
+    spread_by_agent,
+    variance_components,
+    with_needed_n,
+)
+from pytest_gauge.report.baseline import gate_ci
+
+Z_SUM = 1.959964 + 0.841621  # z(0.975) + z(0.8), from the normal table
+
+
+def test_variance_components_by_hand() -> None:
+    # tasks [1, 0], [1, 1], [0, 0]: task means .5, 1, 0, grand mean .5
+    # SSW = .25 + .25 = .5 over N - T = 3 -> MSW = 1/6; MSB = 2 * (0 + .25 + .25) / 2 = .5; n0 = 2
+    # s2_b = (.5 - 1/6) / 2 = 1/6
+    vc = variance_components([[1, 0], [1, 1], [0, 0]])
+    assert vc is not None
+    assert vc.within == pytest.approx(1 / 6) and vc.between == pytest.approx(1 / 6)
+    assert (vc.tasks, vc.samples) == (3, 2.0)
+    # unbalanced: [0, 1, 1] and [4]: N=4, T=2, means 2/3 and 4, grand 6/4 = 1.5
+    # SSW = 4/9 + 1/9 + 1/9 = 2/3 over 2 -> 1/3; MSB = 3 * (5/6)^2 + (2.5)^2 = 25/12 + 75/12 = 25/3
+    # n0 = (4 - 10/4) / 1 = 1.5; s2_b = (25/3 - 1/3) / 1.5 = 16/3
+    vc = variance_components([[0, 1, 1], [4]])
+    assert vc is not None
+    assert vc.within == pytest.approx(1 / 3) and vc.between == pytest.approx(16 / 3)
+    # identical tasks: MSB < MSW gives s2_b clamped at 0
+    vc = variance_components([[0, 1], [1, 0]])
+    assert vc is not None and vc.between == 0.0 and vc.within == pytest.approx(0.5)
+
+
+def test_variance_components_need_two_tasks_and_a_repeat() -> None:
+    assert variance_components([[1], [0], [1]]) is None  # one sample per task: not identifiable
+    assert variance_components([[1, 0, 1]]) is None  # one task
+    assert variance_components([[], [1]]) is None
+    spread = spread_by_agent({("t1", "a", 0): 1.0, ("t1", "a", 1): 0.0, ("t2", "a", 0): 1.0, ("t2", "b", 0): 1.0})
+    assert list(spread) == ["a"]  # b has one task only
+    assert spread["a"].tasks == 2 and spread["a"].samples == 1.5
+
+
+def test_needed_samples_when_samples_help() -> None:
+    # target SE^2 = 0.001 at 80% power / 95%: effect = (z + z_power) * sqrt(0.001)
+    # k >= s2_w / (n * SE^2 - s2_b) = 0.24 / (24 * 0.001 - 0.01) = 17.14 -> 18
+    effect = Z_SUM * math.sqrt(0.001)
+    assert needed_samples(0.01, 0.24, 24, effect) == 18
+    assert needed_samples(0.01, 0.24, 24, -effect) == 18  # the sign of the effect does not matter
+    # no between-task spread: the samples simply multiply the tasks, 0.24 / 0.024 = 10
+    assert needed_samples(0.0, 0.24, 24, effect * 1.0001) == 10
+
+
+def test_needed_samples_when_samples_cannot_help() -> None:
+    effect = Z_SUM * math.sqrt(0.001)
+    # s2_b / n = 0.03 / 24 = 0.00125 > 0.001 = the needed SE^2: no k reaches it
+    assert needed_samples(0.03, 0.24, 24, effect) is None
+    assert needed_samples(0.024 + 1e-9, 0.24, 24, effect) is None  # the boundary: infinitely many
+    assert needed_samples(0.01, 0.24, 24, 0.0) is None
+    assert needed_samples(0.01, 0.24, 0, effect) is None
+
+
+def _crossing() -> GateResult:
+    # mean_reward 0.55, interval [0.45, 0.65] at 24 tasks across the threshold 0.5: effect 0.05,
+    # needed SE^2 = (0.05 / 2.8016)^2 = 3.185e-4, n * SE^2 = 0.007644
+    gate = parse_gate("lower(mean_reward(x)) >= 0.5")
+    return GateResult(gate, "fail", 0.55, 0.45, 0.65, 24, "FAIL ...")
+
+
+def test_with_needed_n_adds_the_samples_alternative() -> None:
+    base = _crossing()
+    tasks = gate_needed_n(0.55, 0.45, 0.65, 24, 0.5).n
+    # k = 0.06 / (0.007644 - 0.002) = 10.6 -> 11 (current 2 samples per task)
+    got = with_needed_n(base, VarianceComponents(0.002, 0.06, 24, 2.0))
+    assert got.needed_n == tasks and got.needed_samples == 11
+    assert got.needed.endswith(f"about {tasks} tasks (or 11 samples per task) would decide it")
+    assert got.to_json()["needed_samples"] == 11
+
+
+def test_with_needed_n_says_only_tasks_when_samples_cannot_or_do_not_exist() -> None:
+    base = _crossing()
+    tasks = gate_needed_n(0.55, 0.45, 0.65, 24, 0.5).n
+    only = f"about {tasks} tasks would decide it"
+    cannot = with_needed_n(base, VarianceComponents(0.01, 0.06, 24, 2.0))  # 0.01 > 0.007644
+    assert cannot.needed_samples is None and cannot.needed.endswith(only)
+    assert with_needed_n(base).needed.endswith(only)  # one sample per task: no components
+    # components of another task set, or saying the current samples already suffice: no advice
+    assert with_needed_n(base, VarianceComponents(0.002, 0.06, 30, 2.0)).needed_samples is None
+    assert with_needed_n(base, VarianceComponents(0.002, 0.06, 24, 12.0)).needed_samples is None
+
+
+class _Counts:
+    def lookup(self, name: str, args: tuple[str, ...]) -> Quantity:
+        return Quantity(17.0, 24, 17.0, 17.0)  # what the baseline comparison serves for regressions
+
+    def difference(self, left: Term, right: Term) -> Quantity:
+        raise KeyError("unknown metric")
+
+
+@pytest.mark.parametrize("text", ["regressions(x) <= 2", "upper(fixes(x)) >= 3"])
+def test_count_gates_show_a_count_without_an_interval(text: str) -> None:
+    result = evaluate_gate(parse_gate(text), _Counts())
+    assert "count 17 (n=24)" in result.message
+    assert "CI" not in result.message and "17.000" not in result.message
+    assert gate_ci(result) == "count"
+    short = evaluate_gate(parse_gate(f"{text}; min_n=30"), _Counts())
+    assert short.status == "inconclusive" and "(count 17, n=24)" in short.message
+
+
+def test_a_rate_gate_keeps_its_interval() -> None:
+    class Rate(_Counts):
+        def lookup(self, name: str, args: tuple[str, ...]) -> Quantity:
+            return Quantity(0.5, 24, 0.3, 0.7)
+
+    result = evaluate_gate(parse_gate("lower(success_rate(x)) >= 0.2"), Rate())
+    assert "95% CI 0.300–0.700" in result.message and gate_ci(result) == "[0.300, 0.700]"
