@@ -44,7 +44,9 @@ def test_variance_components_need_two_tasks_and_a_repeat() -> None:
     assert variance_components([[1], [0], [1]]) is None  # one sample per task: not identifiable
     assert variance_components([[1, 0, 1]]) is None  # one task
     assert variance_components([[], [1]]) is None
-    spread = spread_by_agent({("t1", "a", 0): 1.0, ("t1", "a", 1): 0.0, ("t2", "a", 0): 1.0, ("t2", "b", 0): 1.0})
+    spread = spread_by_agent(
+        {("t1", "a", 0): 1.0, ("t1", "a", 1): 0.0, ("t2", "a", 0): 1.0, ("t2", "b", 0): 1.0}
+    )
     assert list(spread) == ["a"]  # b has one task only
     assert spread["a"].tasks == 2 and spread["a"].samples == 1.5
 
