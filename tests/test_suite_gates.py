@@ -17,7 +17,7 @@ from pytest_gauge.report import REPORT_FILES
 from tests.conftest import SharedRun, SharedRuns, normalised, read_jsonl, run_inprocess
 
 ROOT = Path(__file__).resolve().parents[1]
-SUITES = ("example", "tiers")
+SUITES = ("example", "tiers", "in_house")
 ALL_REPORTS = (*REPORT_FILES, "elo.md", "elo.json", "elo.svg")
 INI = (
     "[pytest]\ngauge_backend = sim\ngauge_seed = 20261129\n"
