@@ -16,7 +16,7 @@ from pytest_gauge.analysis.power import (
     variance_components,
     with_needed_n,
 )
-from pytest_gauge.report.baseline import gate_ci
+from pytest_gauge.report.baseline import gate_ci, gate_value
 
 Z_SUM = 1.959964 + 0.841621  # z(0.975) + z(0.8), from the normal table
 
@@ -112,7 +112,7 @@ def test_count_gates_show_a_count_without_an_interval(text: str) -> None:
     result = evaluate_gate(parse_gate(text), _Counts())
     assert "count 17 (n=24)" in result.message
     assert "CI" not in result.message and "17.000" not in result.message
-    assert gate_ci(result) == "count"
+    assert gate_ci(result) == "count" and gate_value(result) == "17"
     short = evaluate_gate(parse_gate(f"{text}; min_n=30"), _Counts())
     assert short.status == "inconclusive" and "(count 17, n=24)" in short.message
 
@@ -124,3 +124,4 @@ def test_a_rate_gate_keeps_its_interval() -> None:
 
     result = evaluate_gate(parse_gate("lower(success_rate(x)) >= 0.2"), Rate())
     assert "95% CI 0.300–0.700" in result.message and gate_ci(result) == "[0.300, 0.700]"
+    assert gate_value(result) == "0.500"

@@ -17,6 +17,7 @@ __all__ = [
     "baseline_lead",
     "baseline_summary",
     "gate_ci",
+    "gate_value",
     "needed_lines",
     "render_baseline_md",
     "repeats_json",
@@ -188,6 +189,11 @@ def baseline_summary(comp: BaselineComparison | None, note: str = "") -> list[st
 def gate_ci(g: GateResult) -> str:
     """A gate's interval cell: ``[low, high]``, or "count" for an exact count (no sampling interval)."""
     return "count" if is_count(g.gate) and g.value is not None else _ci(g.low, g.high, _num)
+
+
+def gate_value(g: GateResult) -> str:
+    """A gate's value cell: three decimals, or a whole number for an exact count."""
+    return f"{g.value:.0f}" if is_count(g.gate) and g.value is not None else _num(g.value)
 
 
 def needed_lines(gates: Sequence[GateResult]) -> list[str]:

@@ -7,7 +7,7 @@ from collections import Counter
 from typing import Any
 
 from ..analysis.metrics import Estimate
-from .baseline import baseline_lead, gate_ci, needed_lines, repeats_lines
+from .baseline import baseline_lead, gate_ci, gate_value, needed_lines, repeats_lines
 from .common import (
     DASH,
     ROLES,
@@ -20,7 +20,6 @@ from .common import (
     _estimate_cells,
     _metric,
     _n_tasks,
-    _num,
     _pct,
     _per_success,
     _rate,
@@ -387,7 +386,7 @@ def _section_gates(ctx: ReportContext) -> list[str]:
         return [*lines, f"Not evaluated: {ctx.interrupted} (`--gauge-gates-on-partial` evaluates them)."]
     if not ctx.gates:
         return [*lines, "No gates were declared for this suite."]
-    rows = [[g.gate.canonical(), g.status.upper(), _num(g.value), gate_ci(g), str(g.n)] for g in ctx.gates]
+    rows = [[g.gate.canonical(), g.status.upper(), gate_value(g), gate_ci(g), str(g.n)] for g in ctx.gates]
     lines += _table(["gate", "status", "value", "95% interval", "n"], rows, "llrlr")
     lines.append("")
     for g in ctx.gates:

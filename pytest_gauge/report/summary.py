@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from .baseline import baseline_summary, gate_ci, needed_lines
+from .baseline import baseline_summary, gate_ci, gate_value, needed_lines
 from .common import (
     ROLES,
     ReportContext,
@@ -14,7 +14,6 @@ from .common import (
     _estimate_cells,
     _int,
     _n_tasks,
-    _num,
     _pct,
     _per_success,
     _rate,
@@ -71,7 +70,7 @@ def render_summary(ctx: ReportContext) -> str:
             + ", ".join(f"{counts[s]} {s}" for s in ("PASS", "FAIL", "INCONCLUSIVE", "SKIPPED") if counts[s])
         )
         grows = [
-            [g.status.upper(), g.gate.canonical(), _num(g.value), gate_ci(g), f"n={g.n}"]
+            [g.status.upper(), g.gate.canonical(), gate_value(g), gate_ci(g), f"n={g.n}"]
             for g in ctx.gates[:_MAX_SUMMARY_GATES]
         ]
         lines += ["  " + ln for ln in _text_table(grows, "llrlr")]
