@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import socket
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
@@ -208,9 +209,12 @@ def test_one_request_per_distinct_model_with_all_its_roles(tmp_path: Path, serve
 
 
 def test_connection_refused_is_reported_as_a_connection_error(tmp_path: Path) -> None:
-    with LoopbackServer() as srv:
-        closed = srv.base_url
-    status, text = doctor(environ(tmp_path, closed))
+    # A port bound but not listening refuses every connection, and no other test can take it meanwhile
+    # (a just-closed server's port could be reused by a parallel test).
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{held.getsockname()[1]}/v1"
+        status, text = doctor(environ(tmp_path, closed))
     assert status == 1
     [fail] = lines(text, "fail")
     assert "connection error" in fail and "TAOTOKEN_BASE_URL" in fail
