@@ -1,27 +1,37 @@
-"""The wire formats shared by every part of the pipeline: transcripts, case records, ledger records.
+"""The typed records at every seam of the pipeline: transcripts, the engine's unit results, case
+records, ledger records and the suite's metadata for the controller.
 
-Workers and the controller exchange only these plain JSON forms (xdist-serializable, diffable),
-so this module is the one place that says what a field means. Definitions: docs/protocol.md#case-record
+Whatever crosses a stage or a process is one of these dataclasses; workers and the controller exchange
+only their plain JSON forms (xdist-serializable, diffable), so this module is the one place that says
+what a field means. Definitions: docs/protocol.md#case-record
 and docs/protocol.md#ledger.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 __all__ = [
     "CASE_FORMAT_VERSION",
     "LEDGER_FORMAT_VERSION",
+    "CaseKey",
     "CaseRecord",
     "Judgment",
+    "JudgmentResult",
     "LedgerRecord",
+    "SuiteMeta",
     "ToolCall",
     "Transcript",
-    "Turn",
+    "TranscriptResult",
+    "UnitSpend",
     "Usage",
+    "WorkFailure",
+    "WorkResult",
     "dumps",
+    "work_result_from_json",
 ]
 
 CASE_FORMAT_VERSION = 1
@@ -312,3 +322,180 @@ class LedgerRecord:
         """Deterministic merge order: by suite, then work, call number and attempt (never by time)."""
         work, _, n = self.call_id.rpartition("#")
         return (self.suite, work, int(n or 0), self.attempt)
+
+
+# ----- the engine's unit results (one per transcript or judgment; shared by every case using it) ---
+
+
+@dataclass(frozen=True)
+class UnitSpend:
+    """Tokens and nominal cost of one unit of work (``cost`` None: a model without a price)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost: float | None = 0.0
+
+    def __add__(self, other: UnitSpend) -> UnitSpend:
+        cost = None if self.cost is None or other.cost is None else self.cost + other.cost
+        return UnitSpend(
+            self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens, cost
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens, "cost": self.cost}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> UnitSpend:
+        return cls(int(data["input_tokens"]), int(data["output_tokens"]), data["cost"])
+
+
+@dataclass(frozen=True)
+class TranscriptResult:
+    """A produced transcript of (task, agent, sample) with what its calls spent and the rule verifier's
+    verdict on it (``score``: the JSON of :meth:`pytest_gauge.suite.rules.Score.to_json`, written
+    beside the transcript to ``agents/<agent>.jsonl``; None in entries written before it was kept)."""
+
+    transcript: Transcript
+    spend: UnitSpend
+    score: Mapping[str, object] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ok": True,
+            "transcript": self.transcript.to_json(),
+            "spend": self.spend.to_json(),
+            "score": self.score,
+        }
+
+
+@dataclass(frozen=True)
+class JudgmentResult:
+    """One verdict of (case, judge, repeat) with what its call spent."""
+
+    judgment: Judgment
+    spend: UnitSpend
+
+    def to_json(self) -> dict[str, Any]:
+        return {"ok": True, "judgment": dict(vars(self.judgment)), "spend": self.spend.to_json()}
+
+
+@dataclass(frozen=True)
+class WorkFailure:
+    """A unit of work the gateway could not complete: ``error`` says why; ``fatal`` stops the run
+    (a configuration error, not a failed call); ``kind`` is the gateway error's class name."""
+
+    error: str
+    fatal: bool = False
+    kind: str = "GatewayError"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"ok": False, "error": self.error, "fatal": self.fatal, "kind": self.kind}
+
+
+WorkResult = TranscriptResult | JudgmentResult | WorkFailure
+"""What a unit of work produced; its JSON form is the entry of the run's work store."""
+
+
+def work_result_from_json(data: Mapping[str, Any]) -> WorkResult:
+    """The typed result of a work-store entry (written by :meth:`to_json` in any process)."""
+    if not data.get("ok"):
+        return WorkFailure(
+            str(data.get("error")), bool(data.get("fatal")), str(data.get("kind", "GatewayError"))
+        )
+    spend = UnitSpend.from_json(data["spend"])
+    if "judgment" in data:
+        return JudgmentResult(Judgment(**data["judgment"]), spend)
+    return TranscriptResult(Transcript.from_json(data["transcript"]), spend, data.get("score"))
+
+
+# ----- the suite as the controller sees it (it collects nothing under xdist) ---------------------
+
+
+@dataclass(frozen=True)
+class CaseKey:
+    """A case's parts as :mod:`pytest_gauge.suite.cases` composed them, so no id is ever re-parsed."""
+
+    case_id: str
+    task_id: str
+    left: str
+    right: str
+    order: str
+    sample: int = 0
+
+    def to_json(self) -> list[Any]:
+        return [self.case_id, self.task_id, self.left, self.right, self.order, self.sample]
+
+    @classmethod
+    def from_json(cls, data: list[Any]) -> CaseKey:
+        case_id, task_id, left, right, order, sample = data
+        return cls(str(case_id), str(task_id), str(left), str(right), str(order), int(sample))
+
+
+@dataclass(frozen=True)
+class SuiteMeta:
+    """What the controller needs about a collected suite: outputs, manifest, reports and gates.
+
+    ``tasks`` are the task file's rows as read (written back verbatim to ``tasks.jsonl``); ``cases`` every
+    case in collection order; ``selected`` the case ids this run selected (``<suite>::<case_id>``);
+    ``models`` the model per role and agent (``agent:<name>``, ``user_sim``, ``judge:<i>``); ``families``
+    the compute tiers per agent family; ``judge_format`` the first ``response_format`` the judge is asked
+    with (``json_schema``, ``json_object`` or ``none``); ``prompts`` the system prompts hashed into the
+    manifest; ``shard_tasks`` the tasks this shard runs (``--gauge-shard``; None otherwise).
+    """
+
+    name: str
+    folder: str
+    module_path: str
+    nodeid_prefix: str
+    tasks_file: str
+    tasks: tuple[Mapping[str, object], ...]
+    categories: Mapping[str, str]
+    agents: tuple[str, ...]
+    pairs: tuple[tuple[str, str], ...]
+    models: Mapping[str, str | None]
+    judge_models: tuple[str, ...]
+    judge_repeats: int
+    judge_format: str
+    user_max_turns: int
+    orders: str
+    samples: int
+    gates: tuple[str, ...]
+    tools: tuple[str, ...]
+    cases: tuple[CaseKey, ...]
+    families: Mapping[str, tuple[tuple[str, str], ...]]
+    prompts: Mapping[str, str | None]
+    selected: tuple[str, ...] = ()
+    shard_tasks: tuple[str, ...] | None = None
+
+    @property
+    def case_ids(self) -> list[str]:
+        return [c.case_id for c in self.cases]
+
+    def selected_cases(self) -> list[CaseKey]:
+        """The cases this run selected, in collection order."""
+        chosen = set(self.selected)
+        return [c for c in self.cases if f"{self.name}::{c.case_id}" in chosen]
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON form (``shard.json``'s ``meta``): every field, the cases both structured
+        (``cases``) and as ids (``case_ids``), ``shard_tasks`` only in a shard."""
+        data = dict(vars(self))
+        data["cases"] = [c.to_json() for c in self.cases]
+        data["case_ids"] = self.case_ids
+        if self.shard_tasks is None:
+            del data["shard_tasks"]
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> SuiteMeta:
+        fields = {k: v for k, v in data.items() if k != "case_ids"}
+        fields["cases"] = tuple(CaseKey.from_json(c) for c in data["cases"])
+        fields["families"] = {
+            f: tuple((str(t), str(a)) for t, a in tiers) for f, tiers in data["families"].items()
+        }
+        fields["pairs"] = tuple((str(a), str(b)) for a, b in data["pairs"])
+        for name in ("tasks", "agents", "judge_models", "gates", "tools", "selected"):
+            fields[name] = tuple(data[name])
+        if data.get("shard_tasks") is not None:
+            fields["shard_tasks"] = tuple(data["shard_tasks"])
+        return cls(**fields)

@@ -220,7 +220,7 @@ def test_a_catastrophic_regex_rule_is_a_rule_error_not_a_hang(monkeypatch: pytes
 def test_turns_cut_by_max_tokens_are_marked_in_the_transcript_and_counted(tmp_path: Path) -> None:
     from pytest_gauge.report.common import truncated_turns
     from pytest_gauge.run.dialogue import DialogueConfig, run_dialogue
-    from pytest_gauge.run.engine import WorkCaller
+    from pytest_gauge.run.work import WorkCaller
     from pytest_gauge.suite.tasks import Task
 
     with LoopbackServer() as srv:
@@ -254,6 +254,6 @@ def test_an_interrupted_run_is_marked_in_its_reports_and_its_gates_wait_for_the_
     assert "**Interrupted: 9 of 12 cases** finished" in conclusion
     assert f"Not evaluated: {label} (`--gauge-gates-on-partial` evaluates them)." in conclusion
     assert render_summary(ctx).splitlines()[1].startswith(label)
-    meta = {"gates": ["lrs >= 0.5"], "selected": []}
+    meta = dataclasses.replace(ctx.meta, gates=("lrs >= 0.5",), selected=())
     stopped = _gate_results(meta, GaugeOptions(), None, True, 3, deferred=False, interrupted=label)
     assert stopped == []  # not evaluated (no source needed) unless --gauge-gates-on-partial

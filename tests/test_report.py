@@ -12,11 +12,12 @@ from typing import Any
 import pytest
 from syrupy.assertion import SnapshotAssertion
 
+from pytest_gauge.analysis.elo import EloResult
 from pytest_gauge.analysis.gates import evaluate_gates, parse_gates
 from pytest_gauge.analysis.metrics import Estimate, SuiteMetrics, compute_metrics
 from pytest_gauge.gateway.prices import cost_of
 from pytest_gauge.options import GaugeOptions
-from pytest_gauge.records import CaseRecord, Judgment, LedgerRecord, Usage
+from pytest_gauge.records import CaseKey, CaseRecord, Judgment, LedgerRecord, SuiteMeta, Usage
 from pytest_gauge.report import (
     REPORT_FILES,
     RULES,
@@ -279,35 +280,36 @@ def build_records(ledger: list[LedgerRecord], with_judgments: bool = False) -> l
     return out
 
 
-def build_meta() -> dict[str, Any]:
-    ids = [case_id(*k) for k in all_case_keys()]
-    return {
-        "name": SUITE,
-        "folder": "/repo/evals/demo",
-        "module_path": "/repo/evals/demo/test_demo.py",
-        "nodeid_prefix": "evals/demo/test_demo.py",
-        "tasks_file": "/repo/evals/demo/tasks.jsonl",
-        "tasks": [{"task_id": t, "category": c, "task_prompt": f"prompt {t}"} for t, c in TASKS.items()],
-        "categories": dict(TASKS),
-        "agents": list(AGENTS),
-        "pairs": [list(p) for p in PAIRS],
-        "models": {
+def build_meta() -> SuiteMeta:
+    cases = tuple(CaseKey(case_id(*k), *k) for k in all_case_keys())
+    return SuiteMeta(
+        name=SUITE,
+        folder="/repo/evals/demo",
+        module_path="/repo/evals/demo/test_demo.py",
+        nodeid_prefix="evals/demo/test_demo.py",
+        tasks_file="/repo/evals/demo/tasks.jsonl",
+        tasks=tuple({"task_id": t, "category": c, "task_prompt": f"prompt {t}"} for t, c in TASKS.items()),
+        categories=dict(TASKS),
+        agents=tuple(AGENTS),
+        pairs=tuple(PAIRS),
+        models={
             **{f"agent:{a}": m for a, m in MODELS.items()},
             "judge:0": "judge-m",
             "user_sim": "user-m",
         },
-        "judge_models": ["judge-m"],
-        "judge_format": "json_schema",
-        "judge_repeats": 1,
-        "user_max_turns": 4,
-        "orders": "both",
-        "samples": 1,
-        "gates": list(GATES),
-        "tools": [],
-        "case_ids": ids,
-        "prompts": {},
-        "selected": [f"{SUITE}::{c}" for c in ids],
-    }
+        judge_models=("judge-m",),
+        judge_repeats=1,
+        judge_format="json_schema",
+        user_max_turns=4,
+        orders="both",
+        samples=1,
+        gates=tuple(GATES),
+        tools=(),
+        cases=cases,
+        families={},
+        prompts={},
+        selected=tuple(f"{SUITE}::{c.case_id}" for c in cases),
+    )
 
 
 def build_ctx(
@@ -316,7 +318,7 @@ def build_ctx(
     all_cached: bool = False,
     drop_case: str | None = None,
     with_judgments: bool = False,
-    elo: Any = None,
+    elo: EloResult | None = None,
 ) -> ReportContext:
     options = GaugeOptions(backend="sim", seed=7, bootstrap_rounds=1000, close_threshold=0.1, prices=prices)
     meta = build_meta()
@@ -328,7 +330,7 @@ def build_ctx(
         seed=options.seed,
         rounds=options.bootstrap_rounds,
         ledger=ledger,
-        expected_cases=len(meta["selected"]),
+        expected_cases=len(meta.selected),
     )
     gates = evaluate_gates(parse_gates(list(GATES)), metrics, missing_cases=12 - len(records))
     gates += evaluate_gates(parse_gates(["lrs_distant <= 0.5"]), metrics, partial_run=True)
@@ -655,21 +657,17 @@ def test_judge_reliability_measured_or_said_not_measured(reports: dict[str, str]
 def test_elo_linked_only_when_present(reports: dict[str, str]) -> None:
     assert "elo.md" not in reports["conclusion.md"]
 
-    @dataclasses.dataclass
-    class FakeElo:
-        agents: tuple[str, ...] = ("best-of-1", "best-of-4")
-        elo: dict[str, float] = dataclasses.field(
-            default_factory=lambda: {"best-of-1": 1000.0, "best-of-4": 1064.2}
-        )
-        low: dict[str, float] = dataclasses.field(
-            default_factory=lambda: {"best-of-1": 1000.0, "best-of-4": 1010.5}
-        )
-        high: dict[str, float] = dataclasses.field(
-            default_factory=lambda: {"best-of-1": 1000.0, "best-of-4": 1120.0}
-        )
-        rank: dict[str, int] = dataclasses.field(default_factory=lambda: {"best-of-1": 2, "best-of-4": 1})
-
-    text = render_reports(build_ctx(elo=FakeElo()))["conclusion.md"]
+    elo = EloResult(
+        agents=("best-of-1", "best-of-4"),
+        elo={"best-of-1": 1000.0, "best-of-4": 1064.2},
+        low={"best-of-1": 1000.0, "best-of-4": 1010.5},
+        high={"best-of-1": 1000.0, "best-of-4": 1120.0},
+        rank={"best-of-1": 2, "best-of-4": 1},
+        per_task={},
+        problems=[],
+        rounds=0,
+    )
+    text = render_reports(build_ctx(elo=elo))["conclusion.md"]
     assert "[elo.md](elo.md)" in text and "(elo.svg)" in text
     assert "| best-of-4 | 1064.2 | [1010.5, 1120.0] | 1 |" in text
 

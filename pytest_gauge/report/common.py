@@ -7,15 +7,15 @@ import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from ..analysis.baseline import BaselineComparison
+from ..analysis.elo import EloResult
 from ..analysis.gates import GateResult
 from ..analysis.metrics import Estimate, SuiteMetrics
 from ..analysis.repeats import RepeatCounts
 from ..gateway.prices import Price, PriceTable
 from ..options import GaugeOptions
-from ..records import CaseRecord, LedgerRecord
+from ..records import CaseRecord, LedgerRecord, SuiteMeta
 
 __all__ = ["DASH", "ROLES", "ReportContext", "judge_format_notes", "truncated_turns", "usd_at_least"]
 
@@ -28,18 +28,19 @@ _MAX_REASON = 160
 class ReportContext:
     """Everything one suite's reports are rendered from; built once per suite by ``finish.finish_run``.
 
-    ``elo`` is optional (an ``elo.EloResult`` or None): when set, the conclusion links ``elo.md``/``elo.svg``.
+    ``elo`` is optional (None when the suite has no compute tiers): when set, the conclusion links
+    ``elo.md``/``elo.svg``.
     ``baseline`` is the comparison with ``--gauge-baseline`` (``baseline_note`` says why there is none when
     one was asked for); ``repeats`` each agent's per-task successes and samples.
     """
 
-    meta: dict[str, Any]
+    meta: SuiteMeta
     records: Sequence[CaseRecord]
     ledger: Sequence[LedgerRecord]
     metrics: SuiteMetrics
     gates: Sequence[GateResult]
     options: GaugeOptions
-    elo: Any = None
+    elo: EloResult | None = None
     baseline: BaselineComparison | None = None
     baseline_note: str = ""
     repeats: Mapping[str, RepeatCounts] = field(default_factory=dict)
@@ -181,7 +182,7 @@ def _metric(ctx: ReportContext, name: str) -> Estimate | None:
 
 
 def _suite(ctx: ReportContext) -> str:
-    return str(ctx.meta.get("name") or (ctx.records[0].suite if ctx.records else "suite"))
+    return ctx.meta.name or (ctx.records[0].suite if ctx.records else "suite")
 
 
 def _prices(ctx: ReportContext) -> dict[str, Price]:
@@ -206,7 +207,7 @@ def _case_ids(selected: Sequence[str], suite: str) -> list[str]:
 def _cases(ctx: ReportContext) -> tuple[int, int, list[str]]:
     """(expected, recorded, missing case ids in collection order)."""
     recorded = {r.case_id for r in ctx.records}
-    selected = _case_ids(list(ctx.meta.get("selected") or []), _suite(ctx))
+    selected = _case_ids(ctx.meta.selected, _suite(ctx))
     expected = ctx.metrics.expected_cases
     if expected is None:
         expected = len(selected) if selected else len(ctx.records)
@@ -215,23 +216,22 @@ def _cases(ctx: ReportContext) -> tuple[int, int, list[str]]:
 
 
 def _categories(ctx: ReportContext) -> dict[str, int]:
-    cats: dict[str, str] = dict(ctx.meta.get("categories") or {})
+    cats: dict[str, str] = dict(ctx.meta.categories)
     if not cats:
-        cats = {str(t.get("task_id")): str(t.get("category", "")) for t in ctx.meta.get("tasks") or []}
+        cats = {str(t.get("task_id")): str(t.get("category", "")) for t in ctx.meta.tasks}
     if not cats:
         cats = {r.task_id: r.category for r in ctx.records}
     return dict(sorted(Counter(cats.values()).items()))
 
 
 def _n_tasks(ctx: ReportContext) -> int:
-    return len(ctx.meta.get("categories") or ctx.meta.get("tasks") or {r.task_id for r in ctx.records})
+    return len(ctx.meta.categories or ctx.meta.tasks or {r.task_id for r in ctx.records})
 
 
 def _declared_pairs(ctx: ReportContext) -> list[tuple[str, str, str]]:
     """(pair_id, left, right): declared pairs, then any recorded pair not declared."""
     out: list[tuple[str, str, str]] = []
-    for pair in ctx.meta.get("pairs") or []:
-        left, right = str(pair[0]), str(pair[1])
+    for left, right in ctx.meta.pairs:
         out.append((f"{left}-vs-{right}", left, right))
     known = {p for p, _, _ in out}
     for pid, info in ctx.metrics.pairs.items():
@@ -241,7 +241,7 @@ def _declared_pairs(ctx: ReportContext) -> list[tuple[str, str, str]]:
 
 
 def _agents(ctx: ReportContext) -> list[str]:
-    agents = [str(a) for a in ctx.meta.get("agents") or []]
+    agents = list(ctx.meta.agents)
     for a in sorted({x for r in ctx.records for x in (r.agent_left, r.agent_right)}):
         if a not in agents:
             agents.append(a)
@@ -253,11 +253,11 @@ def judge_format_notes(ctx: ReportContext) -> list[str]:
     (a gateway refused it; the judge fell back once for the run), counted from the verdicts."""
     from ..run.judge_format import format_notes
 
-    first_judge = str((ctx.meta.get("judge_models") or ["judge"])[0])
+    first_judge = (ctx.meta.judge_models or ("judge",))[0]
     used: dict[str, Counter[str]] = {}
     for record in ctx.records:
         asked = [(j.judge, j.response_format) for j in record.judgments]
         for judge, fmt in asked or [(first_judge, record.judge_response_format)]:
             if fmt is not None:
                 used.setdefault(judge, Counter())[fmt] += 1
-    return format_notes(str(ctx.meta.get("judge_format") or "none"), used)
+    return format_notes(ctx.meta.judge_format or "none", used)

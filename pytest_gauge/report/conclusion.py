@@ -4,7 +4,6 @@ gates and recommendations, each number with its n and 95% interval."""
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
 
 from ..analysis.metrics import Estimate
 from .baseline import baseline_lead, gate_ci, gate_value, needed_lines, repeats_lines
@@ -41,7 +40,7 @@ _MAX_LISTED = 10
 
 
 def _models_of(ctx: ReportContext, prefix: str) -> list[str]:
-    models: dict[str, Any] = dict(ctx.meta.get("models") or {})
+    models = ctx.meta.models
     return [str(v) for k, v in sorted(models.items()) if k.startswith(prefix) and v]
 
 
@@ -62,7 +61,7 @@ def _section_tasks(ctx: ReportContext) -> list[str]:
 
 def _section_agents(ctx: ReportContext) -> list[str]:
     m = ctx.metrics
-    models: dict[str, Any] = dict(ctx.meta.get("models") or {})
+    models = ctx.meta.models
     lines = ["## Agents and pairs", ""]
     rows = []
     for a in _agents(ctx):
@@ -82,7 +81,7 @@ def _section_agents(ctx: ReportContext) -> list[str]:
         "llrrlrrl",
     )
     user = _models_of(ctx, "user_sim")
-    judges = [str(j) for j in ctx.meta.get("judge_models") or []] or _models_of(ctx, "judge:")
+    judges = list(ctx.meta.judge_models) or _models_of(ctx, "judge:")
     lines += [
         "",
         f"User simulator: {', '.join(f'`{u}`' for u in user) or DASH}. "
@@ -132,13 +131,13 @@ def _section_agents(ctx: ReportContext) -> list[str]:
 
 def _section_protocol(ctx: ReportContext) -> list[str]:
     meta = ctx.meta
-    orders = meta.get("orders", "both")
+    orders = meta.orders
     n_left = sum(1 for r in ctx.records if r.blind_order == "A=left")
     n_right = sum(1 for r in ctx.records if r.blind_order == "A=right")
-    samples = int(meta.get("samples") or 1)
-    repeats = int(meta.get("judge_repeats") or 1)
-    judges = list(meta.get("judge_models") or [])
-    first = str(meta.get("judge_format") or "none")
+    samples = meta.samples or 1
+    repeats = meta.judge_repeats or 1
+    judges = list(meta.judge_models)
+    first = meta.judge_format or "none"
     fmt_text = {
         "none": "none (the prompt alone asks for the JSON verdict)",
         "json_schema": "`json_schema` (the verdict's schema, strict), falling back to `json_object` and then "
@@ -418,24 +417,20 @@ def _section_recommendations(ctx: ReportContext) -> list[str]:
 
 
 def _section_elo(ctx: ReportContext) -> list[str]:
-    elo = getattr(ctx, "elo", None)
+    elo = ctx.elo
     if elo is None:
         return []
     lines = ["## Test-time compute (Elo)", ""]
-    agents = getattr(elo, "agents", None)
-    values = getattr(elo, "elo", None)
-    if agents and isinstance(values, dict):
-        low, high = getattr(elo, "low", {}) or {}, getattr(elo, "high", {}) or {}
-        rank = getattr(elo, "rank", {}) or {}
+    if elo.agents:
         rows = [
             [
-                str(a),
-                f"{values[a]:.1f}",
-                _ci(low.get(a), high.get(a), lambda x: DASH if x is None else f"{x:.1f}"),
-                str(rank.get(a, DASH)),
+                a,
+                f"{elo.elo[a]:.1f}",
+                _ci(elo.low.get(a), elo.high.get(a), lambda x: DASH if x is None else f"{x:.1f}"),
+                str(elo.rank.get(a, DASH)),
             ]
-            for a in agents
-            if a in values
+            for a in elo.agents
+            if a in elo.elo
         ]
         lines += _table(["agent", "Elo", "95% interval", "rank"], rows, "lrlr")
         lines.append("")

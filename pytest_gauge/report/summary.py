@@ -51,7 +51,7 @@ def render_summary(ctx: ReportContext) -> str:
         f"suite {_suite(ctx)}: {recorded}/{expected} cases recorded"
         + (f" ({len(missing)} missing)" if missing else "")
         + f", {_n_tasks(ctx)} tasks, {len(_declared_pairs(ctx))} pairs"
-        + f", orders {ctx.meta.get('orders', 'both')}"
+        + f", orders {ctx.meta.orders}"
     ]
     if ctx.interrupted is not None:
         lines.append(f"{ctx.interrupted} (the run was stopped): the numbers cover the finished cases only")

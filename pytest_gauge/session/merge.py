@@ -20,7 +20,7 @@ from typing import Any, TextIO
 
 from ..gateway.ledger import attribute_shared_calls
 from ..options import GaugeOptions
-from ..records import CaseRecord, LedgerRecord, dumps
+from ..records import CaseRecord, LedgerRecord, SuiteMeta, dumps
 from .shards import RESULT_OPTIONS, SHARD_FILE
 
 __all__ = ["MergeError", "ShardRun", "check_shards", "find_shards", "merge_shards", "run_merge"]
@@ -149,10 +149,10 @@ def _options(runs: Sequence[ShardRun], out: Path) -> GaugeOptions:
     return GaugeOptions(**{k: v for k, v in data.items() if k in known}, out_dir=str(out))
 
 
-def _write_transcripts(runs: Sequence[ShardRun], meta: Mapping[str, Any], out: Path) -> None:
+def _write_transcripts(runs: Sequence[ShardRun], meta: SuiteMeta, out: Path) -> None:
     """``agents/<agent>.jsonl`` of every shard, in task order then sample (as one run writes them)."""
-    rank = {str(t["task_id"]): i for i, t in enumerate(meta["tasks"])}
-    for agent in meta["agents"]:
+    rank = {str(t["task_id"]): i for i, t in enumerate(meta.tasks)}
+    for agent in meta.agents:
         rows = [row for run in runs for row in _jsonl(run.folder / "agents" / f"{agent}.jsonl")]
         rows.sort(key=lambda r: (rank.get(str(r.get("task_id")), 1 << 30), int(r.get("sample", 0))))
         _write(out / "agents" / f"{agent}.jsonl", "".join(dumps(r) + "\n" for r in rows))
@@ -166,12 +166,13 @@ def merge_shards(suite: str, runs: Sequence[ShardRun], out_dir: Path) -> Any:
     check_shards(suite, runs)
     runs = sorted(runs, key=lambda r: int(r.shard["index"]))
     out = out_dir / suite
-    meta = dict(runs[0].shard["meta"])
-    meta.pop("shard_tasks", None)
-    order = {f"{suite}::{cid}": i for i, cid in enumerate(meta["case_ids"])}
+    first = SuiteMeta.from_json(runs[0].shard["meta"])
+    order = {f"{suite}::{cid}": i for i, cid in enumerate(first.case_ids)}
     selected = {c for run in runs for c in run.shard["meta"]["selected"]}
-    meta["selected"] = sorted(selected, key=lambda c: order.get(c, 1 << 30))
-    case_rank = {cid: i for i, cid in enumerate(meta["case_ids"])}
+    meta = replace(
+        first, selected=tuple(sorted(selected, key=lambda c: order.get(c, 1 << 30))), shard_tasks=None
+    )
+    case_rank = {cid: i for i, cid in enumerate(meta.case_ids)}
     records = [
         CaseRecord.from_json(r) for run in runs for r in _jsonl(run.folder / "pairs" / "pair_results.jsonl")
     ]
@@ -185,7 +186,7 @@ def merge_shards(suite: str, runs: Sequence[ShardRun], out_dir: Path) -> Any:
     _write(out / "agent_runs.jsonl", "".join(dumps(r.to_json()) + "\n" for r in ledger))
     manifest = {
         **runs[0].manifest,
-        "cases_selected": len(meta["selected"]),
+        "cases_selected": len(meta.selected),
         "cases_recorded": len(records),
     }
     _write(out / "manifest.json", dumps(manifest) + "\n")
@@ -195,9 +196,9 @@ def merge_shards(suite: str, runs: Sequence[ShardRun], out_dir: Path) -> Any:
         from ..gateway.prices import with_genai_prices
 
         shown = replace(
-            opts, prices=with_genai_prices(opts.prices, [str(m) for m in meta["models"].values() if m])
+            opts, prices=with_genai_prices(opts.prices, [str(m) for m in meta.models.values() if m])
         )
-    partial = len(meta["selected"]) < len(meta["case_ids"])
+    partial = len(meta.selected) < len(meta.cases)
     return analyse_suite(meta, records, ledger, opts, out, partial=partial, report_options=shown)
 
 

@@ -16,7 +16,7 @@ import os
 import platform
 import subprocess
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,7 +25,15 @@ import pytest
 
 from ..gateway.ledger import merge_ledgers
 from ..gateway.store import Store, content_key
-from ..records import CaseRecord, LedgerRecord, dumps
+from ..records import (
+    CaseRecord,
+    LedgerRecord,
+    SuiteMeta,
+    TranscriptResult,
+    WorkFailure,
+    dumps,
+    work_result_from_json,
+)
 from .shards import DEFERRED_MESSAGE, write_shard_manifest
 from .state import GaugeState
 
@@ -48,7 +56,7 @@ def _write(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def _jsonl(rows: list[dict[str, Any]]) -> str:
+def _jsonl(rows: Sequence[Mapping[str, object]]) -> str:
     return "".join(dumps(r) + "\n" for r in rows)
 
 
@@ -76,9 +84,35 @@ def _sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def _agent_rows(work: Store, meta: SuiteMeta) -> dict[str, list[dict[str, Any]]]:
+    """Each agent's transcripts (or their errors) of the selected cases, in task then sample order."""
+    task_rank = {str(t["task_id"]): i for i, t in enumerate(meta.tasks)}
+    needed: dict[str, set[tuple[str, int]]] = {a: set() for a in meta.agents}
+    for case in meta.selected_cases():
+        needed[case.left].add((case.task_id, case.sample))
+        needed[case.right].add((case.task_id, case.sample))
+    rows: dict[str, list[dict[str, Any]]] = {}
+    for agent, keys in needed.items():
+        rows[agent] = []
+        for task_id, sample in sorted(keys, key=lambda k: (task_rank[k[0]], k[1])):
+            entry = work.get(content_key(["transcript", meta.name, task_id, agent, sample]))
+            if entry is None:
+                continue
+            result = work_result_from_json(entry)
+            if isinstance(result, TranscriptResult):
+                rows[agent].append(
+                    {**result.transcript.to_json(), "spend": result.spend.to_json(), "score": result.score}
+                )
+            elif isinstance(result, WorkFailure):
+                rows[agent].append(
+                    {"task_id": task_id, "agent": agent, "sample": sample, "error": result.error}
+                )
+    return rows
+
+
 def write_outputs(
     state: GaugeState,
-    meta: dict[str, Any],
+    meta: SuiteMeta,
     records: list[CaseRecord],
     ledger: list[LedgerRecord],
     out: Path,
@@ -88,87 +122,43 @@ def write_outputs(
     (with ``interrupted: "interrupted: N of M cases"`` when the run was stopped)."""
     from ..run.judge import JUDGE_SYSTEM_PROMPT
 
-    name = meta["name"]
-    tasks_text = _jsonl([{"format_version": 1}, *meta["tasks"]])
+    tasks_text = _jsonl([{"format_version": 1}, *meta.tasks])
     _write(out / "tasks.jsonl", tasks_text)
-    work = Store(state.run_dir / "work")
-    task_rank = {t["task_id"]: i for i, t in enumerate(meta["tasks"])}
-    task_ids = set(task_rank)
-    selected = set(meta["selected"])
-    needed: dict[str, set[tuple[str, int]]] = {a: set() for a in meta["agents"]}
-    for cid in meta["case_ids"]:
-        if f"{name}::{cid}" not in selected:
-            continue
-        task_id, rest = _split_case(cid, task_ids)
-        left, right, sample = rest
-        needed[left].add((task_id, sample))
-        needed[right].add((task_id, sample))
-    for agent, keys in needed.items():
-        rows = []
-        for task_id, sample in sorted(keys, key=lambda k: (task_rank[k[0]], k[1])):
-            entry = work.get(content_key(["transcript", name, task_id, agent, sample]))
-            if entry is None:
-                continue
-            if entry.get("ok"):
-                rows.append({**entry["transcript"], "spend": entry["spend"], "score": entry.get("score")})
-            else:
-                rows.append(
-                    {"task_id": task_id, "agent": agent, "sample": sample, "error": entry.get("error")}
-                )
+    for agent, rows in _agent_rows(Store(state.run_dir / "work"), meta).items():
         _write(out / "agents" / f"{agent}.jsonl", _jsonl(rows))
     _write(out / "pairs" / "pair_results.jsonl", _jsonl([r.to_json() for r in records]))
     _write(out / "agent_runs.jsonl", _jsonl([r.to_json() for r in ledger]))
     opts = state.options
     manifest = {
         "format_version": 1,
-        "suite": name,
+        "suite": meta.name,
         "run_id": state.run_id,
         "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "seed": opts.seed,
         "backend": opts.backend,
         "cache": opts.cache_mode,
         "versions": _versions(),
-        "models": meta["models"],
+        "models": dict(meta.models),
         "hashes": {
             "tasks": _sha(tasks_text),
             "judge_prompt": _sha(JUDGE_SYSTEM_PROMPT),
-            **{f"prompt:{k}": _sha(v) for k, v in sorted(meta["prompts"].items()) if v},
+            **{f"prompt:{k}": _sha(v) for k, v in sorted(meta.prompts.items()) if v},
         },
-        "git_commit": _git_commit(Path(meta["folder"])),
-        "cases_total": len(meta["case_ids"]),
-        "cases_selected": len(meta["selected"]),
+        "git_commit": _git_commit(Path(meta.folder)),
+        "cases_total": len(meta.cases),
+        "cases_selected": len(meta.selected),
         "cases_recorded": len(records),
         **({"interrupted": interrupted} if interrupted else {}),
     }
     _write(out / "manifest.json", dumps(manifest) + "\n")
 
 
-def _split_case(case_id: str, task_ids: set[str]) -> tuple[str, tuple[str, str, int]]:
-    """Invert ``<task>-<left>-vs-<right>-<order>[-s<sample>]`` (task ids may contain '-': the longest
-    task id that prefixes the case id wins)."""
-    cuts = [i for i, ch in enumerate(case_id) if ch == "-"]
-    for cut in reversed(cuts):
-        task_id = case_id[:cut]
-        if task_id not in task_ids:
-            continue
-        rest = case_id[cut + 1 :]
-        sample = 0
-        parts = rest.rsplit("-", 1)
-        if parts[1].startswith("s") and parts[1][1:].isdigit():
-            sample = int(parts[1][1:])
-            rest = parts[0]
-        pair = rest.rsplit("-", 1)[0]
-        left, right = pair.split("-vs-", 1)
-        return task_id, (left, right, sample)
-    raise ValueError(f"case id {case_id!r} matches no task")
-
-
 def _emit(
-    session: pytest.Session, meta: dict[str, Any], group: str, name: str, outcome: str, message: str
+    session: pytest.Session, meta: SuiteMeta, group: str, name: str, outcome: str, message: str
 ) -> None:
     """Report a suite-level check (a gate, a report snapshot) as its own test entry on the controller,
     so it shows in the terminal and in ``--junitxml``, and a failure fails the run."""
-    module = Path(meta["module_path"])
+    module = Path(meta.module_path)
     try:
         rel = module.relative_to(session.config.rootpath)
     except ValueError:
@@ -178,7 +168,7 @@ def _emit(
     if outcome == "skipped":
         longrepr = (str(module), 0, f"{group} {name}: {message}")
     elif outcome == "failed":
-        longrepr = f"{group} {name} [{meta['name']}]\n{message}"
+        longrepr = f"{group} {name} [{meta.name}]\n{message}"
     now = time.time()
     location = (rel.as_posix(), None, f"{group} {name}")
     report = pytest.TestReport(
@@ -218,7 +208,7 @@ SKIPPED_IN_CI = (
 
 
 def _emit_gate(
-    session: pytest.Session, meta: dict[str, Any], result: Any, fails: bool, *, strict_skips: bool
+    session: pytest.Session, meta: SuiteMeta, result: Any, fails: bool, *, strict_skips: bool
 ) -> None:
     """One gate as a test entry; under CI (``strict_skips``) a skipped gate is a failed entry."""
     status = result.status
@@ -247,10 +237,10 @@ def _gate_note(name: str, results: list[Any], *, strict: bool) -> str | None:
 SNAPSHOT_REPORTS = ("pairwise_table.md", "conclusion.md", "elo.md")
 
 
-def check_report_snapshots(session: pytest.Session, meta: dict[str, Any], reports: dict[str, str]) -> None:
+def check_report_snapshots(session: pytest.Session, meta: SuiteMeta, reports: dict[str, str]) -> None:
     """Opt-in (``--gauge-snapshot-reports``): compare the suite's reports with the snapshots stored in
     ``<suite>/gauge-snapshots/``; ``--snapshot-update`` (syrupy's flag) writes them."""
-    folder = Path(meta["folder"]) / "gauge-snapshots"
+    folder = Path(meta.folder) / "gauge-snapshots"
     update = bool(session.config.getoption("update_snapshots", False))
     for name in SNAPSHOT_REPORTS:
         if name not in reports:
@@ -345,7 +335,7 @@ class SuiteAnalysis:
 
 
 def _gate_results(
-    meta: dict[str, Any],
+    meta: SuiteMeta,
     opts: GaugeOptions,
     source: Any,
     partial: bool,
@@ -362,7 +352,7 @@ def _gate_results(
     from ..analysis.gates import GateResult, evaluate_gates, parse_gates
     from ..analysis.power import with_needed_n
 
-    gates = parse_gates([*meta["gates"], *opts.gates])
+    gates = parse_gates([*meta.gates, *opts.gates])
     if deferred:
         return [GateResult(g, "skipped", None, None, None, 0, DEFERRED_MESSAGE) for g in gates]
     if interrupted is not None and not opts.gates_on_partial:
@@ -385,7 +375,7 @@ def _gate_results(
 
 
 def analyse_suite(
-    meta: dict[str, Any],
+    meta: SuiteMeta,
     records: list[CaseRecord],
     ledger: list[LedgerRecord],
     opts: GaugeOptions,
@@ -415,18 +405,18 @@ def analyse_suite(
         seed=opts.seed,
         rounds=opts.bootstrap_rounds,
         ledger=ledger,
-        expected_cases=len(meta["selected"]),
+        expected_cases=len(meta.selected),
     )
-    families = {f: [(t, a) for t, a in tiers] for f, tiers in meta.get("families", {}).items()}
+    families = {f: list(tiers) for f, tiers in meta.families.items()}
     elo = build_elo_report(
         records, ledger, families=families, seed=opts.seed, rounds=min(opts.bootstrap_rounds, 1000)
     )
-    comparison, note = _compare_with_baseline(out, meta["name"], opts)
+    comparison, note = _compare_with_baseline(out, meta.name, opts)
     repeats, rewards, spread = _per_agent(records, opts)
     source = GateSource(
         metrics, elo, baseline=comparison, repeats=repeats, rewards=rewards, baseline_note=note
     )
-    missing = len(meta["selected"]) - len(records)
+    missing = len(meta.selected) - len(records)
     results = _gate_results(
         meta, opts, source, partial, missing, deferred=deferred, interrupted=interrupted, spread=spread
     )
@@ -453,8 +443,8 @@ def analyse_suite(
         reports["elo.svg"] = render_elo_svg(elo)
     else:  # the files are outputs of every run: say why there is no scale
         reason = no_elo_reason(records)
-        reports["elo.md"], reports["elo.json"] = render_no_elo(meta["name"], reason)
-        reports["elo.svg"] = render_no_elo_svg(meta["name"], reason)
+        reports["elo.md"], reports["elo.json"] = render_no_elo(meta.name, reason)
+        reports["elo.svg"] = render_no_elo_svg(meta.name, reason)
     for filename, text in reports.items():
         _write(out / "reports" / filename, text)
     return SuiteAnalysis(ctx, results, reports)
@@ -474,24 +464,24 @@ def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool)
     strict = ci_active(os.environ) and not opts.allow_skipped_gates
     written = []
     for meta in metas:
-        name = meta["name"]
-        if not meta["selected"] and not opts.shard:  # every case deselected: so are its gates
-            count = len([*meta["gates"], *opts.gates])
+        name = meta.name
+        if not meta.selected and not opts.shard:  # every case deselected: so are its gates
+            count = len([*meta.gates, *opts.gates])
             if count:
                 line = f"{count} gates deselected in suite {name} (no case selected)"
                 state.gate_notes.append((False, line))
             continue
-        order = {cid: i for i, cid in enumerate(meta["case_ids"])}
+        order = {cid: i for i, cid in enumerate(meta.case_ids)}
         records = sorted(state.records.get(name, {}).values(), key=lambda r: order.get(r.case_id, 1 << 30))
         ledger = [r for r in ledger_all if r.suite == name]
         out = Path(opts.out_dir) / name
-        label = f"interrupted: {len(records)} of {len(meta['selected'])} cases" if interrupted else None
+        label = f"interrupted: {len(records)} of {len(meta.selected)} cases" if interrupted else None
         write_outputs(state, meta, records, ledger, out, label)
         written.append(name)
-        partial = len(meta["selected"]) < len(meta["case_ids"]) or interrupted
+        partial = len(meta.selected) < len(meta.cases) or interrupted
         shown = opts
         if opts.genai_prices:
-            shown = replace(opts, prices=state.price_rows([str(m) for m in meta["models"].values() if m]))
+            shown = replace(opts, prices=state.price_rows([str(m) for m in meta.models.values() if m]))
         analysis = analyse_suite(
             meta, records, ledger, opts, out, partial=partial, deferred=bool(opts.shard),
             report_options=shown,
@@ -525,9 +515,7 @@ def _replay_misses(state: GaugeState, name: str, info: dict[str, Any]) -> str | 
     ctx = info["ctx"]
     recorded = {r.case_id for r in ctx.records}
     prefix = f"{name}::"
-    missing = [
-        c.removeprefix(prefix) for c in ctx.meta.get("selected", []) if c.removeprefix(prefix) not in recorded
-    ]
+    missing = [c.removeprefix(prefix) for c in ctx.meta.selected if c.removeprefix(prefix) not in recorded]
     if not missing:
         return None
     from .replay import load_recording, miss_message, miss_reasons
@@ -537,7 +525,7 @@ def _replay_misses(state: GaugeState, name: str, info: dict[str, Any]) -> str | 
         manifest = json.loads((Path(info["out"]) / "manifest.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         manifest = {}
-    reasons = miss_reasons(recording, ctx.meta, opts.seed, manifest.get("hashes") or {})
+    reasons = miss_reasons(recording, ctx.meta.models, opts.seed, manifest.get("hashes") or {})
     return miss_message(name, missing, reasons)
 
 

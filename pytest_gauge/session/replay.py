@@ -109,7 +109,7 @@ def recorded_suite(suite: Suite, recording: Recording) -> Suite:
 
 
 def miss_reasons(
-    recording: Recording | None, meta: Mapping[str, Any], seed: int, hashes: Mapping[str, str]
+    recording: Recording | None, models: Mapping[str, str | None], seed: int, hashes: Mapping[str, str]
 ) -> list[str]:
     """Why a replayed request may have no recording: what differs between the recording and this run."""
     if recording is None:
@@ -118,7 +118,7 @@ def miss_reasons(
             "kept, or another suite's folder): re-export with `python -m pytest_gauge cassettes export`"
         ]
     reasons: list[str] = []
-    now_models = dict(meta.get("models") or {})
+    now_models = dict(models)
     changed = [k for k, v in sorted(recording.models.items()) if now_models.get(k, v) != v]
     if changed:
         reasons.append("different model for " + ", ".join(changed))

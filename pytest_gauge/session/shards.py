@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..options import GaugeOptions
+    from ..records import SuiteMeta
     from .state import SuiteEntry
 
 __all__ = [
@@ -169,9 +170,7 @@ def options_json(opts: GaugeOptions) -> dict[str, Any]:
     return plain
 
 
-def write_shard_manifest(
-    out: Path, meta: Mapping[str, Any], opts: GaugeOptions, *, interrupted: bool
-) -> None:
+def write_shard_manifest(out: Path, meta: SuiteMeta, opts: GaugeOptions, *, interrupted: bool) -> None:
     """``<suite>/shard.json`` (beside the ``manifest.json`` just written): which shard of how many, the
     tasks it ran, the seed, task-set and prompt hashes and versions, the options and the suite's metadata,
     for ``merge``."""
@@ -179,17 +178,17 @@ def write_shard_manifest(
     manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
     doc = {
         "format_version": 1,
-        "suite": meta["name"],
+        "suite": meta.name,
         "shard": shard.label,
         "index": shard.index,
         "count": shard.count,
-        "tasks": list(meta.get("shard_tasks") or []),
+        "tasks": list(meta.shard_tasks or []),
         "interrupted": interrupted,
         "seed": manifest.get("seed"),
         "hashes": manifest.get("hashes"),
         "versions": manifest.get("versions"),
         "options": options_json(opts),
-        "meta": dict(meta),
+        "meta": meta.to_json(),
     }
     tmp = out / f".{SHARD_FILE}.tmp"
     tmp.write_text(json.dumps(doc, sort_keys=True, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")

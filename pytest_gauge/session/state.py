@@ -13,6 +13,7 @@ import os
 import shutil
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,7 +22,7 @@ import pytest
 
 from ..gateway.store import Store
 from ..options import GaugeOptions
-from ..records import CaseRecord, dumps
+from ..records import CaseKey, CaseRecord, SuiteMeta, dumps
 from ..run.judge_format import format_chain, format_label
 from ..suite.cases import Case
 from ..suite.declare import Suite
@@ -48,35 +49,39 @@ class SuiteEntry:
     cases: list[Case]
     recorded_gateway: str | None = None  # replay: the gateway identity the cassettes were recorded with
 
-    def meta(self) -> dict[str, Any]:
+    def meta(self, selected: Sequence[str] = (), shard_tasks: Sequence[str] | None = None) -> SuiteMeta:
         """What the controller needs about the suite (it does not collect under xdist)."""
         s = self.suite
-        return {
-            "name": self.name,
-            "folder": str(self.folder),
-            "module_path": str(self.module_path),
-            "nodeid_prefix": self.nodeid_prefix,
-            "tasks_file": str(self.folder / s.tasks_file),
-            "tasks": [t.raw for t in self.tasks],
-            "categories": {t.task_id: t.category for t in self.tasks},
-            "agents": [a.name for a in s.agents],
-            "pairs": [list(p) for p in s.pairs],
-            "models": s.models(),
-            "judge_models": list(s.judge.models()),
-            "judge_repeats": s.judge.repeats,
-            "judge_format": format_label(format_chain(s.judge.response_format)[0]),
-            "user_max_turns": s.user.max_turns,
-            "orders": s.orders,
-            "samples": s.samples,
-            "gates": list(s.gates),
-            "tools": [t.name for t in s.tools],
-            "case_ids": [c.case_id for c in self.cases],
-            "families": {f: [list(t) for t in tiers] for f, tiers in s.families().items()},
-            "prompts": {
+        return SuiteMeta(
+            name=self.name,
+            folder=str(self.folder),
+            module_path=str(self.module_path),
+            nodeid_prefix=self.nodeid_prefix,
+            tasks_file=str(self.folder / s.tasks_file),
+            tasks=tuple(t.raw for t in self.tasks),
+            categories={t.task_id: t.category for t in self.tasks},
+            agents=tuple(a.name for a in s.agents),
+            pairs=tuple(s.pairs),
+            models=s.models(),
+            judge_models=tuple(s.judge.models()),
+            judge_repeats=s.judge.repeats,
+            judge_format=format_label(format_chain(s.judge.response_format)[0]),
+            user_max_turns=s.user.max_turns,
+            orders=s.orders,
+            samples=s.samples,
+            gates=tuple(s.gates),
+            tools=tuple(t.name for t in s.tools),
+            cases=tuple(
+                CaseKey(c.case_id, c.task_id, c.left, c.right, c.order, c.sample) for c in self.cases
+            ),
+            families={f: tuple(tiers) for f, tiers in s.families().items()},
+            prompts={
                 **{f"agent:{a.name}": getattr(a, "system_prompt", None) for a in s.agents},
                 "user_sim_extra": s.user.extra_prompt,
             },
-        }
+            selected=tuple(selected),
+            shard_tasks=None if shard_tasks is None else tuple(shard_tasks),
+        )
 
 
 @dataclass
@@ -117,13 +122,10 @@ class GaugeState:
         folder = self.run_dir / "suites"
         folder.mkdir(parents=True, exist_ok=True)
         for entry in self.suites.values():
-            meta = entry.meta()
-            meta["selected"] = self.selected.get(entry.name, [])
-            if entry.name in self.shard_tasks:
-                meta["shard_tasks"] = self.shard_tasks[entry.name]
+            meta = entry.meta(self.selected.get(entry.name, []), self.shard_tasks.get(entry.name))
             target = folder / f"{entry.name}.json"
             tmp = folder / f".{entry.name}.{os.getpid()}.tmp"
-            tmp.write_text(dumps(meta), encoding="utf-8")
+            tmp.write_text(dumps(meta.to_json()), encoding="utf-8")
             os.replace(tmp, target)
 
     def engine_for(self, session: pytest.Session) -> Engine:
@@ -280,11 +282,14 @@ class GaugeState:
         """Keep a case's record for the end of the run."""
         self.records.setdefault(record.suite, {})[record.case_id] = record
 
-    def suite_metas(self) -> list[dict[str, Any]]:
+    def suite_metas(self) -> list[SuiteMeta]:
         folder = self.run_dir / "suites"
         if not folder.is_dir():
             return []
-        return [json.loads(p.read_text(encoding="utf-8")) for p in sorted(folder.glob("*.json"))]
+        return [
+            SuiteMeta.from_json(json.loads(p.read_text(encoding="utf-8")))
+            for p in sorted(folder.glob("*.json"))
+        ]
 
     def release(self) -> None:
         """Drop the run's records and rendered reports once they are written and shown, so pytest's

@@ -1,0 +1,278 @@
+"""The work the engine schedules: one transcript of (task, agent, sample), one verdict of (case, judge,
+repeat), and the case record assembled from them (SPEC §5).
+
+Each unit is a coroutine over the suite's gateway that returns a typed result
+(:class:`~pytest_gauge.records.TranscriptResult` or :class:`~pytest_gauge.records.JudgmentResult`);
+when and where it runs, and how its result is shared between processes, is
+:mod:`pytest_gauge.run.engine`'s business, not this module's.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ..gateway.gateway import CallContext, Gateway
+from ..records import CaseRecord, JudgmentResult, Transcript, TranscriptResult, Turn, UnitSpend, Usage
+from ..suite.cases import Case
+from ..suite.declare import BestOf, CallableAgent, ModelAgent, Reflection, Suite
+from ..suite.rules import Score, score
+from ..suite.tasks import Task
+from ..suite.tools import ToolExecutor
+from .dialogue import REFLECTION_PROMPT, ChatResult, DialogueConfig, run_dialogue
+from .judge import Redactor, build_judge_messages, parse_verdict, slots
+from .judge_format import JudgeFormats, ask_judge
+
+__all__ = ["SuiteRuntime", "WorkCaller", "build_record"]
+
+
+class WorkCaller:
+    """The :class:`~.dialogue.ChatCaller` of one unit of work: numbers its calls, sums their spend."""
+
+    def __init__(self, gateway: Gateway, ctx: CallContext) -> None:
+        self.gateway = gateway
+        self.ctx = ctx
+        self.seq = 0
+        self.spend = UnitSpend()
+
+    async def __call__(
+        self,
+        role: str,
+        model: str,
+        messages: list[dict[str, Any]],
+        *,
+        temperature: float,
+        max_tokens: int,
+        tools: list[dict[str, Any]] | None = None,
+        seed: int | None = None,
+        response_format: dict[str, Any] | None = None,
+    ) -> ChatResult:
+        self.seq += 1
+        body = {
+            "messages": messages,
+            "temperature": temperature,
+            "max_tokens": max_tokens,
+            "tools": tools,
+            "tool_choice": "auto" if tools else None,
+            "seed": seed,
+            "response_format": response_format,
+        }
+        result = await self.gateway.chat(self.ctx, self.seq, role, model, body)
+        self.spend += _spend_of(result.usage, result.cost)
+        return result
+
+
+def _spend_of(usage: Usage | None, cost: float | None) -> UnitSpend:
+    """One call's spend; a call without usage adds nothing (not even an unknown cost)."""
+    if usage is None:
+        return UnitSpend()
+    return UnitSpend(usage.prompt_tokens, usage.completion_tokens, cost)
+
+
+@dataclass
+class SuiteRuntime:
+    """One suite as this process runs it: declaration, tasks, gateway and judge view."""
+
+    name: str
+    suite: Suite
+    tasks: dict[str, Task]
+    gateway: Gateway
+    formats: JudgeFormats = field(default_factory=JudgeFormats)
+    redactor: Redactor = field(init=False)
+    _scored: OrderedDict[tuple[str, str, int], Score] = field(init=False, default_factory=OrderedDict)
+
+    def __post_init__(self) -> None:
+        names = [a.name for a in self.suite.agents]
+        names += [a.model for a in self.suite.agents if a.model]
+        self.redactor = Redactor(names)
+
+    def scored(self, transcript: Transcript, keep: int = 256) -> Score:
+        """A finished transcript scored by the task's rules, remembered for the next few cases: every
+        transcript is judged in ``2 x (agents - 1)`` cases, mostly one after another."""
+        key = (transcript.task_id, transcript.agent, transcript.sample)
+        hit = self._scored.get(key)
+        if hit is not None:
+            self._scored.move_to_end(key)
+            return hit
+        task = self.tasks[transcript.task_id]
+        hit = score(task.success_criteria, task.hard_constraints, transcript)
+        self._scored[key] = hit
+        if len(self._scored) > keep:
+            self._scored.popitem(last=False)
+        return hit
+
+    def _dialogue_config(self, agent_name: str, sample: int, seed: int | None) -> DialogueConfig:
+        agent = self.suite.agent(agent_name)
+        user = self.suite.user
+        return DialogueConfig(
+            agent_name=agent.name,
+            agent_model=agent.model if isinstance(agent, ModelAgent) else None,
+            agent_system_prompt=agent.system_prompt if isinstance(agent, ModelAgent) else "",
+            agent_temperature=agent.temperature if isinstance(agent, ModelAgent) else 0.0,
+            agent_max_tokens=agent.max_tokens if isinstance(agent, ModelAgent) else 0,
+            agent_fn=agent.fn if isinstance(agent, CallableAgent) else None,
+            user_model=user.model,
+            user_temperature=user.temperature,
+            user_max_tokens=user.max_tokens,
+            user_extra_prompt=user.extra_prompt,
+            max_turns=user.max_turns,
+            tool_step_limit=self.suite.tool_step_limit,
+            agent_seed=seed,
+            user_seed=seed,
+        )
+
+    def _executor(self, task: Task) -> ToolExecutor | None:
+        if not task.tools:
+            return None
+        return ToolExecutor([t for t in self.suite.tools if t.name in task.tools], self.suite.tool_timeout)
+
+    async def transcript(self, task_id: str, agent_name: str, sample: int) -> TranscriptResult:
+        """The transcript of (task, agent, sample); compute tiers spend their extra calls in this work."""
+        task = self.tasks[task_id]
+        agent = self.suite.agent(agent_name)
+        strategy = agent.strategy if isinstance(agent, ModelAgent) else None
+        label = strategy.label if strategy is not None else "single"
+        work = f"transcript/{task_id}/{agent_name}/{sample}"
+        caller = WorkCaller(self.gateway, CallContext(self.name, task_id, work, label))
+        base_seed = sample if sample else None
+
+        async def one(seed: int | None) -> Transcript:
+            cfg = self._dialogue_config(agent_name, sample, seed)
+            return await run_dialogue(task, sample, cfg, caller, self._executor(task), strategy=label)
+
+        if isinstance(strategy, BestOf):
+            candidates = [await one(base_seed if i == 0 else sample * 1000 + i) for i in range(strategy.n)]
+            transcript = await self._select(task, candidates, strategy, caller)
+        else:
+            transcript = await one(base_seed)
+            if isinstance(strategy, Reflection) and isinstance(agent, ModelAgent):
+                transcript = await self._reflect(agent, transcript, strategy.rounds, caller, base_seed)
+        verdict = score(task.success_criteria, task.hard_constraints, transcript)
+        rules = verdict.to_json(task.success_criteria, task.hard_constraints)
+        return TranscriptResult(transcript, caller.spend, rules)
+
+    async def _select(
+        self, task: Task, candidates: list[Transcript], strategy: BestOf, caller: WorkCaller
+    ) -> Transcript:
+        """Best-of-n selection: the rule verifier's highest reward (first on ties), or a judge knockout."""
+        if strategy.selector == "verifier":
+            rewards = [score(task.success_criteria, task.hard_constraints, t).reward for t in candidates]
+            return candidates[rewards.index(max(rewards))]
+        best = candidates[0]
+        for challenger in candidates[1:]:
+            messages = build_judge_messages(task, best, challenger, self.redactor)
+            result, _ = await self.ask_judge(caller, self.suite.judge.model, messages)
+            if parse_verdict(result.content, result.finish_reason).choice == "B":
+                best = challenger
+        return best
+
+    async def _reflect(
+        self, agent: ModelAgent, transcript: Transcript, rounds: int, caller: WorkCaller, seed: int | None
+    ) -> Transcript:
+        """Reflection rounds: the agent revises its final reply; the revision replaces it."""
+        history: list[dict[str, Any]] = [{"role": "system", "content": agent.system_prompt}]
+        for turn in transcript.turns:
+            if turn.role in ("user", "assistant") and turn.content and not turn.tool_calls:
+                history.append({"role": turn.role, "content": turn.content})
+        reply = transcript.final_reply
+        for _ in range(rounds):
+            result = await caller(
+                "agent",
+                agent.model,
+                [*history, {"role": "user", "content": REFLECTION_PROMPT}],
+                temperature=agent.temperature,
+                max_tokens=agent.max_tokens,
+                seed=seed,
+            )
+            history += [
+                {"role": "user", "content": REFLECTION_PROMPT},
+                {"role": "assistant", "content": result.content},
+            ]
+            reply = result.content
+        turns = list(transcript.turns)
+        if turns and turns[-1].role == "assistant":
+            turns[-1] = Turn("assistant", reply)
+        else:
+            turns.append(Turn("assistant", reply))
+        return replace(transcript, turns=turns, final_reply=reply)
+
+    async def ask_judge(
+        self, caller: WorkCaller, model: str, messages: list[dict[str, str]], seed: int | None = None
+    ) -> tuple[ChatResult, str]:
+        """One judge call in JSON mode with the run's format fallback (:func:`.judge_format.ask_judge`)."""
+        return await ask_judge(self.formats, self.suite.judge, caller, model, messages, seed)
+
+    async def judgment(
+        self, case: Case, judge_index: int, repeat: int, left: Transcript, right: Transcript
+    ) -> JudgmentResult:
+        """The verdict of one judge call on the case's two transcripts (in the case's blind order)."""
+        task = self.tasks[case.task_id]
+        model = self.suite.judge.models()[judge_index]
+        work = f"judge/{case.case_id}/{judge_index}/{repeat}"
+        caller = WorkCaller(self.gateway, CallContext(self.name, case.task_id, work))
+        slot_a, slot_b = slots(case.order, left, right)
+        messages = build_judge_messages(task, slot_a, slot_b, self.redactor)
+        seed = repeat if self.suite.judge.repeats > 1 else None
+        result, fmt = await self.ask_judge(caller, model, messages, seed)
+        verdict = parse_verdict(result.content, result.finish_reason)
+        return JudgmentResult(verdict.as_judgment(model, repeat, fmt), caller.spend)
+
+
+def build_record(
+    runtime: SuiteRuntime,
+    case: Case,
+    left_result: TranscriptResult,
+    right_result: TranscriptResult,
+    verdicts: Sequence[JudgmentResult],
+) -> CaseRecord:
+    """Assemble the case record (docs/protocol.md#case-record) from the two transcripts, the rules and
+    the verdicts."""
+    task = runtime.tasks[case.task_id]
+    left, right = left_result.transcript, right_result.transcript
+    score_left, score_right = runtime.scored(left), runtime.scored(right)
+    judgments = [v.judgment for v in verdicts]
+    primary = judgments[0]
+    left_in_a = case.order == "AB"
+    selected: float | None = None
+    lower: bool | None = None
+    if primary.choice in ("A", "B"):
+        picked_left = (primary.choice == "A") == left_in_a
+        selected = score_left.reward if picked_left else score_right.reward
+        other = score_right.reward if picked_left else score_left.reward
+        lower = selected < other
+    spend = sum((v.spend for v in verdicts), left_result.spend + right_result.spend)
+    return CaseRecord(
+        suite=case.suite,
+        case_id=case.case_id,
+        pair_id=case.pair_id,
+        task_id=case.task_id,
+        category=task.category,
+        agent_left=case.left,
+        agent_right=case.right,
+        order=case.order,  # type: ignore[arg-type]
+        blind_order=case.blind_order,  # type: ignore[arg-type]
+        sample=case.sample,
+        judge_choice=primary.choice,
+        reward_left=score_left.reward,
+        reward_right=score_right.reward,
+        selected_reward=selected,
+        lower_reward_selected=lower,
+        task_success_left=score_left.task_success,
+        task_success_right=score_right.task_success,
+        user_sat_left=left.user_satisfied,
+        user_sat_right=right.user_satisfied,
+        input_tokens=spend.input_tokens,
+        output_tokens=spend.output_tokens,
+        est_cost=spend.cost,
+        judge_reward_a=primary.reward_a,
+        judge_reward_b=primary.reward_b,
+        judge_reason=primary.reason,
+        judge_raw=primary.raw,
+        judge_error=primary.error,
+        chars_left=len(left.final_reply),
+        chars_right=len(right.final_reply),
+        judgments=judgments if len(judgments) > 1 else [],
+        judge_response_format=primary.response_format,
+    )
