@@ -122,6 +122,14 @@ def _check_live_settings() -> None:
         raise pytest.UsageError("pytest-gauge: " + "; ".join(url_check.errors))
 
 
+def pytest_report_header(config: pytest.Config) -> str | None:
+    """The run seed in the header: every model call's ``seed`` derives from it (``call_seed``)."""
+    state = config.stash.get(state_key, None)
+    if state is None:
+        return None
+    return f"pytest-gauge: seed {state.options.seed} (--gauge-seed), backend {state.options.backend}"
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     state = config.stash.get(state_key, None)
     if state is None:

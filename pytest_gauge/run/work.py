@@ -9,6 +9,7 @@ when and where it runs, and how its result is shared between processes, is
 
 from __future__ import annotations
 
+import hashlib
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -25,7 +26,23 @@ from .dialogue import REFLECTION_PROMPT, ChatResult, DialogueConfig, run_dialogu
 from .judge import Redactor, build_judge_messages, parse_verdict, slots
 from .judge_format import JudgeFormats, ask_judge
 
-__all__ = ["SuiteRuntime", "WorkCaller", "build_record"]
+__all__ = ["SuiteRuntime", "WorkCaller", "build_record", "call_seed"]
+
+
+def call_seed(run_seed: int, *unit: str | int) -> int:
+    """The ``seed`` sent with a model call: sha256 of the run seed (``--gauge-seed``) and the unit of
+    work, as a non-negative 31-bit integer (every OpenAI-compatible gateway takes it).
+
+    Units: ``("transcript", suite, task, sample, candidate)`` for both sides of a dialogue (and the
+    reflection rounds of candidate 0); ``("select", suite, task, sample, challenger)`` for a best-of judge
+    knockout; ``("judge", suite, case_id, judge_index, repeat)`` for a verdict. So seeds never depend on
+    the worker or the order of work (identical with any ``-n``), differ per sample, per best-of candidate
+    and per judge repeat, and change with the run seed. The agent's name is deliberately not part of a
+    transcript's unit: every agent of a comparison is sent the same seed for the same task, sample and
+    candidate (paired sampling).
+    """
+    material = "|".join(str(part) for part in (run_seed, *unit))
+    return int.from_bytes(hashlib.sha256(material.encode("utf-8")).digest()[:4], "big") & 0x7FFFFFFF
 
 
 class WorkCaller:
@@ -80,6 +97,7 @@ class SuiteRuntime:
     tasks: dict[str, Task]
     gateway: Gateway
     formats: JudgeFormats = field(default_factory=JudgeFormats)
+    seed: int = 0  # the run seed (--gauge-seed): every call's seed derives from it (see call_seed)
     redactor: Redactor = field(init=False)
     _scored: OrderedDict[tuple[str, str, int], Score] = field(init=False, default_factory=OrderedDict)
 
@@ -136,17 +154,18 @@ class SuiteRuntime:
         label = strategy.label if strategy is not None else "single"
         work = f"transcript/{task_id}/{agent_name}/{sample}"
         caller = WorkCaller(self.gateway, CallContext(self.name, task_id, work, label))
-        base_seed = sample if sample else None
+        base_seed = call_seed(self.seed, "transcript", self.name, task_id, sample, 0)
 
-        async def one(seed: int | None) -> Transcript:
+        async def one(candidate: int) -> Transcript:
+            seed = call_seed(self.seed, "transcript", self.name, task_id, sample, candidate)
             cfg = self._dialogue_config(agent_name, sample, seed)
             return await run_dialogue(task, sample, cfg, caller, self._executor(task), strategy=label)
 
         if isinstance(strategy, BestOf):
-            candidates = [await one(base_seed if i == 0 else sample * 1000 + i) for i in range(strategy.n)]
-            transcript = await self._select(task, candidates, strategy, caller)
+            candidates = [await one(i) for i in range(strategy.n)]
+            transcript = await self._select(task, candidates, strategy, caller, sample)
         else:
-            transcript = await one(base_seed)
+            transcript = await one(0)
             if isinstance(strategy, Reflection) and isinstance(agent, ModelAgent):
                 transcript = await self._reflect(agent, transcript, strategy.rounds, caller, base_seed)
         verdict = score(task.success_criteria, task.hard_constraints, transcript)
@@ -154,16 +173,17 @@ class SuiteRuntime:
         return TranscriptResult(transcript, caller.spend, rules)
 
     async def _select(
-        self, task: Task, candidates: list[Transcript], strategy: BestOf, caller: WorkCaller
+        self, task: Task, candidates: list[Transcript], strategy: BestOf, caller: WorkCaller, sample: int
     ) -> Transcript:
         """Best-of-n selection: the rule verifier's highest reward (first on ties), or a judge knockout."""
         if strategy.selector == "verifier":
             rewards = [score(task.success_criteria, task.hard_constraints, t).reward for t in candidates]
             return candidates[rewards.index(max(rewards))]
         best = candidates[0]
-        for challenger in candidates[1:]:
+        for i, challenger in enumerate(candidates[1:], start=1):
             messages = build_judge_messages(task, best, challenger, self.redactor)
-            result, _ = await self.ask_judge(caller, self.suite.judge.model, messages)
+            seed = call_seed(self.seed, "select", self.name, task.task_id, sample, i)
+            result, _ = await self.ask_judge(caller, self.suite.judge.model, messages, seed)
             if parse_verdict(result.content, result.finish_reason).choice == "B":
                 best = challenger
         return best
@@ -214,7 +234,7 @@ class SuiteRuntime:
         caller = WorkCaller(self.gateway, CallContext(self.name, case.task_id, work))
         slot_a, slot_b = slots(case.order, left, right)
         messages = build_judge_messages(task, slot_a, slot_b, self.redactor)
-        seed = repeat if self.suite.judge.repeats > 1 else None
+        seed = call_seed(self.seed, "judge", self.name, case.case_id, judge_index, repeat)
         result, fmt = await self.ask_judge(caller, model, messages, seed)
         verdict = parse_verdict(result.content, result.finish_reason)
         return JudgmentResult(verdict.as_judgment(model, repeat, fmt), caller.spend)
