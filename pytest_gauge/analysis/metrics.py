@@ -2,6 +2,12 @@
 
 Interval methods (the choice is part of the result, see :attr:`Estimate.method`):
 
+* ``cluster-wilson`` / ``cluster-t`` (issue 20): case-level rates of 0/1 outcomes (LRS, flips, position
+  bias, judge errors and accuracy, verbosity, agreement) get a Wilson interval on the design-effect
+  adjusted count, and differences of two such rates a cluster-robust t interval, both over tasks
+  (:mod:`.intervals`); chosen by the coverage simulation of docs/protocol.md#coverage, where the
+  percentile bootstrap below under-covers heterogeneous tasks. Below 20 tasks they are approximate.
+
 * ``bootstrap-tasks``: case-level rates (LRS, flips, position bias, judge errors, verbosity, judge
   agreement) get a percentile bootstrap that resamples *tasks* with replacement, because the cases of
   one task share transcripts and are not independent. All metrics use the same resamples (one seeded
@@ -32,6 +38,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..records import CaseRecord, Judgment, LedgerRecord
+from .intervals import cluster_difference, cluster_wilson
 from .judge_rules import (
     NON_INFERIORITY,
     PANEL,
@@ -429,6 +436,11 @@ class _Stat:
         return _kappa_of(agg)
 
 
+def _clustered(st: _Stat) -> bool:
+    """A rate of 0/1 case outcomes over tasks: it gets the cluster-adjusted intervals."""
+    return st.kind == "ratio" and st.interval == "bootstrap" and st.n is None
+
+
 def _sum_stats(stats: Sequence[_Stat]) -> _Stat:
     return _Stat(stats[0].kind, np.sum([s.per_task for s in stats], axis=0), stats[0].interval)
 
@@ -621,11 +633,20 @@ class _Statistics:
         return self.boot(ka) - self.boot(kb)
 
     def difference(self, ka: Key, kb: Key) -> Estimate:
-        """``a - b`` with its interval from the shared resamples; n = min(n_a, n_b)."""
+        """``a - b``; n = min(n_a, n_b). Two case rates: the cluster-robust t interval over their shared
+        tasks (docs/protocol.md#coverage); otherwise the interval from the shared resamples."""
         ea, eb = self.estimate(ka), self.estimate(kb)
         n = min(ea.n, eb.n)
         if ea.value is None or eb.value is None:
             return _none(n)
+        sa, sb = self.stat(ka), self.stat(kb)
+        if ka == kb:  # a rate minus itself: exactly 0 whatever the tasks
+            return Estimate(0.0, n, 0.0, 0.0, "cluster-t" if _clustered(sa) else "bootstrap-tasks")
+        if _clustered(sa) and _clustered(sb):
+            _, low_c, high_c = cluster_difference(
+                sa.per_task[:, 0], sa.per_task[:, 1], sb.per_task[:, 0], sb.per_task[:, 1]
+            )
+            return Estimate(ea.value - eb.value, n, float(low_c), float(high_c), "cluster-t")
         low, high = _percentiles(self.diff_samples(ka, kb))
         return Estimate(ea.value - eb.value, n, low, high, "bootstrap-tasks")
 
@@ -643,6 +664,9 @@ class _Statistics:
             tot = st.per_task.sum(axis=0)
             low, high = wilson(round(float(tot[0])), n)
             return Estimate(value, n, low, high, "wilson")
+        if _clustered(st) and np.sum(st.per_task[:, 1] > 0) > 1:
+            _, low_c, high_c = cluster_wilson(st.per_task[:, 0], st.per_task[:, 1])
+            return Estimate(value, n, float(low_c), float(high_c), "cluster-wilson")
         low_b, high_b = _percentiles(self.boot(key))
         return Estimate(value, n, low_b, high_b, "bootstrap-tasks")
 

@@ -17,7 +17,16 @@ from ..gateway.prices import Price, PriceTable
 from ..options import GaugeOptions
 from ..records import CaseRecord, LedgerRecord, SuiteMeta
 
-__all__ = ["DASH", "ROLES", "ReportContext", "judge_format_notes", "truncated_turns", "usd_at_least"]
+__all__ = [
+    "APPROXIMATE_BELOW",
+    "DASH",
+    "ROLES",
+    "ReportContext",
+    "approximate_note",
+    "judge_format_notes",
+    "truncated_turns",
+    "usd_at_least",
+]
 
 ROLES: tuple[str, ...] = ("agent", "user_sim", "judge")
 DASH = "–"
@@ -129,6 +138,20 @@ def _ci(low: float | None, high: float | None, fmt: Callable[[float | None], str
     if low is None or high is None:
         return DASH
     return f"[{fmt(low)}, {fmt(high)}]"
+
+
+APPROXIMATE_BELOW = 20
+"""Below this many tasks the 95% intervals are approximate (docs/protocol.md#coverage)."""
+
+
+def approximate_note(n_tasks: int) -> str | None:
+    """The warning printed when a suite has too few tasks for its intervals to reach 95% coverage."""
+    if n_tasks >= APPROXIMATE_BELOW:
+        return None
+    return (
+        f"intervals are approximate: {n_tasks} tasks (< {APPROXIMATE_BELOW}); with heterogeneous tasks "
+        "a 95% interval may cover less (docs/protocol.md#coverage)"
+    )
 
 
 def _task_ci(e: Estimate | None, fmt: Callable[[float | None], str]) -> str:

@@ -27,6 +27,7 @@ from .common import (
     _table,
     _task_ci,
     _usd,
+    approximate_note,
     judge_format_notes,
     truncated_turns,
 )
@@ -54,6 +55,9 @@ def _section_tasks(ctx: ReportContext) -> list[str]:
         f"{recorded} of {expected} selected cases recorded"
         + (f", {len(missing)} missing (errored): see pairwise_table.md." if missing else ".")
     )
+    note = approximate_note(ctx.metrics.n_tasks)
+    if note is not None:
+        lines += ["", f"**Note:** {note}."]
     lines.append("")
     lines += _table(["category", "tasks"], [[c, str(n)] for c, n in cats.items()], "lr")
     return lines

@@ -21,6 +21,7 @@ from .common import (
     _task_ci,
     _text_table,
     _usd,
+    approximate_note,
     judge_format_notes,
 )
 from .costs import spent_this_run
@@ -55,6 +56,9 @@ def render_summary(ctx: ReportContext) -> str:
     ]
     if ctx.interrupted is not None:
         lines.append(f"{ctx.interrupted} (the run was stopped): the numbers cover the finished cases only")
+    note = approximate_note(m.n_tasks)
+    if note is not None:
+        lines.append(note)
     rows: list[list[str]] = [["metric", "value", "95% interval", "n"]]
     for name in _SUMMARY_METRICS:
         e = m.metrics.get(name)
