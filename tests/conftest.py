@@ -193,6 +193,29 @@ def _whole_package_imported() -> None:
     for info in pkgutil.walk_packages(pytest_gauge.__path__, "pytest_gauge."):
         if not info.name.endswith("__main__"):
             importlib.import_module(info.name)
+    _one_request_each_way()
+
+
+def _one_request_each_way() -> None:
+    """One request with the sync and the async ``openai`` client: the HTTP stack (httpcore2, h11, anyio's
+    backends) is imported on first use; if that first use were inside an in-process run, a later test
+    would import it again and its exception classes would no longer be the ones the client maps."""
+    import asyncio
+
+    import openai
+
+    from pytest_gauge.testing.server import LoopbackServer
+
+    messages: Any = [{"role": "user", "content": "warm up"}]
+    with LoopbackServer() as server:
+        with openai.OpenAI(api_key="sk-warm-up", base_url=server.base_url, max_retries=0) as sync_client:
+            sync_client.chat.completions.create(model="m", messages=messages)
+
+        async def call() -> None:
+            async with openai.AsyncOpenAI(api_key="sk-warm-up", base_url=server.base_url, max_retries=0) as c:
+                await c.chat.completions.create(model="m", messages=messages)
+
+        asyncio.run(call())
 
 
 def run_inprocess(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:

@@ -22,7 +22,7 @@ from pytest_gauge.records import LedgerRecord, Usage
 from pytest_gauge.session.state import render_progress
 from pytest_gauge.testing.server import LoopbackServer
 from pytest_gauge.testing.simserver import sim_responder
-from tests.conftest import normalised, read_jsonl, run_inprocess
+from tests.conftest import normalised, read_jsonl
 
 TASKS = 12  # 36 independent transcripts: enough to keep 32 calls in flight
 CASES = TASKS * 3 * 2  # tasks x pairs x orders
@@ -82,9 +82,9 @@ def server(suite_module: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Loop
 
 
 def live(pytester: pytest.Pytester, out: str, *args: str) -> pytest.RunResult:
-    result = run_inprocess(
-        pytester, "suites", "--gauge-backend", "live", "--gauge-cache", "off", "--gauge-no-progress",
-        "--gauge-out", out, *args,
+    result = pytester.runpytest_subprocess(
+        "suites", "-p", "no:cacheprovider", "-p", "no:randomly", "--gauge-backend", "live",
+        "--gauge-cache", "off", "--gauge-no-progress", "--gauge-out", out, *args,
     )  # fmt: skip
     result.assert_outcomes(passed=CASES)
     return result

@@ -1,5 +1,5 @@
 """The work the engine schedules: one transcript of (task, agent, sample), one verdict of (case, judge,
-repeat), and the case record assembled from them (SPEC §5).
+repeat), and the case record assembled from them (docs/protocol.md#case-record).
 
 Each unit is a coroutine over the suite's gateway that returns a typed result
 (:class:`~pytest_gauge.records.TranscriptResult` or :class:`~pytest_gauge.records.JudgmentResult`);
