@@ -46,7 +46,20 @@ _SUMMARY_METRICS: tuple[str, ...] = (
 
 def render_summary(ctx: ReportContext) -> str:
     """A compact plain-text table for the terminal and GITHUB_STEP_SUMMARY (about 25 lines)."""
-    m = ctx.metrics
+    lines = _header_lines(ctx) + _metric_lines(ctx) + _gate_lines(ctx)
+    lines += baseline_summary(ctx.baseline, ctx.baseline_note)
+    lines += _cost_lines(ctx) + judge_format_notes(ctx)
+    fired = [r for r in recommendations(ctx.metrics) if r.fired]
+    lines.append(
+        f"recommendations: {len(fired)} fired (see reports/conclusion.md)"
+        if fired
+        else "recommendations: none fired"
+    )
+    return "\n".join(lines) + "\n"
+
+
+def _header_lines(ctx: ReportContext) -> list[str]:
+    """What was run: cases recorded, tasks, pairs, orders; a stopped run and small suites say so."""
     expected, recorded, missing = _cases(ctx)
     lines = [
         f"suite {_suite(ctx)}: {recorded}/{expected} cases recorded"
@@ -56,9 +69,15 @@ def render_summary(ctx: ReportContext) -> str:
     ]
     if ctx.interrupted is not None:
         lines.append(f"{ctx.interrupted} (the run was stopped): the numbers cover the finished cases only")
-    note = approximate_note(m.n_tasks)
+    note = approximate_note(ctx.metrics.n_tasks)
     if note is not None:
         lines.append(note)
+    return lines
+
+
+def _metric_lines(ctx: ReportContext) -> list[str]:
+    """The headline metrics with their intervals, and LRS close minus distant."""
+    m = ctx.metrics
     rows: list[list[str]] = [["metric", "value", "95% interval", "n"]]
     for name in _SUMMARY_METRICS:
         e = m.metrics.get(name)
@@ -66,24 +85,32 @@ def render_summary(ctx: ReportContext) -> str:
     d = m.lrs_close_minus_distant
     p = "" if m.p_value is None else f"  p={_rate(m.p_value)}"
     rows.append(["lrs_close - distant", _rate(d.value), _ci(d.low, d.high) + p, str(d.n)])
-    lines += _text_table(rows, "lrlr")
-    if ctx.gates:
-        counts = Counter(g.status.upper() for g in ctx.gates)
-        lines.append(
-            "gates: "
-            + ", ".join(f"{counts[s]} {s}" for s in ("PASS", "FAIL", "INCONCLUSIVE", "SKIPPED") if counts[s])
-        )
-        grows = [
-            [g.status.upper(), g.gate.canonical(), gate_value(g), gate_ci(g), f"n={g.n}"]
-            for g in ctx.gates[:_MAX_SUMMARY_GATES]
-        ]
-        lines += ["  " + ln for ln in _text_table(grows, "llrlr")]
-        if len(ctx.gates) > _MAX_SUMMARY_GATES:
-            lines.append(f"  … and {len(ctx.gates) - _MAX_SUMMARY_GATES} more (see conclusion.md)")
-        lines += [f"  needed: {line}" for line in needed_lines(ctx.gates)]
-    else:
-        lines.append("gates: none declared")
-    lines += baseline_summary(ctx.baseline, ctx.baseline_note)
+    return _text_table(rows, "lrlr")
+
+
+def _gate_lines(ctx: ReportContext) -> list[str]:
+    """Gate counts by status, the first gates as a table, and how many more tasks would decide them."""
+    if not ctx.gates:
+        return ["gates: none declared"]
+    counts = Counter(g.status.upper() for g in ctx.gates)
+    lines = [
+        "gates: "
+        + ", ".join(f"{counts[s]} {s}" for s in ("PASS", "FAIL", "INCONCLUSIVE", "SKIPPED") if counts[s])
+    ]
+    grows = [
+        [g.status.upper(), g.gate.canonical(), gate_value(g), gate_ci(g), f"n={g.n}"]
+        for g in ctx.gates[:_MAX_SUMMARY_GATES]
+    ]
+    lines += ["  " + ln for ln in _text_table(grows, "llrlr")]
+    if len(ctx.gates) > _MAX_SUMMARY_GATES:
+        lines.append(f"  … and {len(ctx.gates) - _MAX_SUMMARY_GATES} more (see conclusion.md)")
+    lines += [f"  needed: {line}" for line in needed_lines(ctx.gates)]
+    return lines
+
+
+def _cost_lines(ctx: ReportContext) -> list[str]:
+    """Cost by role (unknown usage never shown as $0), cost per success, judge share, this run's spend."""
+    m = ctx.metrics
     crow: list[list[str]] = [["role", "calls", "attempts", "input tok", "output tok", "cost"]]
     for role in ROLES:
         rc = m.costs.per_role.get(role)
@@ -100,32 +127,29 @@ def render_summary(ctx: ReportContext) -> str:
             )
     without_usage = sum(rc.usage_missing for rc in m.costs.per_role.values())
     crow.append(["total", "", "", "", "", _at_least(m.costs.total_cost, without_usage)])
-    lines += _text_table(crow, "lrrrrr")
+    lines = _text_table(crow, "lrrrrr")
     if without_usage:
         calls = "call" if without_usage == 1 else "calls"
         lines.append(f"{without_usage} {calls} without usage: their cost is unknown, never counted as $0")
-    spend = spent_this_run(ctx.ledger)
     lines.append(
         f"cost per success {_per_success(m.costs.cost_per_success, m.costs.successes, m.costs.total_cost)}"
         f"{_task_ci(m.metrics.get('cost_per_success'), _usd)} ({m.costs.successes} successes), "
         f"judge share {_pct(m.costs.judge_share)}"
     )
+    return [*lines, _spent_line(ctx)]
+
+
+def _spent_line(ctx: ReportContext) -> str:
+    """What this run itself sent and paid (cache hits cost nothing), never a bare $0 for unknown usage."""
+    spend = spent_this_run(ctx.ledger)
     sent = _SENT.get(ctx.options.backend, "live")
     live_missing = sum(1 for x in ctx.ledger if x.usage_missing and not x.cache_hit)
-    lines.append(
+    return (
         f"spent this run {_at_least(spend.spent_usd, live_missing)} ({spend.live_calls} {sent},"
         f" {spend.cached_calls} cached calls"
         + (f", {live_missing} without usage)" if live_missing else ")")
         + (f", {spend.possibly_billed} more possibly billed" if spend.possibly_billed else "")
     )
-    lines += judge_format_notes(ctx)
-    fired = [r for r in recommendations(m) if r.fired]
-    lines.append(
-        f"recommendations: {len(fired)} fired (see reports/conclusion.md)"
-        if fired
-        else "recommendations: none fired"
-    )
-    return "\n".join(lines) + "\n"
 
 
 def _at_least(cost: float | None, without_usage: int) -> str:
