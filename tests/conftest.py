@@ -225,6 +225,12 @@ def run_inprocess(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     with pytest.MonkeyPatch.context() as mp:
         for key in [k for k in os.environ if k.startswith("PYTEST_XDIST_")]:
             mp.delenv(key)
+        # The folder's own packages (a copied ``eval_suites``, say) come first on sys.path, and none of the
+        # same name imported earlier (the repository's) is reused: a test may have edited its copy.
+        mp.syspath_prepend(str(pytester.path))
+        tops = {p.name for p in pytester.path.iterdir() if p.is_dir()}
+        for name in [m for m in sys.modules if m.split(".")[0] in tops]:
+            mp.delitem(sys.modules, name)
         return pytester.runpytest_inprocess(
             "-p", "no:cacheprovider", "-p", "no:randomly", "--import-mode=importlib", *args
         )
