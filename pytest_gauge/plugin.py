@@ -3,9 +3,7 @@ and hook wiring. Logic lives in the modules it delegates to; ``-p no:gauge`` dis
 
 from __future__ import annotations
 
-import json
 import os
-import time
 from collections.abc import Generator
 from pathlib import Path
 from typing import Any
@@ -14,15 +12,14 @@ import pytest
 
 from .gateway.endpoint import check_base_url, check_key
 from .options import GaugeOptions, add_options, resolve_options
-from .records import CaseRecord, dumps
+from .records import dumps
 from .session import fixtures
-from .session.fixtures import TESTS_SUITE, tests_report, tests_summary
-from .session.state import GaugeState, SuiteEntry, state_key, stop_finished_workers
-from .session.workers import controller_paths, mark_controller, remote_worker_problem, worker_options
+from .session.fixtures import TESTS_SUITE, tests_report
+from .session.roles import RECORD_PROPERTY, Role, choose_role, role_key
+from .session.state import GaugeState, SuiteEntry, state_key
 from .suite.cases import Case, build_cases
 from .suite.declare import Suite, TaskFileError
 
-RECORD_PROPERTY = "gauge_record"
 FATAL_PROPERTY = "gauge_fatal"
 
 
@@ -50,24 +47,15 @@ def pytest_configure(config: pytest.Config) -> None:
         " this budget, and the test fails",
     )
     options = resolve_options(config)
-    workerinput = getattr(config, "workerinput", None)
-    if workerinput is not None:
-        state = GaugeState(
-            worker_options(options, workerinput),
-            run_id=workerinput.get("gauge_run_id", GaugeState.new_run_id()),
-            is_worker=True,
-            worker_id=str(workerinput.get("workerid", "gw0")),
-            worker_index=int(str(workerinput.get("workerid", "gw0")).lstrip("gw") or 0),
-            worker_count=int(workerinput.get("workercount", 1)),
-        )
-    else:
-        state = GaugeState(options, run_id=GaugeState.new_run_id(), is_worker=False)
+    role = choose_role(config, options)  # once: no xdist, worker or controller (session/roles.py)
+    if role.started_by_user:  # not an xdist worker: check the setup before any request
         if options.backend == "live" and _backend_explicit(config):
             _check_live_settings()
         _check_baseline(options)
         if options.limits:
             _check_limits(options.limits)
-    config.stash[state_key] = state
+    config.stash[role_key] = role
+    config.stash[state_key] = role.state
     config.pluginmanager.register(GaugeRun(config), "gauge-run")
     config.pluginmanager.register(fixtures, "gauge-fixtures")  # gauge_client, gauge_ledger, gauge_judge
     if options.backend == "replay":
@@ -131,10 +119,11 @@ def pytest_report_header(config: pytest.Config) -> str | None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    state = config.stash.get(state_key, None)
-    if state is None:
+    role = config.stash.get(role_key, None)
+    if role is None:
         return
-    state.close()
+    state = role.state
+    role.close()
     state.release()
     if state.options.backend == "replay":
         from .gateway.backends import replay_guard
@@ -161,11 +150,10 @@ class SuiteCollector(pytest.Collector):
             url_check = check_base_url(os.environ.get("TAOTOKEN_BASE_URL", "https://taotoken.net/api"))
             if url_check.errors:
                 raise GaugeCollectError("pytest-gauge: " + "; ".join(url_check.errors))
-        workerinput = getattr(self.config, "workerinput", None)
-        if workerinput is not None:
-            problem = remote_worker_problem(state.run_dir, state.worker_id, workerinput)
-            if problem:
-                raise GaugeCollectError(problem)
+        role = self.config.stash[role_key]
+        problem = role.collection_problem()
+        if problem:
+            raise GaugeCollectError(problem)
         module_path = Path(self.path)
         folder = module_path.parent
         name = self.suite.name or folder.name
@@ -187,9 +175,9 @@ class SuiteCollector(pytest.Collector):
         if name in state.suites and state.suites[name].module_path != module_path:
             raise GaugeCollectError(f"two suites are named {name!r}: give one of them Suite(name=...)")
         problems = gate_problems(suite, name, state.options.gates, baseline=bool(state.options.baseline))
-        if problems and state.is_worker:  # an xdist worker cannot stop the run with a usage error
-            raise GaugeCollectError("pytest-gauge: " + "\n".join(problems))
-        state.gate_problems += problems
+        problem = role.gate_problems(problems)
+        if problem:
+            raise GaugeCollectError(problem)
         state.suites[name] = SuiteEntry(
             name, suite, tasks, folder, module_path, self.nodeid, cases, recorded_gateway
         )
@@ -218,16 +206,15 @@ class CaseItem(pytest.Item):
         self.add_marker("gauge_case")
 
     def runtest(self) -> None:
-        state = self.config.stash[state_key]
-        outcome = state.engine_for(self.session).outcome(f"{self.case.suite}::{self.case.case_id}")
+        role = self.config.stash[role_key]
+        outcome = role.engine_for(self.session).outcome(f"{self.case.suite}::{self.case.case_id}")
         if outcome.record is None:
             if outcome.fatal:
                 self.user_properties.append((FATAL_PROPERTY, outcome.error or ""))
                 self.session.shouldstop = f"pytest-gauge: gateway configuration error: {outcome.error}"
             raise GaugeCaseFailure(f"gateway failure: {outcome.error}")
         self.user_properties.append((RECORD_PROPERTY, dumps(outcome.record.to_json())))
-        if not state.is_worker:  # no xdist: this process is the controller, keep the record as is
-            state.add_record(outcome.record)
+        role.keep_record(outcome.record)  # no xdist: this process ends the run (a worker publishes it)
         if outcome.record.judge_choice == "error":
             raise GaugeCaseFailure(
                 f"judge error: {outcome.record.judge_error}\nraw verdict: {outcome.record.judge_raw!r}"
@@ -313,12 +300,12 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 class GaugeRun:
-    """Hooks that need the run's state: record collection on the controller, the end-of-run finish
+    """Hooks that need the run's role: record collection where the run ends, the end-of-run finish
     (gates where all data is present, pytest-cov style), the summary, and cleanup."""
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
-        self.state: GaugeState = config.stash[state_key]
+        self.role: Role = config.stash[role_key]
         from .session.stopping import install_sigterm
 
         self.previous_sigterm = install_sigterm()  # a CI timeout stops like Ctrl-C, with a report
@@ -326,94 +313,34 @@ class GaugeRun:
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
         """xdist controller: every worker joins the controller's run (same run id and folder)."""
-        node.workerinput["gauge_run_id"] = self.state.run_id
-        node.workerinput.update(controller_paths(self.state.options))
-        mark_controller(self.state.run_dir)
+        self.role.configure_node(node)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if report.when != "call" or self.state.is_worker:
-            return  # records are collected where they are used: on the controller
-        if self.config.pluginmanager.get_plugin("dsession") is not None:  # xdist's controller: from JSON
-            for key, value in report.user_properties:
-                if key == RECORD_PROPERTY:
-                    self.state.add_record(CaseRecord.from_json(json.loads(str(value))))
-        self._maybe_progress()
-
-    def _maybe_progress(self) -> None:
-        """A progress line at most every 10 s on a terminal, every 60 s otherwise (no flooding CI logs)."""
-        state = self.state
-        if state.is_worker or not state.options.progress:
-            return
-        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is None:
-            return
-        now = time.monotonic()
-        if now - state.progress_at < (10.0 if reporter.isatty() else 60.0):
-            return
-        state.progress_at = now
-        line = state.progress_line()
-        if line:
-            reporter.write_line(line)
+        if report.when == "call":
+            self.role.record_report(report)  # records are collected where they are used
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
         """After every case has finished (all workers), write outputs, evaluate gates, render reports."""
-        if not self.state.is_worker and self.config.pluginmanager.get_plugin("dsession") is None:
-            session.testscollected += self.state.suite_entries_expected()  # gates and snapshots: counted now
+        self.role.start_loop(session)
         try:
             result = yield
         except BaseException:
-            if not self.state.is_worker:
-                self._stop_workers()
-                self._finish(session, interrupted=True)
+            self.role.abort(session)
             raise
-        if not self.state.is_worker:
-            stop_finished_workers(self.config)
-            self._finish(session, interrupted=bool(session.shouldstop))
+        self.role.finish(session)
         return result
-
-    def _stop_workers(self) -> None:
-        """xdist controller, interrupted: tell the workers to stop and wait (briefly) until they have, so
-        the merged ledger has every attempt they sent (see :mod:`.session.stopping`)."""
-        if self.config.pluginmanager.get_plugin("dsession") is None:
-            return
-        from .run.engine import STOP_GRACE
-        from .session.stopping import request_stop, wait_for_workers
-
-        request_stop(self.state.run_dir)
-        late = wait_for_workers(self.state.run_dir, STOP_GRACE + 5.0)
-        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
-        if late and reporter is not None:
-            reporter.write_line(
-                f"pytest-gauge: workers {', '.join(sorted(late))} did not stop in time; their last attempts"
-                " may be missing from the ledger",
-                yellow=True,
-            )
 
     def pytest_unconfigure(self) -> None:
         from .session.stopping import restore_sigterm
 
         restore_sigterm(self.previous_sigterm)
 
-    def _finish(self, session: pytest.Session, *, interrupted: bool) -> None:
-        from .session.outputs import finish_run
-
-        self.state.close()
-        finish_run(session, self.state, interrupted=interrupted)
-
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if not self.state.is_worker:
-            tests_summary(terminalreporter, self.config)
-        if self.state.is_worker or not (self.state.finished or self.state.gate_notes):
-            return
-        from .session.outputs import write_summary
-
-        write_summary(terminalreporter, self.state)
+        self.role.terminal_summary(terminalreporter)
 
     def pytest_sessionfinish(self) -> None:
-        self.state.close()
-        if not self.state.is_worker:
-            self.state.cleanup()
+        self.role.session_finished()
 
 
 # ----- fixtures (your own tests' live in session/fixtures.py) -------------------------------------

@@ -42,7 +42,8 @@ from ..run.judge_format import JudgeFormats, ask_judge
 from ..suite.declare import Judge
 from ..suite.rules import RuleSpecError, parse_rules, score
 from ..suite.tasks import Task
-from .state import GaugeState, state_key
+from .roles import Role, role_key
+from .state import GaugeState
 
 if TYPE_CHECKING:
     import openai
@@ -245,10 +246,11 @@ class TestCalls:
 
     __test__ = False  # not a test class, whatever its name
 
-    def __init__(self, state: GaugeState, session: pytest.Session) -> None:
+    def __init__(self, role: Role, session: pytest.Session) -> None:
         from ..gateway.gateway import Gateway
 
-        self.engine = state.engine_for(session)
+        state = role.state
+        self.engine = role.engine_for(session)
         shared = state.shared
         factory, identity, self.sim = _client_for(state)
         self.gateway: Gateway = Gateway(
@@ -410,7 +412,7 @@ def calls_for(request: pytest.FixtureRequest) -> TestCalls:
     config = request.config
     calls = config.stash.get(tests_key, None)
     if calls is None:
-        calls = config.stash[tests_key] = TestCalls(config.stash[state_key], request.session)
+        calls = config.stash[tests_key] = TestCalls(config.stash[role_key], request.session)
     return calls
 
 

@@ -1,4 +1,5 @@
-"""The run's state in each process, and the controller's end of the run.
+"""The run's state in each process: its options, suites, selection, engine and, where the run ends,
+the records (what each process does with it is its role, :mod:`.roles`).
 
 Workers (and a run without xdist) collect suites, run the engine and publish per-case records through
 ``user_properties``; the controller collects those records from ``pytest_runtest_logreport``, merges
@@ -31,9 +32,8 @@ from ..suite.tasks import Task
 if TYPE_CHECKING:  # the engine imports openai; the xdist controller, which runs no case, never needs it
     from ..gateway.prices import PriceRow
     from ..run.engine import Engine
-    from .stopping import StopWatcher
 
-__all__ = ["GaugeState", "SuiteEntry", "render_progress", "state_key", "stop_finished_workers"]
+__all__ = ["GaugeState", "SuiteEntry", "render_progress", "state_key"]
 
 
 @dataclass
@@ -90,7 +90,6 @@ class GaugeState:
 
     options: GaugeOptions
     run_id: str
-    is_worker: bool
     worker_id: str = "main"
     worker_index: int = 0
     worker_count: int = 1
@@ -106,7 +105,6 @@ class GaugeState:
     finished: dict[str, Any] = field(default_factory=dict)
     shard_tasks: dict[str, list[str]] = field(default_factory=dict)  # suite -> this shard's tasks
     gate_notes: list[tuple[bool, str]] = field(default_factory=list)  # (loud, line): gates not checked
-    stop_watcher: StopWatcher | None = None
 
     @property
     def run_dir(self) -> Path:
@@ -186,24 +184,7 @@ class GaugeState:
             progress=self.write_progress,
         )
         self.engine.start()
-        if self.is_worker:
-            self._watch_for_stop(self.engine, session)
         return self.engine
-
-    def _watch_for_stop(self, engine: Engine, session: pytest.Session) -> None:
-        """Under xdist: stop at the controller's word (its Ctrl-C or SIGTERM), see :mod:`.stopping`;
-        the worker's session ends after the case at hand, so the worker exits when xdist tears it down."""
-        from .stopping import StopWatcher, announce_worker, mark_stopped
-
-        announce_worker(self.run_dir, self.worker_id)
-
-        def stop() -> None:
-            engine.request_stop()
-            mark_stopped(self.run_dir, self.worker_id)
-            session.shouldstop = "pytest-gauge: the run was stopped (Ctrl-C or SIGTERM)"
-
-        self.stop_watcher = StopWatcher(self.run_dir, stop)
-        self.stop_watcher.start()
 
     def write_progress(self) -> None:
         """This process's counters for the controller's progress line (overwritten about once a second)."""
@@ -239,16 +220,11 @@ class GaugeState:
         return render_progress(snapshots)
 
     def close(self) -> None:
-        if self.stop_watcher is not None:
-            self.stop_watcher.close()
+        """Stop this process's engine and close its ledger (idempotent)."""
         if self.engine is not None:
             self.engine.stop()
         if self.shared is not None:
             self.shared.ledger.close()
-        if self.is_worker and self.engine is not None:
-            from .stopping import mark_stopped
-
-            mark_stopped(self.run_dir, self.worker_id)
 
     def price_rows(self, models: list[str] | None = None) -> tuple[PriceRow, ...]:
         """The run's prices: the configured ones, plus genai-prices for the other models of the collected
@@ -331,26 +307,6 @@ def render_progress(snapshots: list[dict[str, Any]]) -> str | None:
         f" {count['waits']} rate-limit waits), {count['cached_calls']} cached, {count['tokens']} tokens,"
         f" ${totals.get('cost', 0.0):.4f} so far"
     )
-
-
-def stop_finished_workers(config: pytest.Config) -> None:
-    """Under xdist, shut the workers down once every one has finished its cases, before the controller
-    renders the outputs: the run's peak memory is then the workers' or the controller's, not their sum.
-
-    xdist does the same in its own ``pytest_sessionfinish``, where a second teardown finds no worker
-    left. Nothing happens without xdist, or if the distributed session has not finished (a crash or
-    an interrupt, which xdist handles itself).
-    """
-    dsession = config.pluginmanager.get_plugin("dsession")
-    if dsession is None or not getattr(dsession, "session_finished", False):
-        return
-    nodemanager = getattr(dsession, "nodemanager", None)
-    if nodemanager is None:
-        return
-    try:
-        nodemanager.teardown_nodes()
-    except Exception:  # a failed early shutdown only costs memory: xdist tears down again at its end
-        return
 
 
 state_key = pytest.StashKey[GaugeState]()

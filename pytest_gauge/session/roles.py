@@ -1,0 +1,309 @@
+"""The part a pytest process plays in a run, one class per xdist role (docs/architecture.md "One pytest
+process, three roles").
+
+* :class:`Standalone`: no xdist (``-n 0``, no xdist, ``--collect-only``): this process collects, runs
+  the cases, keeps their records and finishes the run.
+* :class:`Worker`: an xdist worker: it collects and runs cases, publishes each record in its item's
+  ``user_properties`` and stops at the controller's word; it never finishes the run.
+* :class:`Controller`: xdist's controller: it runs no case, gets the records from the workers' reports,
+  shows progress and, once every worker has finished, finishes the run.
+
+The role is chosen once, in ``pytest_configure``, through xdist's public helpers
+(:func:`xdist.is_xdist_worker`, :func:`xdist.is_xdist_controller`, :func:`xdist.get_xdist_worker_id`)
+and kept on ``config.stash[role_key]``; ``plugin.py``'s hooks call the role's methods instead of
+branching on the process's kind. What processes share goes through the run folder's files (listed,
+with why each is a file, in docs/architecture.md "The run folder").
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, cast
+
+import pytest
+
+from ..options import GaugeOptions
+from ..records import CaseRecord
+from .state import GaugeState
+from .workers import controller_paths, mark_controller, remote_worker_problem, worker_options
+
+if TYPE_CHECKING:
+    from ..run.engine import Engine
+    from .stopping import StopWatcher
+
+__all__ = ["Controller", "Role", "Standalone", "Worker", "choose_role", "role_key", "stop_finished_workers"]
+
+RECORD_PROPERTY = "gauge_record"
+
+
+class Role:
+    """What every process does the same way; the subclasses override what their role does differently.
+    The defaults are a process that takes no part in that step."""
+
+    started_by_user: ClassVar[bool] = True  # the process the user started (checks the setup up front)
+
+    def __init__(self, config: pytest.Config, state: GaugeState) -> None:
+        self.config = config
+        self.state = state
+
+    def engine_for(self, session: pytest.Session) -> Engine:
+        """This process's engine, started on first use (see :meth:`GaugeState.engine_for`)."""
+        return self.state.engine_for(session)
+
+    def collection_problem(self) -> str | None:
+        """Why this process cannot collect the run's suites, or None."""
+        return None
+
+    def gate_problems(self, problems: list[str]) -> str | None:
+        """Gates that do not fit their suite, found at collection: kept for ``pytest_collection_finish``
+        (a usage error before any call); a worker returns the message that fails its collection."""
+        self.state.gate_problems += problems
+        return None
+
+    def keep_record(self, record: CaseRecord) -> None:
+        """A case's record, where its item ran (only the process that finishes the run keeps it)."""
+
+    def record_report(self, report: pytest.TestReport) -> None:
+        """A test's report (``pytest_runtest_logreport``, the call phase)."""
+
+    def configure_node(self, node: Any) -> None:
+        """xdist's ``pytest_configure_node`` (only the controller gets it)."""
+
+    def start_loop(self, session: pytest.Session) -> None:
+        """Before the cases run (``pytest_runtestloop``)."""
+
+    def finish(self, session: pytest.Session) -> None:
+        """After the cases ran (``session.shouldstop`` may say they stopped early)."""
+
+    def abort(self, session: pytest.Session) -> None:
+        """The run loop raised (Ctrl-C, SIGTERM, an internal error): the process that ends the run still
+        writes what it has, as an interrupted run."""
+
+    def terminal_summary(self, reporter: Any) -> None:
+        """``pytest_terminal_summary``: only the process that ends the run has one."""
+
+    def close(self) -> None:
+        """Stop this process's engine and close its ledger (idempotent)."""
+        self.state.close()
+
+    def session_finished(self) -> None:
+        """``pytest_sessionfinish``: close; the process that ended the run removes the run folder."""
+        self.close()
+
+
+class _EndsTheRun(Role):
+    """A process that finishes the run: it keeps every record, shows progress and writes the outputs."""
+
+    def progress(self) -> None:
+        """A progress line at most every 10 s on a terminal, every 60 s otherwise (no flooding CI logs)."""
+        state = self.state
+        if not state.options.progress:
+            return
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is None:
+            return
+        now = time.monotonic()
+        if now - state.progress_at < (10.0 if reporter.isatty() else 60.0):
+            return
+        state.progress_at = now
+        line = state.progress_line()
+        if line:
+            reporter.write_line(line)
+
+    def record_report(self, report: pytest.TestReport) -> None:
+        self.progress()
+
+    def finish(self, session: pytest.Session) -> None:
+        self._write_outputs(session, interrupted=bool(session.shouldstop))
+
+    def abort(self, session: pytest.Session) -> None:
+        self._write_outputs(session, interrupted=True)
+
+    def _write_outputs(self, session: pytest.Session, *, interrupted: bool) -> None:
+        from .outputs import finish_run
+
+        self.close()
+        finish_run(session, self.state, interrupted=interrupted)
+
+    def terminal_summary(self, reporter: Any) -> None:
+        from .fixtures import tests_summary
+
+        tests_summary(reporter, self.config)
+        if not (self.state.finished or self.state.gate_notes):
+            return
+        from .outputs import write_summary
+
+        write_summary(reporter, self.state)
+
+    def session_finished(self) -> None:
+        self.close()
+        self.state.cleanup()
+
+
+class Standalone(_EndsTheRun):
+    """No xdist: this process collects, runs the cases, keeps their records and finishes the run."""
+
+    def keep_record(self, record: CaseRecord) -> None:
+        self.state.add_record(record)
+
+    def start_loop(self, session: pytest.Session) -> None:
+        session.testscollected += self.state.suite_entries_expected()  # gates and snapshots: counted now
+
+
+class Controller(_EndsTheRun):
+    """xdist's controller: runs no case; records come in the workers' reports, the run ends here."""
+
+    def configure_node(self, node: Any) -> None:
+        """Every worker joins the controller's run (same run id and folder)."""
+        node.workerinput["gauge_run_id"] = self.state.run_id
+        node.workerinput.update(controller_paths(self.state.options))
+        mark_controller(self.state.run_dir)
+
+    def record_report(self, report: pytest.TestReport) -> None:
+        for key, value in report.user_properties:
+            if key == RECORD_PROPERTY:
+                self.state.add_record(CaseRecord.from_json(json.loads(str(value))))
+        self.progress()
+
+    def finish(self, session: pytest.Session) -> None:
+        stop_finished_workers(self.config)
+        super().finish(session)
+
+    def abort(self, session: pytest.Session) -> None:
+        self._stop_workers()
+        super().abort(session)
+
+    def _stop_workers(self) -> None:
+        """Interrupted: tell the workers to stop and wait (briefly) until they have, so the merged ledger
+        has every attempt they sent (see :mod:`.stopping`)."""
+        from ..run.engine import STOP_GRACE
+        from .stopping import request_stop, wait_for_workers
+
+        request_stop(self.state.run_dir)
+        late = wait_for_workers(self.state.run_dir, STOP_GRACE + 5.0)
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if late and reporter is not None:
+            reporter.write_line(
+                f"pytest-gauge: workers {', '.join(sorted(late))} did not stop in time; their last attempts"
+                " may be missing from the ledger",
+                yellow=True,
+            )
+
+
+class Worker(Role):
+    """An xdist worker: collects and runs cases, publishes their records in ``user_properties`` (the
+    controller reads them), and stops at the controller's word (its Ctrl-C or SIGTERM)."""
+
+    started_by_user = False
+
+    def __init__(self, config: pytest.Config, state: GaugeState) -> None:
+        super().__init__(config, state)
+        self.stop_watcher: StopWatcher | None = None
+
+    def engine_for(self, session: pytest.Session) -> Engine:
+        if self.state.engine is not None:
+            return self.state.engine
+        engine = self.state.engine_for(session)
+        self._watch_for_stop(engine, session)
+        return engine
+
+    def _watch_for_stop(self, engine: Engine, session: pytest.Session) -> None:
+        """Stop at the controller's word, see :mod:`.stopping`; the worker's session ends after the case
+        at hand, so the worker exits when xdist tears it down."""
+        from .stopping import StopWatcher, announce_worker, mark_stopped
+
+        run_dir, worker_id = self.state.run_dir, self.state.worker_id
+        announce_worker(run_dir, worker_id)
+
+        def stop() -> None:
+            engine.request_stop()
+            mark_stopped(run_dir, worker_id)
+            session.shouldstop = "pytest-gauge: the run was stopped (Ctrl-C or SIGTERM)"
+
+        self.stop_watcher = StopWatcher(run_dir, stop)
+        self.stop_watcher.start()
+
+    def collection_problem(self) -> str | None:
+        workerinput = getattr(self.config, "workerinput", {})
+        return remote_worker_problem(self.state.run_dir, self.state.worker_id, workerinput)
+
+    def gate_problems(self, problems: list[str]) -> str | None:
+        if problems:  # an xdist worker cannot stop the run with a usage error: its collection fails
+            return "pytest-gauge: " + "\n".join(problems)
+        return None
+
+    def close(self) -> None:
+        if self.stop_watcher is not None:
+            self.stop_watcher.close()
+        had_engine = self.state.engine is not None
+        self.state.close()
+        if had_engine:
+            from .stopping import mark_stopped
+
+            mark_stopped(self.state.run_dir, self.state.worker_id)
+
+
+@dataclass(frozen=True)
+class _Node:
+    """What xdist's role helpers read from their ``request_or_session`` argument: its ``config``. There
+    is no session yet in ``pytest_configure``, where the role is chosen."""
+
+    config: pytest.Config
+
+
+def choose_role(config: pytest.Config, options: GaugeOptions) -> Role:
+    """This process's role, from xdist's public helpers (no xdist installed: :class:`Standalone`)."""
+    try:
+        from xdist import (  # type: ignore[import-untyped]  # xdist ships no type information
+            get_xdist_worker_id,
+            is_xdist_controller,
+            is_xdist_worker,
+        )
+    except ImportError:
+        return Standalone(config, GaugeState(options, run_id=GaugeState.new_run_id()))
+    node = cast(pytest.Session, _Node(config))  # the helpers only read ``.config``
+    if is_xdist_worker(node):
+        workerinput: dict[str, Any] = getattr(config, "workerinput", {})
+        worker_id = get_xdist_worker_id(node)
+        state = GaugeState(
+            worker_options(options, workerinput),
+            run_id=workerinput.get("gauge_run_id", GaugeState.new_run_id()),
+            worker_id=worker_id,
+            worker_index=int(worker_id.lstrip("gw") or 0),
+            worker_count=int(workerinput.get("workercount", 1)),
+        )
+        return Worker(config, state)
+    state = GaugeState(options, run_id=GaugeState.new_run_id())
+    # xdist distributes only with workers to start (--tx, set by -n; absent with -p no:xdist) and not
+    # under --collect-only (as xdist's own pytest_configure decides); otherwise this process runs the
+    # cases itself.
+    if config.getoption("tx", None) and not config.getoption("collectonly") and is_xdist_controller(node):
+        return Controller(config, state)
+    return Standalone(config, state)
+
+
+def stop_finished_workers(config: pytest.Config) -> None:
+    """Shut the workers down once every one has finished its cases, before the controller renders the
+    outputs: the run's peak memory is then the workers' or the controller's, not their sum.
+
+    This is pytest-gauge's one use of xdist internals (``dsession.session_finished`` and
+    ``dsession.nodemanager.teardown_nodes``): xdist has no public way to end its workers early. xdist
+    does the same in its own ``pytest_sessionfinish``, where a second teardown finds no worker left.
+    Nothing happens if the distributed session has not finished (a crash or an interrupt, which xdist
+    handles itself) or if xdist's internals change (the workers then end at xdist's usual time).
+    """
+    dsession = config.pluginmanager.get_plugin("dsession")
+    if dsession is None or not getattr(dsession, "session_finished", False):
+        return
+    nodemanager = getattr(dsession, "nodemanager", None)
+    if nodemanager is None:
+        return
+    try:
+        nodemanager.teardown_nodes()
+    except Exception:  # a failed early shutdown only costs memory: xdist tears down again at its end
+        return
+
+
+role_key = pytest.StashKey[Role]()
