@@ -23,6 +23,7 @@ __all__ = [
     "ChatCaller",
     "ChatResult",
     "DialogueConfig",
+    "chat_body",
     "parse_user_reply",
     "run_dialogue",
     "user_sim_system_prompt",
@@ -93,6 +94,28 @@ class ChatCaller(Protocol):
         seed: int | None = None,
         response_format: dict[str, Any] | None = None,
     ) -> ChatResult: ...
+
+
+def chat_body(
+    messages: list[dict[str, Any]],
+    *,
+    temperature: float,
+    max_tokens: int,
+    tools: list[dict[str, Any]] | None = None,
+    seed: int | None = None,
+    response_format: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The request body every :class:`ChatCaller` sends (the gateway drops None fields): one place, so suite
+    calls and tests' calls ask the same way (``tool_choice=auto`` whenever tools are offered)."""
+    return {
+        "messages": messages,
+        "temperature": temperature,
+        "max_tokens": max_tokens,
+        "tools": tools,
+        "tool_choice": "auto" if tools else None,
+        "seed": seed,
+        "response_format": response_format,
+    }
 
 
 AgentFn = Callable[[list[dict[str, Any]], "ToolRunner"], Awaitable[str] | str]

@@ -22,7 +22,7 @@ from ..suite.declare import BestOf, CallableAgent, ModelAgent, Reflection, Suite
 from ..suite.rules import Score, score
 from ..suite.tasks import Task
 from ..suite.tools import ToolExecutor
-from .dialogue import REFLECTION_PROMPT, ChatResult, DialogueConfig, run_dialogue
+from .dialogue import REFLECTION_PROMPT, ChatResult, DialogueConfig, chat_body, run_dialogue
 from .judge import Redactor, build_judge_messages, parse_verdict, slots
 from .judge_format import JudgeFormats, ask_judge
 
@@ -67,15 +67,14 @@ class WorkCaller:
         response_format: dict[str, Any] | None = None,
     ) -> ChatResult:
         self.seq += 1
-        body = {
-            "messages": messages,
-            "temperature": temperature,
-            "max_tokens": max_tokens,
-            "tools": tools,
-            "tool_choice": "auto" if tools else None,
-            "seed": seed,
-            "response_format": response_format,
-        }
+        body = chat_body(
+            messages,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            tools=tools,
+            seed=seed,
+            response_format=response_format,
+        )
         result = await self.gateway.chat(self.ctx, self.seq, role, model, body)
         self.spend += _spend_of(result.usage, result.cost)
         return result

@@ -37,6 +37,7 @@ import pytest
 from ..gateway.errors import BudgetExhausted
 from ..gateway.gateway import CallContext
 from ..records import LedgerRecord, Transcript, Turn, Usage, dumps
+from ..run.dialogue import chat_body
 from ..run.judge import Redactor, Verdict, build_judge_messages, parse_verdict
 from ..run.judge_format import JudgeFormats, ask_judge
 from ..suite.declare import Judge
@@ -613,14 +614,14 @@ class _NodeCaller:
         response_format: dict[str, Any] | None = None,
     ) -> ChatResult:
         seq = self._calls.next_seq(self._nodeid)
-        body = {
-            "messages": messages,
-            "temperature": temperature,
-            "max_tokens": max_tokens,
-            "tools": tools,
-            "seed": seed,
-            "response_format": response_format,
-        }
+        body = chat_body(
+            messages,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            tools=tools,
+            seed=seed,
+            response_format=response_format,
+        )
         return await self._calls.send(self._nodeid, seq, role, model, body)
 
 
