@@ -1,0 +1,229 @@
+"""Group-sequential statistics of adaptive runs (issue 18): the exact boundaries against published values,
+an independent multivariate-normal computation and a seeded Monte Carlo of Brownian paths; the t
+quantiles against scipy; and hand-computed cases of every rule of ``decide``."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from statistics import NormalDist
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from pytest_gauge.analysis.gates import parse_gate
+from pytest_gauge.analysis.sequential import (
+    ALPHA_SIDE,
+    RHO,
+    Decision,
+    Look,
+    boundaries,
+    critical_quantile,
+    crossing_probabilities,
+    decide,
+    plan_looks,
+    spending_boundaries,
+    spent,
+    t_upper_tail,
+    widen,
+)
+
+Z975 = 1.959963984540054
+EQUAL5 = [k / 5 for k in range(1, 6)]
+UNEQUAL = [0.1, 0.35, 0.4, 0.9, 1.0]
+
+
+def _crossed_by_paths(
+    fractions: list[float], critical: tuple[float, ...], paths: int, seed: int
+) -> np.ndarray:
+    """Share of seeded Brownian paths whose FIRST crossing of c_k * sqrt(t_k) is at look k (one per k)."""
+    rng = np.random.default_rng(seed)
+    steps = np.diff([0.0, *fractions])
+    w = np.cumsum(rng.standard_normal((paths, len(fractions))) * np.sqrt(steps), axis=1)
+    over = w >= np.asarray(critical) * np.sqrt(fractions)
+    first = np.where(over.any(axis=1), over.argmax(axis=1), -1)
+    return np.array([np.mean(first == k) for k in range(len(fractions))])
+
+
+def test_one_look_is_the_fixed_test() -> None:
+    assert boundaries([1.0]) == pytest.approx((Z975,), abs=1e-9)
+    assert boundaries([0.5]) == pytest.approx((NormalDist().inv_cdf(1 - ALPHA_SIDE * 0.5**RHO),), abs=1e-9)
+    assert spent(0.5) == pytest.approx(0.025 * 0.125) and spent(1.7) == 0.025 and spent(0.0) == 0.0
+
+
+def test_lan_demets_obrien_fleming_matches_the_published_boundaries() -> None:
+    """Lan & DeMets' O'Brien-Fleming-type spending, 2 - 2 Phi(z_{0.0125} / sqrt(t)), five equal looks,
+    one-sided 0.025: 4.877, 3.357, 2.680, 2.290, 2.031 (Reboussin et al. 2000; gsDesign sfLDOF)."""
+    z = NormalDist().inv_cdf(1 - ALPHA_SIDE / 2)
+    cumulative = [2 - 2 * NormalDist().cdf(z / math.sqrt(t)) for t in EQUAL5]
+    got = spending_boundaries(EQUAL5, cumulative)
+    assert got == pytest.approx((4.877, 3.357, 2.680, 2.290, 2.031), abs=6e-4)
+
+
+@pytest.mark.parametrize("fractions", [EQUAL5, UNEQUAL], ids=["equal", "unequal"])
+def test_exact_recursion_against_scipy_multivariate_normal(fractions: list[float]) -> None:
+    """P(Z_1 < c_1, ..., Z_k < c_k) from scipy's multivariate normal (Genz's method, an independent
+    algorithm) gives the alpha spent by look k; the recursion spent alpha * t_k**3."""
+    cs = boundaries(fractions)
+    cov = np.array([[math.sqrt(min(a, b) / max(a, b)) for b in fractions] for a in fractions])
+    for k in range(1, len(fractions) + 1):
+        stay = stats.multivariate_normal.cdf(
+            np.array(cs[:k]), mean=np.zeros(k), cov=cov[:k, :k], abseps=1e-6, releps=0
+        )
+        assert 1.0 - stay == pytest.approx(spent(fractions[k - 1]), abs=2e-6)
+
+
+def test_exact_recursion_against_a_monte_carlo_of_brownian_paths() -> None:
+    """200k seeded paths, 20 looks of 5 tasks over 100: every look's first-crossing share and their total
+    within 4 Monte Carlo standard errors of the spent alpha."""
+    fractions = [k / 20 for k in range(1, 21)]
+    cs = boundaries(fractions)
+    paths = 200_000
+    mc = _crossed_by_paths(fractions, cs, paths, seed=18)
+    exact = np.diff([0.0, *[spent(t) for t in fractions]])
+    se = np.sqrt(exact * (1 - exact) / paths)
+    assert np.all(np.abs(mc - exact) <= 4 * se + 1e-6), (mc, exact)
+    total_se = math.sqrt(ALPHA_SIDE * (1 - ALPHA_SIDE) / paths)
+    assert abs(mc.sum() - ALPHA_SIDE) <= 4 * total_se
+
+
+@pytest.mark.parametrize("fractions", [EQUAL5, UNEQUAL, [0.25, 0.5]], ids=["equal", "unequal", "cut-short"])
+def test_crossing_probabilities_are_the_spent_increments(fractions: list[float]) -> None:
+    cs = boundaries(fractions)
+    got = crossing_probabilities(fractions, cs)
+    want = np.diff([0.0, *[spent(t) for t in fractions]])
+    assert np.allclose(got, want, rtol=1e-7, atol=1e-12)
+
+
+@pytest.mark.parametrize("rho", [1.5, 2.0, 3.0])
+def test_boundaries_decrease_in_t_for_rho_above_one(rho: float) -> None:
+    cs = boundaries([k / 10 for k in range(1, 11)], rho=rho)
+    assert all(b < a for a, b in itertools.pairwise(cs)), cs
+    assert cs[-1] > Z975  # looking costs something at the end
+
+
+def test_a_plan_cut_short_keeps_the_boundaries_so_far() -> None:
+    """Spending depends only on the looks taken so far: stopping the plan early changes no boundary."""
+    full = boundaries(UNEQUAL)
+    assert boundaries(UNEQUAL[:3]) == pytest.approx(full[:3], abs=1e-9)
+
+
+@pytest.mark.parametrize("bad", [[], [0.0, 1.0], [0.5, 0.5], [0.6, 0.4], [0.5, 1.2]])
+def test_bad_fractions_are_refused(bad: list[float]) -> None:
+    with pytest.raises(ValueError, match=r"strictly increasing|at least one look"):
+        boundaries(bad)
+
+
+def test_plan_looks() -> None:
+    looks = plan_looks(44, 5)
+    assert [look.tasks for look in looks] == [5, 10, 15, 20, 25, 30, 35, 40, 44]
+    assert [look.index for look in looks] == list(range(1, 10)) and {look.planned for look in looks} == {9}
+    assert [look.critical for look in looks] == pytest.approx(
+        boundaries([t / 44 for t in (*range(5, 44, 5), 44)])
+    )
+    assert [look.final for look in looks] == [False] * 8 + [True]
+    assert plan_looks(3, 5)[0].final and plan_looks(3, 5)[0].critical == pytest.approx(Z975)
+
+
+@pytest.mark.parametrize("df", [1.0, 3.0, 9.0, 39.0, 99.5])
+@pytest.mark.parametrize("c", [1.5, Z975, 2.6, 4.5])
+def test_critical_quantile_matches_scipy(c: float, df: float) -> None:
+    assert critical_quantile(c, df) == pytest.approx(stats.t.isf(stats.norm.sf(c), df), rel=1e-8)
+    assert t_upper_tail(c, df) == pytest.approx(stats.t.sf(c, df), rel=1e-9)
+    assert t_upper_tail(-c, df) == pytest.approx(stats.t.sf(-c, df), rel=1e-9)
+    assert critical_quantile(c, None) == c
+
+
+def test_critical_quantile_refuses_no_degrees_of_freedom() -> None:
+    with pytest.raises(ValueError, match="degrees of freedom"):
+        critical_quantile(2.0, 0.0)
+
+
+def test_widen_each_side_around_the_value() -> None:
+    assert widen(0.5, 0.4, 0.7, factor=1.5) == pytest.approx((0.35, 0.8))
+    assert widen(0.5, None, 0.7, factor=2.0) == pytest.approx((None, 0.9))
+    assert widen(None, 0.4, 0.7, factor=2.0) == (None, None)
+    assert widen(-1.0, -3.0, 0.0, factor=1.0) == (-3.0, 0.0)
+
+
+# decide(): a look whose critical value is 2 * 1.96 doubles every side of a normal-quantile interval
+MID = Look(index=2, planned=4, tasks=10, total_tasks=20, critical=2 * Z975)
+END = Look(index=4, planned=4, tasks=20, total_tasks=20, critical=2 * Z975)
+
+
+def _decide(
+    gate: str, value: float | None, low: float | None, high: float | None, n: int = 50, *, look: Look = MID
+) -> tuple[Decision, float | None, float | None]:
+    return decide(parse_gate(gate), value, low, high, n, look=look, df=None, nominal_quantile=Z975)
+
+
+@pytest.mark.parametrize(
+    ("gate", "value", "low", "high", "look", "want"),
+    [
+        # upper(x) <= 0.5: AV interval [v - 2(v-l), v + 2(h-v)]
+        ("upper(x) <= 0.5", 0.3, 0.25, 0.4, MID, "pass"),  # AV [0.2, 0.5]: high meets 0.5
+        ("upper(x) <= 0.5", 0.3, 0.25, 0.41, MID, None),  # AV high 0.52
+        ("upper(x) <= 0.5", 0.7, 0.6, 0.8, MID, None),  # AV low 0.5 does not break <= 0.5
+        ("upper(x) <= 0.5", 0.7, 0.61, 0.8, MID, "fail"),  # AV low 0.52 > 0.5
+        ("upper(x) < 0.5", 0.3, 0.25, 0.4, MID, None),  # AV high 0.5 is not < 0.5
+        ("upper(x) < 0.5", 0.7, 0.6, 0.8, MID, "fail"),  # AV low 0.5 >= 0.5
+        ("upper(x) <= 0.5", 0.4, 0.35, 0.46, END, "fail"),  # final: AV high 0.52 > 0.5, nominal 0.46 passes
+        ("upper(x) <= 0.5", 0.4, 0.35, 0.45, END, "pass"),  # final: AV high 0.5
+        # lower(x) >= 0.5: symmetric
+        ("lower(x) >= 0.5", 0.7, 0.6, 0.8, MID, "pass"),  # AV low 0.5
+        ("lower(x) >= 0.5", 0.7, 0.61, 0.8, MID, "pass"),
+        ("lower(x) >= 0.5", 0.7, 0.59, 0.8, MID, None),  # AV low 0.48
+        ("lower(x) >= 0.5", 0.3, 0.2, 0.39, MID, "fail"),  # AV high 0.48 < 0.5
+        ("lower(x) > 0.5", 0.7, 0.6, 0.8, MID, None),  # AV low 0.5 is not > 0.5
+        ("lower(x) >= 0.5", 0.55, 0.52, 0.6, END, "fail"),  # final: AV low 0.49
+        # point: decided early only when the whole AV interval is on one side; the value at the end
+        ("x <= 0.5", 0.3, 0.25, 0.4, MID, "pass"),
+        ("x <= 0.5", 0.45, 0.35, 0.6, MID, None),
+        ("x <= 0.5", 0.8, 0.7, 0.9, MID, "fail"),  # AV low 0.6 > 0.5
+        ("x <= 0.5", 0.45, 0.35, 0.6, END, "pass"),  # final: the point value
+        ("x >= 0.5", 0.45, 0.35, 0.6, END, "fail"),
+        ("x <= 0.5", 0.45, None, None, MID, None),  # no interval: waits
+        ("x <= 0.5", 0.45, None, None, END, "pass"),  # but never None at the end with a value
+        ("upper(x) <= 0.5", 0.45, None, None, END, None),  # a bound gate without a bound stays open
+        # '==' waits for the final look, then the ordinary comparison
+        ("x == 1", 1.0, 1.0, 1.0, MID, None),
+        ("x == 1", 1.0, 1.0, 1.0, END, "pass"),
+        ("x == 1", 0.0, 0.0, 0.0, END, "fail"),
+        # min_n: undecided below it, at every look
+        ("upper(x) <= 0.5; min_n=60", 0.3, 0.25, 0.4, MID, None),
+        ("upper(x) <= 0.5; min_n=60", 0.3, 0.25, 0.4, END, None),
+        ("upper(x) <= 0.5; min_n=50", 0.3, 0.25, 0.4, MID, "pass"),
+        # counts are exact and only grow
+        ("regressions(a) <= 3", 4.0, None, None, MID, "fail"),
+        ("regressions(a) <= 3", 3.0, None, None, MID, None),
+        ("regressions(a) <= 3", 3.0, None, None, END, "pass"),
+        ("regressions(a) < 3", 3.0, None, None, MID, "fail"),
+        ("fixes(a) >= 2", 2.0, None, None, MID, "pass"),
+        ("fixes(a) >= 2", 1.0, None, None, MID, None),
+        ("fixes(a) >= 2", 1.0, None, None, END, "fail"),
+        ("regressions(a) == 0", 0.0, None, None, MID, None),
+        ("regressions(a) == 0", 0.0, None, None, END, "pass"),
+        ("regressions(a) <= 3; min_n=60", 4.0, None, None, MID, None),
+        # without a value nothing is decided
+        ("x <= 0.5", None, None, None, END, None),
+    ],
+)
+def test_decide(
+    gate: str, value: float | None, low: float | None, high: float | None, look: Look, want: Decision
+) -> None:
+    got, _, _ = _decide(gate, value, low, high, look=look)
+    assert got == want
+
+
+def test_decide_returns_the_anytime_valid_interval() -> None:
+    _, low, high = _decide("upper(x) <= 0.5", 0.3, 0.25, 0.4)
+    assert (low, high) == pytest.approx((0.2, 0.5))
+    # cluster methods: the t quantile on tasks - 1 df with the boundary's tail, over the metric's own
+    look = Look(1, 4, 10, 40, critical=2.8)
+    q95 = stats.t.isf(0.025, 9)
+    _, low, high = decide(
+        parse_gate("upper(x) <= 1"), 0.5, 0.4, 0.7, 10, look=look, df=9.0, nominal_quantile=q95
+    )
+    factor = stats.t.isf(stats.norm.sf(2.8), 9) / q95
+    assert (low, high) == pytest.approx((0.5 - 0.1 * factor, 0.5 + 0.2 * factor))
