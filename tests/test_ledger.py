@@ -1,12 +1,23 @@
-"""Merging worker ledgers: calls that share a request are attributed independently of timing."""
+"""Merging worker ledgers (calls that share a request are attributed independently of timing) and the
+one rule for ledger totals."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
-from pytest_gauge.gateway.ledger import Ledger, attribute_shared_calls, merge_ledgers
+from pytest_gauge.gateway.ledger import (
+    Ledger,
+    LedgerTotals,
+    TokenCost,
+    attribute_shared_calls,
+    ledger_totals,
+    merge_ledgers,
+)
 from pytest_gauge.records import LedgerRecord, Role, Usage
+from pytest_gauge.report.costs import Spend, model_costs, spent_this_run
+from pytest_gauge.session.fixtures import Spent, spent_of
 
 USAGE = Usage(100, 20, 120)
 
@@ -89,3 +100,47 @@ def test_merge_ledgers_reads_every_worker_file_and_attributes(tmp_path: Path) ->
     assert _summary(merged) == [(f"{x}#1", 1, "ok", False), (f"{y}#1", 1, "ok", True)]
     line = json.loads((tmp_path / "ledger-gw1.jsonl").read_text())
     assert line["request"] == "k1" and line["worker"] == "gw1"
+
+
+def _totals_case() -> list[LedgerRecord]:
+    """A call retried after a 503 (possibly billed), a cache hit and a call of a model without a price."""
+    x, y, z = "transcript/t1/agent_x/0", "transcript/t2/agent_x/0", "transcript/t3/agent_x/0"
+    failed = replace(_rec(x, 1, hit=False, status="http_503", ts=1.0), possibly_billed=True)
+    unpriced = replace(_rec(z, 1, hit=False, ts=4.0, request="k3"), cost=None, usage=Usage(7, 3, 10))
+    return [failed, _rec(x, 2, hit=False, ts=2.0), _rec(y, 1, hit=True, ts=3.0, request="k2"), unpriced]
+
+
+def test_ledger_totals_by_hand() -> None:
+    """Hand-summed: 3 calls; live = the 503, its retry and the unpriced call; cached = the hit."""
+    totals = ledger_totals(_totals_case())
+    assert totals == LedgerTotals(
+        calls=3,
+        live=TokenCost(records=3, input_tokens=107, output_tokens=23, total_tokens=130, cost=None,
+                       priced_cost=0.001, unpriced=1),
+        cached=TokenCost(records=1, input_tokens=100, output_tokens=20, total_tokens=120, cost=0.001,
+                         priced_cost=0.001, unpriced=0),
+        nominal=TokenCost(records=4, input_tokens=207, output_tokens=43, total_tokens=250, cost=None,
+                          priced_cost=0.002, unpriced=1),
+        failed=1,
+        possibly_billed=1,
+        usage_missing=0,
+    )  # fmt: skip
+    priced = ledger_totals(_totals_case()[:3])
+    assert (priced.live.cost, priced.nominal.cost) == (0.001, 0.002)
+
+
+def test_every_spend_figure_is_the_ledger_totals_rule() -> None:
+    """gauge_ledger.spent(), metrics.json's spent_this_run and the cost report's rows give the same
+    figures as ledger_totals on the same records (one rule, not copies that could drift)."""
+    for records in (_totals_case(), _totals_case()[:3]):
+        t = ledger_totals(records)
+        assert spent_of(records) == Spent(
+            t.calls, t.live.records, t.cached.records, t.live.input_tokens, t.live.output_tokens, t.live.cost
+        )
+        assert spent_this_run(records) == Spend(
+            t.live.records, t.cached.records, t.live.total_tokens, t.cached.total_tokens, t.live.cost, 1
+        )
+        (row,) = model_costs(records)
+        assert (row.calls, row.attempts, row.failed, row.cost, row.cached_attempts) == (
+            t.calls, t.nominal.records, t.failed, t.nominal.cost, t.cached.records
+        )  # fmt: skip

@@ -37,6 +37,7 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from ..gateway.ledger import ledger_totals
 from ..records import CaseRecord, Judgment, LedgerRecord
 from .intervals import cluster_difference, cluster_wilson
 from .judge_rules import (
@@ -815,22 +816,20 @@ def _chosen_left(r: CaseRecord, choice: str) -> bool:
 def _costs(ledger: Sequence[LedgerRecord], successes: int) -> CostSummary:
     per_role: dict[str, RoleCost] = {}
     for role in ROLES:
-        recs = [x for x in ledger if x.role == role]
-        calls = len({x.call_id for x in recs})
-        unpriced = sum(1 for x in recs if x.cost is None and x.usage is not None)
-        cost = None if (unpriced or not ledger) else math.fsum(x.cost for x in recs if x.cost is not None)
+        totals = ledger_totals(x for x in ledger if x.role == role)
+        nominal = totals.nominal
         per_role[role] = RoleCost(
             role=role,
-            attempts=len(recs),
-            calls=calls,
-            retries=len(recs) - calls,
-            input_tokens=sum(x.usage.prompt_tokens for x in recs if x.usage is not None),
-            output_tokens=sum(x.usage.completion_tokens for x in recs if x.usage is not None),
-            total_tokens=sum(x.usage.total_tokens for x in recs if x.usage is not None),
-            cost=cost,
-            unpriced_attempts=unpriced,
-            usage_missing=sum(1 for x in recs if x.usage_missing),
-            cached_attempts=sum(1 for x in recs if x.cache_hit),
+            attempts=nominal.records,
+            calls=totals.calls,
+            retries=nominal.records - totals.calls,
+            input_tokens=nominal.input_tokens,
+            output_tokens=nominal.output_tokens,
+            total_tokens=nominal.total_tokens,
+            cost=nominal.cost if ledger else None,
+            unpriced_attempts=nominal.unpriced,
+            usage_missing=totals.usage_missing,
+            cached_attempts=totals.cached.records,
         )
     role_costs = [c.cost for c in per_role.values()]
     total: float | None = None

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..analysis.metrics import COST_INCLUDES_RETRIES
+from ..gateway.ledger import ledger_totals
 from ..gateway.prices import Price
 from ..records import LedgerRecord
 from .common import (
@@ -57,22 +58,22 @@ def model_costs(ledger: Sequence[LedgerRecord]) -> list[ModelCost]:
     order = {r: i for i, r in enumerate(ROLES)}
     out = []
     for (role, model), recs in sorted(groups.items(), key=lambda kv: (order.get(kv[0][0], 99), kv[0])):
-        unpriced = sum(1 for x in recs if x.cost is None and x.usage is not None)
-        priced = math.fsum(x.cost for x in recs if x.cost is not None)
+        totals = ledger_totals(recs)
+        nominal = totals.nominal
         out.append(
             ModelCost(
                 role=role,
                 model=model,
-                calls=len({x.call_id for x in recs}),
-                attempts=len(recs),
-                failed=sum(1 for x in recs if x.status != "ok"),
-                input_tokens=sum(x.usage.prompt_tokens for x in recs if x.usage is not None),
-                output_tokens=sum(x.usage.completion_tokens for x in recs if x.usage is not None),
-                cost=None if unpriced else priced,
-                priced_cost=priced,
-                unpriced_attempts=unpriced,
-                usage_missing=sum(1 for x in recs if x.usage_missing),
-                cached_attempts=sum(1 for x in recs if x.cache_hit),
+                calls=totals.calls,
+                attempts=nominal.records,
+                failed=totals.failed,
+                input_tokens=nominal.input_tokens,
+                output_tokens=nominal.output_tokens,
+                cost=nominal.cost,
+                priced_cost=nominal.priced_cost,
+                unpriced_attempts=nominal.unpriced,
+                usage_missing=totals.usage_missing,
+                cached_attempts=totals.cached.records,
             )
         )
     return out
@@ -129,17 +130,14 @@ class Spend:
 
 def spent_this_run(ledger: Sequence[LedgerRecord], role: str | None = None) -> Spend:
     """Live vs cached attempts, tokens and cost actually spent this run (cache hits spend 0)."""
-    recs = [x for x in ledger if role is None or x.role == role]
-    live = [x for x in recs if not x.cache_hit]
-    cached = [x for x in recs if x.cache_hit]
-    unknown = any(x.cost is None and x.usage is not None for x in live)
+    totals = ledger_totals(x for x in ledger if role is None or x.role == role)
     return Spend(
-        live_calls=len(live),
-        cached_calls=len(cached),
-        live_tokens=sum(x.usage.total_tokens for x in live if x.usage is not None),
-        cached_tokens=sum(x.usage.total_tokens for x in cached if x.usage is not None),
-        spent_usd=None if unknown else math.fsum(x.cost for x in live if x.cost is not None),
-        possibly_billed=sum(1 for x in live if x.possibly_billed),
+        live_calls=totals.live.records,
+        cached_calls=totals.cached.records,
+        live_tokens=totals.live.total_tokens,
+        cached_tokens=totals.cached.total_tokens,
+        spent_usd=totals.live.cost,
+        possibly_billed=totals.possibly_billed,
     )
 
 

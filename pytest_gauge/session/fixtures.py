@@ -36,6 +36,7 @@ import pytest
 
 from ..gateway.errors import BudgetExhausted
 from ..gateway.gateway import CallContext
+from ..gateway.ledger import ledger_totals
 from ..records import LedgerRecord, Transcript, Turn, Usage, dumps
 from ..run.dialogue import chat_body
 from ..run.judge import Redactor, Verdict, build_judge_messages, parse_verdict
@@ -122,21 +123,13 @@ class Spent:
 
 
 def spent_of(records: Iterable[LedgerRecord]) -> Spent:
-    """Sum ledger records (one per attempt) the way the ledger's totals do."""
-    calls: set[str] = set()
-    attempts = cached = inp = out = 0
-    cost: float | None = 0.0
-    for r in records:
-        calls.add(r.call_id)
-        if r.cache_hit:
-            cached += 1
-            continue
-        attempts += 1
-        if r.usage is not None:
-            inp += r.usage.prompt_tokens
-            out += r.usage.completion_tokens
-            cost = None if cost is None or r.cost is None else cost + r.cost
-    return Spent(len(calls), attempts, cached, inp, out, cost)
+    """What ``records`` spent, by the ledger's one totals rule
+    (:func:`~pytest_gauge.gateway.ledger.ledger_totals`): tokens and cost of the attempts sent, cache hits
+    counted apart."""
+    totals = ledger_totals(records)
+    live = totals.live
+    cached = totals.cached.records
+    return Spent(totals.calls, live.records, cached, live.input_tokens, live.output_tokens, live.cost)
 
 
 Preference = Literal["first", "second", "tie", "error"]
