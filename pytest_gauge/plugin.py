@@ -312,8 +312,13 @@ class GaugeRun:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
-        """xdist controller: every worker joins the controller's run (same run id and folder)."""
+        """xdist controller: every worker joins the controller's run folder."""
         self.role.configure_node(node)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: object | None) -> None:
+        """xdist controller: a worker finished (its end-of-run summary in ``workeroutput``) or died."""
+        self.role.testnode_down(node, error)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when == "call":

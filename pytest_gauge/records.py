@@ -1,5 +1,5 @@
 """The typed records at every seam of the pipeline: transcripts, the engine's unit results, case
-records, ledger records and the suite's metadata for the controller.
+records, ledger records, the suite's metadata for the controller and a worker's end-of-run summary.
 
 Whatever crosses a stage or a process is one of these dataclasses; workers and the controller exchange
 only their plain JSON forms (xdist-serializable, diffable), so this module is the one place that says
@@ -30,6 +30,7 @@ __all__ = [
     "Usage",
     "WorkFailure",
     "WorkResult",
+    "WorkerSummary",
     "dumps",
     "work_result_from_json",
 ]
@@ -499,3 +500,46 @@ class SuiteMeta:
         if data.get("shard_tasks") is not None:
             fields["shard_tasks"] = tuple(data["shard_tasks"])
         return cls(**fields)
+
+
+# ----- a process's end-of-run summary (an xdist worker sends it through ``workeroutput``) ----------
+
+
+@dataclass(frozen=True)
+class WorkerSummary:
+    """What one process did in a normally finished run: work units it produced (transcripts and
+    judgments), requests it sent to the gateway (retries included) and how many were retries, calls it
+    answered from the response cache, tokens and cost of what it sent (None: unknown, a model had no
+    price), rate-limit waits, and the most requests it had in flight at once.
+
+    An xdist worker sends it through ``config.workeroutput`` (builtins only: execnet sends nothing
+    else), the controller shows one line per worker under ``-v``. The split between workers depends on
+    timing, so it goes into no output file (reports, ``metrics.json`` and ledgers stay the same with
+    ``-n 0`` and ``-n 4``); the sums over workers do not depend on it."""
+
+    worker: str
+    units: int
+    attempts: int
+    retries: int
+    cached: int
+    tokens: int
+    cost: float | None  # None: an attempt reported usage for a model without a price
+    rate_limit_waits: int
+    peak_in_flight: int
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(vars(self))
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> WorkerSummary:
+        return cls(
+            worker=str(data["worker"]),
+            units=int(data["units"]),
+            attempts=int(data["attempts"]),
+            retries=int(data["retries"]),
+            cached=int(data["cached"]),
+            tokens=int(data["tokens"]),
+            cost=None if data["cost"] is None else float(data["cost"]),
+            rate_limit_waits=int(data["rate_limit_waits"]),
+            peak_in_flight=int(data["peak_in_flight"]),
+        )

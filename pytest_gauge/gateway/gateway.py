@@ -85,6 +85,7 @@ class GatewayShared:
     model_gates: dict[tuple[str, str], tuple[asyncio.Event, asyncio.Lock]] = field(default_factory=dict)
     stopping: bool = False
     in_flight: int = 0  # attempts sent and not yet answered (a stop waits for them, briefly)
+    peak_in_flight: int = 0  # the most attempts this process had in flight at once
 
     def model_gate(self, role: str, model: str) -> tuple[asyncio.Event, asyncio.Lock]:
         """The first-call gate of (role, model): set once a call to it has worked."""
@@ -530,6 +531,7 @@ class Gateway:
                 start = time.perf_counter()
                 outcomes = _attempt_failures()
                 shared.in_flight += 1
+                shared.peak_in_flight = max(shared.peak_in_flight, shared.in_flight)
                 try:
                     response = await self._post(a.body)
                 except asyncio.CancelledError:

@@ -57,7 +57,8 @@ class Ledger:
         self.cached_calls = 0
         self.retries = 0
         self.tokens = 0
-        self.cost = 0.0
+        self.cost = 0.0  # of the priced attempts sent
+        self.unpriced = 0  # attempts sent that reported usage for a model without a price
         self._watchers: list[Callable[[LedgerRecord], None]] = []
 
     def watch(self, fn: Callable[[LedgerRecord], None]) -> None:
@@ -86,6 +87,8 @@ class Ledger:
                     self.tokens += record.usage.total_tokens
                 if record.cost:
                     self.cost += record.cost
+                elif record.cost is None and record.usage is not None:
+                    self.unpriced += 1
         for fn in self._watchers:
             fn(record)
 

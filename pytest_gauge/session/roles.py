@@ -11,13 +11,16 @@ process, three roles").
 The role is chosen once, in ``pytest_configure``, through xdist's public helpers
 (:func:`xdist.is_xdist_worker`, :func:`xdist.is_xdist_controller`, :func:`xdist.get_xdist_worker_id`)
 and kept on ``config.stash[role_key]``; ``plugin.py``'s hooks call the role's methods instead of
-branching on the process's kind. What processes share goes through the run folder's files (listed,
-with why each is a file, in docs/architecture.md "The run folder").
+branching on the process's kind. The run id is xdist's ``testrun_uid`` on every process (see
+:func:`choose_role`). What processes share during the run goes through the run folder's files (listed,
+with why each is a file, in docs/architecture.md "The run folder"); a worker's end-of-run summary, which
+only a normally finished run needs, goes through xdist's ``workeroutput``.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, cast
@@ -25,17 +28,32 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast
 import pytest
 
 from ..options import GaugeOptions
-from ..records import CaseRecord
-from .state import GaugeState
+from ..records import CaseRecord, WorkerSummary
+from .state import GaugeState, render_worker_summaries
 from .workers import controller_paths, mark_controller, remote_worker_problem, worker_options
 
 if TYPE_CHECKING:
     from ..run.engine import Engine
     from .stopping import StopWatcher
 
-__all__ = ["Controller", "Role", "Standalone", "Worker", "choose_role", "role_key", "stop_finished_workers"]
+__all__ = [
+    "RUN_ID_PATTERN",
+    "WORKER_SUMMARY",
+    "Controller",
+    "Role",
+    "Standalone",
+    "Worker",
+    "choose_role",
+    "role_key",
+    "started_run_id",
+    "stop_finished_workers",
+]
 
 RECORD_PROPERTY = "gauge_record"
+WORKER_SUMMARY = "gauge_worker_summary"
+"""The key of a worker's :class:`WorkerSummary` (JSON form) in xdist's ``workeroutput``."""
+RUN_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+"""A run id the user gives (``--testrunuid``): it names the run folder, so one safe path component."""
 
 
 class Role:
@@ -70,6 +88,10 @@ class Role:
 
     def configure_node(self, node: Any) -> None:
         """xdist's ``pytest_configure_node`` (only the controller gets it)."""
+
+    def testnode_down(self, node: Any, error: object | None) -> None:
+        """xdist's ``pytest_testnodedown``: a worker finished (``error`` None) or went down (only the
+        controller gets it)."""
 
     def start_loop(self, session: pytest.Session) -> None:
         """Before the cases run (``pytest_runtestloop``)."""
@@ -131,11 +153,27 @@ class _EndsTheRun(Role):
         from .fixtures import tests_summary
 
         tests_summary(reporter, self.config)
-        if not (self.state.finished or self.state.gate_notes):
-            return
-        from .outputs import write_summary
+        if self.state.finished or self.state.gate_notes:
+            from .outputs import write_summary
 
-        write_summary(reporter, self.state)
+            write_summary(reporter, self.state)
+        if int(self.config.getoption("verbose", 0) or 0) > 0:
+            self._work_per_process(reporter)
+
+    def worker_summaries(self) -> tuple[list[WorkerSummary], dict[str, str]]:
+        """What each process that ran cases did (see :class:`WorkerSummary`), and the workers that went
+        down without a summary (worker id -> why)."""
+        summary = self.state.worker_summary()
+        return ([summary] if summary is not None else []), {}
+
+    def _work_per_process(self, reporter: Any) -> None:
+        """``-v``: one line per process that did gauge work (how the work spread over the workers)."""
+        summaries, lost = self.worker_summaries()
+        if not (summaries or lost):
+            return
+        reporter.write_sep("-", "pytest-gauge: work per process")
+        for line in render_worker_summaries(summaries, lost):
+            reporter.write_line(line)
 
     def session_finished(self) -> None:
         self.close()
@@ -153,11 +191,31 @@ class Standalone(_EndsTheRun):
 
 
 class Controller(_EndsTheRun):
-    """xdist's controller: runs no case; records come in the workers' reports, the run ends here."""
+    """xdist's controller: runs no case; records come in the workers' reports, each worker's end-of-run
+    summary in its ``workeroutput`` (:meth:`testnode_down`), and the run ends here."""
+
+    def __init__(self, config: pytest.Config, state: GaugeState) -> None:
+        super().__init__(config, state)
+        self.summaries: dict[str, WorkerSummary] = {}
+        self.lost: dict[str, str] = {}
+
+    def testnode_down(self, node: Any, error: object | None) -> None:
+        """Keep a finished worker's summary (``workeroutput[WORKER_SUMMARY]``: none if it did no gauge
+        work), or why it went down without one."""
+        worker = str(node.workerinput["workerid"])
+        if error is not None:
+            self.lost[worker] = str(error)
+            return
+        data = getattr(node, "workeroutput", {}).get(WORKER_SUMMARY)
+        if isinstance(data, dict):
+            self.summaries[worker] = WorkerSummary.from_json(data)
+
+    def worker_summaries(self) -> tuple[list[WorkerSummary], dict[str, str]]:
+        return list(self.summaries.values()), dict(self.lost)
 
     def configure_node(self, node: Any) -> None:
-        """Every worker joins the controller's run (same run id and folder)."""
-        node.workerinput["gauge_run_id"] = self.state.run_id
+        """Every worker joins the controller's run folder (the run id reaches it as xdist's
+        ``testrunuid``, see :func:`choose_role`)."""
         node.workerinput.update(controller_paths(self.state.options))
         mark_controller(self.state.run_dir)
 
@@ -234,6 +292,15 @@ class Worker(Role):
             return "pytest-gauge: " + "\n".join(problems)
         return None
 
+    def session_finished(self) -> None:
+        """Close, then hand the controller this worker's summary through xdist's ``workeroutput``, which
+        xdist sends once this hook is over (a normally finished worker only: nothing crash-critical)."""
+        self.close()
+        summary = self.state.worker_summary()
+        workeroutput = getattr(self.config, "workeroutput", None)
+        if summary is not None and isinstance(workeroutput, dict):
+            workeroutput[WORKER_SUMMARY] = summary.to_json()
+
     def close(self) -> None:
         if self.stop_watcher is not None:
             self.stop_watcher.close()
@@ -254,7 +321,13 @@ class _Node:
 
 
 def choose_role(config: pytest.Config, options: GaugeOptions) -> Role:
-    """This process's role, from xdist's public helpers (no xdist installed: :class:`Standalone`)."""
+    """This process's role, from xdist's public helpers (no xdist installed: :class:`Standalone`).
+
+    The run id is xdist's ``testrun_uid`` on every process of an xdist run: a worker reads it from
+    ``workerinput["testrunuid"]`` (what xdist's ``testrun_uid`` fixture reads); the controller takes
+    ``--testrunuid`` when given, else makes one and sets it as ``--testrunuid`` before xdist's node manager
+    reads it (``pytest_sessionstart``), so xdist hands it to every worker. Without xdist the run's own id
+    (or ``--testrunuid``) names the run folder."""
     try:
         from xdist import (  # type: ignore[import-untyped]  # xdist ships no type information
             get_xdist_worker_id,
@@ -269,19 +342,42 @@ def choose_role(config: pytest.Config, options: GaugeOptions) -> Role:
         worker_id = get_xdist_worker_id(node)
         state = GaugeState(
             worker_options(options, workerinput),
-            run_id=workerinput.get("gauge_run_id", GaugeState.new_run_id()),
+            run_id=str(workerinput.get("testrunuid") or GaugeState.new_run_id()),
             worker_id=worker_id,
             worker_index=int(worker_id.lstrip("gw") or 0),
             worker_count=int(workerinput.get("workercount", 1)),
         )
         return Worker(config, state)
-    state = GaugeState(options, run_id=GaugeState.new_run_id())
+    state = GaugeState(options, run_id=started_run_id(config, options))
     # xdist distributes only with workers to start (--tx, set by -n; absent with -p no:xdist) and not
     # under --collect-only (as xdist's own pytest_configure decides); otherwise this process runs the
     # cases itself.
     if config.getoption("tx", None) and not config.getoption("collectonly") and is_xdist_controller(node):
+        config.option.testrunuid = state.run_id  # xdist's NodeManager hands it to every worker
         return Controller(config, state)
     return Standalone(config, state)
+
+
+def started_run_id(config: pytest.Config, options: GaugeOptions) -> str:
+    """The id of a run this process starts: xdist's ``--testrunuid`` when the user gave one (it names the
+    run folder, so it must be a safe folder name and no other run's), else a new one."""
+    option = config.getoption("testrunuid", None)
+    if option is None:
+        return GaugeState.new_run_id()
+    given = str(option)
+    if not RUN_ID_PATTERN.fullmatch(given):
+        raise pytest.UsageError(
+            f"pytest-gauge: --testrunuid {given!r} names the run folder <gauge-out>/.gauge-run/<id>: use 1 to"
+            " 128 letters, digits, '.', '_' or '-', starting with a letter or a digit"
+        )
+    run_dir = GaugeState(options, run_id=given).run_dir
+    if run_dir.exists():
+        raise pytest.UsageError(
+            f"pytest-gauge: --testrunuid {given}: the run folder {run_dir} exists: a run with this id is"
+            " running or was killed. Give each run its own --testrunuid, or remove the folder if no run"
+            " uses it"
+        )
+    return given
 
 
 def stop_finished_workers(config: pytest.Config) -> None:

@@ -14,7 +14,7 @@ import os
 import shutil
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,7 +23,7 @@ import pytest
 
 from ..gateway.store import Store
 from ..options import GaugeOptions
-from ..records import CaseKey, CaseRecord, SuiteMeta, dumps
+from ..records import CaseKey, CaseRecord, SuiteMeta, WorkerSummary, dumps
 from ..run.judge_format import format_chain, format_label
 from ..suite.cases import Case
 from ..suite.declare import Suite
@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # the engine imports openai; the xdist controller, which runs
     from ..gateway.prices import PriceRow
     from ..run.engine import Engine
 
-__all__ = ["GaugeState", "SuiteEntry", "render_progress", "state_key"]
+__all__ = ["GaugeState", "SuiteEntry", "render_progress", "render_worker_summaries", "state_key"]
 
 
 @dataclass
@@ -209,6 +209,23 @@ class GaugeState:
         except OSError:
             pass
 
+    def worker_summary(self) -> WorkerSummary | None:
+        """This process's end-of-run counters, or None when it did no gauge work (no engine started)."""
+        if self.engine is None or self.shared is None:
+            return None
+        ledger = self.shared.ledger
+        return WorkerSummary(
+            worker=self.worker_id,
+            units=self.engine.done_units,
+            attempts=ledger.live_calls,
+            retries=ledger.retries,
+            cached=ledger.cached_calls,
+            tokens=ledger.tokens,
+            cost=None if ledger.unpriced else ledger.cost,
+            rate_limit_waits=self.shared.rate_limit_waits,
+            peak_in_flight=self.shared.peak_in_flight,
+        )
+
     def progress_line(self) -> str | None:
         """One line summing every process's progress, or None before any work started."""
         snapshots = []
@@ -307,6 +324,28 @@ def render_progress(snapshots: list[dict[str, Any]]) -> str | None:
         f" {count['waits']} rate-limit waits), {count['cached_calls']} cached, {count['tokens']} tokens,"
         f" ${totals.get('cost', 0.0):.4f} so far"
     )
+
+
+def render_worker_summaries(summaries: Sequence[WorkerSummary], lost: Mapping[str, str]) -> list[str]:
+    """One line per process (``-v`` terminal summary): what it did, then the workers that went down
+    without a summary (crashed or killed: their work is in the ledgers and the reports, not here)."""
+    lines = [
+        f"{s.worker}: {s.units} work units, {s.attempts} requests sent ({s.retries} retries,"
+        f" {s.rate_limit_waits} rate-limit waits, at most {s.peak_in_flight} in flight), {s.cached} cached,"
+        f" {s.tokens} tokens, {'unknown cost' if s.cost is None else f'${s.cost:.4f}'}"
+        for s in sorted(summaries, key=lambda s: _worker_order(s.worker))
+    ]
+    lines += [
+        f"{worker}: no summary, the worker went down ({reason})"
+        for worker, reason in sorted(lost.items(), key=lambda kv: _worker_order(kv[0]))
+    ]
+    return lines
+
+
+def _worker_order(worker: str) -> tuple[int, str]:
+    """gw2 before gw10."""
+    digits = worker.lstrip("gw")
+    return (int(digits) if digits.isdigit() else -1, worker)
 
 
 state_key = pytest.StashKey[GaugeState]()
