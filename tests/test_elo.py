@@ -12,8 +12,8 @@ from pytest_gauge.analysis.elo import (
     ELO_PER_THETA,
     Comparison,
     EloResult,
-    bootstrap_difference,
     check_graph,
+    elo_difference,
     elo_estimate,
     elo_scale,
     fit_bradley_terry,
@@ -213,10 +213,19 @@ def test_bootstrap_deterministic_and_difference() -> None:
     r2 = fit_elo(list(reversed(comps)), rounds=300, seed=5)
     assert r1 == r2
     np.testing.assert_array_equal(r1.samples, r2.samples)
-    d = bootstrap_difference(r1, "a4", "a0")
+    assert r1.method == "cluster-t"
+    d = elo_difference(r1, "a4", "a0")
     assert d.value == pytest.approx(r1.elo["a4"] - r1.elo["a0"])
+    se = math.sqrt(r1.cov[4, 4] + r1.cov[0, 0] - 2 * r1.cov[4, 0])
+    t29 = 2.04523  # Student t, 97.5%, 29 df
+    value = r1.elo["a4"] - r1.elo["a0"]
+    assert (d.low, d.high) == pytest.approx((value - t29 * se, value + t29 * se), rel=1e-4)
+    half = [r1.elo[f"a{i}"] - r1.low[f"a{i}"] for i in range(5)]
+    assert half == pytest.approx(list(t29 * np.sqrt(np.diag(r1.cov))), rel=1e-4)
+    # the sandwich is the bootstrap's variance in the limit: bootstrap var ~ (T - 1) / T x CR1 var
     diff = r1.samples[:, 4] - r1.samples[:, 0]
-    assert (d.low, d.high) == pytest.approx(tuple(np.percentile(diff, [2.5, 97.5])))
+    assert np.var(diff) / (29 / 30 * se**2) == pytest.approx(1.0, abs=0.2)
+    assert np.var(r1.samples, axis=0) / (29 / 30 * np.diag(r1.cov)) == pytest.approx(np.ones(5), abs=0.2)
     assert d.low is not None and d.low > 0  # a4 is 1.5 logits above a0 with 30 tasks
     assert d.n == 2 * 4 * 30 - 30  # comparisons involving a4 or a0
     e = elo_estimate(r1, "a2")
@@ -242,6 +251,7 @@ def _hand_result(elo: dict[str, float], noise: dict[str, float]) -> EloResult:
         problems=[],
         rounds=400,
         samples=samples,
+        method="bootstrap-tasks",
     )
 
 

@@ -11,9 +11,10 @@ from typing import Any
 
 import numpy as np
 import pytest
+from scipy.stats import t as student_t
 from syrupy.assertion import SnapshotAssertion
 
-from pytest_gauge.analysis.elo import Comparison, bootstrap_difference
+from pytest_gauge.analysis.elo import Comparison, elo_difference
 from pytest_gauge.analysis.elo_report import (
     NO_ELO,
     EloReport,
@@ -401,7 +402,7 @@ def test_gate_lower_elo_difference(three: tuple[SuiteMetrics, EloReport]) -> Non
     bad = evaluate_gate(parse_gate("lower(elo(worse) - elo(a)) >= -20"), source)
     assert good.status == "pass", good.message
     assert bad.status == "fail", bad.message
-    ref = bootstrap_difference(report.result, "better", "a")
+    ref = elo_difference(report.result, "better", "a")
     assert (good.value, good.low, good.high) == (ref.value, ref.low, ref.high)
     assert good.low is not None and good.low > 100  # 80% wins ~ +240 Elo
     assert bad.high is not None and bad.high < -100
@@ -483,14 +484,16 @@ def test_gate_tier_terms(family: tuple[list[CaseRecord], list[LedgerRecord], Elo
     gate = evaluate_gate(parse_gate("lower(elo_per_1k_tokens(a@bo8)) >= 0"), source)
     assert gate.status == "fail"  # bo8's ΔElo interval includes 0
     assert evaluate_gate(parse_gate("lower(delta_elo(a@bo2)) > 0"), source).status == "pass"
-    # difference of two tier terms: per-resample differences of the same bootstrap
+    # difference of two tier terms: one linear combination of the same fit's cluster-robust covariance
     diff = source.difference(Term("delta_elo", ("a@bo2",)), Term("delta_elo", ("a@bo4",)))
-    s = report.result.samples
-    idx = {a: report.result.agents.index(a) for a in TRUE_ELO}
-    ref = (s[:, idx["a@bo2"]] - s[:, idx["a@bo1"]]) - (s[:, idx["a@bo4"]] - s[:, idx["a@bo2"]])
-    lo, hi = np.percentile(ref, [2.5, 97.5])
+    res = report.result
+    coef = np.zeros(len(res.agents))
+    for agent, c in (("a@bo2", 2.0), ("a@bo1", -1.0), ("a@bo4", -1.0)):
+        coef[res.agents.index(agent)] = c
+    half = student_t.ppf(0.975, res.n_tasks - 1) * float(np.sqrt(coef @ res.cov @ coef))
     assert diff.value == pytest.approx(report.tiers[1]["delta_elo"] - row["delta_elo"], abs=1e-9)
-    assert (diff.low, diff.high) == pytest.approx((lo, hi), abs=1e-9)
+    assert (diff.low, diff.high) == pytest.approx((diff.value - half, diff.value + half), rel=1e-4)
+    assert diff.method == "cluster-t"
 
 
 # --------------------------------------------------------------------------------------------------

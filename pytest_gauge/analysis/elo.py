@@ -1,11 +1,16 @@
-"""Bradley-Terry strengths on an Elo scale with task-resampling bootstrap intervals (docs/protocol.md#elo).
+"""Bradley-Terry strengths on an Elo scale with task-clustered intervals (docs/protocol.md#elo).
 
 Comparisons are aggregated once into a ``(n_tasks, k, k)`` wins tensor; the pooled fit is Newton's
-method on the log-likelihood (mean-zero strengths, gradient-norm convergence). The bootstrap resamples
-tasks with replacement: each round's wins matrix is ``counts @ tensor`` and all rounds are refitted
-together by a batched Newton warm-started at the full-data estimate. Data without a finite maximum
-(disconnected comparison graph, an agent that never loses or never wins) is reported in
-``EloResult.problems`` and fitted with a small ridge so every number stays finite.
+method on the log-likelihood (mean-zero strengths, gradient-norm convergence). Intervals are
+cluster-robust (issue 20): the sandwich covariance of the strengths with the tasks as clusters
+(:func:`cluster_covariance`) and a Student-t quantile on ``tasks - 1`` degrees of freedom, chosen by the
+coverage simulation in tests/test_coverage.py (docs/protocol.md#coverage), where the task-resampling
+percentile bootstrap covered less. The bootstrap is still drawn (``EloResult.samples``): paired baseline
+deltas use it, and so do the intervals when the fit has no finite maximum (the sandwich of a ridge fit
+means nothing). Its rounds are all refitted together by a batched Newton warm-started at the full-data
+estimate. Data without a finite maximum (disconnected comparison graph, an agent that never loses or
+never wins) is reported in ``EloResult.problems`` and fitted with a small ridge so every number stays
+finite.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .intervals import t_quantile
 from .metrics import Estimate, resample_counts
 
 __all__ = [
@@ -25,12 +31,16 @@ __all__ = [
     "FALLBACK_L2",
     "Comparison",
     "EloResult",
-    "bootstrap_difference",
     "check_graph",
+    "cluster_covariance",
+    "cluster_t_halfwidth",
+    "elo_difference",
     "elo_estimate",
     "elo_scale",
     "fit_bradley_terry",
+    "fit_bradley_terry_batch",
     "fit_elo",
+    "linear_interval",
     "ranks_from_intervals",
     "tier_table",
 ]
@@ -289,12 +299,14 @@ def elo_scale(theta: npt.ArrayLike, anchor: float = 1000.0) -> FloatArray:
 
 @dataclass(frozen=True)
 class EloResult:
-    """Pooled Elo per agent (full-data estimate) with 2.5/97.5 bootstrap percentiles and ranks.
+    """Pooled Elo per agent (full-data estimate) with 95% intervals and ranks.
 
-    ``rank`` = 1 + number of agents whose lower bound exceeds this agent's upper bound. ``samples`` is
-    the bootstrap Elo matrix (rounds x agents, in ``agents`` order; excluded from equality). ``problems``
-    lists why the MLE does not exist (then ``l2`` > 0 was used); ``notes`` says e.g. how many resamples
-    needed the fallback ridge.
+    ``method`` says how the intervals were made: ``cluster-t`` (Elo +- t(tasks - 1) x the cluster-robust
+    standard error from ``cov``, the Elo-scale covariance), ``bootstrap-tasks`` (2.5/97.5 percentiles of
+    the bootstrap, when the MLE does not exist) or ``none``. ``rank`` = 1 + number of agents whose lower
+    bound exceeds this agent's upper bound. ``samples`` is the bootstrap Elo matrix (rounds x agents, in
+    ``agents`` order; excluded from equality). ``problems`` lists why the MLE does not exist (then
+    ``l2`` > 0 was used); ``notes`` says e.g. how many resamples needed the fallback ridge.
     """
 
     agents: tuple[str, ...]
@@ -312,6 +324,8 @@ class EloResult:
     anchor: float = 1000.0
     l2: float = 0.0
     pair_counts: FloatArray = field(repr=False, compare=False, default_factory=lambda: np.zeros((0, 0)))
+    method: str = "none"
+    cov: FloatArray = field(repr=False, compare=False, default_factory=lambda: np.zeros((0, 0)))
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON form (without the bootstrap samples)."""
@@ -329,6 +343,7 @@ class EloResult:
             "n_comparisons": self.n_comparisons,
             "anchor": self.anchor,
             "l2": self.l2,
+            "method": self.method,
         }
 
 
@@ -380,6 +395,52 @@ def _fit_batch(
     return thetas, fallback
 
 
+def fit_bradley_terry_batch(
+    wins: FloatArray, *, l2: float = 0.0, tol: float = 1e-10, max_iter: int = 200
+) -> FloatArray:
+    """Mean-zero strengths for each of many wins matrices ``(R, k, k)`` at once (batched Newton; a matrix
+    without a finite MLE gets the fallback ridge). For simulations over many runs."""
+    w = np.asarray(wins, dtype=np.float64)
+    thetas, _ = _fit_batch(w, np.zeros(w.shape[-1]), l2, tol, max_iter)
+    return thetas
+
+
+def cluster_covariance(tensor: npt.ArrayLike, theta: npt.ArrayLike, l2: float = 0.0) -> FloatArray:
+    """Cluster-robust covariance of fitted mean-zero strengths, tasks as clusters (CR1 sandwich).
+
+    ``tensor`` is ``(..., T, k, k)`` wins per task, ``theta`` the ``(..., k)`` fit of its sum over tasks;
+    returns ``(..., k, k)`` on the strength scale. ``L+ M L+``: ``L`` the pooled Fisher information
+    (plus the ridge ``l2``), ``L+`` its inverse on mean-zero vectors, ``M = T / (T - 1) sum_t s_t s_t'``
+    with ``s_t`` task t's score (its wins minus the fit's expected wins, centred over tasks). Tasks are
+    not independent comparisons (one task's transcripts are judged in every pair and both orders), so
+    the model-based ``L+`` alone is too narrow; the sandwich takes the spread from the tasks. NaN with
+    fewer than two tasks.
+    """
+    w = np.asarray(tensor, dtype=np.float64)
+    th = np.asarray(theta, dtype=np.float64)
+    tasks, k = w.shape[-3], w.shape[-1]
+    n = w + np.swapaxes(w, -1, -2)
+    p = _sigmoid(th[..., :, None] - th[..., None, :])
+    scores = w.sum(axis=-1) - (n * p[..., None, :, :]).sum(axis=-1)
+    scores = scores - scores.mean(axis=-2, keepdims=True)
+    curv = n.sum(axis=-3) * p * (1.0 - p)
+    eye, centre = np.eye(k), np.full((k, k), 1.0 / k)
+    info = -curv + eye * (curv.sum(axis=-1) + l2)[..., :, None]
+    pinv = np.linalg.inv(info + centre) - centre
+    if tasks < 2:
+        return np.full(info.shape, np.nan)
+    meat = tasks / (tasks - 1.0) * np.einsum("...ti,...tj->...ij", scores, scores)
+    return np.asarray(pinv @ meat @ pinv, dtype=np.float64)
+
+
+def cluster_t_halfwidth(cov: npt.ArrayLike, tasks: int) -> FloatArray:
+    """Half-widths of the 95% ``cluster-t`` intervals: ``t(tasks - 1) * sqrt(diag(cov))`` over the last
+    two axes of ``cov`` (the covariance from :func:`cluster_covariance`, on the scale of the interval)."""
+    c = np.asarray(cov, dtype=np.float64)
+    var = np.maximum(np.diagonal(c, axis1=-2, axis2=-1), 0.0)
+    return np.asarray(t_quantile(max(tasks - 1, 1)) * np.sqrt(var), dtype=np.float64)
+
+
 def fit_elo(
     comparisons: Sequence[Comparison],
     *,
@@ -390,7 +451,9 @@ def fit_elo(
     tol: float = 1e-10,
     max_iter: int = 200,
 ) -> EloResult:
-    """Pooled Elo over all tasks with 95% bootstrap intervals (tasks resampled with replacement, seeded)."""
+    """Pooled Elo over all tasks with 95% cluster-robust intervals (:func:`cluster_covariance`, t on
+    tasks - 1 df) and ``rounds`` seeded bootstrap resamples of tasks (the intervals' fallback when the
+    MLE does not exist, and the paired baseline deltas)."""
     agents, tasks, tensor = _tensor(comparisons)
     k = len(agents)
     pooled = tensor.sum(axis=0)
@@ -414,7 +477,13 @@ def fit_elo(
                 f"{fallback} of {rounds} bootstrap resamples had no finite MLE (an agent never lost or never "
                 f"won, or a disconnected graph) and were fitted with l2={FALLBACK_L2:g}"
             )
-    if samples.shape[0]:
+    cov = cluster_covariance(tensor, theta, l2_used) * ELO_PER_THETA**2
+    method = "cluster-t" if not problems and len(tasks) >= 2 else "none"
+    if method == "cluster-t":
+        half = cluster_t_halfwidth(cov, len(tasks))
+        lo, hi = elo - half, elo + half
+    elif samples.shape[0]:
+        method = "bootstrap-tasks"
         lo, hi = np.percentile(samples, [2.5, 97.5], axis=0)
     else:
         lo = hi = np.full(k, np.nan)
@@ -448,6 +517,8 @@ def fit_elo(
         anchor=anchor,
         l2=l2_used,
         pair_counts=pooled + pooled.T,
+        method=method,
+        cov=cov,
     )
 
 
@@ -464,25 +535,38 @@ def elo_estimate(result: EloResult, agent: str) -> Estimate:
     n = round(float(result.pair_counts[i].sum())) if result.pair_counts.size else 0
     low, high = result.low[agent], result.high[agent]
     ok = math.isfinite(low) and math.isfinite(high)
-    return Estimate(
-        result.elo[agent], n, low if ok else None, high if ok else None, "bootstrap-tasks" if ok else "none"
-    )
+    method = result.method if ok else "none"
+    return Estimate(result.elo[agent], n, low if ok else None, high if ok else None, method)
 
 
-def bootstrap_difference(result: EloResult, a: str, b: str) -> Estimate:
-    """``elo(a) - elo(b)``: full-data difference with 2.5/97.5 percentiles of the per-resample differences.
+def linear_interval(result: EloResult, coef: npt.ArrayLike) -> tuple[float, float] | None:
+    """95% interval of ``sum_i coef_i * elo_i`` (``coef`` in ``result.agents`` order), e.g. a difference
+    of two agents' Elo: ``cluster-t`` from the covariance, ``bootstrap-tasks`` from the percentiles of
+    the resampled combination; None without an interval."""
+    c = np.asarray(coef, dtype=np.float64)
+    value = float(c @ np.array([result.elo[a] for a in result.agents]))
+    if result.method == "cluster-t":
+        half = float(t_quantile(result.n_tasks - 1)) * math.sqrt(max(float(c @ result.cov @ c), 0.0))
+        return (value - half, value + half) if math.isfinite(half) else None
+    if result.method == "bootstrap-tasks" and result.samples.shape[0]:
+        low, high = np.percentile(result.samples @ c, [2.5, 97.5])
+        return float(low), float(high)
+    return None
 
-    n = comparisons involving a or b.
-    """
+
+def elo_difference(result: EloResult, a: str, b: str) -> Estimate:
+    """``elo(a) - elo(b)``: full-data difference with its 95% interval (:func:`linear_interval`, the same
+    method as the agents' intervals). n = comparisons involving a or b."""
     i, j = _index(result, a), _index(result, b)
     value = result.elo[a] - result.elo[b]
     pc = result.pair_counts
     n = round(float(pc[i].sum() + pc[j].sum() - pc[i, j])) if pc.size else 0
-    if result.samples.shape[0] == 0:
+    coef = np.zeros(len(result.agents))
+    coef[i], coef[j] = 1.0, -1.0
+    bounds = linear_interval(result, coef)
+    if bounds is None:
         return Estimate(value, n, None, None, "none")
-    diff = result.samples[:, i] - result.samples[:, j]
-    low, high = np.percentile(diff, [2.5, 97.5])
-    return Estimate(value, n, float(low), float(high), "bootstrap-tasks")
+    return Estimate(value, n, bounds[0], bounds[1], result.method)
 
 
 def tier_table(
@@ -495,7 +579,7 @@ def tier_table(
     step 3).
 
     ``families`` maps a family to its (tier, agent) list in increasing compute. ``delta_intervals`` keyed
-    by (previous agent, agent) overrides the bootstrap interval of the ΔElo. Verdicts: ``baseline`` (first
+    by (previous agent, agent) overrides the interval of the ΔElo. Verdicts: ``baseline`` (first
     tier); ``no measurable gain`` (ΔElo interval includes 0, or ΔElo <= 0); ``diminishing returns`` (Elo
     rises but ΔElo per 1k tokens is below the previous tier's); else ``improves``.
     """
@@ -520,7 +604,7 @@ def tier_table(
                 "verdict": "baseline",
             }
             if prev_agent is not None:
-                est = bootstrap_difference(result, agent, prev_agent)
+                est = elo_difference(result, agent, prev_agent)
                 d_low, d_high = est.low, est.high
                 if delta_intervals is not None and (prev_agent, agent) in delta_intervals:
                     d_low, d_high = (float(x) for x in delta_intervals[(prev_agent, agent)])

@@ -10,7 +10,7 @@ from dataclasses import replace
 import numpy as np
 
 from .baseline import BASELINE_METRICS, BaselineComparison
-from .elo import bootstrap_difference
+from .elo import elo_difference, linear_interval
 from .elo_report import ELO_METRICS, NO_ELO, EloReport, finite, tier_rows
 from .gates import DELTA, GateSyntaxError, Term, parse_term
 from .metrics import Estimate, SuiteMetrics
@@ -117,12 +117,15 @@ class GateSource:
         return min(report.judged_tasks.get(a, 0) for a in agents)
 
     def _elo_term(self, name: str, args: tuple[str, ...]) -> tuple[Estimate, np.ndarray]:
-        """The estimate of an Elo term and its per-resample values (empty without bootstrap)."""
+        """The estimate of an Elo term and its coefficients on the agents' Elo (in the fit's agent order;
+        empty when the term has no value), so that differences of terms get their interval from the same
+        fit (:func:`~pytest_gauge.analysis.elo.linear_interval`)."""
         report = self._report()
         res = report.result
         agent = self._agent(name, tuple(args))
         i = res.agents.index(agent)
-        has = res.samples.shape[0] > 0
+        coef = np.zeros(len(res.agents))
+        coef[i] = 1.0
         if name == "elo":
             low, high = res.low[agent], res.high[agent]
             ok = finite(low) and finite(high)
@@ -131,27 +134,26 @@ class GateSource:
                 self._tasks(agent),
                 low if ok else None,
                 high if ok else None,
-                "bootstrap-tasks" if ok else "none",
+                res.method if ok else "none",
             )
-            return est, res.samples[:, i] if has else np.zeros(0)
+            return est, coef
         row, prev = self._tiers[agent]
         if prev is None:
             return Estimate(None, self._tasks(agent), None, None, "none"), np.zeros(0)
         n = self._tasks(agent, prev["agent"])
-        j = res.agents.index(prev["agent"])
-        delta = res.samples[:, i] - res.samples[:, j] if has else np.zeros(0)
+        coef[res.agents.index(prev["agent"])] = -1.0
+        ok = row["delta_low"] is not None and row["delta_high"] is not None
+        method = res.method if ok else "none"
         if name == "delta_elo":
-            ok = row["delta_low"] is not None and row["delta_high"] is not None
-            method = "bootstrap-tasks" if ok else "none"
-            return Estimate(row["delta_elo"], n, row["delta_low"], row["delta_high"], method), delta
+            return Estimate(row["delta_elo"], n, row["delta_low"], row["delta_high"], method), coef
         rate = row["delta_elo_per_1k_tokens"]
         if rate is None:
             return Estimate(None, n, None, None, "none"), np.zeros(0)
         per_1k = (row["tokens_per_task"] - prev["tokens_per_task"]) / 1000.0
         low, high = row["delta_low"], row["delta_high"]
         if low is None or high is None:
-            return Estimate(rate, n, None, None, "none"), delta / per_1k
-        return Estimate(rate, n, low / per_1k, high / per_1k, "bootstrap-tasks"), delta / per_1k
+            return Estimate(rate, n, None, None, "none"), coef / per_1k
+        return Estimate(rate, n, low / per_1k, high / per_1k, method), coef / per_1k
 
     # -- MetricSource -----------------------------------------------------------------------------
 
@@ -194,17 +196,17 @@ class GateSource:
         if left.name == right.name == "elo":
             a = self._agent("elo", tuple(left.args))
             b = self._agent("elo", tuple(right.args))
-            return replace(bootstrap_difference(report.result, a, b), n=self._tasks(a, b))
-        ea, sa = self._elo_term(left.name, tuple(left.args))
-        eb, sb = self._elo_term(right.name, tuple(right.args))
+            return replace(elo_difference(report.result, a, b), n=self._tasks(a, b))
+        ea, ca = self._elo_term(left.name, tuple(left.args))
+        eb, cb = self._elo_term(right.name, tuple(right.args))
         n = min(ea.n, eb.n)
         if ea.value is None or eb.value is None:
             return Estimate(None, n, None, None, "none")
         value = ea.value - eb.value
-        if sa.size == 0 or sb.size == 0:
+        bounds = linear_interval(report.result, ca - cb) if ca.size and cb.size else None
+        if bounds is None:
             return Estimate(value, n, None, None, "none")
-        low, high = np.percentile(sa - sb, [2.5, 97.5])
-        return Estimate(value, n, float(low), float(high), "bootstrap-tasks")
+        return Estimate(value, n, bounds[0], bounds[1], report.result.method)
 
     def _worst_tasks(self, agent: str) -> list[str]:
         """An Elo term's drivers: the agent's tasks by its per-task Elo, weakest first (tasks that allow

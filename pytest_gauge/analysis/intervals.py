@@ -7,7 +7,10 @@ with Beta-heterogeneous tasks, docs/protocol.md#coverage). These intervals use t
 
 * :func:`cluster_wilson`: a Wilson score interval on the *effective* count ``N / deff``, where the
   design effect ``deff = max(1, var_cluster / var_binomial)``; it stays inside [0, 1] and has width
-  at 0% and 100%, where a bootstrap collapses to a point.
+  at 0% and 100%, where a bootstrap collapses to a point. Its t quantile takes the Satterthwaite degrees
+  of freedom of the cluster variance (:func:`satterthwaite_df`, at most ``T - 1``): when a few tasks
+  carry all the events (a rare rate on skewed tasks) the variance estimate rests on those few tasks
+  and the interval widens accordingly.
 * :func:`cluster_difference`: ``p1 - p2 +- t * se`` with the cluster-robust variance of the difference
   (the two rates share tasks, so their covariance counts).
 
@@ -19,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["cluster_difference", "cluster_wilson", "t_quantile"]
+__all__ = ["cluster_difference", "cluster_wilson", "satterthwaite_df", "t_quantile"]
 
 FloatArray = npt.NDArray[np.float64]
 _Z975 = 1.959963984540054
@@ -44,10 +47,31 @@ def _residual_var(k: FloatArray, n: FloatArray, p: FloatArray, total: FloatArray
     return np.asarray(scale * np.sum(resid * resid, axis=-1) / np.maximum(total, 1.0) ** 2, dtype=np.float64)
 
 
+def satterthwaite_df(k: FloatArray, n: FloatArray, p: FloatArray) -> FloatArray:
+    """Degrees of freedom of the cluster variance of ``sum(k) / sum(n)``, in [1, tasks - 1].
+
+    The variance is a sum of the tasks' squared residuals ``r = k - p n``; Satterthwaite's approximation
+    gives it ``2 T m2^2 / (m4 - m2^2)`` df (``m2``, ``m4``: the residuals' second and fourth moments over
+    the T tasks), which is T for normal residuals and few when a few tasks hold nearly all of the sum.
+    ``T - 1`` where every residual is 0 (nothing to estimate the shape from) or for light tails.
+    """
+    present = n > 0
+    tasks = np.sum(present, axis=-1).astype(np.float64)
+    resid = np.where(present, k - p[..., None] * n, 0.0)
+    safe = np.maximum(tasks, 1.0)
+    m2 = np.sum(resid**2, axis=-1) / safe
+    m4 = np.sum(resid**4, axis=-1) / safe
+    excess = m4 - m2 * m2
+    ok = (m2 > 0) & (excess > 0)
+    df = np.where(ok, 2.0 * safe * m2 * m2 / np.where(ok, excess, 1.0), tasks - 1.0)
+    return np.asarray(np.clip(df, 1.0, np.maximum(tasks - 1.0, 1.0)), dtype=np.float64)
+
+
 def cluster_wilson(k: FloatArray, n: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
     """(rate, low, high) of ``sum(k) / sum(n)`` over the last axis (tasks); NaN where ``sum(n) == 0``.
 
-    Wilson's score interval with the design-effect-adjusted count and a t quantile on (tasks - 1) df.
+    Wilson's score interval with the design-effect-adjusted count and a t quantile on the Satterthwaite
+    df of the cluster variance (:func:`satterthwaite_df`, at most tasks - 1).
     """
     total = np.sum(n, axis=-1)
     safe = np.maximum(total, 1.0)
@@ -59,8 +83,7 @@ def cluster_wilson(k: FloatArray, n: FloatArray) -> tuple[FloatArray, FloatArray
     )
     deff = np.where(np.isfinite(deff), deff, 1.0)
     n_eff = safe / deff
-    tasks = np.sum(n > 0, axis=-1)
-    z = t_quantile(np.maximum(tasks - 1, 1))
+    z = t_quantile(satterthwaite_df(k, n, p))
     z2 = z * z
     denom = 1.0 + z2 / n_eff
     centre = (p + z2 / (2 * n_eff)) / denom

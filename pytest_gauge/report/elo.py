@@ -249,6 +249,22 @@ def _per_task(report: EloReport) -> list[str]:
     return lines
 
 
+def _interval_text(report: EloReport) -> str:
+    """How the Elo intervals were made (docs/protocol.md#elo)."""
+    res = report.result
+    if res.method == "cluster-t":
+        return (
+            "cluster-robust (tasks as clusters) standard errors with a Student-t quantile on "
+            f"{res.n_tasks - 1} degrees of freedom."
+        )
+    if res.method == "bootstrap-tasks":
+        return (
+            f"2.5/97.5 percentiles of {res.rounds} bootstrap resamples of tasks (seed {report.seed}), "
+            "because the fit has no finite maximum."
+        )
+    return "none (fewer than two tasks)." if res.n_tasks < 2 else "none."
+
+
 def render_elo_md(report: EloReport) -> str:
     """``elo.md``: agents with Elo, interval, rank and tokens per task; fit problems; Elo per token by compute
     tier with a rule-based reading per family; per-task strengths; link to ``elo.svg``."""
@@ -259,8 +275,8 @@ def render_elo_md(report: EloReport) -> str:
         "",
         f"Bradley-Terry strengths on an Elo scale (anchor {elo_text(res.anchor)} = mean strength), pooled "
         f"over {res.n_tasks} tasks and {res.n_comparisons} judged comparisons (both blind orders count, "
-        "a tie counts half each way, judge errors are left out). 95% intervals: 2.5/97.5 percentiles of "
-        f"{res.rounds} bootstrap resamples of tasks (seed {report.seed}). Rank = 1 + the number of "
+        f"a tie counts half each way, judge errors are left out). 95% intervals: {_interval_text(report)} "
+        "Rank = 1 + the number of "
         "agents whose interval lies entirely above this agent's. Tokens per task are nominal (every "
         "attempt, cache hits included), averaged over the agent's tasks: *all roles* = its agent and "
         "simulated-user calls plus half of the judge tokens of every case it was judged in; *agent* = "
