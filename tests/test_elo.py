@@ -170,6 +170,18 @@ def test_always_winning_and_losing_agents_reported_and_finite() -> None:
     assert np.isfinite(res.samples).all()
     assert res.elo["champ"] > res.elo["b"] > res.elo["dud"]
     assert res.rank["champ"] == 1
+    # no finite MLE: the sandwich around a ridge fit means nothing, the intervals are the bootstrap's
+    assert res.method == "bootstrap-tasks"
+    lo, hi = np.percentile(res.samples, [2.5, 97.5], axis=0)
+    assert [res.low[a] for a in res.agents] == pytest.approx(list(lo))
+    assert [res.high[a] for a in res.agents] == pytest.approx(list(hi))
+    assert fit_elo(comps, rounds=0).method == "none"
+
+
+def test_one_task_has_no_interval() -> None:
+    res = fit_elo(simulate(np.random.default_rng(2), TRUE_THETA, n_tasks=1), rounds=50)
+    assert res.method == "none" and all(math.isnan(v) for v in res.low.values())
+    assert elo_estimate(res, "a0").low is None and elo_difference(res, "a1", "a0").low is None
 
 
 def test_check_graph_groups_and_clean() -> None:

@@ -478,11 +478,12 @@ def fit_elo(
                 f"won, or a disconnected graph) and were fitted with l2={FALLBACK_L2:g}"
             )
     cov = cluster_covariance(tensor, theta, l2_used) * ELO_PER_THETA**2
-    method = "cluster-t" if not problems and len(tasks) >= 2 else "none"
-    if method == "cluster-t":
+    method = "none"  # one task: no spread between tasks to measure, neither way
+    if len(tasks) >= 2 and not problems:
+        method = "cluster-t"
         half = cluster_t_halfwidth(cov, len(tasks))
         lo, hi = elo - half, elo + half
-    elif samples.shape[0]:
+    elif len(tasks) >= 2 and samples.shape[0]:
         method = "bootstrap-tasks"
         lo, hi = np.percentile(samples, [2.5, 97.5], axis=0)
     else:

@@ -307,7 +307,8 @@ def _round(x: Any) -> Any:
 
 
 def elo_json(report: EloReport) -> dict[str, Any]:
-    """``elo.json``: agents (Elo, interval, rank, tokens), tier rows, per-task strengths, problems and notes;
+    """``elo.json``: agents (Elo, interval, rank, tokens), how the intervals were made (``interval_method``:
+    ``cluster-t``, ``bootstrap-tasks`` or ``none``), tier rows, per-task strengths, problems and notes;
     floats rounded to 6 decimals, non-finite numbers as null."""
     res = report.result
     agents: dict[str, Any] = {}
@@ -336,6 +337,7 @@ def elo_json(report: EloReport) -> dict[str, Any]:
         "n_tasks": res.n_tasks,
         "n_comparisons": res.n_comparisons,
         "l2": res.l2,
+        "interval_method": res.method,
         "agents": agents,
         "families": {f: [list(t) for t in tiers] for f, tiers in report.families.items()},
         "tiers": [{k: row[k] for k in keys} for row in report.tiers],
