@@ -62,7 +62,7 @@ def test_recovery_and_interval_coverage() -> None:
     estimates = []
     for s in range(sims):
         rng = np.random.default_rng(s)
-        res = fit_elo(simulate(rng, TRUE_THETA, n_tasks=40), rounds=200, seed=s)
+        res = fit_elo(simulate(rng, TRUE_THETA, n_tasks=40), rounds=0)  # cluster-t needs no bootstrap
         assert res.problems == []
         est = np.array([res.elo[f"a{i}"] for i in range(len(TRUE_THETA))])
         lo = np.array([res.low[f"a{i}"] for i in range(len(TRUE_THETA))])
@@ -71,9 +71,10 @@ def test_recovery_and_interval_coverage() -> None:
         covered += (lo <= true_elo) & (true_elo <= hi)
     mean_est = np.mean(estimates, axis=0)
     assert np.abs(mean_est - true_elo).max() < 10.0  # Elo points; per-run sd is ~35
-    # nominal 95%; the percentile bootstrap over 40 tasks gives ~92-93% here (binomial sd ~1.8% per agent)
-    assert covered.sum() >= 0.9 * sims * len(TRUE_THETA), covered
-    assert (covered >= 0.87 * sims).all(), covered
+    # nominal 95% (binomial sd ~1.5% per agent); the percentile bootstrap gave ~92-93% here. Heterogeneous
+    # tasks and other sizes: tests/test_coverage.py
+    assert covered.sum() >= 0.93 * sims * len(TRUE_THETA), covered
+    assert (covered >= 0.9 * sims).all(), covered
 
 
 def test_matches_scipy_logistic_regression() -> None:
