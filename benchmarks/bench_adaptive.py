@@ -1,0 +1,375 @@
+"""Adaptive runs (issue 18): error control, agreement and calls saved over a grid of simulated suites.
+
+Run: ``python benchmarks/bench_adaptive.py`` (``--runs``, ``--sizes``, ``--rho`` to explore). For each
+gate kind, suite size and truth (clear pass, borderline = at the threshold, clear fail) it simulates 500
+seeded suites with known truth and heterogeneous tasks, runs the adaptive procedure on them (looks of 5
+tasks, every gate re-evaluated with the plugin's own interval functions and ``decide``) and the full run
+(the same data, all tasks, the ordinary ``evaluate_gate``), and prints:
+
+* borderline: the share of wrong verdicts, the verdict that needs the interval to clear the threshold
+  (a pass for ``upper(x) <= t`` and ``lower(x) >= t``, see :func:`guarded`), for the adaptive and the
+  fixed-size run (targets: adaptive <= 5% and not above fixed + one Monte Carlo standard error of the
+  difference); and the share of runs whose deciding interval (the anytime-valid one where the adaptive
+  run stopped, the nominal 95% one of the full run) excludes the truth on either side (nominal 5%;
+  target: adaptive not above fixed + one MC standard error);
+* clear: the share of runs where the adaptive verdict equals the full run's (target >= 95%) and the
+  median share of the full run's gateway calls the adaptive run made (calls = tasks run x calls per
+  task, so the share is tasks run / tasks; target <= 60%). Both targets hold a cell where the full run
+  is itself sure of the clear verdict (its interval wholly on the truth's side in >= 95% of runs,
+  :data:`MIN_SURE`); the other cells are printed as "not clear at this size".
+
+Exits 1 when a target is missed. The three gate kinds and their simulated suites follow the example
+suite (6 judged cases per task: 3 pairs x 2 orders, 2 of them on the close pair), tasks' rates drawn from
+Beta(c p, c (1 - p)) with c = 4 as in tests/test_coverage.py:
+
+* rate: ``upper(position_bias) <= 0.65`` on 6 cases per task, ``cluster_wilson``;
+* close vs distant LRS: ``lower(lrs_close - lrs_distant) >= 0.2`` (LRS distant 0.1), 2 close and 4
+  distant cases per task, ``cluster_difference``;
+* paired regression: ``lower(delta(mean_reward(agent_x))) >= -0.05``: each task's mean reward in the
+  baseline and the current run shares the task's difficulty (Beta around 0.6) plus independent run noise
+  (sd 0.15, not clipped, so the true delta is exact); the paired task bootstrap of analysis/paired.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from pytest_gauge.analysis.gates import Gate, Quantity, Term, evaluate_gate, parse_gate
+from pytest_gauge.analysis.intervals import cluster_difference, cluster_wilson, t_quantile
+from pytest_gauge.analysis.paired import Z95, bootstrap_means, percentile_bounds, task_counts
+from pytest_gauge.analysis.sequential import RHO, Look, decide, plan_looks
+
+Array = npt.NDArray[np.float64]
+
+RUNS = 500
+PER_LOOK = 5
+SIZES = (44, 100, 200)
+"""The example suite's 44 tasks, and larger suites of 100 and 200."""
+SPREAD = 4.0  # Beta concentration of the tasks' rates
+BOOT_ROUNDS = 2000  # analysis/baseline.py's rounds
+REWARD_NOISE = 0.15  # sd of a task's mean reward between two runs of the same agent
+SCENARIOS = ("clear pass", "borderline", "clear fail")
+MAX_WRONG = 0.05
+MIN_AGREEMENT = 0.95
+MAX_CALLS = 0.60
+MIN_SURE = 0.95
+"""A clear cell is held to the agreement and savings targets when the full run is sure of the clear
+verdict (its 95% interval wholly on the truth's side of the threshold) in at least this share of runs;
+where it is not, no procedure can stop early without disagreeing with it, and the row says so."""
+
+
+@dataclass(frozen=True)
+class Quantities:
+    """One look's gate quantity for every simulated run: arrays of shape (runs,)."""
+
+    value: Array
+    low: Array
+    high: Array
+    n: int
+    df: float | None
+    q95: float
+
+
+Data = tuple[Array, ...]
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A gate kind: its gate, the true value of each scenario, a simulator and its interval function."""
+
+    name: str
+    gate: Gate
+    truths: dict[str, float]
+    simulate: Callable[[np.random.Generator, float, int, int], Data]
+    at: Callable[[Data, int], Quantities]
+
+
+def _rates(rng: np.random.Generator, p: float, shape: tuple[int, int]) -> Array:
+    return rng.beta(SPREAD * p, SPREAD * (1.0 - p), shape)
+
+
+def _rate_data(rng: np.random.Generator, p: float, runs: int, tasks: int) -> Data:
+    k = rng.binomial(6, _rates(rng, p, (runs, tasks))).astype(np.float64)
+    return (k, np.full((runs, tasks), 6.0))
+
+
+def _rate_at(data: Data, m: int) -> Quantities:
+    value, low, high = cluster_wilson(data[0][:, :m], data[1][:, :m])
+    return Quantities(value, low, high, 6 * m, float(m - 1), float(t_quantile(m - 1)))
+
+
+def _lrs_data(rng: np.random.Generator, diff: float, runs: int, tasks: int) -> Data:
+    shape = (runs, tasks)
+    close = rng.binomial(2, _rates(rng, 0.1 + diff, shape)).astype(np.float64)
+    distant = rng.binomial(4, _rates(rng, 0.1, shape)).astype(np.float64)
+    return (close, np.full(shape, 2.0), distant, np.full(shape, 4.0))
+
+
+def _lrs_at(data: Data, m: int) -> Quantities:
+    kc, nc, kd, nd = (a[:, :m] for a in data)
+    value, low, high = cluster_difference(kc, nc, kd, nd)
+    return Quantities(value, low, high, 2 * m, float(m - 1), float(t_quantile(m - 1)))
+
+
+def _paired_data(rng: np.random.Generator, delta: float, runs: int, tasks: int) -> Data:
+    difficulty = _rates(rng, 0.6, (runs, tasks))
+    baseline = difficulty + rng.normal(0.0, REWARD_NOISE, (runs, tasks))
+    current = difficulty + delta + rng.normal(0.0, REWARD_NOISE, (runs, tasks))
+    return (current - baseline,)
+
+
+@cache
+def _counts(m: int) -> Array:
+    return task_counts(m, BOOT_ROUNDS, seed=0)
+
+
+def _paired_at(data: Data, m: int) -> Quantities:
+    """The paired task bootstrap's percentile interval (q95 = 1.96); the boundary's quantile is taken on
+    tasks - 1 df, as for every interval over tasks (docs/protocol.md#adaptive-runs)."""
+    d = data[0][:, :m]
+    low, high = percentile_bounds(bootstrap_means(np.ascontiguousarray(d.T), _counts(m)))
+    return Quantities(d.mean(axis=1), low, high, m, float(m - 1), Z95)
+
+
+KINDS = (
+    Kind(
+        "rate",
+        parse_gate("upper(position_bias) <= 0.65"),
+        {"clear pass": 0.55, "borderline": 0.65, "clear fail": 0.75},
+        _rate_data,
+        _rate_at,
+    ),
+    Kind(
+        "close-distant LRS",
+        parse_gate("lower(lrs_close - lrs_distant) >= 0.2"),
+        {"clear pass": 0.3, "borderline": 0.2, "clear fail": 0.1},
+        _lrs_data,
+        _lrs_at,
+    ),
+    Kind(
+        "paired regression",
+        parse_gate("lower(delta(mean_reward(agent_x))) >= -0.05"),
+        {"clear pass": 0.05, "borderline": -0.05, "clear fail": -0.15},
+        _paired_data,
+        _paired_at,
+    ),
+)
+
+
+@dataclass(frozen=True)
+class _Source:
+    """A MetricSource that answers every gate with one quantity (the full run's, for evaluate_gate)."""
+
+    q: Quantity
+
+    def lookup(self, name: str, args: tuple[str, ...]) -> Quantity:
+        return self.q
+
+    def difference(self, left: Term, right: Term) -> Quantity:
+        return self.q
+
+
+def _num(x: np.float64) -> float | None:
+    return None if np.isnan(x) else float(x)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """Per run: verdict (1 pass, 0 fail, -1 none), tasks run, whether the deciding interval excludes the
+    truth (``wrong`` at the threshold) and whether it lies wholly on the truth's side of the threshold
+    (``sure``: a full run that is sure of a clear gate's verdict)."""
+
+    verdict: npt.NDArray[np.int64]
+    tasks: npt.NDArray[np.int64]
+    wrong: npt.NDArray[np.bool_]
+    sure: npt.NDArray[np.bool_]
+
+
+def _excludes(low: float | None, high: float | None, truth: float) -> bool:
+    return (low is not None and low > truth) or (high is not None and high < truth)
+
+
+def _sure(low: float | None, high: float | None, truth: float, threshold: float) -> bool:
+    if truth > threshold:
+        return low is not None and low > threshold
+    return truth < threshold and high is not None and high < threshold
+
+
+def adaptive(kind: Kind, data: Data, looks: tuple[Look, ...], truth: float) -> Outcome:
+    """Run the adaptive procedure on every simulated suite: stop at the first look that decides."""
+    runs = data[0].shape[0]
+    verdict = np.full(runs, -1, dtype=np.int64)
+    tasks = np.zeros(runs, dtype=np.int64)
+    wrong = np.zeros(runs, dtype=bool)
+    sure = np.zeros(runs, dtype=bool)
+    open_ = np.ones(runs, dtype=bool)
+    for look in looks:
+        rows = np.flatnonzero(open_)
+        q = kind.at(tuple(a[rows] for a in data), look.tasks)
+        for i, r in enumerate(rows):
+            value, low, high = _num(q.value[i]), _num(q.low[i]), _num(q.high[i])
+            got, av_low, av_high = decide(
+                kind.gate, value, low, high, q.n, look=look, df=q.df, nominal_quantile=q.q95
+            )
+            if got is None and not look.final:
+                continue
+            open_[r] = False
+            tasks[r] = look.tasks
+            verdict[r] = {"pass": 1, "fail": 0, None: -1}[got]
+            wrong[r] = _excludes(av_low, av_high, truth)
+            sure[r] = _sure(av_low, av_high, truth, kind.gate.threshold)
+        if not open_.any():
+            break
+    return Outcome(verdict, tasks, wrong, sure)
+
+
+def full_run(kind: Kind, data: Data, truth: float) -> Outcome:
+    """The fixed-size run on the same data: every task, the ordinary gate evaluation."""
+    runs, total = data[0].shape
+    q = kind.at(data, total)
+    verdict = np.full(runs, -1, dtype=np.int64)
+    wrong = np.zeros(runs, dtype=bool)
+    sure = np.zeros(runs, dtype=bool)
+    for r in range(runs):
+        quantity = Quantity(_num(q.value[r]), q.n, _num(q.low[r]), _num(q.high[r]))
+        status = evaluate_gate(kind.gate, _Source(quantity)).status
+        verdict[r] = {"pass": 1, "fail": 0}.get(status, -1)
+        wrong[r] = _excludes(quantity.low, quantity.high, truth)
+        sure[r] = _sure(quantity.low, quantity.high, truth, kind.gate.threshold)
+    return Outcome(verdict, np.full(runs, total, dtype=np.int64), wrong, sure)
+
+
+def simulate(
+    kind: Kind,
+    scenario: str,
+    tasks: int,
+    runs: int = RUNS,
+    rho: float = RHO,
+    seed: int = 18,
+    min_tasks: int | None = None,
+) -> tuple[Outcome, Outcome]:
+    """(adaptive, full) outcomes of ``runs`` seeded suites of ``tasks`` tasks in one scenario."""
+    rng = np.random.default_rng([seed, tasks, SCENARIOS.index(scenario), KINDS.index(kind)])
+    truth = kind.truths[scenario]
+    data = kind.simulate(rng, truth, runs, tasks)
+    looks = plan_looks(tasks, PER_LOOK, rho=rho, min_tasks=min_tasks)
+    return adaptive(kind, data, looks, truth), full_run(kind, data, truth)
+
+
+def _se(p: float, runs: int) -> float:
+    return float(np.sqrt(max(p * (1 - p), 1e-12) / runs))
+
+
+def guarded(gate: Gate) -> int:
+    """The verdict that is wrong for a gate whose true value sits at its threshold: the one that needs the
+    interval to clear the threshold (pass for ``upper(x) <= t`` and ``lower(x) >= t``; fail for
+    ``upper(x) >= t``, "fail only when sure it got worse", and ``lower(x) <= t``)."""
+    passes_on_clearing = (gate.bound, gate.op in ("<=", "<")) in (("upper", True), ("lower", False))
+    return 1 if passes_on_clearing else 0
+
+
+def borderline(kind: Kind, tasks: int, runs: int = RUNS, rho: float = RHO) -> dict[str, float]:
+    """At the threshold: the wrong-verdict rates (``adaptive``, ``fixed``), the shares whose deciding
+    interval excludes the truth (``adaptive_excludes``, ``fixed_excludes``) and the Monte Carlo standard
+    errors of the two differences, ``sqrt(se_adaptive**2 + se_fixed**2)`` (``se``, ``se_excludes``)."""
+    ad, full = simulate(kind, "borderline", tasks, runs, rho)
+    bad = guarded(kind.gate)
+    a, f = float(np.mean(ad.verdict == bad)), float(np.mean(full.verdict == bad))
+    ea, ef = float(ad.wrong.mean()), float(full.wrong.mean())
+    return {
+        "adaptive": a,
+        "fixed": f,
+        "se": float(np.hypot(_se(a, runs), _se(f, runs))),
+        "adaptive_excludes": ea,
+        "fixed_excludes": ef,
+        "se_excludes": float(np.hypot(_se(ea, runs), _se(ef, runs))),
+        "median_tasks": float(np.median(ad.tasks)) / tasks,
+    }
+
+
+def _borderline_row(kind: Kind, tasks: int, runs: int, rho: float) -> tuple[str, list[str]]:
+    r = borderline(kind, tasks, runs, rho)
+    misses = []
+    where = f"{kind.name}, {tasks} tasks"
+    if r["adaptive"] > MAX_WRONG:
+        misses.append(f"{where}: adaptive wrong verdicts {r['adaptive']:.1%} > {MAX_WRONG:.0%}")
+    if r["adaptive"] > r["fixed"] + r["se"]:
+        misses.append(f"{where}: adaptive wrong {r['adaptive']:.1%} > fixed {r['fixed']:.1%} + 1 SE")
+    if r["adaptive_excludes"] > r["fixed_excludes"] + r["se_excludes"]:
+        misses.append(
+            f"{where}: adaptive interval excludes the truth {r['adaptive_excludes']:.1%} > fixed "
+            f"{r['fixed_excludes']:.1%} + 1 SE"
+        )
+    row = (
+        f"| {kind.name} | {tasks} | {r['adaptive']:.1%} | {r['fixed']:.1%} | {r['se']:.1%} "
+        f"| {r['adaptive_excludes']:.1%} | {r['fixed_excludes']:.1%} | {r['median_tasks']:.0%} "
+        f"| {'ok' if not misses else 'MISS'} |"
+    )
+    return row, misses
+
+
+def _clear_row(kind: Kind, scenario: str, tasks: int, runs: int, rho: float) -> tuple[str, list[str]]:
+    ad, full = simulate(kind, scenario, tasks, runs, rho)
+    agree = float((ad.verdict == full.verdict).mean())
+    share = float(np.median(ad.tasks)) / tasks
+    sure = float(full.sure.mean())
+    misses = []
+    if sure >= MIN_SURE and agree < MIN_AGREEMENT:
+        misses.append(f"{kind.name}, {scenario}, {tasks} tasks: agreement {agree:.1%} < {MIN_AGREEMENT:.0%}")
+    if sure >= MIN_SURE and share > MAX_CALLS:
+        misses.append(f"{kind.name}, {scenario}, {tasks} tasks: median calls {share:.0%} > {MAX_CALLS:.0%}")
+    verdict = "MISS" if misses else ("ok" if sure >= MIN_SURE else "not clear at this size")
+    row = (
+        f"| {kind.name} | {scenario} | {tasks} | {sure:.1%} | {agree:.1%} | {share:.0%} "
+        f"| {float(np.mean(ad.tasks)) / tasks:.0%} | {verdict} |"
+    )
+    return row, misses
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--runs", type=int, default=RUNS)
+    parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
+    parser.add_argument("--rho", type=float, default=RHO)
+    args = parser.parse_args(argv)
+    misses: list[str] = []
+    print(f"rho = {args.rho}, looks of {PER_LOOK} tasks, {args.runs} seeded runs per cell\n")
+    print("Borderline (true value at the threshold): wrong verdicts, and intervals that exclude the truth")
+    print(
+        "| gate | tasks | adaptive wrong | fixed wrong | MC SE of the difference | adaptive excludes "
+        "| fixed excludes | median tasks run | targets |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---|")
+    for kind in KINDS:
+        for tasks in args.sizes:
+            row, missed = _borderline_row(kind, tasks, args.runs, args.rho)
+            print(row, flush=True)
+            misses += missed
+    print("\nClear (true value 0.1 from the threshold): adaptive vs full run")
+    print("| gate | truth | tasks | full run sure | agreement | median calls | mean calls | targets |")
+    print("|---|---|---:|---:|---:|---:|---:|---|")
+    for kind in KINDS:
+        for scenario in ("clear pass", "clear fail"):
+            for tasks in args.sizes:
+                row, missed = _clear_row(kind, scenario, tasks, args.runs, args.rho)
+                print(row, flush=True)
+                misses += missed
+    print()
+    for line in misses:
+        print(f"FAIL {line}")
+    print("OK: every target met" if not misses else f"{len(misses)} target(s) missed")
+    return 1 if misses else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
