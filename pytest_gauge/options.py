@@ -55,6 +55,8 @@ class GaugeOptions:
     shard: str | None = None
     limits: str | None = None
     run_id: str | None = None
+    adaptive: bool = False  # --gauge-adaptive: looks of tasks, stop when every gate is decided (issue 18)
+    adaptive_look: int = 5  # tasks per look
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
 
@@ -253,6 +255,23 @@ def add_options(parser: pytest.Parser) -> None:
         help="with CI set, a gate skipped by a partial run does not fail the run (it does by default)",
     )
     group.addoption(
+        "--gauge-adaptive",
+        action="store_true",
+        default=None,
+        help="take the tasks in seeded looks and stop when every gate is decided (anytime-valid intervals;"
+        " the cases not needed are skipped)",
+    )
+    parser.addini("gauge_adaptive", "like --gauge-adaptive", type="bool", default=False)
+    group.addoption(
+        "--gauge-adaptive-look",
+        dest="gauge_adaptive_look",
+        type=_positive_int,
+        default=None,
+        metavar="TASKS",
+        help="tasks per look of an adaptive run (default 5; ini gauge_adaptive_look)",
+    )
+    parser.addini("gauge_adaptive_look", "tasks per look of an adaptive run (default 5)", default=None)
+    group.addoption(
         "--gauge-doctor", action="store_true", default=False, help="check the gateway setup and exit"
     )
 
@@ -367,4 +386,6 @@ def resolve_options(config: pytest.Config) -> GaugeOptions:
         shard=_shard(config),
         limits=values["gauge_limits"],
         run_id=config.getoption("gauge_run_id") or os.environ.get("GAUGE_RUN_ID") or None,
+        adaptive=bool(config.getoption("gauge_adaptive") or config.getini("gauge_adaptive")),
+        adaptive_look=_setting(config, "gauge_adaptive_look", _positive_int) or 5,
     )

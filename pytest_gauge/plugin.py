@@ -54,6 +54,7 @@ def pytest_configure(config: pytest.Config) -> None:
         _check_baseline(options)
         if options.limits:
             _check_limits(options.limits)
+        _check_adaptive(options)
     config.stash[role_key] = role
     config.stash[state_key] = role.state
     config.pluginmanager.register(GaugeRun(config), "gauge-run")
@@ -88,6 +89,14 @@ def _check_baseline(options: GaugeOptions) -> None:
         problem = missing_baseline(options.gates, "--gauge-gate / gauge_gates")
         if problem:
             raise pytest.UsageError(f"pytest-gauge: {problem}")
+
+
+def _check_adaptive(options: GaugeOptions) -> None:
+    from .session.adaptive import adaptive_problem
+
+    problem = adaptive_problem(options)
+    if problem:
+        raise pytest.UsageError(f"pytest-gauge: {problem}")
 
 
 def _check_limits(url: str) -> None:
@@ -207,6 +216,9 @@ class CaseItem(pytest.Item):
 
     def runtest(self) -> None:
         role = self.config.stash[role_key]
+        looks = role.state.looks
+        if looks is not None and not looks.wait(looks.plan.look_of(self.case.suite, self.case.task_id)):
+            pytest.skip(looks.state.reason)  # --gauge-adaptive: every gate was decided without this case
         outcome = role.engine_for(self.session).outcome(f"{self.case.suite}::{self.case.case_id}")
         if outcome.record is None:
             if outcome.fatal:
@@ -246,6 +258,19 @@ def pytest_collection_modifyitems(
     for item in items:
         if isinstance(item, CaseItem):
             state.selected.setdefault(item.case.suite, []).append(f"{item.case.suite}::{item.case.case_id}")
+    if state.options.adaptive and state.suites:
+        _order_by_look(config, items)
+
+
+def _order_by_look(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``--gauge-adaptive``: plan the looks and run the cases look by look (xdist hands items out in
+    this order, so no worker waits on a later look while it holds an earlier one's case)."""
+    plan = config.stash[role_key].start_looks()
+
+    def look(item: pytest.Item) -> int:
+        return plan.look_of(item.case.suite, item.case.task_id) if isinstance(item, CaseItem) else 0
+
+    items.sort(key=look)
 
 
 def _keep_shard(state: GaugeState, config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -323,6 +348,8 @@ class GaugeRun:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when == "call":
             self.role.record_report(report)  # records are collected where they are used
+        if report.when == "call" or (report.when == "setup" and not report.passed):
+            self.role.case_finished(report)  # --gauge-adaptive: the look's progress
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:

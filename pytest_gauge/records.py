@@ -9,6 +9,7 @@ and docs/protocol.md#ledger.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ __all__ = [
     "WorkFailure",
     "WorkResult",
     "WorkerSummary",
+    "content_hash",
     "dumps",
     "work_result_from_json",
 ]
@@ -45,6 +47,11 @@ JudgeChoice = Literal["A", "B", "tie", "error"]
 def dumps(obj: Any) -> str:
     """Canonical JSON: sorted keys, no spaces, UTF-8 kept; the same object always gives the same bytes."""
     return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def content_hash(text: str) -> str:
+    """The SHA-256 of a text (hex): the manifest's hashes of tasks and prompts."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from ..analysis.adaptive import AdaptiveSummary
 from ..analysis.baseline import BaselineComparison
 from ..analysis.elo import EloResult
 from ..analysis.gates import GateResult
@@ -54,6 +55,7 @@ class ReportContext:
     baseline_note: str = ""
     repeats: Mapping[str, RepeatCounts] = field(default_factory=dict)
     interrupted: str | None = None  # "interrupted: N of M cases" when the run was stopped (Ctrl-C, SIGTERM)
+    adaptive: AdaptiveSummary | None = None  # --gauge-adaptive: where the run stopped and what it saved
 
 
 # --------------------------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import Counter
 
 from ..analysis.metrics import Estimate
+from .adaptive import adaptive_section
 from .baseline import baseline_lead, gate_ci, gate_value, needed_lines, repeats_lines
 from .common import (
     DASH,
@@ -461,6 +462,7 @@ def render_conclusion(ctx: ReportContext) -> str:
         _section_cost(ctx),
         _section_truncation(ctx),
         _section_gates(ctx),
+        adaptive_section(ctx.adaptive),
         repeats_lines(ctx.repeats),
         _section_recommendations(ctx),
         _section_elo(ctx),

@@ -9,6 +9,7 @@ from typing import Any
 
 from ..analysis.judge_rules import PRIMARY
 from ..analysis.metrics import COST_INCLUDES_RETRIES, Estimate, SuiteMetrics
+from .adaptive import adaptive_json
 from .baseline import repeats_json
 from .common import ROLES, ReportContext, _cases, _categories, _n_tasks, _prices, _suite
 from .costs import model_costs, spent_this_run
@@ -155,6 +156,7 @@ def render_metrics_json(ctx: ReportContext) -> str:
         "suite": _suite(ctx),
         "metrics": _metrics_block(ctx),
         "gates": _gates_json(ctx),
+        **({"adaptive": adaptive_json(ctx.adaptive)} if ctx.adaptive is not None else {}),
         "baseline": ctx.baseline.to_json() if ctx.baseline is not None else None,
         "repeats": repeats_json(ctx.repeats, m.rounds, m.seed),
         "spent_this_run": {

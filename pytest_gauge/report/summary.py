@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from .adaptive import adaptive_lines
 from .baseline import baseline_summary, gate_ci, gate_value, needed_lines
 from .common import (
     ROLES,
@@ -46,7 +47,7 @@ _SUMMARY_METRICS: tuple[str, ...] = (
 
 def render_summary(ctx: ReportContext) -> str:
     """A compact plain-text table for the terminal and GITHUB_STEP_SUMMARY (about 25 lines)."""
-    lines = _header_lines(ctx) + _metric_lines(ctx) + _gate_lines(ctx)
+    lines = _header_lines(ctx) + _metric_lines(ctx) + _gate_lines(ctx) + adaptive_lines(ctx.adaptive)
     lines += baseline_summary(ctx.baseline, ctx.baseline_note)
     lines += _cost_lines(ctx) + judge_format_notes(ctx)
     fired = [r for r in recommendations(ctx.metrics) if r.fired]

@@ -45,6 +45,7 @@ from ..records import (
     work_result_from_json,
 )
 from ..suite.cases import Case
+from .looks import LookClosed, LookGate
 from .work import SuiteRuntime, build_record
 
 __all__ = ["CaseOutcome", "Engine", "SuiteRuntime"]
@@ -61,6 +62,14 @@ class CaseOutcome:
     record: CaseRecord | None
     error: str | None = None
     fatal: bool = False
+
+
+def _rotated(units: list[_Unit], worker_index: int, worker_count: int) -> list[_Unit]:
+    """The units starting at this worker's share of them, so that workers start on different work."""
+    if worker_count <= 1 or not units:
+        return units
+    start = len(units) * worker_index // worker_count
+    return units[start:] + units[:start]
 
 
 async def _cancel_others() -> None:
@@ -116,8 +125,10 @@ class Engine:
         worker_index: int = 0,
         worker_count: int = 1,
         progress: Callable[[], None] | None = None,
+        looks: LookGate | None = None,
     ) -> None:
         self.runtimes = runtimes
+        self.looks = looks  # an adaptive run: no unit starts before the controller opens its look
         self.cases = {f"{c.suite}::{c.case_id}": c for c in cases}
         self.store = work_store
         self.lookahead = max(1, lookahead)
@@ -168,9 +179,17 @@ class Engine:
             ]
         return units
 
+    def _look(self, unit: _Unit) -> int:
+        """The unit's look in an adaptive run (0 otherwise: never waits)."""
+        if self.looks is None:
+            return 0
+        task_id = unit.task_id if isinstance(unit, _TranscriptUnit) else unit.case.task_id
+        return self.looks.plan.look_of(unit.suite, task_id)
+
     def _plan(self, cases: Sequence[Case], worker_index: int, worker_count: int) -> list[_Unit]:
         """Every selected case's units in collection order (each transcript once, before its first
-        judgment), rotated so that each worker starts at a different offset."""
+        judgment), look by look in an adaptive run, each look rotated so that each worker starts at a
+        different offset."""
         order: list[_Unit] = []
         seen: set[str] = set()
         for case in cases:
@@ -179,10 +198,10 @@ class Engine:
                     seen.add(unit.key)
                     order.append(unit)
             order.extend(self._judge_units(case))
-        if worker_count > 1 and order:
-            start = len(order) * worker_index // worker_count
-            order = order[start:] + order[:start]
-        return order
+        looks: dict[int, list[_Unit]] = {}
+        for planned in order:
+            looks.setdefault(self._look(planned), []).append(planned)
+        return [u for look in sorted(looks) for u in _rotated(looks[look], worker_index, worker_count)]
 
     # ----- loop and thread ------------------------------------------------------------------
     def _run_loop(self) -> None:
@@ -261,8 +280,8 @@ class Engine:
         gate = asyncio.Semaphore(self.lookahead)
         self._keep(asyncio.ensure_future(self._report_progress()))
         for unit in self._order:
-            if self._stopping:
-                break
+            if self._stopping or not await self._look_open(unit):
+                break  # in look order: once a look is not needed, neither is any later one
             await gate.acquire()
             self._keep(asyncio.ensure_future(self._ahead(unit, gate)))
 
@@ -386,7 +405,13 @@ class Engine:
         assert left is not None and right is not None  # waiting claims always resolve
         return left, right
 
+    async def _look_open(self, unit: _Unit) -> bool:
+        """Wait until the unit's look is open (an adaptive run); False when the run stopped before it."""
+        return self.looks is None or await self.looks.opened(self._look(unit))
+
     async def _produce(self, unit: _Unit) -> TranscriptResult | JudgmentResult | WorkFailure:
+        if not await self._look_open(unit):
+            raise LookClosed(unit.key)
         runtime = self.runtimes[unit.suite]
         if isinstance(unit, _TranscriptUnit):
             return await runtime.transcript(unit.task_id, unit.agent, unit.sample)

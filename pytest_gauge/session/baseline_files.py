@@ -19,7 +19,7 @@ from typing import Any
 
 from .. import __version__
 from ..analysis.baseline import RunSide, outcomes_from_records
-from ..records import CaseRecord, dumps
+from ..records import CaseRecord, LedgerRecord, SuiteMeta, content_hash, dumps
 
 __all__ = [
     "BASELINE_FORMAT",
@@ -166,6 +166,19 @@ def load_run_side(folder: Path, link_base: Path | None = None) -> RunSide:
     links = _links(folder / "agents", link_base)
     suite = str(manifest.get("suite", folder.name))
     return _side(suite, manifest, tasks, records, _task_costs(ledger), links)
+
+
+def side_from_records(
+    meta: SuiteMeta, tasks: Sequence[str], records: Sequence[CaseRecord], ledger: Sequence[LedgerRecord]
+) -> RunSide:
+    """The run in progress as a comparison side, from its records and ledger (an adaptive run's look,
+    before any output file is written): the same side :func:`load_run_side` reads back at the end."""
+    manifest = {
+        "models": dict(meta.models),
+        "hashes": {f"prompt:{k}": content_hash(v) for k, v in sorted(meta.prompts.items()) if v},
+    }
+    costs = _task_costs([r.to_json() for r in ledger])
+    return _side(meta.name, manifest, list(tasks), list(records), costs, {})
 
 
 def _load_compact(folder: Path, link_base: Path | None) -> RunSide:

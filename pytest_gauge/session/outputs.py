@@ -9,14 +9,13 @@ is an entry in the terminal output and in ``--junitxml``, and a failing gate fai
 from __future__ import annotations
 
 import difflib
-import hashlib
 import importlib.metadata
 import json
 import os
 import platform
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,6 +30,7 @@ from ..records import (
     SuiteMeta,
     TranscriptResult,
     WorkFailure,
+    content_hash,
     dumps,
     work_result_from_json,
 )
@@ -38,15 +38,27 @@ from .shards import DEFERRED_MESSAGE, write_shard_manifest
 from .state import GaugeState
 
 if TYPE_CHECKING:
-    from ..analysis.baseline import BaselineComparison
+    from ..analysis.adaptive import AdaptiveSummary, GateDecision
+    from ..analysis.baseline import BaselineComparison, RunSide
+    from ..analysis.elo_report import EloReport
+    from ..analysis.gate_source import GateSource
     from ..analysis.gates import Gate, GateResult
-    from ..analysis.metrics import Estimate
+    from ..analysis.metrics import Estimate, SuiteMetrics
     from ..analysis.power import VarianceComponents
     from ..analysis.repeats import RepeatCounts
     from ..options import GaugeOptions
     from ..report import ReportContext
+    from .adaptive import AdaptiveRun
 
-__all__ = ["SuiteAnalysis", "analyse_suite", "ci_active", "finish_run", "write_summary"]
+__all__ = [
+    "SuiteAnalysis",
+    "SuiteNumbers",
+    "analyse_suite",
+    "ci_active",
+    "finish_run",
+    "gate_source",
+    "write_summary",
+]
 
 
 def _write(path: Path, text: str) -> None:
@@ -78,10 +90,6 @@ def _git_commit(folder: Path) -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return done.stdout.strip() or None if done.returncode == 0 else None
-
-
-def _sha(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _agent_rows(work: Store, meta: SuiteMeta) -> dict[str, list[dict[str, Any]]]:
@@ -140,9 +148,9 @@ def write_outputs(
         "versions": _versions(),
         "models": dict(meta.models),
         "hashes": {
-            "tasks": _sha(tasks_text),
-            "judge_prompt": _sha(JUDGE_SYSTEM_PROMPT),
-            **{f"prompt:{k}": _sha(v) for k, v in sorted(meta.prompts.items()) if v},
+            "tasks": content_hash(tasks_text),
+            "judge_prompt": content_hash(JUDGE_SYSTEM_PROMPT),
+            **{f"prompt:{k}": content_hash(v) for k, v in sorted(meta.prompts.items()) if v},
         },
         "git_commit": _git_commit(Path(meta.folder)),
         "cases_total": len(meta.cases),
@@ -285,21 +293,29 @@ def _compare_with_baseline(
     out: Path, suite: str, opts: GaugeOptions
 ) -> tuple[BaselineComparison | None, str]:
     """The comparison of this suite's outputs with its baseline (``--gauge-baseline``), or None and why."""
+    from .baseline_files import load_run_side
+
+    reports = out / "reports"
+    return _compare(suite, opts, lambda: load_run_side(out, link_base=reports), reports)
+
+
+def _compare(
+    suite: str, opts: GaugeOptions, current: Callable[[], RunSide], link_base: Path | None
+) -> tuple[BaselineComparison | None, str]:
+    """This run's side (``current``) against the baseline's side of the suite, or None and why."""
     if not opts.baseline:
         return None, "no baseline given: run with --gauge-baseline DIR"
     from ..analysis.baseline import compare_runs
-    from .baseline_files import BaselineError, load_baseline, load_run_side
+    from .baseline_files import BaselineError, load_baseline
 
-    reports = out / "reports"
     try:
-        base = load_baseline(Path(opts.baseline), suite, link_base=reports)
+        base = load_baseline(Path(opts.baseline), suite, link_base=link_base)
     except BaselineError as exc:
         return None, f"baseline not usable: {exc}"
     if base is None:
         return None, f"the baseline {opts.baseline} has no suite {suite!r}: nothing to compare"
-    current = load_run_side(out, link_base=reports)
     comparison = compare_runs(
-        current,
+        current(),
         base,
         close_threshold=opts.close_threshold,
         rounds=opts.bootstrap_rounds,
@@ -334,6 +350,16 @@ class SuiteAnalysis:
     reports: dict[str, str]
 
 
+@dataclass(frozen=True)
+class AdaptiveGates:
+    """An adaptive run's side of a suite's gates: the decisions made look by look, why the run ended
+    where it did, and the summary the reports show."""
+
+    decided: Mapping[str, GateDecision]
+    ended: str
+    summary: AdaptiveSummary | None
+
+
 def _gate_results(
     meta: SuiteMeta,
     opts: GaugeOptions,
@@ -344,26 +370,31 @@ def _gate_results(
     deferred: bool,
     interrupted: str | None,
     spread: Mapping[str, VarianceComponents] | None = None,
+    adaptive: AdaptiveGates | None = None,
 ) -> list[GateResult]:
     """The suite's gates evaluated (with their needed n); all skipped for a shard (the merge evaluates
-    them); none on an interrupted run unless ``--gauge-gates-on-partial`` (the conclusion says so).
+    them); none on an interrupted run unless ``--gauge-gates-on-partial`` (the conclusion says so), but
+    an adaptive run's decisions stand wherever it ended (they are anytime-valid).
     ``spread``: each agent's reward variance components, for the samples-per-task alternative of
     ``mean_reward(agent)`` gates (the one gate term built from per-task means of samples)."""
+    from ..analysis.adaptive import adaptive_results
     from ..analysis.gates import GateResult, evaluate_gates, parse_gates
     from ..analysis.power import with_needed_n
 
     gates = parse_gates([*meta.gates, *opts.gates])
     if deferred:
         return [GateResult(g, "skipped", None, None, None, 0, DEFERRED_MESSAGE) for g in gates]
-    if interrupted is not None and not opts.gates_on_partial:
+    if interrupted is not None and not opts.gates_on_partial and adaptive is None:
         return []
     results = evaluate_gates(
         gates,
         source,
-        partial_run=partial,
+        partial_run=partial and adaptive is None,
         missing_cases=missing,
         drivers=lambda g, src=source: src.drivers(g.left.name, g.left.args),  # type: ignore[misc]
     )
+    if adaptive is not None:
+        results = adaptive_results(results, adaptive.decided, adaptive.ended)
     by_agent = spread or {}
 
     def components(g: Gate) -> VarianceComponents | None:
@@ -372,6 +403,69 @@ def _gate_results(
         return by_agent.get(g.left.args[0])
 
     return [with_needed_n(r, components(r.gate)) for r in results]
+
+
+@dataclass(frozen=True)
+class SuiteNumbers:
+    """Everything computed from a suite's records and ledger that gates and reports read."""
+
+    metrics: SuiteMetrics
+    elo: EloReport | None
+    comparison: BaselineComparison | None
+    note: str
+    repeats: Mapping[str, RepeatCounts]
+    spread: Mapping[str, VarianceComponents]
+    source: GateSource
+
+
+def gate_source(
+    meta: SuiteMeta,
+    records: list[CaseRecord],
+    ledger: list[LedgerRecord],
+    opts: GaugeOptions,
+    *,
+    comparison: tuple[BaselineComparison | None, str] | None = None,
+    tasks: Sequence[str] | None = None,
+) -> SuiteNumbers:
+    """Metrics, Elo, the baseline comparison and the gates' data source from records + ledger.
+    ``comparison``: already made (the end of a run reads it back from the outputs); otherwise, with a
+    baseline, made from the records of ``tasks`` (an adaptive run's look)."""
+    from ..analysis.elo_report import build_elo_report
+    from ..analysis.gate_source import GateSource
+    from ..analysis.metrics import compute_metrics
+
+    metrics = compute_metrics(
+        records,
+        close_threshold=opts.close_threshold,
+        seed=opts.seed,
+        rounds=opts.bootstrap_rounds,
+        ledger=ledger,
+        expected_cases=len(records) if tasks is not None else len(meta.selected),
+    )
+    families = {f: list(tiers) for f, tiers in meta.families.items()}
+    elo = build_elo_report(
+        records, ledger, families=families, seed=opts.seed, rounds=min(opts.bootstrap_rounds, 1000)
+    )
+    base, note = (
+        comparison if comparison is not None else _look_comparison(meta, records, ledger, opts, tasks)
+    )
+    repeats, rewards, spread = _per_agent(records, opts)
+    source = GateSource(metrics, elo, baseline=base, repeats=repeats, rewards=rewards, baseline_note=note)
+    return SuiteNumbers(metrics, elo, base, note, repeats, spread, source)
+
+
+def _look_comparison(
+    meta: SuiteMeta,
+    records: list[CaseRecord],
+    ledger: list[LedgerRecord],
+    opts: GaugeOptions,
+    tasks: Sequence[str] | None,
+) -> tuple[BaselineComparison | None, str]:
+    """The comparison of the records so far with the baseline (an adaptive run's look)."""
+    from .baseline_files import side_from_records
+
+    run_tasks = tasks or [str(t["task_id"]) for t in meta.tasks]
+    return _compare(meta.name, opts, lambda: side_from_records(meta, run_tasks, records, ledger), None)
 
 
 def analyse_suite(
@@ -385,69 +479,71 @@ def analyse_suite(
     deferred: bool = False,
     report_options: GaugeOptions | None = None,
     interrupted: str | None = None,
+    adaptive: AdaptiveGates | None = None,
 ) -> SuiteAnalysis:
     """Records + ledger -> metrics, Elo, baseline comparison, gates and every report, written under
     ``out/reports``. Shared by the end of a run and by ``python -m pytest_gauge merge``. ``deferred``
     (a shard): the gates are not evaluated here but by the merge. ``report_options``: the options the
     reports show (the run's, with the prices actually used). ``interrupted`` ("interrupted: N of M
-    cases"): the run was stopped; its gates are evaluated only with ``--gauge-gates-on-partial``."""
-    from ..analysis.elo_report import build_elo_report
-    from ..analysis.gate_source import GateSource
-    from ..analysis.metrics import compute_metrics
+    cases"): the run was stopped; its gates are evaluated only with ``--gauge-gates-on-partial``.
+    ``adaptive``: the gates as an adaptive run decided them, look by look."""
     from ..report import ReportContext, render_reports
     from ..report.baseline import render_baseline_md
-    from ..report.elo import elo_json, no_elo_reason, render_elo_md, render_no_elo
-    from ..report.elo_svg import render_elo_svg, render_no_elo_svg
 
-    metrics = compute_metrics(
-        records,
-        close_threshold=opts.close_threshold,
-        seed=opts.seed,
-        rounds=opts.bootstrap_rounds,
-        ledger=ledger,
-        expected_cases=len(meta.selected),
-    )
-    families = {f: list(tiers) for f, tiers in meta.families.items()}
-    elo = build_elo_report(
-        records, ledger, families=families, seed=opts.seed, rounds=min(opts.bootstrap_rounds, 1000)
-    )
-    comparison, note = _compare_with_baseline(out, meta.name, opts)
-    repeats, rewards, spread = _per_agent(records, opts)
-    source = GateSource(
-        metrics, elo, baseline=comparison, repeats=repeats, rewards=rewards, baseline_note=note
+    numbers = gate_source(
+        meta, records, ledger, opts, comparison=_compare_with_baseline(out, meta.name, opts)
     )
     missing = len(meta.selected) - len(records)
     results = _gate_results(
-        meta, opts, source, partial, missing, deferred=deferred, interrupted=interrupted, spread=spread
+        meta,
+        opts,
+        numbers.source,
+        partial,
+        missing,
+        deferred=deferred,
+        interrupted=interrupted,
+        spread=numbers.spread,
+        adaptive=adaptive,
     )
+    comparison, elo = numbers.comparison, numbers.elo
     ctx = ReportContext(
         meta=meta,
         records=records,
         ledger=ledger,
-        metrics=metrics,
+        metrics=numbers.metrics,
         gates=results,
         options=report_options or opts,
         elo=elo.result if elo is not None else None,
         baseline=comparison,
-        baseline_note=note if opts.baseline else "",
-        repeats=repeats,
+        baseline_note=numbers.note if opts.baseline else "",
+        repeats=numbers.repeats,
         interrupted=interrupted,
+        adaptive=adaptive.summary if adaptive is not None else None,
     )
     reports = render_reports(ctx)
     if comparison is not None:
         shown = Path(os.path.relpath(str(opts.baseline), out / "reports")).as_posix()
         reports["baseline.md"] = render_baseline_md(comparison, shown)
-    if elo is not None:
-        reports["elo.md"] = render_elo_md(elo)
-        reports["elo.json"] = json.dumps(elo_json(elo), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
-        reports["elo.svg"] = render_elo_svg(elo)
-    else:  # the files are outputs of every run: say why there is no scale
-        reason = no_elo_reason(records)
-        reports["elo.md"], reports["elo.json"] = render_no_elo(meta.name, reason)
-        reports["elo.svg"] = render_no_elo_svg(meta.name, reason)
+    reports.update(_elo_reports(meta, records, elo))
     for filename, text in reports.items():
         _write(out / "reports" / filename, text)
     return SuiteAnalysis(ctx, results, reports)
+
+
+def _elo_reports(meta: SuiteMeta, records: list[CaseRecord], elo: EloReport | None) -> dict[str, str]:
+    """elo.md, elo.json and elo.svg: the fit, or why there is no scale (they are outputs of every run)."""
+    from ..report.elo import elo_json, no_elo_reason, render_elo_md, render_no_elo
+    from ..report.elo_svg import render_elo_svg, render_no_elo_svg
+
+    if elo is not None:
+        return {
+            "elo.md": render_elo_md(elo),
+            "elo.json": json.dumps(elo_json(elo), indent=2, sort_keys=True, ensure_ascii=False) + "\n",
+            "elo.svg": render_elo_svg(elo),
+        }
+    reason = no_elo_reason(records)
+    md, js = render_no_elo(meta.name, reason)
+    return {"elo.md": md, "elo.json": js, "elo.svg": render_no_elo_svg(meta.name, reason)}
 
 
 def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool) -> None:
@@ -476,6 +572,9 @@ def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool)
         ledger = [r for r in ledger_all if r.suite == name]
         out = Path(opts.out_dir) / name
         label = f"interrupted: {len(records)} of {len(meta.selected)} cases" if interrupted else None
+        adaptive = None
+        if state.adaptive is not None:
+            adaptive, meta = _adaptive_gates(state.adaptive, meta, ledger, label)
         write_outputs(state, meta, records, ledger, out, label)
         written.append(name)
         partial = len(meta.selected) < len(meta.cases) or interrupted
@@ -486,6 +585,7 @@ def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool)
             meta, records, ledger, opts, out, partial=partial, deferred=bool(opts.shard),
             report_options=shown,
             interrupted=label,
+            adaptive=adaptive,
         )  # fmt: skip
         if opts.shard:
             write_shard_manifest(out, meta, opts, interrupted=interrupted)
@@ -504,6 +604,21 @@ def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool)
 
     if written:
         write_html_reports(Path(opts.out_dir), written)
+
+
+def _adaptive_gates(
+    run: AdaptiveRun, meta: SuiteMeta, ledger: list[LedgerRecord], interrupted: str | None
+) -> tuple[AdaptiveGates, SuiteMeta]:
+    """An adaptive run's gates for the suite, and the suite with only the cases its looks needed
+    selected (the others were skipped as not needed, not missing)."""
+    stop = run.looks.stopped_after
+    if stop is not None:
+        task = {c.case_id: c.task_id for c in meta.cases}
+        prefix = f"{meta.name}::"
+        kept = [c for c in meta.selected if run.plan.look_of(meta.name, task[c.removeprefix(prefix)]) <= stop]
+        meta = replace(meta, selected=tuple(kept))
+    ended = interrupted or "its last look gave no number for it"
+    return AdaptiveGates(run.decisions(meta.name), ended, run.summary(meta.name, ledger)), meta
 
 
 def _replay_misses(state: GaugeState, name: str, info: dict[str, Any]) -> str | None:

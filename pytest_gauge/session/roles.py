@@ -34,6 +34,8 @@ from .workers import controller_paths, mark_controller, remote_worker_problem, w
 
 if TYPE_CHECKING:
     from ..run.engine import Engine
+    from ..run.looks import LookPlan, LookState
+    from .adaptive import LookWatcher
     from .stopping import StopWatcher
 
 __all__ = [
@@ -82,6 +84,14 @@ class Role:
 
     def keep_record(self, record: CaseRecord) -> None:
         """A case's record, where its item ran (only the process that finishes the run keeps it)."""
+
+    def start_looks(self) -> LookPlan:
+        """``--gauge-adaptive``, after collection (where cases run): plan the looks, and listen for the
+        controller's word on them."""
+        return self.state.plan_looks().plan
+
+    def case_finished(self, report: pytest.TestReport) -> None:
+        """A case item's last report (``--gauge-adaptive``: where the run ends, count it to its look)."""
 
     def record_report(self, report: pytest.TestReport) -> None:
         """A test's report (``pytest_runtest_logreport``, the call phase)."""
@@ -137,6 +147,18 @@ class _EndsTheRun(Role):
     def record_report(self, report: pytest.TestReport) -> None:
         self.progress()
 
+    def case_finished(self, report: pytest.TestReport) -> None:
+        if not self.state.options.adaptive:
+            return
+        if self.state.adaptive is None:
+            from .adaptive import AdaptiveRun
+
+            self.state.adaptive = AdaptiveRun(self.state, self.publish_looks)
+        self.state.adaptive.case_done(report.nodeid)
+
+    def publish_looks(self, looks: LookState) -> None:
+        """The controller's word on the looks, to the processes running cases."""
+
     def finish(self, session: pytest.Session) -> None:
         self._write_outputs(session, interrupted=bool(session.shouldstop))
 
@@ -189,6 +211,10 @@ class Standalone(_EndsTheRun):
     def start_loop(self, session: pytest.Session) -> None:
         session.testscollected += self.state.suite_entries_expected()  # gates and snapshots: counted now
 
+    def publish_looks(self, looks: LookState) -> None:
+        if self.state.looks is not None:
+            self.state.looks.update(looks)
+
 
 class Controller(_EndsTheRun):
     """xdist's controller: runs no case; records come in the workers' reports, each worker's end-of-run
@@ -218,6 +244,11 @@ class Controller(_EndsTheRun):
         ``testrunuid``, see :func:`choose_role`)."""
         node.workerinput.update(controller_paths(self.state.options))
         mark_controller(self.state.run_dir)
+
+    def publish_looks(self, looks: LookState) -> None:
+        from .adaptive import publish_looks
+
+        publish_looks(self.state.run_dir, looks)
 
     def record_report(self, report: pytest.TestReport) -> None:
         for key, value in report.user_properties:
@@ -259,6 +290,15 @@ class Worker(Role):
     def __init__(self, config: pytest.Config, state: GaugeState) -> None:
         super().__init__(config, state)
         self.stop_watcher: StopWatcher | None = None
+        self.look_watcher: LookWatcher | None = None
+
+    def start_looks(self) -> LookPlan:
+        from .adaptive import LookWatcher
+
+        gate = self.state.plan_looks()
+        self.look_watcher = LookWatcher(self.state.run_dir, gate)
+        self.look_watcher.start()
+        return gate.plan
 
     def engine_for(self, session: pytest.Session) -> Engine:
         if self.state.engine is not None:
@@ -304,6 +344,8 @@ class Worker(Role):
     def close(self) -> None:
         if self.stop_watcher is not None:
             self.stop_watcher.close()
+        if self.look_watcher is not None:
+            self.look_watcher.close()
         had_engine = self.state.engine is not None
         self.state.close()
         if had_engine:

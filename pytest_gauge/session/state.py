@@ -32,6 +32,8 @@ from ..suite.tasks import Task
 if TYPE_CHECKING:  # the engine imports openai; the xdist controller, which runs no case, never needs it
     from ..gateway.prices import PriceRow
     from ..run.engine import Engine
+    from ..run.looks import LookGate
+    from .adaptive import AdaptiveRun
 
 __all__ = ["GaugeState", "SuiteEntry", "render_progress", "render_worker_summaries", "state_key"]
 
@@ -105,6 +107,8 @@ class GaugeState:
     finished: dict[str, Any] = field(default_factory=dict)
     shard_tasks: dict[str, list[str]] = field(default_factory=dict)  # suite -> this shard's tasks
     gate_notes: list[tuple[bool, str]] = field(default_factory=list)  # (loud, line): gates not checked
+    looks: LookGate | None = None  # --gauge-adaptive, where cases run: the look each may start
+    adaptive: AdaptiveRun | None = None  # --gauge-adaptive, where the run ends: the looks' evaluation
 
     @property
     def run_dir(self) -> Path:
@@ -115,6 +119,15 @@ class GaugeState:
         return uuid.uuid4().hex[:12]
 
     # ----- all processes ---------------------------------------------------------------------
+    def plan_looks(self) -> LookGate:
+        """``--gauge-adaptive``: the run's looks over the selected cases (the same in every process)."""
+        from ..run.looks import LookGate
+        from .adaptive import plan_from_metas
+
+        metas = [e.meta(self.selected.get(name, [])) for name, e in self.suites.items()]
+        self.looks = LookGate(plan_from_metas(metas, self.options))
+        return self.looks
+
     def publish_suites(self) -> None:
         """Write each collected suite's metadata for the controller (identical from every worker)."""
         folder = self.run_dir / "suites"
@@ -182,6 +195,7 @@ class GaugeState:
             worker_index=self.worker_index,
             worker_count=self.worker_count,
             progress=self.write_progress,
+            looks=self.looks,
         )
         self.engine.start()
         return self.engine

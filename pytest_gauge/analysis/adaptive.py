@@ -1,0 +1,171 @@
+"""Gates decided look by look in an adaptive run (issue 18): each gate's anytime-valid decision from
+the suite's metrics at a look, and the gate results an adaptive run reports (docs/protocol.md#adaptive).
+
+The statistics (alpha-spending boundaries, the widened interval, the decision rule) live in
+:mod:`.sequential`; this module applies them to every gate of a suite: which interval method a metric
+used (so which quantile to widen), which gates cannot be made anytime-valid, and the message each
+decision reports.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from .gates import Gate, GateResult, MetricSource, QuantityLike, Status, is_count
+from .intervals import t_quantile
+from .sequential import Look, decide
+
+__all__ = ["AdaptiveSummary", "GateDecision", "adaptive_results", "decide_gates", "gate_key"]
+
+_Z975 = 1.959963984540054
+_CLUSTER_METHODS = ("cluster-wilson", "cluster-t")
+_GROWING = "exact"  # accounting totals and counts: they grow with the tasks run, no interval
+
+
+@dataclass(frozen=True)
+class GateDecision:
+    """A gate decided at a look: its verdict and the anytime-valid interval that decided it."""
+
+    status: str  # "pass" | "fail"
+    look: int
+    tasks: int
+    total_tasks: int
+    value: float | None
+    low: float | None
+    high: float | None
+    n: int
+
+
+@dataclass(frozen=True)
+class AdaptiveSummary:
+    """Where an adaptive run ended, for one suite's reports: the look it stopped after (None: it ran
+    every look), the tasks run, the gate decided last, and what the tasks not run would have cost
+    (estimated from the tasks run)."""
+
+    stopped_after: int | None
+    planned: int
+    tasks_run: int
+    total_tasks: int
+    last_gate: str | None
+    calls_saved: int
+    tokens_saved: int
+    cost_saved: float | None
+    undecided: tuple[str, ...] = ()  # gates the run could not decide (it ended before they were)
+
+
+def gate_key(gate: Gate) -> str:
+    """A gate's identity across looks (its canonical text)."""
+    return gate.canonical()
+
+
+def _quantiles(method: str, tasks: int) -> tuple[float | None, float]:
+    """(df, nominal quantile) of the interval a metric reported: Student t on tasks - 1 df for the
+    cluster-adjusted intervals, the normal quantile for the bootstrap and Wilson ones."""
+    if method in _CLUSTER_METHODS:
+        df = float(max(tasks - 1, 1))
+        return df, float(t_quantile(df))
+    return None, _Z975
+
+
+def _growing_decision(gate: Gate, q: QuantityLike, look: Look) -> str | None:
+    """An exact total (a count, a cost): it only grows as tasks run, so a '<='/'<' gate fails as soon as
+    it is exceeded; anything else waits for the last look, where the total is the whole suite's."""
+    if q.value is None:
+        return None
+    if look.final:
+        return "pass" if _compare(gate, q.value) else "fail"
+    if gate.op in ("<=", "<") and not _compare(gate, q.value):
+        return "fail"
+    return None
+
+
+def _compare(gate: Gate, value: float) -> bool:
+    from .gates import OPS
+
+    return OPS[gate.op](value, gate.threshold)
+
+
+def _decide_one(gate: Gate, source: MetricSource, look: Look) -> GateDecision | None:
+    try:
+        q = (
+            source.lookup(gate.left.name, gate.left.args)
+            if gate.right is None
+            else source.difference(gate.left, gate.right)
+        )
+    except KeyError:
+        return None  # an unknown metric fails at the end of the run, with its message
+    method = str(getattr(q, "method", "none"))
+    n = int(q.n)
+    if gate.min_n is not None and n < gate.min_n:
+        return None
+    if is_count(gate) or method == _GROWING:
+        status = _growing_decision(gate, q, look)
+        low, high = q.low, q.high
+    else:
+        df, nominal = _quantiles(method, look.tasks)
+        status, low, high = decide(
+            gate, q.value, q.low, q.high, n, look=look, df=df, nominal_quantile=nominal
+        )
+    if status is None:
+        return None
+    return GateDecision(status, look.index, look.tasks, look.total_tasks, q.value, low, high, n)
+
+
+def decide_gates(
+    gates: Iterable[Gate], source: MetricSource, look: Look, decided: Mapping[str, GateDecision]
+) -> dict[str, GateDecision]:
+    """The gates newly decided at this look (gates already decided keep their decision: a decision is
+    final, or the error rate would grow with every look)."""
+    found: dict[str, GateDecision] = {}
+    for gate in gates:
+        key = gate_key(gate)
+        if key in decided or key in found:
+            continue
+        decision = _decide_one(gate, source, look)
+        if decision is not None:
+            found[key] = decision
+    return found
+
+
+def _number(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.4g}"
+
+
+def _message(gate: Gate, d: GateDecision) -> str:
+    where = f"look {d.look} ({d.tasks} of {d.total_tasks} tasks)"
+    interval = f"{_number(d.value)} [{_number(d.low)}, {_number(d.high)}], n={d.n}"
+    return (
+        f"{d.status.upper()} {gate.expression()}: decided at {where}, anytime-valid 95% interval {interval}"
+    )
+
+
+def adaptive_results(
+    ordinary: Sequence[GateResult], decided: Mapping[str, GateDecision], ended: str
+) -> list[GateResult]:
+    """The gate results of an adaptive run from the ordinary ones (evaluated on every case that ran):
+    a decided gate reports the look and the anytime-valid interval that decided it; a gate undecided
+    when the run ended (``ended``: why) is inconclusive, with the ordinary numbers for its "how many
+    more tasks"."""
+    results = []
+    for r in ordinary:
+        d = decided.get(gate_key(r.gate))
+        if d is None:
+            message = f"INCONCLUSIVE {r.gate.expression()}: not decided when the run ended ({ended})"
+            if r.gate.allow_inconclusive:
+                message += "; allowed (allow_inconclusive)"
+            results.append(replace(r, status="inconclusive", message=message))
+        else:
+            status: Status = "pass" if d.status == "pass" else "fail"
+            results.append(
+                replace(
+                    r,
+                    status=status,
+                    value=d.value,
+                    low=d.low,
+                    high=d.high,
+                    n=d.n,
+                    message=_message(r.gate, d),
+                )
+            )
+    return results
