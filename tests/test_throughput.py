@@ -108,23 +108,23 @@ def test_concurrency_and_workers_change_neither_calls_nor_results(
 ) -> None:
     server.latency = 0.005  # enough for calls to overlap, so completion order differs from the sequential run
     runs: dict[str, dict[str, object]] = {}
-    for workers in ("0", "2"):
-        for concurrency in ("1", "32"):
-            label = f"c{concurrency}-n{workers}"
-            server.reset_counters()
-            live(pytester, label, "--gauge-max-concurrency", concurrency, "-n", workers)
-            out = pytester.path / label / "tp"
-            ledger = read_jsonl(out / "agent_runs.jsonl")
-            assert {r["status"] for r in ledger} == {"ok"} and not any(r["cache_hit"] for r in ledger)
-            assert max(Counter(r["call_id"] for r in ledger).values()) == 1  # no call made twice
-            assert server.requests_total == len(ledger)  # the gateway saw exactly the recorded calls
-            assert server.max_in_flight <= int(concurrency)
-            runs[label] = {
-                "requests": server.requests_total,
-                "bodies": sorted(json.dumps(b, sort_keys=True) for b in server.bodies),
-                "pairs": normalised(read_jsonl(out / "pairs" / "pair_results.jsonl")),
-                "ledger": normalised(ledger),
-            }
+    # the sequential reference, many calls in flight in one process, and in two workers
+    for concurrency, workers in (("1", "0"), ("32", "0"), ("32", "2")):
+        label = f"c{concurrency}-n{workers}"
+        server.reset_counters()
+        live(pytester, label, "--gauge-max-concurrency", concurrency, "-n", workers)
+        out = pytester.path / label / "tp"
+        ledger = read_jsonl(out / "agent_runs.jsonl")
+        assert {r["status"] for r in ledger} == {"ok"} and not any(r["cache_hit"] for r in ledger)
+        assert max(Counter(r["call_id"] for r in ledger).values()) == 1  # no call made twice
+        assert server.requests_total == len(ledger)  # the gateway saw exactly the recorded calls
+        assert server.max_in_flight <= int(concurrency)
+        runs[label] = {
+            "requests": server.requests_total,
+            "bodies": sorted(json.dumps(b, sort_keys=True) for b in server.bodies),
+            "pairs": normalised(read_jsonl(out / "pairs" / "pair_results.jsonl")),
+            "ledger": normalised(ledger),
+        }
     sequential = runs["c1-n0"]
     assert len(sequential["pairs"]) == CASES  # type: ignore[arg-type]
     for label, run in runs.items():
