@@ -202,7 +202,7 @@ def test_deselection_skips_gates(pytester: pytest.Pytester, suites: Path) -> Non
     [
         (
             ("SimAgent(skill=0.8, politeness=0.05)", "SimAgent(skill=0.2, politeness=0.05)"),
-            "success_rate(agent_x) >= 0.4; min_n=30",
+            "success_rate(agent_x) >= 0.3; min_n=30",
         ),
         (
             ("tone_bias=1.2, misread=0.05", "tone_bias=1.2, misread=0.05, position_bias=0.6"),

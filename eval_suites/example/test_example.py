@@ -40,12 +40,13 @@ suite = Suite(
     user=UserSimulator(env_model("GAUGE_USER_MODEL", "sim-user")),
     tools=TOOLS,
     # What CI gates on: the judge is usable (few errors, not position-biased, rarely wrong on pairs that
-    # really differ), the best agent has not regressed, and the bill stays bounded.
+    # really differ), the best agent has not regressed, and the bill stays bounded. Thresholds keep a
+    # margin from today's values, so that --gauge-adaptive can decide them before the last task.
     gates=[
-        "judge_error_rate <= 0.02",
+        "judge_error_rate <= 0.05",
         "upper(position_bias) <= 0.65",
         "upper(lrs_distant) <= 0.2; min_n=30",
-        "success_rate(agent_x) >= 0.4; min_n=30",
+        "success_rate(agent_x) >= 0.3; min_n=30",
         "lower(elo(agent_x) - elo(agent_z)) >= 0",
         "cost_per_success <= 0.05; min_n=20",
     ],

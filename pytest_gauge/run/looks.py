@@ -5,7 +5,7 @@ A suite's tasks are taken in a seeded random order, ``look_size`` tasks per look
 sample of a task in the same look). Look ``k`` of the run is look ``k`` of every suite. Work of look
 ``k + 1`` starts only once the controller has evaluated the gates on looks ``1..k`` and opened it, so
 every process makes the same calls whatever ``-n`` is, and a run that stops sends nothing past its last
-look (docs/protocol.md#adaptive).
+look (docs/protocol.md#adaptive-runs).
 """
 
 from __future__ import annotations

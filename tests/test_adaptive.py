@@ -1,0 +1,205 @@
+"""Adaptive runs (issue 18): seeded looks of tasks, the controller's decision after each look, the
+cases not needed skipped and never paid for, the same stop whatever ``-n`` and a warm cache replays it.
+The statistics themselves (boundaries, the decision rule, error control) are tests/test_sequential.py."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pytest_gauge.run.looks import LookGate, LookState, plan_looks
+from pytest_gauge.testing.server import LoopbackServer
+from pytest_gauge.testing.simserver import sim_responder
+from tests.conftest import normalised, read_jsonl, run_inprocess
+
+TASKS = 24
+CASES = TASKS * 2  # one pair, both orders
+SUITE = """
+from pytest_gauge import Judge, ModelAgent, SimAgent, SimJudge, Suite, UserSimulator
+
+suite = Suite(
+    agents=[
+        ModelAgent("agent_x", "sim-agent-x", sim=SimAgent(skill=0.9)),
+        ModelAgent("agent_z", "sim-agent-z", sim=SimAgent(skill=0.3)),
+    ],
+    judge=Judge("sim-judge", sim=SimJudge(noise=0.1)),
+    user=UserSimulator("sim-user", max_turns=1),
+    gates=[
+        "judge_error_rate <= 0.3",
+        "upper(position_bias) <= 0.95",
+        "lower(elo(agent_x) - elo(agent_z)) >= 0",
+    ],
+)
+"""
+
+
+def _task(i: int) -> dict[str, object]:
+    return {
+        "task_id": f"t{i:02d}",
+        "category": "information_retrieval",
+        "task_prompt": f"Name the three plan tiers of product {i}: basic, pro and enterprise.",
+        "success_criteria": [{"type": "contains_all", "phrases": ["basic", "pro", "enterprise"]}],
+    }
+
+
+@pytest.fixture
+def suite_module(pytester: pytest.Pytester) -> Path:
+    folder = pytester.path / "suites" / "ad"
+    folder.mkdir(parents=True)
+    lines = [json.dumps({"format_version": 1})] + [json.dumps(_task(i)) for i in range(TASKS)]
+    (folder / "tasks.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    module = folder / "test_ad.py"
+    module.write_text(SUITE, encoding="utf-8")
+    pytester.makeini("[pytest]\ngauge_backend = sim\ngauge_seed = 7\n")
+    return module
+
+
+def adaptive(pytester: pytest.Pytester, out: str, *args: str) -> pytest.RunResult:
+    return run_inprocess(
+        pytester, "suites", "--gauge-adaptive", "--gauge-adaptive-look", "3", "--gauge-out", out,
+        "--gauge-no-progress", "-rs", *args,
+    )  # fmt: skip
+
+
+def adaptive_block(out: Path) -> dict[str, object]:
+    block = json.loads((out / "reports" / "metrics.json").read_text())["adaptive"]
+    assert isinstance(block, dict)
+    return block
+
+
+# ----- the plan and the gate --------------------------------------------------------------------
+
+
+def test_looks_take_every_task_once_in_a_seeded_order() -> None:
+    tasks = {"a": [f"t{i}" for i in range(10) for _ in range(4)], "b": ["u1", "u2"]}
+    plan = plan_looks(tasks, seed=3, look_size=3)
+    assert [len(look) for look in plan.looks["a"]] == [3, 3, 3, 1]
+    assert sorted(t for look in plan.looks["a"] for t in look) == sorted({f"t{i}" for i in range(10)})
+    assert plan.planned == 4 and plan.fractions("a") == (0.3, 0.6, 0.9, 1.0)
+    assert plan == plan_looks({k: list(reversed(v)) for k, v in tasks.items()}, seed=3, look_size=3)
+    assert plan.looks["a"] != plan_looks(tasks, seed=4, look_size=3).looks["a"]
+    assert plan.look_of("a", plan.looks["a"][2][0]) == 3 and plan.look_of("a", "nope") == 0
+    assert plan.tasks_through("a", 2) == 6 and plan.total_tasks("b") == 2
+
+
+def test_a_look_opens_or_is_not_needed() -> None:
+    gate = LookGate(plan_looks({"a": ["t1", "t2"]}, seed=0, look_size=1))
+    assert gate.state.allows(1) is True and gate.state.allows(2) is None
+    answers: list[bool] = []
+    waiter = threading.Thread(target=lambda: answers.append(gate.wait(2, poll=0.01)))
+    waiter.start()
+    gate.update(LookState(opened=2))
+    waiter.join(timeout=30)
+    assert answers == [True]
+    gate.update(LookState(opened=2, stopped_after=2, reason="decided"))
+    assert gate.wait(3) is False and gate.state.reason == "decided"
+
+
+# ----- runs -------------------------------------------------------------------------------------
+
+
+def test_a_clear_suite_stops_early_skips_the_rest_and_pays_for_none_of_it(
+    pytester: pytest.Pytester, suite_module: Path
+) -> None:
+    result = adaptive(pytester, "out")
+    assert result.ret == 0, result.stdout.str()
+    outcomes = result.parseoutcomes()
+    block = adaptive_block(pytester.path / "out" / "ad")
+    stop, planned = block["stopped_after_look"], block["planned_looks"]
+    assert isinstance(stop, int) and isinstance(planned, int) and stop < planned == 8
+    assert outcomes["passed"] == 2 * 3 * stop + 3  # the cases of the looks run, and the 3 gates
+    assert outcomes["skipped"] == CASES - 2 * 3 * stop
+    result.stdout.fnmatch_lines([f"*not needed: every gate decided after {3 * stop} of {TASKS} tasks*"])
+    out = pytester.path / "out" / "ad"
+    run_tasks = {r["task_id"] for r in read_jsonl(out / "pairs" / "pair_results.jsonl")}
+    assert len(run_tasks) == 3 * stop
+    assert {r["task_id"] for r in read_jsonl(out / "agent_runs.jsonl")} == run_tasks  # no call past the stop
+    gates = json.loads((out / "reports" / "metrics.json").read_text())["gates"]
+    assert {g["status"] for g in gates} == {"pass"} and all("decided at look" in g["message"] for g in gates)
+    conclusion = (out / "reports" / "conclusion.md").read_text()
+    assert "## Adaptive run" in conclusion and f"stopped after look {stop} of 8" in conclusion
+    assert block["decided_last"] in {g["expr"] for g in gates}
+    saved = block["not_spent"]
+    assert isinstance(saved, dict) and saved["calls"] > 0
+
+
+def test_a_warm_cache_replays_the_same_looks(pytester: pytest.Pytester, suite_module: Path) -> None:
+    cold = adaptive(pytester, "cold", "--gauge-cache", "use", "--gauge-cache-dir", "cache")
+    warm = adaptive(pytester, "warm", "--gauge-cache", "use", "--gauge-cache-dir", "cache")
+    assert cold.ret == warm.ret == 0
+    assert adaptive_block(pytester.path / "cold" / "ad") == adaptive_block(pytester.path / "warm" / "ad")
+    ledger = read_jsonl(pytester.path / "warm" / "ad" / "agent_runs.jsonl")
+    assert ledger and all(r["cache_hit"] for r in ledger)  # nothing sent: the same looks, replayed
+
+
+def test_adaptive_shards_are_refused(pytester: pytest.Pytester, suite_module: Path) -> None:
+    result = adaptive(pytester, "out", "--gauge-shard", "1/2")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--gauge-adaptive with --gauge-shard" in result.stderr.str()
+
+
+@pytest.mark.slow
+def test_two_workers_stop_after_the_same_look_with_the_same_outputs(
+    pytester: pytest.Pytester, suite_module: Path
+) -> None:
+    single = adaptive(pytester, "n0", "--gauge-cache", "off")
+    pair = pytester.runpytest_subprocess(
+        "suites", "-p", "no:cacheprovider", "--gauge-adaptive", "--gauge-adaptive-look", "3", "--gauge-out",
+        "n2", "--gauge-no-progress", "--gauge-cache", "off", "-n", "2",
+    )  # fmt: skip
+    assert single.ret == pair.ret == 0
+    assert single.parseoutcomes() == pair.parseoutcomes()
+    n0, n2 = pytester.path / "n0" / "ad", pytester.path / "n2" / "ad"
+    assert adaptive_block(n0) == adaptive_block(n2)
+    for name in ("pairs/pair_results.jsonl", "agent_runs.jsonl"):
+        assert normalised(read_jsonl(n0 / name)) == normalised(read_jsonl(n2 / name)), name
+    for report in ("conclusion.md", "metrics.json", "pairwise_table.md", "token_cost.md"):
+        assert (n0 / "reports" / report).read_text() == (n2 / "reports" / report).read_text(), report
+
+
+# ----- the example suite against the loopback server (issue 18's acceptance) ---------------------
+
+
+@pytest.fixture
+def example_server(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Iterator[LoopbackServer]:
+    from tests.test_suite_gates import copy_suites
+
+    copy_suites(pytester.path)
+    module = pytester.path / "eval_suites" / "example" / "test_example.py"
+    srv = LoopbackServer(sim_responder(module, seed=20261129)).start()
+    monkeypatch.setenv("TAOTOKEN_API_KEY", "sk-adaptive-test")
+    monkeypatch.setenv("TAOTOKEN_BASE_URL", srv.base_url)
+    yield srv
+    srv.stop()
+
+
+@pytest.mark.slow
+def test_the_example_suite_gives_the_full_runs_verdicts_with_fewer_requests(
+    pytester: pytest.Pytester, example_server: LoopbackServer
+) -> None:
+    common = ("eval_suites/example", "--gauge-backend", "live", "--gauge-cache", "off", "--gauge-no-progress")
+    full = run_inprocess(pytester, *common, "--gauge-out", "full")
+    full_requests = example_server.requests_total
+    example_server.reset_counters()
+    single = run_inprocess(pytester, *common, "--gauge-out", "n0", "--gauge-adaptive")
+    single_requests = example_server.requests_total
+    example_server.reset_counters()
+    pair = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", *common, "--gauge-out", "n2", "--gauge-adaptive", "-n", "2"
+    )
+    assert full.ret == single.ret == pair.ret == 0
+
+    def statuses(out: str) -> dict[str, str]:
+        gates = json.loads((pytester.path / out / "example" / "reports" / "metrics.json").read_text())[
+            "gates"
+        ]
+        return {g["expr"]: g["status"] for g in gates}
+
+    assert statuses("n0") == statuses("n2") == statuses("full")
+    assert single_requests == example_server.requests_total < full_requests
+    n0, n2 = (adaptive_block(pytester.path / out / "example") for out in ("n0", "n2"))
+    assert n0 == n2 and isinstance(n0["stopped_after_look"], int)
