@@ -15,7 +15,7 @@ from .options import GaugeOptions, add_options, resolve_options
 from .records import dumps
 from .session import fixtures
 from .session.fixtures import TESTS_SUITE, tests_report
-from .session.roles import RECORD_PROPERTY, Role, choose_role, role_key
+from .session.roles import FAILURE_PROPERTY, RECORD_PROPERTY, Role, choose_role, role_key
 from .session.state import GaugeState, SuiteEntry, state_key
 from .suite.cases import Case, build_cases
 from .suite.declare import Suite, TaskFileError
@@ -221,6 +221,9 @@ class CaseItem(pytest.Item):
             pytest.skip(looks.state.reason)  # --gauge-adaptive: every gate was decided without this case
         outcome = role.engine_for(self.session).outcome(f"{self.case.suite}::{self.case.case_id}")
         if outcome.record is None:
+            self.user_properties.append(
+                (FAILURE_PROPERTY, outcome.kind or "")
+            )  # an adaptive run stops on a budget
             if outcome.fatal:
                 self.user_properties.append((FATAL_PROPERTY, outcome.error or ""))
                 self.session.shouldstop = f"pytest-gauge: gateway configuration error: {outcome.error}"

@@ -136,6 +136,21 @@ def test_a_warm_cache_replays_the_same_looks(pytester: pytest.Pytester, suite_mo
     assert ledger and all(r["cache_hit"] for r in ledger)  # nothing sent: the same looks, replayed
 
 
+def test_a_budget_stop_ends_the_looks_with_undecided_gates_inconclusive(
+    pytester: pytest.Pytester, suite_module: Path
+) -> None:
+    result = adaptive(pytester, "out", "--gauge-cache", "off", "--gauge-budget-tokens", "8000")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED  # the cases the budget refused
+    out = pytester.path / "out" / "ad"
+    block = adaptive_block(out)
+    assert block["budget_ran_out"] is True and block["stopped_after_look"] == 2
+    result.stdout.fnmatch_lines(["*not run: the budget ran out during look 2*"])
+    gates = json.loads((out / "reports" / "metrics.json").read_text())["gates"]
+    undecided = [g for g in gates if g["status"] == "inconclusive"]
+    assert undecided and all("the budget ran out during look 2" in g["message"] for g in undecided)
+    assert all(g["needed_n"] for g in undecided if g["value"] is not None)  # how many more tasks
+
+
 def test_adaptive_shards_are_refused(pytester: pytest.Pytester, suite_module: Path) -> None:
     result = adaptive(pytester, "out", "--gauge-shard", "1/2")
     assert result.ret == pytest.ExitCode.USAGE_ERROR

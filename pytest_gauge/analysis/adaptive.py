@@ -52,6 +52,7 @@ class AdaptiveSummary:
     tokens_saved: int
     cost_saved: float | None
     undecided: tuple[str, ...] = ()  # gates the run could not decide (it ended before they were)
+    budget_out: bool = False  # it stopped because the run's budget ran out, not because all was decided
 
 
 def gate_key(gate: Gate) -> str:

@@ -12,9 +12,10 @@ __all__ = ["adaptive_json", "adaptive_lines", "adaptive_section"]
 def _where(s: AdaptiveSummary) -> str:
     if s.stopped_after is None:
         return f"ran every look ({s.tasks_run} of {s.total_tasks} tasks, {s.planned} looks)"
+    why = "the budget ran out" if s.budget_out else "every gate decided"
     return (
         f"stopped after look {s.stopped_after} of {s.planned}: {s.tasks_run} of {s.total_tasks} tasks run,"
-        " every gate decided"
+        f" {why}"
     )
 
 
@@ -52,7 +53,8 @@ def adaptive_section(s: AdaptiveSummary | None) -> list[str]:
     if s.last_gate:
         lines += ["", f"- decided last: `{s.last_gate}`"]
     if s.stopped_after is not None:
-        lines.append(f"- {_saved(s)}; the remaining cases were skipped as not needed")
+        skipped = "not run" if s.budget_out else "skipped as not needed"
+        lines.append(f"- {_saved(s)}; the remaining cases were {skipped}")
     if s.undecided:
         lines.append(f"- undecided when the run ended: {', '.join(f'`{g}`' for g in s.undecided)}")
     return lines
@@ -67,6 +69,7 @@ def adaptive_json(s: AdaptiveSummary | None) -> dict[str, object] | None:
         "planned_looks": s.planned,
         "tasks_run": s.tasks_run,
         "tasks_total": s.total_tasks,
+        "budget_ran_out": s.budget_out,
         "decided_last": s.last_gate,
         "undecided": list(s.undecided),
         "not_spent": {"calls": s.calls_saved, "tokens": s.tokens_saved, "cost": s.cost_saved},

@@ -62,6 +62,7 @@ class CaseOutcome:
     record: CaseRecord | None
     error: str | None = None
     fatal: bool = False
+    kind: str | None = None  # the gateway error's class name (e.g. BudgetExhausted)
 
 
 def _rotated(units: list[_Unit], worker_index: int, worker_count: int) -> list[_Unit]:
@@ -428,7 +429,7 @@ class Engine:
         verdicts: list[JudgmentResult] = []
         for result in (left, right, *judges):
             if isinstance(result, WorkFailure):
-                return CaseOutcome(None, result.error, result.fatal)
+                return CaseOutcome(None, result.error, result.fatal, result.kind)
             if isinstance(result, JudgmentResult):
                 verdicts.append(result)
         assert isinstance(left, TranscriptResult) and isinstance(right, TranscriptResult)

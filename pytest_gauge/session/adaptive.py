@@ -174,13 +174,16 @@ class AdaptiveRun:
         self.finished: Counter[int] = Counter()
         self.evaluated = 0
         self.looks = LookState()
+        self.budget_out = False  # a case failed on the run's budget: no further look can be paid for
 
-    def case_done(self, nodeid: str) -> None:
-        """A case item finished (passed, failed or skipped): evaluate every look now complete."""
+    def case_done(self, nodeid: str, *, budget: bool = False) -> None:
+        """A case item finished (passed, failed or skipped): evaluate every look now complete.
+        ``budget``: it failed because the run's budget ran out, so the run ends after this look."""
         look = self.look_of_node.get(nodeid)
         if look is None:
             return
         self.finished[look] += 1
+        self.budget_out = self.budget_out or budget
         while (
             self.looks.stopped_after is None
             and self.evaluated < self.plan.planned
@@ -192,14 +195,17 @@ class AdaptiveRun:
         from ..gateway.ledger import merge_ledgers
 
         self.evaluated = look
-        ledger = merge_ledgers(sorted(self.state.run_dir.glob("ledger-*.jsonl")))
-        for name, suite in self.suites.items():
-            if look <= suite.planned:
-                self._decide(name, suite, look, [r for r in ledger if r.suite == name])
+        if not self.budget_out:  # a look cut short by the budget decides nothing: its cases are missing
+            ledger = merge_ledgers(sorted(self.state.run_dir.glob("ledger-*.jsonl")))
+            for name, suite in self.suites.items():
+                if look <= suite.planned:
+                    self._decide(name, suite, look, [r for r in ledger if r.suite == name])
         if look >= self.plan.planned:
             return
         if all(s.done(look) for s in self.suites.values()):
             self.looks = LookState(look, look, self._reason(look))
+        elif self.budget_out:
+            self.looks = LookState(look, look, f"not run: the budget ran out during look {look}")
         else:
             self.looks = LookState(look + 1)
         self.publish(self.looks)
@@ -229,18 +235,6 @@ class AdaptiveRun:
         planned = self.plan.planned
         return f"not needed: every gate decided after {run} of {total} tasks (look {look} of {planned})"
 
-    def not_needed(self, name: str) -> int:
-        """How many of the suite's selected cases the run skipped as not needed."""
-        stop = self.looks.stopped_after
-        if stop is None:
-            return 0
-        prefix = self.suites[name].meta.nodeid_prefix + "::" if name in self.suites else None
-        return sum(
-            1
-            for node, look in self.look_of_node.items()
-            if look > stop and prefix and node.startswith(prefix)
-        )
-
     def decisions(self, name: str) -> Mapping[str, GateDecision]:
         suite = self.suites.get(name)
         return suite.decided if suite else {}
@@ -257,4 +251,11 @@ class AdaptiveRun:
         calls, tokens, cost = savings(ledger, run, total)
         undecided = tuple(g.expression() for g in suite.gates if gate_key(g) not in suite.decided)
         last = suite.last[1] if suite.last else None
-        return AdaptiveSummary(stop, suite.planned, run, total, last, calls, tokens, cost, undecided)
+        budget = self.budget_out and stop is not None
+        return AdaptiveSummary(stop, suite.planned, run, total, last, calls, tokens, cost, undecided, budget)
+
+    def ended(self) -> str | None:
+        """Why the run ended before its gates were decided (None: it was not cut short)."""
+        if self.budget_out:
+            return f"the budget ran out during look {self.evaluated}"
+        return None

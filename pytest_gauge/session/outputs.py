@@ -617,7 +617,7 @@ def _adaptive_gates(
         prefix = f"{meta.name}::"
         kept = [c for c in meta.selected if run.plan.look_of(meta.name, task[c.removeprefix(prefix)]) <= stop]
         meta = replace(meta, selected=tuple(kept))
-    ended = interrupted or "its last look gave no number for it"
+    ended = interrupted or run.ended() or "its last look gave no number for it"
     return AdaptiveGates(run.decisions(meta.name), ended, run.summary(meta.name, ledger)), meta
 
 

@@ -52,6 +52,7 @@ __all__ = [
 ]
 
 RECORD_PROPERTY = "gauge_record"
+FAILURE_PROPERTY = "gauge_failure"  # a case without a record: the gateway error's class name
 WORKER_SUMMARY = "gauge_worker_summary"
 """The key of a worker's :class:`WorkerSummary` (JSON form) in xdist's ``workeroutput``."""
 RUN_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
@@ -154,7 +155,8 @@ class _EndsTheRun(Role):
             from .adaptive import AdaptiveRun
 
             self.state.adaptive = AdaptiveRun(self.state, self.publish_looks)
-        self.state.adaptive.case_done(report.nodeid)
+        failure = next((str(v) for k, v in report.user_properties if k == FAILURE_PROPERTY), None)
+        self.state.adaptive.case_done(report.nodeid, budget=failure == "BudgetExhausted")
 
     def publish_looks(self, looks: LookState) -> None:
         """The controller's word on the looks, to the processes running cases."""
