@@ -151,6 +151,30 @@ def test_a_budget_stop_ends_the_looks_with_undecided_gates_inconclusive(
     assert all(g["needed_n"] for g in undecided if g["value"] is not None)  # how many more tasks
 
 
+def test_a_gate_only_the_last_look_decides_keeps_the_run_going_and_says_so(
+    pytester: pytest.Pytester, suite_module: Path
+) -> None:
+    result = adaptive(pytester, "out", "--gauge-cache", "off", "--gauge-gate", "judge_error_rate == 0")
+    assert result.ret == 0
+    assert result.parseoutcomes()["passed"] == CASES + 4 and "skipped" not in result.parseoutcomes()
+    block = adaptive_block(pytester.path / "out" / "ad")
+    assert block["stopped_after_look"] is None and block["tasks_run"] == TASKS
+    assert block["waits_for_last_look"] == ["judge_error_rate == 0: '==' is only decided at the last look"]
+
+
+def test_a_baseline_delta_gate_is_decided_look_by_look(pytester: pytest.Pytester, suite_module: Path) -> None:
+    assert run_inprocess(pytester, "suites", "--gauge-out", "base", "--gauge-no-progress").ret == 0
+    gate = "lower(delta(success_rate(agent_x))) >= -0.5"
+    result = adaptive(pytester, "out", "--gauge-baseline", "base", "--gauge-gate", gate)
+    assert result.ret == 0, result.stdout.str()
+    out = pytester.path / "out" / "ad"
+    stop = adaptive_block(out)["stopped_after_look"]
+    assert isinstance(stop, int) and stop < 8
+    gates = {g["expr"]: g for g in json.loads((out / "reports" / "metrics.json").read_text())["gates"]}
+    assert gates[gate]["status"] == "pass" and "decided at look" in gates[gate]["message"]
+    assert gates[gate]["n"] <= 3 * stop  # the tasks run so far, paired with the baseline's same tasks
+
+
 def test_adaptive_shards_are_refused(pytester: pytest.Pytester, suite_module: Path) -> None:
     result = adaptive(pytester, "out", "--gauge-shard", "1/2")
     assert result.ret == pytest.ExitCode.USAGE_ERROR

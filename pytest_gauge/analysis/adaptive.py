@@ -16,7 +16,14 @@ from .gates import Gate, GateResult, MetricSource, QuantityLike, Status, is_coun
 from .intervals import t_quantile
 from .sequential import Look, decide
 
-__all__ = ["AdaptiveSummary", "GateDecision", "adaptive_results", "decide_gates", "gate_key"]
+__all__ = [
+    "AdaptiveSummary",
+    "GateDecision",
+    "adaptive_results",
+    "decide_gates",
+    "gate_key",
+    "waits_for_last_look",
+]
 
 _Z975 = 1.959963984540054
 _CLUSTER_METHODS = ("cluster-wilson", "cluster-t")
@@ -53,6 +60,7 @@ class AdaptiveSummary:
     cost_saved: float | None
     undecided: tuple[str, ...] = ()  # gates the run could not decide (it ended before they were)
     budget_out: bool = False  # it stopped because the run's budget ran out, not because all was decided
+    waiting: tuple[str, ...] = ()  # gates that cannot be decided before the last look, with why
 
 
 def gate_key(gate: Gate) -> str:
@@ -87,20 +95,39 @@ def _compare(gate: Gate, value: float) -> bool:
     return OPS[gate.op](value, gate.threshold)
 
 
-def _decide_one(gate: Gate, source: MetricSource, look: Look) -> GateDecision | None:
+def _quantity(gate: Gate, source: MetricSource) -> QuantityLike | None:
     try:
-        q = (
-            source.lookup(gate.left.name, gate.left.args)
-            if gate.right is None
-            else source.difference(gate.left, gate.right)
-        )
+        if gate.right is None:
+            return source.lookup(gate.left.name, gate.left.args)
+        return source.difference(gate.left, gate.right)
     except KeyError:
         return None  # an unknown metric fails at the end of the run, with its message
+
+
+def waits_for_last_look(gate: Gate, source: MetricSource) -> str | None:
+    """Why the procedure cannot decide this gate before the last look (it keeps the run going), or None."""
+    if gate.op == "==":
+        return "'==' is only decided at the last look"
+    q = _quantity(gate, source)
+    method = str(getattr(q, "method", "none"))
+    if q is None or is_count(gate):
+        return None
+    if method == _GROWING and gate.op in (">=", ">"):
+        return "a total that grows with the tasks is only known at the last look"
+    if method == "none" and q.value is not None:
+        return "its metric has no interval to make anytime-valid"
+    return None
+
+
+def _decide_one(gate: Gate, source: MetricSource, look: Look) -> GateDecision | None:
+    q = _quantity(gate, source)
+    if q is None:
+        return None
     method = str(getattr(q, "method", "none"))
     n = int(q.n)
     if gate.min_n is not None and n < gate.min_n:
         return None
-    if is_count(gate) or method == _GROWING:
+    if method == _GROWING and not is_count(gate):
         status = _growing_decision(gate, q, look)
         low, high = q.low, q.high
     else:

@@ -37,6 +37,7 @@ def adaptive_lines(s: AdaptiveSummary | None) -> list[str]:
         lines.append(f"  {_saved(s)}")
     if s.undecided:
         lines.append(f"  undecided when the run ended: {', '.join(s.undecided)}")
+    lines += [f"  kept the run going: {w}" for w in s.waiting]
     return lines
 
 
@@ -57,6 +58,7 @@ def adaptive_section(s: AdaptiveSummary | None) -> list[str]:
         lines.append(f"- {_saved(s)}; the remaining cases were {skipped}")
     if s.undecided:
         lines.append(f"- undecided when the run ended: {', '.join(f'`{g}`' for g in s.undecided)}")
+    lines += [f"- kept the run going to its last look: {w}" for w in s.waiting]
     return lines
 
 
@@ -72,5 +74,6 @@ def adaptive_json(s: AdaptiveSummary | None) -> dict[str, object] | None:
         "budget_ran_out": s.budget_out,
         "decided_last": s.last_gate,
         "undecided": list(s.undecided),
+        "waits_for_last_look": list(s.waiting),
         "not_spent": {"calls": s.calls_saved, "tokens": s.tokens_saved, "cost": s.cost_saved},
     }

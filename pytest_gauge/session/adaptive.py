@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from ..analysis.adaptive import AdaptiveSummary, GateDecision, decide_gates, gate_key
+from ..analysis.adaptive import AdaptiveSummary, GateDecision, decide_gates, gate_key, waits_for_last_look
 from ..analysis.gates import Gate, parse_gates
 from ..options import GaugeOptions
 from ..records import LedgerRecord, SuiteMeta
@@ -135,6 +135,7 @@ class _SuiteLooks:
     critical: tuple[float, ...]
     decided: dict[str, GateDecision] = field(default_factory=dict)
     last: tuple[int, str] | None = None  # (look, gate) of the last decision
+    waiting: dict[str, str] = field(default_factory=dict)  # gates only the last look decides, and why
 
     @property
     def planned(self) -> int:
@@ -221,6 +222,11 @@ class AdaptiveRun:
         at = Look(look, suite.planned, self.plan.tasks_through(name, look), total, suite.critical[look - 1])
         tasks = self._tasks_run(name, look)
         numbers = gate_source(suite.meta, records, ledger, self.state.options, tasks=tasks)
+        if look == 1:
+            for gate in suite.gates:
+                why = waits_for_last_look(gate, numbers.source)
+                if why:
+                    suite.waiting[gate.expression()] = why
         new = decide_gates(suite.gates, numbers.source, at, suite.decided)
         suite.decided.update(new)
         if new:
@@ -252,7 +258,10 @@ class AdaptiveRun:
         undecided = tuple(g.expression() for g in suite.gates if gate_key(g) not in suite.decided)
         last = suite.last[1] if suite.last else None
         budget = self.budget_out and stop is not None
-        return AdaptiveSummary(stop, suite.planned, run, total, last, calls, tokens, cost, undecided, budget)
+        waiting = tuple(f"{g}: {why}" for g, why in suite.waiting.items())
+        return AdaptiveSummary(
+            stop, suite.planned, run, total, last, calls, tokens, cost, undecided, budget, waiting
+        )
 
     def ended(self) -> str | None:
         """Why the run ended before its gates were decided (None: it was not cut short)."""
