@@ -96,6 +96,7 @@ def test_a_look_opens_or_is_not_needed() -> None:
     waiter.join(timeout=30)
     assert answers == [True]
     gate.update(LookState(opened=2, stopped_after=2, reason="decided"))
+    gate.update(LookState(opened=3))  # a late word never undoes a stop
     assert gate.wait(3) is False and gate.state.reason == "decided"
 
 

@@ -114,8 +114,10 @@ class LookGate:
         return self._state
 
     def update(self, state: LookState) -> None:
+        """The controller's new word; a stop is final (a late, older word does not undo it)."""
         with self._changed:
-            self._state = state
+            if self._state.stopped_after is None:
+                self._state = state
             self._changed.notify_all()
 
     def wait(self, look: int, poll: float = 0.25) -> bool:

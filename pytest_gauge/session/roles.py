@@ -312,6 +312,7 @@ class Worker(Role):
     def _watch_for_stop(self, engine: Engine, session: pytest.Session) -> None:
         """Stop at the controller's word, see :mod:`.stopping`; the worker's session ends after the case
         at hand, so the worker exits when xdist tears it down."""
+        from ..run.looks import LookState
         from .stopping import StopWatcher, announce_worker, mark_stopped
 
         run_dir, worker_id = self.state.run_dir, self.state.worker_id
@@ -319,6 +320,10 @@ class Worker(Role):
 
         def stop() -> None:
             engine.request_stop()
+            looks = self.state.looks
+            if looks is not None:  # an adaptive run: a case waiting for its look is not run
+                opened = looks.state.opened
+                looks.update(LookState(opened, opened, "not run: the run was stopped (Ctrl-C or SIGTERM)"))
             mark_stopped(run_dir, worker_id)
             session.shouldstop = "pytest-gauge: the run was stopped (Ctrl-C or SIGTERM)"
 
