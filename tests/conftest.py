@@ -234,3 +234,21 @@ def run_inprocess(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
         return pytester.runpytest_inprocess(
             "-p", "no:cacheprovider", "-p", "no:randomly", "--import-mode=importlib", *args
         )
+
+
+def numbered_task(i: int) -> dict[str, object]:
+    """A small generated task: odd ones a word-limited summary, even ones a retrieval of three names."""
+    if i % 2:
+        return {
+            "task_id": f"t{i:02d}",
+            "category": "constraint",
+            "task_prompt": f"Summarise refund policy number {i} in at most 40 words, mentioning 30 days.",
+            "success_criteria": [{"type": "contains_all", "phrases": ["30 days"]}],
+            "hard_constraints": [{"type": "max_words", "limit": 40}],
+        }
+    return {
+        "task_id": f"t{i:02d}",
+        "category": "information_retrieval",
+        "task_prompt": f"Name the three plan tiers of product {i}: basic, pro and enterprise.",
+        "success_criteria": [{"type": "contains_all", "phrases": ["basic", "pro", "enterprise"]}],
+    }

@@ -14,7 +14,7 @@ import pytest
 from pytest_gauge.run.looks import LookGate, LookState, plan_looks
 from pytest_gauge.testing.server import LoopbackServer
 from pytest_gauge.testing.simserver import sim_responder
-from tests.conftest import normalised, read_jsonl, run_inprocess
+from tests.conftest import normalised, numbered_task, read_jsonl, run_inprocess
 
 TASKS = 24
 CASES = TASKS * 2  # one pair, both orders
@@ -37,20 +37,11 @@ suite = Suite(
 """
 
 
-def _task(i: int) -> dict[str, object]:
-    return {
-        "task_id": f"t{i:02d}",
-        "category": "information_retrieval",
-        "task_prompt": f"Name the three plan tiers of product {i}: basic, pro and enterprise.",
-        "success_criteria": [{"type": "contains_all", "phrases": ["basic", "pro", "enterprise"]}],
-    }
-
-
 @pytest.fixture
 def suite_module(pytester: pytest.Pytester) -> Path:
     folder = pytester.path / "suites" / "ad"
     folder.mkdir(parents=True)
-    lines = [json.dumps({"format_version": 1})] + [json.dumps(_task(i)) for i in range(TASKS)]
+    lines = [json.dumps({"format_version": 1})] + [json.dumps(numbered_task(i)) for i in range(TASKS)]
     (folder / "tasks.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     module = folder / "test_ad.py"
     module.write_text(SUITE, encoding="utf-8")

@@ -22,7 +22,7 @@ from pytest_gauge.records import LedgerRecord, Usage
 from pytest_gauge.session.state import render_progress
 from pytest_gauge.testing.server import LoopbackServer
 from pytest_gauge.testing.simserver import sim_responder
-from tests.conftest import normalised, read_jsonl
+from tests.conftest import normalised, numbered_task, read_jsonl
 
 TASKS = 12  # 36 independent transcripts: enough to keep 32 calls in flight
 CASES = TASKS * 3 * 2  # tasks x pairs x orders
@@ -43,28 +43,11 @@ suite = Suite(
 """
 
 
-def _task(i: int) -> dict[str, object]:
-    if i % 2:
-        return {
-            "task_id": f"t{i:02d}",
-            "category": "constraint",
-            "task_prompt": f"Summarise refund policy number {i} in at most 40 words, mentioning 30 days.",
-            "success_criteria": [{"type": "contains_all", "phrases": ["30 days"]}],
-            "hard_constraints": [{"type": "max_words", "limit": 40}],
-        }
-    return {
-        "task_id": f"t{i:02d}",
-        "category": "information_retrieval",
-        "task_prompt": f"Name the three plan tiers of product {i}: basic, pro and enterprise.",
-        "success_criteria": [{"type": "contains_all", "phrases": ["basic", "pro", "enterprise"]}],
-    }
-
-
 @pytest.fixture
 def suite_module(pytester: pytest.Pytester) -> Path:
     folder = pytester.path / "suites" / "tp"
     folder.mkdir(parents=True)
-    lines = [json.dumps({"format_version": 1})] + [json.dumps(_task(i)) for i in range(TASKS)]
+    lines = [json.dumps({"format_version": 1})] + [json.dumps(numbered_task(i)) for i in range(TASKS)]
     (folder / "tasks.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     module = folder / "test_tp.py"
     module.write_text(SUITE, encoding="utf-8")

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -31,6 +30,7 @@ from ..analysis.gates import Gate, parse_gates
 from ..options import GaugeOptions
 from ..records import LedgerRecord, SuiteMeta
 from ..run.looks import LookGate, LookPlan, LookState, plan_looks
+from .stopping import RunFolderWatcher
 
 if TYPE_CHECKING:
     from .state import GaugeState
@@ -76,27 +76,20 @@ def read_looks(run_dir: Path) -> LookState | None:
         return None
 
 
-class LookWatcher:
-    """A worker's daemon thread: passes each new ``looks.json`` to the worker's look gate."""
+class LookWatcher(RunFolderWatcher):
+    """Passes each new ``looks.json`` to the worker's look gate."""
+
+    name = "gauge-look-watcher"
 
     def __init__(self, run_dir: Path, gate: LookGate, every: float = 0.05) -> None:
-        self.run_dir = run_dir
+        super().__init__(run_dir, every)
         self.gate = gate
-        self.every = every
-        self._done = threading.Event()
-        self._thread = threading.Thread(target=self._watch, name="gauge-look-watcher", daemon=True)
 
-    def start(self) -> None:
-        self._thread.start()
-
-    def close(self) -> None:
-        self._done.set()
-
-    def _watch(self) -> None:
-        while not self._done.wait(self.every):
-            state = read_looks(self.run_dir)
-            if state is not None and state != self.gate.state:
-                self.gate.update(state)
+    def check(self) -> bool:
+        state = read_looks(self.run_dir)
+        if state is not None and state != self.gate.state:
+            self.gate.update(state)
+        return False
 
 
 def plan_from_metas(metas: Sequence[SuiteMeta], options: GaugeOptions) -> LookPlan:

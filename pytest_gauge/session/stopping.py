@@ -28,6 +28,7 @@ from typing import Any
 
 __all__ = [
     "STOP_FILE",
+    "RunFolderWatcher",
     "StopWatcher",
     "announce_worker",
     "install_sigterm",
@@ -128,15 +129,17 @@ def wait_for_workers(run_dir: Path, deadline: float) -> list[str]:
     return pending
 
 
-class StopWatcher:
-    """A worker's daemon thread: when the controller's ``stop`` file appears, call ``on_stop`` once."""
+class RunFolderWatcher:
+    """A worker's daemon thread that looks at the run folder every ``every`` seconds (:meth:`check`)
+    until it is closed or ``check`` returns True: how a worker hears the controller's files."""
 
-    def __init__(self, run_dir: Path, on_stop: Callable[[], None], every: float = 0.05) -> None:
+    name = "gauge-watcher"
+
+    def __init__(self, run_dir: Path, every: float = 0.05) -> None:
         self.run_dir = run_dir
-        self.on_stop = on_stop
         self.every = every
         self._done = threading.Event()
-        self._thread = threading.Thread(target=self._watch, name="gauge-stop-watcher", daemon=True)
+        self._thread = threading.Thread(target=self._watch, name=self.name, daemon=True)
 
     def start(self) -> None:
         self._thread.start()
@@ -144,8 +147,27 @@ class StopWatcher:
     def close(self) -> None:
         self._done.set()
 
+    def check(self) -> bool:
+        """One look at the run folder; True ends the watch."""
+        raise NotImplementedError
+
     def _watch(self) -> None:
         while not self._done.wait(self.every):
-            if stop_requested(self.run_dir):
+            if self.check():
                 self._done.set()
-                self.on_stop()
+
+
+class StopWatcher(RunFolderWatcher):
+    """When the controller's ``stop`` file appears, call ``on_stop`` once."""
+
+    name = "gauge-stop-watcher"
+
+    def __init__(self, run_dir: Path, on_stop: Callable[[], None], every: float = 0.05) -> None:
+        super().__init__(run_dir, every)
+        self.on_stop = on_stop
+
+    def check(self) -> bool:
+        if not stop_requested(self.run_dir):
+            return False
+        self.on_stop()
+        return True
