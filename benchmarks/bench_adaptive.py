@@ -22,7 +22,8 @@ Exits 1 when a target is missed. The three gate kinds and their simulated suites
 suite (6 judged cases per task: 3 pairs x 2 orders, 2 of them on the close pair), tasks' rates drawn from
 Beta(c p, c (1 - p)) with c = 4 as in tests/test_coverage.py:
 
-* rate: ``upper(position_bias) <= 0.65`` on 6 cases per task, ``cluster_wilson``;
+* rate: ``upper(position_bias) <= 0.65`` on 6 cases per task, ``cluster_wilson`` (t on the
+  Satterthwaite df of each run's cluster variance, which ``decide`` gets as ``df``);
 * close vs distant LRS: ``lower(lrs_close - lrs_distant) >= 0.2`` (LRS distant 0.1), 2 close and 4
   distant cases per task, ``cluster_difference``;
 * paired regression: ``lower(delta(mean_reward(agent_x))) >= -0.05``: each task's mean reward in the
@@ -45,9 +46,9 @@ import numpy.typing as npt
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pytest_gauge.analysis.gates import Gate, Quantity, Term, evaluate_gate, parse_gate
-from pytest_gauge.analysis.intervals import cluster_difference, cluster_wilson, t_quantile
+from pytest_gauge.analysis.intervals import cluster_difference, cluster_wilson, satterthwaite_df, t_quantile
 from pytest_gauge.analysis.paired import Z95, bootstrap_means, percentile_bounds, task_counts
-from pytest_gauge.analysis.sequential import RHO, Look, decide, plan_looks
+from pytest_gauge.analysis.sequential import RHO, Look, decide, equal_looks
 
 Array = npt.NDArray[np.float64]
 
@@ -70,14 +71,15 @@ where it is not, no procedure can stop early without disagreeing with it, and th
 
 @dataclass(frozen=True)
 class Quantities:
-    """One look's gate quantity for every simulated run: arrays of shape (runs,)."""
+    """One look's gate quantity for every simulated run: arrays of shape (runs,), with the degrees of
+    freedom and the 95% quantile each run's interval used (``df`` None: a normal quantile)."""
 
     value: Array
     low: Array
     high: Array
     n: int
-    df: float | None
-    q95: float
+    df: Array | None
+    q95: Array
 
 
 Data = tuple[Array, ...]
@@ -104,8 +106,11 @@ def _rate_data(rng: np.random.Generator, p: float, runs: int, tasks: int) -> Dat
 
 
 def _rate_at(data: Data, m: int) -> Quantities:
-    value, low, high = cluster_wilson(data[0][:, :m], data[1][:, :m])
-    return Quantities(value, low, high, 6 * m, float(m - 1), float(t_quantile(m - 1)))
+    """``cluster_wilson``, whose t quantile is on the Satterthwaite df of each run's cluster variance."""
+    k, n = data[0][:, :m], data[1][:, :m]
+    value, low, high = cluster_wilson(k, n)
+    df = satterthwaite_df(k, n, np.sum(k, axis=-1) / np.sum(n, axis=-1))
+    return Quantities(value, low, high, 6 * m, df, t_quantile(df))
 
 
 def _lrs_data(rng: np.random.Generator, diff: float, runs: int, tasks: int) -> Data:
@@ -118,7 +123,8 @@ def _lrs_data(rng: np.random.Generator, diff: float, runs: int, tasks: int) -> D
 def _lrs_at(data: Data, m: int) -> Quantities:
     kc, nc, kd, nd = (a[:, :m] for a in data)
     value, low, high = cluster_difference(kc, nc, kd, nd)
-    return Quantities(value, low, high, 2 * m, float(m - 1), float(t_quantile(m - 1)))
+    df = np.full(value.shape, float(m - 1))
+    return Quantities(value, low, high, 2 * m, df, t_quantile(df))
 
 
 def _paired_data(rng: np.random.Generator, delta: float, runs: int, tasks: int) -> Data:
@@ -138,7 +144,9 @@ def _paired_at(data: Data, m: int) -> Quantities:
     tasks - 1 df, as for every interval over tasks (docs/protocol.md#adaptive-runs)."""
     d = data[0][:, :m]
     low, high = percentile_bounds(bootstrap_means(np.ascontiguousarray(d.T), _counts(m)))
-    return Quantities(d.mean(axis=1), low, high, m, float(m - 1), Z95)
+    return Quantities(
+        d.mean(axis=1), low, high, m, np.full(d.shape[0], float(m - 1)), np.full(d.shape[0], Z95)
+    )
 
 
 KINDS = (
@@ -218,8 +226,9 @@ def adaptive(kind: Kind, data: Data, looks: tuple[Look, ...], truth: float) -> O
         q = kind.at(tuple(a[rows] for a in data), look.tasks)
         for i, r in enumerate(rows):
             value, low, high = _num(q.value[i]), _num(q.low[i]), _num(q.high[i])
+            df = None if q.df is None else float(q.df[i])
             got, av_low, av_high = decide(
-                kind.gate, value, low, high, q.n, look=look, df=q.df, nominal_quantile=q.q95
+                kind.gate, value, low, high, q.n, look=look, df=df, nominal_quantile=float(q.q95[i])
             )
             if got is None and not look.final:
                 continue
@@ -256,13 +265,12 @@ def simulate(
     runs: int = RUNS,
     rho: float = RHO,
     seed: int = 18,
-    min_tasks: int | None = None,
 ) -> tuple[Outcome, Outcome]:
     """(adaptive, full) outcomes of ``runs`` seeded suites of ``tasks`` tasks in one scenario."""
     rng = np.random.default_rng([seed, tasks, SCENARIOS.index(scenario), KINDS.index(kind)])
     truth = kind.truths[scenario]
     data = kind.simulate(rng, truth, runs, tasks)
-    looks = plan_looks(tasks, PER_LOOK, rho=rho, min_tasks=min_tasks)
+    looks = equal_looks(tasks, PER_LOOK, rho=rho)
     return adaptive(kind, data, looks, truth), full_run(kind, data, truth)
 
 

@@ -23,7 +23,8 @@ from pytest_gauge.analysis.sequential import (
     critical_quantile,
     crossing_probabilities,
     decide,
-    plan_looks,
+    equal_looks,
+    look_boundaries,
     spending_boundaries,
     spent,
     t_upper_tail,
@@ -117,8 +118,8 @@ def test_bad_fractions_are_refused(bad: list[float]) -> None:
         boundaries(bad)
 
 
-def test_plan_looks() -> None:
-    looks = plan_looks(44, 5)
+def test_equal_looks() -> None:
+    looks = equal_looks(44, 5)
     assert [look.tasks for look in looks] == [5, 10, 15, 20, 25, 30, 35, 40, 44]
     assert [look.index for look in looks] == list(range(1, 10)) and {look.planned for look in looks} == {9}
     assert [look.final for look in looks] == [False] * 8 + [True]
@@ -126,12 +127,18 @@ def test_plan_looks() -> None:
     assert MIN_TASKS == 20 and [look.critical for look in looks[:3]] == [math.inf] * 3
     tested = [20, 25, 30, 35, 40, 44]
     assert [look.critical for look in looks[3:]] == pytest.approx(boundaries([t / 44 for t in tested]))
-    every = plan_looks(44, 5, min_tasks=1)
-    assert [look.critical for look in every] == pytest.approx(
-        boundaries([t / 44 for t in (*range(5, 44, 5), 44)])
-    )
-    small = plan_looks(12, 5)  # a suite smaller than MIN_TASKS: only its final look tests, at 1.96
+    small = equal_looks(12, 5)  # a suite smaller than MIN_TASKS: only its final look tests, at 1.96
     assert [look.critical for look in small] == [math.inf, math.inf, pytest.approx(Z975)]
+
+
+def test_look_boundaries_of_uneven_looks_and_a_plan_cut_short() -> None:
+    assert look_boundaries([7, 14, 21, 30], 30) == pytest.approx(
+        (math.inf, math.inf, *boundaries([0.7, 1.0]))
+    )
+    assert look_boundaries([7, 14, 21], 30) == pytest.approx((math.inf, math.inf, boundaries([0.7])[0]))
+    assert look_boundaries([5, 10], 40) == (math.inf, math.inf)
+    with pytest.raises(ValueError, match="tasks through each look"):
+        look_boundaries([5, 50], 40)
 
 
 @pytest.mark.parametrize("df", [1.0, 3.0, 9.0, 39.0, 99.5])
@@ -156,8 +163,8 @@ def test_widen_each_side_around_the_value() -> None:
 
 
 # decide(): a look whose critical value is 2 * 1.96 doubles every side of a normal-quantile interval
-MID = Look(index=2, planned=4, tasks=10, total_tasks=20, critical=2 * Z975)
-END = Look(index=4, planned=4, tasks=20, total_tasks=20, critical=2 * Z975)
+MID = Look(index=2, planned=4, tasks=20, total_tasks=40, critical=2 * Z975)
+END = Look(index=4, planned=4, tasks=40, total_tasks=40, critical=2 * Z975)
 
 
 def _decide(
@@ -228,13 +235,20 @@ def test_a_look_that_tests_nothing_decides_only_counts() -> None:
     early = Look(index=1, planned=9, tasks=5, total_tasks=44, critical=math.inf)
     assert _decide("upper(x) <= 0.5", 0.1, 0.05, 0.15, look=early) == (None, None, None)
     assert _decide("regressions(a) <= 3", 4.0, None, None, look=early)[0] == "fail"
+    # a finite boundary computed over every look (boundaries() directly) still waits for MIN_TASKS
+    before = Look(index=3, planned=9, tasks=15, total_tasks=44, critical=3.0)
+    assert _decide("upper(x) <= 0.5", 0.1, 0.05, 0.15, look=before) == (None, None, None)
+    at = Look(index=4, planned=9, tasks=20, total_tasks=44, critical=3.0)
+    assert _decide("upper(x) <= 0.5", 0.1, 0.05, 0.15, look=at)[0] == "pass"
+    tiny_end = Look(index=2, planned=2, tasks=12, total_tasks=12, critical=Z975)
+    assert _decide("upper(x) <= 0.5", 0.1, 0.05, 0.15, look=tiny_end)[0] == "pass"
 
 
 def test_decide_returns_the_anytime_valid_interval() -> None:
     _, low, high = _decide("upper(x) <= 0.5", 0.3, 0.25, 0.4)
     assert (low, high) == pytest.approx((0.2, 0.5))
     # cluster methods: the t quantile on tasks - 1 df with the boundary's tail, over the metric's own
-    look = Look(1, 4, 10, 40, critical=2.8)
+    look = Look(1, 4, 20, 40, critical=2.8)
     q95 = stats.t.isf(0.025, 9)
     _, low, high = decide(
         parse_gate("upper(x) <= 1"), 0.5, 0.4, 0.7, 10, look=look, df=9.0, nominal_quantile=q95

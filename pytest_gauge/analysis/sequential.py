@@ -43,7 +43,8 @@ __all__ = [
     "critical_quantile",
     "crossing_probabilities",
     "decide",
-    "plan_looks",
+    "equal_looks",
+    "look_boundaries",
     "spending_boundaries",
     "spent",
     "t_upper_tail",
@@ -266,23 +267,32 @@ def critical_quantile(c: float, df: float | None) -> float:
     return _t_quantile(float(c), float(df))
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=65536)
 def _t_quantile(c: float, df: float) -> float:
+    """Newton's method on log P(T > x) (nearly linear in the tail), safeguarded by bisection."""
     if c < 0:
         return -_t_quantile(-c, df)  # symmetry
-    tail = _NORMAL.cdf(-c)
-    if t_upper_tail(c, df) <= tail:  # a t tail is never lighter than the normal's: the quantile is >= c
+    log_tail = math.log(_NORMAL.cdf(-c))
+    if t_upper_tail(c, df) <= math.exp(log_tail):  # t tails are never lighter: the quantile is >= c
         return c
-    lo, hi = c, max(2.0 * abs(c), 1.0)
-    while t_upper_tail(hi, df) > tail:
+    lo, hi = c, max(2.0 * c, 1.0)
+    while t_upper_tail(hi, df) > math.exp(log_tail):
         lo, hi = hi, 2.0 * hi
-    while hi - lo > 1e-12 * hi:
-        mid = 0.5 * (lo + hi)
-        if t_upper_tail(mid, df) > tail:
-            lo = mid
+    log_norm = math.lgamma((df + 1) / 2) - math.lgamma(df / 2) - 0.5 * math.log(df * math.pi)
+    x = c
+    for _ in range(200):
+        tail = t_upper_tail(x, df)
+        g = math.log(tail) - log_tail
+        if g > 0:
+            lo = x
         else:
-            hi = mid
-    return 0.5 * (lo + hi)
+            hi = x
+        if abs(g) < 1e-13 or hi - lo < 1e-12 * hi:
+            return x
+        density = math.exp(log_norm - (df + 1) / 2 * math.log1p(x * x / df))
+        step = x + g * tail / density  # d log(tail) / dx = -density / tail
+        x = step if lo < step < hi else 0.5 * (lo + hi)
+    return x
 
 
 def widen(
@@ -301,7 +311,7 @@ def widen(
 class Look:
     """Where an adaptive run is: look ``index`` (1-based) of ``planned`` looks, ``tasks`` of
     ``total_tasks`` done; ``critical`` is this look's one-sided normal boundary c_k (``inf`` for a look
-    that tests nothing: before :data:`MIN_TASKS` tasks, see :func:`plan_looks`)."""
+    that tests nothing: before :data:`MIN_TASKS` tasks, see :func:`look_boundaries`)."""
 
     index: int
     planned: int
@@ -315,24 +325,35 @@ class Look:
         return self.tasks >= self.total_tasks
 
 
-def plan_looks(
-    total_tasks: int,
-    per_look: int,
-    alpha: float = ALPHA_SIDE,
-    rho: float = RHO,
-    min_tasks: int | None = None,
+def look_boundaries(
+    tasks_through: Sequence[int], total_tasks: int, alpha: float = ALPHA_SIDE, rho: float = RHO
+) -> tuple[float, ...]:
+    """The critical value of each look of a plan, given the tasks done through each look (increasing, the
+    last at most ``total_tasks``): ``inf`` for a look before :data:`MIN_TASKS` tasks that is not the final
+    one (it tests nothing and spends no alpha, so the first look that tests spends all of ``alpha(t)``
+    so far), :func:`boundaries` over the information fractions of the others."""
+    done = [int(d) for d in tasks_through]
+    if total_tasks < 1 or any(d < 1 or d > total_tasks for d in done):
+        raise ValueError(f"tasks through each look must be in 1..{total_tasks}, got {done}")
+    tested = [d for d in done if d >= MIN_TASKS or d == total_tasks]
+    if not tested:
+        return tuple(math.inf for _ in done)
+    cs = dict(zip(tested, boundaries([d / total_tasks for d in tested], alpha, rho), strict=True))
+    return tuple(cs.get(d, math.inf) for d in done)
+
+
+def equal_looks(
+    total_tasks: int, per_look: int, alpha: float = ALPHA_SIDE, rho: float = RHO
 ) -> tuple[Look, ...]:
     """The looks of a run of ``total_tasks`` tasks taken ``per_look`` at a time (the last look takes the
-    rest), with their boundaries. Looks before ``min_tasks`` tasks (default :data:`MIN_TASKS`) test
-    nothing (``critical = inf``) and spend no alpha: the first look that tests spends all of
-    ``alpha(t)`` so far, so their alpha is not lost."""
+    rest), with their critical values (:func:`look_boundaries`)."""
     if total_tasks < 1 or per_look < 1:
         raise ValueError(f"need total_tasks >= 1 and per_look >= 1, got {total_tasks} and {per_look}")
-    floor = MIN_TASKS if min_tasks is None else min_tasks
     done = [*range(per_look, total_tasks, per_look), total_tasks]
-    tested = [d for d in done if d >= floor or d == total_tasks]
-    cs = dict(zip(tested, boundaries([d / total_tasks for d in tested], alpha, rho), strict=True))
-    return tuple(Look(i + 1, len(done), d, total_tasks, cs.get(d, math.inf)) for i, d in enumerate(done))
+    cs = look_boundaries(done, total_tasks, alpha, rho)
+    return tuple(
+        Look(i + 1, len(done), d, total_tasks, c) for i, (d, c) in enumerate(zip(done, cs, strict=True))
+    )
 
 
 def _count_decision(gate: Gate, value: float, final: bool) -> Decision:
@@ -371,6 +392,8 @@ def decide(
     metric computed them with quantile ``nominal_quantile``), with the anytime-valid (low, high).
 
     Undecided (None) while n < min_n or without a value. Counts are exact (see :func:`_count_decision`).
+    No other gate is decided at a look that tests nothing (``critical = inf``, or fewer than
+    :data:`MIN_TASKS` tasks before the final look; the anytime-valid interval is then None, None).
     '==' waits for the final look. Otherwise a gate is decided early when its whole anytime-valid
     interval satisfies the comparison ('pass') or violates it ('fail'): for ``upper(x) <= thr`` that is
     AV high <= thr, resp. AV low > thr; ``lower`` symmetric; ``point`` likewise. At the final look the
@@ -380,7 +403,7 @@ def decide(
         raise ValueError(f"nominal_quantile must be > 0, got {nominal_quantile}")
     av_low: float | None = None
     av_high: float | None = None
-    testable = math.isfinite(look.critical)
+    testable = math.isfinite(look.critical) and (look.final or look.tasks >= MIN_TASKS)
     if testable:
         factor = critical_quantile(look.critical, df) / nominal_quantile
         av_low, av_high = widen(value, low, high, factor=factor)
