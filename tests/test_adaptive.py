@@ -11,6 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from pytest_gauge.analysis.adaptive import decide_gates, gate_key
+from pytest_gauge.analysis.gates import Term, parse_gate
+from pytest_gauge.analysis.metrics import Estimate
+from pytest_gauge.analysis.sequential import Look
 from pytest_gauge.run.looks import LookGate, LookState, plan_looks
 from pytest_gauge.testing.server import LoopbackServer
 from pytest_gauge.testing.simserver import sim_responder
@@ -89,6 +93,33 @@ def test_a_look_opens_or_is_not_needed() -> None:
     gate.update(LookState(opened=2, stopped_after=2, reason="decided"))
     gate.update(LookState(opened=3))  # a late word never undoes a stop
     assert gate.wait(3) is False and gate.state.reason == "decided"
+
+
+class _OneMetric:
+    """A gate source with one metric, for the decision layer alone."""
+
+    def __init__(self, estimate: Estimate) -> None:
+        self.estimate = estimate
+
+    def lookup(self, name: str, args: tuple[str, ...]) -> Estimate:
+        return self.estimate
+
+    def difference(self, left: Term, right: Term) -> Estimate:
+        raise KeyError("no differences here")
+
+
+def test_the_widening_uses_the_intervals_own_degrees_of_freedom() -> None:
+    """A cluster interval on few effective df widens more at a look than one on many (same 95% bounds):
+    the anytime-valid quantile keeps the t distribution the interval was built on."""
+    gate = parse_gate("upper(lrs) <= 0.5")
+    look = Look(1, 4, 10, 40, critical=2.8)
+    bounds = {}
+    for df in (3.0, 9.0):
+        est = Estimate(0.3, 40, 0.2, 0.4, "cluster-wilson", df)
+        decided = decide_gates([gate], _OneMetric(est), look, {})
+        bounds[df] = decided[gate_key(gate)].high if decided else None
+    assert bounds[9.0] is not None and bounds[9.0] <= 0.5  # decided pass on 9 df
+    assert bounds[3.0] is None  # the same bounds on 3 df: too wide to decide at this look
 
 
 # ----- runs -------------------------------------------------------------------------------------

@@ -68,11 +68,13 @@ def gate_key(gate: Gate) -> str:
     return gate.canonical()
 
 
-def _quantiles(method: str, tasks: int) -> tuple[float | None, float]:
-    """(df, nominal quantile) of the interval a metric reported: Student t on tasks - 1 df for the
-    cluster-adjusted intervals, the normal quantile for the bootstrap and Wilson ones."""
-    if method in _CLUSTER_METHODS:
-        df = float(max(tasks - 1, 1))
+def _quantiles(q: QuantityLike, tasks: int) -> tuple[float | None, float]:
+    """(df, nominal quantile) of the interval a metric reported: Student t on its own df (cluster-Wilson's
+    Satterthwaite df) or tasks - 1 for the cluster-adjusted intervals, the normal quantile for the
+    bootstrap and Wilson ones."""
+    if str(getattr(q, "method", "none")) in _CLUSTER_METHODS:
+        own = getattr(q, "df", None)
+        df = float(own) if isinstance(own, int | float) else float(max(tasks - 1, 1))
         return df, float(t_quantile(df))
     return None, _Z975
 
@@ -131,7 +133,7 @@ def _decide_one(gate: Gate, source: MetricSource, look: Look) -> GateDecision | 
         status = _growing_decision(gate, q, look)
         low, high = q.low, q.high
     else:
-        df, nominal = _quantiles(method, look.tasks)
+        df, nominal = _quantiles(q, look.tasks)
         status, low, high = decide(
             gate, q.value, q.low, q.high, n, look=look, df=df, nominal_quantile=nominal
         )

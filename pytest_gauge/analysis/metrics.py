@@ -39,7 +39,7 @@ import numpy.typing as npt
 
 from ..gateway.ledger import ledger_totals
 from ..records import CaseRecord, Judgment, LedgerRecord
-from .intervals import cluster_difference, cluster_wilson
+from .intervals import cluster_difference, cluster_wilson, satterthwaite_df
 from .judge_rules import (
     NON_INFERIORITY,
     PANEL,
@@ -115,6 +115,7 @@ class Estimate:
     low: float | None
     high: float | None
     method: str
+    df: float | None = field(default=None, compare=False)  # a t interval's degrees of freedom (not in JSON)
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON form: value, n, low, high and the interval method."""
@@ -666,8 +667,10 @@ class _Statistics:
             low, high = wilson(round(float(tot[0])), n)
             return Estimate(value, n, low, high, "wilson")
         if _clustered(st) and np.sum(st.per_task[:, 1] > 0) > 1:
-            _, low_c, high_c = cluster_wilson(st.per_task[:, 0], st.per_task[:, 1])
-            return Estimate(value, n, float(low_c), float(high_c), "cluster-wilson")
+            k, m = st.per_task[:, 0], st.per_task[:, 1]
+            _, low_c, high_c = cluster_wilson(k, m)
+            df = float(satterthwaite_df(k, m, np.asarray(value)))
+            return Estimate(value, n, float(low_c), float(high_c), "cluster-wilson", df)
         low_b, high_b = _percentiles(self.boot(key))
         return Estimate(value, n, low_b, high_b, "bootstrap-tasks")
 
