@@ -112,7 +112,7 @@ def test_the_widening_uses_the_intervals_own_degrees_of_freedom() -> None:
     """A cluster interval on few effective df widens more at a look than one on many (same 95% bounds):
     the anytime-valid quantile keeps the t distribution the interval was built on."""
     gate = parse_gate("upper(lrs) <= 0.5")
-    look = Look(1, 4, 10, 40, critical=2.8)
+    look = Look(1, 4, 25, 40, critical=2.8)
     bounds = {}
     for df in (3.0, 9.0):
         est = Estimate(0.3, 40, 0.2, 0.4, "cluster-wilson", df)

@@ -27,6 +27,7 @@ __all__ = [
 
 _Z975 = 1.959963984540054
 _CLUSTER_METHODS = ("cluster-wilson", "cluster-t")
+_TASK_BOOTSTRAPS = ("bootstrap-tasks", "paired-bootstrap-tasks")
 _GROWING = "exact"  # accounting totals and counts: they grow with the tasks run, no interval
 
 
@@ -69,13 +70,18 @@ def gate_key(gate: Gate) -> str:
 
 
 def _quantiles(q: QuantityLike, tasks: int) -> tuple[float | None, float]:
-    """(df, nominal quantile) of the interval a metric reported: Student t on its own df (cluster-Wilson's
-    Satterthwaite df) or tasks - 1 for the cluster-adjusted intervals, the normal quantile for the
-    bootstrap and Wilson ones."""
-    if str(getattr(q, "method", "none")) in _CLUSTER_METHODS:
+    """(df of the anytime-valid quantile, nominal quantile of the reported interval): Student t on the
+    interval's own df (cluster-Wilson's Satterthwaite df) or tasks - 1 for the cluster-adjusted intervals;
+    for a percentile bootstrap over tasks the normal 95% quantile, widened on t with tasks - 1 df; plain
+    Wilson (not over tasks) on the normal quantile alone."""
+    method = str(getattr(q, "method", "none"))
+    over_tasks = float(max(tasks - 1, 1))
+    if method in _CLUSTER_METHODS:
         own = getattr(q, "df", None)
-        df = float(own) if isinstance(own, int | float) else float(max(tasks - 1, 1))
+        df = float(own) if isinstance(own, int | float) else over_tasks
         return df, float(t_quantile(df))
+    if method in _TASK_BOOTSTRAPS:  # behaves like a t statistic over tasks (docs/protocol.md#adaptive-runs)
+        return over_tasks, _Z975
     return None, _Z975
 
 

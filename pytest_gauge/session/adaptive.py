@@ -27,6 +27,7 @@ import pytest
 
 from ..analysis.adaptive import AdaptiveSummary, GateDecision, decide_gates, gate_key, waits_for_last_look
 from ..analysis.gates import Gate, parse_gates
+from ..analysis.sequential import look_boundaries
 from ..options import GaugeOptions
 from ..records import LedgerRecord, SuiteMeta
 from ..run.looks import LookGate, LookPlan, LookState, plan_looks
@@ -143,16 +144,12 @@ class AdaptiveRun:
     the next look or stops the run (``publish``: how the word reaches the processes doing the work)."""
 
     def __init__(self, state: GaugeState, publish: Callable[[LookState], None]) -> None:
-        from ..analysis.sequential import boundaries
-
         self.state = state
         self.publish = publish
         metas = state.suite_metas()
         self.plan = plan_from_metas(metas, state.options)
         self.suites = {
-            m.name: _SuiteLooks(
-                m, parse_gates([*m.gates, *state.options.gates]), boundaries(self.plan.fractions(m.name))
-            )
+            m.name: _SuiteLooks(m, parse_gates([*m.gates, *state.options.gates]), self._critical(m.name))
             for m in metas
             if self.plan.looks.get(m.name)
         }
@@ -169,6 +166,11 @@ class AdaptiveRun:
         self.evaluated = 0
         self.looks = LookState()
         self.budget_out = False  # a case failed on the run's budget: no further look can be paid for
+
+    def _critical(self, name: str) -> tuple[float, ...]:
+        """The suite's critical value per look (no alpha spent on looks too small to test)."""
+        through = [self.plan.tasks_through(name, k) for k in range(1, len(self.plan.looks[name]) + 1)]
+        return look_boundaries(through, self.plan.total_tasks(name))
 
     def case_done(self, nodeid: str, *, budget: bool = False) -> None:
         """A case item finished (passed, failed or skipped): evaluate every look now complete.
