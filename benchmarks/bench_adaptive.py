@@ -80,6 +80,7 @@ class Quantities:
     n: int
     df: Array | None
     q95: Array
+    wilson: bool = False
 
 
 Data = tuple[Array, ...]
@@ -96,8 +97,8 @@ class Kind:
     at: Callable[[Data, int], Quantities]
 
 
-def _rates(rng: np.random.Generator, p: float, shape: tuple[int, int]) -> Array:
-    return rng.beta(SPREAD * p, SPREAD * (1.0 - p), shape)
+def _rates(rng: np.random.Generator, p: float, shape: tuple[int, int], spread: float = SPREAD) -> Array:
+    return rng.beta(spread * p, spread * (1.0 - p), shape)
 
 
 def _rate_data(rng: np.random.Generator, p: float, runs: int, tasks: int) -> Data:
@@ -105,12 +106,18 @@ def _rate_data(rng: np.random.Generator, p: float, runs: int, tasks: int) -> Dat
     return (k, np.full((runs, tasks), 6.0))
 
 
+def _rare_data(rng: np.random.Generator, p: float, runs: int, tasks: int) -> Data:
+    """A rare rate on very skewed tasks (c = 1: most tasks never, a few often), 4 cases per task."""
+    k = rng.binomial(4, _rates(rng, p, (runs, tasks), spread=1.0)).astype(np.float64)
+    return (k, np.full((runs, tasks), 4.0))
+
+
 def _rate_at(data: Data, m: int) -> Quantities:
     """``cluster_wilson``, whose t quantile is on the Satterthwaite df of each run's cluster variance."""
     k, n = data[0][:, :m], data[1][:, :m]
     value, low, high = cluster_wilson(k, n)
     df = satterthwaite_df(k, n, np.sum(k, axis=-1) / np.sum(n, axis=-1))
-    return Quantities(value, low, high, 6 * m, df, t_quantile(df))
+    return Quantities(value, low, high, int(n.sum(axis=-1)[0]), df, t_quantile(df), wilson=True)
 
 
 def _lrs_data(rng: np.random.Generator, diff: float, runs: int, tasks: int) -> Data:
@@ -174,6 +181,19 @@ KINDS = (
 )
 
 
+STRESS = (
+    Kind(
+        "rare rate, skewed tasks",
+        parse_gate("upper(lrs_distant) <= 0.1"),
+        {"clear pass": 0.0, "borderline": 0.1, "clear fail": 0.2},
+        _rare_data,
+        _rate_at,
+    ),
+)
+"""Reported, not held to the targets: the example suite's kind of ``upper(lrs_distant)`` gate on tasks
+as skewed as tests/test_coverage.py's hardest cell."""
+
+
 @dataclass(frozen=True)
 class _Source:
     """A MetricSource that answers every gate with one quantity (the full run's, for evaluate_gate)."""
@@ -228,7 +248,15 @@ def adaptive(kind: Kind, data: Data, looks: tuple[Look, ...], truth: float) -> O
             value, low, high = _num(q.value[i]), _num(q.low[i]), _num(q.high[i])
             df = None if q.df is None else float(q.df[i])
             got, av_low, av_high = decide(
-                kind.gate, value, low, high, q.n, look=look, df=df, nominal_quantile=float(q.q95[i])
+                kind.gate,
+                value,
+                low,
+                high,
+                q.n,
+                look=look,
+                df=df,
+                nominal_quantile=float(q.q95[i]),
+                wilson=q.wilson,
             )
             if got is None and not look.final:
                 continue
@@ -267,7 +295,7 @@ def simulate(
     seed: int = 18,
 ) -> tuple[Outcome, Outcome]:
     """(adaptive, full) outcomes of ``runs`` seeded suites of ``tasks`` tasks in one scenario."""
-    rng = np.random.default_rng([seed, tasks, SCENARIOS.index(scenario), KINDS.index(kind)])
+    rng = np.random.default_rng([seed, tasks, SCENARIOS.index(scenario), [*KINDS, *STRESS].index(kind)])
     truth = kind.truths[scenario]
     data = kind.simulate(rng, truth, runs, tasks)
     looks = equal_looks(tasks, PER_LOOK, rho=rho)
@@ -372,6 +400,15 @@ def main(argv: list[str] | None = None) -> int:
                 row, missed = _clear_row(kind, scenario, tasks, args.runs, args.rho)
                 print(row, flush=True)
                 misses += missed
+    print("\nStress (not among the targets): a rare rate on very skewed tasks, at its threshold")
+    print(
+        "| gate | tasks | adaptive wrong | fixed wrong | MC SE | adaptive excludes | fixed excludes "
+        "| median tasks run |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for kind in STRESS:
+        for tasks in args.sizes:
+            print(_borderline_row(kind, tasks, args.runs, args.rho)[0].rsplit(" | ", 1)[0] + " |", flush=True)
     print()
     for line in misses:
         print(f"FAIL {line}")

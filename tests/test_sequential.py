@@ -29,6 +29,7 @@ from pytest_gauge.analysis.sequential import (
     spent,
     t_upper_tail,
     widen,
+    widen_wilson,
 )
 
 Z975 = 1.959963984540054
@@ -160,6 +161,56 @@ def test_widen_each_side_around_the_value() -> None:
     assert widen(0.5, None, 0.7, factor=2.0) == pytest.approx((None, 0.9))
     assert widen(None, 0.4, 0.7, factor=2.0) == (None, None)
     assert widen(-1.0, -3.0, 0.0, factor=1.0) == (-3.0, 0.0)
+
+
+def _wilson(p: float, n: float, z: float) -> tuple[float, float]:
+    """Wilson's score interval, written out (the reference for widen_wilson)."""
+    d = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / d
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
+    return centre - half, centre + half
+
+
+@pytest.mark.parametrize(("p", "n"), [(0.08, 100.0), (0.5, 30.0), (0.02, 40.0), (0.97, 25.0), (0.3, 7.5)])
+def test_widen_wilson_recomputes_the_wilson_interval_at_the_new_quantile(p: float, n: float) -> None:
+    low, high = _wilson(p, n, Z975)
+    assert widen_wilson(p, low, high, quantile=Z975, new_quantile=3.1) == pytest.approx(_wilson(p, n, 3.1))
+    # a rare rate's upper side grows faster than a linear widening: linear would pass gates it must not
+    if p < 0.1:
+        wilson_high = widen_wilson(p, low, high, quantile=Z975, new_quantile=3.1)[1]
+        linear_high = widen(p, low, high, factor=3.1 / Z975)[1]
+        assert wilson_high is not None and linear_high is not None and wilson_high > linear_high
+
+
+def test_widen_wilson_keeps_clipped_bounds_and_none() -> None:
+    _, high = _wilson(0.0, 50.0, Z975)
+    assert widen_wilson(0.0, 0.0, high, quantile=Z975, new_quantile=3.0) == pytest.approx(
+        (0.0, _wilson(0.0, 50.0, 3.0)[1])
+    )
+    assert widen_wilson(None, 0.1, 0.2, quantile=Z975, new_quantile=3.0) == (None, None)
+    assert widen_wilson(0.5, None, 1.0, quantile=Z975, new_quantile=3.0) == (None, 1.0)
+
+
+def test_decide_with_a_wilson_interval() -> None:
+    look = Look(index=4, planned=9, tasks=20, total_tasks=44, critical=3.1)
+    low, high = _wilson(0.08, 100.0, Z975)
+    got, av_low, av_high = decide(
+        parse_gate("upper(x) <= 0.2"),
+        0.08,
+        low,
+        high,
+        100,
+        look=look,
+        df=None,
+        nominal_quantile=Z975,
+        wilson=True,
+    )
+    assert (av_low, av_high) == pytest.approx(_wilson(0.08, 100.0, 3.1))
+    assert av_high is not None and av_high > 0.2 and got is None  # linear widening would have passed it
+    linear, _, lin_high = decide(
+        parse_gate("upper(x) <= 0.2"), 0.08, low, high, 100, look=look, df=None, nominal_quantile=Z975
+    )
+    assert linear == "pass" and lin_high is not None and lin_high < 0.2
 
 
 # decide(): a look whose critical value is 2 * 1.96 doubles every side of a normal-quantile interval
