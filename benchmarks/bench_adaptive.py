@@ -156,39 +156,30 @@ def _paired_at(data: Data, m: int) -> Quantities:
     )
 
 
+def _kind(
+    name: str,
+    gate: str,
+    truths: tuple[float, float, float],
+    simulate: Callable[[np.random.Generator, float, int, int], Data],
+    at: Callable[[Data, int], Quantities],
+) -> Kind:
+    """A gate kind; ``truths`` are the clear-pass, borderline and clear-fail true values (SCENARIOS)."""
+    return Kind(name, parse_gate(gate), dict(zip(SCENARIOS, truths, strict=True)), simulate, at)
+
+
 KINDS = (
-    Kind(
-        "rate",
-        parse_gate("upper(position_bias) <= 0.65"),
-        {"clear pass": 0.55, "borderline": 0.65, "clear fail": 0.75},
-        _rate_data,
-        _rate_at,
-    ),
-    Kind(
-        "close-distant LRS",
-        parse_gate("lower(lrs_close - lrs_distant) >= 0.2"),
-        {"clear pass": 0.3, "borderline": 0.2, "clear fail": 0.1},
-        _lrs_data,
-        _lrs_at,
-    ),
-    Kind(
+    _kind("rate", "upper(position_bias) <= 0.65", (0.55, 0.65, 0.75), _rate_data, _rate_at),
+    _kind("close-distant LRS", "lower(lrs_close - lrs_distant) >= 0.2", (0.3, 0.2, 0.1), _lrs_data, _lrs_at),
+    _kind(
         "paired regression",
-        parse_gate("lower(delta(mean_reward(agent_x))) >= -0.05"),
-        {"clear pass": 0.05, "borderline": -0.05, "clear fail": -0.15},
+        "lower(delta(mean_reward(agent_x))) >= -0.05",
+        (0.05, -0.05, -0.15),
         _paired_data,
         _paired_at,
     ),
 )
-
-
 STRESS = (
-    Kind(
-        "rare rate, skewed tasks",
-        parse_gate("upper(lrs_distant) <= 0.1"),
-        {"clear pass": 0.0, "borderline": 0.1, "clear fail": 0.2},
-        _rare_data,
-        _rate_at,
-    ),
+    _kind("rare rate, skewed tasks", "upper(lrs_distant) <= 0.1", (0.0, 0.1, 0.2), _rare_data, _rate_at),
 )
 """Reported, not held to the targets: the example suite's kind of ``upper(lrs_distant)`` gate on tasks
 as skewed as tests/test_coverage.py's hardest cell."""
