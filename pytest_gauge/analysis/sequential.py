@@ -13,8 +13,10 @@ recursive numerical integration on a grid (Jennison & Turnbull, *Group Sequentia
 Applications to Clinical Trials*, 2000, ch. 7 and 19), not by simulation.
 
 A gate's interval at look ``k`` is its metric's usual 95% interval, each side widened around the point
-value by ``q_k / q_95`` (:func:`critical_quantile`, :func:`widen`); :func:`decide` turns that
-anytime-valid interval into pass / fail / undecided. Pure functions, numpy and the standard library only.
+value by ``q_k / q_95`` (:func:`critical_quantile`, :func:`widen`; a Wilson interval is recomputed at
+``q_k``, :func:`widen_wilson`); :func:`decide` turns that anytime-valid interval into pass / fail /
+undecided. No interval gate is decided before :data:`MIN_TASKS` tasks (:func:`look_boundaries` spends no
+alpha there). Pure functions, numpy and the standard library only.
 docs/protocol.md#adaptive-runs states the method and the benchmark that chose :data:`RHO`.
 """
 
