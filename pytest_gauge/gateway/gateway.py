@@ -419,7 +419,8 @@ class Gateway:
         body["model"] = model
         cache = shared.cache
         if (cache is None or shared.cache_mode == "off") and not shared.replay:
-            response, record = await self._send(ctx, seq, role, model, body)  # no key needed: skip hashing it
+            # no key needed: skip hashing it
+            response, record = await self._send(_Call(ctx, seq, role, model, body, None))
             return _to_result(response, record)
         key = self.cache_key(body, ctx)
         if cache is not None and shared.cache_mode != "off":
@@ -441,7 +442,7 @@ class Gateway:
             hit = self._cache_hit(cache, key, ctx, seq, role, model)
             if hit is not None:
                 return hit
-            response, record = await self._send(ctx, seq, role, model, body, request=key)
+            response, record = await self._send(_Call(ctx, seq, role, model, body, key))
             finish = (response.get("choices") or [{}])[0].get("finish_reason")
             cache.put(
                 key,
@@ -464,50 +465,34 @@ class Gateway:
             )
         return _to_result(response, record)
 
-    async def _send(
-        self,
-        ctx: CallContext,
-        seq: int,
-        role: str,
-        model: str,
-        body: dict[str, Any],
-        request: str | None = None,
-    ) -> tuple[dict[str, Any], LedgerRecord]:
+    async def _send(self, call: _Call) -> tuple[dict[str, Any], LedgerRecord]:
         """Send with retries behind two first-call gates: until one call of this process has worked
         (a bad key or URL), and until one call to this (role, model) has worked (a wrong model name),
         calls go one at a time, so such a mistake reaches the server once per worker, not once per call."""
         shared = self.shared
-        gates = [(shared.first_ok, shared.first_lock), shared.model_gate(role, model)]
+        gates = [(shared.first_ok, shared.first_lock), shared.model_gate(call.role, call.model)]
         for ok, lock in gates:
             if not ok.is_set():
                 async with lock:
                     if not ok.is_set():
-                        result = await self._send_with_retries(ctx, seq, role, model, body, request)
+                        result = await self._send_with_retries(call)
                         for done, _ in gates:
                             done.set()
                         return result
-        return await self._send_with_retries(ctx, seq, role, model, body, request)
+        return await self._send_with_retries(call)
 
-    async def _send_with_retries(
-        self,
-        ctx: CallContext,
-        seq: int,
-        role: str,
-        model: str,
-        body: dict[str, Any],
-        request: str | None = None,
-    ) -> tuple[dict[str, Any], LedgerRecord]:
+    async def _send_with_retries(self, call: _Call) -> tuple[dict[str, Any], LedgerRecord]:
         """Attempts until one gives a usable completion; :meth:`_retry_wait` decides after each failure."""
         shared = self.shared
-        rng = random.Random(f"{ctx.work}#{seq}")
+        rng = random.Random(f"{call.ctx.work}#{call.seq}")
         attempts = shared.max_retries + 1
         for attempt in range(1, attempts + 1):
-            shared.check_open(role, model)
-            outcome = await self._attempt(_Attempt(ctx, seq, attempt, role, model, body, request))
+            shared.check_open(call.role, call.model)
+            outcome = await self._attempt(_Attempt.of(call, attempt))
             if outcome.response is not None:
                 return outcome.response, outcome.record
             assert outcome.failure is not None
-            wait = self._retry_wait(outcome.failure, attempt, attempts, rng, role, model)
+            wait = self._retry_wait(outcome.failure, attempt, attempts, rng, call.role, call.model)
             await asyncio.sleep(wait)
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -728,16 +713,27 @@ def _attempt_failures() -> tuple[type[Exception], ...]:
 
 
 @dataclass(frozen=True)
-class _Attempt:
-    """One attempt of one call: which call, which try, what is sent."""
+class _Call:
+    """One logical call as sent: which call, what is sent, and its cache key (None without a cache)."""
 
     ctx: CallContext
     seq: int
-    attempt: int
     role: str
     model: str
     body: dict[str, Any]
     request: str | None
+
+
+@dataclass(frozen=True)
+class _Attempt(_Call):
+    """One attempt of one call: the call and which try this is."""
+
+    attempt: int
+
+    @classmethod
+    def of(cls, call: _Call, attempt: int) -> _Attempt:
+        """Try number ``attempt`` of ``call``."""
+        return cls(call.ctx, call.seq, call.role, call.model, call.body, call.request, attempt)
 
 
 @dataclass(frozen=True)
