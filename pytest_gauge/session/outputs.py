@@ -251,42 +251,30 @@ def check_report_snapshots(session: pytest.Session, meta: SuiteMeta, reports: di
     folder = Path(meta.folder) / "gauge-snapshots"
     update = bool(session.config.getoption("update_snapshots", False))
     for name in SNAPSHOT_REPORTS:
-        if name not in reports:
-            continue
-        path = folder / name
-        text = reports[name]
-        if update:
-            _write(path, text)
-            _emit(session, meta, "snapshots", name, "passed", "")
-            continue
-        if not path.is_file():
-            _emit(
-                session,
-                meta,
-                "snapshots",
-                name,
-                "failed",
-                f"no snapshot at {path}; run with --snapshot-update to create it",
-            )
-            continue
-        stored = path.read_text(encoding="utf-8")
-        if stored == text:
-            _emit(session, meta, "snapshots", name, "passed", "")
-            continue
-        diff = list(
-            difflib.unified_diff(
-                stored.splitlines(), text.splitlines(), "snapshot", "this run", lineterm="", n=1
-            )
-        )
-        shown = "\n".join(diff[:80]) + (f"\n... {len(diff) - 80} more diff lines" if len(diff) > 80 else "")
-        _emit(
-            session,
-            meta,
-            "snapshots",
-            name,
-            "failed",
-            f"{name} differs from its snapshot {path} (review, then --snapshot-update to accept):\n{shown}",
-        )
+        if name in reports:
+            outcome, message = _snapshot_check(folder / name, name, reports[name], update=update)
+            _emit(session, meta, "snapshots", name, outcome, message)
+
+
+def _snapshot_check(path: Path, name: str, text: str, *, update: bool) -> tuple[str, str]:
+    """One report against its stored snapshot: the entry's outcome and message (written when
+    ``update``, passed when equal, failed with a short unified diff or the missing file named)."""
+    if update:
+        _write(path, text)
+        return "passed", ""
+    if not path.is_file():
+        return "failed", f"no snapshot at {path}; run with --snapshot-update to create it"
+    stored = path.read_text(encoding="utf-8")
+    if stored == text:
+        return "passed", ""
+    diff = list(
+        difflib.unified_diff(stored.splitlines(), text.splitlines(), "snapshot", "this run", lineterm="", n=1)
+    )
+    shown = "\n".join(diff[:80]) + (f"\n... {len(diff) - 80} more diff lines" if len(diff) > 80 else "")
+    return (
+        "failed",
+        f"{name} differs from its snapshot {path} (review, then --snapshot-update to accept):\n{shown}",
+    )
 
 
 def _compare_with_baseline(
