@@ -393,6 +393,7 @@ class _TextRule(Rule):
 class _PhraseRule(_TextRule):
     _ARGS: ClassVar[tuple[str, ...]] = ("phrases", "case_sensitive", "scope")
     _REQUIRED: ClassVar[tuple[str, ...]] = ("phrases",)
+    _MIN_PHRASES: ClassVar[int] = 1
 
     phrases: tuple[str, ...]
     case_sensitive: bool = False
@@ -400,15 +401,16 @@ class _PhraseRule(_TextRule):
     @classmethod
     def _build(cls, a: _Args, common: dict[str, Any]) -> Rule:
         return cls(
-            phrases=a.strings("phrases"),
+            phrases=a.strings("phrases", min_items=cls._MIN_PHRASES),
             case_sensitive=a.flag("case_sensitive", False),
             scope=a.scope(),
             **common,
         )
 
-    def _found(self, transcript: Transcript) -> list[bool]:
+    def _found(self, transcript: Transcript, present: bool) -> list[str]:
+        """The phrases that appear in the text (``present``) or that do not."""
         text = _norm(self._text(transcript), self.case_sensitive)
-        return [_norm(p, self.case_sensitive) in text for p in self.phrases]
+        return [p for p in self.phrases if (_norm(p, self.case_sensitive) in text) == present]
 
     @property
     def _case_note(self) -> str:
@@ -422,7 +424,7 @@ class ContainsAll(_PhraseRule):
     type: ClassVar[str] = "contains_all"
 
     def check(self, transcript: Transcript) -> RuleResult:
-        missing = [p for p, ok in zip(self.phrases, self._found(transcript), strict=True) if not ok]
+        missing = self._found(transcript, False)
         if missing:
             return RuleResult(False, f"{self._where} lacks {_quote_list(missing)}")
         return RuleResult(True, f"{self._where} mentions all {len(self.phrases)} phrase(s)")
@@ -443,7 +445,7 @@ class ContainsAny(_PhraseRule):
     type: ClassVar[str] = "contains_any"
 
     def check(self, transcript: Transcript) -> RuleResult:
-        hits = [p for p, ok in zip(self.phrases, self._found(transcript), strict=True) if ok]
+        hits = self._found(transcript, True)
         if hits:
             return RuleResult(True, f"{self._where} mentions {_quote(hits[0])}")
         return RuleResult(False, f"{self._where} mentions none of {_quote_list(self.phrases)}")
@@ -465,7 +467,7 @@ class ContainsNone(_PhraseRule):
     type: ClassVar[str] = "contains_none"
 
     def check(self, transcript: Transcript) -> RuleResult:
-        hits = [p for p, ok in zip(self.phrases, self._found(transcript), strict=True) if ok]
+        hits = self._found(transcript, True)
         if hits:
             return RuleResult(False, f"{self._where} mentions forbidden {_quote_list(hits)}")
         return RuleResult(True, f"{self._where} mentions none of the {len(self.phrases)} forbidden phrase(s)")
@@ -484,15 +486,7 @@ class InOrder(_PhraseRule):
     """The phrases appear in the given order: each is searched for after the end of the previous match."""
 
     type: ClassVar[str] = "in_order"
-
-    @classmethod
-    def _build(cls, a: _Args, common: dict[str, Any]) -> Rule:
-        return cls(
-            phrases=a.strings("phrases", min_items=2),
-            case_sensitive=a.flag("case_sensitive", False),
-            scope=a.scope(),
-            **common,
-        )
+    _MIN_PHRASES: ClassVar[int] = 2
 
     def check(self, transcript: Transcript) -> RuleResult:
         text = _norm(self._text(transcript), self.case_sensitive)
@@ -575,12 +569,12 @@ class Regex(_TextRule):
 
 
 @dataclass(frozen=True, kw_only=True)
-class MaxWords(_TextRule):
-    """The text has at most ``limit`` words as counted by :func:`count_words` (CJK characters: one each)."""
+class _LengthRule(_TextRule):
+    """A length limit on the text: subclasses say how they measure (``_length``) and in what ``_UNIT``."""
 
-    type: ClassVar[str] = "max_words"
     _ARGS: ClassVar[tuple[str, ...]] = ("limit", "scope")
     _REQUIRED: ClassVar[tuple[str, ...]] = ("limit",)
+    _UNIT: ClassVar[str] = ""
 
     limit: int
 
@@ -588,37 +582,43 @@ class MaxWords(_TextRule):
     def _build(cls, a: _Args, common: dict[str, Any]) -> Rule:
         return cls(limit=a.integer("limit"), scope=a.scope(), **common)
 
+    @staticmethod
+    def _length(text: str) -> int:
+        raise NotImplementedError
+
     def check(self, transcript: Transcript) -> RuleResult:
-        n = count_words(self._text(transcript))
-        return RuleResult(n <= self.limit, f"{self._where} has {n} word(s), limit {self.limit}")
+        n = self._length(self._text(transcript))
+        return RuleResult(n <= self.limit, f"{self._where} has {n} {self._UNIT}(s), limit {self.limit}")
 
     def _describe(self) -> str:
-        return f"{self._subject('is', 'are')} at most {self.limit} words long."
+        return f"{self._subject('is', 'are')} at most {self.limit} {self._UNIT}s long."
+
+
+@dataclass(frozen=True, kw_only=True)
+class MaxWords(_LengthRule):
+    """The text has at most ``limit`` words as counted by :func:`count_words` (CJK characters: one each)."""
+
+    type: ClassVar[str] = "max_words"
+    _UNIT: ClassVar[str] = "word"
+
+    @staticmethod
+    def _length(text: str) -> int:
+        return count_words(text)
 
     def hint(self, satisfy: bool) -> SimHint:
         return SimHint(max_words=self.limit) if satisfy else SimHint(min_words=self.limit + 5)
 
 
 @dataclass(frozen=True, kw_only=True)
-class MaxChars(_TextRule):
+class MaxChars(_LengthRule):
     """The NFC-normalised text has at most ``limit`` code points."""
 
     type: ClassVar[str] = "max_chars"
-    _ARGS: ClassVar[tuple[str, ...]] = ("limit", "scope")
-    _REQUIRED: ClassVar[tuple[str, ...]] = ("limit",)
+    _UNIT: ClassVar[str] = "character"
 
-    limit: int
-
-    @classmethod
-    def _build(cls, a: _Args, common: dict[str, Any]) -> Rule:
-        return cls(limit=a.integer("limit"), scope=a.scope(), **common)
-
-    def check(self, transcript: Transcript) -> RuleResult:
-        n = len(unicodedata.normalize("NFC", self._text(transcript)))
-        return RuleResult(n <= self.limit, f"{self._where} has {n} character(s), limit {self.limit}")
-
-    def _describe(self) -> str:
-        return f"{self._subject('is', 'are')} at most {self.limit} characters long."
+    @staticmethod
+    def _length(text: str) -> int:
+        return len(unicodedata.normalize("NFC", text))
 
     def hint(self, satisfy: bool) -> SimHint:
         return SimHint(max_chars=self.limit) if satisfy else SimHint(min_chars=self.limit + 10)
