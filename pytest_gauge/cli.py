@@ -17,7 +17,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeAlias
 
 from .gateway.doctor import CONFIG_KINDS, DEFAULT_TIMEOUT, Target, print_config, run_doctor
 from .gateway.endpoint import KEY_VARIABLE
@@ -283,6 +283,21 @@ def prune_cache(
 # ------------------------------------------------------------------------------------------------ CLI
 
 
+_Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"  # subscriptable only for mypy
+_CACHE_DIR_HELP = "cache folder (default .gauge-cache)"
+
+
+def _group(commands: _Commands, name: str, help: str) -> _Commands:
+    """A command made of actions (``cache prune``, ``cache merge``): the parsers of its actions."""
+    group = commands.add_parser(name, help=help)
+    return group.add_subparsers(dest="action", metavar="ACTION", required=True)
+
+
+def _cache_dir_option(parser: argparse.ArgumentParser, help: str = _CACHE_DIR_HELP) -> None:
+    """``--cache-dir``: the response cache a command reads or writes."""
+    parser.add_argument("--cache-dir", default=DEFAULT_CACHE_DIR, help=help)
+
+
 def _positive_float(text: str) -> float:
     value = float(text)
     if value < 0:
@@ -290,7 +305,7 @@ def _positive_float(text: str) -> float:
     return value
 
 
-def _add_doctor(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _add_doctor(commands: _Commands) -> None:
     """``doctor``: check the key, base URL and models."""
     doctor = commands.add_parser(
         "doctor",
@@ -321,10 +336,9 @@ def _add_doctor(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     )
 
 
-def _add_cassettes(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _add_cassettes(commands: _Commands) -> None:
     """``cassettes export``: copy recorded responses for offline replay."""
-    cassettes = commands.add_parser("cassettes", help="export recorded responses for offline replay in CI")
-    cassette_commands = cassettes.add_subparsers(dest="action", metavar="ACTION", required=True)
+    cassette_commands = _group(commands, "cassettes", "export recorded responses for offline replay in CI")
     export = cassette_commands.add_parser(
         "export",
         help="copy a suite's persisted cache entries into a cassettes folder",
@@ -333,7 +347,7 @@ def _add_cassettes(commands: argparse._SubParsersAction[argparse.ArgumentParser]
     )
     export.add_argument("--suite", required=True, help="suite name")
     export.add_argument("--to", required=True, metavar="DIR", help="cassettes folder (for --gauge-cassettes)")
-    export.add_argument("--cache-dir", default=DEFAULT_CACHE_DIR, help="cache folder (default .gauge-cache)")
+    _cache_dir_option(export)
     export.add_argument(
         "--out",
         default="gauge-out",
@@ -341,10 +355,9 @@ def _add_cassettes(commands: argparse._SubParsersAction[argparse.ArgumentParser]
     )
 
 
-def _add_cache(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _add_cache(commands: _Commands) -> None:
     """``cache prune``: maintain the response cache."""
-    cache = commands.add_parser("cache", help="maintain the response cache")
-    cache_commands = cache.add_subparsers(dest="action", metavar="ACTION", required=True)
+    cache_commands = _group(commands, "cache", "maintain the response cache")
     prune = cache_commands.add_parser(
         "prune",
         help="delete old and non-persisted responses and orphan lock/tmp files",
@@ -358,7 +371,7 @@ def _add_cache(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="DAYS",
         help="remove entries created more than DAYS days ago (fractions allowed)",
     )
-    prune.add_argument("--cache-dir", default=DEFAULT_CACHE_DIR, help="cache folder (default .gauge-cache)")
+    _cache_dir_option(prune)
     merge = cache_commands.add_parser(
         "merge",
         help="copy the responses of other caches (e.g. shards' artifacts) into one",
@@ -366,10 +379,10 @@ def _add_cache(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "there is kept). Do not run during a pytest-gauge run.",
     )
     merge.add_argument("sources", nargs="+", metavar="SOURCE", help="cache folders (each like .gauge-cache)")
-    merge.add_argument("--cache-dir", default=DEFAULT_CACHE_DIR, help="the cache to merge into")
+    _cache_dir_option(merge, "the cache to merge into")
 
 
-def _add_merge(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _add_merge(commands: _Commands) -> None:
     """``merge``: one verdict from the shards of a suite (issue 16)."""
     merge = commands.add_parser(
         "merge",
@@ -411,10 +424,9 @@ def merge_caches(
     return CacheMergeResult(copied, kept)
 
 
-def _add_baseline(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _add_baseline(commands: _Commands) -> None:
     """``baseline save``: keep a run as the baseline."""
-    baseline = commands.add_parser("baseline", help="keep a run as the baseline later runs compare with")
-    baseline_commands = baseline.add_subparsers(dest="action", metavar="ACTION", required=True)
+    baseline_commands = _group(commands, "baseline", "keep a run as the baseline later runs compare with")
     save = baseline_commands.add_parser(
         "save",
         help="write a compact, versioned baseline of a --gauge-out folder (for --gauge-baseline)",
@@ -426,7 +438,7 @@ def _add_baseline(commands: argparse._SubParsersAction[argparse.ArgumentParser])
     save.add_argument("--to", required=True, metavar="DIR", help="baseline folder (for --gauge-baseline)")
 
 
-def _add_report(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _add_report(commands: _Commands) -> None:
     """``report``: (re)write the HTML reports of an output folder."""
     report = commands.add_parser(
         "report",
