@@ -4,6 +4,7 @@ gates and recommendations, each number with its n and 95% interval."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 
 from ..analysis.metrics import Estimate
 from .adaptive import adaptive_section
@@ -182,6 +183,31 @@ def _estimate_row(label: str, e: Estimate | None) -> list[str]:
 _EST_HEADER = ["", "value", "n", "95% interval", "method"]
 
 
+def _estimates_table(rows: list[list[str]]) -> list[str]:
+    """A table of estimates, one :func:`_estimate_row` a row."""
+    return _table(_EST_HEADER, rows, "lrrll")
+
+
+def _metric_rows(ctx: ReportContext, *named: tuple[str, str]) -> list[list[str]]:
+    """The rows of the run's metrics, one ``(label, metric name)`` a row."""
+    return [_estimate_row(label, _metric(ctx, name)) for label, name in named]
+
+
+def _metric_section(
+    ctx: ReportContext, title: str, named: Sequence[tuple[str, str]], note: str | None = None
+) -> list[str]:
+    """A section's opening: its heading, the table of its metrics (``(label, metric name)`` pairs) and
+    the note that says how to read them."""
+    lines = [f"## {title}", "", *_estimates_table(_metric_rows(ctx, *named))]
+    return [*lines, "", note] if note else lines
+
+
+def _listed(bullets: list[str]) -> list[str]:
+    """The first ``_MAX_LISTED`` bullet lines, and how many more there are."""
+    more = [f"- … and {len(bullets) - _MAX_LISTED} more"] if len(bullets) > _MAX_LISTED else []
+    return bullets[:_MAX_LISTED] + more
+
+
 def _section_lrs(ctx: ReportContext) -> list[str]:
     m = ctx.metrics
     diff = m.lrs_close_minus_distant
@@ -192,16 +218,10 @@ def _section_lrs(ctx: ReportContext) -> list[str]:
         "the side with the lower reward.",
         "",
     ]
-    lines += _table(
-        _EST_HEADER,
-        [
-            _estimate_row("overall", _metric(ctx, "lrs")),
-            _estimate_row("close pairs", _metric(ctx, "lrs_close")),
-            _estimate_row("distant pairs", _metric(ctx, "lrs_distant")),
-            _estimate_row("close − distant", diff),
-        ],
-        "lrrll",
+    rows = _metric_rows(
+        ctx, ("overall", "lrs"), ("close pairs", "lrs_close"), ("distant pairs", "lrs_distant")
     )
+    lines += _estimates_table([*rows, _estimate_row("close − distant", diff)])
     lines.append("")
     p = "n/a" if m.p_value is None else _rate(m.p_value)
     lines.append(
@@ -223,48 +243,34 @@ def _section_lrs(ctx: ReportContext) -> list[str]:
 
 def _section_position(ctx: ReportContext) -> list[str]:
     m = ctx.metrics
-    lines = ["## Position effects", ""]
-    lines += _table(
-        _EST_HEADER,
-        [
-            _estimate_row("position-flip rate", _metric(ctx, "flip_rate")),
-            _estimate_row("position bias (share of slot A)", _metric(ctx, "position_bias")),
-        ],
-        "lrrll",
-    )
-    lines += [
-        "",
+    lines = _metric_section(
+        ctx,
+        "Position effects",
+        [("position-flip rate", "flip_rate"), ("position bias (share of slot A)", "position_bias")],
         "A flip is a (task, pair) judged in both orders whose preferred agent differs (a tie against a win "
         "counts). Position bias 0.5 is unbiased.",
-    ]
+    )
     if m.flipped:
         lines += ["", f"Flipped groups ({len(m.flipped)}):", ""]
-        lines += [f"- {f.label()}" for f in m.flipped[:_MAX_LISTED]]
-        if len(m.flipped) > _MAX_LISTED:
-            lines.append(f"- … and {len(m.flipped) - _MAX_LISTED} more")
+        lines += _listed([f"- {f.label()}" for f in m.flipped])
     return lines
 
 
 def _section_judge(ctx: ReportContext) -> list[str]:
     m = ctx.metrics
-    lines = ["## Judge errors and reliability", ""]
-    lines += _table(
-        _EST_HEADER, [_estimate_row("judge error rate", _metric(ctx, "judge_error_rate"))], "lrrll"
-    )
-    errors = [r for r in ctx.records if r.judge_choice == "error"]
-    lines += [
-        "",
+    lines = _metric_section(
+        ctx,
+        "Judge errors and reliability",
+        [("judge error rate", "judge_error_rate")],
         "Errors are malformed, truncated or out-of-range verdicts; they are excluded from the LRS, position "
         "bias and flip denominators, never counted as ties.",
-    ]
+    )
+    errors = [r for r in ctx.records if r.judge_choice == "error"]
     if errors:
         lines.append("")
-        lines += [
-            f"- `{r.case_id}`: {_short(r.judge_error or 'unparseable verdict', 120)}"
-            for r in errors[:_MAX_LISTED]
-        ]
-        if len(errors) > _MAX_LISTED:
-            lines.append(f"- … and {len(errors) - _MAX_LISTED} more")
+        lines += _listed(
+            [f"- `{r.case_id}`: {_short(r.judge_error or 'unparseable verdict', 120)}" for r in errors]
+        )
     lines.append("")
     ag = m.agreement
     measured = [k for k in ("repeats", "judges", "all") if k in ag.agreement and ag.agreement[k].n > 0]
@@ -275,7 +281,7 @@ def _section_judge(ctx: ReportContext) -> list[str]:
         for k in measured:
             rows.append(_estimate_row(f"agreement ({k})", ag.agreement[k]))
             rows.append(_estimate_row(f"Cohen's kappa ({k})", ag.kappa.get(k)))
-        lines += _table(_EST_HEADER, rows, "lrrll")
+        lines += _estimates_table(rows)
         if ag.accuracy:
             lines += ["", "Per-judge accuracy (chose the higher rule reward; 1 − LRS):", ""]
             arows = []
@@ -283,7 +289,7 @@ def _section_judge(ctx: ReportContext) -> list[str]:
                 for cls in ("all", "close", "distant"):
                     if cls in by_cls:
                         arows.append(_estimate_row(f"{judge} ({cls})", by_cls[cls]))
-            lines += _table(_EST_HEADER, arows, "lrrll")
+            lines += _estimates_table(arows)
     else:
         lines.append(
             "Judge reliability was not measured: every case has a single verdict. Set `Judge(repeats=2)` "
@@ -294,14 +300,13 @@ def _section_judge(ctx: ReportContext) -> list[str]:
 
 def _section_verbosity(ctx: ReportContext) -> list[str]:
     v = ctx.metrics.verbosity
-    lines = ["## Verbosity signal", ""]
-    lines += _table(
-        _EST_HEADER,
+    lines = _metric_section(
+        ctx,
+        "Verbosity signal",
         [
-            _estimate_row("reasons with length/style words", _metric(ctx, "verbosity_word_rate")),
-            _estimate_row("longer response wins (equal rewards)", _metric(ctx, "longer_wins_rate")),
+            ("reasons with length/style words", "verbosity_word_rate"),
+            ("longer response wins (equal rewards)", "longer_wins_rate"),
         ],
-        "lrrll",
     )
     used = sorted(((w, n) for w, n in v.word_counts.items() if n), key=lambda x: (-x[1], x[0]))
     if used:
@@ -311,20 +316,13 @@ def _section_verbosity(ctx: ReportContext) -> list[str]:
 
 def _section_satisfaction(ctx: ReportContext) -> list[str]:
     m = ctx.metrics
-    lines = ["## User satisfaction vs task success", ""]
-    lines += _table(
-        _EST_HEADER,
-        [
-            _estimate_row("satisfied-but-failed rate", _metric(ctx, "sat_but_failed_rate")),
-            _estimate_row("task success rate", _metric(ctx, "success_rate")),
-        ],
-        "lrrll",
-    )
-    lines += [
-        "",
+    lines = _metric_section(
+        ctx,
+        "User satisfaction vs task success",
+        [("satisfied-but-failed rate", "sat_but_failed_rate"), ("task success rate", "success_rate")],
         "Per transcript (task, agent, sample): the simulated user said it was satisfied but the rule "
         "verifier found the task failed. Satisfaction never feeds the reward.",
-    ]
+    )
     ex = m.sat_but_failed_examples
     if ex:
         lines += ["", f"Examples ({min(len(ex), _MAX_EXAMPLES)} of {len(ex)}):", ""]
