@@ -268,24 +268,29 @@ def check_graph(agents: Sequence[str], wins: npt.ArrayLike) -> list[str]:
             others = [j for j in comp if j not in members]
             lost = w[np.ix_(others, members)].sum()
             won = w[np.ix_(members, others)].sum()
-            who = ", ".join(names[i] for i in members)
+            who = [names[i] for i in members]
             if lost == 0 and won > 0:
-                if len(members) == 1:
-                    problems.append(
-                        f"agent {who!r} won every comparison ({won:g} wins, no loss or tie): "
-                        "its MLE strength is infinite"
-                    )
-                else:
-                    problems.append(f"agents [{who}] never lost to any other agent: MLE strengths diverge")
+                problems.append(_one_sided(who, won, top=True))
             elif won == 0 and lost > 0:
-                if len(members) == 1:
-                    problems.append(
-                        f"agent {who!r} lost every comparison ({lost:g} losses, no win or tie): "
-                        "its MLE strength is minus infinity"
-                    )
-                else:
-                    problems.append(f"agents [{who}] never beat any other agent: MLE strengths diverge")
+                problems.append(_one_sided(who, lost, top=False))
     return problems
+
+
+_ONE_SIDED = {  # top: (verb, what the count counts, the MLE strength, what the group never did)
+    True: ("won", "wins, no loss or tie", "infinite", "lost to"),
+    False: ("lost", "losses, no win or tie", "minus infinity", "beat"),
+}
+
+
+def _one_sided(who: list[str], count: float, *, top: bool) -> str:
+    """The problem of an agent or group that only won (``top``) or only lost against the others of its
+    component: its MLE strength diverges."""
+    verb, counted, strength, never = _ONE_SIDED[top]
+    if len(who) == 1:
+        return (
+            f"agent {who[0]!r} {verb} every comparison ({count:g} {counted}): its MLE strength is {strength}"
+        )
+    return f"agents [{', '.join(who)}] never {never} any other agent: MLE strengths diverge"
 
 
 def elo_scale(theta: npt.ArrayLike, anchor: float = 1000.0) -> FloatArray:
