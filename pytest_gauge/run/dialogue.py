@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -20,10 +21,10 @@ from ..suite.tasks import Task
 __all__ = [
     "REFLECTION_PROMPT",
     "USER_SIM_OPENING",
+    "BodyCaller",
     "ChatCaller",
     "ChatResult",
     "DialogueConfig",
-    "chat_body",
     "parse_user_reply",
     "run_dialogue",
     "user_sim_system_prompt",
@@ -96,26 +97,37 @@ class ChatCaller(Protocol):
     ) -> ChatResult: ...
 
 
-def chat_body(
-    messages: list[dict[str, Any]],
-    *,
-    temperature: float,
-    max_tokens: int,
-    tools: list[dict[str, Any]] | None = None,
-    seed: int | None = None,
-    response_format: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    """The request body every :class:`ChatCaller` sends (the gateway drops None fields): one place, so suite
-    calls and tests' calls ask the same way (``tool_choice=auto`` whenever tools are offered)."""
-    return {
-        "messages": messages,
-        "temperature": temperature,
-        "max_tokens": max_tokens,
-        "tools": tools,
-        "tool_choice": "auto" if tools else None,
-        "seed": seed,
-        "response_format": response_format,
-    }
+class BodyCaller(ABC):
+    """The :class:`ChatCaller` of the package's callers (a unit of work, a test): it builds the request
+    body in one place, so suite calls and tests' calls ask the same way (None fields are dropped by the
+    gateway; ``tool_choice=auto`` whenever tools are offered); :meth:`send` numbers and sends it."""
+
+    async def __call__(
+        self,
+        role: str,
+        model: str,
+        messages: list[dict[str, Any]],
+        *,
+        temperature: float,
+        max_tokens: int,
+        tools: list[dict[str, Any]] | None = None,
+        seed: int | None = None,
+        response_format: dict[str, Any] | None = None,
+    ) -> ChatResult:
+        body = {
+            "messages": messages,
+            "temperature": temperature,
+            "max_tokens": max_tokens,
+            "tools": tools,
+            "tool_choice": "auto" if tools else None,
+            "seed": seed,
+            "response_format": response_format,
+        }
+        return await self.send(role, model, body)
+
+    @abstractmethod
+    async def send(self, role: str, model: str, body: dict[str, Any]) -> ChatResult:
+        """Send one call's body as the caller's next call."""
 
 
 AgentFn = Callable[[list[dict[str, Any]], "ToolRunner"], Awaitable[str] | str]

@@ -22,7 +22,7 @@ from ..suite.declare import BestOf, CallableAgent, ModelAgent, Reflection, Suite
 from ..suite.rules import Score, score
 from ..suite.tasks import Task
 from ..suite.tools import ToolExecutor
-from .dialogue import REFLECTION_PROMPT, ChatResult, DialogueConfig, chat_body, run_dialogue
+from .dialogue import REFLECTION_PROMPT, BodyCaller, ChatResult, DialogueConfig, run_dialogue
 from .judge import Redactor, build_judge_messages, parse_verdict, slots
 from .judge_format import JudgeFormats, ask_judge
 
@@ -45,7 +45,7 @@ def call_seed(run_seed: int, *unit: str | int) -> int:
     return int.from_bytes(hashlib.sha256(material.encode("utf-8")).digest()[:4], "big") & 0x7FFFFFFF
 
 
-class WorkCaller:
+class WorkCaller(BodyCaller):
     """The :class:`~.dialogue.ChatCaller` of one unit of work: numbers its calls, sums their spend."""
 
     def __init__(self, gateway: Gateway, ctx: CallContext) -> None:
@@ -54,27 +54,8 @@ class WorkCaller:
         self.seq = 0
         self.spend = UnitSpend()
 
-    async def __call__(
-        self,
-        role: str,
-        model: str,
-        messages: list[dict[str, Any]],
-        *,
-        temperature: float,
-        max_tokens: int,
-        tools: list[dict[str, Any]] | None = None,
-        seed: int | None = None,
-        response_format: dict[str, Any] | None = None,
-    ) -> ChatResult:
+    async def send(self, role: str, model: str, body: dict[str, Any]) -> ChatResult:
         self.seq += 1
-        body = chat_body(
-            messages,
-            temperature=temperature,
-            max_tokens=max_tokens,
-            tools=tools,
-            seed=seed,
-            response_format=response_format,
-        )
         result = await self.gateway.chat(self.ctx, self.seq, role, model, body)
         self.spend += _spend_of(result.usage, result.cost)
         return result

@@ -38,7 +38,7 @@ from ..gateway.errors import BudgetExhausted
 from ..gateway.gateway import CallContext
 from ..gateway.ledger import ledger_totals
 from ..records import LedgerRecord, Transcript, Turn, Usage, dumps
-from ..run.dialogue import chat_body
+from ..run.dialogue import BodyCaller
 from ..run.judge import Redactor, Verdict, build_judge_messages, parse_verdict
 from ..run.judge_format import JudgeFormats, ask_judge
 from ..suite.declare import Judge
@@ -587,34 +587,15 @@ class GaugeJudge:
         return both()
 
 
-class _NodeCaller:
+class _NodeCaller(BodyCaller):
     """The :class:`~pytest_gauge.run.dialogue.ChatCaller` of one test: its calls numbered when made."""
 
     def __init__(self, calls: TestCalls, nodeid: str) -> None:
         self._calls = calls
         self._nodeid = nodeid
 
-    async def __call__(
-        self,
-        role: str,
-        model: str,
-        messages: list[dict[str, Any]],
-        *,
-        temperature: float,
-        max_tokens: int,
-        tools: list[dict[str, Any]] | None = None,
-        seed: int | None = None,
-        response_format: dict[str, Any] | None = None,
-    ) -> ChatResult:
+    async def send(self, role: str, model: str, body: dict[str, Any]) -> ChatResult:
         seq = self._calls.next_seq(self._nodeid)
-        body = chat_body(
-            messages,
-            temperature=temperature,
-            max_tokens=max_tokens,
-            tools=tools,
-            seed=seed,
-            response_format=response_format,
-        )
         return await self._calls.send(self._nodeid, seq, role, model, body)
 
 
