@@ -140,8 +140,9 @@ def _decide_one(gate: Gate, source: MetricSource, look: Look) -> GateDecision | 
         low, high = q.low, q.high
     else:
         df, nominal = _quantiles(q, look.tasks)
+        wilson = method in ("cluster-wilson", "wilson")  # recomputed at the look's quantile, not stretched
         status, low, high = decide(
-            gate, q.value, q.low, q.high, n, look=look, df=df, nominal_quantile=nominal
+            gate, q.value, q.low, q.high, n, look=look, df=df, nominal_quantile=nominal, wilson=wilson
         )
     if status is None:
         return None
