@@ -27,6 +27,20 @@ MINI_INI = "[pytest]\ngauge_backend = sim\ngauge_seed = 7\n"
 # tests/data holds suites that the tests copy into pytester folders; they are not tests of this project.
 collect_ignore = ["data"]
 
+# The pytest runs the tests start (in this process or as subprocesses) do not load third-party plugins
+# that machines here have installed and these tests never use: importing them costs about 0.4 s per
+# started pytest process (hypothesis, pytest-benchmark), over a hundred such processes per test session.
+UNUSED_PLUGINS = "-p no:hypothesispytest -p no:benchmark"
+if UNUSED_PLUGINS not in os.environ.get("PYTEST_ADDOPTS", ""):
+    os.environ["PYTEST_ADDOPTS"] = f"{os.environ.get('PYTEST_ADDOPTS', '')} {UNUSED_PLUGINS}".strip()
+
+
+@pytest.fixture
+def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    """pytest's own ``pytester`` (which clears ``PYTEST_ADDOPTS``), with the unused plugins kept out."""
+    monkeypatch.setenv("PYTEST_ADDOPTS", UNUSED_PLUGINS)
+    return pytester
+
 # Fields that may legitimately differ between runs of the same seed (docs/protocol.md#ledger: only latencies,
 # timestamps, run and worker ids).
 VOLATILE = {"latency_s", "ts", "run_id", "worker", "finished_at"}

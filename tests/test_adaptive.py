@@ -18,7 +18,8 @@ from pytest_gauge.analysis.sequential import Look
 from pytest_gauge.run.looks import LookGate, LookState, plan_looks
 from pytest_gauge.testing.server import LoopbackServer
 from pytest_gauge.testing.simserver import sim_responder
-from tests.conftest import normalised, numbered_task, read_jsonl, run_inprocess
+from tests.conftest import SharedRuns, normalised, numbered_task, read_jsonl, run_inprocess
+from tests.test_suite_gates import copy_suites, main_job
 
 TASKS = 24
 CASES = TASKS * 2  # one pair, both orders
@@ -228,8 +229,6 @@ def test_two_workers_stop_after_the_same_look_with_the_same_outputs(
 
 @pytest.fixture
 def example_server(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Iterator[LoopbackServer]:
-    from tests.test_suite_gates import copy_suites
-
     copy_suites(pytester.path)
     module = pytester.path / "eval_suites" / "example" / "test_example.py"
     srv = LoopbackServer(sim_responder(module, seed=20261129)).start()
@@ -241,27 +240,28 @@ def example_server(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -
 
 @pytest.mark.slow
 def test_the_example_suite_gives_the_full_runs_verdicts_with_fewer_requests(
-    pytester: pytest.Pytester, example_server: LoopbackServer
+    pytester: pytest.Pytester, example_server: LoopbackServer, shared_runs: SharedRuns
 ) -> None:
-    common = ("eval_suites/example", "--gauge-backend", "live", "--gauge-cache", "off", "--gauge-no-progress")
-    full = run_inprocess(pytester, *common, "--gauge-out", "full")
-    full_requests = example_server.requests_total
-    example_server.reset_counters()
-    single = run_inprocess(pytester, *common, "--gauge-out", "n0", "--gauge-adaptive")
+    """Against the loopback server, adaptive with -n 0 and -n 2: the full run's gate statuses (the main
+    CI job's run of the same suite and seed, shared with tests/test_suite_gates.py) with fewer requests
+    than that run sent (both with a cold response cache), stopping after the same look."""
+    full = main_job(shared_runs, "0").path / "out" / "example"
+    full_requests = sum(1 for r in read_jsonl(full / "agent_runs.jsonl") if not r["cache_hit"])
+    common = ("eval_suites/example", "--gauge-backend", "live", "--gauge-no-progress", "--gauge-adaptive")
+    single = run_inprocess(pytester, *common, "--gauge-out", "n0", "--gauge-cache-dir", "cache0")
     single_requests = example_server.requests_total
     example_server.reset_counters()
     pair = pytester.runpytest_subprocess(
-        "-p", "no:cacheprovider", *common, "--gauge-out", "n2", "--gauge-adaptive", "-n", "2"
+        "-p", "no:cacheprovider", *common, "--gauge-out", "n2", "--gauge-cache-dir", "cache2", "-n", "2"
     )
-    assert full.ret == single.ret == pair.ret == 0
+    assert single.ret == pair.ret == 0
 
-    def statuses(out: str) -> dict[str, str]:
-        gates = json.loads((pytester.path / out / "example" / "reports" / "metrics.json").read_text())[
-            "gates"
-        ]
+    def statuses(out: Path) -> dict[str, str]:
+        gates = json.loads((out / "reports" / "metrics.json").read_text())["gates"]
         return {g["expr"]: g["status"] for g in gates}
 
-    assert statuses("n0") == statuses("n2") == statuses("full")
+    n0, n2 = pytester.path / "n0" / "example", pytester.path / "n2" / "example"
+    assert statuses(n0) == statuses(n2) == statuses(full)
     assert single_requests == example_server.requests_total < full_requests
-    n0, n2 = (adaptive_block(pytester.path / out / "example") for out in ("n0", "n2"))
-    assert n0 == n2 and isinstance(n0["stopped_after_look"], int)
+    assert adaptive_block(n0) == adaptive_block(n2)
+    assert isinstance(adaptive_block(n0)["stopped_after_look"], int)

@@ -19,7 +19,7 @@ from pytest_gauge.analysis import elo_report
 from pytest_gauge.gateway import backends
 from pytest_gauge.testing.server import LoopbackServer
 from pytest_gauge.testing.simserver import sim_responder
-from tests.conftest import normalised, read_jsonl
+from tests.conftest import normalised, read_jsonl, run_inprocess
 
 CASES = 5 * 3 * 2
 KEY = "sk-gauge-SECRET-cache-7d1e"
@@ -49,8 +49,13 @@ def server(mini_suite: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Loopba
 
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    """A pytest run of the mini suite in a subprocess (the live backend unless ``args`` says otherwise)."""
-    return pytester.runpytest_subprocess("suites", "-p", "no:cacheprovider", "--gauge-backend", "live", *args)
+    """A pytest run of the mini suite (the live backend unless ``args`` says otherwise): in this process
+    (seconds cheaper) unless it starts xdist workers or replays (replay guards the process's sockets)."""
+    if "-n" in args or any("replay" in a for a in args):
+        return pytester.runpytest_subprocess(
+            "suites", "-p", "no:cacheprovider", "--gauge-backend", "live", *args
+        )
+    return run_inprocess(pytester, "suites", "--gauge-backend", "live", *args)
 
 
 def suite_out(pytester: pytest.Pytester, out: str) -> Path:

@@ -12,7 +12,7 @@ import pytest
 from pytest_gauge.run.judge import JUDGE_SYSTEM_PROMPT
 from pytest_gauge.testing.server import FaultPlan, LoopbackServer
 from pytest_gauge.testing.simserver import sim_responder
-from tests.conftest import normalised, read_jsonl
+from tests.conftest import normalised, read_jsonl, run_inprocess
 
 CASES = 5 * 3 * 2
 KEY = "sk-gauge-SECRET-4f9c2a7e1b"
@@ -29,6 +29,10 @@ def server(mini_suite: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Loopba
 
 
 def live(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    """A live run of the mini suite against the server, cache off: in this process unless it starts
+    xdist workers."""
+    if "-n" not in args:
+        return run_inprocess(pytester, "suites", "--gauge-backend", "live", "--gauge-cache", "off", *args)
     return pytester.runpytest_subprocess(
         "suites", "-p", "no:cacheprovider", "--gauge-backend", "live", "--gauge-cache", "off", *args
     )

@@ -23,12 +23,16 @@ from pytest_gauge.session.shards import (
     task_weights,
     tasks_of,
 )
-from tests.conftest import VOLATILE
+from tests.conftest import VOLATILE, run_inprocess
 
 GATE = ("--gauge-gate", "lrs <= 1")
 
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    """A run of the pytester folder's suites, cache off: in this process unless it starts xdist workers."""
+    workers = args[args.index("-n") + 1] if "-n" in args else "0"
+    if workers == "0":
+        return run_inprocess(pytester, "suites", "--gauge-cache", "off", *args)
     return pytester.runpytest_subprocess(
         "suites", "-p", "no:cacheprovider", "-p", "no:randomly", "--gauge-cache", "off", *args
     )
