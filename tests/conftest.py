@@ -41,6 +41,7 @@ def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pyte
     monkeypatch.setenv("PYTEST_ADDOPTS", UNUSED_PLUGINS)
     return pytester
 
+
 # Fields that may legitimately differ between runs of the same seed (docs/protocol.md#ledger: only latencies,
 # timestamps, run and worker ids).
 VOLATILE = {"latency_s", "ts", "run_id", "worker", "finished_at"}
