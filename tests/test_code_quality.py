@@ -32,3 +32,20 @@ def test_mypy_strict() -> None:
     pytest.importorskip("mypy", reason="mypy is not installed (pip install -e '.[test]')")
     done = _run(sys.executable, "-m", "mypy", "--cache-dir", str(ROOT / ".mypy_cache"))
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_no_function_is_longer_than_80_lines() -> None:
+    """Functions short enough to read at once (issue 12): none over 80 lines outside the shipped test
+    helpers (``testing/``) and the simulator (``sim/``)."""
+    import ast
+
+    long = []
+    for path in sorted((ROOT / "pytest_gauge").rglob("*.py")):
+        if {"testing", "sim"} & set(path.relative_to(ROOT / "pytest_gauge").parts):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.end_lineno is not None:
+                lines = node.end_lineno - node.lineno + 1
+                if lines > 80:
+                    long.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({lines} lines)")
+    assert not long, "\n".join(long)
