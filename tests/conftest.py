@@ -244,6 +244,7 @@ def run_inprocess(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
         # same name imported earlier (the repository's) is reused: a test may have edited its copy.
         mp.syspath_prepend(str(pytester.path))
         tops = {p.name for p in pytester.path.iterdir() if p.is_dir()}
+        tops |= {p.parent.name for p in pytester.path.glob("*/*/__init__.py")}  # eval_suites/example: example
         for name in [m for m in sys.modules if m.split(".")[0] in tops]:
             mp.delitem(sys.modules, name)
         return pytester.runpytest_inprocess(

@@ -82,3 +82,29 @@ def test_two_suites_with_their_own_tools_module_run_together_and_the_in_house_ex
     [weather] = read_jsonl(out / "weather" / "agents" / "a.jsonl")
     calls = [c for t in weather["turns"] if t["role"] == "assistant" for c in t["tool_calls"]]
     assert [(c["name"], c["return_code"]) for c in calls] == [("weather", 0)]
+
+
+def test_loading_a_suite_module_leaves_no_module_name_taken(tmp_path: Path) -> None:
+    """``load_suite`` (doctor, the loopback server's responder) imports a package's test module by its
+    dotted name, then gives the name back: a later pytest run in the same process imports its own copy
+    (an edited one) instead of being handed this one, and a second copy loads too."""
+    import sys
+
+    from pytest_gauge import ModelAgent
+    from pytest_gauge.suite.discover import load_suite
+
+    source = Path(__file__).resolve().parents[1] / "eval_suites" / "example"
+    first, second = tmp_path / "a" / "example", tmp_path / "b" / "example"
+    shutil.copytree(source, first, ignore=shutil.ignore_patterns("__pycache__", "gauge-*"))
+    shutil.copytree(source, second, ignore=shutil.ignore_patterns("__pycache__", "gauge-*"))
+    module = second / "test_example.py"
+    module.write_text(module.read_text().replace("SimAgent(skill=0.45", "SimAgent(skill=0.46"))
+    before = set(sys.modules)
+    skills = []
+    for folder in (first, second):
+        (agent,) = [a for a in load_suite(folder / "test_example.py").agents if a.name == "agent_z"]
+        assert isinstance(agent, ModelAgent) and agent.sim is not None
+        skills.append(agent.sim.skill)
+    assert skills == [0.45, 0.46]
+    assert not {k for k in set(sys.modules) - before if k.split(".")[0] == "example"}
+    assert str(tmp_path / "a") not in sys.path and str(tmp_path / "b") not in sys.path

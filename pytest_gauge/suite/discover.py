@@ -35,23 +35,37 @@ def _import(module_path: Path) -> ModuleType:
     the same file name never collide."""
     package = _package_module(module_path.resolve())
     if package is not None:
-        base, name = package
-        if str(base) not in sys.path:
-            sys.path.insert(0, str(base))
-        module = importlib.import_module(name)
-        loaded = Path(module.__file__ or "").resolve()
-        if loaded != module_path.resolve():
-            raise ImportError(
-                f"{module_path}: the module name {name!r} is already taken by {loaded}; "
-                "rename the suite folder"
-            )
-        return module
+        return _import_package_module(module_path, *package)
     name = f"_gauge_suite_{abs(hash(str(module_path.resolve())))}"
     spec = importlib.util.spec_from_file_location(name, module_path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)
+    return module
+
+
+def _import_package_module(module_path: Path, base: Path, name: str) -> ModuleType:
+    """Import a package's test module by its dotted name with its package's folder on ``sys.path``, then
+    take both back out: the process keeps the module object, but not the name, so a later import of
+    another copy of the suite (a pytest run in this process, another test) is not given this one."""
+    top = name.split(".")[0]
+    before = {k for k in sys.modules if k.split(".")[0] == top}
+    added = str(base) not in sys.path
+    if added:
+        sys.path.insert(0, str(base))
+    try:
+        module = importlib.import_module(name)
+    finally:
+        for key in [k for k in sys.modules if k.split(".")[0] == top and k not in before]:
+            del sys.modules[key]
+        if added:
+            sys.path.remove(str(base))
+    loaded = Path(module.__file__ or "").resolve()
+    if loaded != module_path.resolve():
+        raise ImportError(
+            f"{module_path}: the module name {name!r} is already taken by {loaded}; rename the suite folder"
+        )
     return module
 
 
