@@ -215,7 +215,10 @@ def test_two_workers_stop_after_the_same_look_with_the_same_outputs(
         "n2", "--gauge-no-progress", "--gauge-cache", "off", "-n", "2",
     )  # fmt: skip
     assert single.ret == pair.ret == 0
-    assert single.parseoutcomes() == pair.parseoutcomes()
+    outcomes = [
+        {k: v for k, v in r.parseoutcomes().items() if k in ("passed", "skipped")} for r in (single, pair)
+    ]
+    assert outcomes[0] == outcomes[1]  # (an in-process run may add a warning about pytest's own rewriting)
     n0, n2 = pytester.path / "n0" / "ad", pytester.path / "n2" / "ad"
     assert adaptive_block(n0) == adaptive_block(n2)
     for name in ("pairs/pair_results.jsonl", "agent_runs.jsonl"):
