@@ -28,6 +28,7 @@ from pytest_gauge.analysis.power import with_needed_n
 from pytest_gauge.analysis.repeats import counts_by_agent
 from pytest_gauge.records import CaseRecord
 from pytest_gauge.report.baseline import render_baseline_md
+from tests.conftest import run_inprocess
 from tests.test_metrics import case
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -188,7 +189,8 @@ GATES = (
 
 
 def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly", "-n", "0", *args)
+    """A run in this process (seconds cheaper than a subprocess; see tests/conftest.py run_inprocess)."""
+    return run_inprocess(pytester, "-n", "0", *args)
 
 
 @pytest.mark.slow
