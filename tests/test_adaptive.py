@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gauge.analysis.adaptive import decide_gates, gate_key
+from pytest_gauge.analysis.adaptive import decide_gates, gate_key, waits_for_last_look
 from pytest_gauge.analysis.gates import Term, parse_gate
 from pytest_gauge.analysis.metrics import Estimate
 from pytest_gauge.analysis.sequential import Look
@@ -106,7 +106,7 @@ class _OneMetric:
         return self.estimate
 
     def difference(self, left: Term, right: Term) -> Estimate:
-        raise KeyError("no differences here")
+        return self.estimate
 
 
 def test_the_widening_uses_the_intervals_own_degrees_of_freedom() -> None:
@@ -121,6 +121,26 @@ def test_the_widening_uses_the_intervals_own_degrees_of_freedom() -> None:
         bounds[df] = decided[gate_key(gate)].high if decided else None
     assert bounds[9.0] is not None and bounds[9.0] <= 0.5  # decided pass on 9 df
     assert bounds[3.0] is None  # the same bounds on 3 df: too wide to decide at this look
+
+
+def test_exact_totals_decide_as_they_grow_and_their_differences_wait() -> None:
+    """A total cost only grows with the tasks run: exceeded, a '<=' gate fails at once; met, a '>='
+    gate passes at once. A difference of totals need not grow: it waits for the last look."""
+    look = Look(2, 4, 25, 40, critical=2.8)
+    spent = _OneMetric(Estimate(0.6, 300, 0.6, 0.6, "exact"))
+
+    def decided(text: str) -> str | None:
+        gate = parse_gate(text)
+        found = decide_gates([gate], spent, look, {})
+        return found[gate_key(gate)].status if found else None
+
+    assert decided("total_cost <= 0.5") == "fail"
+    assert decided("total_cost <= 1.0") is None  # more tasks may still pass it
+    assert decided("total_cost >= 0.5") == "pass"
+    assert decided("judge_cost - agent_cost <= 0.5") is None
+    gate = parse_gate("judge_cost - agent_cost <= 0.5")
+    assert waits_for_last_look(gate, spent) == "a difference of exact totals is only known at the last look"
+    assert waits_for_last_look(parse_gate("total_cost >= 0.5"), spent) is None
 
 
 # ----- runs -------------------------------------------------------------------------------------

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Literal
 
-from .gates import Gate, GateResult, MetricSource, QuantityLike, Status, is_count
+from .gates import Gate, GateResult, MetricSource, QuantityLike, is_count
 from .intervals import t_quantile
 from .sequential import Look, decide
 
@@ -28,14 +29,14 @@ __all__ = [
 _Z975 = 1.959963984540054
 _CLUSTER_METHODS = ("cluster-wilson", "cluster-t")
 _TASK_BOOTSTRAPS = ("bootstrap-tasks", "paired-bootstrap-tasks")
-_GROWING = "exact"  # accounting totals and counts: they grow with the tasks run, no interval
+_EXACT = "exact"  # accounting totals and counts: no interval
 
 
 @dataclass(frozen=True)
 class GateDecision:
     """A gate decided at a look: its verdict and the anytime-valid interval that decided it."""
 
-    status: str  # "pass" | "fail"
+    status: Literal["pass", "fail"]
     look: int
     tasks: int
     total_tasks: int
@@ -85,24 +86,6 @@ def _quantiles(q: QuantityLike, tasks: int) -> tuple[float | None, float]:
     return None, _Z975
 
 
-def _growing_decision(gate: Gate, q: QuantityLike, look: Look) -> str | None:
-    """An exact total (a count, a cost): it only grows as tasks run, so a '<='/'<' gate fails as soon as
-    it is exceeded; anything else waits for the last look, where the total is the whole suite's."""
-    if q.value is None:
-        return None
-    if look.final:
-        return "pass" if _compare(gate, q.value) else "fail"
-    if gate.op in ("<=", "<") and not _compare(gate, q.value):
-        return "fail"
-    return None
-
-
-def _compare(gate: Gate, value: float) -> bool:
-    from .gates import OPS
-
-    return OPS[gate.op](value, gate.threshold)
-
-
 def _quantity(gate: Gate, source: MetricSource) -> QuantityLike | None:
     try:
         if gate.right is None:
@@ -117,14 +100,19 @@ def waits_for_last_look(gate: Gate, source: MetricSource) -> str | None:
     if gate.op == "==":
         return "'==' is only decided at the last look"
     q = _quantity(gate, source)
-    method = str(getattr(q, "method", "none"))
-    if q is None or is_count(gate):
+    if q is None or is_count(gate) or _growing(gate, q):
         return None
-    if method == _GROWING and gate.op in (">=", ">"):
-        return "a total that grows with the tasks is only known at the last look"
+    method = str(getattr(q, "method", "none"))
+    if method == _EXACT:
+        return "a difference of exact totals is only known at the last look"
     if method == "none" and q.value is not None:
         return "its metric has no interval to make anytime-valid"
     return None
+
+
+def _growing(gate: Gate, q: QuantityLike) -> bool:
+    """An exact total of one term (a cost): it only grows as tasks run, so it decides like a count."""
+    return str(getattr(q, "method", "none")) == _EXACT and gate.right is None
 
 
 def _decide_one(gate: Gate, source: MetricSource, look: Look) -> GateDecision | None:
@@ -135,15 +123,14 @@ def _decide_one(gate: Gate, source: MetricSource, look: Look) -> GateDecision | 
     n = int(q.n)
     if gate.min_n is not None and n < gate.min_n:
         return None
-    if method == _GROWING and not is_count(gate):
-        status = _growing_decision(gate, q, look)
-        low, high = q.low, q.high
-    else:
-        df, nominal = _quantiles(q, look.tasks)
-        wilson = method in ("cluster-wilson", "wilson")  # recomputed at the look's quantile, not stretched
-        status, low, high = decide(
-            gate, q.value, q.low, q.high, n, look=look, df=df, nominal_quantile=nominal, wilson=wilson
-        )
+    if method == _EXACT and not _growing(gate, q) and not look.final:
+        return None  # a difference of exact totals (of costs, say) need not grow: the last look decides
+    df, nominal = _quantiles(q, look.tasks)
+    wilson = method in ("cluster-wilson", "wilson")  # recomputed at the look's quantile, not stretched
+    status, low, high = decide(
+        gate, q.value, q.low, q.high, n, look=look, df=df, nominal_quantile=nominal, wilson=wilson,
+        growing=_growing(gate, q),
+    )  # fmt: skip
     if status is None:
         return None
     return GateDecision(status, look.index, look.tasks, look.total_tasks, q.value, low, high, n)
@@ -193,11 +180,10 @@ def adaptive_results(
                 message += "; allowed (allow_inconclusive)"
             results.append(replace(r, status="inconclusive", message=message))
         else:
-            status: Status = "pass" if d.status == "pass" else "fail"
             results.append(
                 replace(
                     r,
-                    status=status,
+                    status=d.status,
                     value=d.value,
                     low=d.low,
                     high=d.high,

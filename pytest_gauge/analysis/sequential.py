@@ -420,6 +420,7 @@ def decide(
     df: float | None,
     nominal_quantile: float,
     wilson: bool = False,
+    growing: bool = False,
 ) -> tuple[Decision, float | None, float | None]:
     """The gate's decision at this look from its 95% quantity (value, low, high, n; low/high as the
     metric computed them with quantile ``nominal_quantile``), with the anytime-valid (low, high): each
@@ -427,7 +428,8 @@ def decide(
     interval: ``wilson``, ``cluster-wilson``) the Wilson interval recomputed at ``q_k``
     (:func:`widen_wilson`).
 
-    Undecided (None) while n < min_n or without a value. Counts are exact (see :func:`_count_decision`).
+    Undecided (None) while n < min_n or without a value. Counts, and other exact totals that only grow
+    with the tasks run (``growing``: a total cost), are exact (see :func:`_count_decision`).
     No other gate is decided at a look that tests nothing (``critical = inf``, or fewer than
     :data:`MIN_TASKS` tasks before the final look; the anytime-valid interval is then None, None).
     '==' waits for the final look. Otherwise a gate is decided early when its whole anytime-valid
@@ -448,7 +450,7 @@ def decide(
             av_low, av_high = widen(value, low, high, factor=q_k / nominal_quantile)
     if value is None or (gate.min_n is not None and n < gate.min_n):
         return None, av_low, av_high
-    if is_count(gate):
+    if is_count(gate) or growing:
         return _count_decision(gate, value, look.final), av_low, av_high
     if look.final:
         return _final_decision(gate, value, av_low, av_high), av_low, av_high

@@ -23,11 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import pytest
-
 from ..analysis.adaptive import AdaptiveSummary, GateDecision, decide_gates, gate_key, waits_for_last_look
 from ..analysis.gates import Gate, parse_gates
 from ..analysis.sequential import look_boundaries
+from ..gateway.ledger import ledger_totals
 from ..options import GaugeOptions
 from ..records import LedgerRecord, SuiteMeta
 from ..run.looks import LookGate, LookPlan, LookState, plan_looks
@@ -41,7 +40,6 @@ __all__ = [
     "AdaptiveRun",
     "LookWatcher",
     "adaptive_problem",
-    "order_by_look",
     "plan_from_metas",
     "publish_looks",
     "read_looks",
@@ -102,22 +100,17 @@ def plan_from_metas(metas: Sequence[SuiteMeta], options: GaugeOptions) -> LookPl
     return plan_looks(tasks, seed=options.seed, look_size=options.adaptive_look)
 
 
-def order_by_look(items: list[pytest.Item], look_of: Callable[[pytest.Item], int]) -> None:
-    """Case items look by look (stable within a look; items of no look first)."""
-    items.sort(key=look_of)
-
-
 def savings(
     ledger: Sequence[LedgerRecord], tasks_run: int, total_tasks: int
 ) -> tuple[int, int, float | None]:
-    """(calls, tokens, nominal cost) the tasks not run would have taken, at the tasks run's mean."""
+    """(calls, tokens, nominal cost) the tasks not run would have taken, at the tasks run's mean (the
+    ledger's one totals rule, :func:`~pytest_gauge.gateway.ledger.ledger_totals`)."""
     if tasks_run <= 0 or total_tasks <= tasks_run:
         return 0, 0, 0.0
     scale = (total_tasks - tasks_run) / tasks_run
-    tokens = sum(r.usage.total_tokens for r in ledger if r.usage is not None)
-    costs = [r.cost for r in ledger if r.usage is not None or r.cost is not None]
-    cost = None if any(c is None for c in costs) else sum(c or 0.0 for c in costs) * scale
-    return round(len(ledger) * scale), round(tokens * scale), cost
+    totals = ledger_totals(ledger)
+    cost = None if totals.nominal.cost is None else totals.nominal.cost * scale
+    return round(totals.calls * scale), round(totals.nominal.total_tokens * scale), cost
 
 
 @dataclass
@@ -128,7 +121,7 @@ class _SuiteLooks:
     gates: list[Gate]
     critical: tuple[float, ...]
     decided: dict[str, GateDecision] = field(default_factory=dict)
-    last: tuple[int, str] | None = None  # (look, gate) of the last decision
+    last: str | None = None  # the gate decided last
     waiting: dict[str, str] = field(default_factory=dict)  # gates only the last look decides, and why
 
     @property
@@ -210,9 +203,7 @@ class AdaptiveRun:
         from ..analysis.sequential import Look
         from .outputs import gate_source
 
-        order = {cid: i for i, cid in enumerate(suite.meta.case_ids)}
-        kept = self.state.records.get(name, {}).values()
-        records = sorted(kept, key=lambda r: order.get(r.case_id, 1 << 30))  # not arrival order: same bytes
+        records = self.state.ordered_records(suite.meta)
         total = self.plan.total_tasks(name)
         at = Look(look, suite.planned, self.plan.tasks_through(name, look), total, suite.critical[look - 1])
         tasks = self._tasks_run(name, look)
@@ -225,7 +216,7 @@ class AdaptiveRun:
         new = decide_gates(suite.gates, numbers.source, at, suite.decided)
         suite.decided.update(new)
         if new:
-            suite.last = (look, next(reversed(new)))
+            suite.last = next(reversed(new))
 
     def _tasks_run(self, name: str, look: int) -> tuple[str, ...]:
         return tuple(t for tasks in self.plan.looks[name][:look] for t in tasks)
@@ -251,11 +242,10 @@ class AdaptiveRun:
         total = self.plan.total_tasks(name)
         calls, tokens, cost = savings(ledger, run, total)
         undecided = tuple(g.expression() for g in suite.gates if gate_key(g) not in suite.decided)
-        last = suite.last[1] if suite.last else None
         budget = self.budget_out and stop is not None
         waiting = tuple(f"{g}: {why}" for g, why in suite.waiting.items())
         return AdaptiveSummary(
-            stop, suite.planned, run, total, last, calls, tokens, cost, undecided, budget, waiting
+            stop, suite.planned, run, total, suite.last, calls, tokens, cost, undecided, budget, waiting
         )
 
     def ended(self) -> str | None:

@@ -555,8 +555,7 @@ def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool)
                 line = f"{count} gates deselected in suite {name} (no case selected)"
                 state.gate_notes.append((False, line))
             continue
-        order = {cid: i for i, cid in enumerate(meta.case_ids)}
-        records = sorted(state.records.get(name, {}).values(), key=lambda r: order.get(r.case_id, 1 << 30))
+        records = state.ordered_records(meta)
         ledger = [r for r in ledger_all if r.suite == name]
         out = Path(opts.out_dir) / name
         label = f"interrupted: {len(records)} of {len(meta.selected)} cases" if interrupted else None

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 import pytest
 
+from ..gateway.errors import BudgetExhausted
 from ..options import GaugeOptions
 from ..records import CaseRecord, WorkerSummary
 from .state import GaugeState, render_worker_summaries
@@ -156,7 +157,7 @@ class _EndsTheRun(Role):
 
             self.state.adaptive = AdaptiveRun(self.state, self.publish_looks)
         failure = next((str(v) for k, v in report.user_properties if k == FAILURE_PROPERTY), None)
-        self.state.adaptive.case_done(report.nodeid, budget=failure == "BudgetExhausted")
+        self.state.adaptive.case_done(report.nodeid, budget=failure == BudgetExhausted.__name__)
 
     def publish_looks(self, looks: LookState) -> None:
         """The controller's word on the looks, to the processes running cases."""

@@ -289,6 +289,13 @@ class GaugeState:
         """Keep a case's record for the end of the run."""
         self.records.setdefault(record.suite, {})[record.case_id] = record
 
+    def ordered_records(self, meta: SuiteMeta) -> list[CaseRecord]:
+        """The suite's records so far in collection order, never arrival order (same seed, same bytes
+        whatever ``-n``)."""
+        order = {cid: i for i, cid in enumerate(meta.case_ids)}
+        kept = self.records.get(meta.name, {}).values()
+        return sorted(kept, key=lambda r: order.get(r.case_id, 1 << 30))
+
     def suite_metas(self) -> list[SuiteMeta]:
         folder = self.run_dir / "suites"
         if not folder.is_dir():
