@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from .gateway.endpoint import check_base_url, check_key
+from .gateway.endpoint import live_settings_problems
 from .options import GaugeOptions, add_options, resolve_options
 from .records import dumps
 from .session import fixtures
@@ -111,12 +111,9 @@ def _check_limits(url: str) -> None:
 
 def _check_live_settings() -> None:
     """Stop before any request when the live gateway cannot work (key or URL), naming the variable."""
-    problem = check_key(os.environ)
-    if problem:
-        raise pytest.UsageError(f"pytest-gauge: {problem}")
-    url_check = check_base_url(os.environ.get("TAOTOKEN_BASE_URL", "https://taotoken.net/api"))
-    if url_check.errors:
-        raise pytest.UsageError("pytest-gauge: " + "; ".join(url_check.errors))
+    problems = live_settings_problems(os.environ)
+    if problems:
+        raise pytest.UsageError("pytest-gauge: " + "; ".join(problems))
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:
@@ -152,13 +149,9 @@ class SuiteCollector(pytest.Collector):
 
     def collect(self) -> list[pytest.Item]:
         state = self.config.stash[state_key]
-        if state.options.backend == "live":
-            problem = check_key(os.environ)
-            if problem:
-                raise GaugeCollectError(f"pytest-gauge: {problem}")
-            url_check = check_base_url(os.environ.get("TAOTOKEN_BASE_URL", "https://taotoken.net/api"))
-            if url_check.errors:
-                raise GaugeCollectError("pytest-gauge: " + "; ".join(url_check.errors))
+        problems = live_settings_problems(os.environ) if state.options.backend == "live" else []
+        if problems:
+            raise GaugeCollectError("pytest-gauge: " + "; ".join(problems))
         role = self.config.stash[role_key]
         problem = role.collection_problem()
         if problem:

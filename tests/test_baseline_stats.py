@@ -73,6 +73,10 @@ def test_paired_mean_delta_by_hand_and_paired_beats_unpaired() -> None:
     assert est.n == 5
     assert est.low is not None and est.high is not None
     assert -1.0 <= est.low <= -0.2 <= est.high <= 0.0
+    # the same delta with each run's tasks resampled on their own (unpaired) is wider
+    apart = bootstrap_means(now, task_counts(5, 500, 2)) - bootstrap_means(before, task_counts(5, 500, 3))
+    low, high = percentile_bounds(apart[:, None])
+    assert est.high - est.low < float(high[0] - low[0])
     # identical runs: a zero-width interval at 0
     same = paired_mean_delta(before, before, task_counts(5, 500, 1))
     assert (same.value, same.low, same.high) == (0.0, 0.0, 0.0)
@@ -91,6 +95,10 @@ def test_paired_ratio_delta_uses_the_same_tasks_for_both_ratios() -> None:
     assert est.n == 2
     assert est.value is not None and est.low is not None and est.high is not None
     assert est.low <= est.value <= est.high
+    # both ratios from the same resampled tasks: identical runs give a zero-width interval at 0
+    same = PairedTally(tally.current_num, tally.baseline_den, tally.current_num, tally.baseline_den)
+    unchanged = paired_ratio_delta(same, task_counts(3, 400, 2))
+    assert (unchanged.value, unchanged.low, unchanged.high) == (0.0, 0.0, 0.0)
 
 
 def test_power_formulas_by_hand() -> None:

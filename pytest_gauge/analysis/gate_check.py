@@ -1,7 +1,8 @@
 """Gates checked at collection (issue 14): every gate's metric names and arguments against the suite's
 declaration (agents, pairs, compute tiers, judge models), before any call is made, so a typo costs
 nothing. The evaluator (:mod:`.gates`, :mod:`.gate_source`) still checks at the end: this is the cheap,
-early copy of the same rules, kept in one table that new metrics extend with :func:`register_metric`.
+early copy of the same rules, kept in one table (:data:`SIGNATURES`) that a new metric adds its
+argument lists to.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Literal
 from .baseline import DELTA_METRICS
 from .gates import DELTA, Gate, Term, parse_term
 
-__all__ = ["SIGNATURES", "ArgKind", "SuiteShape", "check_gate", "check_gates", "register_metric"]
+__all__ = ["SIGNATURES", "ArgKind", "SuiteShape", "check_gate", "check_gates"]
 
 ArgKind = Literal["agent", "tier", "class", "agreement", "judge", "k"]
 """``agent``: an agent of the suite; ``tier``: an agent in a compute family; ``class``: close | distant;
@@ -57,11 +58,6 @@ SIGNATURES: dict[str, tuple[tuple[ArgKind, ...], ...]] = {
 ``GateSource``)."""
 
 _FIXED = {"class": ("close", "distant"), "agreement": ("repeats", "judges", "all")}
-
-
-def register_metric(name: str, *signatures: tuple[ArgKind, ...]) -> None:
-    """Declare a gate metric (and the argument lists it takes) so collection accepts it."""
-    SIGNATURES[name] = tuple(signatures) or ((),)
 
 
 @dataclass(frozen=True)

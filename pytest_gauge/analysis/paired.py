@@ -16,8 +16,8 @@ the ``b + c`` discordant tasks is Binomial(b + c, 1/2).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
 import numpy.typing as npt
@@ -30,7 +30,6 @@ __all__ = [
     "PairedTally",
     "bootstrap_means",
     "bootstrap_ratios",
-    "discordant",
     "mcnemar_exact",
     "mcnemar_mid_p",
     "mcnemar_randomized",
@@ -48,22 +47,10 @@ Z95 = 1.959963984540054
 
 
 def z_value(confidence: float) -> float:
-    """The two-sided normal quantile for ``confidence`` (0.95 -> 1.96), via the inverse error function."""
+    """The two-sided normal quantile for ``confidence`` (0.95 -> 1.96)."""
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
-    return _norm_ppf(0.5 + confidence / 2.0)
-
-
-def _norm_ppf(p: float) -> float:
-    """Inverse standard normal CDF by bisection on ``math.erf`` (exact to ~1e-12; no scipy needed)."""
-    lo, hi = -40.0, 40.0
-    for _ in range(200):
-        mid = (lo + hi) / 2.0
-        if 0.5 * (1.0 + math.erf(mid / math.sqrt(2.0))) < p:
-            lo = mid
-        else:
-            hi = mid
-    return (lo + hi) / 2.0
+    return NormalDist().inv_cdf(0.5 + confidence / 2.0)
 
 
 def task_counts(n_tasks: int, rounds: int, seed: int) -> FloatArray:
@@ -197,10 +184,3 @@ def mcnemar_randomized(regressed: int, fixed: int, u: float) -> float:
     if 2 * k == n:
         return u * point + (1.0 - point)
     return 2.0 * _binom_cdf_half(k - 1, n) + u * 2.0 * point
-
-
-def discordant(current: Sequence[bool], baseline: Sequence[bool]) -> tuple[int, int]:
-    """``(regressed, fixed)``: units that passed before and fail now, and the reverse."""
-    b = sum(1 for c, p in zip(current, baseline, strict=True) if p and not c)
-    c_ = sum(1 for c, p in zip(current, baseline, strict=True) if c and not p)
-    return b, c_

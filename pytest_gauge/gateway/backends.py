@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from ..sim.profiles import SimAgent, SimJudge
 from ..suite.declare import ModelAgent, Suite
 from ..suite.tasks import Task
-from .endpoint import DEFAULT_BASE_URL, URL_VARIABLE, check_base_url, normalise_url, read_key
+from .endpoint import check_base_url, configured_base_url, normalise_url, read_key
 
 if TYPE_CHECKING:
     import openai
@@ -24,7 +24,6 @@ if TYPE_CHECKING:
 __all__ = [
     "build_client",
     "install_replay_guard",
-    "live_base_url",
     "network_client",
     "replay_guard",
     "sim_client",
@@ -33,11 +32,6 @@ __all__ = [
 ]
 
 SIM_BASE_URL = "http://gauge-sim.invalid/v1"
-
-
-def live_base_url(environ: Mapping[str, str]) -> str:
-    """The gateway base URL as it will be used (query strings and fragments removed)."""
-    return check_base_url(environ.get(URL_VARIABLE, DEFAULT_BASE_URL) or DEFAULT_BASE_URL).url
 
 
 class _ReplayGuard:
@@ -113,7 +107,7 @@ def network_client(
     backend: str, timeout: float, max_connections: int
 ) -> tuple[Callable[[], openai.AsyncOpenAI], str]:
     """A factory for the live (or replay) client and the gateway's identity (its normalised URL)."""
-    check = check_base_url(os.environ.get(URL_VARIABLE, DEFAULT_BASE_URL) or DEFAULT_BASE_URL)
+    check = check_base_url(configured_base_url(os.environ))
     url, query = check.url, dict(check.query)  # kept parameters (api-version) go on every request
     identity = normalise_url(url, check.query)
     if backend == "replay":

@@ -20,12 +20,12 @@ from typing import Any, Literal, TextIO
 import openai
 
 from .endpoint import (
-    DEFAULT_BASE_URL,
     KEY_VARIABLE,
     URL_VARIABLE,
     UrlCheck,
     check_base_url,
     check_key,
+    configured_base_url,
     fixed_path_url,
 )
 from .endpoint import read_key as _read_key
@@ -122,11 +122,6 @@ def sibling_url(url: str) -> str:
     """The same base URL with its trailing ``/v1`` removed, or with ``/v1`` appended when it has none."""
     base = url.rstrip("/")
     return base[: -len("/v1")] if base.endswith("/v1") else base + "/v1"
-
-
-def configured_base_url(environ: Mapping[str, str]) -> str:
-    """``TAOTOKEN_BASE_URL`` as set (or the default), before any cleaning."""
-    return environ.get(URL_VARIABLE, DEFAULT_BASE_URL) or DEFAULT_BASE_URL
 
 
 # --------------------------------------------------------------------------------------- the checks

@@ -20,7 +20,9 @@ __all__ = [
     "UrlCheck",
     "check_base_url",
     "check_key",
+    "configured_base_url",
     "fixed_path_url",
+    "live_settings_problems",
     "normalise_url",
     "read_key",
 ]
@@ -119,3 +121,15 @@ def normalise_url(url: str, query: tuple[tuple[str, str], ...] = ()) -> str:
     """The gateway's identity in cache keys: the lower-cased URL, plus its kept query (sorted) if any."""
     base = url.strip().rstrip("/").lower()
     return base + ("?" + urllib.parse.urlencode(sorted(query)) if query else "")
+
+
+def configured_base_url(environ: Mapping[str, str]) -> str:
+    """``TAOTOKEN_BASE_URL`` as set (or the default when unset or empty), before any cleaning."""
+    return environ.get(URL_VARIABLE, DEFAULT_BASE_URL) or DEFAULT_BASE_URL
+
+
+def live_settings_problems(environ: Mapping[str, str]) -> list[str]:
+    """Why the live gateway cannot work with these settings (the key, then the base URL), each naming
+    its variable and the fix; empty when both look usable. The one check before any live request."""
+    problem = check_key(environ)
+    return [*([problem] if problem else []), *check_base_url(configured_base_url(environ)).errors]

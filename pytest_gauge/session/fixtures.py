@@ -379,7 +379,7 @@ class TestCalls:
 def _client_for(state: GaugeState) -> tuple[Any, str, SimBackend | None]:
     """The tests' client factory and gateway identity; on sim, also the simulator (to learn tasks)."""
     from ..gateway.backends import network_client, sim_client, tests_world
-    from ..gateway.endpoint import URL_VARIABLE, check_base_url, check_key
+    from ..gateway.endpoint import live_settings_problems
 
     opts = state.options
     if opts.backend == "sim":
@@ -389,10 +389,9 @@ def _client_for(state: GaugeState) -> tuple[Any, str, SimBackend | None]:
         sim = SimBackend(world)
         return sim_client(sim), f"sim:{world.fingerprint()}", sim
     if opts.backend == "live":
-        problem = check_key(os.environ)
-        errors = check_base_url(os.environ.get(URL_VARIABLE, "https://taotoken.net/api")).errors
-        if problem or errors:
-            raise pytest.UsageError("pytest-gauge: " + "; ".join([*([problem] if problem else []), *errors]))
+        problems = live_settings_problems(os.environ)
+        if problems:
+            raise pytest.UsageError("pytest-gauge: " + "; ".join(problems))
     factory, identity = network_client(opts.backend, opts.timeout, opts.max_concurrency)
     return factory, identity, None
 
