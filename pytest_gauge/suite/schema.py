@@ -15,15 +15,17 @@ inside it, e.g. ``tool check_stock.parameters.properties.sku.type: 'strnig' is n
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:  # jsonschema is imported when a schema is first compiled, not with the plugin
-    from jsonschema.exceptions import ValidationError
-    from jsonschema.protocols import Validator
-    from referencing import Registry
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError, best_match
+from jsonschema.protocols import Validator
+from jsonschema.validators import extend
+from referencing import Registry
+from referencing.exceptions import Unresolvable
+from referencing.jsonschema import DRAFT202012
 
 __all__ = ["JSON_TYPES", "CompiledSchema", "SchemaError", "compile_schema"]
 
@@ -53,8 +55,6 @@ def _bounded_pattern(
     """``pattern`` with the regex rules' time bound (``re.search`` semantics, as the draft asks)."""
     if not validator.is_type(instance, "string"):
         return
-    from jsonschema.exceptions import ValidationError
-
     from . import rules  # imported here: rules imports this module
 
     try:
@@ -68,22 +68,13 @@ def _bounded_pattern(
         yield ValidationError(f"{instance!r} does not match {pattern!r}")
 
 
-@functools.cache
-def _validators() -> tuple[type[Validator], Validator, Registry[Any]]:
-    """The Draft 2020-12 validator class with the bounded ``pattern``, the meta-schema's validator and
-    an empty registry (the schema itself only, no ``retrieve``: nothing remote), built on first use:
-    importing jsonschema costs about 70 ms that a run without tools never needs."""
-    from jsonschema import Draft202012Validator
-    from jsonschema.validators import extend
-    from referencing import Registry
-
-    draft: type[Validator] = extend(  # type: ignore[no-untyped-call]  # untyped in types-jsonschema
-        Draft202012Validator, {"pattern": _bounded_pattern}
-    )
-    meta = Draft202012Validator(
-        Draft202012Validator.META_SCHEMA, format_checker=Draft202012Validator.FORMAT_CHECKER
-    )
-    return draft, meta, Registry()
+_Draft: type[Validator] = extend(  # type: ignore[no-untyped-call]  # untyped in types-jsonschema
+    Draft202012Validator, {"pattern": _bounded_pattern}
+)
+_REGISTRY: Registry[Any] = Registry()  # the schema itself only, and no ``retrieve``: nothing remote
+_META = Draft202012Validator(
+    Draft202012Validator.META_SCHEMA, format_checker=Draft202012Validator.FORMAT_CHECKER
+)
 
 
 def _shown(value: Any) -> str:
@@ -131,8 +122,6 @@ class CompiledSchema:
     def errors(self, value: Any, where: str = "arguments") -> list[str]:
         """Every way ``value`` breaks the schema (the validator's messages, each after its JSON path
         under ``where``); empty when it conforms."""
-        from referencing.exceptions import Unresolvable
-
         try:
             found = list(self.validator.iter_errors(value))
         except Unresolvable as exc:  # a $ref below a nested $id that does not resolve
@@ -141,9 +130,6 @@ class CompiledSchema:
 
     def first_error(self, value: Any, where: str = "arguments") -> str | None:
         """The most relevant way ``value`` breaks the schema (``jsonschema``'s best match), or None."""
-        from jsonschema.exceptions import best_match
-        from referencing.exceptions import Unresolvable
-
         try:
             error = best_match(self.validator.iter_errors(value))
         except Unresolvable as exc:
@@ -158,18 +144,13 @@ def compile_schema(schema: object, where: str) -> CompiledSchema:
     Raises :class:`SchemaError` for a schema that is not an object, breaks the meta-schema, or refers
     to something it does not contain.
     """
-    from jsonschema.exceptions import best_match
-    from referencing.exceptions import Unresolvable
-    from referencing.jsonschema import DRAFT202012
-
     if not isinstance(schema, Mapping):
         raise SchemaError(where, "", f"a JSON Schema must be an object, got {type(schema).__name__}")
-    draft, meta, registry = _validators()
-    problem = best_match(meta.iter_errors(schema))
+    problem = best_match(_META.iter_errors(schema))
     if problem is not None:
         path, message = _schema_problem(problem)
         raise SchemaError(where, _dotted("", path), message)
-    resolver = registry.resolver_with_root(DRAFT202012.create_resource(schema))
+    resolver = _REGISTRY.resolver_with_root(DRAFT202012.create_resource(schema))
     for ref in _references(schema):
         try:
             resolver.lookup(ref)
@@ -180,5 +161,5 @@ def compile_schema(schema: object, where: str) -> CompiledSchema:
                 f"$ref {ref!r} does not resolve to a part of this schema ({type(exc).__name__}); use "
                 "'#/$defs/NAME' with the definition under $defs (nothing is fetched over the network)",
             ) from None
-    validator = draft(schema, registry=registry, format_checker=draft.FORMAT_CHECKER)
+    validator = _Draft(schema, registry=_REGISTRY, format_checker=_Draft.FORMAT_CHECKER)
     return CompiledSchema(schema, validator)
