@@ -19,6 +19,7 @@ from typing import Any, Literal, TextIO
 
 import openai
 
+from .diagnosis import diagnose
 from .endpoint import (
     KEY_VARIABLE,
     URL_VARIABLE,
@@ -30,7 +31,6 @@ from .endpoint import (
 )
 from .endpoint import read_key as _read_key
 from .errors import rejects_format
-from .gateway import diagnose
 
 __all__ = [
     "ANTHROPIC_VARIABLES",

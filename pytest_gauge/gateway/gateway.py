@@ -16,13 +16,13 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
 from ..records import LedgerRecord, Usage
 from ..run.dialogue import ChatResult
-from .endpoint import KEY_VARIABLE, URL_VARIABLE, check_base_url
-from .errors import ConfigurationError, GatewayError, ModelNotFound, ReplayMiss, RunStopped
+from .diagnosis import final_error, is_timeout
+from .endpoint import URL_VARIABLE
+from .errors import GatewayError, ModelNotFound, ReplayMiss, RunStopped
 from .ledger import INTERRUPTED, SENT, Ledger
 from .limits import Budget, ConcurrencySlots, RateLimiter
 from .prices import PriceTable
@@ -33,7 +33,7 @@ from .store import Store, content_key
 if TYPE_CHECKING:  # imported where a call is sent: a run served from the cache never needs them
     import openai
 
-__all__ = ["CallContext", "Gateway", "GatewayShared", "diagnose"]
+__all__ = ["CallContext", "Gateway", "GatewayShared"]
 
 CACHE_FORMAT_VERSION = 1
 RETRYABLE = frozenset({408, 409, 429})
@@ -137,148 +137,6 @@ def retry_delay(
 def backoff(attempt: int, rng: random.Random, base: float = 0.25, cap: float = 8.0) -> float:
     """Capped exponential backoff with ±25% jitter."""
     return float(min(cap, base * 2.0 ** (attempt - 1)) * rng.uniform(0.75, 1.25))
-
-
-def _server_message(exc: openai.APIStatusError) -> str:
-    body = exc.body
-    if isinstance(body, dict):
-        err = body.get("error", body)
-        if isinstance(err, dict) and isinstance(err.get("message"), str):
-            return str(err["message"])
-    return str(exc.message)
-
-
-def _url_fix(url: str) -> str:
-    check = check_base_url(url.rsplit("/chat/completions", 1)[0])
-    if check.errors or check.warnings:
-        return " ".join(check.errors + check.warnings)
-    return (
-        f"check {URL_VARIABLE}: the client appends /chat/completions to it; most gateways want the base "
-        "ending in /v1 (or without it): run `python -m pytest_gauge doctor` to try both"
-    )
-
-
-def _phrase(status: int) -> str:
-    try:
-        return HTTPStatus(status).phrase
-    except ValueError:
-        return "error"
-
-
-def _names_missing_model(exc: openai.APIStatusError, message: str, model: str) -> bool:
-    """Whether a 400/404 says the model does not exist (``model_not_found``, "model ... does not
-    exist", "unknown model", "no such model", "model not found")."""
-    body = exc.body
-    err = body.get("error", body) if isinstance(body, dict) else None
-    code = str(err.get("code") or "") if isinstance(err, dict) else ""
-    if code in ("model_not_found", "invalid_model", "unknown_model"):
-        return True
-    lowered = message.lower()
-    if "model" not in lowered or any(k in lowered for k in ("response_format", "json_schema", "json_object")):
-        return False  # about the model's parameters (e.g. a response format it refuses), not the model
-    return any(
-        phrase in lowered for phrase in ("does not exist", "not found", "unknown model", "no such model")
-    ) or (bool(model) and model.lower() in lowered and exc.status_code == 404)
-
-
-def _model_origin(model: str) -> str:
-    """Where the model name came from, for the fix: its environment variable, else the suite."""
-    from ..suite.declare import MODEL_VARIABLES
-
-    variable = MODEL_VARIABLES.get(model)
-    if variable is not None:
-        return f"the model comes from the environment variable {variable}: set it"
-    return "the model is set in the suite's declaration (or its env_model variable is unset): change it"
-
-
-def _request_error(
-    exc: openai.APIStatusError, message: str, role: str, model: str, url: str | None
-) -> GatewayError:
-    """A 400/404/422: an unknown model (stops that role and model), a wrong URL (404, fatal), a context
-    too long, or another bad request; each named by its own status phrase (404 is never "Bad Request")."""
-    status = exc.status_code
-    if status in (400, 404) and _names_missing_model(exc, message, model):
-        return ModelNotFound(
-            f"{status} {_phrase(status)}: the gateway does not know the {role} model {model!r}: {message}",
-            f"{_model_origin(model)} to a model this gateway serves (`python -m pytest_gauge doctor`"
-            " lists them); every later call for this role and model stops here",
-            status=status,
-            role=role,
-            model=model,
-        )
-    if status == 404:
-        return ConfigurationError(f"404 Not Found: {message}", _url_fix(url or ""), status=status, url=url)
-    lowered = message.lower()
-    if "context" in lowered and ("length" in lowered or "long" in lowered or "maximum" in lowered):
-        return GatewayError(
-            f"context too long: {message}",
-            "the transcript was too long for the model; lower max_turns or the agent's max_tokens "
-            "(the judge view keeps the task and final reply and cuts earlier turns)",
-            status=status,
-            role=role,
-            model=model,
-        )
-    return GatewayError(
-        f"{status} {_phrase(status)}: {message}",
-        "check the model name for this role and the message format/response_format",
-        status=status,
-        role=role,
-        model=model,
-    )
-
-
-def diagnose(exc: Exception, role: str, model: str, attempts: int) -> GatewayError:
-    """Map an SDK exception to a typed error with cause and fix (docs/protocol.md#gateway-failures)."""
-    import openai
-
-    if isinstance(exc, openai.APIStatusError):
-        status = exc.status_code
-        url = str(exc.request.url) if exc.request is not None else None
-        message = _server_message(exc)
-        if status in (401, 403):
-            return ConfigurationError(
-                f"{status} {'Unauthorized' if status == 401 else 'Forbidden'}:"
-                " the gateway rejected the API key",
-                f"check {KEY_VARIABLE} (set, current, no spaces or newline); Claude Code's ANTHROPIC_* "
-                "variables are not read by this client",
-                status=status,
-                role=role,
-                model=model,
-            )
-        if status in (400, 404, 422):
-            return _request_error(exc, message, role, model, url)
-        if status == 429:
-            return GatewayError(
-                f"429 rate limited, still after {attempts} attempts",
-                "lower --gauge-max-concurrency or set --gauge-rpm/--gauge-tpm to the gateway's limits",
-                status=status,
-                role=role,
-                model=model,
-            )
-        return GatewayError(
-            f"{status} server error after {attempts} attempts: {message}",
-            "the gateway is failing; retry later or raise --gauge-max-retries",
-            status=status,
-            role=role,
-            model=model,
-        )
-    if isinstance(exc, openai.APITimeoutError):
-        return GatewayError(
-            f"timed out after {attempts} attempts (the request may still have been billed)",
-            "raise --gauge-timeout, or lower max_tokens",
-            role=role,
-            model=model,
-        )
-    if isinstance(exc, openai.APIConnectionError):
-        return GatewayError(
-            f"could not connect after {attempts} attempts: {type(exc.__cause__ or exc).__name__}",
-            f"check {URL_VARIABLE} and the network",
-            role=role,
-            model=model,
-        )
-    return GatewayError(
-        f"unexpected error: {type(exc).__name__}: {exc}", "report this as a bug", role=role, model=model
-    )
 
 
 class Gateway:
@@ -600,7 +458,7 @@ class Gateway:
             status, error, status_code = "bad_response", failure.problem, 200
         elif status_code is not None:
             status, error = f"http_{status_code}", type(failure).__name__
-        elif _is_timeout(failure):
+        elif is_timeout(failure):
             status, error = "timeout", type(failure).__name__
         else:
             status, error = "connection_error", type(failure).__name__
@@ -626,7 +484,10 @@ class Gateway:
         if should in ("true", "false"):
             retryable = should == "true"
         if not retryable or attempt == attempts:
-            error = self._final_error(failure, role, model, attempt)
+            error = final_error(
+                failure, role, model, attempt, gateway=self.backend_id, timeout=shared.timeout,
+                answered=shared.first_ok.is_set(),
+            )  # fmt: skip
             if error.fatal:
                 shared.fatal = error
             if isinstance(error, ModelNotFound):
@@ -645,40 +506,6 @@ class Gateway:
         if status_code == 429:
             shared.rate_limit_waits += 1
         return wait if wait is not None else backoff(attempt, rng)
-
-    def _final_error(self, failure: Exception, role: str, model: str, attempts: int) -> GatewayError:
-        if isinstance(failure, BadResponse):
-            starts = f"; the body starts {failure.snippet!r}" if failure.snippet else ""
-            return GatewayError(
-                f"bad response from the gateway {self.backend_id} after {attempts} attempts:"
-                f" {failure.problem}{starts}",
-                "the server at this URL does not answer like an OpenAI-compatible chat completions API"
-                f" (a proxy or login page?): check {URL_VARIABLE}, or retry later",
-                role=role,
-                model=model,
-            )
-        if _is_timeout(failure):
-            cause = (
-                f"timed out after {attempts} attempts of {self.shared.timeout:g}s each (connect to last"
-                " byte; the request may still have been billed)"
-            )
-            if not self.shared.first_ok.is_set():  # no call of this process was ever answered in time
-                return ConfigurationError(
-                    f"{cause}, before any call of this run was answered: the gateway does not answer in"
-                    " time, so the run stops here",
-                    f"raise --gauge-timeout, or check {URL_VARIABLE} (a server that never ends an answer)",
-                    role=role,
-                    model=model,
-                )
-            return GatewayError(cause, "raise --gauge-timeout, or lower max_tokens", role=role, model=model)
-        return diagnose(failure, role, model, attempts)
-
-
-def _is_timeout(failure: Exception) -> bool:
-    import httpx2
-    import openai
-
-    return isinstance(failure, openai.APITimeoutError | TimeoutError | httpx2.TimeoutException)
 
 
 async def _read_bounded(raw: Any, limit: int = MAX_BODY_BYTES) -> bytes:
