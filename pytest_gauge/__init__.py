@@ -7,8 +7,7 @@ token/cost ledger, and suite-level gates that fail the run.
 
 from __future__ import annotations
 
-from .records import CaseRecord, Judgment, LedgerRecord, ToolCall, Transcript, Turn, Usage
-from .session.fixtures import (
+from .fixtures.calls import (
     Comparison,
     GaugeBudgetExceeded,
     GaugeClient,
@@ -18,6 +17,7 @@ from .session.fixtures import (
     Reply,
     Spent,
 )
+from .records import CaseRecord, Judgment, LedgerRecord, ToolCall, Transcript, Turn, Usage
 from .sim.profiles import SimAgent, SimJudge, SimUser
 from .suite.declare import (
     BestOf,

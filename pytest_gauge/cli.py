@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO, TypeAlias
 
+from .files.replay import Recording, save_recording
 from .gateway.doctor import CONFIG_KINDS, DEFAULT_TIMEOUT, Target, print_config, run_doctor
 from .gateway.endpoint import KEY_VARIABLE
 from .gateway.store import Store
-from .session.replay import Recording, save_recording
 
 __all__ = [
     "CacheMergeResult",
@@ -537,7 +537,7 @@ def _export(args: argparse.Namespace, environ: Mapping[str, str], out: TextIO, e
 
 
 def _save_baseline(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from .session.baseline_files import BaselineError, save_baseline
+    from .files.baseline import BaselineError, save_baseline
 
     try:
         written = save_baseline(Path(args.source), Path(args.to))
@@ -563,7 +563,7 @@ def _prune(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _report(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from .session.html_files import ReportInputError, write_html_reports
+    from .files.html import ReportInputError, write_html_reports
 
     try:
         written = write_html_reports(Path(args.out_dir))
@@ -601,7 +601,7 @@ def main(
     if args.command == "cache":
         return _prune(args, out)
     if args.command == "merge":
-        from .session.merge import run_merge
+        from .finish.merge import run_merge
 
         return run_merge(args.shards, args.out, args.junitxml, env, out)
     if args.command == "baseline":

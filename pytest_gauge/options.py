@@ -311,7 +311,7 @@ def parse_price_lines(lines: list[str]) -> list[PriceRow]:
 
 def _shard(config: pytest.Config) -> str | None:
     """The shard label (``I/N``) from ``--gauge-shard`` or the environment, checked."""
-    from .session.shards import ShardError, shard_from
+    from .files.shards import ShardError, shard_from
 
     try:
         shard = shard_from(config.getoption("gauge_shard"), os.environ)

@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
+from .fixtures import calls as fixture_functions
+from .fixtures.calls import TESTS_SUITE, tests_report
 from .gateway.endpoint import live_settings_problems
 from .options import GaugeOptions, add_options, resolve_options
+from .process.roles import FAILURE_PROPERTY, RECORD_PROPERTY, Role, choose_role, role_key
+from .process.state import GaugeState, SuiteEntry, state_key
 from .records import dumps
-from .session import fixtures
-from .session.fixtures import TESTS_SUITE, tests_report
-from .session.roles import FAILURE_PROPERTY, RECORD_PROPERTY, Role, choose_role, role_key
-from .session.state import GaugeState, SuiteEntry, state_key
 from .suite.cases import Case, build_cases
 from .suite.declare import Suite, TaskFileError
 
@@ -47,7 +47,7 @@ def pytest_configure(config: pytest.Config) -> None:
         " this budget, and the test fails",
     )
     options = resolve_options(config)
-    role = choose_role(config, options)  # once: no xdist, worker or controller (session/roles.py)
+    role = choose_role(config, options)  # once: no xdist, worker or controller (process/roles.py)
     if role.started_by_user:  # not an xdist worker: check the setup before any request
         if options.backend == "live" and _backend_explicit(config):
             _check_live_settings()
@@ -58,7 +58,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[role_key] = role
     config.stash[state_key] = role.state
     config.pluginmanager.register(GaugeRun(config), "gauge-run")
-    config.pluginmanager.register(fixtures, "gauge-fixtures")  # gauge_client, gauge_ledger, gauge_judge
+    config.pluginmanager.register(
+        fixture_functions, "gauge-fixtures"
+    )  # gauge_client, gauge_ledger, ..._judge
     if options.backend == "replay":
         from .gateway.backends import install_replay_guard
 
@@ -72,7 +74,7 @@ def _backend_explicit(config: pytest.Config) -> bool:
 def _check_baseline(options: GaugeOptions) -> None:
     """Refuse before any request a baseline that cannot be read, and baseline gates without a baseline."""
     from .analysis.baseline import missing_baseline
-    from .session.baseline_files import BaselineError, check_baseline_dir
+    from .files.baseline import BaselineError, check_baseline_dir
 
     if options.baseline:
         if Path(options.baseline).resolve() == Path(options.out_dir).resolve():
@@ -92,7 +94,7 @@ def _check_baseline(options: GaugeOptions) -> None:
 
 
 def _check_adaptive(options: GaugeOptions) -> None:
-    from .session.adaptive import adaptive_problem
+    from .process.adaptive import adaptive_problem
 
     problem = adaptive_problem(options)
     if problem:
@@ -161,7 +163,7 @@ class SuiteCollector(pytest.Collector):
         name = self.suite.name or folder.name
         suite, recorded_gateway = self.suite, None
         if state.options.backend == "replay" and state.options.cassettes:
-            from .session.replay import load_recording, recorded_suite
+            from .files.replay import load_recording, recorded_suite
 
             recording = load_recording(state.options.cassettes, name)
             if recording is not None:  # models and gateway as recorded: no environment needed
@@ -271,7 +273,7 @@ def _order_by_look(config: pytest.Config, items: list[pytest.Item]) -> None:
 
 def _keep_shard(state: GaugeState, config: pytest.Config, items: list[pytest.Item]) -> None:
     """``--gauge-shard``: deselect the cases of the tasks other shards run (whole tasks, every case)."""
-    from .session.shards import parse_shard, suite_shard_tasks
+    from .files.shards import parse_shard, suite_shard_tasks
 
     shard = parse_shard(str(state.options.shard))
     mine = {name: suite_shard_tasks(entry, shard) for name, entry in state.suites.items()}
@@ -327,7 +329,7 @@ class GaugeRun:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.role: Role = config.stash[role_key]
-        from .session.stopping import install_sigterm
+        from .process.stopping import install_sigterm
 
         self.previous_sigterm = install_sigterm()  # a CI timeout stops like Ctrl-C, with a report
 
@@ -360,7 +362,7 @@ class GaugeRun:
         return result
 
     def pytest_unconfigure(self) -> None:
-        from .session.stopping import restore_sigterm
+        from .process.stopping import restore_sigterm
 
         restore_sigterm(self.previous_sigterm)
 
@@ -371,7 +373,7 @@ class GaugeRun:
         self.role.session_finished()
 
 
-# ----- fixtures (your own tests' live in session/fixtures.py) -------------------------------------
+# ----- fixtures (your own tests' live in fixtures/calls.py) -------------------------------------
 
 
 @pytest.fixture(scope="session")

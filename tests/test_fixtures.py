@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 
 from pytest_gauge.cli import export_cassettes
-from pytest_gauge.records import LedgerRecord, Usage
-from pytest_gauge.session.fixtures import (
+from pytest_gauge.fixtures.calls import (
     JudgedOrder,
     Spent,
     combine,
     render_cost_by_test,
     spent_of,
 )
+from pytest_gauge.records import LedgerRecord, Usage
 from pytest_gauge.testing.server import FaultPlan, LoopbackServer
 from tests.conftest import read_jsonl
 

@@ -26,6 +26,7 @@ import pytest
 from syrupy.assertion import SnapshotAssertion
 
 from pytest_gauge.cli import main
+from pytest_gauge.files.html import ReportInputError, load_suite
 from pytest_gauge.records import CaseRecord, Judgment, LedgerRecord, ToolCall, Transcript, Turn, Usage
 from pytest_gauge.report.html import (
     GateRow,
@@ -42,7 +43,6 @@ from pytest_gauge.report.html import (
     render_suite_html,
 )
 from pytest_gauge.run.judge import Redactor
-from pytest_gauge.session.html_files import ReportInputError, load_suite
 from pytest_gauge.testing.browser import chromium, find_chromium
 from tests.conftest import DATA, HTMLSnapshot, read_jsonl
 

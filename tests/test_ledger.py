@@ -7,6 +7,7 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+from pytest_gauge.fixtures.calls import Spent, spent_of
 from pytest_gauge.gateway.ledger import (
     Ledger,
     LedgerTotals,
@@ -17,7 +18,6 @@ from pytest_gauge.gateway.ledger import (
 )
 from pytest_gauge.records import LedgerRecord, Role, Usage
 from pytest_gauge.report.costs import Spend, model_costs, spent_this_run
-from pytest_gauge.session.fixtures import Spent, spent_of
 
 USAGE = Usage(100, 20, 120)
 

@@ -242,10 +242,10 @@ def test_turns_cut_by_max_tokens_are_marked_in_the_transcript_and_counted(tmp_pa
 def test_an_interrupted_run_is_marked_in_its_reports_and_its_gates_wait_for_the_flag() -> None:
     import dataclasses
 
+    from pytest_gauge.finish.outputs import _gate_results
     from pytest_gauge.options import GaugeOptions
     from pytest_gauge.report.conclusion import render_conclusion
     from pytest_gauge.report.summary import render_summary
-    from pytest_gauge.session.outputs import _gate_results
     from tests.test_report import build_ctx
 
     label = "interrupted: 9 of 12 cases"

@@ -12,8 +12,7 @@ from typing import Any
 import pytest
 
 from pytest_gauge.cli import main
-from pytest_gauge.gateway.store import Store
-from pytest_gauge.session.shards import (
+from pytest_gauge.files.shards import (
     Shard,
     ShardError,
     assign_tasks,
@@ -23,6 +22,7 @@ from pytest_gauge.session.shards import (
     task_weights,
     tasks_of,
 )
+from pytest_gauge.gateway.store import Store
 from tests.conftest import VOLATILE, run_inprocess
 
 GATE = ("--gauge-gate", "lrs <= 1")

@@ -1,7 +1,7 @@
 """Reading a run's output folder back and writing its HTML reports (issue 17): the report's I/O edge.
 
 The HTML report is rendered from the files a run wrote, not from the run's memory, so the end of a run
-(:func:`pytest_gauge.session.outputs.finish_run`), ``python -m pytest_gauge report OUT_DIR`` and a future
+(:func:`pytest_gauge.finish.outputs.finish_run`), ``python -m pytest_gauge report OUT_DIR`` and a future
 ``merge`` give the same bytes from the same folder. Each writes ``<suite>/reports/index.html`` per suite
 and ``OUT_DIR/index.html`` linking them; :mod:`pytest_gauge.report.html` renders them, purely.
 """

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..options import GaugeOptions
+    from ..process.state import SuiteEntry
     from ..records import SuiteMeta
-    from .state import SuiteEntry
 
 __all__ = [
     "DEFERRED_MESSAGE",

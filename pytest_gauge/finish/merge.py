@@ -3,7 +3,7 @@
 Checks that the shards agree (task set, prompts, seed, versions, the options that change results) and
 that every task ran in exactly one shard, concatenates their records, ledgers and transcripts in the
 order one machine would have written them, then runs the end of a run's own analysis
-(:func:`~pytest_gauge.session.outputs.analyse_suite`): metrics, Elo, gates and every report. A failing
+(:func:`~pytest_gauge.finish.outputs.analyse_suite`): metrics, Elo, gates and every report. A failing
 (or, with ``CI`` set, skipped) gate makes the merge exit 1.
 """
 
@@ -18,10 +18,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
 
+from ..files.shards import RESULT_OPTIONS, SHARD_FILE
 from ..gateway.ledger import attribute_shared_calls
 from ..options import GaugeOptions
 from ..records import CaseRecord, LedgerRecord, SuiteMeta, dumps
-from .shards import RESULT_OPTIONS, SHARD_FILE
 
 __all__ = ["MergeError", "ShardRun", "check_shards", "find_shards", "merge_shards", "run_merge"]
 
@@ -160,7 +160,7 @@ def _write_transcripts(runs: Sequence[ShardRun], meta: SuiteMeta, out: Path) -> 
 
 def merge_shards(suite: str, runs: Sequence[ShardRun], out_dir: Path) -> Any:
     """Write the merged suite folder ``out_dir/<suite>`` and return its
-    :class:`~pytest_gauge.session.outputs.SuiteAnalysis` (gates evaluated)."""
+    :class:`~pytest_gauge.finish.outputs.SuiteAnalysis` (gates evaluated)."""
     from .outputs import analyse_suite
 
     check_shards(suite, runs)
@@ -232,8 +232,8 @@ def run_merge(
     """The ``merge`` command: 0 when every gate passes, 1 on a failing gate, 2 on shards that cannot
     be merged."""
     from ..analysis.gates import fails_run
+    from ..files.html import write_html_reports
     from ..report import render_summary
-    from .html_files import write_html_reports
     from .outputs import SKIPPED_IN_CI, ci_active
 
     try:

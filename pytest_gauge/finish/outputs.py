@@ -22,8 +22,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ..files.shards import DEFERRED_MESSAGE, write_shard_manifest
 from ..gateway.ledger import merge_ledgers
 from ..gateway.store import Store, content_key
+from ..process.state import GaugeState
 from ..records import (
     CaseRecord,
     LedgerRecord,
@@ -34,8 +36,6 @@ from ..records import (
     dumps,
     work_result_from_json,
 )
-from .shards import DEFERRED_MESSAGE, write_shard_manifest
-from .state import GaugeState
 
 if TYPE_CHECKING:
     from ..analysis.adaptive import AdaptiveSummary, GateDecision
@@ -47,8 +47,8 @@ if TYPE_CHECKING:
     from ..analysis.power import VarianceComponents
     from ..analysis.repeats import RepeatCounts
     from ..options import GaugeOptions
+    from ..process.adaptive import AdaptiveRun
     from ..report import ReportContext
-    from .adaptive import AdaptiveRun
 
 __all__ = [
     "SuiteAnalysis",
@@ -281,7 +281,7 @@ def _compare_with_baseline(
     out: Path, suite: str, opts: GaugeOptions
 ) -> tuple[BaselineComparison | None, str]:
     """The comparison of this suite's outputs with its baseline (``--gauge-baseline``), or None and why."""
-    from .baseline_files import load_run_side
+    from ..files.baseline import load_run_side
 
     reports = out / "reports"
     return _compare(suite, opts, lambda: load_run_side(out, link_base=reports), reports)
@@ -294,7 +294,7 @@ def _compare(
     if not opts.baseline:
         return None, "no baseline given: run with --gauge-baseline DIR"
     from ..analysis.baseline import compare_runs
-    from .baseline_files import BaselineError, load_baseline
+    from ..files.baseline import BaselineError, load_baseline
 
     try:
         base = load_baseline(Path(opts.baseline), suite, link_base=link_base)
@@ -450,7 +450,7 @@ def _look_comparison(
     tasks: Sequence[str] | None,
 ) -> tuple[BaselineComparison | None, str]:
     """The comparison of the records so far with the baseline (an adaptive run's look)."""
-    from .baseline_files import side_from_records
+    from ..files.baseline import side_from_records
 
     run_tasks = tasks or [str(t["task_id"]) for t in meta.tasks]
     return _compare(meta.name, opts, lambda: side_from_records(meta, run_tasks, records, ledger), None)
@@ -537,7 +537,7 @@ def _elo_reports(meta: SuiteMeta, records: list[CaseRecord], elo: EloReport | No
 def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool) -> None:
     """Write every suite's outputs and reports, evaluate its gates, and report them as test entries."""
     from ..analysis.gates import fails_run
-    from .fixtures import finish_tests
+    from ..fixtures.calls import finish_tests
 
     ledger_all = merge_ledgers(sorted(state.run_dir.glob("ledger-*.jsonl")))
     finish_tests(session.config, Path(state.options.out_dir), ledger_all)
@@ -587,7 +587,7 @@ def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool)
         for result in analysis.results:
             strict_skips = strict and not opts.shard
             _emit_gate(session, meta, result, fails_run(result), strict_skips=strict_skips)
-    from .html_files import write_html_reports
+    from ..files.html import write_html_reports
 
     if written:
         write_html_reports(Path(opts.out_dir), written)
@@ -620,7 +620,7 @@ def _replay_misses(state: GaugeState, name: str, info: dict[str, Any]) -> str | 
     missing = [c.removeprefix(prefix) for c in ctx.meta.selected if c.removeprefix(prefix) not in recorded]
     if not missing:
         return None
-    from .replay import load_recording, miss_message, miss_reasons
+    from ..files.replay import load_recording, miss_message, miss_reasons
 
     recording = load_recording(opts.cassettes, name) if opts.cassettes else None
     try:

@@ -201,7 +201,7 @@ class AdaptiveRun:
 
     def _decide(self, name: str, suite: _SuiteLooks, look: int, ledger: list[LedgerRecord]) -> None:
         from ..analysis.sequential import Look
-        from .outputs import gate_source
+        from ..finish.outputs import gate_source
 
         records = self.state.ordered_records(suite.meta)
         total = self.plan.total_tasks(name)

@@ -169,17 +169,17 @@ class _EndsTheRun(Role):
         self._write_outputs(session, interrupted=True)
 
     def _write_outputs(self, session: pytest.Session, *, interrupted: bool) -> None:
-        from .outputs import finish_run
+        from ..finish.outputs import finish_run
 
         self.close()
         finish_run(session, self.state, interrupted=interrupted)
 
     def terminal_summary(self, reporter: Any) -> None:
-        from .fixtures import tests_summary
+        from ..fixtures.calls import tests_summary
 
         tests_summary(reporter, self.config)
         if self.state.finished or self.state.gate_notes:
-            from .outputs import write_summary
+            from ..finish.outputs import write_summary
 
             write_summary(reporter, self.state)
         if int(self.config.getoption("verbose", 0) or 0) > 0:

@@ -2,7 +2,7 @@
 
 Pure: :mod:`.model` holds a suite's outputs as typed values, :mod:`.payload` turns them into the page's
 JSON document, :mod:`.render` inlines it with ``page.html``, ``app.css`` and ``app.js`` (package data).
-Reading the output folder and writing the pages is :mod:`pytest_gauge.session.html_files`.
+Reading the output folder and writing the pages is :mod:`pytest_gauge.files.html`.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The HTML report's input: one suite's outputs as typed values.
 
-:mod:`pytest_gauge.session.html_files` reads them from an output folder; they are plain frozen
+:mod:`pytest_gauge.files.html` reads them from an output folder; they are plain frozen
 values, so :mod:`.payload` and :mod:`.render` stay pure functions of them.
 """
 
