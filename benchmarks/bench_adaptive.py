@@ -46,8 +46,14 @@ import numpy.typing as npt
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pytest_gauge.analysis.gates import Gate, Quantity, Term, evaluate_gate, parse_gate
-from pytest_gauge.analysis.intervals import cluster_difference, cluster_wilson, satterthwaite_df, t_quantile
-from pytest_gauge.analysis.paired import Z95, bootstrap_means, percentile_bounds, task_counts
+from pytest_gauge.analysis.intervals import (
+    Z95,
+    cluster_difference,
+    cluster_wilson,
+    satterthwaite_df,
+    t_quantile,
+)
+from pytest_gauge.analysis.resampling import bootstrap_means, percentile_bounds, task_counts
 from pytest_gauge.analysis.sequential import RHO, Look, decide, equal_looks
 
 Array = npt.NDArray[np.float64]

@@ -106,7 +106,7 @@ def bench_bootstrap(rng: np.random.Generator, ref_rounds: int = 100) -> tuple[fl
     t_ours, result = best_time(ours_boot)
 
     # The same resamples as fit_elo draws (tasks sorted by id; seeded Generator).
-    from pytest_gauge.analysis.metrics import resample_counts
+    from pytest_gauge.analysis.resampling import resample_counts
 
     counts = resample_counts(n_tasks, rounds, np.random.default_rng(seed))
     a_all = np.concatenate([r[0] for r in rows])

@@ -15,17 +15,14 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from pytest_gauge.analysis.intervals import z_value
 from pytest_gauge.analysis.paired import (
     PairedTally,
-    bootstrap_means,
     mcnemar_exact,
     mcnemar_mid_p,
     mcnemar_randomized,
     paired_mean_delta,
     paired_ratio_delta,
-    percentile_bounds,
-    task_counts,
-    z_value,
 )
 from pytest_gauge.analysis.power import gate_needed_n, min_detectable, needed_n, noise_floor, unit_sd
 from pytest_gauge.analysis.repeats import (
@@ -37,6 +34,7 @@ from pytest_gauge.analysis.repeats import (
     pass_hat_k,
     pass_hat_k_values,
 )
+from pytest_gauge.analysis.resampling import bootstrap_means, percentile_bounds, task_counts
 
 T = 44
 ROUNDS = 2000

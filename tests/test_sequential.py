@@ -13,6 +13,7 @@ import pytest
 from scipy import stats
 
 from pytest_gauge.analysis.gates import parse_gate
+from pytest_gauge.analysis.intervals import Z95
 from pytest_gauge.analysis.sequential import (
     ALPHA_SIDE,
     MIN_TASKS,
@@ -32,7 +33,7 @@ from pytest_gauge.analysis.sequential import (
     widen_wilson,
 )
 
-Z975 = 1.959963984540054
+Z975 = Z95
 EQUAL5 = [k / 5 for k in range(1, 6)]
 UNEQUAL = [0.1, 0.35, 0.4, 0.9, 1.0]
 

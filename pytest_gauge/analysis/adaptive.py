@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from .gates import Gate, GateResult, MetricSource, QuantityLike, is_count
-from .intervals import t_quantile
+from .intervals import Z95, t_quantile
 from .sequential import Look, decide
 
 __all__ = [
@@ -26,7 +26,6 @@ __all__ = [
     "waits_for_last_look",
 ]
 
-_Z975 = 1.959963984540054
 _CLUSTER_METHODS = ("cluster-wilson", "cluster-t")
 _TASK_BOOTSTRAPS = ("bootstrap-tasks", "paired-bootstrap-tasks")
 _EXACT = "exact"  # accounting totals and counts: no interval
@@ -82,8 +81,8 @@ def _quantiles(q: QuantityLike, tasks: int) -> tuple[float | None, float]:
         df = float(own) if isinstance(own, int | float) else over_tasks
         return df, float(t_quantile(df))
     if method in _TASK_BOOTSTRAPS:  # behaves like a t statistic over tasks (docs/protocol.md#adaptive-runs)
-        return over_tasks, _Z975
-    return None, _Z975
+        return over_tasks, Z95
+    return None, Z95
 
 
 def _quantity(gate: Gate, source: MetricSource) -> QuantityLike | None:

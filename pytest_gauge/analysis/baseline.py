@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -28,17 +28,12 @@ from .elo import fit_elo
 from .elo_report import comparisons_from_records
 from .gates import parse_gates
 from .metrics import Estimate, classify_pairs
-from .paired import (
-    FloatArray,
-    PairedTally,
-    bootstrap_means,
-    mcnemar_exact,
-    paired_mean_delta,
-    paired_ratio_delta,
-    percentile_interval,
-    task_counts,
-)
+from .paired import PairedTally, mcnemar_exact, paired_mean_delta, paired_ratio_delta
 from .power import min_detectable, noise_floor
+from .resampling import bootstrap_means, percentile_interval, task_counts
+
+if TYPE_CHECKING:
+    from ..records import FloatArray
 
 __all__ = [
     "BASELINE_METRICS",

@@ -18,13 +18,17 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
 from .intervals import t_quantile
-from .metrics import Estimate, resample_counts
+from .metrics import Estimate
+from .resampling import resample_counts
+
+if TYPE_CHECKING:
+    from ..records import FloatArray
 
 __all__ = [
     "ELO_PER_THETA",
@@ -49,7 +53,6 @@ ELO_PER_THETA = 400.0 / math.log(10.0)
 FALLBACK_L2 = 1e-3
 """Ridge used when the maximum-likelihood estimate does not exist (keeps strengths finite)."""
 
-FloatArray = npt.NDArray[np.float64]
 _MAX_CHUNK_ELEMENTS = 4_000_000  # rounds * k * k per batched Newton chunk
 
 

@@ -19,20 +19,32 @@ Arrays are ``(..., T)``: the leading axes are independent runs (the coverage sim
 
 from __future__ import annotations
 
+from statistics import NormalDist
+from typing import TYPE_CHECKING
+
 import numpy as np
-import numpy.typing as npt
 
-__all__ = ["cluster_difference", "cluster_wilson", "satterthwaite_df", "t_quantile"]
+if TYPE_CHECKING:
+    from ..records import FloatArray
 
-FloatArray = npt.NDArray[np.float64]
-_Z975 = 1.959963984540054
+__all__ = ["Z95", "cluster_difference", "cluster_wilson", "satterthwaite_df", "t_quantile", "z_value"]
+
+Z95 = 1.959963984540054
+"""The normal quantile of a two-sided 95% interval (the gates' confidence): the one definition."""
+
+
+def z_value(confidence: float) -> float:
+    """The two-sided normal quantile for ``confidence`` (0.95 -> 1.96)."""
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    return NormalDist().inv_cdf(0.5 + confidence / 2.0)
 
 
 def t_quantile(df: FloatArray | float) -> FloatArray:
     """The 97.5% quantile of Student's t with ``df`` degrees of freedom (Cornish-Fisher expansion,
     within 0.002 of the exact value for df >= 3; the normal quantile for df = inf)."""
     v = np.maximum(np.asarray(df, dtype=np.float64), 1.0)
-    z = _Z975
+    z = Z95
     g1 = (z**3 + z) / 4.0
     g2 = (5 * z**5 + 16 * z**3 + 3 * z) / 96.0
     g3 = (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / 384.0

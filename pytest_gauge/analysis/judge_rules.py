@@ -13,12 +13,14 @@ import itertools
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import numpy.typing as npt
 
 from ..records import CaseRecord, Judgment
+
+if TYPE_CHECKING:
+    from ..records import FloatArray
 
 __all__ = [
     "CALIBRATION_EDGES",
@@ -48,8 +50,6 @@ CALIBRATION_EDGES: tuple[float, ...] = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
 NON_INFERIORITY = 0.05
 """A cheaper panel model is "as accurate" when the lower bound of its accuracy minus the main judge's
 (shared task resamples) is at least ``-NON_INFERIORITY``."""
-
-FloatArray = npt.NDArray[np.float64]
 
 
 @dataclass(frozen=True)

@@ -32,14 +32,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
-import numpy.typing as npt
 
 from ..gateway.ledger import ledger_totals
 from ..records import CaseRecord, Judgment, LedgerRecord
-from .intervals import cluster_difference, cluster_wilson, satterthwaite_df
+from .intervals import Z95, cluster_difference, cluster_wilson, satterthwaite_df
 from .judge_rules import (
     NON_INFERIORITY,
     PANEL,
@@ -53,6 +52,10 @@ from .judge_rules import (
     rank_moments,
     reward_points,
 )
+from .resampling import percentile_interval, ratio_rows, resample_counts
+
+if TYPE_CHECKING:
+    from ..records import FloatArray
 
 __all__ = [
     "COST_INCLUDES_RETRIES",
@@ -70,7 +73,6 @@ __all__ = [
     "compute_metrics",
     "metric_names",
     "pair_gaps",
-    "resample_counts",
     "wilson",
 ]
 
@@ -94,12 +96,9 @@ LENGTH_STYLE_WORDS: tuple[str, ...] = (
 """Length/style words in a judge reason that signal verbosity bias (matched case-insensitively)."""
 
 ROLES: tuple[str, ...] = ("agent", "user_sim", "judge")
-_Z95 = 1.959963984540054
 _CATS = {"A": 0, "B": 1, "tie": 2}
 _AGREEMENT_KINDS = ("all", "repeats", "judges")
 _CLASSES = ("close", "distant")
-
-FloatArray = npt.NDArray[np.float64]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -327,7 +326,7 @@ class _TermLike(Protocol):
 # Wilson and pair classification
 
 
-def wilson(successes: int, n: int, z: float = _Z95) -> tuple[float, float]:
+def wilson(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
     """Wilson score interval for ``successes / n`` (independent units); raises ValueError for n <= 0."""
     if n <= 0:
         raise ValueError("wilson interval needs n > 0")
@@ -361,37 +360,7 @@ def classify_pairs(records: Sequence[CaseRecord], close_threshold: float) -> dic
 
 
 # --------------------------------------------------------------------------------------------------
-# The bootstrap over tasks
-
-
-def resample_counts(n_units: int, rounds: int, rng: np.random.Generator, chunk: int = 256) -> FloatArray:
-    """``rounds x n_units`` matrix: how often each unit is drawn in each resample (with replacement).
-
-    Drawn ``chunk`` rounds at a time into the result, so the peak is the result plus one chunk's
-    temporaries; the draws are the same as one ``rng.integers(0, n_units, (rounds, n_units))``.
-    """
-    out = np.zeros((max(rounds, 0), n_units), dtype=np.float64)
-    if n_units == 0 or rounds <= 0:
-        return out
-    for start in range(0, rounds, chunk):
-        rows = min(chunk, rounds - start)
-        idx = rng.integers(0, n_units, size=(rows, n_units))
-        flat = (np.arange(rows)[:, None] * n_units + idx).ravel()
-        out[start : start + rows] = np.bincount(flat, minlength=rows * n_units).reshape(rows, n_units)
-    return out
-
-
-def _percentiles(samples: FloatArray) -> tuple[float | None, float | None]:
-    vals = samples[np.isfinite(samples)]
-    if vals.size == 0:
-        return None, None
-    low, high = np.percentile(vals, [2.5, 97.5])
-    return float(low), float(high)
-
-
-def _ratio_rows(bnum: FloatArray, bden: FloatArray) -> FloatArray:
-    safe = np.where(bden > 0, bden, 1.0)
-    return np.where(bden > 0, bnum / safe, np.nan)
+# Kappa over resampled agreement tables
 
 
 def _kappa_of(conf: FloatArray) -> FloatArray:
@@ -432,7 +401,7 @@ class _Stat:
     def samples(self, counts: FloatArray) -> FloatArray:
         agg = counts @ self.per_task
         if self.kind == "ratio":
-            return _ratio_rows(agg[:, 0], agg[:, 1])
+            return ratio_rows(agg[:, 0], agg[:, 1])
         if self.kind == "corr":
             return correlation_rows(agg)
         return _kappa_of(agg)
@@ -649,7 +618,7 @@ class _Statistics:
                 sa.per_task[:, 0], sa.per_task[:, 1], sb.per_task[:, 0], sb.per_task[:, 1]
             )
             return Estimate(ea.value - eb.value, n, float(low_c), float(high_c), "cluster-t")
-        low, high = _percentiles(self.diff_samples(ka, kb))
+        low, high = percentile_interval(self.diff_samples(ka, kb))
         return Estimate(ea.value - eb.value, n, low, high, "bootstrap-tasks")
 
     def estimate(self, key: Key) -> Estimate:
@@ -671,7 +640,7 @@ class _Statistics:
             _, low_c, high_c = cluster_wilson(k, m)
             df = float(satterthwaite_df(k, m, np.asarray(value)))
             return Estimate(value, n, float(low_c), float(high_c), "cluster-wilson", df)
-        low_b, high_b = _percentiles(self.boot(key))
+        low_b, high_b = percentile_interval(self.boot(key))
         return Estimate(value, n, low_b, high_b, "bootstrap-tasks")
 
     def close_minus_distant_p(self) -> float | None:
@@ -1138,7 +1107,7 @@ def _ratio_samples(stats: dict[Key, _Stat], counts: FloatArray) -> dict[Key, Flo
     if ratio_keys:
         stacked = np.concatenate([stats[k].per_task for k in ratio_keys], axis=1)  # (T, 2M)
         agg = counts @ stacked
-        rates = _ratio_rows(agg[:, 0::2], agg[:, 1::2])
+        rates = ratio_rows(agg[:, 0::2], agg[:, 1::2])
         for i, rk in enumerate(ratio_keys):
             samples[rk] = np.ascontiguousarray(rates[:, i])
     return samples

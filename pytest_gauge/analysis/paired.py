@@ -17,84 +17,24 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from statistics import NormalDist
+from typing import TYPE_CHECKING
 
 import numpy as np
-import numpy.typing as npt
 
-from .metrics import Estimate, resample_counts
+from .metrics import Estimate
+from .resampling import bootstrap_means, bootstrap_ratios, percentile_interval
+
+if TYPE_CHECKING:
+    from ..records import FloatArray
 
 __all__ = [
-    "Z95",
-    "FloatArray",
     "PairedTally",
-    "bootstrap_means",
-    "bootstrap_ratios",
     "mcnemar_exact",
     "mcnemar_mid_p",
     "mcnemar_randomized",
     "paired_mean_delta",
     "paired_ratio_delta",
-    "percentile_bounds",
-    "percentile_interval",
-    "task_counts",
-    "z_value",
 ]
-
-FloatArray = npt.NDArray[np.float64]
-Z95 = 1.959963984540054
-"""The normal quantile of a two-sided 95% interval (the gates' confidence)."""
-
-
-def z_value(confidence: float) -> float:
-    """The two-sided normal quantile for ``confidence`` (0.95 -> 1.96)."""
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
-    return NormalDist().inv_cdf(0.5 + confidence / 2.0)
-
-
-def task_counts(n_tasks: int, rounds: int, seed: int) -> FloatArray:
-    """The seeded ``rounds x n_tasks`` resample matrix (how often each task is drawn in each resample)."""
-    return resample_counts(n_tasks, rounds, np.random.default_rng(seed))
-
-
-def percentile_interval(samples: FloatArray, confidence: float = 0.95) -> tuple[float | None, float | None]:
-    """The percentile interval of resampled values along axis 0, ignoring NaN (undefined resamples).
-
-    1-D input gives one ``(low, high)``; None when no resample is finite.
-    """
-    vals = samples[np.isfinite(samples)]
-    if vals.size == 0:
-        return None, None
-    tail = (1.0 - confidence) / 2.0 * 100.0
-    low, high = np.percentile(vals, [tail, 100.0 - tail])
-    return float(low), float(high)
-
-
-def percentile_bounds(samples: FloatArray, confidence: float = 0.95) -> tuple[FloatArray, FloatArray]:
-    """Column-wise percentile intervals of a ``rounds x M`` matrix (NaN ignored; NaN where none finite):
-    one interval per simulated dataset, for validity simulations."""
-    tail = (1.0 - confidence) / 2.0 * 100.0
-    finite = np.asarray(np.isfinite(samples).any(axis=0), dtype=bool)
-    filled = np.where(finite[None, :], samples, 0.0)
-    low, high = np.nanpercentile(filled, [tail, 100.0 - tail], axis=0)
-    nan = np.full(samples.shape[1], np.nan)
-    return np.where(finite, low, nan), np.where(finite, high, nan)
-
-
-def bootstrap_means(values: FloatArray, counts: FloatArray) -> FloatArray:
-    """Resampled means of per-task ``values`` (shape ``(T,)`` or ``(T, M)``): ``(R,)`` or ``(R, M)``."""
-    n = values.shape[0]
-    if n == 0:
-        return np.full((counts.shape[0], *values.shape[1:]), np.nan)
-    return np.asarray(counts @ values / n, dtype=np.float64)
-
-
-def bootstrap_ratios(num: FloatArray, den: FloatArray, counts: FloatArray) -> FloatArray:
-    """Resampled ratios ``sum(num) / sum(den)`` over tasks; NaN where a resample's denominator is 0."""
-    bnum, bden = counts @ num, counts @ den
-    safe = np.where(bden > 0, bden, 1.0)
-    return np.asarray(np.where(bden > 0, bnum / safe, np.nan), dtype=np.float64)
 
 
 def paired_mean_delta(

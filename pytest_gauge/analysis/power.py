@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from .gates import GateResult
-from .paired import Z95, z_value
+from .intervals import Z95, z_value
 
 __all__ = [
     "POWER",

@@ -21,12 +21,17 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
+from .intervals import Z95
 from .metrics import Estimate, wilson
-from .paired import Z95, FloatArray, bootstrap_means, percentile_interval, task_counts
+from .resampling import bootstrap_means, percentile_interval, task_counts
+
+if TYPE_CHECKING:
+    from ..records import FloatArray
 
 __all__ = [
     "REPEAT_METRICS",

@@ -28,12 +28,14 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
-import numpy.typing as npt
 
 from .gates import OPS, Gate, is_count
+
+if TYPE_CHECKING:
+    from ..records import FloatArray
 
 __all__ = [
     "ALPHA_SIDE",
@@ -54,7 +56,6 @@ __all__ = [
     "widen_wilson",
 ]
 
-FloatArray = npt.NDArray[np.float64]
 
 RHO = 2.0
 """The spending power, chosen by benchmarks/bench_adaptive.py: rho = 3 (closer to O'Brien-Fleming, final

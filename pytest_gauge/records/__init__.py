@@ -13,7 +13,14 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:  # only for annotations: the records themselves never import numpy
+    import numpy as np
+    import numpy.typing as npt
+
+    FloatArray = npt.NDArray[np.float64]
+    """The float arrays of the statistics (per-task sums, resamples): one alias for every module."""
 
 __all__ = [
     "CASE_FORMAT_VERSION",
