@@ -28,12 +28,12 @@ from typing import Any
 import numpy as np
 import pytest
 
+from pytest_gauge.analysis import elo
 from pytest_gauge.analysis.elo import (
     ELO_PER_THETA,
     Comparison,
     cluster_covariance,
     cluster_t_halfwidth,
-    fit_bradley_terry_batch,
     fit_elo,
 )
 from pytest_gauge.analysis.intervals import cluster_difference, cluster_wilson
@@ -156,6 +156,14 @@ def test_cluster_intervals_cover_heterogeneous_tasks() -> None:
 
 # --------------------------------------------------------------------------------------------------
 # Elo
+
+
+def fit_bradley_terry_batch(wins: Array) -> Array:
+    """Mean-zero strengths of many wins matrices ``(R, k, k)`` at once: the fit's own batched Newton
+    (a matrix without a finite MLE gets the fallback ridge), as the simulation needs it."""
+    w = np.asarray(wins, dtype=np.float64)
+    thetas, _ = elo._fit_batch(w, np.zeros(w.shape[-1]), 0.0, 1e-10, 200)
+    return thetas
 
 
 def _elo_tensor(rng: np.random.Generator, runs: int, tasks: int, spread: float | None) -> Array:

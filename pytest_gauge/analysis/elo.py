@@ -42,7 +42,6 @@ __all__ = [
     "elo_estimate",
     "elo_scale",
     "fit_bradley_terry",
-    "fit_bradley_terry_batch",
     "fit_elo",
     "linear_interval",
     "ranks_from_intervals",
@@ -401,16 +400,6 @@ def _fit_batch(
         init = np.broadcast_to(theta0, (part.shape[0], k)).copy()
         thetas[start : start + chunk], _ = _newton(part, init, lam, tol, max_iter)
     return thetas, fallback
-
-
-def fit_bradley_terry_batch(
-    wins: FloatArray, *, l2: float = 0.0, tol: float = 1e-10, max_iter: int = 200
-) -> FloatArray:
-    """Mean-zero strengths for each of many wins matrices ``(R, k, k)`` at once (batched Newton; a matrix
-    without a finite MLE gets the fallback ridge). For simulations over many runs."""
-    w = np.asarray(wins, dtype=np.float64)
-    thetas, _ = _fit_batch(w, np.zeros(w.shape[-1]), l2, tol, max_iter)
-    return thetas
 
 
 def cluster_covariance(tensor: npt.ArrayLike, theta: npt.ArrayLike, l2: float = 0.0) -> FloatArray:
