@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from .estimates import Estimate
 from .intervals import t_quantile
-from .metrics import Estimate
 from .resampling import resample_counts
 
 if TYPE_CHECKING:

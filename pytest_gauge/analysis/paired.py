@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .metrics import Estimate
+from .estimates import Estimate
 from .resampling import bootstrap_means, bootstrap_ratios, percentile_interval
 
 if TYPE_CHECKING:

@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
+from .estimates import Estimate, wilson
 from .intervals import Z95
-from .metrics import Estimate, wilson
 from .resampling import bootstrap_means, percentile_interval, task_counts
 
 if TYPE_CHECKING:
