@@ -37,7 +37,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pytest_gauge.testing.server import ServerProcess  # noqa: E402
+from pytest_gauge.testing import ServerProcess  # noqa: E402
 
 __all__ = ["Measured", "main", "make_suite", "make_trivial", "measure", "replay_raw"]
 

@@ -219,7 +219,7 @@ def _one_request_each_way() -> None:
 
     import openai
 
-    from pytest_gauge.testing.server import LoopbackServer
+    from pytest_gauge.testing import LoopbackServer
 
     messages: Any = [{"role": "user", "content": "warm up"}]
     with LoopbackServer() as server:

@@ -16,7 +16,7 @@ from pytest_gauge.analysis.gates import Term, parse_gate
 from pytest_gauge.analysis.metrics import Estimate
 from pytest_gauge.analysis.sequential import Look
 from pytest_gauge.run.looks import LookGate, LookState, plan_looks
-from pytest_gauge.testing.server import LoopbackServer
+from pytest_gauge.testing import LoopbackServer
 from pytest_gauge.testing.simserver import sim_responder
 from tests.conftest import SharedRuns, normalised, numbered_task, read_jsonl, run_inprocess
 from tests.test_suite_gates import copy_suites, main_job

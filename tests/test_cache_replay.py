@@ -17,7 +17,7 @@ import pytest
 
 from pytest_gauge.analysis import elo_report
 from pytest_gauge.gateway import backends
-from pytest_gauge.testing.server import LoopbackServer
+from pytest_gauge.testing import LoopbackServer
 from pytest_gauge.testing.simserver import sim_responder
 from tests.conftest import normalised, read_jsonl, run_inprocess
 

@@ -21,7 +21,7 @@ from pytest_gauge.gateway.ledger import Ledger
 from pytest_gauge.gateway.limits import Budget, ConcurrencySlots, RateLimiter, SharedState
 from pytest_gauge.gateway.prices import PriceTable
 from pytest_gauge.gateway.store import Store, content_key
-from pytest_gauge.testing.server import FaultPlan, LoopbackServer
+from pytest_gauge.testing import FaultPlan, LoopbackServer
 
 ROOT = Path(__file__).resolve().parents[1]
 KEY = "sk-cli-test-8d1e77"

@@ -23,7 +23,7 @@ from pytest_gauge.gateway.doctor import (
     sibling_url,
     targets_for,
 )
-from pytest_gauge.testing.server import FaultPlan, LoopbackServer, ResponderError
+from pytest_gauge.testing import FaultPlan, LoopbackServer, ResponderError
 
 KEY = "sk-doctor-test-4f2a9c"
 MODEL = "loopback-model"

@@ -36,7 +36,7 @@ from pytest_gauge.run.judge_format import (
     rejects_format,
 )
 from pytest_gauge.suite.declare import Judge
-from pytest_gauge.testing.server import FaultPlan, LoopbackServer
+from pytest_gauge.testing import FaultPlan, LoopbackServer
 from pytest_gauge.testing.simserver import sim_responder
 from tests import test_live
 from tests.conftest import normalised, read_jsonl, run_inprocess

@@ -18,7 +18,7 @@ from pytest_gauge.fixtures.calls import (
     spent_of,
 )
 from pytest_gauge.records import LedgerRecord, Usage
-from pytest_gauge.testing.server import FaultPlan, LoopbackServer
+from pytest_gauge.testing import FaultPlan, LoopbackServer
 from tests.conftest import read_jsonl
 
 KEY = "sk-fixtures-secret-123"

@@ -22,7 +22,7 @@ from pytest_gauge.gateway.ledger import Ledger, read_ledger_file
 from pytest_gauge.gateway.limits import Budget, ConcurrencySlots, RateLimiter, SharedState
 from pytest_gauge.gateway.prices import PriceTable
 from pytest_gauge.gateway.store import Store
-from pytest_gauge.testing.server import FaultPlan, LoopbackServer, ResponderError, completion
+from pytest_gauge.testing import FaultPlan, LoopbackServer, ResponderError, completion
 
 KEY = "sk-test-key"
 BODY: dict[str, Any] = {"messages": [{"role": "user", "content": "hello"}], "max_tokens": 16}

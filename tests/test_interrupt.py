@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gauge.testing.server import LoopbackServer
+from pytest_gauge.testing import LoopbackServer
 from pytest_gauge.testing.simserver import sim_responder
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pytest_gauge.run.judge import JUDGE_SYSTEM_PROMPT
-from pytest_gauge.testing.server import FaultPlan, LoopbackServer
+from pytest_gauge.testing import FaultPlan, LoopbackServer
 from pytest_gauge.testing.simserver import sim_responder
 from tests.conftest import normalised, read_jsonl, run_inprocess
 

@@ -17,7 +17,7 @@ from pytest_gauge.gateway.gateway import CallContext
 from pytest_gauge.gateway.ledger import Ledger, read_ledger_file, resolve_sent
 from pytest_gauge.gateway.response import BadResponse, body_snippet, parse_completion
 from pytest_gauge.records import LedgerRecord
-from pytest_gauge.testing.server import MALFORMED_BODIES, FaultPlan, LoopbackServer, completion
+from pytest_gauge.testing import MALFORMED_BODIES, FaultPlan, LoopbackServer, completion
 from tests.test_gateway import BODY, KEY, call, ledger, make_gateway
 
 

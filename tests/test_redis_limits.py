@@ -17,7 +17,7 @@ import pytest
 
 from pytest_gauge.gateway.errors import BudgetExhausted
 from pytest_gauge.gateway.redis_limits import LimitsUnavailable, RedisLimits
-from pytest_gauge.testing.server import LoopbackServer
+from pytest_gauge.testing import LoopbackServer
 from pytest_gauge.testing.simserver import sim_responder
 
 pytest.importorskip("redis", reason="the redis extra (pip install 'pytest-gauge[redis]')")

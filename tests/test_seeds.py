@@ -12,7 +12,7 @@ from pytest_gauge.run.work import SuiteRuntime, call_seed
 from pytest_gauge.suite.cases import Case
 from pytest_gauge.suite.declare import Judge, ModelAgent, Suite, UserSimulator, best_of
 from pytest_gauge.suite.tasks import Task
-from pytest_gauge.testing.server import LoopbackServer, completion, default_responder
+from pytest_gauge.testing import LoopbackServer, completion, default_responder
 from tests.test_gateway import make_gateway
 
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from pytest_gauge.testing.server import FaultPlan, LoopbackServer
+from pytest_gauge.testing import FaultPlan, LoopbackServer
 from pytest_gauge.testing.simserver import sim_responder
 
 pytestmark = pytest.mark.slow

@@ -20,7 +20,7 @@ from pytest_gauge.gateway.limits import ConcurrencySlots
 from pytest_gauge.gateway.store import Store
 from pytest_gauge.process.state import render_progress
 from pytest_gauge.records import LedgerRecord, Usage
-from pytest_gauge.testing.server import LoopbackServer
+from pytest_gauge.testing import LoopbackServer
 from pytest_gauge.testing.simserver import sim_responder
 from tests.conftest import normalised, numbered_task, read_jsonl
 

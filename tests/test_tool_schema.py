@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from pytest_gauge.run.judge import JUDGE_SYSTEM_PROMPT
-from pytest_gauge.testing.server import LoopbackServer, completion, message_text, tool_call
+from pytest_gauge.testing import LoopbackServer, completion, message_text, tool_call
 from tests.conftest import read_jsonl
 
 SUITE_DATA = Path(__file__).parent / "data" / "schema_suite"

@@ -28,7 +28,7 @@ from pytest_gauge.suite.rules import parse_rules, score
 from pytest_gauge.suite.schema import SchemaError, compile_schema
 from pytest_gauge.suite.tasks import Task
 from pytest_gauge.suite.tools import ToolError, ToolExecutor
-from pytest_gauge.testing.server import LoopbackServer, completion, message_text, tool_call
+from pytest_gauge.testing import LoopbackServer, completion, message_text, tool_call
 from tests.conftest import read_jsonl, run_inprocess
 
 SUITE_DATA = Path(__file__).parent / "data" / "tools_suite"

@@ -1,6 +1,9 @@
 """Test helpers shipped with pytest-gauge: a loopback OpenAI-compatible server that injects gateway faults.
 
-Names are loaded lazily so ``python -m pytest_gauge.testing.server`` does not import the module twice.
+``server`` (the server), ``faults`` (the fault catalogue), ``responders`` (what it answers with),
+``wire`` (its HTTP/1.1), ``process`` (the server in a child process), ``simserver`` (a suite's simulator
+as a responder), ``browser`` (headless Chromium); ``python -m pytest_gauge.testing`` runs the server.
+Names are loaded lazily, so a test importing one helper does not import them all.
 """
 
 from __future__ import annotations
@@ -9,20 +12,20 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .server import (
-        FaultPlan,
-        LoopbackServer,
-        RequestRecord,
+    from .faults import MALFORMED_BODIES, FaultPlan, scheduled_fault
+    from .process import ServerProcess
+    from .responders import (
         Responder,
         ResponderError,
-        ServerProcess,
         completion,
         default_responder,
-        scheduled_fault,
+        message_text,
         tool_call,
     )
+    from .server import LoopbackServer, RequestRecord
 
 __all__ = [
+    "MALFORMED_BODIES",
     "FaultPlan",
     "LoopbackServer",
     "RequestRecord",
@@ -31,13 +34,30 @@ __all__ = [
     "ServerProcess",
     "completion",
     "default_responder",
+    "message_text",
     "scheduled_fault",
     "tool_call",
 ]
 
+_HOMES = {
+    "MALFORMED_BODIES": ".faults",
+    "FaultPlan": ".faults",
+    "scheduled_fault": ".faults",
+    "ServerProcess": ".process",
+    "Responder": ".responders",
+    "ResponderError": ".responders",
+    "completion": ".responders",
+    "default_responder": ".responders",
+    "message_text": ".responders",
+    "tool_call": ".responders",
+    "LoopbackServer": ".server",
+    "RequestRecord": ".server",
+}
+
 
 def __getattr__(name: str) -> Any:
-    """Import the server module on first use of one of its public names."""
-    if name in __all__:
-        return getattr(importlib.import_module(".server", __name__), name)
+    """Import the module of one of the public names on its first use."""
+    home = _HOMES.get(name)
+    if home is not None:
+        return getattr(importlib.import_module(home, __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

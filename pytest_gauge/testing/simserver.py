@@ -9,7 +9,7 @@ from typing import Any
 from ..gateway.backends import sim_world
 from ..sim.backend import SimBackend
 from ..suite.discover import load_suite
-from .server import Responder, ResponderError
+from .responders import Responder, ResponderError
 
 __all__ = ["load_suite", "sim_responder"]
 

@@ -1,0 +1,294 @@
+"""The loopback server's fault catalogue: the :class:`FaultPlan` a test sets, which fault the n-th chat
+request gets (a pure function of the plan and ``n``, so runs are reproducible), and the chat route's
+answer with those faults applied (auth, unknown models, refused response formats, 429/5xx, malformed
+bodies, resets, truncation, missing usage).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields
+from typing import Any, Literal
+
+from .responders import (
+    Responder,
+    ResponderError,
+    biased_verdict,
+    default_usage,
+    error_body,
+    full_usage,
+    message_text,
+)
+from .wire import Request, Response
+
+__all__ = [
+    "MALFORMED_BODIES",
+    "FaultPlan",
+    "ScheduledFault",
+    "auth_fault",
+    "chat_response",
+    "every",
+    "finish_completion",
+    "malformed_body",
+    "scheduled_fault",
+]
+
+ScheduledFault = Literal["burst_503", "429", "503", "500", "malformed", "reset"]
+
+MALFORMED_BODIES: dict[str, bytes] = {
+    "html": b"<!DOCTYPE html><html><head><title>Sign in</title></head><body>Please log in</body></html>",
+    "empty": b"",
+    "array": b'[{"choices": []}]',
+    "choices_not_list": b'{"id": "x", "object": "chat.completion", "choices": {"0": "hi"}}',
+    "choices_empty": b'{"id": "x", "object": "chat.completion", "choices": []}',
+    "content_null": (
+        b'{"id": "x", "object": "chat.completion", "choices": [{"index": 0, "finish_reason": "stop",'
+        b' "message": {"role": "assistant", "content": null}}]}'
+    ),
+    "usage_string": (
+        b'{"id": "x", "object": "chat.completion", "choices": [{"index": 0, "finish_reason": "stop",'
+        b' "message": {"role": "assistant", "content": "hi"}}], "usage": {"prompt_tokens": "many",'
+        b' "completion_tokens": 1, "total_tokens": 1}}'
+    ),
+}
+"""200 bodies that are not a well-formed chat completion, by kind (``FaultPlan.malformed``)."""
+
+
+@dataclass
+class FaultPlan:
+    """Which faults to inject; each probabilistic choice comes from an RNG seeded by (seed, request index).
+
+    Auth faults (``status_401``, ``expected_key``) apply to both model routes (chat completions and
+    models); all other faults apply to chat completions only.
+    """
+
+    status_401: bool = False
+    expected_key: str | None = None
+    rate_429: float = 0.0
+    retry_after: str | None = "1"
+    retry_after_ms: int | None = None
+    rate_503: float = 0.0
+    rate_500: float = 0.0
+    burst_5xx: int = 0
+    slow_every: int = 0
+    slow_seconds: float = 0.0
+    reset_every: int = 0
+    no_usage: bool = False
+    truncate: bool = False
+    should_retry_false: bool = False
+    status_400_models: frozenset[str] = frozenset()
+    reject_response_formats: frozenset[str] = frozenset()
+    cached_tokens: int = 0
+    reasoning_tokens: int = 0
+    unknown_models: frozenset[str] = frozenset()
+    rate_malformed: float = 0.0
+    malformed: str = "mixed"
+    rate_reset: float = 0.0
+    drip_seconds: float = 0.0
+    hold_after: int = 0
+    judge_prefers: Literal["A", "B"] | None = None
+    seed: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-JSON form (the model sets as sorted lists), as served by the admin stats route."""
+        d = asdict(self)
+        d["status_400_models"] = sorted(self.status_400_models)
+        d["reject_response_formats"] = sorted(self.reject_response_formats)
+        d["unknown_models"] = sorted(self.unknown_models)
+        return d
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> FaultPlan:
+        """Inverse of :meth:`to_dict`; unknown keys are an error so a typo cannot silently disable a fault."""
+        known = {f.name for f in fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise ValueError(f"unknown FaultPlan fields: {sorted(unknown)}")
+        kwargs = dict(data)
+        for name in ("status_400_models", "reject_response_formats", "unknown_models"):
+            if name in kwargs:
+                kwargs[name] = frozenset(kwargs[name])
+        return cls(**kwargs)
+
+
+def every(k: int, n: int) -> bool:
+    """Whether the n-th request is one of every k-th (k = 0: never)."""
+    return k > 0 and n % k == 0
+
+
+def scheduled_fault(plan: FaultPlan, n: int) -> ScheduledFault | None:
+    """The status fault planned for the n-th (1-based) chat request, ignoring auth/model/reset faults.
+
+    The first ``burst_5xx`` requests get 503; otherwise one uniform draw from ``Random("gauge:<seed>:<n>")``
+    falls into [0, rate_429) -> 429, then [.., +rate_503) -> 503, then [.., +rate_500) -> 500, then
+    [.., +rate_malformed) -> a malformed 200 body, then [.., +rate_reset) -> a connection reset.
+    """
+    if n <= plan.burst_5xx:
+        return "burst_503"
+    bands: tuple[tuple[ScheduledFault, float], ...] = (
+        ("429", plan.rate_429),
+        ("503", plan.rate_503),
+        ("500", plan.rate_500),
+        ("malformed", plan.rate_malformed),
+        ("reset", plan.rate_reset),
+    )
+    if all(rate <= 0 for _, rate in bands):
+        return None
+    u = random.Random(f"gauge:{plan.seed}:{n}").random()
+    edge = 0.0
+    for fault, rate in bands:
+        edge += rate
+        if u < edge:
+            return fault
+    return None
+
+
+def malformed_body(plan: FaultPlan, n: int) -> bytes:
+    """The malformed body of the n-th request: ``plan.malformed``'s kind, or each kind in turn (mixed)."""
+    if plan.malformed in MALFORMED_BODIES:
+        return MALFORMED_BODIES[plan.malformed]
+    kinds = sorted(MALFORMED_BODIES)
+    return MALFORMED_BODIES[kinds[n % len(kinds)]]
+
+
+def auth_fault(req: Request, plan: FaultPlan) -> Response | None:
+    """The 401 of a request whose key is refused (``status_401``, ``expected_key``), else None."""
+    auth = req.headers.get("authorization", "")
+    token = auth[7:].strip() if auth[:7].lower() == "bearer " else None
+    if plan.status_401 or (plan.expected_key is not None and token != plan.expected_key):
+        body = error_body("Incorrect API key provided", "invalid_request_error", "invalid_api_key")
+        return Response(401, body)
+    return None
+
+
+def chat_response(
+    req: Request,
+    body: dict[str, Any] | None,
+    body_error: bool,
+    plan: FaultPlan,
+    n: int,
+    seq: int,
+    responder: Responder,
+) -> Response:
+    """The answer to the n-th chat request: its planned fault, an OpenAI-style 4xx for a bad request,
+    else the responder's completion (finished by :func:`finish_completion`)."""
+    if every(plan.reset_every, n):
+        return Response(0, None, reset=True)
+    denied = auth_fault(req, plan)
+    if denied is not None:
+        return denied
+    if body is None:
+        msg = (
+            "We could not parse the JSON body of your request."
+            if body_error or req.body
+            else "The request body is empty; expected a JSON object."
+        )
+        return Response(400, error_body(msg, "invalid_request_error"))
+    model = body.get("model")
+    if not isinstance(model, str) or not model:
+        return Response(
+            400, error_body("you must provide a model parameter", "invalid_request_error", param="model")
+        )
+    if not isinstance(body.get("messages"), list):
+        return Response(
+            400,
+            error_body("'messages' is a required property", "invalid_request_error", param="messages"),
+        )
+    if body.get("stream"):
+        return Response(
+            400,
+            error_body(
+                "Streaming is not supported by the loopback server",
+                "invalid_request_error",
+                param="stream",
+            ),
+        )
+    if model in plan.unknown_models:
+        return Response(
+            404,
+            error_body(
+                f"The model `{model}` does not exist or you do not have access to it.",
+                "invalid_request_error",
+                "model_not_found",
+            ),
+        )
+    if model in plan.status_400_models:
+        return Response(
+            400,
+            error_body(
+                f"The model `{model}` does not exist", "invalid_request_error", "model_not_found", "model"
+            ),
+        )
+    fmt = body.get("response_format")
+    kind = fmt.get("type") if isinstance(fmt, dict) else None
+    if kind is not None and ("*" in plan.reject_response_formats or kind in plan.reject_response_formats):
+        msg = f"Invalid parameter: 'response_format' of type '{kind}' is not supported with this model."
+        return Response(400, error_body(msg, "invalid_request_error", None, "response_format"))
+    fault = scheduled_fault(plan, n)
+    if fault == "429":
+        headers: dict[str, str] = {}
+        if plan.retry_after is not None:
+            headers["retry-after"] = plan.retry_after
+        if plan.retry_after_ms is not None:
+            headers["retry-after-ms"] = str(plan.retry_after_ms)
+        msg = f"Rate limit reached for requests on {model}. Please try again later."
+        return Response(429, error_body(msg, "requests", "rate_limit_exceeded"), headers)
+    if fault in ("burst_503", "503"):
+        return Response(503, error_body("The server is overloaded or not ready yet.", "server_error"))
+    if fault == "500":
+        msg = "The server had an error while processing your request. Sorry about that!"
+        return Response(500, error_body(msg, "server_error"))
+    if fault == "malformed":
+        return Response(200, None, raw=malformed_body(plan, n))
+    if fault == "reset":
+        return Response(0, None, reset=True)
+    try:
+        out = biased_verdict(body, plan.judge_prefers) or responder(body)
+    except ResponderError as exc:
+        return Response(exc.status, error_body(exc.message, exc.type, exc.code, exc.param), exc.headers)
+    except Exception as exc:
+        msg = f"loopback responder failed: {type(exc).__name__}: {exc}"
+        return Response(500, error_body(msg, "server_error"))
+    if not isinstance(out, dict):
+        return Response(500, error_body("loopback responder did not return a dict", "server_error"))
+    return Response(200, finish_completion(body, dict(out), plan, seq))
+
+
+def finish_completion(body: dict[str, Any], out: dict[str, Any], plan: FaultPlan, seq: int) -> dict[str, Any]:
+    """A responder's answer made a full chat.completion (ids, indexes, usage), with the plan's
+    truncation, missing usage and cached/reasoning token details applied."""
+    out.setdefault("id", f"chatcmpl-loopback-{seq}")
+    out.setdefault("object", "chat.completion")
+    out.setdefault("created", int(time.time()))
+    out.setdefault("model", body["model"])
+    choices = [dict(c) for c in out.get("choices") or []]
+    for i, choice in enumerate(choices):
+        choice.setdefault("index", i)
+        choice.setdefault("finish_reason", "stop")
+        choice["message"] = dict(choice.get("message") or {"role": "assistant", "content": ""})
+        choice["message"].setdefault("role", "assistant")
+    if plan.truncate and choices:
+        msg = choices[0]["message"]
+        if isinstance(msg.get("content"), str):
+            msg["content"] = msg["content"][: len(msg["content"]) // 2]
+        choices[0]["finish_reason"] = "length"
+    out["choices"] = choices
+    if plan.no_usage:
+        out.pop("usage", None)
+    elif "usage" not in out:
+        content = message_text(choices[0]["message"].get("content")) if choices else ""
+        out["usage"] = default_usage(body, content)
+    elif out["usage"] is None:
+        del out["usage"]
+    else:
+        out["usage"] = full_usage(dict(out["usage"]))
+    usage = out.get("usage")
+    if isinstance(usage, dict) and plan.cached_tokens > 0:
+        cached = min(plan.cached_tokens, usage["prompt_tokens"])
+        usage["prompt_tokens_details"] = {"cached_tokens": cached}
+    if isinstance(usage, dict) and plan.reasoning_tokens > 0:
+        reasoning = min(plan.reasoning_tokens, usage["completion_tokens"])
+        usage["completion_tokens_details"] = {"reasoning_tokens": reasoning}
+    return out
