@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO, TypeAlias
 
+from .files.readwrite import FileFormatError, read_json_object, write_atomic
 from .files.replay import Recording, save_recording
 from .gateway.doctor import CONFIG_KINDS, DEFAULT_TIMEOUT, Target, print_config, run_doctor
 from .gateway.endpoint import KEY_VARIABLE
@@ -79,13 +80,6 @@ class ExportResult:
 
 def _review_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
 
 
 def _readme(dest: Store) -> str:
@@ -152,10 +146,10 @@ def export_cassettes(
         if len(key_value) >= 4 and key_value in text:
             refused.append(key)
             continue
-        _write_atomic(dest.path(key), text)
+        write_atomic(dest.path(key), text)
         exported.append(key)
     if exported:
-        _write_atomic(Path(to) / "README.md", _readme(dest))
+        write_atomic(Path(to) / "README.md", _readme(dest))
         save_recording(to, _recording(suite, [dest.get(k) for k in exported], out_dir))
     return ExportResult(tuple(exported), tuple(sorted(suites)), tuple(refused))
 
@@ -169,8 +163,8 @@ def _recording(
     metas = [e["meta"] for e in entries if e is not None and isinstance(e.get("meta"), dict)]
     gateways = sorted({str(m["gateway"]) for m in metas if m.get("gateway")})
     try:
-        manifest = json.loads((Path(out_dir) / suite / "manifest.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        manifest = read_json_object(Path(out_dir) / suite / "manifest.json")
+    except FileFormatError:
         manifest = {}
     models: dict[str, str | None] = dict(manifest.get("models") or {})
     if not models:
@@ -214,10 +208,9 @@ class PruneResult:
 
 def _read_entry(path: Path) -> dict[str, Any] | None:
     try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return read_json_object(path)
+    except FileFormatError:
         return None
-    return value if isinstance(value, dict) else None
 
 
 def prune_cache(

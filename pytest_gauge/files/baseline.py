@@ -10,7 +10,6 @@ flipped task). A baseline written by another format version or another pytest-ga
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from collections.abc import Sequence
@@ -20,6 +19,7 @@ from typing import Any
 from .. import __version__
 from ..analysis.baseline import RunSide, outcomes_from_records
 from ..records import CaseRecord, LedgerRecord, SuiteMeta, content_hash, dumps
+from .readwrite import read_json_object, read_jsonl, write_atomic
 
 __all__ = [
     "BASELINE_FORMAT",
@@ -56,19 +56,11 @@ def _check_version(path: Path, version: object) -> None:
 
 
 def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise BaselineError(f"{path}: cannot read baseline file: {exc}") from None
-    if not isinstance(data, dict):
-        raise BaselineError(f"{path}: not a JSON object")
-    return data
+    return read_json_object(path, error=BaselineError)
 
 
 def _jsonl(path: Path) -> list[dict[str, Any]]:
-    if not path.is_file():
-        return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return read_jsonl(path, missing_ok=True, error=BaselineError)
 
 
 def _check_compact(path: Path, data: dict[str, Any]) -> None:
@@ -242,8 +234,7 @@ def save_baseline(source: Path, target: Path) -> list[Path]:
             "metrics": _read_json(metrics_path) if metrics_path.is_file() else None,
         }
         out = target / folder.name
-        out.mkdir(parents=True, exist_ok=True)
-        (out / _COMPACT).write_text(dumps(doc) + "\n", encoding="utf-8")
+        write_atomic(out / _COMPACT, dumps(doc) + "\n")
         written.append(out / _COMPACT)
         if (folder / "agents").is_dir():
             shutil.copytree(folder / "agents", out / "agents", dirs_exist_ok=True)

@@ -8,8 +8,6 @@ and ``OUT_DIR/index.html`` linking them; :mod:`pytest_gauge.report.html` renders
 
 from __future__ import annotations
 
-import json
-import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -29,6 +27,7 @@ from ..report.html import (
     render_suite_html,
 )
 from ..run.judge import Redactor
+from .readwrite import read_json_object, read_jsonl, write_atomic
 
 __all__ = [
     "INDEX_FILE",
@@ -52,26 +51,11 @@ def is_suite_folder(folder: Path) -> bool:
 
 
 def _jsonl(path: Path) -> list[dict[str, Any]]:
-    rows = []
-    with path.open(encoding="utf-8") as fh:
-        for number, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise ReportInputError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
-    return rows
+    return read_jsonl(path, error=ReportInputError)
 
 
 def _json(path: Path) -> dict[str, Any]:
-    if not path.is_file():
-        return {}
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise ReportInputError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
-    return data if isinstance(data, dict) else {}
+    return read_json_object(path, missing_ok=True, error=ReportInputError)
 
 
 def _rules(rows: list[dict[str, Any]] | None) -> tuple[RuleRow, ...]:
@@ -166,13 +150,6 @@ def load_suite(folder: Path) -> SuiteOutputs:
     )
 
 
-def _write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def suite_folders(out_dir: Path) -> list[Path]:
     """The suite output folders directly under ``out_dir``, by name."""
     if not out_dir.is_dir():
@@ -189,7 +166,7 @@ def write_html_reports(out_dir: Path, suites: Iterable[str] | None = None) -> li
     for folder in folders:
         outputs = load_suite(folder)
         path = folder / "reports" / INDEX_FILE
-        _write(path, render_suite_html(outputs, Redactor(redaction_names(outputs))))
+        write_atomic(path, render_suite_html(outputs, Redactor(redaction_names(outputs))))
         written.append(path)
         links.append(
             SuiteLink(
@@ -202,6 +179,6 @@ def write_html_reports(out_dir: Path, suites: Iterable[str] | None = None) -> li
             )
         )
     index = out_dir / INDEX_FILE
-    _write(index, render_index_html(links))
+    write_atomic(index, render_index_html(links))
     written.append(index)
     return written

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..suite.declare import ModelAgent, Suite
+from .readwrite import FileFormatError, read_json_object, write_atomic
 
 __all__ = [
     "RECORDING_FILE",
@@ -57,10 +58,10 @@ def load_recording(folder: str | os.PathLike[str], suite: str) -> Recording | No
     """The suite's recording in a cassettes folder, or None (no file, or the suite is not in it)."""
     path = Path(folder) / RECORDING_FILE
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = read_json_object(path)
+    except FileFormatError:
         return None
-    entry = (data.get("suites") or {}).get(suite) if isinstance(data, dict) else None
+    entry = (data.get("suites") or {}).get(suite)
     if not isinstance(entry, dict):
         return None
     return Recording(
@@ -76,16 +77,13 @@ def save_recording(folder: str | os.PathLike[str], recording: Recording) -> Path
     """Add (or replace) the suite's entry in ``folder/recording.json``; other suites' entries stay."""
     path = Path(folder) / RECORDING_FILE
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = read_json_object(path)
+    except FileFormatError:
         data = {}
-    suites = dict(data.get("suites") or {}) if isinstance(data, dict) else {}
+    suites = dict(data.get("suites") or {})
     suites[recording.suite] = recording.to_json()
     doc = {"format_version": RECORDING_FORMAT_VERSION, "suites": dict(sorted(suites.items()))}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
     return path
 
 

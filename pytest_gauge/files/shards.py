@@ -12,11 +12,12 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from .readwrite import read_json_object, write_atomic
 
 if TYPE_CHECKING:
     from ..options import GaugeOptions
@@ -175,7 +176,7 @@ def write_shard_manifest(out: Path, meta: SuiteMeta, opts: GaugeOptions, *, inte
     tasks it ran, the seed, task-set and prompt hashes and versions, the options and the suite's metadata,
     for ``merge``."""
     shard = parse_shard(str(opts.shard))
-    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    manifest = read_json_object(out / "manifest.json")
     doc = {
         "format_version": 1,
         "suite": meta.name,
@@ -190,6 +191,4 @@ def write_shard_manifest(out: Path, meta: SuiteMeta, opts: GaugeOptions, *, inte
         "options": options_json(opts),
         "meta": meta.to_json(),
     }
-    tmp = out / f".{SHARD_FILE}.tmp"
-    tmp.write_text(json.dumps(doc, sort_keys=True, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-    os.replace(tmp, out / SHARD_FILE)
+    write_atomic(out / SHARD_FILE, json.dumps(doc, sort_keys=True, ensure_ascii=False, indent=1) + "\n")

@@ -9,7 +9,6 @@ order one machine would have written them, then runs the end of a run's own anal
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import xml.etree.ElementTree as ET
@@ -18,6 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
 
+from ..files.readwrite import FileFormatError, read_json_object, read_jsonl, write_atomic
 from ..files.shards import RESULT_OPTIONS, SHARD_FILE
 from ..gateway.ledger import attribute_shared_calls
 from ..options import GaugeOptions
@@ -45,12 +45,10 @@ class ShardRun:
 
 def _read_json(path: Path) -> dict[str, Any]:
     """A shard's JSON file, or a MergeError naming it (a shard folder copied in part, say)."""
-    data: Any = None
-    with contextlib.suppress(OSError, ValueError):
-        data = json.loads(path.read_text(encoding="utf-8"))
-    if isinstance(data, dict):
-        return data
-    raise MergeError(f"{path}: missing or not a JSON object; copy the shard's whole --gauge-out folder")
+    try:
+        return read_json_object(path)
+    except FileFormatError as exc:
+        raise MergeError(f"{exc}; copy the shard's whole --gauge-out folder") from None
 
 
 def find_shards(dirs: Sequence[str | os.PathLike[str]]) -> dict[str, list[ShardRun]]:
@@ -129,16 +127,7 @@ def check_shards(suite: str, runs: Sequence[ShardRun]) -> None:
 
 
 def _jsonl(path: Path) -> list[dict[str, Any]]:
-    if not path.is_file():
-        return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
-def _write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    return read_jsonl(path, missing_ok=True, error=MergeError)
 
 
 def _options(runs: Sequence[ShardRun], out: Path) -> GaugeOptions:
@@ -155,7 +144,7 @@ def _write_transcripts(runs: Sequence[ShardRun], meta: SuiteMeta, out: Path) -> 
     for agent in meta.agents:
         rows = [row for run in runs for row in _jsonl(run.folder / "agents" / f"{agent}.jsonl")]
         rows.sort(key=lambda r: (rank.get(str(r.get("task_id")), 1 << 30), int(r.get("sample", 0))))
-        _write(out / "agents" / f"{agent}.jsonl", "".join(dumps(r) + "\n" for r in rows))
+        write_atomic(out / "agents" / f"{agent}.jsonl", "".join(dumps(r) + "\n" for r in rows))
 
 
 def merge_shards(suite: str, runs: Sequence[ShardRun], out_dir: Path) -> Any:
@@ -180,16 +169,16 @@ def merge_shards(suite: str, runs: Sequence[ShardRun], out_dir: Path) -> Any:
     ledger = attribute_shared_calls(
         LedgerRecord.from_json(r) for run in runs for r in _jsonl(run.folder / "agent_runs.jsonl")
     )
-    _write(out / "tasks.jsonl", (runs[0].folder / "tasks.jsonl").read_text(encoding="utf-8"))
+    write_atomic(out / "tasks.jsonl", (runs[0].folder / "tasks.jsonl").read_text(encoding="utf-8"))
     _write_transcripts(runs, meta, out)
-    _write(out / "pairs" / "pair_results.jsonl", "".join(dumps(r.to_json()) + "\n" for r in records))
-    _write(out / "agent_runs.jsonl", "".join(dumps(r.to_json()) + "\n" for r in ledger))
+    write_atomic(out / "pairs" / "pair_results.jsonl", "".join(dumps(r.to_json()) + "\n" for r in records))
+    write_atomic(out / "agent_runs.jsonl", "".join(dumps(r.to_json()) + "\n" for r in ledger))
     manifest = {
         **runs[0].manifest,
         "cases_selected": len(meta.selected),
         "cases_recorded": len(records),
     }
-    _write(out / "manifest.json", dumps(manifest) + "\n")
+    write_atomic(out / "manifest.json", dumps(manifest) + "\n")
     opts = _options(runs, out_dir)
     shown = opts
     if opts.genai_prices:  # the prices the shards' reports used, as the end of a run does

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ..files.readwrite import FileFormatError, read_json_object, write_atomic
 from ..files.shards import DEFERRED_MESSAGE, write_shard_manifest
 from ..gateway.ledger import merge_ledgers
 from ..gateway.store import Store, content_key
@@ -59,13 +60,6 @@ __all__ = [
     "gate_source",
     "write_summary",
 ]
-
-
-def _write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
 
 
 def _jsonl(rows: Sequence[Mapping[str, object]]) -> str:
@@ -131,11 +125,11 @@ def write_outputs(
     from ..run.judge import JUDGE_SYSTEM_PROMPT
 
     tasks_text = _jsonl([{"format_version": 1}, *meta.tasks])
-    _write(out / "tasks.jsonl", tasks_text)
+    write_atomic(out / "tasks.jsonl", tasks_text)
     for agent, rows in _agent_rows(Store(state.run_dir / "work"), meta).items():
-        _write(out / "agents" / f"{agent}.jsonl", _jsonl(rows))
-    _write(out / "pairs" / "pair_results.jsonl", _jsonl([r.to_json() for r in records]))
-    _write(out / "agent_runs.jsonl", _jsonl([r.to_json() for r in ledger]))
+        write_atomic(out / "agents" / f"{agent}.jsonl", _jsonl(rows))
+    write_atomic(out / "pairs" / "pair_results.jsonl", _jsonl([r.to_json() for r in records]))
+    write_atomic(out / "agent_runs.jsonl", _jsonl([r.to_json() for r in ledger]))
     opts = state.options
     manifest = {
         "format_version": 1,
@@ -158,7 +152,7 @@ def write_outputs(
         "cases_recorded": len(records),
         **({"interrupted": interrupted} if interrupted else {}),
     }
-    _write(out / "manifest.json", dumps(manifest) + "\n")
+    write_atomic(out / "manifest.json", dumps(manifest) + "\n")
 
 
 def _emit(
@@ -260,7 +254,7 @@ def _snapshot_check(path: Path, name: str, text: str, *, update: bool) -> tuple[
     """One report against its stored snapshot: the entry's outcome and message (written when
     ``update``, passed when equal, failed with a short unified diff or the missing file named)."""
     if update:
-        _write(path, text)
+        write_atomic(path, text)
         return "passed", ""
     if not path.is_file():
         return "failed", f"no snapshot at {path}; run with --snapshot-update to create it"
@@ -514,7 +508,7 @@ def analyse_suite(
         reports["baseline.md"] = render_baseline_md(comparison, shown)
     reports.update(_elo_reports(meta, records, elo))
     for filename, text in reports.items():
-        _write(out / "reports" / filename, text)
+        write_atomic(out / "reports" / filename, text)
     return SuiteAnalysis(ctx, results, reports)
 
 
@@ -624,8 +618,8 @@ def _replay_misses(state: GaugeState, name: str, info: dict[str, Any]) -> str | 
 
     recording = load_recording(opts.cassettes, name) if opts.cassettes else None
     try:
-        manifest = json.loads((Path(info["out"]) / "manifest.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        manifest = read_json_object(Path(info["out"]) / "manifest.json")
+    except FileFormatError:
         manifest = {}
     reasons = miss_reasons(recording, ctx.meta.models, opts.seed, manifest.get("hashes") or {})
     return miss_message(name, missing, reasons)

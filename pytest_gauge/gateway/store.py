@@ -31,6 +31,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+from ..files.readwrite import write_atomic
 from ..records import dumps
 
 __all__ = ["Store", "content_key"]
@@ -90,17 +91,12 @@ class Store:
     def put(self, key: str, value: dict[str, Any]) -> None:
         """Write atomically: a temporary file in the same folder, then a rename."""
         text = dumps(value)
-        folder = self._shard(key)
-        target = os.path.join(folder, key + ".json")
-        tmp = os.path.join(folder, f".{key}.json.{os.getpid()}.tmp")
+        target = Path(self._shard(key), key + ".json")
         try:
-            fh = open(tmp, "w", encoding="utf-8")
+            write_atomic(target, text, mkdir=False)
         except FileNotFoundError:  # the shard folder was removed meanwhile (a prune)
             self._shard(key, fresh=True)
-            fh = open(tmp, "w", encoding="utf-8")
-        with fh:
-            fh.write(text)
-        os.replace(tmp, target)
+            write_atomic(target, text, mkdir=False)
 
     def delete(self, key: str) -> None:
         with contextlib.suppress(FileNotFoundError):

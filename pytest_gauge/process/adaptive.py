@@ -16,7 +16,6 @@ word to the workers (the run folder's ``looks.json``).
 from __future__ import annotations
 
 import json
-import os
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,6 +25,7 @@ from typing import TYPE_CHECKING
 from ..analysis.adaptive import AdaptiveSummary, GateDecision, decide_gates, gate_key, waits_for_last_look
 from ..analysis.gates import Gate, parse_gates
 from ..analysis.sequential import look_boundaries
+from ..files.readwrite import read_json_object, write_atomic
 from ..gateway.ledger import ledger_totals
 from ..options import GaugeOptions
 from ..records import LedgerRecord, SuiteMeta
@@ -62,16 +62,13 @@ def adaptive_problem(options: GaugeOptions) -> str | None:
 
 def publish_looks(run_dir: Path, state: LookState) -> None:
     """The controller's word to the workers, replaced atomically."""
-    run_dir.mkdir(parents=True, exist_ok=True)
-    tmp = run_dir / f".{LOOKS_FILE}.{os.getpid()}.tmp"
-    tmp.write_text(json.dumps(state.to_json()), encoding="utf-8")
-    os.replace(tmp, run_dir / LOOKS_FILE)
+    write_atomic(run_dir / LOOKS_FILE, json.dumps(state.to_json()))
 
 
 def read_looks(run_dir: Path) -> LookState | None:
     try:
-        return LookState.from_json(json.loads((run_dir / LOOKS_FILE).read_text(encoding="utf-8")))
-    except (OSError, ValueError):
+        return LookState.from_json(read_json_object(run_dir / LOOKS_FILE))
+    except ValueError:  # FileFormatError too: not there yet, or not what it should be
         return None
 
 

@@ -10,7 +10,6 @@ and renders the reports (docs/protocol.md#outputs).
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import time
 import uuid
@@ -21,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ..files.readwrite import FileFormatError, read_json_object, write_atomic
 from ..gateway.store import Store
 from ..options import GaugeOptions
 from ..records import CaseKey, CaseRecord, SuiteMeta, WorkerSummary, dumps
@@ -131,13 +131,9 @@ class GaugeState:
     def publish_suites(self) -> None:
         """Write each collected suite's metadata for the controller (identical from every worker)."""
         folder = self.run_dir / "suites"
-        folder.mkdir(parents=True, exist_ok=True)
         for entry in self.suites.values():
             meta = entry.meta(self.selected.get(entry.name, []), self.shard_tasks.get(entry.name))
-            target = folder / f"{entry.name}.json"
-            tmp = folder / f".{entry.name}.{os.getpid()}.tmp"
-            tmp.write_text(dumps(meta.to_json()), encoding="utf-8")
-            os.replace(tmp, target)
+            write_atomic(folder / f"{entry.name}.json", dumps(meta.to_json()))
 
     def engine_for(self, session: pytest.Session) -> Engine:
         """Start this process's engine on first use, over every selected case of every suite."""
@@ -216,10 +212,8 @@ class GaugeState:
             "rate_limit_waits": self.shared.rate_limit_waits,
         }
         target = self.run_dir / f"progress-{self.worker_id}.json"
-        tmp = target.with_name(f".{target.name}.tmp")
         try:
-            tmp.write_text(json.dumps(snapshot), encoding="utf-8")
-            os.replace(tmp, target)
+            write_atomic(target, json.dumps(snapshot), mkdir=False)
         except OSError:
             pass
 
@@ -245,8 +239,8 @@ class GaugeState:
         snapshots = []
         for path in self.run_dir.glob("progress-*.json"):
             try:
-                snapshots.append(json.loads(path.read_text(encoding="utf-8")))
-            except (OSError, ValueError):
+                snapshots.append(read_json_object(path))
+            except FileFormatError:
                 continue
         return render_progress(snapshots)
 
@@ -300,10 +294,7 @@ class GaugeState:
         folder = self.run_dir / "suites"
         if not folder.is_dir():
             return []
-        return [
-            SuiteMeta.from_json(json.loads(p.read_text(encoding="utf-8")))
-            for p in sorted(folder.glob("*.json"))
-        ]
+        return [SuiteMeta.from_json(read_json_object(p)) for p in sorted(folder.glob("*.json"))]
 
     def release(self) -> None:
         """Drop the run's records and rendered reports once they are written and shown, so pytest's
