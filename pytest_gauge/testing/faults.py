@@ -29,6 +29,7 @@ __all__ = [
     "ScheduledFault",
     "auth_fault",
     "chat_response",
+    "echo_auth",
     "every",
     "finish_completion",
     "malformed_body",
@@ -89,6 +90,9 @@ class FaultPlan:
     drip_seconds: float = 0.0
     hold_after: int = 0
     judge_prefers: Literal["A", "B"] | None = None
+    echo_auth: tuple[str, ...] = ()
+    """``"STATUS:SHAPE"`` answers taken in turn by the chat requests (shape ``json``, ``text`` or
+    ``html``): an error body quoting the request's Authorization header back, as some proxies do."""
     seed: int = 0
 
     def to_dict(self) -> dict[str, Any]:
@@ -163,6 +167,21 @@ def auth_fault(req: Request, plan: FaultPlan) -> Response | None:
     return None
 
 
+def echo_auth(req: Request, spec: str) -> Response:
+    """An error answer (``"STATUS:SHAPE"``) that quotes the request's key back: whole, as a header, and
+    cut (a run of its characters), in a JSON message, plain text or an HTML page."""
+    status, _, shape = spec.partition(":")
+    auth = req.headers.get("authorization", "")
+    token = auth.split(" ", 1)[-1]
+    text = f"request refused; Authorization: {auth}; x-api-key: {token}; key starts {token[2:14]!r}"
+    if shape == "json":
+        return Response(int(status), error_body(text, "invalid_request_error"))
+    if shape == "html":
+        page = f"<html><head><title>Error</title></head><body><h1>{status}</h1><p>{text}</p></body></html>"
+        return Response(int(status), None, {"content-type": "text/html"}, raw=page.encode())
+    return Response(int(status), None, {"content-type": "text/plain"}, raw=text.encode())
+
+
 def chat_response(
     req: Request,
     body: dict[str, Any] | None,
@@ -179,6 +198,8 @@ def chat_response(
     denied = auth_fault(req, plan)
     if denied is not None:
         return denied
+    if plan.echo_auth:
+        return echo_auth(req, plan.echo_auth[(n - 1) % len(plan.echo_auth)])
     if body is None:
         msg = (
             "We could not parse the JSON body of your request."

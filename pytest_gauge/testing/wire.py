@@ -123,7 +123,7 @@ def encode_response(resp: Response, keep_alive: bool, request_id: str) -> bytes:
         reason = "Unknown"
     lines = [
         f"HTTP/1.1 {resp.status} {reason}",
-        "content-type: application/json",
+        f"content-type: {resp.headers.pop('content-type', 'application/json')}",
         f"content-length: {len(body)}",
         f"connection: {'keep-alive' if keep_alive else 'close'}",
         f"x-request-id: {request_id}",
