@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from .endpoint import KEY_VARIABLE, URL_VARIABLE, check_base_url
 from .errors import ConfigurationError, GatewayError, ModelNotFound
-from .response import BadResponse
+from .response import BadResponse, body_snippet
 
 if TYPE_CHECKING:
     import openai
@@ -21,11 +21,15 @@ __all__ = ["diagnose", "final_error", "is_timeout"]
 
 
 def _server_message(exc: openai.APIStatusError) -> str:
+    """The gateway's own words: the JSON error's message, else the start of a text or HTML body on one
+    line (secrets go when the error quoting it is made, :mod:`.redact`)."""
     body = exc.body
     if isinstance(body, dict):
         err = body.get("error", body)
         if isinstance(err, dict) and isinstance(err.get("message"), str):
             return str(err["message"])
+    if isinstance(body, str) and body.strip():
+        return f"{exc.message} - {body_snippet(body.encode('utf-8', errors='replace'))}"
     return str(exc.message)
 
 

@@ -31,6 +31,7 @@ from .endpoint import (
 )
 from .endpoint import read_key as _read_key
 from .errors import rejects_format
+from .redact import redact as _redact
 
 __all__ = [
     "ANTHROPIC_VARIABLES",
@@ -96,7 +97,8 @@ class Target:
 
 
 def redact(text: str, secrets: Sequence[str]) -> str:
-    """``text`` with every secret (and every 6+ character piece of one) replaced by ``***``."""
+    """``text`` with every secret (and every 6+ character piece of one) replaced by ``***``, then
+    through the run's one redactor (:func:`.redact.redact`: every known key, token shapes)."""
     pieces: set[str] = set()
     for secret in secrets:
         if len(secret.strip()) >= 4:
@@ -104,7 +106,7 @@ def redact(text: str, secrets: Sequence[str]) -> str:
         pieces.update(p for p in secret.split() if len(p) >= 6)
     for piece in sorted(pieces, key=len, reverse=True):
         text = text.replace(piece, "***")
-    return text
+    return _redact(text, secrets)
 
 
 def _show_url(url: str) -> str:

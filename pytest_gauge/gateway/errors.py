@@ -1,7 +1,10 @@
 """Typed gateway failures, each with its cause and the fix (docs/protocol.md#gateway-failures).
-Messages never carry the key."""
+Messages never carry the key: cause and fix pass :func:`.redact.redact` when the error is made, the one
+choke point every text from a gateway goes through on its way to a person or a file."""
 
 from __future__ import annotations
+
+from .redact import redact
 
 __all__ = [
     "BudgetExhausted",
@@ -31,8 +34,8 @@ class GatewayError(Exception):
         model: str | None = None,
         url: str | None = None,
     ) -> None:
-        self.cause = cause
-        self.fix = fix
+        self.cause = redact(cause)
+        self.fix = redact(fix)
         self.status = status
         self.role = role
         self.model = model

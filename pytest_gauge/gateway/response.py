@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from .redact import known_secrets, redact, redact_known
+
 __all__ = ["MAX_BODY_BYTES", "BadResponse", "body_snippet", "parse_completion"]
 
 MAX_BODY_BYTES = 8 << 20
@@ -32,14 +34,12 @@ class BadResponse(Exception):
 
 
 def body_snippet(body: bytes, secrets: tuple[str, ...] = ()) -> str:
-    """The body's first 200 characters on one line, every secret (the API key) replaced by ``***``.
+    """The body's first 200 characters on one line, every secret (the API key, any key the run knows,
+    token shapes) replaced by ``***`` (:func:`.redact.redact`).
 
     Secrets are removed from the whole decoded prefix before it is cut, so a key straddling the cut
     cannot leave a fragment behind."""
-    text = body[: SNIPPET_CHARS * 4 + 256].decode("utf-8", errors="replace")
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, "***")
+    text = redact(body[: SNIPPET_CHARS * 4 + 256].decode("utf-8", errors="replace"), secrets)
     text = " ".join(text.split())
     return text[:SNIPPET_CHARS] + ("..." if len(text) > SNIPPET_CHARS else "")
 
@@ -80,9 +80,10 @@ def _choice_problem(choices: Any) -> str | None:
 
 
 def parse_completion(body: bytes, secrets: tuple[str, ...] = ()) -> dict[str, Any]:
-    """The chat completion in ``body``, or :class:`BadResponse` saying what is wrong with it."""
+    """The chat completion in ``body``, or :class:`BadResponse` saying what is wrong with it. A key the
+    run knows quoted in the body is removed before it is used (:func:`.redact.redact_known`)."""
     try:
-        data = json.loads(body)
+        data = json.loads(redact_known(body.decode("utf-8"), (*secrets, *known_secrets())))
     except (ValueError, UnicodeDecodeError):
         problem = "the body is empty" if not body.strip() else "the body is not JSON"
         raise BadResponse(problem, body_snippet(body, secrets)) from None
