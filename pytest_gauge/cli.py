@@ -1,279 +1,29 @@
 """``python -m pytest_gauge``: ``doctor``, ``cassettes export``, ``cache prune``/``merge``, ``report`` and
 ``merge`` (shards).
 
-argparse and printing only; the doctor's logic lives in :mod:`pytest_gauge.gateway.doctor`, the cassette and
-cache logic in the small pure functions below (each returns what it did, the CLI prints it).
+argparse and printing only: the doctor's logic lives in :mod:`pytest_gauge.gateway.doctor`, the cassettes
+export in :mod:`pytest_gauge.files.replay`, the cache's prune and merge in :mod:`pytest_gauge.gateway.cache`
+(each returns what it did, the CLI prints it), the report and the shards' merge in their own modules.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import json
 import os
-import re
 import sys
-import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO, TypeAlias
 
-from .files.readwrite import FileFormatError, read_json_object, write_atomic
-from .files.replay import Recording, save_recording
+from .files.replay import export_cassettes
+from .gateway.cache import merge_caches, prune_cache
 from .gateway.doctor import CONFIG_KINDS, DEFAULT_TIMEOUT, Target, print_config, run_doctor
 from .gateway.endpoint import KEY_VARIABLE
-from .gateway.store import Store
+from .suite.discover import configured_testpaths, find_suites
 
-__all__ = [
-    "CacheMergeResult",
-    "ExportResult",
-    "PruneResult",
-    "build_parser",
-    "export_cassettes",
-    "main",
-    "merge_caches",
-    "prune_cache",
-    "scrub_entry",
-]
+__all__ = ["build_parser", "main", "suite_targets"]
 
 DEFAULT_CACHE_DIR = ".gauge-cache"
-DROPPED_FIELDS = frozenset({"run_id", "created"})
-_SECRET_NAME = re.compile(r"authorization|api_?key|headers?$|^cookie$|^set_cookie$")
-TMP_GRACE_SECONDS = 60.0
-
-
-# ------------------------------------------------------------------------------------------ cassettes
-
-
-def _secret_name(name: str) -> bool:
-    return bool(_SECRET_NAME.search(name.lower().replace("-", "_")))
-
-
-def scrub_entry(entry: Mapping[str, Any]) -> dict[str, Any]:
-    """The entry for review: no ``run_id``/``created``, and no authorization/api-key/headers field at the top
-    level of the entry, its ``meta``, ``request`` or ``response`` (the only places the SDK could put one)."""
-    out: dict[str, Any] = {}
-    for name, value in entry.items():
-        if name in DROPPED_FIELDS or _secret_name(name):
-            continue
-        if name in ("meta", "request", "response") and isinstance(value, dict):
-            value = {k: v for k, v in value.items() if not _secret_name(k)}
-        out[name] = value
-    return out
-
-
-def _has_secret_field(entry: Mapping[str, Any]) -> bool:
-    parts: list[Mapping[str, Any]] = [entry]
-    parts += [entry[k] for k in ("meta", "request", "response") if isinstance(entry.get(k), dict)]
-    return any(_secret_name(name) for part in parts for name in part) or bool(DROPPED_FIELDS & set(entry))
-
-
-@dataclass(frozen=True)
-class ExportResult:
-    """What an export wrote: the keys exported, the suites present in the cache, and keys refused."""
-
-    exported: tuple[str, ...]
-    suites_seen: tuple[str, ...]
-    refused: tuple[str, ...]
-
-
-def _review_json(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
-
-
-def _readme(dest: Store) -> str:
-    rows = []
-    for key in dest.keys():
-        entry = dest.get(key)
-        meta = entry.get("meta") if entry is not None else None
-        if not isinstance(meta, dict):
-            continue
-        rows.append(
-            (
-                str(meta.get("suite")),
-                str(meta.get("role")),
-                str(meta.get("model")),
-                str(meta.get("task_id")),
-                str(meta.get("work")),
-                f"{key[:2]}/{key}.json",
-            )
-        )
-    lines = [
-        "# Cassettes",
-        "",
-        "Recorded gateway responses, replayed with",
-        "`pytest --gauge-backend=replay --gauge-cassettes <this folder>`.",
-        "Written by `python -m pytest_gauge cassettes export`; one entry per line (no keys, no headers).",
-        "",
-    ]
-    for suite, role, model, task, work, file in sorted(rows):
-        lines.append(f"- role={role} model={model} task={task} work={work} suite={suite} file={file}")
-    return "\n".join(lines) + "\n"
-
-
-def export_cassettes(
-    cache_dir: str | os.PathLike[str],
-    suite: str,
-    to: str | os.PathLike[str],
-    environ: Mapping[str, str] | None = None,
-    out_dir: str | os.PathLike[str] = "gauge-out",
-) -> ExportResult:
-    """Copy the suite's persisted cache entries into ``to`` (same content-addressed layout, readable by
-    :class:`Store`), scrubbed and pretty-printed, then rewrite ``to/README.md`` and the suite's entry of
-    ``to/recording.json`` (what replay needs without the recording's environment). Entries in which the
-    value of ``TAOTOKEN_API_KEY`` appears are refused, not exported."""
-    env = os.environ if environ is None else environ
-    key_value = env.get(KEY_VARIABLE, "").strip()
-    source = Store(Path(cache_dir) / "responses")
-    dest = Store(to)
-    exported: list[str] = []
-    refused: list[str] = []
-    suites: set[str] = set()
-    for key in source.keys():
-        entry = source.get(key)
-        if entry is None:
-            continue
-        meta = entry.get("meta")
-        entry_suite = meta.get("suite") if isinstance(meta, dict) else None
-        if isinstance(entry_suite, str):
-            suites.add(entry_suite)
-        if entry_suite != suite or entry.get("persist") is not True:
-            continue
-        clean = scrub_entry(entry)
-        assert not _has_secret_field(clean), "scrubbed cassette still carries a secret field"
-        text = _review_json(clean)
-        if len(key_value) >= 4 and key_value in text:
-            refused.append(key)
-            continue
-        write_atomic(dest.path(key), text)
-        exported.append(key)
-    if exported:
-        write_atomic(Path(to) / "README.md", _readme(dest))
-        save_recording(to, _recording(suite, [dest.get(k) for k in exported], out_dir))
-    return ExportResult(tuple(exported), tuple(sorted(suites)), tuple(refused))
-
-
-def _recording(
-    suite: str, entries: list[dict[str, Any] | None], out_dir: str | os.PathLike[str]
-) -> Recording:
-    """What replay needs beside the responses: the gateway the entries were keyed by and, from the
-    recorded run's manifest (``<out_dir>/<suite>/manifest.json``), the model per role, seed and hashes;
-    without a manifest, the models are read from the entries themselves."""
-    metas = [e["meta"] for e in entries if e is not None and isinstance(e.get("meta"), dict)]
-    gateways = sorted({str(m["gateway"]) for m in metas if m.get("gateway")})
-    try:
-        manifest = read_json_object(Path(out_dir) / suite / "manifest.json")
-    except FileFormatError:
-        manifest = {}
-    models: dict[str, str | None] = dict(manifest.get("models") or {})
-    if not models:
-        for m in metas:
-            kind, _, rest = str(m.get("work", "")).partition("/")
-            parts = rest.split("/")
-            if m.get("role") == "agent" and kind == "transcript" and len(parts) == 3:
-                models[f"agent:{parts[1]}"] = m.get("model")
-            elif m.get("role") == "user_sim":
-                models["user_sim"] = m.get("model")
-            elif m.get("role") == "judge" and kind == "judge" and len(parts) == 3:
-                models[f"judge:{parts[1]}"] = m.get("model")
-    return Recording(
-        suite,
-        gateways[0] if len(gateways) == 1 else None,
-        models,
-        manifest.get("seed"),
-        dict(manifest.get("hashes") or {}),
-    )
-
-
-# ---------------------------------------------------------------------------------------------- prune
-
-
-@dataclass(frozen=True)
-class PruneResult:
-    """Counts from a prune: entries removed by reason, entries kept, and orphan lock/tmp files removed."""
-
-    removed_old: int
-    removed_unpersisted: int
-    removed_unreadable: int
-    kept: int
-    removed_files: int
-    busy: int
-
-    @property
-    def removed(self) -> int:
-        """Every response entry removed."""
-        return self.removed_old + self.removed_unpersisted + self.removed_unreadable
-
-
-def _read_entry(path: Path) -> dict[str, Any] | None:
-    try:
-        return read_json_object(path)
-    except FileFormatError:
-        return None
-
-
-def prune_cache(
-    cache_dir: str | os.PathLike[str],
-    older_than_days: float,
-    now: float | None = None,
-    tmp_grace: float = TMP_GRACE_SECONDS,
-) -> PruneResult:
-    """Delete response entries created more than ``older_than_days`` ago, non-persisted and unreadable
-    entries, orphan ``.lock`` files and stale ``.tmp`` files. An entry whose lock is held is left alone.
-    Do not run it while a pytest-gauge run is using the same cache."""
-    now = time.time() if now is None else now
-    cutoff = now - older_than_days * 86400.0
-    store = Store(Path(cache_dir) / "responses")
-    old = unpersisted = unreadable = kept = files = busy = 0
-    for key in list(store.keys()):
-        entry = _read_entry(store.path(key))
-        created = entry.get("created") if entry is not None else None
-        if entry is None:
-            reason = "unreadable"
-        elif not entry.get("persist"):
-            reason = "unpersisted"
-        elif isinstance(created, (int, float)) and created < cutoff:
-            reason = "old"
-        else:
-            kept += 1
-            continue
-        fd = store.try_lock(key)
-        if fd is None:  # a run is writing this key right now
-            busy += 1
-            kept += 1
-            continue
-        try:
-            store.delete(key)
-            (store.root / key[:2] / f"{key}.lock").unlink(missing_ok=True)  # part of the entry, not counted
-        finally:
-            Store.unlock(fd)
-        old += reason == "old"
-        unpersisted += reason == "unpersisted"
-        unreadable += reason == "unreadable"
-    if store.root.is_dir():
-        for shard in sorted(p for p in store.root.iterdir() if p.is_dir()):
-            for path in sorted(shard.iterdir()):
-                if path.suffix == ".lock" and not path.with_suffix(".json").exists():
-                    fd = store.try_lock(path.stem)
-                    if fd is None:
-                        continue
-                    try:
-                        path.unlink(missing_ok=True)
-                        files += 1
-                    finally:
-                        Store.unlock(fd)
-                elif path.suffix == ".tmp":
-                    with contextlib.suppress(FileNotFoundError):
-                        if now - path.stat().st_mtime > tmp_grace:
-                            path.unlink()
-                            files += 1
-            with contextlib.suppress(OSError):
-                shard.rmdir()  # only succeeds when empty
-    return PruneResult(old, unpersisted, unreadable, kept, files, busy)
-
-
-# ------------------------------------------------------------------------------------------------ CLI
 
 
 _Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"  # subscriptable only for mypy
@@ -388,35 +138,6 @@ def _add_merge(commands: _Commands) -> None:
     merge.add_argument("--junitxml", default=None, metavar="FILE", help="write the gates as JUnit XML")
 
 
-@dataclass(frozen=True)
-class CacheMergeResult:
-    """What a cache merge did: entries copied, entries the destination had already."""
-
-    copied: int
-    kept: int
-
-
-def merge_caches(
-    sources: Sequence[str | os.PathLike[str]], cache_dir: str | os.PathLike[str]
-) -> CacheMergeResult:
-    """Copy each source cache's responses that ``cache_dir`` lacks (content-addressed: same key, same
-    request; the entry already there wins)."""
-    dest = Store(Path(cache_dir) / "responses")
-    copied = kept = 0
-    for source in sources:
-        store = Store(Path(source) / "responses")
-        for key in store.keys():
-            entry = store.get(key)
-            if entry is None:
-                continue
-            if dest.get(key) is not None:
-                kept += 1
-                continue
-            dest.put(key, entry)
-            copied += 1
-    return CacheMergeResult(copied, kept)
-
-
 def _add_baseline(commands: _Commands) -> None:
     """``baseline save``: keep a run as the baseline."""
     baseline_commands = _group(commands, "baseline", "keep a run as the baseline later runs compare with")
@@ -465,27 +186,9 @@ def _doctor(args: argparse.Namespace, environ: Mapping[str, str], out: TextIO) -
         out.write(print_config(args.print_config, environ))
         return 0
     models = [m for m in args.models.split(",") if m.strip()] if args.models else None
-    paths = args.paths or _configured_testpaths(Path.cwd())
+    paths = args.paths or configured_testpaths(Path.cwd())
     targets = suite_targets(paths) if paths and not models else None
     return run_doctor(environ, out, models=models, timeout=args.timeout, targets=targets)
-
-
-def _configured_testpaths(root: Path) -> list[str]:
-    """``testpaths`` of the pytest configuration in ``root`` (pytest.ini, pyproject.toml), else []."""
-    import configparser
-    import tomllib
-
-    ini = root / "pytest.ini"
-    if ini.is_file():
-        parser = configparser.ConfigParser()
-        parser.read(ini, encoding="utf-8")
-        return parser.get("pytest", "testpaths", fallback="").split()
-    try:
-        data = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError):
-        return []
-    paths = data.get("tool", {}).get("pytest", {}).get("ini_options", {}).get("testpaths", [])
-    return [paths] if isinstance(paths, str) else [str(p) for p in paths]
 
 
 def suite_targets(paths: Sequence[str]) -> list[Target]:
@@ -493,7 +196,6 @@ def suite_targets(paths: Sequence[str]) -> list[Target]:
     suites (and agents) that use it; judge models are tried in their JSON-mode chain."""
     from .run.judge_format import format_chain
     from .suite.declare import ModelAgent
-    from .suite.discover import find_suites
 
     users: dict[tuple[str, str], list[str]] = {}
     chains: dict[str, tuple[dict[str, Any] | None, ...]] = {}

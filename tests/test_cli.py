@@ -15,7 +15,9 @@ from typing import Any
 
 import openai
 
-from pytest_gauge.cli import export_cassettes, main, prune_cache, scrub_entry
+from pytest_gauge.cli import main
+from pytest_gauge.files.replay import export_cassettes, scrub_entry
+from pytest_gauge.gateway.cache import prune_cache
 from pytest_gauge.gateway.gateway import CallContext, Gateway, GatewayShared
 from pytest_gauge.gateway.ledger import Ledger
 from pytest_gauge.gateway.limits import Budget, ConcurrencySlots, RateLimiter, SharedState

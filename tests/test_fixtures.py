@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gauge.cli import export_cassettes
+from pytest_gauge.files.replay import export_cassettes
 from pytest_gauge.fixtures.calls import (
     JudgedOrder,
     Spent,

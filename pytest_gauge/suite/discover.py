@@ -12,7 +12,7 @@ from types import ModuleType
 
 from .declare import Suite
 
-__all__ = ["find_suites", "load_suite"]
+__all__ = ["configured_testpaths", "find_suites", "load_suite"]
 
 _DECLARES = re.compile(r"^[A-Za-z_]\w*\s*=\s*(?:\w+\.)?Suite\(", re.MULTILINE)
 
@@ -94,3 +94,21 @@ def find_suites(paths: Iterable[str | Path]) -> list[tuple[str, Suite]]:
             for suite in _module_suites(module_path):
                 found.append((suite.name or module_path.parent.name, suite))
     return found
+
+
+def configured_testpaths(root: Path) -> list[str]:
+    """``testpaths`` of the pytest configuration in ``root`` (pytest.ini, pyproject.toml), else []."""
+    import configparser
+    import tomllib
+
+    ini = root / "pytest.ini"
+    if ini.is_file():
+        parser = configparser.ConfigParser()
+        parser.read(ini, encoding="utf-8")
+        return parser.get("pytest", "testpaths", fallback="").split()
+    try:
+        data = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError):
+        return []
+    paths = data.get("tool", {}).get("pytest", {}).get("ini_options", {}).get("testpaths", [])
+    return [paths] if isinstance(paths, str) else [str(p) for p in paths]
