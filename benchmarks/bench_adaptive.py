@@ -20,7 +20,7 @@ tasks, every gate re-evaluated with the plugin's own interval functions and ``de
 
 Exits 1 when a target is missed. The three gate kinds and their simulated suites follow the example
 suite (6 judged cases per task: 3 pairs x 2 orders, 2 of them on the close pair), tasks' rates drawn from
-Beta(c p, c (1 - p)) with c = 4 as in tests/test_coverage.py:
+Beta(c p, c (1 - p)) with c = 4 as in tests/unit/analysis/test_interval_coverage.py:
 
 * rate: ``upper(position_bias) <= 0.65`` on 6 cases per task, ``cluster_wilson`` (t on the
   Satterthwaite df of each run's cluster variance, which ``decide`` gets as ``df``);
@@ -188,7 +188,7 @@ STRESS = (
     _kind("rare rate, skewed tasks", "upper(lrs_distant) <= 0.1", (0.0, 0.1, 0.2), _rare_data, _rate_at),
 )
 """Reported, not held to the targets: the example suite's kind of ``upper(lrs_distant)`` gate on tasks
-as skewed as tests/test_coverage.py's hardest cell."""
+as skewed as tests/unit/analysis/test_interval_coverage.py's hardest cell."""
 
 
 @dataclass(frozen=True)

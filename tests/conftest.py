@@ -1,38 +1,39 @@
-"""Shared fixtures for the plugin's own tests: a copy of a small suite inside a pytester folder."""
+"""Fixtures for every tier of the plugin's own tests, and the tier markers applied by folder.
+
+The tiers (CONTRIBUTING.md#test-tiers): ``tests/unit/`` (pure tests, mirroring the package's
+subpackages), ``tests/e2e/`` (pytester runs of the plugin and tests against the loopback server, marked
+``e2e``) and ``tests/acceptance/`` (runs of the shipped ``eval_suites``, marked ``acceptance``). Shared
+helpers are in ``tests/helpers.py``; the heavy session setup that in-process plugin runs need is in the
+e2e and acceptance conftests only.
+"""
 
 from __future__ import annotations
 
-import fcntl
-import importlib
-import json
 import os
-import pkgutil
 import shutil
-import subprocess
-import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
-from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
-import pytest_gauge
-
-DATA = Path(__file__).parent / "data"
-ROOT = Path(__file__).resolve().parents[1]
-MINI_INI = "[pytest]\ngauge_backend = sim\ngauge_seed = 7\n"
+from tests.helpers import DATA, MINI_INI, UNUSED_PLUGINS, SharedRuns, normalised, read_jsonl
 
 # tests/data holds suites that the tests copy into pytester folders; they are not tests of this project.
 collect_ignore = ["data"]
 
-# The pytest runs the tests start (in this process or as subprocesses) do not load third-party plugins
-# that machines here have installed and these tests never use: importing them costs about 0.4 s per
-# started pytest process (hypothesis, pytest-benchmark), over a hundred such processes per test session.
-UNUSED_PLUGINS = "-p no:hypothesispytest -p no:benchmark"
 if UNUSED_PLUGINS not in os.environ.get("PYTEST_ADDOPTS", ""):
     os.environ["PYTEST_ADDOPTS"] = f"{os.environ.get('PYTEST_ADDOPTS', '')} {UNUSED_PLUGINS}".strip()
+
+TIERS = ("unit", "e2e", "acceptance")
+HERE = Path(__file__).parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Each test gets the marker of its tier's folder (``-m unit``, ``-m e2e``, ``-m acceptance``)."""
+    for item in items:
+        parts = item.path.relative_to(HERE).parts if item.path.is_relative_to(HERE) else ()
+        if parts and parts[0] in TIERS:
+            item.add_marker(parts[0])
 
 
 @pytest.fixture
@@ -42,15 +43,10 @@ def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pyte
     return pytester
 
 
-# Fields that may legitimately differ between runs of the same seed (docs/protocol.md#ledger: only latencies,
-# timestamps, run and worker ids).
-VOLATILE = {"latency_s", "ts", "run_id", "worker", "finished_at"}
-
-
 @pytest.fixture(autouse=True)
 def _no_ci_variable(monkeypatch: pytest.MonkeyPatch) -> None:
     """The plugin's own runs are local runs unless a test sets ``CI`` itself: under ``CI`` a skipped
-    gate fails the run (issue 16), and this project's CI sets it."""
+    gate fails the run, and this project's CI sets it."""
     monkeypatch.delenv("CI", raising=False)
 
 
@@ -61,23 +57,6 @@ def mini_suite(pytester: pytest.Pytester) -> Path:
     shutil.copytree(DATA / "mini", target)
     pytester.makeini(MINI_INI)
     return target
-
-
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
-def normalised(rows: list[dict[str, Any]]) -> list[str]:
-    """Rows without volatile fields (recursively), as sorted canonical JSON strings."""
-
-    def strip(value: Any) -> Any:
-        if isinstance(value, dict):
-            return {k: strip(v) for k, v in value.items() if k not in VOLATILE}
-        if isinstance(value, list):
-            return [strip(v) for v in value]
-        return value
-
-    return sorted(json.dumps(strip(r), sort_keys=True) for r in rows)
 
 
 @pytest.fixture
@@ -96,97 +75,6 @@ def read_outputs() -> Callable[[Path], dict[str, list[str]]]:
     return read
 
 
-class MarkdownSnapshot(SingleFileSnapshotExtension):
-    """One reviewable .md file per snapshot, stored as text."""
-
-    file_extension = "md"
-    _write_mode = WriteMode.TEXT
-
-
-class JSONTextSnapshot(SingleFileSnapshotExtension):
-    """Rendered JSON text (metrics.json, elo.json), stored verbatim."""
-
-    file_extension = "json"
-    _write_mode = WriteMode.TEXT
-
-
-class SVGSnapshot(SingleFileSnapshotExtension):
-    """A rendered SVG, stored verbatim (opens in a browser for review)."""
-
-    file_extension = "svg"
-    _write_mode = WriteMode.TEXT
-
-
-class HTMLSnapshot(SingleFileSnapshotExtension):
-    """A rendered HTML page, stored verbatim (opens in a browser for review)."""
-
-    file_extension = "html"
-    _write_mode = WriteMode.TEXT
-
-
-# ----- pytest runs shared between tests ------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class SharedRun:
-    """A finished ``pytest`` run in its own folder: exit code, terminal output, and where its files are."""
-
-    ret: int
-    stdout: str
-    path: Path
-
-
-class SharedRuns:
-    """End-to-end runs made once per test session and read by every test that needs the same run.
-
-    A plugin run of a real suite costs seconds; several tests asserting different things about one run
-    share it instead of repeating it. Under xdist every worker has its own fixtures, so the run is made
-    by the first worker that needs it, under a file lock in the session's common temporary folder (the
-    pattern xdist documents for session fixtures); the others wait and read its result.
-    """
-
-    def __init__(self, base: Path) -> None:
-        self.base = base
-
-    def get(
-        self, name: str, setup: Callable[[Path], None], *args: str, env: dict[str, str] | None = None
-    ) -> SharedRun:
-        """Run ``pytest *args`` in a fresh folder prepared by ``setup`` (once per session and name)."""
-        folder = self.base / name
-        done = self.base / f"{name}.result.json"
-        with open(self.base / f"{name}.lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            if not done.exists():
-                shutil.rmtree(folder, ignore_errors=True)
-                folder.mkdir(parents=True)
-                setup(folder)
-                ret, out = run_pytest_subprocess(folder, *args, env=env)
-                done.write_text(json.dumps({"ret": ret, "stdout": out}), encoding="utf-8")
-        result = json.loads(done.read_text(encoding="utf-8"))
-        return SharedRun(result["ret"], result["stdout"], folder)
-
-
-def run_pytest_subprocess(
-    folder: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 900.0
-) -> tuple[int, str]:
-    """``python -m pytest *args`` in ``folder``, like ``pytester.runpytest_subprocess`` but usable from a
-    session fixture; the outer run's xdist and pytest settings are not inherited."""
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_XDIST_", "PYTEST_ADDOPTS"))}
-    clean.pop("PYTEST_CURRENT_TEST", None)
-    clean.pop("CI", None)  # a local run unless ``env`` says otherwise (under CI a skipped gate fails)
-    clean["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly", *args],
-        cwd=folder,
-        env={**clean, **(env or {})},
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-    return done.returncode, done.stdout + done.stderr
-
-
 @pytest.fixture(scope="session")
 def shared_runs(tmp_path_factory: pytest.TempPathFactory) -> SharedRuns:
     base = tmp_path_factory.getbasetemp()
@@ -195,76 +83,3 @@ def shared_runs(tmp_path_factory: pytest.TempPathFactory) -> SharedRuns:
     folder = base / "shared-runs"
     folder.mkdir(exist_ok=True)
     return SharedRuns(folder)
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _whole_package_imported() -> None:
-    """Import every module of pytest_gauge (and so its compiled dependencies, numpy first of all) before
-    any test, so that every ``pytester`` snapshot of ``sys.modules`` holds them.
-
-    ``pytester`` removes the modules imported during a test when the test ends; an in-process run in a
-    later test would import numpy again, which numpy refuses in one process.
-    """
-    for info in pkgutil.walk_packages(pytest_gauge.__path__, "pytest_gauge."):
-        if not info.name.endswith("__main__"):
-            importlib.import_module(info.name)
-    _one_request_each_way()
-
-
-def _one_request_each_way() -> None:
-    """One request with the sync and the async ``openai`` client: the HTTP stack (httpcore2, h11, anyio's
-    backends) is imported on first use; if that first use were inside an in-process run, a later test
-    would import it again and its exception classes would no longer be the ones the client maps."""
-    import asyncio
-
-    import openai
-
-    from pytest_gauge.testing import LoopbackServer
-
-    messages: Any = [{"role": "user", "content": "warm up"}]
-    with LoopbackServer() as server:
-        with openai.OpenAI(api_key="sk-warm-up", base_url=server.base_url, max_retries=0) as sync_client:
-            sync_client.chat.completions.create(model="m", messages=messages)
-
-        async def call() -> None:
-            async with openai.AsyncOpenAI(api_key="sk-warm-up", base_url=server.base_url, max_retries=0) as c:
-                await c.chat.completions.create(model="m", messages=messages)
-
-        asyncio.run(call())
-
-
-def run_inprocess(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    """A plugin run inside this process (no interpreter start, no imports: seconds cheaper than a
-    subprocess). ``--import-mode=importlib`` because earlier runs may have imported a suite module of the
-    same name; xdist's worker variables are hidden so the run is the plain single-process run it is."""
-    with pytest.MonkeyPatch.context() as mp:
-        for key in [k for k in os.environ if k.startswith("PYTEST_XDIST_")]:
-            mp.delenv(key)
-        # The folder's own packages (a copied ``eval_suites``, say) come first on sys.path, and none of the
-        # same name imported earlier (the repository's) is reused: a test may have edited its copy.
-        mp.syspath_prepend(str(pytester.path))
-        tops = {p.name for p in pytester.path.iterdir() if p.is_dir()}
-        tops |= {p.parent.name for p in pytester.path.glob("*/*/__init__.py")}  # eval_suites/example: example
-        for name in [m for m in sys.modules if m.split(".")[0] in tops]:
-            mp.delitem(sys.modules, name)
-        return pytester.runpytest_inprocess(
-            "-p", "no:cacheprovider", "-p", "no:randomly", "--import-mode=importlib", *args
-        )
-
-
-def numbered_task(i: int) -> dict[str, object]:
-    """A small generated task: odd ones a word-limited summary, even ones a retrieval of three names."""
-    if i % 2:
-        return {
-            "task_id": f"t{i:02d}",
-            "category": "constraint",
-            "task_prompt": f"Summarise refund policy number {i} in at most 40 words, mentioning 30 days.",
-            "success_criteria": [{"type": "contains_all", "phrases": ["30 days"]}],
-            "hard_constraints": [{"type": "max_words", "limit": 40}],
-        }
-    return {
-        "task_id": f"t{i:02d}",
-        "category": "information_retrieval",
-        "task_prompt": f"Name the three plan tiers of product {i}: basic, pro and enterprise.",
-        "success_criteria": [{"type": "contains_all", "phrases": ["basic", "pro", "enterprise"]}],
-    }

@@ -1,5 +1,5 @@
 """The repo's own eval suites end to end: outputs, metrics recomputed independently from the records,
-gates that fail the run, reports that are the same bytes under xdist (issues: backbone, gates)."""
+gates that fail the run, reports that are the same bytes under xdist."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from pytest_gauge.report import REPORT_FILES
-from tests.conftest import SharedRun, SharedRuns, normalised, read_jsonl, run_inprocess
+from tests.helpers import SharedRun, SharedRuns, normalised, read_jsonl, run_inprocess
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SUITES = ("example", "tiers", "in_house")
 ALL_REPORTS = (*REPORT_FILES, "elo.md", "elo.json", "elo.svg")
 INI = (
@@ -44,7 +44,7 @@ def suites(pytester: pytest.Pytester) -> Path:
 
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    """A run in this process (see :func:`tests.conftest.run_inprocess`), cache off."""
+    """A run in this process (see :func:`tests.helpers.run_inprocess`), cache off."""
     return run_inprocess(pytester, "--gauge-cache", "off", "--gauge-no-progress", *args)
 
 
@@ -119,7 +119,7 @@ def test_main_job_writes_outputs_and_its_metrics_match_the_records(shared_runs: 
 
 @pytest.mark.slow
 def test_example_suite_cost_interval_and_judge_accuracy(shared_runs: SharedRuns) -> None:
-    """Issue 20: cost per success is a ratio estimator with an interval of non-zero width resampling
+    """Cost per success is a ratio estimator with an interval of non-zero width resampling
     tasks; the total cost stays an exact accounting figure; judge_accuracy is reported."""
     run = main_job(shared_runs, "0")
     metrics = json.loads((run.path / "out" / "example" / "reports" / "metrics.json").read_text())["metrics"]

@@ -1,4 +1,4 @@
-"""Examples that teach (issue 12, point 8): every suite folder is a package, so a suite imports its
+"""Examples that teach: every suite folder is a package, so a suite imports its
 sibling modules plainly (``from .tools import TOOLS``) and two suites with their own ``tools.py`` run
 side by side; ``eval_suites/in_house`` (a ``CallableAgent`` with ``checks=``) passes offline.
 """
@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import read_jsonl
+from tests.helpers import read_jsonl
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EVAL_SUITES = ROOT / "eval_suites"
 
 # A second suite with its own tools.py: same module name as in_house's, different tool.
@@ -93,7 +93,7 @@ def test_loading_a_suite_module_leaves_no_module_name_taken(tmp_path: Path) -> N
     from pytest_gauge import ModelAgent
     from pytest_gauge.suite.discover import load_suite
 
-    source = Path(__file__).resolve().parents[1] / "eval_suites" / "example"
+    source = Path(__file__).resolve().parents[2] / "eval_suites" / "example"
     first, second = tmp_path / "a" / "example", tmp_path / "b" / "example"
     shutil.copytree(source, first, ignore=shutil.ignore_patterns("__pycache__", "gauge-*"))
     shutil.copytree(source, second, ignore=shutil.ignore_patterns("__pycache__", "gauge-*"))

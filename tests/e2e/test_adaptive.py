@@ -1,6 +1,6 @@
-"""Adaptive runs (issue 18): seeded looks of tasks, the controller's decision after each look, the
-cases not needed skipped and never paid for, the same stop whatever ``-n`` and a warm cache replays it.
-The statistics themselves (boundaries, the decision rule, error control) are tests/test_sequential.py."""
+"""Adaptive runs: seeded looks of tasks, the controller's decision after each look, the cases not needed
+skipped and never paid for, the same stop whatever ``-n`` and a warm cache replays it. The statistics
+themselves (boundaries, the decision rule, error control) are tests/unit/analysis/test_sequential.py."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from pytest_gauge.analysis.sequential import Look
 from pytest_gauge.run.looks import LookGate, LookState, plan_looks
 from pytest_gauge.testing import LoopbackServer
 from pytest_gauge.testing.simserver import sim_responder
-from tests.conftest import SharedRuns, normalised, numbered_task, read_jsonl, run_inprocess
-from tests.test_suite_gates import copy_suites, main_job
+from tests.acceptance.test_eval_suites import copy_suites, main_job
+from tests.helpers import SharedRuns, normalised, numbered_task, read_jsonl, run_inprocess
 
 TASKS = 24
 CASES = TASKS * 2  # one pair, both orders
@@ -225,7 +225,7 @@ def test_adaptive_shards_are_refused(pytester: pytest.Pytester, suite_module: Pa
     assert "--gauge-adaptive with --gauge-shard" in result.stderr.str()
 
 
-# ----- the example suite against the loopback server (issue 18's acceptance) ---------------------
+# ----- the example suite against the loopback server (stops early, same verdict) ---------------------
 
 
 @pytest.fixture
@@ -244,9 +244,9 @@ def test_the_example_suite_gives_the_full_runs_verdicts_with_fewer_requests(
     pytester: pytest.Pytester, example_server: LoopbackServer, shared_runs: SharedRuns
 ) -> None:
     """Against the loopback server, adaptive with -n 0 and -n 2: the full run's gate statuses (the main
-    CI job's run of the same suite and seed, shared with tests/test_suite_gates.py) with fewer requests
-    than that run sent (both with a cold response cache), stopping after the same look with the same
-    records, ledger and reports."""
+    CI job's run of the same suite and seed, shared with tests/acceptance/test_eval_suites.py) with
+    fewer requests than that run sent (both with a cold response cache), stopping after the same look
+    with the same records, ledger and reports."""
     full = main_job(shared_runs, "0").path / "out" / "example"
     full_requests = sum(1 for r in read_jsonl(full / "agent_runs.jsonl") if not r["cache_hit"])
     common = ("eval_suites/example", "--gauge-backend", "live", "--gauge-no-progress", "--gauge-adaptive")

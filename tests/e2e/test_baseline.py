@@ -1,4 +1,4 @@
-"""Baselines (issue 15): the comparison of two runs by hand, the gate terms, the compact format and its
+"""Baselines: the comparison of two runs by hand, the gate terms, the compact format and its
 version check, and end to end on the example suite: an unchanged run passes every regression gate, a
 run whose agent_x was made weaker fails them naming the regressed tasks."""
 
@@ -28,10 +28,10 @@ from pytest_gauge.analysis.power import with_needed_n
 from pytest_gauge.analysis.repeats import counts_by_agent
 from pytest_gauge.records import CaseRecord
 from pytest_gauge.report.baseline import render_baseline_md
-from tests.conftest import run_inprocess
-from tests.test_metrics import case
+from tests.helpers import run_inprocess
+from tests.unit.analysis.test_metrics import case
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TASKS = ("t1", "t2", "t3", "t4")
 
 
@@ -189,7 +189,7 @@ GATES = (
 
 
 def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    """A run in this process (seconds cheaper than a subprocess; see tests/conftest.py run_inprocess)."""
+    """A run in this process (seconds cheaper than a subprocess; see tests/helpers.py run_inprocess)."""
     return run_inprocess(pytester, "-n", "0", *args)
 
 

@@ -1,4 +1,4 @@
-"""Acceptance of issue 5 (response cache, offline replay, cassettes, prices as configuration, budgets),
+"""The response cache, offline replay, cassettes, prices as configuration and budgets,
 each through real pytest runs of the mini suite against the loopback server answering like the simulator."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pytest_gauge.analysis import elo_report
 from pytest_gauge.gateway import backends
 from pytest_gauge.testing import LoopbackServer
 from pytest_gauge.testing.simserver import sim_responder
-from tests.conftest import normalised, read_jsonl, run_inprocess
+from tests.helpers import normalised, read_jsonl, run_inprocess
 
 CASES = 5 * 3 * 2
 KEY = "sk-gauge-SECRET-cache-7d1e"

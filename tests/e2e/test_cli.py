@@ -25,7 +25,7 @@ from pytest_gauge.gateway.prices import PriceTable
 from pytest_gauge.gateway.store import Store, content_key
 from pytest_gauge.testing import FaultPlan, LoopbackServer
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 KEY = "sk-cli-test-8d1e77"
 NOW = 1_800_000_000.0
 DAY = 86400.0

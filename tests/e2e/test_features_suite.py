@@ -1,4 +1,4 @@
-"""One collected suite exercising every declaration feature (issue 12, point 7): ``CallableAgent``,
+"""One collected suite exercising every declaration feature: ``CallableAgent``,
 ``reflection()``, ``best_of(selector="judge")``, judge ``repeats`` and ``extra_models``, ``samples=2``,
 ``orders="seeded"`` and ``checks=``, each asserted in the records the run writes (sim backend).
 """
@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import read_jsonl
+from tests.helpers import read_jsonl
 
-SUITE_DATA = Path(__file__).parent / "data" / "features_suite"
+SUITE_DATA = Path(__file__).resolve().parents[1] / "data" / "features_suite"
 BOT_REPLY = (
     "Our plans are basic, pro and enterprise; enterprise includes single sign-on."  # suite's BOT_REPLY
 )

@@ -1,4 +1,4 @@
-"""A new user's first live run (issue 14): the judge in JSON mode with a once-per-model fallback, gates
+"""A new user's first live run: the judge in JSON mode with a once-per-model fallback, gates
 checked before any call, and (below) token detail, self-contained replay and doctor, all against the
 loopback server."""
 
@@ -38,12 +38,12 @@ from pytest_gauge.run.judge_format import (
 from pytest_gauge.suite.declare import Judge
 from pytest_gauge.testing import FaultPlan, LoopbackServer
 from pytest_gauge.testing.simserver import sim_responder
-from tests import test_live
-from tests.conftest import normalised, read_jsonl, run_inprocess
+from tests.e2e import test_live
+from tests.helpers import normalised, read_jsonl, run_inprocess
 
 CASES = test_live.CASES
 KEY = test_live.KEY
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 server = test_live.server  # the fixture: a loopback server answering like the sim, key and URL set
 
 

@@ -19,7 +19,7 @@ from pytest_gauge.fixtures.calls import (
 )
 from pytest_gauge.records import LedgerRecord, Usage
 from pytest_gauge.testing import FaultPlan, LoopbackServer
-from tests.conftest import read_jsonl
+from tests.helpers import read_jsonl
 
 KEY = "sk-fixtures-secret-123"
 

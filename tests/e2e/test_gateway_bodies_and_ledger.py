@@ -1,4 +1,4 @@
-"""Issue 13 at the gateway, in process: any response body is handled, ``--gauge-timeout`` bounds the whole
+"""Nothing lost at the gateway, in process: any response body is handled, ``--gauge-timeout`` bounds the whole
 request, a wrong model fails fast, and every attempt that may reach the server has exactly one ledger
 line (write-ahead), through the real ``openai`` client against the fault-injecting loopback server."""
 
@@ -18,7 +18,7 @@ from pytest_gauge.gateway.ledger import Ledger, read_ledger_file, resolve_sent
 from pytest_gauge.gateway.response import BadResponse, body_snippet, parse_completion
 from pytest_gauge.records import LedgerRecord
 from pytest_gauge.testing import MALFORMED_BODIES, FaultPlan, LoopbackServer, completion
-from tests.test_gateway import BODY, KEY, call, ledger, make_gateway
+from tests.e2e.test_gateway import BODY, KEY, call, ledger, make_gateway
 
 
 @pytest.fixture
@@ -204,8 +204,8 @@ def test_a_killed_process_leaves_its_sent_line_as_interrupted(tmp_path: Path) ->
 
 def test_a_catastrophic_regex_rule_is_a_rule_error_not_a_hang(monkeypatch: pytest.MonkeyPatch) -> None:
     from pytest_gauge.suite import rules
-    from tests.test_rules import call as tool_call
-    from tests.test_rules import reply, rule, tools
+    from tests.unit.suite.test_rules import call as tool_call
+    from tests.unit.suite.test_rules import reply, rule, tools
 
     monkeypatch.setattr(rules, "REGEX_TIMEOUT", 0.2)
     slow = r"(a|aa)+$"  # exponential backtracking on "aaa...a!" with a backtracking engine
@@ -246,7 +246,7 @@ def test_an_interrupted_run_is_marked_in_its_reports_and_its_gates_wait_for_the_
     from pytest_gauge.options import GaugeOptions
     from pytest_gauge.report.conclusion import render_conclusion
     from pytest_gauge.report.summary import render_summary
-    from tests.test_report import build_ctx
+    from tests.unit.report.test_report import build_ctx
 
     label = "interrupted: 9 of 12 cases"
     ctx = dataclasses.replace(build_ctx(drop_case=None), interrupted=label, gates=[])

@@ -1,4 +1,4 @@
-"""The self-contained HTML report (issue 17): pure rendering, and the page itself in headless Chromium.
+"""The self-contained HTML report: pure rendering, and the page itself in headless Chromium.
 
 Pure tests build the page from hand-made values (one is a byte snapshot). The browser tests run one small
 pytest-gauge run (``tests/data/mini`` plus ``tests/data/hostile``, whose callable agent answers with a
@@ -44,9 +44,9 @@ from pytest_gauge.report.html import (
 )
 from pytest_gauge.run.judge import Redactor
 from pytest_gauge.testing.browser import chromium, find_chromium
-from tests.conftest import DATA, HTMLSnapshot, read_jsonl
+from tests.helpers import DATA, HTMLSnapshot, read_jsonl
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 GATES = ("lrs <= 0", "flip_rate <= 0")
 NETWORK = ("http:", "https:", "ws:", "wss:", "ftp:")
 

@@ -1,4 +1,4 @@
-"""Ctrl-C during a live run stops promptly and leaves whole files behind (issue: throughput)."""
+"""Ctrl-C during a live run stops promptly and leaves whole files behind."""
 
 from __future__ import annotations
 

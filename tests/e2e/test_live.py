@@ -1,5 +1,5 @@
 """The live gateway path against a real HTTP server on loopback that speaks the OpenAI wire format,
-answers like the simulator, and injects faults (issue: live gateway)."""
+answers like the simulator, and injects faults."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from pytest_gauge.run.judge import JUDGE_SYSTEM_PROMPT
 from pytest_gauge.testing import FaultPlan, LoopbackServer
 from pytest_gauge.testing.simserver import sim_responder
-from tests.conftest import normalised, read_jsonl, run_inprocess
+from tests.helpers import normalised, read_jsonl, run_inprocess
 
 CASES = 5 * 3 * 2
 KEY = "sk-gauge-SECRET-4f9c2a7e1b"

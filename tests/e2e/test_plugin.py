@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import DATA, MINI_INI, SharedRun, SharedRuns, read_jsonl, run_inprocess
+from tests.helpers import DATA, MINI_INI, SharedRun, SharedRuns, read_jsonl, run_inprocess
 
 CASES = 5 * 3 * 2  # tasks x pairs x orders
 MODES = {"no-xdist": ["-p", "no:xdist"], "n0": ["-n", "0"], "n2": ["-n", "2"], "n4": ["-n", "4", "-v"]}

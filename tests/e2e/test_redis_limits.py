@@ -1,4 +1,4 @@
-"""One set of limits across hosts (issue 16 point 5): the Redis limiter against a real ``redis-server``
+"""One set of limits across hosts: the Redis limiter against a real ``redis-server``
 started on a loopback port (Debian's ``redis-server``; ``.ci/run`` installs it when missing)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The xdist roles' two channels besides the run folder (issue 12 point 5): the run id is xdist's
+"""The xdist roles' two channels besides the run folder: the run id is xdist's
 ``testrun_uid`` on every process, and each worker's end-of-run summary comes through ``workeroutput``."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 from pytest_gauge.process.roles import Controller, Standalone, role_key
 from pytest_gauge.process.state import render_worker_summaries, state_key
 from pytest_gauge.records import WorkerSummary
-from tests.conftest import read_jsonl, run_inprocess
+from tests.helpers import read_jsonl, run_inprocess
 
 IDS_TEST = """
 from pytest_gauge.process.state import state_key

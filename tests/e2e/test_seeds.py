@@ -1,4 +1,4 @@
-"""Every model call's ``seed`` derives from the run seed and the unit of work (issue 12, point 9): the
+"""Every model call's ``seed`` derives from the run seed and the unit of work: the
 requests the loopback server receives carry exactly :func:`call_seed` of their unit."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pytest_gauge.suite.cases import Case
 from pytest_gauge.suite.declare import Judge, ModelAgent, Suite, UserSimulator, best_of
 from pytest_gauge.suite.tasks import Task
 from pytest_gauge.testing import LoopbackServer, completion, default_responder
-from tests.test_gateway import make_gateway
+from tests.e2e.test_gateway import make_gateway
 
 
 def test_call_seed_is_sha256_of_run_seed_and_unit() -> None:

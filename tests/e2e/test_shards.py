@@ -1,4 +1,4 @@
-"""One verdict from many machines (issue 16): no silent green, remote workers, shards and their merge."""
+"""One verdict from many machines: no silent green, remote workers, shards and their merge."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from pytest_gauge.files.shards import (
     tasks_of,
 )
 from pytest_gauge.gateway.store import Store
-from tests.conftest import VOLATILE, run_inprocess
+from tests.helpers import VOLATILE, run_inprocess
 
 GATE = ("--gauge-gate", "lrs <= 1")
 

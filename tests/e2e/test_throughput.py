@@ -1,4 +1,4 @@
-"""Issue 8 acceptance: many gateway calls in flight per worker, and concurrency changes nothing but speed.
+"""Many gateway calls in flight per worker, and concurrency changes nothing but speed.
 
 Live runs against the loopback server (answering like the simulator), cache off. No timing assertions:
 speed is measured by ``benchmarks/bench_throughput.py``.
@@ -22,7 +22,7 @@ from pytest_gauge.process.state import render_progress
 from pytest_gauge.records import LedgerRecord, Usage
 from pytest_gauge.testing import LoopbackServer
 from pytest_gauge.testing.simserver import sim_responder
-from tests.conftest import normalised, numbered_task, read_jsonl
+from tests.helpers import normalised, numbered_task, read_jsonl
 
 TASKS = 12  # 36 independent transcripts: enough to keep 32 calls in flight
 CASES = TASKS * 3 * 2  # tasks x pairs x orders

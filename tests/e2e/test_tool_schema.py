@@ -1,4 +1,4 @@
-"""Tool arguments are validated with the full JSON Schema draft (issue 12, point 4), end to end: a model
+"""Tool arguments are validated with the full JSON Schema draft, end to end: a model
 asks for one valid call and one call per broken keyword through the real ``openai`` client (loopback
 server); the transcript records return code 0 for the valid call and 2 with the validator's message for
 every other, and the tool only ever receives the valid one.
@@ -17,9 +17,9 @@ import pytest
 
 from pytest_gauge.run.judge import JUDGE_SYSTEM_PROMPT
 from pytest_gauge.testing import LoopbackServer, completion, message_text, tool_call
-from tests.conftest import read_jsonl
+from tests.helpers import read_jsonl
 
-SUITE_DATA = Path(__file__).parent / "data" / "schema_suite"
+SUITE_DATA = Path(__file__).resolve().parents[1] / "data" / "schema_suite"
 KEY = "sk-gauge-schema-test"
 VALID: dict[str, Any] = {
     "flight": "GA123",

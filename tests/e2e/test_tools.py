@@ -1,4 +1,4 @@
-"""Tool use (issue 7): the local executor and its return codes, declaration errors, the agent's tool loop
+"""Tool use: the local executor and its return codes, declaration errors, the agent's tool loop
 on the sim backend and through the real ``openai`` client against the loopback server, the step limit,
 callable agents' recorded calls, and the judge's name-blind view of tool activity.
 
@@ -29,9 +29,9 @@ from pytest_gauge.suite.schema import SchemaError, compile_schema
 from pytest_gauge.suite.tasks import Task
 from pytest_gauge.suite.tools import ToolError, ToolExecutor
 from pytest_gauge.testing import LoopbackServer, completion, message_text, tool_call
-from tests.conftest import read_jsonl, run_inprocess
+from tests.helpers import read_jsonl, run_inprocess
 
-SUITE_DATA = Path(__file__).parent / "data" / "tools_suite"
+SUITE_DATA = Path(__file__).resolve().parents[1] / "data" / "tools_suite"
 OBJ: dict[str, Any] = {"type": "object", "properties": {}}
 ORDER_SCHEMA: dict[str, Any] = {
     "type": "object",

@@ -1,4 +1,4 @@
-"""Issue 13's acceptance under ``-n 2``: a fault mix, a ``kill -9`` of one worker, SIGINT and SIGTERM to
+"""Nothing lost under ``-n 2``: a fault mix, a ``kill -9`` of one worker, SIGINT and SIGTERM to
 pytest mid-run. In every run the ledger's live attempt lines equal the requests the loopback server
 received, every JSON-lines file parses, the finished cases have their outputs and reports, and a re-run
 from the cache completes with results identical to a fault-free run.
@@ -29,8 +29,8 @@ from pytest_gauge.testing.simserver import sim_responder
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[1]
-MINI = Path(__file__).parent / "data" / "mini"
+ROOT = Path(__file__).resolve().parents[2]
+MINI = Path(__file__).resolve().parents[1] / "data" / "mini"
 CONCURRENCY = 3
 HOLD_AFTER = 40  # a run of the mini suite sends about 70 requests
 DEADLINE = 120.0  # a hang guard, not a speed target

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SEARCHED = ("pytest_gauge", "tests", "eval_suites", "benchmarks", "docs")
 REFERENCE = re.compile(r"docs/([a-z_]+\.md)#([a-z0-9-]+)")
 OLD_NOTE = "SPEC " + "§"  # spelled in two parts so this file does not match itself

@@ -1,4 +1,4 @@
-"""The public names of ``pytest_gauge`` are frozen (issue 12): adding or removing one is a deliberate
+"""The public names of ``pytest_gauge`` are frozen: adding or removing one is a deliberate
 change to this list, the README and the CHANGELOG, never a side effect of moving modules."""
 
 from __future__ import annotations

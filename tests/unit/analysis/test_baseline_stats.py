@@ -1,4 +1,4 @@
-"""The statistical core of baselines, repeats and sample sizes (issue 15): hand-computed cases, and in the
+"""The statistical core of baselines, repeats and sample sizes: hand-computed cases, and in the
 slow tier validity against known truth on simulated per-task outcomes (vectorised: one column per run).
 
 The simulations draw each task's true success probability from a Beta around 0.6 (``conc`` is its

@@ -72,7 +72,7 @@ def test_recovery_and_interval_coverage() -> None:
     mean_est = np.mean(estimates, axis=0)
     assert np.abs(mean_est - true_elo).max() < 10.0  # Elo points; per-run sd is ~35
     # nominal 95% (binomial sd ~1.5% per agent); the percentile bootstrap gave ~92-93% here. Heterogeneous
-    # tasks and other sizes: tests/test_coverage.py
+    # tasks and other sizes: tests/unit/analysis/test_interval_coverage.py
     assert covered.sum() >= 0.93 * sims * len(TRUE_THETA), covered
     assert (covered >= 0.9 * sims).all(), covered
 

@@ -1,4 +1,4 @@
-"""Intervals that cover (issue 20, point 1): a simulation with known truth and heterogeneous tasks.
+"""Intervals that cover: a simulation with known truth and heterogeneous tasks.
 
 Each run draws T tasks; each task's LRS on close pairs is drawn from Beta(c * 0.4, c * 0.6) and on
 distant pairs from Beta(c * 0.1, c * 0.9) (concentration c = 4 or 1; or every task at the truth), and
@@ -46,7 +46,7 @@ SIZES = (10, 20, 40, 80)
 SPREADS: tuple[tuple[str, float | None], ...] = (("homogeneous", None), ("Beta c=4", 4.0), ("Beta c=1", 1.0))
 TRUTH = {"close": 0.4, "distant": 0.1}
 CASES = 4
-DOC = Path(__file__).resolve().parents[1] / "docs" / "protocol.md"
+DOC = Path(__file__).resolve().parents[3] / "docs" / "protocol.md"
 BEGIN, END = "<!-- coverage table: begin -->", "<!-- coverage table: end -->"
 ELO_BEGIN, ELO_END = "<!-- elo coverage table: begin -->", "<!-- elo coverage table: end -->"
 ELO_THETA = np.array([-0.8, -0.3, 0.0, 0.4, 0.7])

@@ -1,4 +1,4 @@
-"""The judge against the rules (issue 20, point 3): accuracy, rank correlation, calibration, the panel's
+"""The judge against the rules: accuracy, rank correlation, calibration, the panel's
 majority and the cheaper-judge recommendation, against the simulated judge's known decision rule."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pytest_gauge.analysis.metrics import compute_metrics
 from pytest_gauge.records import CaseRecord, Judgment, LedgerRecord, Usage
 from pytest_gauge.sim.judge import decide
 from pytest_gauge.sim.profiles import SimJudge
-from tests.test_metrics import case
+from tests.unit.analysis.test_metrics import case
 
 NOISE = {"sharp": 0.25, "cheap": 0.25, "blurry": 0.8}
 TIE = 0.02

@@ -1,4 +1,4 @@
-"""Issue 15 (section 3): the samples-per-task alternative to "about N tasks would decide it", from a
+"""The samples-per-task alternative to "about N tasks would decide it", from a
 one-way variance-components decomposition, and count gates shown as counts. Pure, hand-computed cases."""
 
 from __future__ import annotations

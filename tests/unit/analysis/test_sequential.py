@@ -1,4 +1,4 @@
-"""Group-sequential statistics of adaptive runs (issue 18): the exact boundaries against published values,
+"""Group-sequential statistics of adaptive runs: the exact boundaries against published values,
 an independent multivariate-normal computation and a seeded Monte Carlo of Brownian paths; the t
 quantiles against scipy; and hand-computed cases of every rule of ``decide``."""
 

@@ -29,7 +29,7 @@ from pytest_gauge.analysis.metrics import SuiteMetrics, compute_metrics
 from pytest_gauge.records import CaseRecord, LedgerRecord, Usage
 from pytest_gauge.report.elo import elo_json, render_elo_md
 from pytest_gauge.report.elo_svg import render_elo_svg
-from tests.conftest import JSONTextSnapshot, MarkdownSnapshot, SVGSnapshot
+from tests.helpers import JSONTextSnapshot, MarkdownSnapshot, SVGSnapshot
 
 SVG_NS = "{http://www.w3.org/2000/svg}"
 

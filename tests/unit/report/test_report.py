@@ -27,7 +27,7 @@ from pytest_gauge.report import (
     render_summary,
     spent_this_run,
 )
-from tests.conftest import JSONTextSnapshot, MarkdownSnapshot
+from tests.helpers import JSONTextSnapshot, MarkdownSnapshot
 
 # --------------------------------------------------------------------------------------------------
 # A fixed suite: 2 tasks x 3 pairs x 2 orders = 12 cases
