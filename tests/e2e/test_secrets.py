@@ -1,4 +1,4 @@
-"""Secrets never leave the run (issue 30, point 1): a gateway that quotes the key back in an error body
+"""Secrets never leave the run: a gateway that quotes the key back in an error body
 gets it redacted at one choke point (gateway/redact.py) before the terminal, a record, a report, junit or
 the HTML page sees it."""
 
