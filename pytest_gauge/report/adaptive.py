@@ -4,7 +4,7 @@ metrics.json's block, from the suite's :class:`~pytest_gauge.analysis.adaptive.A
 from __future__ import annotations
 
 from ..analysis.adaptive import AdaptiveSummary
-from .common import _usd
+from .format import fmt_usd
 
 __all__ = ["adaptive_json", "adaptive_lines", "adaptive_section"]
 
@@ -22,7 +22,7 @@ def _where(s: AdaptiveSummary) -> str:
 def _saved(s: AdaptiveSummary) -> str:
     return (
         f"not spent (estimated from the tasks run): about {s.calls_saved:,} calls, {s.tokens_saved:,}"
-        f" tokens, {_usd(s.cost_saved)} nominal cost"
+        f" tokens, {fmt_usd(s.cost_saved)} nominal cost"
     )
 
 

@@ -11,7 +11,7 @@ from ..analysis.baseline import AgentComparison, BaselineComparison, TaskFlip
 from ..analysis.gates import GateResult, is_count
 from ..analysis.metrics import Estimate
 from ..analysis.repeats import RepeatCounts, flaky_tasks, noise_floor_of, pass_at_k, pass_hat_k
-from .common import DASH, _ci, _num, _rate, _table
+from .format import DASH, fmt_ci, fmt_num, fmt_rate, md_table
 
 __all__ = [
     "baseline_lead",
@@ -28,11 +28,11 @@ _MAX_LISTED = 20
 
 
 def _delta_cells(e: Estimate) -> list[str]:
-    return [_signed(e.value), _ci(e.low, e.high, _signed), str(e.n)]
+    return [_signed(e.value), fmt_ci(e.low, e.high, _signed), str(e.n)]
 
 
 def _signed(x: float | None) -> str:
-    text = _num(x)
+    text = fmt_num(x)
     return text if x is None or text == DASH or x <= 0 or text.startswith("-") else f"+{text}"
 
 
@@ -49,7 +49,7 @@ def _flip_line(f: TaskFlip) -> str:
     links = " · ".join(
         f"[{side}]({link})" for side, link in (("before", f.link_before), ("now", f.link_now)) if link
     )
-    return f"- `{f.label()}`: reward {_rate(f.reward_before)} → {_rate(f.reward_now)}" + (
+    return f"- `{f.label()}`: reward {fmt_rate(f.reward_before)} → {fmt_rate(f.reward_now)}" + (
         f" ({links})" if links else ""
     )
 
@@ -69,18 +69,18 @@ def _verdicts(comp: BaselineComparison) -> list[str]:
     rows = [
         [
             a.agent,
-            _rate(a.success_before),
-            _rate(a.success_now),
+            fmt_rate(a.success_before),
+            fmt_rate(a.success_now),
             *_delta_cells(a.success_delta),
             f"{len(a.regressions)} / {len(a.fixes)}",
-            _rate(a.mcnemar_p),
+            fmt_rate(a.mcnemar_p),
             _verdict(a),
         ]
         for a in comp.agents.values()
     ]
     header = ["agent", "success before", "now", "delta", "95% interval", "tasks"]
     header += ["regressed / fixed", "McNemar p", "verdict"]
-    lines += _table(header, rows, "lrrrlrrrl")
+    lines += md_table(header, rows, "lrrrlrrrl")
     return [*lines, "", *_mdr_lines(comp)]
 
 
@@ -102,8 +102,8 @@ def _mdr_lines(comp: BaselineComparison) -> list[str]:
         else:
             out.append(
                 f"- {a.agent}: at {a.success_delta.n} tasks the smallest success-rate drop caught with 80% "
-                f"power is {_rate(a.min_detectable)} (minimum detectable regression); differences under "
-                f"{_rate(a.noise_floor)} are run-to-run noise."
+                f"power is {fmt_rate(a.min_detectable)} (minimum detectable regression); differences under "
+                f"{fmt_rate(a.noise_floor)} are run-to-run noise."
             )
     return out
 
@@ -123,12 +123,12 @@ def _changes(comp: BaselineComparison) -> list[str]:
 
 def _agent_section(a: AgentComparison) -> list[str]:
     lines = [f"### {a.agent}", ""]
-    lines += _table(
+    lines += md_table(
         ["metric", "delta", "95% interval (paired, tasks resampled)", "n"],
         [["success rate", *_delta_cells(a.success_delta)], ["mean reward", *_delta_cells(a.reward_delta)]],
         "lrlr",
     )
-    lines += ["", f"McNemar exact test on the flipped tasks: p = {_rate(a.mcnemar_p)}.", ""]
+    lines += ["", f"McNemar exact test on the flipped tasks: p = {fmt_rate(a.mcnemar_p)}.", ""]
     for title, flips in (("Passed before, fails now", a.regressions), ("Failed before, passes now", a.fixes)):
         lines.append(f"{title} ({len(flips)}):")
         lines += [_flip_line(f) for f in flips] or ["- none"]
@@ -153,7 +153,7 @@ def render_baseline_md(comp: BaselineComparison, baseline_dir: str) -> str:
     lines += ["## Judge and cost", ""]
     rows = [[f"delta({k})", *_delta_cells(v)] for k, v in comp.judge.items()]
     rows.append(["delta(cost_per_success)", *_delta_cells(comp.cost_per_success)])
-    lines += _table(["metric", "delta", "95% interval", "n"], rows, "lrlr")
+    lines += md_table(["metric", "delta", "95% interval", "n"], rows, "lrlr")
     lines += ["", "## Elo", ""]
     if comp.elo_reference is None or not comp.elo:
         lines.append("No Elo delta: the runs share no agent whose model and prompt are unchanged.")
@@ -163,7 +163,7 @@ def render_baseline_md(comp: BaselineComparison, baseline_dir: str) -> str:
             "both fits on the shared tasks, resampling the same tasks (paired)."
         )
         lines.append("")
-        lines += _table(
+        lines += md_table(
             ["agent", "delta", "95% interval", "n"],
             [[a, *_delta_cells(e)] for a, e in comp.elo.items()],
             "lrlr",
@@ -180,7 +180,7 @@ def baseline_summary(comp: BaselineComparison | None, note: str = "") -> list[st
         d = a.success_delta
         names = ", ".join(f.label() for f in a.regressions[:5]) + (" …" if len(a.regressions) > 5 else "")
         lines.append(
-            f"  {a.agent}: success {_signed(d.value)} {_ci(d.low, d.high, _signed)}, {_verdict(a)}; "
+            f"  {a.agent}: success {_signed(d.value)} {fmt_ci(d.low, d.high, _signed)}, {_verdict(a)}; "
             f"{len(a.regressions)} regressed" + (f" ({names})" if names else "") + f", {len(a.fixes)} fixed"
         )
     return lines
@@ -188,12 +188,12 @@ def baseline_summary(comp: BaselineComparison | None, note: str = "") -> list[st
 
 def gate_ci(g: GateResult) -> str:
     """A gate's interval cell: ``[low, high]``, or "count" for an exact count (no sampling interval)."""
-    return "count" if is_count(g.gate) and g.value is not None else _ci(g.low, g.high, _num)
+    return "count" if is_count(g.gate) and g.value is not None else fmt_ci(g.low, g.high, fmt_num)
 
 
 def gate_value(g: GateResult) -> str:
     """A gate's value cell: three decimals, or a whole number for an exact count."""
-    return f"{g.value:.0f}" if is_count(g.gate) and g.value is not None else _num(g.value)
+    return f"{g.value:.0f}" if is_count(g.gate) and g.value is not None else fmt_num(g.value)
 
 
 def needed_lines(gates: Sequence[GateResult]) -> list[str]:
@@ -209,7 +209,7 @@ def repeats_lines(repeats: Mapping[str, RepeatCounts]) -> list[str]:
     floors = {a: noise_floor_of(c) for a, c in repeats.items()}
     multi = any(int(c.samples.min()) >= 2 for c in repeats.values() if c.samples.size)
     how = "from the repeated samples" if multi else "one sample per task: bounded by the pooled rate's p(1-p)"
-    shown = ", ".join(f"{a} {_rate(f)}" for a, f in floors.items())
+    shown = ", ".join(f"{a} {fmt_rate(f)}" for a, f in floors.items())
     lines.append(
         f"Noise floor: between two runs of this suite, a success-rate difference smaller than this is "
         f"within run-to-run noise (95%; {how}): {shown}."

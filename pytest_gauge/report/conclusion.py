@@ -10,28 +10,30 @@ from ..analysis.metrics import Estimate
 from .adaptive import adaptive_section
 from .baseline import baseline_lead, gate_ci, gate_value, needed_lines, repeats_lines
 from .common import (
-    DASH,
     ROLES,
     ReportContext,
-    _agents,
-    _cases,
-    _categories,
-    _ci,
-    _declared_pairs,
-    _estimate_cells,
-    _metric,
-    _n_tasks,
-    _pct,
-    _per_success,
-    _rate,
-    _short,
-    _suite,
-    _table,
-    _task_ci,
-    _usd,
+    agents_of,
     approximate_note,
+    case_counts,
+    category_counts,
+    declared_pairs,
     judge_format_notes,
+    metric_of,
+    suite_name,
+    task_count,
     truncated_turns,
+)
+from .format import (
+    DASH,
+    estimate_cells,
+    fmt_ci,
+    fmt_pct,
+    fmt_per_success,
+    fmt_rate,
+    fmt_task_ci,
+    fmt_usd,
+    md_table,
+    shorten,
 )
 from .judge_rules import judge_rules_section
 from .recommend import recommendations
@@ -48,9 +50,9 @@ def _models_of(ctx: ReportContext, prefix: str) -> list[str]:
 
 
 def _section_tasks(ctx: ReportContext) -> list[str]:
-    expected, recorded, missing = _cases(ctx)
-    cats = _categories(ctx)
-    n_tasks = _n_tasks(ctx)
+    expected, recorded, missing = case_counts(ctx)
+    cats = category_counts(ctx)
+    n_tasks = task_count(ctx)
     lines = ["## Task set", ""]
     lines.append(
         f"{n_tasks} tasks in {len(cats)} categories ({ctx.metrics.n_tasks} with judged cases); "
@@ -61,7 +63,7 @@ def _section_tasks(ctx: ReportContext) -> list[str]:
     if note is not None:
         lines += ["", f"**Note:** {note}."]
     lines.append("")
-    lines += _table(["category", "tasks"], [[c, str(n)] for c, n in cats.items()], "lr")
+    lines += md_table(["category", "tasks"], [[c, str(n)] for c, n in cats.items()], "lr")
     return lines
 
 
@@ -70,18 +72,18 @@ def _section_agents(ctx: ReportContext) -> list[str]:
     models = ctx.meta.models
     lines = ["## Agents and pairs", ""]
     rows = []
-    for a in _agents(ctx):
+    for a in agents_of(ctx):
         per = m.per_agent.get(a, {})
         succ, sbf = per.get("success_rate"), per.get("sat_but_failed_rate")
         rows.append(
             [
                 a,
                 str(models.get(f"agent:{a}") or DASH),
-                *_estimate_cells(succ),
-                *_estimate_cells(sbf),
+                *estimate_cells(succ),
+                *estimate_cells(sbf),
             ]
         )
-    lines += _table(
+    lines += md_table(
         ["agent", "model", "success rate", "n", "95% interval", "sat-but-failed", "n", "95% interval"],
         rows,
         "llrrlrrl",
@@ -99,7 +101,7 @@ def _section_agents(ctx: ReportContext) -> list[str]:
     ]
     prow = []
     per_pair_cases = Counter(r.pair_id for r in ctx.records)
-    for pid, left, right in _declared_pairs(ctx):
+    for pid, left, right in declared_pairs(ctx):
         info = m.pairs.get(pid)
         per = m.per_pair.get(pid, {})
         prow.append(
@@ -107,16 +109,16 @@ def _section_agents(ctx: ReportContext) -> list[str]:
                 pid,
                 left,
                 right,
-                _rate(info.gap) if info else DASH,
+                fmt_rate(info.gap) if info else DASH,
                 info.pair_class if info else DASH,
                 str(per_pair_cases.get(pid, 0)),
                 *[
-                    f"{_rate(e.value)} (n={e.n})" if e else DASH
+                    f"{fmt_rate(e.value)} (n={e.n})" if e else DASH
                     for e in (per.get(k) for k in ("lrs", "flip_rate", "position_bias", "judge_error_rate"))
                 ],
             ]
         )
-    lines += _table(
+    lines += md_table(
         [
             "pair",
             "left",
@@ -177,7 +179,7 @@ def _section_protocol(ctx: ReportContext) -> list[str]:
 def _estimate_row(label: str, e: Estimate | None) -> list[str]:
     if e is None:
         return [label, DASH, "0", DASH, DASH]
-    return [label, *_estimate_cells(e), e.method]
+    return [label, *estimate_cells(e), e.method]
 
 
 _EST_HEADER = ["", "value", "n", "95% interval", "method"]
@@ -185,12 +187,12 @@ _EST_HEADER = ["", "value", "n", "95% interval", "method"]
 
 def _estimates_table(rows: list[list[str]]) -> list[str]:
     """A table of estimates, one :func:`_estimate_row` a row."""
-    return _table(_EST_HEADER, rows, "lrrll")
+    return md_table(_EST_HEADER, rows, "lrrll")
 
 
 def _metric_rows(ctx: ReportContext, *named: tuple[str, str]) -> list[list[str]]:
     """The rows of the run's metrics, one ``(label, metric name)`` a row."""
-    return [_estimate_row(label, _metric(ctx, name)) for label, name in named]
+    return [_estimate_row(label, metric_of(ctx, name)) for label, name in named]
 
 
 def _metric_section(
@@ -223,7 +225,7 @@ def _section_lrs(ctx: ReportContext) -> list[str]:
     )
     lines += _estimates_table([*rows, _estimate_row("close − distant", diff)])
     lines.append("")
-    p = "n/a" if m.p_value is None else _rate(m.p_value)
+    p = "n/a" if m.p_value is None else fmt_rate(m.p_value)
     lines.append(
         f"One-sided p-value for LRS(close) > LRS(distant): {p} (bootstrap over tasks, {m.rounds} resamples, "
         f"seed {m.seed})."
@@ -269,7 +271,7 @@ def _section_judge(ctx: ReportContext) -> list[str]:
     if errors:
         lines.append("")
         lines += _listed(
-            [f"- `{r.case_id}`: {_short(r.judge_error or 'unparseable verdict', 120)}" for r in errors]
+            [f"- `{r.case_id}`: {shorten(r.judge_error or 'unparseable verdict', 120)}" for r in errors]
         )
     lines.append("")
     ag = m.agreement
@@ -337,11 +339,11 @@ def _section_cost(ctx: ReportContext) -> list[str]:
     c = ctx.metrics.costs
     roles = [c.per_role[r] for r in ROLES if r in c.per_role]
     by_role = ", ".join(
-        f"{rc.role} {'at least ' if rc.usage_missing and rc.cost is not None else ''}{_usd(rc.cost)}"
+        f"{rc.role} {'at least ' if rc.usage_missing and rc.cost is not None else ''}{fmt_usd(rc.cost)}"
         for rc in roles
     )
     missing = sum(rc.usage_missing for rc in roles)
-    total = _usd(c.total_cost)
+    total = fmt_usd(c.total_cost)
     if missing and c.total_cost is not None:
         calls = "call" if missing == 1 else "calls"
         total, by_role = f"at least {total}", f"{missing} {calls} without usage; {by_role}"
@@ -350,10 +352,11 @@ def _section_cost(ctx: ReportContext) -> list[str]:
         "",
         f"- Total cost: {total} ({by_role}); an exact accounting figure of this run: nominal, retries "
         "and failed requests included.",
-        f"- Cost per success: {_per_success(c.cost_per_success, c.successes, c.total_cost)}"
-        f"{_task_ci(_metric(ctx, 'cost_per_success'), _usd)} ({c.successes} successful transcripts; "
+        f"- Cost per success: {fmt_per_success(c.cost_per_success, c.successes, c.total_cost)}"
+        f"{fmt_task_ci(metric_of(ctx, 'cost_per_success'), fmt_usd)} ({c.successes} successful transcripts; "
         "95% interval resampling tasks: another task set costs differently).",
-        f"- Judge share of cost: {_pct(c.judge_share)}{_task_ci(_metric(ctx, 'judge_cost_share'), _pct)}.",
+        f"- Judge share of cost: {fmt_pct(c.judge_share)}"
+        f"{fmt_task_ci(metric_of(ctx, 'judge_cost_share'), fmt_pct)}.",
         "",
         "Details, and what this run spent (live vs cached calls), in [token_cost.md](token_cost.md).",
     ]
@@ -389,12 +392,12 @@ def _section_gates(ctx: ReportContext) -> list[str]:
     if not ctx.gates:
         return [*lines, "No gates were declared for this suite."]
     rows = [[g.gate.canonical(), g.status.upper(), gate_value(g), gate_ci(g), str(g.n)] for g in ctx.gates]
-    lines += _table(["gate", "status", "value", "95% interval", "n"], rows, "llrlr")
+    lines += md_table(["gate", "status", "value", "95% interval", "n"], rows, "llrlr")
     lines.append("")
     for g in ctx.gates:
         expr = g.gate.canonical()
         text = g.message if g.gate.expression() in g.message else f"{g.status.upper()} {expr}: {g.message}"
-        lines.append(f"- {_short(text, 400)}")
+        lines.append(f"- {shorten(text, 400)}")
     needed = needed_lines(ctx.gates)
     if needed:
         lines += ["", "Tasks that would decide them (80% power at 95%, if the observed effect holds):", ""]
@@ -411,7 +414,7 @@ def _section_recommendations(ctx: ReportContext) -> list[str]:
     else:
         lines.append("No recommendation rule fired.")
     lines += ["", "Rules checked:", ""]
-    lines += _table(
+    lines += md_table(
         ["rule", "value", "fired"],
         [[r.rule.text(), r.value_text(), "yes" if r.fired else "no"] for r in recs],
         "lrl",
@@ -429,13 +432,13 @@ def _section_elo(ctx: ReportContext) -> list[str]:
             [
                 a,
                 f"{elo.elo[a]:.1f}",
-                _ci(elo.low.get(a), elo.high.get(a), lambda x: DASH if x is None else f"{x:.1f}"),
+                fmt_ci(elo.low.get(a), elo.high.get(a), lambda x: DASH if x is None else f"{x:.1f}"),
                 str(elo.rank.get(a, DASH)),
             ]
             for a in elo.agents
             if a in elo.elo
         ]
-        lines += _table(["agent", "Elo", "95% interval", "rank"], rows, "lrlr")
+        lines += md_table(["agent", "Elo", "95% interval", "rank"], rows, "lrlr")
         lines.append("")
     lines.append("Full table and tiers: [elo.md](elo.md). ![Elo by strategy](elo.svg)")
     return lines
@@ -445,7 +448,7 @@ def render_conclusion(ctx: ReportContext) -> str:
     """The conclusion: task set, protocol, LRS close vs distant, flips, judge, satisfaction, cost, gates and
     rule-based recommendations, each number with its n and 95% interval."""
     sections = [
-        [f"# Conclusion: {_suite(ctx)}"],
+        [f"# Conclusion: {suite_name(ctx)}"],
         _section_interrupted(ctx),
         baseline_lead(ctx.baseline, ctx.baseline_note),
         _section_tasks(ctx),

@@ -12,21 +12,8 @@ from ..analysis.metrics import COST_INCLUDES_RETRIES
 from ..gateway.ledger import ledger_totals
 from ..gateway.prices import Price
 from ..records import LedgerRecord
-from .common import (
-    DASH,
-    ROLES,
-    ReportContext,
-    _int,
-    _pct,
-    _per_success,
-    _price_basis,
-    _prices,
-    _suite,
-    _table,
-    _task_ci,
-    _usd,
-    usd_at_least,
-)
+from .common import ROLES, ReportContext, price_basis, prices_of, suite_name
+from .format import DASH, fmt_int, fmt_pct, fmt_per_success, fmt_task_ci, fmt_usd, md_table, usd_at_least
 
 __all__ = ["ModelCost", "Spend", "model_costs", "render_token_cost", "spent_this_run", "unpriced_warnings"]
 
@@ -150,8 +137,8 @@ def _role_price_basis(costs: list[ModelCost], role: str, prices: dict[str, Price
     if not models:
         return DASH
     if len(models) == 1:
-        return _price_basis(prices, models[0])
-    return "; ".join(f"{m}: {_price_basis(prices, m)}" for m in models)
+        return price_basis(prices, models[0])
+    return "; ".join(f"{m}: {price_basis(prices, m)}" for m in models)
 
 
 _INTRO = (
@@ -177,14 +164,14 @@ def _by_role(ctx: ReportContext, per_model: list[ModelCost], prices: dict[str, P
         rows.append(
             [
                 role,
-                _int(rc.calls),
-                _int(rc.attempts),
-                _int(rc.retries),
-                _int(rc.input_tokens),
-                _int(rc.output_tokens),
+                fmt_int(rc.calls),
+                fmt_int(rc.attempts),
+                fmt_int(rc.retries),
+                fmt_int(rc.input_tokens),
+                fmt_int(rc.output_tokens),
                 _role_price_basis(per_model, role, prices),
-                _usd(rc.cost),
-                _int(rc.usage_missing),
+                fmt_usd(rc.cost),
+                fmt_int(rc.usage_missing),
             ]
         )
         tot_calls += rc.calls
@@ -195,18 +182,18 @@ def _by_role(ctx: ReportContext, per_model: list[ModelCost], prices: dict[str, P
     total_text = usd_at_least(costs.total_cost, tot_missing)
     if costs.total_cost is None and ctx.ledger:
         known = math.fsum(c.priced_cost for c in per_model)
-        total_text = f"unknown (priced part {_usd(known)})"
+        total_text = f"unknown (priced part {fmt_usd(known)})"
     rows.append(
         [
             "**total**",
-            _int(tot_calls),
-            _int(tot_attempts),
-            _int(tot_attempts - tot_calls),
-            _int(tot_in),
-            _int(tot_out),
+            fmt_int(tot_calls),
+            fmt_int(tot_attempts),
+            fmt_int(tot_attempts - tot_calls),
+            fmt_int(tot_in),
+            fmt_int(tot_out),
             "",
             total_text,
-            _int(tot_missing),
+            fmt_int(tot_missing),
         ]
     )
     header = [
@@ -220,14 +207,14 @@ def _by_role(ctx: ReportContext, per_model: list[ModelCost], prices: dict[str, P
         "cost",
         "usage missing",
     ]
-    lines = ["", "## By role", "", *_table(header, rows, "lrrrrrlrr")]
+    lines = ["", "## By role", "", *md_table(header, rows, "lrrrrrlrr")]
     lines += [
         "",
-        f"- Cost per success: {_per_success(costs.cost_per_success, costs.successes, costs.total_cost)}"
-        f"{_task_ci(ctx.metrics.metrics.get('cost_per_success'), _usd)} "
+        f"- Cost per success: {fmt_per_success(costs.cost_per_success, costs.successes, costs.total_cost)}"
+        f"{fmt_task_ci(ctx.metrics.metrics.get('cost_per_success'), fmt_usd)} "
         f"(total cost / {costs.successes} successful transcripts; 95% interval resampling tasks)",
-        f"- Judge share of cost: {_pct(costs.judge_share)}"
-        f"{_task_ci(ctx.metrics.metrics.get('judge_cost_share'), _pct)}",
+        f"- Judge share of cost: {fmt_pct(costs.judge_share)}"
+        f"{fmt_task_ci(ctx.metrics.metrics.get('judge_cost_share'), fmt_pct)}",
         "- Total and per-role costs are exact accounting figures of this run (no interval).",
     ]
     if not ctx.ledger:
@@ -244,17 +231,17 @@ def _by_model(per_model: list[ModelCost], prices: dict[str, Price]) -> list[str]
         [
             c.role,
             c.model,
-            _int(c.calls),
-            _int(c.attempts),
-            _int(c.failed),
-            _int(c.input_tokens),
-            _int(c.output_tokens),
-            _price_basis(prices, c.model),
-            _usd(c.cost),
+            fmt_int(c.calls),
+            fmt_int(c.attempts),
+            fmt_int(c.failed),
+            fmt_int(c.input_tokens),
+            fmt_int(c.output_tokens),
+            price_basis(prices, c.model),
+            fmt_usd(c.cost),
         ]
         for c in per_model
     ]
-    lines += _table(
+    lines += md_table(
         [
             "role",
             "model",
@@ -283,11 +270,11 @@ def _by_model(per_model: list[ModelCost], prices: dict[str, Price]) -> list[str]
 def _spend_row(label: str, s: Spend) -> list[str]:
     return [
         label,
-        _int(s.live_calls),
-        _int(s.cached_calls),
-        _int(s.live_tokens),
-        _int(s.cached_tokens),
-        _usd(s.spent_usd),
+        fmt_int(s.live_calls),
+        fmt_int(s.cached_calls),
+        fmt_int(s.live_tokens),
+        fmt_int(s.cached_tokens),
+        fmt_usd(s.spent_usd),
     ]
 
 
@@ -304,7 +291,7 @@ def _spent(ledger: Sequence[LedgerRecord]) -> list[str]:
         *(_spend_row(role, spent_this_run(ledger, role)) for role in ROLES),
         _spend_row("**total**", total),
     ]
-    lines += _table(
+    lines += md_table(
         ["role", "live calls", "cached calls", "live tokens", "cached tokens", "spent"], srows, "lrrrrr"
     )
     lines.append("")
@@ -332,7 +319,7 @@ def _without_usage(ledger: Sequence[LedgerRecord]) -> list[str]:
             "cost (never estimated)."
         )
         lines.append("")
-        lines += _table(
+        lines += md_table(
             ["call_id", "attempt", "role", "model", "status"],
             [[x.call_id, str(x.attempt), x.role, x.model, x.status] for x in missing[:20]],
             "lrlll",
@@ -346,9 +333,9 @@ def _without_usage(ledger: Sequence[LedgerRecord]) -> list[str]:
 
 def render_token_cost(ctx: ReportContext) -> str:
     """Role × calls × tokens × price basis × cost, totals, cost per success, judge share, spent this run."""
-    prices = _prices(ctx)
+    prices = prices_of(ctx)
     per_model = model_costs(ctx.ledger)
-    lines = [f"# Token and cost accounting: {_suite(ctx)}", "", _INTRO]
+    lines = [f"# Token and cost accounting: {suite_name(ctx)}", "", _INTRO]
     lines += _by_role(ctx, per_model, prices)
     lines += _by_model(per_model, prices)
     lines += _spent(ctx.ledger)

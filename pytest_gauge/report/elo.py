@@ -11,9 +11,9 @@ from typing import Any
 
 from ..analysis.elo_report import EloReport, agent_tokens, finite, ordered_agents
 from ..records import CaseRecord
+from .format import DASH, md_table, unsign_zero
 
 __all__ = [
-    "DASH",
     "ELO_FORMAT_VERSION",
     "ci_text",
     "elo_json",
@@ -22,20 +22,14 @@ __all__ = [
     "render_elo_md",
     "render_no_elo",
     "tokens_text",
-    "unsign_zero",
 ]
 
 ELO_FORMAT_VERSION = 1
-DASH = "–"
 _MEASURABLE = ("improves", "diminishing returns")
 
 
 # --------------------------------------------------------------------------------------------------
 # Number formatting
-
-
-def unsign_zero(text: str) -> str:
-    return text[1:] if text.startswith("-") and float(text) == 0 else text
 
 
 def elo_text(x: float | None) -> str:
@@ -67,17 +61,6 @@ def _with_ci(value: str, low: float | None, high: float | None, fmt: Any) -> str
     """``value [low, high]``, or the value alone without an interval."""
     ci = ci_text(low, high, fmt)
     return value if ci == DASH or value == DASH else f"{value} {ci}"
-
-
-def _cell(text: str) -> str:
-    return " ".join(str(text).split()).replace("|", "\\|")
-
-
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]], align: str) -> list[str]:
-    marks = ["---:" if a == "r" else "---" for a in align]
-    out = ["| " + " | ".join(_cell(h) for h in header) + " |", "| " + " | ".join(marks) + " |"]
-    out.extend("| " + " | ".join(_cell(c) for c in row) + " |" for row in rows)
-    return out
 
 
 # --------------------------------------------------------------------------------------------------
@@ -177,7 +160,7 @@ def _agents_table(report: EloReport) -> list[str]:
                 tokens_text(ts.agent_tokens_per_task if ts else None),
             ]
         )
-    return _table(
+    return md_table(
         ["agent", "Elo", "95% CI", "rank", "judged tasks", "tokens/task (all roles)", "tokens/task (agent)"],
         rows,
         "lrlrrrr",
@@ -220,7 +203,7 @@ def _tiers(report: EloReport) -> list[str]:
             ]
             for r in fam_rows
         ]
-        lines += _table(
+        lines += md_table(
             ["tier", "agent", "tokens/task", "Elo [95% CI]", "ΔElo [95% CI]", "ΔElo/1k tokens", "verdict"],
             table,
             "llrrrrl",
@@ -241,7 +224,7 @@ def _per_task(report: EloReport) -> list[str]:
     if fitted:
         agents = ordered_agents(report)
         lines.append("")
-        lines += _table(
+        lines += md_table(
             ["task", *agents],
             [[t, *(elo_text(res.per_task[t].get(a)) for a in agents)] for t in fitted],
             "l" + "r" * len(agents),

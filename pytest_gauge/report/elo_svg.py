@@ -9,7 +9,8 @@ from xml.sax.saxutils import escape
 
 from ..analysis.elo import EloResult
 from ..analysis.elo_report import EloReport, finite
-from .elo import ci_text, elo_text, tokens_text, unsign_zero
+from .elo import ci_text, elo_text, tokens_text
+from .format import unsign_zero
 
 __all__ = ["render_elo_svg", "render_no_elo_svg"]
 

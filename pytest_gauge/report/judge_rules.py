@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from ..analysis.judge_rules import NON_INFERIORITY, PANEL, PRIMARY
 from ..analysis.metrics import Estimate, JudgeRules
-from .common import DASH, ReportContext, _estimate_cells, _num, _table
+from .common import ReportContext
+from .format import DASH, estimate_cells, fmt_num, md_table
 
 __all__ = ["judge_rules_section"]
 
@@ -31,7 +32,7 @@ def _accuracy_rows(rules: JudgeRules) -> list[list[str]]:
             e: Estimate | None = by_scope.get(scope)
             if e is None or (scope != "all" and e.n == 0):
                 continue
-            rows.append([_who(who, rules), scope.removeprefix("category:"), *_estimate_cells(e)])
+            rows.append([_who(who, rules), scope.removeprefix("category:"), *estimate_cells(e)])
     return rows
 
 
@@ -39,9 +40,9 @@ def _calibration_rows(rules: JudgeRules) -> list[list[str]]:
     rows: list[list[str]] = []
     for judge, bins in sorted(rules.calibration.items()):
         rho = rules.rank_corr.get(judge)
-        cells = _estimate_cells(rho, _num) if rho is not None else [DASH, "0", DASH]
+        cells = estimate_cells(rho, fmt_num) if rho is not None else [DASH, "0", DASH]
         means = [
-            DASH if b.mean_rule_reward is None else f"{_num(b.mean_rule_reward)} (n={b.n})" for b in bins
+            DASH if b.mean_rule_reward is None else f"{fmt_num(b.mean_rule_reward)} (n={b.n})" for b in bins
         ]
         rows.append([_who(judge, rules), f"{cells[0]} {cells[2]}", *means])
     return rows
@@ -59,7 +60,7 @@ def judge_rules_section(ctx: ReportContext) -> list[str]:
         "`judge_accuracy(panel)`.",
         "",
     ]
-    lines += _table(_HEADER, _accuracy_rows(rules), "llrrl")
+    lines += md_table(_HEADER, _accuracy_rows(rules), "llrrl")
     calib = _calibration_rows(rules)
     if calib:
         bins = next(iter(rules.calibration.values()))
@@ -70,7 +71,7 @@ def judge_rules_section(ctx: ReportContext) -> list[str]:
             "judge reward, the mean rule reward of those sides:",
             "",
         ]
-        lines += _table(["judge", "rank corr.", *heads], calib, "ll" + "r" * len(heads))
+        lines += md_table(["judge", "rank corr.", *heads], calib, "ll" + "r" * len(heads))
     cheaper = rules.cheaper
     if cheaper is not None:
         lines += [

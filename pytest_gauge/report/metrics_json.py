@@ -11,7 +11,7 @@ from ..analysis.judge_rules import PRIMARY
 from ..analysis.metrics import COST_INCLUDES_RETRIES, Estimate, SuiteMetrics
 from .adaptive import adaptive_json
 from .baseline import repeats_json
-from .common import ROLES, ReportContext, _cases, _categories, _n_tasks, _prices, _suite
+from .common import ROLES, ReportContext, case_counts, category_counts, prices_of, suite_name, task_count
 from .costs import model_costs, spent_this_run
 from .recommend import recommendations
 
@@ -126,7 +126,7 @@ def _costs_json(ctx: ReportContext) -> dict[str, Any]:
                 "cached_input_per_m": p.cached_input,
                 "source": p.source,
             }
-            for mod, p in sorted(_prices(ctx).items())
+            for mod, p in sorted(prices_of(ctx).items())
         },
     }
 
@@ -148,12 +148,12 @@ def _recommendations_json(m: SuiteMetrics) -> list[dict[str, Any]]:
 def render_metrics_json(ctx: ReportContext) -> str:
     """Every number of the reports as canonical JSON (sorted keys, 2-space indent, 6-decimal floats)."""
     m = ctx.metrics
-    expected, recorded, missing = _cases(ctx)
+    expected, recorded, missing = case_counts(ctx)
     spend = spent_this_run(ctx.ledger)
     doc: dict[str, Any] = {
         "format_version": METRICS_FORMAT_VERSION,
         "number_format": "floats rounded to 6 decimals; null for no number (NaN, no data, unknown cost)",
-        "suite": _suite(ctx),
+        "suite": suite_name(ctx),
         "metrics": _metrics_block(ctx),
         "gates": _gates_json(ctx),
         **({"adaptive": adaptive_json(ctx.adaptive)} if ctx.adaptive is not None else {}),
@@ -169,7 +169,7 @@ def render_metrics_json(ctx: ReportContext) -> str:
         "usage_missing_calls": sorted({x.call_id for x in ctx.ledger if x.usage_missing}),
         "cases": {"expected": expected, "recorded": recorded, "missing": expected - recorded},
         "missing_case_ids": missing,
-        "tasks": {"total": _n_tasks(ctx), "judged": m.n_tasks, "categories": _categories(ctx)},
+        "tasks": {"total": task_count(ctx), "judged": m.n_tasks, "categories": category_counts(ctx)},
         "pairs": {pid: info.to_json() for pid, info in m.pairs.items()},
         "lrs_close_minus_distant_p_value": m.p_value,
         "flipped": [f.label() for f in m.flipped],

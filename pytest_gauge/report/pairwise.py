@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from ..records import CaseRecord
-from .common import DASH, ReportContext, _bool, _cases, _int, _rate, _short, _suite, _table, _usd
+from .common import ReportContext, case_counts, suite_name
+from .format import DASH, fmt_bool, fmt_int, fmt_rate, fmt_usd, md_table, shorten
 
 __all__ = ["render_pairwise_table"]
 
@@ -33,15 +34,15 @@ _PAIR_COLUMNS = (
 
 def _reason(r: CaseRecord) -> str:
     if r.judge_choice == "error":
-        return _short(f"error: {r.judge_error or r.judge_reason or 'unparseable verdict'}")
-    return _short(r.judge_reason) if r.judge_reason.strip() else DASH
+        return shorten(f"error: {r.judge_error or r.judge_reason or 'unparseable verdict'}")
+    return shorten(r.judge_reason) if r.judge_reason.strip() else DASH
 
 
 def render_pairwise_table(ctx: ReportContext) -> str:
     """The per-case table (docs/protocol.md#case-record columns plus the judge's own rewards and reason),
     in collection order."""
-    suite = _suite(ctx)
-    expected, recorded, missing = _cases(ctx)
+    suite = suite_name(ctx)
+    expected, recorded, missing = case_counts(ctx)
     with_sample = any(r.sample != 0 for r in ctx.records)
     lines = [
         f"# Pairwise results: {suite}",
@@ -74,26 +75,26 @@ def render_pairwise_table(ctx: ReportContext) -> str:
             r.agent_right,
             r.blind_order,
             r.judge_choice,
-            _rate(r.reward_left),
-            _rate(r.reward_right),
-            _rate(r.selected_reward),
-            _bool(r.lower_reward_selected),
-            _bool(r.task_success_left),
-            _bool(r.task_success_right),
-            _bool(r.user_sat_left),
-            _bool(r.user_sat_right),
-            _int(r.input_tokens),
-            _int(r.output_tokens),
-            _usd(r.est_cost),
-            _rate(r.judge_reward_a),
-            _rate(r.judge_reward_b),
+            fmt_rate(r.reward_left),
+            fmt_rate(r.reward_right),
+            fmt_rate(r.selected_reward),
+            fmt_bool(r.lower_reward_selected),
+            fmt_bool(r.task_success_left),
+            fmt_bool(r.task_success_right),
+            fmt_bool(r.user_sat_left),
+            fmt_bool(r.user_sat_right),
+            fmt_int(r.input_tokens),
+            fmt_int(r.output_tokens),
+            fmt_usd(r.est_cost),
+            fmt_rate(r.judge_reward_a),
+            fmt_rate(r.judge_reward_b),
             _reason(r),
         ]
         if with_sample:
             row.insert(2, str(r.sample))
         rows.append(row)
     if rows:
-        lines += _table(header, rows, align)
+        lines += md_table(header, rows, align)
     else:
         lines.append("No case was recorded.")
     if missing:

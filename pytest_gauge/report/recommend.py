@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..analysis.metrics import SuiteMetrics
-from .common import _num
+from .format import fmt_num
 
 __all__ = ["RULES", "Recommendation", "Rule", "recommendations"]
 
@@ -43,7 +43,7 @@ class Recommendation:
         """The number as printed (``not measured`` when None)."""
         if self.value is None:
             return "not measured"
-        return str(round(self.value)) if self.rule.integer else _num(self.value)
+        return str(round(self.value)) if self.rule.integer else fmt_num(self.value)
 
     def line(self) -> str:
         """The printed recommendation with the number that triggered it."""

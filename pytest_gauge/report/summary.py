@@ -9,23 +9,25 @@ from .baseline import baseline_summary, gate_ci, gate_value, needed_lines
 from .common import (
     ROLES,
     ReportContext,
-    _cases,
-    _ci,
-    _declared_pairs,
-    _estimate_cells,
-    _int,
-    _n_tasks,
-    _pct,
-    _per_success,
-    _rate,
-    _suite,
-    _task_ci,
-    _text_table,
-    _usd,
     approximate_note,
+    case_counts,
+    declared_pairs,
     judge_format_notes,
+    suite_name,
+    task_count,
 )
 from .costs import spent_this_run
+from .format import (
+    estimate_cells,
+    fmt_ci,
+    fmt_int,
+    fmt_pct,
+    fmt_per_success,
+    fmt_rate,
+    fmt_task_ci,
+    fmt_usd,
+    text_table,
+)
 from .recommend import recommendations
 
 __all__ = ["render_summary"]
@@ -61,11 +63,11 @@ def render_summary(ctx: ReportContext) -> str:
 
 def _header_lines(ctx: ReportContext) -> list[str]:
     """What was run: cases recorded, tasks, pairs, orders; a stopped run and small suites say so."""
-    expected, recorded, missing = _cases(ctx)
+    expected, recorded, missing = case_counts(ctx)
     lines = [
-        f"suite {_suite(ctx)}: {recorded}/{expected} cases recorded"
+        f"suite {suite_name(ctx)}: {recorded}/{expected} cases recorded"
         + (f" ({len(missing)} missing)" if missing else "")
-        + f", {_n_tasks(ctx)} tasks, {len(_declared_pairs(ctx))} pairs"
+        + f", {task_count(ctx)} tasks, {len(declared_pairs(ctx))} pairs"
         + f", orders {ctx.meta.orders}"
     ]
     if ctx.interrupted is not None:
@@ -82,11 +84,11 @@ def _metric_lines(ctx: ReportContext) -> list[str]:
     rows: list[list[str]] = [["metric", "value", "95% interval", "n"]]
     for name in _SUMMARY_METRICS:
         e = m.metrics.get(name)
-        rows.append([name, *_reorder(_estimate_cells(e))])
+        rows.append([name, *_reorder(estimate_cells(e))])
     d = m.lrs_close_minus_distant
-    p = "" if m.p_value is None else f"  p={_rate(m.p_value)}"
-    rows.append(["lrs_close - distant", _rate(d.value), _ci(d.low, d.high) + p, str(d.n)])
-    return _text_table(rows, "lrlr")
+    p = "" if m.p_value is None else f"  p={fmt_rate(m.p_value)}"
+    rows.append(["lrs_close - distant", fmt_rate(d.value), fmt_ci(d.low, d.high) + p, str(d.n)])
+    return text_table(rows, "lrlr")
 
 
 def _gate_lines(ctx: ReportContext) -> list[str]:
@@ -102,7 +104,7 @@ def _gate_lines(ctx: ReportContext) -> list[str]:
         [g.status.upper(), g.gate.canonical(), gate_value(g), gate_ci(g), f"n={g.n}"]
         for g in ctx.gates[:_MAX_SUMMARY_GATES]
     ]
-    lines += ["  " + ln for ln in _text_table(grows, "llrlr")]
+    lines += ["  " + ln for ln in text_table(grows, "llrlr")]
     if len(ctx.gates) > _MAX_SUMMARY_GATES:
         lines.append(f"  … and {len(ctx.gates) - _MAX_SUMMARY_GATES} more (see conclusion.md)")
     lines += [f"  needed: {line}" for line in needed_lines(ctx.gates)]
@@ -119,23 +121,23 @@ def _cost_lines(ctx: ReportContext) -> list[str]:
             crow.append(
                 [
                     role,
-                    _int(rc.calls),
-                    _int(rc.attempts),
-                    _int(rc.input_tokens),
-                    _int(rc.output_tokens),
+                    fmt_int(rc.calls),
+                    fmt_int(rc.attempts),
+                    fmt_int(rc.input_tokens),
+                    fmt_int(rc.output_tokens),
                     _at_least(rc.cost, rc.usage_missing),
                 ]
             )
     without_usage = sum(rc.usage_missing for rc in m.costs.per_role.values())
     crow.append(["total", "", "", "", "", _at_least(m.costs.total_cost, without_usage)])
-    lines = _text_table(crow, "lrrrrr")
+    lines = text_table(crow, "lrrrrr")
     if without_usage:
         calls = "call" if without_usage == 1 else "calls"
         lines.append(f"{without_usage} {calls} without usage: their cost is unknown, never counted as $0")
     lines.append(
-        f"cost per success {_per_success(m.costs.cost_per_success, m.costs.successes, m.costs.total_cost)}"
-        f"{_task_ci(m.metrics.get('cost_per_success'), _usd)} ({m.costs.successes} successes), "
-        f"judge share {_pct(m.costs.judge_share)}"
+        f"cost per success {fmt_per_success(m.costs.cost_per_success, m.costs.successes, m.costs.total_cost)}"
+        f"{fmt_task_ci(m.metrics.get('cost_per_success'), fmt_usd)} ({m.costs.successes} successes), "
+        f"judge share {fmt_pct(m.costs.judge_share)}"
     )
     return [*lines, _spent_line(ctx)]
 
@@ -154,7 +156,7 @@ def _spent_line(ctx: ReportContext) -> str:
 
 
 def _at_least(cost: float | None, without_usage: int) -> str:
-    return ("at least " if without_usage and cost is not None else "") + _usd(cost)
+    return ("at least " if without_usage and cost is not None else "") + fmt_usd(cost)
 
 
 def _reorder(cells: list[str]) -> list[str]:

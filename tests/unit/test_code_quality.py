@@ -49,3 +49,32 @@ def test_no_function_is_longer_than_80_lines() -> None:
                 if lines > 80:
                     long.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({lines} lines)")
     assert not long, "\n".join(long)
+
+
+def private_imports(root: Path) -> list[str]:
+    """``file:line`` of every ``from X import _name`` in the package under ``root``: a name another module
+    keeps private, imported across modules (dunders and ``import public as _alias`` are fine)."""
+    import ast
+
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            for alias in node.names:
+                if alias.name.startswith("_") and not alias.name.startswith("__"):
+                    module = "." * node.level + (node.module or "")
+                    found.append(
+                        f"{path.relative_to(root.parent)}:{node.lineno} from {module} import {alias.name}"
+                    )
+    return found
+
+
+def test_no_private_name_is_imported_across_modules(tmp_path: Path) -> None:
+    """What modules share is public (``__all__``): no ``from X import _name`` anywhere in the package. The
+    check itself finds one when there is one."""
+    assert not private_imports(ROOT / "pytest_gauge"), "\n".join(private_imports(ROOT / "pytest_gauge"))
+    bad = tmp_path / "pkg"
+    bad.mkdir()
+    (bad / "a.py").write_text("x = 1\n\nfrom .b import _hidden, __version__, shown as _alias\n")
+    assert private_imports(bad) == ["pkg/a.py:3 from .b import _hidden"]

@@ -1,0 +1,157 @@
+"""The one number and table formatting of every report (so a value prints the same everywhere): rates,
+numbers, dollars, counts, percentages, intervals, markdown and plain-text tables. Pure functions of
+their arguments."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Sequence
+
+from ..analysis.metrics import Estimate
+
+__all__ = [
+    "DASH",
+    "MAX_REASON",
+    "estimate_cells",
+    "fmt_bool",
+    "fmt_ci",
+    "fmt_int",
+    "fmt_num",
+    "fmt_pct",
+    "fmt_per_success",
+    "fmt_price",
+    "fmt_rate",
+    "fmt_task_ci",
+    "fmt_usd",
+    "md_cell",
+    "md_table",
+    "shorten",
+    "text_table",
+    "unsign_zero",
+    "usd_at_least",
+]
+
+DASH = "–"
+"""What a missing value prints as."""
+MAX_REASON = 160
+"""The longest one-line text (a reason, an error) a table cell shows."""
+
+
+def usd_at_least(total: float | None, without_usage: int) -> str:
+    """A total in dollars that never shows an unknown part as $0: ``at least $X (N calls without
+    usage)`` when some calls reported no usage, ``unknown`` when a price is missing."""
+    if total is None or not without_usage:
+        return fmt_usd(total)
+    calls = "call" if without_usage == 1 else "calls"
+    return f"at least {fmt_usd(total)} ({without_usage} {calls} without usage)"
+
+
+def unsign_zero(text: str) -> str:
+    """A formatted zero without its minus sign (``-0.000`` → ``0.000``)."""
+    return text[1:] if text.startswith("-") and float(text) == 0 else text
+
+
+def fmt_rate(x: float | None) -> str:
+    """A rate or reward: three decimals; null as a dash."""
+    if x is None or not math.isfinite(x):
+        return DASH
+    return unsign_zero(f"{x:.3f}")
+
+
+def fmt_num(x: float | None) -> str:
+    """Three decimals, or three significant digits for small magnitudes (gate values may be costs)."""
+    if x is None or not math.isfinite(x):
+        return DASH
+    if x == 0 or abs(x) >= 0.01:
+        return unsign_zero(f"{x:.3f}")
+    return unsign_zero(f"{x:.{min(12, 2 - math.floor(math.log10(abs(x))))}f}")
+
+
+def fmt_per_success(cost: float | None, successes: int, total: float | None) -> str:
+    """Cost per success: ``no success`` when nothing succeeded (not a price problem), ``unknown`` when a
+    model has no price, else dollars."""
+    if successes == 0:
+        return "no success (undefined)" if total is not None else "no success (and cost unknown)"
+    return fmt_usd(cost)
+
+
+def fmt_usd(x: float | None) -> str:
+    """Dollars; ``unknown`` (never $0) when no price was configured."""
+    if x is None or not math.isfinite(x):
+        return "unknown"
+    if abs(x) >= 100:
+        return f"${x:,.2f}"
+    if abs(x) >= 1:
+        return f"${x:.4f}"
+    return "$" + unsign_zero(f"{x:.6f}")
+
+
+def fmt_price(x: float) -> str:
+    """A price per million tokens in dollars."""
+    return f"${x:g}"
+
+
+def fmt_int(n: int) -> str:
+    """A count with thousands separators."""
+    return f"{n:,}"
+
+
+def fmt_pct(x: float | None) -> str:
+    """A share as a percentage with one decimal; null as a dash."""
+    return DASH if x is None or not math.isfinite(x) else f"{100 * x:.1f}%"
+
+
+def fmt_bool(b: bool | None) -> str:
+    """``true`` / ``false``; null as a dash."""
+    return DASH if b is None else ("true" if b else "false")
+
+
+def fmt_ci(low: float | None, high: float | None, fmt: Callable[[float | None], str] = fmt_rate) -> str:
+    """An interval ``[low, high]`` in ``fmt``; a dash without one."""
+    if low is None or high is None:
+        return DASH
+    return f"[{fmt(low)}, {fmt(high)}]"
+
+
+def fmt_task_ci(e: Estimate | None, fmt: Callable[[float | None], str]) -> str:
+    """`` [low, high]`` (95%, resampling tasks) after a cost ratio, or nothing without an interval."""
+    if e is None or e.low is None or e.high is None or e.method == "exact":
+        return ""
+    return f" {fmt_ci(e.low, e.high, fmt)}"
+
+
+def md_cell(text: str) -> str:
+    """Text safe inside a markdown table cell: one line, pipes escaped."""
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def shorten(text: str, limit: int = MAX_REASON) -> str:
+    """The text on one line, cut with an ellipsis past ``limit`` characters."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def md_table(header: Sequence[str], rows: Iterable[Sequence[str]], align: str | None = None) -> list[str]:
+    """A markdown table; ``align`` has one 'l' or 'r' per column."""
+    align = align or "l" * len(header)
+    marks = ["---:" if a == "r" else "---" for a in align]
+    out = ["| " + " | ".join(md_cell(h) for h in header) + " |", "| " + " | ".join(marks) + " |"]
+    out.extend("| " + " | ".join(md_cell(c) for c in row) + " |" for row in rows)
+    return out
+
+
+def text_table(rows: Sequence[Sequence[str]], align: str) -> list[str]:
+    """A plain-text table with padded columns (first row is the header)."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = []
+    for row in rows:
+        cells = [c.rjust(w) if a == "r" else c.ljust(w) for c, w, a in zip(row, widths, align, strict=True)]
+        lines.append("  ".join(cells).rstrip())
+    return lines
+
+
+def estimate_cells(e: Estimate | None, fmt: Callable[[float | None], str] = fmt_rate) -> list[str]:
+    """An estimate's table cells: value, n and interval."""
+    if e is None:
+        return [DASH, "0", DASH]
+    return [fmt(e.value), str(e.n), fmt_ci(e.low, e.high, fmt)]
