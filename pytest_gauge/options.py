@@ -25,7 +25,7 @@ CACHE_MODES = ("use", "refresh", "off")
 
 @dataclass(frozen=True)
 class GaugeOptions:
-    """Every pytest-gauge setting of one run (see the README's option reference)."""
+    """Every pytest-gauge setting of one run (docs/reference.md#options)."""
 
     backend: str = "live"
     seed: int = 0

@@ -1,6 +1,6 @@
 """Stopping a run promptly, with nothing paid lost: Ctrl-C, SIGTERM (a CI job's timeout) and killed workers.
 
-How a stop travels (see README "What is recorded when"):
+How a stop travels (docs/guide.md#what-is-recorded-when-nothing-paid-is-lost):
 
 * **SIGTERM** becomes a ``KeyboardInterrupt`` in every pytest process (controller and xdist workers),
   so a CI timeout takes the same path as Ctrl-C instead of killing the process without a report.
