@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..gateway.ledger import ledger_totals
-from ..records import LedgerRecord
+from ..records import ROLES, LedgerRecord
 from .estimates import Accumulator, Estimate, Key, Stat, exact_estimate
 
 if TYPE_CHECKING:
@@ -21,7 +21,6 @@ if TYPE_CHECKING:
 __all__ = [
     "COST_INCLUDES_RETRIES",
     "COST_RATIOS",
-    "ROLES",
     "CostSummary",
     "RoleCost",
     "cost_ratios",
@@ -31,7 +30,6 @@ __all__ = [
 
 COST_INCLUDES_RETRIES = True
 """Costs sum every ledger attempt: retries, failed requests that reported usage, and cache hits (nominal)."""
-ROLES: tuple[str, ...] = ("agent", "user_sim", "judge")
 
 
 @dataclass(frozen=True)

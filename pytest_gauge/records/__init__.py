@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # only for annotations: the records themselves never import n
 __all__ = [
     "CASE_FORMAT_VERSION",
     "LEDGER_FORMAT_VERSION",
+    "ROLES",
     "CaseKey",
     "CaseRecord",
     "Judgment",
@@ -48,6 +49,8 @@ CASE_FORMAT_VERSION = 1
 LEDGER_FORMAT_VERSION = 1
 
 Role = Literal["agent", "user_sim", "judge"]
+ROLES: tuple[Role, ...] = ("agent", "user_sim", "judge")
+"""Every role of a model call, in the order reports list them."""
 JudgeChoice = Literal["A", "B", "tie", "error"]
 
 

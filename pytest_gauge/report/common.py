@@ -20,7 +20,6 @@ from .format import fmt_price
 
 __all__ = [
     "APPROXIMATE_BELOW",
-    "ROLES",
     "ReportContext",
     "agents_of",
     "approximate_note",
@@ -35,8 +34,6 @@ __all__ = [
     "task_count",
     "truncated_turns",
 ]
-
-ROLES: tuple[str, ...] = ("agent", "user_sim", "judge")
 
 
 @dataclass

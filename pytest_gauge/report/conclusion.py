@@ -7,10 +7,10 @@ from collections import Counter
 from collections.abc import Sequence
 
 from ..analysis.metrics import Estimate
+from ..records import ROLES
 from .adaptive import adaptive_section
 from .baseline import baseline_lead, gate_ci, gate_value, needed_lines, repeats_lines
 from .common import (
-    ROLES,
     ReportContext,
     agents_of,
     approximate_note,

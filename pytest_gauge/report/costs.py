@@ -11,8 +11,8 @@ from typing import Any
 from ..analysis.metrics import COST_INCLUDES_RETRIES
 from ..gateway.ledger import ledger_totals
 from ..gateway.prices import Price
-from ..records import LedgerRecord
-from .common import ROLES, ReportContext, price_basis, prices_of, suite_name
+from ..records import ROLES, LedgerRecord
+from .common import ReportContext, price_basis, prices_of, suite_name
 from .format import DASH, fmt_int, fmt_pct, fmt_per_success, fmt_task_ci, fmt_usd, md_table, usd_at_least
 
 __all__ = ["ModelCost", "Spend", "model_costs", "render_token_cost", "spent_this_run", "unpriced_warnings"]
@@ -42,7 +42,7 @@ def model_costs(ledger: Sequence[LedgerRecord]) -> list[ModelCost]:
     groups: dict[tuple[str, str], list[LedgerRecord]] = {}
     for rec in ledger:
         groups.setdefault((rec.role, rec.model), []).append(rec)
-    order = {r: i for i, r in enumerate(ROLES)}
+    order: dict[str, int] = {r: i for i, r in enumerate(ROLES)}
     out = []
     for (role, model), recs in sorted(groups.items(), key=lambda kv: (order.get(kv[0][0], 99), kv[0])):
         totals = ledger_totals(recs)

@@ -9,9 +9,10 @@ from typing import Any
 
 from ..analysis.judge_rules import PRIMARY
 from ..analysis.metrics import COST_INCLUDES_RETRIES, Estimate, SuiteMetrics
+from ..records import ROLES
 from .adaptive import adaptive_json
 from .baseline import repeats_json
-from .common import ROLES, ReportContext, case_counts, category_counts, prices_of, suite_name, task_count
+from .common import ReportContext, case_counts, category_counts, prices_of, suite_name, task_count
 from .costs import model_costs, spent_this_run
 from .recommend import recommendations
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections import Counter
 
+from ..records import ROLES
 from .adaptive import adaptive_lines
 from .baseline import baseline_summary, gate_ci, gate_value, needed_lines
 from .common import (
-    ROLES,
     ReportContext,
     approximate_note,
     case_counts,

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..records import Judgment, Transcript
+from ..suite.rules import unfenced
 from ..suite.tasks import Task
 
 __all__ = [
@@ -141,9 +142,6 @@ class Verdict:
         )
 
 
-_FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
-
-
 def _error(raw: str, why: str) -> Verdict:
     return Verdict("error", None, None, "", raw, why)
 
@@ -161,12 +159,8 @@ def parse_verdict(raw: str, finish_reason: str | None) -> Verdict:
         return _error(
             raw, "truncated: the verdict was cut by max_tokens (finish_reason=length); raise max_tokens"
         )
-    text = raw.strip()
-    fenced = _FENCE.match(text)
-    if fenced:
-        text = fenced.group(1)
     try:
-        data = json.loads(text)
+        data = json.loads(unfenced(raw))
     except json.JSONDecodeError as exc:
         return _error(raw, f"malformed verdict: not valid JSON ({exc.msg} at char {exc.pos})")
     if not isinstance(data, dict):

@@ -16,6 +16,7 @@ from ..records import dumps
 
 __all__ = [
     "SIM_VERSION",
+    "content_text",
     "count_tokens",
     "has_cjk",
     "looks_like_error",
@@ -72,14 +73,21 @@ def truncate_to_tokens(text: str, max_tokens: int) -> str:
     return text[:lo]
 
 
-def message_text(message: dict[str, Any]) -> str:
-    """The text of a chat message: string content, or the text parts of a multi-part content."""
-    content = message.get("content")
+def content_text(content: Any) -> str:
+    """The text of a message's ``content``: a string, or the text parts of a multi-part content joined
+    (string parts as they are); anything else (None, tool calls only) is ""."""
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+        return "".join(
+            p if isinstance(p, str) else str(p.get("text", "")) for p in content if isinstance(p, dict | str)
+        )
     return ""
+
+
+def message_text(message: dict[str, Any]) -> str:
+    """The text of a chat message (:func:`content_text` of its content)."""
+    return content_text(message.get("content"))
 
 
 def looks_like_error(text: str) -> bool:

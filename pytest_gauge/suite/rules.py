@@ -29,6 +29,7 @@ from ..records import ToolCall, Transcript
 from .schema import CompiledSchema, SchemaError, compile_schema
 
 __all__ = [
+    "JSON_FENCE",
     "REGEX_TIMEOUT",
     "RULE_TYPES",
     "AsksClarification",
@@ -61,6 +62,7 @@ __all__ = [
     "parse_rule",
     "parse_rules",
     "score",
+    "unfenced",
 ]
 
 
@@ -211,17 +213,22 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
-_FENCE = re.compile(r"```(?:json)?[ \t]*\r?\n(.*?)\r?\n?```", re.DOTALL | re.IGNORECASE)
+JSON_FENCE = re.compile(r"```(?:json)?\s*(.*?)\s*```", re.DOTALL | re.IGNORECASE)
+"""One ```json (or bare ```) fence around the whole text: how a JSON reply may be wrapped."""
+
+
+def unfenced(text: str) -> str:
+    """The text stripped and, when one :data:`JSON_FENCE` is the whole of it, what is inside the fence:
+    the JSON a reply (a ``json_keys`` rule's, the judge's verdict) carries."""
+    body = text.strip()
+    fence = JSON_FENCE.fullmatch(body)
+    return fence.group(1) if fence else body
 
 
 def _parse_json_reply(text: str) -> tuple[dict[str, Any] | None, str]:
     """The reply as a JSON object (optionally inside one ```json fence and nothing else), or a reason."""
-    body = text.strip()
-    fence = _FENCE.fullmatch(body)
-    if fence:
-        body = fence.group(1).strip()
     try:
-        value = json.loads(body, parse_constant=_reject_constant)
+        value = json.loads(unfenced(text), parse_constant=_reject_constant)
     except ValueError as exc:
         return None, f"the reply is not valid JSON ({exc})"
     if not isinstance(value, dict):

@@ -8,6 +8,8 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ..sim.common import content_text as message_text
+
 __all__ = [
     "Responder",
     "ResponderError",
@@ -45,23 +47,6 @@ class ResponderError(Exception):
         self.code = code
         self.param = param
         self.headers = dict(headers or {})
-
-
-def message_text(content: Any) -> str:
-    """The text of a message ``content``: a string, a list of text parts (joined), or None -> ""."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts: list[str] = []
-        for part in content:
-            if isinstance(part, dict) and isinstance(part.get("text"), str):
-                parts.append(part["text"])
-            elif isinstance(part, str):
-                parts.append(part)
-        return "".join(parts)
-    return str(content)
 
 
 def tool_call(call_id: str, name: str, arguments: Mapping[str, Any] | str) -> dict[str, Any]:

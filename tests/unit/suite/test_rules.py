@@ -20,6 +20,7 @@ from pytest_gauge.suite.rules import (
     parse_rule,
     parse_rules,
     score,
+    unfenced,
 )
 
 # ------------------------------------------------------------------------------------------------
@@ -923,3 +924,12 @@ def test_tool_args_hints() -> None:
     assert passes(r, tools([call("refund", {"order_id": 123, "reason": "x"})]))
     schema_only = rule(type="tool_args", name="f", schema={"type": "object"})
     assert schema_only.hint(False) == SimHint(avoid_tools=("f",))
+
+
+def test_unfenced_takes_the_json_out_of_one_fence_that_is_the_whole_reply() -> None:
+    """One rule for a fenced JSON reply, shared by json_keys and the judge's verdict parsing."""
+    assert unfenced('  ```json\n{"a": 1}\n```\n') == '{"a": 1}'
+    assert unfenced('```JSON {"a": 1} ```') == '{"a": 1}'
+    assert unfenced('```\n{"a": 1}```') == '{"a": 1}'
+    assert unfenced(' {"a": 1} ') == '{"a": 1}'
+    assert unfenced('Sure!\n```json\n{"a": 1}\n```') == 'Sure!\n```json\n{"a": 1}\n```'
