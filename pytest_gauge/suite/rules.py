@@ -26,6 +26,7 @@ from types import MappingProxyType
 from typing import Any, ClassVar
 
 from ..records import ToolCall, Transcript
+from .regex_bound import REGEX_TIMEOUT, PatternTimeout, bounded_search
 from .schema import CompiledSchema, SchemaError, compile_schema
 
 __all__ = [
@@ -245,36 +246,6 @@ def _is_number(value: Any) -> bool:
 
 _MISSING: Any = object()
 _FLAG_CHARS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL}
-
-
-REGEX_TIMEOUT = 1.0
-"""Seconds one pattern may spend on one text: a catastrophically backtracking pattern (``(a+)+$``) is a
-rule error on that transcript instead of a worker that never returns (the ``regex`` package's timeout)."""
-
-
-class PatternTimeout(Exception):
-    """A pattern ran past :data:`REGEX_TIMEOUT` on a text."""
-
-
-def bounded_search(pattern: str, text: str, flags: int = 0, *, full: bool = False) -> str | None:
-    """The text matched by ``pattern`` in ``text`` (``full``: the whole text), None if none, within
-    :data:`REGEX_TIMEOUT` seconds (else :class:`PatternTimeout`). ``flags`` are ``re``'s bits."""
-    import regex
-
-    bits = (
-        (regex.IGNORECASE if flags & re.IGNORECASE else 0)
-        | (regex.MULTILINE if flags & re.MULTILINE else 0)
-        | (regex.DOTALL if flags & re.DOTALL else 0)
-    )
-    find = regex.fullmatch if full else regex.search
-    try:
-        match = find(pattern, text, bits, timeout=REGEX_TIMEOUT)
-    except TimeoutError:
-        raise PatternTimeout(
-            f"rule error: the pattern {pattern!r} ran for more than {REGEX_TIMEOUT:g}s on this transcript"
-            " (catastrophic backtracking?): simplify it"
-        ) from None
-    return None if match is None else str(match.group(0))
 
 
 def _compile(pattern: Any, path: str, flags: int = 0) -> re.Pattern[str]:

@@ -7,7 +7,7 @@ Every keyword of the draft is enforced: types, ``enum``/``const``, numeric bound
 (asserted with ``jsonschema``'s format checker where it knows the format). ``$ref`` resolves inside the
 schema itself (``#/$defs/...``); nothing is ever fetched over the network, so a ``$ref`` to another
 document is an invalid schema. ``pattern`` runs with the same time bound as the
-regex rules (:data:`pytest_gauge.suite.rules.REGEX_TIMEOUT`), so an argument cannot hang a worker.
+regex rules (:data:`pytest_gauge.suite.regex_bound.REGEX_TIMEOUT`), so an argument cannot hang a worker.
 
 A schema that is itself invalid raises :class:`SchemaError` naming where it was declared and the path
 inside it, e.g. ``tool check_stock.parameters.properties.sku.type: 'strnig' is not a JSON Schema type``.
@@ -26,6 +26,8 @@ from jsonschema.validators import extend
 from referencing import Registry
 from referencing.exceptions import Unresolvable
 from referencing.jsonschema import DRAFT202012
+
+from . import regex_bound
 
 __all__ = ["JSON_TYPES", "CompiledSchema", "SchemaError", "compile_schema"]
 
@@ -55,13 +57,11 @@ def _bounded_pattern(
     """``pattern`` with the regex rules' time bound (``re.search`` semantics, as the draft asks)."""
     if not validator.is_type(instance, "string"):
         return
-    from . import rules  # imported here: rules imports this module
-
     try:
-        found = rules.bounded_search(pattern, instance)
-    except rules.PatternTimeout:
+        found = regex_bound.bounded_search(pattern, instance)
+    except regex_bound.PatternTimeout:
         yield ValidationError(
-            f"the pattern {pattern!r} ran for more than {rules.REGEX_TIMEOUT:g}s on {_shown(instance)}"
+            f"the pattern {pattern!r} ran for more than {regex_bound.REGEX_TIMEOUT:g}s on {_shown(instance)}"
         )
         return
     if found is None:

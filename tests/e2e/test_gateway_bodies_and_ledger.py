@@ -203,11 +203,11 @@ def test_a_killed_process_leaves_its_sent_line_as_interrupted(tmp_path: Path) ->
 
 
 def test_a_catastrophic_regex_rule_is_a_rule_error_not_a_hang(monkeypatch: pytest.MonkeyPatch) -> None:
-    from pytest_gauge.suite import rules
+    from pytest_gauge.suite import regex_bound
     from tests.unit.suite.test_rules import call as tool_call
     from tests.unit.suite.test_rules import reply, rule, tools
 
-    monkeypatch.setattr(rules, "REGEX_TIMEOUT", 0.2)
+    monkeypatch.setattr(regex_bound, "REGEX_TIMEOUT", 0.2)
     slow = r"(a|aa)+$"  # exponential backtracking on "aaa...a!" with a backtracking engine
     result = rule(type="regex", pattern=slow).check(reply("a" * 60 + "!"))
     assert not result.passed and result.detail.startswith("rule error:") and "simplify it" in result.detail
