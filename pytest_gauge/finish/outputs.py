@@ -488,13 +488,16 @@ def analyse_suite(
         adaptive=adaptive,
     )
     comparison, elo = numbers.comparison, numbers.elo
+    quoted = report_options or opts
     ctx = ReportContext(
         meta=meta,
         records=records,
         ledger=ledger,
         metrics=numbers.metrics,
         gates=results,
-        options=report_options or opts,
+        seed=quoted.seed,
+        backend=quoted.backend,
+        prices=quoted.prices,
         elo=elo.result if elo is not None else None,
         baseline=comparison,
         baseline_note=numbers.note if opts.baseline else "",

@@ -13,8 +13,7 @@ from ..analysis.elo import EloResult
 from ..analysis.gates import GateResult
 from ..analysis.metrics import Estimate, SuiteMetrics
 from ..analysis.repeats import RepeatCounts
-from ..gateway.prices import Price, PriceTable
-from ..options import GaugeOptions
+from ..gateway.prices import Price, PriceRow, PriceTable
 from ..records import CaseRecord, LedgerRecord, SuiteMeta
 from .format import fmt_price
 
@@ -43,7 +42,8 @@ class ReportContext:
     ``elo`` is optional (None when the suite has no compute tiers): when set, the conclusion links
     ``elo.md``/``elo.svg``.
     ``baseline`` is the comparison with ``--gauge-baseline`` (``baseline_note`` says why there is none when
-    one was asked for); ``repeats`` each agent's per-task successes and samples.
+    one was asked for); ``repeats`` each agent's per-task successes and samples. ``seed``, ``backend`` and
+    ``prices`` are the run's settings the reports quote (the options object stays with the process).
     """
 
     meta: SuiteMeta
@@ -51,7 +51,9 @@ class ReportContext:
     ledger: Sequence[LedgerRecord]
     metrics: SuiteMetrics
     gates: Sequence[GateResult]
-    options: GaugeOptions
+    seed: int
+    backend: str
+    prices: tuple[PriceRow, ...] = ()
     elo: EloResult | None = None
     baseline: BaselineComparison | None = None
     baseline_note: str = ""
@@ -100,7 +102,7 @@ def suite_name(ctx: ReportContext) -> str:
 
 def prices_of(ctx: ReportContext) -> dict[str, Price]:
     """The price of every priced model of the run's price table."""
-    table = PriceTable.from_rows(ctx.options.prices)
+    table = PriceTable.from_rows(ctx.prices)
     return {m: p for m in table.prices if (p := table.price(m)) is not None}
 
 

@@ -156,7 +156,7 @@ def _section_protocol(ctx: ReportContext) -> list[str]:
         order_text = "Each (task, pair) is judged in both orders (AB and BA)."
     else:
         order_text = (
-            f"Each (task, pair) is judged in one order, drawn from a seeded RNG (seed {ctx.options.seed}), "
+            f"Each (task, pair) is judged in one order, drawn from a seeded RNG (seed {ctx.seed}), "
             "so flips cannot be measured."
         )
     return [

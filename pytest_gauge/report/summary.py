@@ -145,7 +145,7 @@ def _cost_lines(ctx: ReportContext) -> list[str]:
 def _spent_line(ctx: ReportContext) -> str:
     """What this run itself sent and paid (cache hits cost nothing), never a bare $0 for unknown usage."""
     spend = spent_this_run(ctx.ledger)
-    sent = _SENT.get(ctx.options.backend, "live")
+    sent = _SENT.get(ctx.backend, "live")
     live_missing = sum(1 for x in ctx.ledger if x.usage_missing and not x.cache_hit)
     return (
         f"spent this run {_at_least(spend.spent_usd, live_missing)} ({spend.live_calls} {sent},"

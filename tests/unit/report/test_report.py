@@ -335,7 +335,15 @@ def build_ctx(
     gates = evaluate_gates(parse_gates(list(GATES)), metrics, missing_cases=12 - len(records))
     gates += evaluate_gates(parse_gates(["lrs_distant <= 0.5"]), metrics, partial_run=True)
     return ReportContext(
-        meta=meta, records=records, ledger=ledger, metrics=metrics, gates=gates, options=options, elo=elo
+        meta=meta,
+        records=records,
+        ledger=ledger,
+        metrics=metrics,
+        gates=gates,
+        elo=elo,
+        seed=options.seed,
+        backend=options.backend,
+        prices=options.prices,
     )
 
 
@@ -712,7 +720,9 @@ def test_summary_is_compact_and_complete() -> None:
 def test_run_with_no_records_and_no_ledger_renders() -> None:
     ctx = build_ctx()
     m = compute_metrics([], ledger=[], expected_cases=12, seed=7, rounds=100)
-    empty = ReportContext(meta=ctx.meta, records=[], ledger=[], metrics=m, gates=[], options=ctx.options)
+    empty = ReportContext(
+        meta=ctx.meta, records=[], ledger=[], metrics=m, gates=[], seed=ctx.seed, backend=ctx.backend
+    )
     out = render_reports(empty)
     assert "No case was recorded." in out["pairwise_table.md"]
     assert "## Missing cases (12)" in out["pairwise_table.md"]
