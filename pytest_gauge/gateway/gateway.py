@@ -18,8 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..records import LedgerRecord, Usage
-from ..run.dialogue import ChatResult
+from ..records import ChatResult, LedgerRecord, Usage
 from .diagnosis import final_error, is_timeout
 from .endpoint import URL_VARIABLE
 from .errors import GatewayError, ModelNotFound, ReplayMiss, RunStopped

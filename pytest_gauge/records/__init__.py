@@ -28,6 +28,7 @@ __all__ = [
     "ROLES",
     "CaseKey",
     "CaseRecord",
+    "ChatResult",
     "Judgment",
     "JudgmentResult",
     "LedgerRecord",
@@ -111,6 +112,17 @@ class Usage:
             both(self.cached_tokens, other.cached_tokens),
             both(self.reasoning_tokens, other.reasoning_tokens),
         )
+
+
+@dataclass(frozen=True)
+class ChatResult:
+    """What a gateway call returned, already parsed: text, tool calls and the finish reason."""
+
+    content: str
+    tool_calls: tuple[dict[str, Any], ...]
+    finish_reason: str | None
+    usage: Usage | None = None
+    cost: float | None = None
 
 
 @dataclass

@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..records import ToolCall, Transcript, Turn, Usage
+from ..records import ChatResult, ToolCall, Transcript, Turn
 from ..suite.tasks import Task
 
 __all__ = [
@@ -67,17 +67,6 @@ def parse_user_reply(text: str) -> tuple[str, bool, bool | None]:
         return text.strip(), False, None
     message = (text[: match.start()] + text[match.end() :]).strip()
     return message, True, match.group(1).lower() == "yes"
-
-
-@dataclass(frozen=True)
-class ChatResult:
-    """What a gateway call returned, already parsed: text, tool calls and the finish reason."""
-
-    content: str
-    tool_calls: tuple[dict[str, Any], ...]
-    finish_reason: str | None
-    usage: Usage | None = None
-    cost: float | None = None
 
 
 class ChatCaller(Protocol):
