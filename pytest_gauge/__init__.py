@@ -18,7 +18,6 @@ from .fixtures.calls import (
     Spent,
 )
 from .records import CaseRecord, Judgment, LedgerRecord, ToolCall, Transcript, Turn, Usage
-from .sim.profiles import SimAgent, SimJudge, SimUser
 from .suite.declare import (
     BestOf,
     CallableAgent,
@@ -32,6 +31,7 @@ from .suite.declare import (
     reflection,
 )
 from .suite.rules import RuleResult
+from .suite.sim_profiles import SimAgent, SimJudge, SimUser
 from .suite.tools import Tool, ToolResult
 
 __all__ = [

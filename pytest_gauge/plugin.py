@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from collections.abc import Generator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -19,6 +19,9 @@ from .process.state import GaugeState, SuiteEntry, state_key
 from .records import dumps
 from .suite.cases import Case, build_cases
 from .suite.declare import Suite, TaskFileError
+
+if TYPE_CHECKING:
+    from .analysis.gate_check import SuiteShape
 
 FATAL_PROPERTY = "gauge_fatal"
 
@@ -289,6 +292,14 @@ def _keep_shard(state: GaugeState, config: pytest.Config, items: list[pytest.Ite
         items[:] = keep
 
 
+def _gate_shape(suite: Suite, name: str) -> SuiteShape:
+    """What the suite's gates may name (agents, pairs, tiered agents, judge models)."""
+    from .analysis.gate_check import SuiteShape
+
+    tiers = tuple(agent for rows in suite.families().values() for _label, agent in rows)
+    return SuiteShape(name, tuple(a.name for a in suite.agents), suite.pairs, tiers, suite.judge.models())
+
+
 def gate_problems(suite: Suite, name: str, extra: tuple[str, ...], *, baseline: bool = False) -> list[str]:
     """Every gate of the suite (its own, the ini's and ``--gauge-gate``) checked against what the suite
     declares; one line per problem, naming the suite, the gate and the nearest valid name. Without a
@@ -304,7 +315,7 @@ def gate_problems(suite: Suite, name: str, extra: tuple[str, ...], *, baseline: 
             parsed.append(parse_gate(text))
         except GateSyntaxError as exc:
             problems.append(f"suite {name}: {exc}")
-    problems += check_gates(parsed, suite.gate_shape(name))
+    problems += check_gates(parsed, _gate_shape(suite, name))
     if not baseline and not problems:
         missing = missing_baseline(list(suite.gates), f"suite {name}: Suite(gates=...)")
         problems += [missing] if missing else []

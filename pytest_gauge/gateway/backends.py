@@ -11,8 +11,8 @@ import sys
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from ..sim.profiles import SimAgent, SimJudge
 from ..suite.declare import ModelAgent, Suite
+from ..suite.sim_profiles import SimAgent, SimJudge
 from ..suite.tasks import Task
 from .endpoint import check_base_url, configured_base_url, normalise_url, read_key
 

@@ -25,6 +25,7 @@ __all__ = [
     "case_counts",
     "category_counts",
     "declared_pairs",
+    "format_notes",
     "judge_format_notes",
     "metric_of",
     "price_basis",
@@ -170,8 +171,6 @@ def agents_of(ctx: ReportContext) -> list[str]:
 def judge_format_notes(ctx: ReportContext) -> list[str]:
     """One sentence per judge model that was not asked with the suite's first ``response_format``
     (a gateway refused it; the judge fell back once for the run), counted from the verdicts."""
-    from ..run.judge_format import format_notes
-
     first_judge = (ctx.meta.judge_models or ("judge",))[0]
     used: dict[str, Counter[str]] = {}
     for record in ctx.records:
@@ -180,3 +179,22 @@ def judge_format_notes(ctx: ReportContext) -> list[str]:
             if fmt is not None:
                 used.setdefault(judge, Counter())[fmt] += 1
     return format_notes(ctx.meta.judge_format or "none", used)
+
+
+def format_notes(first: str, used: Mapping[str, Mapping[str, int]]) -> list[str]:
+    """Sentences for the terminal and ``conclusion.md``: which judge model was not asked with the first
+    format of the chain (``used``: model -> format label -> verdicts), e.g. ``judge model m: the gateway
+    refused response_format json_schema; 12 verdicts asked with json_object``."""
+    notes: list[str] = []
+    for model in sorted(used):
+        fallen = {label: n for label, n in used[model].items() if label != first}
+        if not fallen:
+            continue
+        how = ", ".join(
+            f"{n} verdict{'s' if n != 1 else ''} asked with {label}" for label, n in sorted(fallen.items())
+        )
+        notes.append(
+            f"judge model {model}: the gateway refused response_format {first}, so the judge fell back"
+            f" once per model for the rest of the run ({how})"
+        )
+    return notes

@@ -12,12 +12,21 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..gateway.errors import GatewayError, ReplayMiss, rejects_format
+from ..suite.response_format import (
+    AUTO,
+    JSON_OBJECT,
+    JSON_SCHEMA,
+    VERDICT_SCHEMA,
+    FormatChain,
+    format_chain,
+    format_label,
+)
 
-if TYPE_CHECKING:  # the suite declaration imports this module
+if TYPE_CHECKING:
     from ..suite.declare import Judge
     from .dialogue import ChatCaller, ChatResult
 
@@ -31,62 +40,8 @@ __all__ = [
     "ask_judge",
     "format_chain",
     "format_label",
-    "format_notes",
     "rejects_format",
 ]
-
-AUTO = "auto"
-
-VERDICT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "winner": {"type": "string", "enum": ["A", "B", "tie"]},
-        "reward_a": {"type": "number"},
-        "reward_b": {"type": "number"},
-        "reason": {"type": "string"},
-    },
-    "required": ["winner", "reward_a", "reward_b", "reason"],
-    "additionalProperties": False,
-}
-"""The verdict as the judge prompt asks for it (rewards 0..1 are checked by the parser: strict schemas
-of several gateways refuse ``minimum``/``maximum``)."""
-
-JSON_SCHEMA: dict[str, Any] = {
-    "type": "json_schema",
-    "json_schema": {"name": "judge_verdict", "strict": True, "schema": VERDICT_SCHEMA},
-}
-JSON_OBJECT: dict[str, Any] = {"type": "json_object"}
-
-FormatChain = tuple[dict[str, Any] | None, ...]
-
-
-def format_chain(setting: str | Mapping[str, Any] | None) -> FormatChain:
-    """The formats to try in order, the last one always the prompt alone (None).
-
-    ``"auto"``: json_schema, json_object, none. ``"json_object"`` / ``"json_schema"``: start there.
-    A mapping is sent as given first (a ``json_schema`` mapping falls back to json_object next).
-    ``None``: the prompt alone, no fallback needed.
-    """
-    if setting is None:
-        return (None,)
-    if isinstance(setting, str):
-        if setting in (AUTO, "json_schema"):
-            return (JSON_SCHEMA, JSON_OBJECT, None)
-        if setting == "json_object":
-            return (JSON_OBJECT, None)
-        raise ValueError(
-            f"Judge(response_format={setting!r}): use 'auto', 'json_schema', 'json_object', a mapping "
-            "such as {'type': 'json_object'}, or None"
-        )
-    first = dict(setting)
-    if first.get("type") == "json_schema":
-        return (first, JSON_OBJECT, None)
-    return (first, None)
-
-
-def format_label(fmt: Mapping[str, Any] | None) -> str:
-    """``json_schema``, ``json_object`` (the format's type) or ``none`` for the prompt alone."""
-    return str(fmt.get("type", "custom")) if fmt else "none"
 
 
 class JudgeFormats:
@@ -185,22 +140,3 @@ async def _ask_judge(
             level = after
             continue
         return result, format_label(fmt)
-
-
-def format_notes(first: str, used: Mapping[str, Mapping[str, int]]) -> list[str]:
-    """Sentences for the terminal and ``conclusion.md``: which judge model was not asked with the first
-    format of the chain (``used``: model -> format label -> verdicts), e.g. ``judge model m: the gateway
-    refused response_format json_schema; 12 verdicts asked with json_object``."""
-    notes: list[str] = []
-    for model in sorted(used):
-        fallen = {label: n for label, n in used[model].items() if label != first}
-        if not fallen:
-            continue
-        how = ", ".join(
-            f"{n} verdict{'s' if n != 1 else ''} asked with {label}" for label, n in sorted(fallen.items())
-        )
-        notes.append(
-            f"judge model {model}: the gateway refused response_format {first}, so the judge fell back"
-            f" once per model for the rest of the run ({how})"
-        )
-    return notes

@@ -1,5 +1,6 @@
 """The embedded offline simulator (``--gauge-backend=sim``): deterministic agents, user and judge
-served through the real ``openai`` client. Profiles live in :mod:`.profiles` (cheap to import); the
+served through the real ``openai`` client. Profiles are declared with the suite
+(:mod:`pytest_gauge.suite.sim_profiles`, cheap to import); the
 backend (which needs the HTTP stack) is imported on first use, so suites that only declare profiles
 do not pay for it."""
 
@@ -7,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .profiles import SimAgent, SimJudge, SimUser
+from ..suite.sim_profiles import SimAgent, SimJudge, SimUser
 
 if TYPE_CHECKING:
     from .backend import SimBackend, SimWorld

@@ -17,10 +17,10 @@ from typing import Any
 from ..records import Transcript, Turn
 from ..run.dialogue import REFLECTION_PROMPT
 from ..suite.rules import Rule, SimHint
+from ..suite.sim_profiles import SimAgent
 from ..suite.tasks import Task
 from .common import has_cjk, looks_like_error, message_text, seeded
 from .compose import ComposeInput, MergedHints, clarifying_question, compose, merge_hints, refusal_text
-from .profiles import SimAgent
 
 __all__ = ["AgentOutput", "agent_reply", "find_task", "is_tool_rule"]
 

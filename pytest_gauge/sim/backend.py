@@ -17,11 +17,11 @@ from typing import Any
 import httpx2
 
 from ..records import dumps
+from ..suite.sim_profiles import SimAgent, SimJudge, SimUser
 from ..suite.tasks import Task
 from .agent import agent_reply
 from .common import SIM_VERSION, count_tokens, message_text, stable_hash, truncate_to_tokens
 from .judge import is_judge_request, judge_reply
-from .profiles import SimAgent, SimJudge, SimUser
 from .user import is_user_sim_request, user_reply
 
 __all__ = ["SimBackend", "SimWorld", "dump_response", "error_body"]

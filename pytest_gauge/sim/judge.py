@@ -22,10 +22,10 @@ from ..records import ToolCall, Transcript, Turn
 from ..run import judge as judge_mod
 from ..run.dialogue import tool_arguments
 from ..suite.rules import count_words
+from ..suite.sim_profiles import SimJudge
 from ..suite.tasks import Task
 from .agent import is_tool_rule
 from .common import has_cjk, looks_like_error, message_text, seeded, stable_hash
-from .profiles import SimJudge
 from .user import POLITE
 
 __all__ = ["JudgeDecision", "decide", "is_judge_request", "judge_reply", "parse_rendered", "quality"]

@@ -17,8 +17,8 @@ from typing import Any
 
 from ..run.dialogue import USER_SIM_LAST_TURN, USER_SIM_OPENING
 from ..suite.rules import count_words
+from ..suite.sim_profiles import SimUser
 from .common import has_cjk, message_text, seeded, stable_hash
-from .profiles import SimUser
 
 __all__ = [
     "UserPrompt",

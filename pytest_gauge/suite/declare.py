@@ -10,15 +10,13 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ..sim.profiles import SimAgent, SimJudge, SimUser
+from .response_format import format_chain
 from .rules import RuleResult
+from .sim_profiles import SimAgent, SimJudge, SimUser
 from .tasks import Task, TaskFileError, load_tasks
 from .tools import Tool
-
-if TYPE_CHECKING:
-    from ..analysis.gate_check import SuiteShape
 
 __all__ = [
     "BestOf",
@@ -235,8 +233,6 @@ class Suite:
                         )
                 if a == b:
                     raise SuiteError(f"pair ({a}, {b}) compares an agent with itself")
-        from ..run.judge_format import format_chain
-
         try:
             format_chain(self.judge.response_format)
         except ValueError as exc:
@@ -258,14 +254,6 @@ class Suite:
         return load_tasks(
             folder / self.tasks_file, checks=self.checks, tool_names=[t.name for t in self.tools]
         )
-
-    def gate_shape(self, name: str) -> SuiteShape:
-        """What this suite's gates may name (agents, pairs, tiered agents, judge models)."""
-        from ..analysis.gate_check import SuiteShape
-
-        tiers = tuple(agent for rows in self.families().values() for _label, agent in rows)
-        agents = tuple(a.name for a in self.agents)
-        return SuiteShape(name, agents, self.pairs, tiers, self.judge.models())
 
     def families(self) -> dict[str, list[tuple[str, str]]]:
         """Compute tiers per agent family, in increasing compute: {family: [(tier label, agent name)]}."""

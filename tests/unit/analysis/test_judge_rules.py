@@ -15,7 +15,7 @@ from pytest_gauge.analysis.judge_rules import RewardPoint, average_ranks, calibr
 from pytest_gauge.analysis.metrics import compute_metrics
 from pytest_gauge.records import CaseRecord, Judgment, LedgerRecord, Usage
 from pytest_gauge.sim.judge import decide
-from pytest_gauge.sim.profiles import SimJudge
+from pytest_gauge.suite.sim_profiles import SimJudge
 from tests.unit.analysis.test_metrics import case
 
 NOISE = {"sharp": 0.25, "cheap": 0.25, "blurry": 0.8}
