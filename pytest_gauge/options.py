@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -58,6 +59,15 @@ class GaugeOptions:
     adaptive: bool = False  # --gauge-adaptive: looks of tasks, stop when every gate is decided (issue 18)
     adaptive_look: int = 5  # tasks per look
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def prices_for(self, models: Iterable[str]) -> tuple[PriceRow, ...]:
+        """The prices a run with these ``models`` uses: the configured ones, plus genai-prices for the
+        models they do not price with ``--gauge-prices genai-prices`` (the run and ``merge`` alike)."""
+        if not self.genai_prices:
+            return self.prices
+        from .gateway.prices import with_genai_prices
+
+        return with_genai_prices(self.prices, models)
 
 
 def _positive_float(text: str) -> float:

@@ -15,13 +15,17 @@ import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ..files.readwrite import FileFormatError, read_json_object, read_jsonl, write_atomic
 from ..files.shards import RESULT_OPTIONS, SHARD_FILE
 from ..gateway.ledger import attribute_shared_calls
 from ..options import GaugeOptions
 from ..records import CaseRecord, LedgerRecord, SuiteMeta, dumps
+from .verdict import append_step_summary, ci_active, gate_outcome
+
+if TYPE_CHECKING:
+    from .outputs import SuiteAnalysis
 
 __all__ = ["MergeError", "ShardRun", "check_shards", "find_shards", "merge_shards", "run_merge"]
 
@@ -147,7 +151,7 @@ def _write_transcripts(runs: Sequence[ShardRun], meta: SuiteMeta, out: Path) -> 
         write_atomic(out / "agents" / f"{agent}.jsonl", "".join(dumps(r) + "\n" for r in rows))
 
 
-def merge_shards(suite: str, runs: Sequence[ShardRun], out_dir: Path) -> Any:
+def merge_shards(suite: str, runs: Sequence[ShardRun], out_dir: Path) -> SuiteAnalysis:
     """Write the merged suite folder ``out_dir/<suite>`` and return its
     :class:`~pytest_gauge.finish.outputs.SuiteAnalysis` (gates evaluated)."""
     from .outputs import analyse_suite
@@ -180,13 +184,7 @@ def merge_shards(suite: str, runs: Sequence[ShardRun], out_dir: Path) -> Any:
     }
     write_atomic(out / "manifest.json", dumps(manifest) + "\n")
     opts = _options(runs, out_dir)
-    shown = opts
-    if opts.genai_prices:  # the prices the shards' reports used, as the end of a run does
-        from ..gateway.prices import with_genai_prices
-
-        shown = replace(
-            opts, prices=with_genai_prices(opts.prices, [str(m) for m in meta.models.values() if m])
-        )
+    shown = replace(opts, prices=opts.prices_for(str(m) for m in meta.models.values() if m))
     partial = len(meta.selected) < len(meta.cases)
     return analyse_suite(meta, records, ledger, opts, out, partial=partial, report_options=shown)
 
@@ -220,10 +218,8 @@ def run_merge(
 ) -> int:
     """The ``merge`` command: 0 when every gate passes, 1 on a failing gate, 2 on shards that cannot
     be merged."""
-    from ..analysis.gates import fails_run
     from ..files.html import write_html_reports
     from ..report import render_summary
-    from .outputs import SKIPPED_IN_CI, ci_active
 
     try:
         found = find_shards(dirs)
@@ -235,14 +231,9 @@ def run_merge(
     verdicts: list[tuple[str, Any, str]] = []
     texts = []
     for suite, analysis in merged.items():
-        allow = bool(analysis.ctx.options.allow_skipped_gates)
+        strict_skips = strict and not _options(found[suite], Path(out_dir)).allow_skipped_gates
         for result in analysis.results:
-            skipped = result.status == "skipped"
-            outcome = "failed" if fails_run(result) or (skipped and strict and not allow) else "passed"
-            outcome = "skipped" if skipped and outcome != "failed" else outcome
-            message = (
-                f"{result.message}\n{SKIPPED_IN_CI}" if skipped and outcome == "failed" else result.message
-            )
+            outcome, message = gate_outcome(result, strict_skips=strict_skips)
             out.write(f"{suite}::gates[{result.gate.canonical()}] {outcome.upper()}: {message}\n")
             verdicts.append((suite, result, outcome))
         text = render_summary(analysis.ctx)
@@ -251,10 +242,7 @@ def run_merge(
     write_html_reports(Path(out_dir), list(merged))
     if junitxml:
         _junit(Path(junitxml), verdicts)
-    summary_path = environ.get("GITHUB_STEP_SUMMARY")
-    if summary_path and texts:
-        with open(summary_path, "a", encoding="utf-8") as fh:
-            fh.write("\n\n".join(texts) + "\n")
+    append_step_summary(environ, texts)
     failed = sum(1 for _s, _r, outcome in verdicts if outcome == "failed")
     out.write(f"pytest-gauge merge: {len(verdicts)} gates, {failed} failed\n")
     return 1 if failed else 0

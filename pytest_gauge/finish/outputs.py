@@ -37,6 +37,7 @@ from ..records import (
     dumps,
     work_result_from_json,
 )
+from .verdict import append_step_summary, ci_active, gate_outcome
 
 if TYPE_CHECKING:
     from ..analysis.adaptive import AdaptiveSummary, GateDecision
@@ -55,7 +56,6 @@ __all__ = [
     "SuiteAnalysis",
     "SuiteNumbers",
     "analyse_suite",
-    "ci_active",
     "finish_run",
     "gate_source",
     "write_summary",
@@ -196,29 +196,9 @@ def _emit(
     hook.pytest_runtest_logfinish(nodeid=nodeid, location=location)
 
 
-def ci_active(environ: Mapping[str, str]) -> bool:
-    """Whether this is a CI run: the ``CI`` variable set (GitHub Actions, GitLab, most others set
-    ``CI=true``) and not explicitly off."""
-    return environ.get("CI", "").strip().lower() not in ("", "0", "false", "no", "off")
-
-
-SKIPPED_IN_CI = (
-    "a skipped gate fails a CI run (CI is set): no silent green. Run every case of the suite, split the"
-    " suite with --gauge-shard I/N and gate with 'python -m pytest_gauge merge', or pass"
-    " --gauge-allow-skipped-gates"
-)
-
-
-def _emit_gate(
-    session: pytest.Session, meta: SuiteMeta, result: Any, fails: bool, *, strict_skips: bool
-) -> None:
+def _emit_gate(session: pytest.Session, meta: SuiteMeta, result: GateResult, *, strict_skips: bool) -> None:
     """One gate as a test entry; under CI (``strict_skips``) a skipped gate is a failed entry."""
-    status = result.status
-    message = result.message
-    if status == "skipped" and strict_skips:
-        outcome, message = "failed", f"{message}\n{SKIPPED_IN_CI}"
-    else:
-        outcome = "skipped" if status == "skipped" else "failed" if fails else "passed"
+    outcome, message = gate_outcome(result, strict_skips=strict_skips)
     _emit(session, meta, "gates", result.gate.canonical(), outcome, message)
 
 
@@ -533,7 +513,6 @@ def _elo_reports(meta: SuiteMeta, records: list[CaseRecord], elo: EloReport | No
 
 def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool) -> None:
     """Write every suite's outputs and reports, evaluate its gates, and report them as test entries."""
-    from ..analysis.gates import fails_run
     from ..fixtures.calls import finish_tests
 
     ledger_all = merge_ledgers(sorted(state.run_dir.glob("ledger-*.jsonl")))
@@ -562,9 +541,7 @@ def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool)
         write_outputs(state, meta, records, ledger, out, label)
         written.append(name)
         partial = len(meta.selected) < len(meta.cases) or interrupted
-        shown = opts
-        if opts.genai_prices:
-            shown = replace(opts, prices=state.price_rows([str(m) for m in meta.models.values() if m]))
+        shown = replace(opts, prices=opts.prices_for(str(m) for m in meta.models.values() if m))
         analysis = analyse_suite(
             meta, records, ledger, opts, out, partial=partial, deferred=bool(opts.shard),
             report_options=shown,
@@ -583,7 +560,7 @@ def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool)
         state.gate_notes += [(True, skip_note)] if skip_note else []
         for result in analysis.results:
             strict_skips = strict and not opts.shard
-            _emit_gate(session, meta, result, fails_run(result), strict_skips=strict_skips)
+            _emit_gate(session, meta, result, strict_skips=strict_skips)
     from ..files.html import write_html_reports
 
     if written:
@@ -651,7 +628,4 @@ def write_summary(terminalreporter: Any, state: GaugeState) -> None:
             terminalreporter.write_sep("!", f"pytest-gauge: {note}", red=True, bold=True)
         else:
             terminalreporter.write_line(f"pytest-gauge: {note}")
-    summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
-    if summary_path and texts:
-        with open(summary_path, "a", encoding="utf-8") as fh:
-            fh.write("\n\n".join(texts) + "\n")
+    append_step_summary(os.environ, texts)

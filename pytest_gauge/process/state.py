@@ -251,16 +251,12 @@ class GaugeState:
         if self.shared is not None:
             self.shared.ledger.close()
 
-    def price_rows(self, models: list[str] | None = None) -> tuple[PriceRow, ...]:
+    def price_rows(self) -> tuple[PriceRow, ...]:
         """The run's prices: the configured ones, plus genai-prices for the other models of the collected
-        suites (or ``models``) with ``--gauge-prices genai-prices``."""
-        if not self.options.genai_prices:
-            return self.options.prices
-        from ..gateway.prices import with_genai_prices
-
-        if models is None:
-            models = [str(m) for e in self.suites.values() for m in e.suite.models().values() if m]
-        return with_genai_prices(self.options.prices, models)
+        suites with ``--gauge-prices genai-prices``."""
+        return self.options.prices_for(
+            str(m) for e in self.suites.values() for m in e.suite.models().values() if m
+        )
 
     def suite_entries_expected(self) -> int:
         """The suite-level test entries this run will report after its cases: one per gate of every suite
