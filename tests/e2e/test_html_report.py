@@ -15,6 +15,8 @@ import hashlib
 import io
 import json
 import os
+import random
+import re
 import shutil
 import subprocess
 import sys
@@ -228,6 +230,41 @@ def test_page_bytes_snapshot(snapshot: SnapshotAssertion) -> None:
         assert page.count(text) == 1
         page = page.replace(text, f"/* {name} sha256={hashlib.sha256(text.encode()).hexdigest()} */")
     assert page == snapshot(extension_class=HTMLSnapshot)
+
+
+def _dicts(value: Any) -> Iterator[dict[str, Any]]:
+    if isinstance(value, dict):
+        yield value
+        value = list(value.values())
+    if isinstance(value, list):
+        for item in value:
+            yield from _dicts(item)
+
+
+def test_page_document_is_built_in_key_order() -> None:
+    """The page encodes its document without ``sort_keys`` (faster), so every dict must be built sorted,
+    and the page's JSON block must be exactly the canonical :func:`embed_json` of the document."""
+    outputs = tiny_outputs()
+    doc = build_payload(outputs, _redact(outputs))
+    unsorted = [list(d) for d in _dicts(doc) if list(d) != sorted(d)]
+    assert not unsorted, f"payload dicts built out of key order: {unsorted[:3]}"
+    assert embed_json(doc) in render_suite_html(outputs, _redact(outputs))
+
+
+def test_redactor_fast_path_equals_the_case_insensitive_regex() -> None:
+    """The ASCII fast path may skip the regex only when it cannot match: random texts of name pieces,
+    case changes and the non-ASCII letters IGNORECASE pairs with ASCII ones (Kelvin sign, long s, dotless
+    i, dotted capital I) give exactly what the plain case-insensitive substitution gives."""
+    names = ["sim-agent-x", "agent_x", "Kit", "gpt-4o-mini"]
+    plain = re.compile("|".join(re.escape(n) for n in sorted(names, key=len, reverse=True)), re.IGNORECASE)
+    pieces = ["sim-", "agent", "_x", "-x", "AGENT", "kit", "KIT", "gpt-4o", "-MINI", " ", "é", "中", "x"]
+    pieces += ["\u212ait", "\u017fim-", "k\u0131t", "K\u0130T"]
+    rng = random.Random(0)
+    redact = Redactor(names)
+    for _ in range(3000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 8)))
+        assert redact(text) == plain.sub("[redacted]", text), text
+    assert Redactor(["agent_\u00e9"])("AGENT_\u00c9 x") == "[redacted] x"  # non-ASCII names: regex only
 
 
 def test_driver_labels_resolve_to_cases() -> None:

@@ -40,45 +40,47 @@ def _turns(t: Transcript, redact: Redact) -> list[dict[str, Any]]:
     codes = {c.id: c.return_code for c in t.tool_calls()}
     turns: list[dict[str, Any]] = []
     for turn in t.turns:
-        item: dict[str, Any] = {"r": turn.role, "c": redact(turn.content)}
+        item: dict[str, Any] = {"c": redact(turn.content)}  # keys in sorted order: see build_payload
         if turn.tool_calls:
             item["calls"] = [
                 {
+                    "a": redact(c.raw_arguments),
+                    "e": c.error,
                     "id": c.id,
                     "n": redact(c.name),
-                    "a": redact(c.raw_arguments),
                     "rc": c.return_code,
-                    "e": c.error,
                 }
                 for c in turn.tool_calls
             ]
         if turn.role == "tool":
             item["id"] = turn.tool_call_id
+        item["r"] = turn.role
+        if turn.role == "tool":
             item["rc"] = codes.get(turn.tool_call_id or "")
         turns.append(item)
     if not t.turns or t.turns[-1].role != "assistant":
-        turns.append({"r": "assistant", "c": redact(t.final_reply), "final": True})
+        turns.append({"c": redact(t.final_reply), "final": True, "r": "assistant"})
     return turns
 
 
 def _transcript(row: TranscriptRow, task_index: dict[str, int], redact: Redact) -> dict[str, Any]:
     t = row.transcript
-    return {
+    return {  # keys in sorted order: see build_payload
         "agent": row.agent,
-        "t": task_index.get(row.task_id, -1),
-        "s": row.sample,
-        "turns": _turns(t, redact) if t is not None else [],
+        "cons": _rules(row.constraints),
+        "cost": row.cost,
+        "crit": _rules(row.criteria),
         "end": t.ended_by if t is not None else "error",
         "err": redact(row.error or (t.error if t is not None else None) or "") or None,
+        "lg": [],
+        "ok": row.task_success,
+        "reward": row.reward,
+        "s": row.sample,
         "sat": t.user_satisfied if t is not None else None,
         "strategy": t.strategy if t is not None else "",
-        "reward": row.reward,
-        "ok": row.task_success,
-        "crit": _rules(row.criteria),
-        "cons": _rules(row.constraints),
+        "t": task_index.get(row.task_id, -1),
         "tok": [row.input_tokens, row.output_tokens],
-        "cost": row.cost,
-        "lg": [],
+        "turns": _turns(t, redact) if t is not None else [],
     }
 
 
@@ -109,40 +111,56 @@ def _work_owner(work: str) -> tuple[str, str | TranscriptKey] | None:
     return None
 
 
+@dataclass(frozen=True)
+class _CaseLookup:
+    """The cases by id and by (task, sample), built once per document for every gate's drivers."""
+
+    records: Sequence[CaseRecord]
+    by_id: dict[str, int]
+    by_group: dict[tuple[str, int], list[int]]
+
+    @classmethod
+    def of(cls, records: Sequence[CaseRecord]) -> _CaseLookup:
+        by_group: dict[tuple[str, int], list[int]] = {}
+        for i, r in enumerate(records):
+            by_group.setdefault((r.task_id, r.sample), []).append(i)
+        return cls(records, {r.case_id: i for i, r in enumerate(records)}, by_group)
+
+    def driver_cases(self, drivers: Sequence[str]) -> list[int]:
+        """See :func:`driver_cases`."""
+        hits: set[int] = set()
+        for driver in drivers:
+            if driver in self.by_id:
+                hits.add(self.by_id[driver])
+                continue
+            m = _GROUP.match(driver)
+            if m is None:
+                continue
+            who = m["who"]
+            for i in self.by_group.get((m["task"], int(m["sample"])), []):
+                r = self.records[i]
+                if who in (r.pair_id, r.agent_left, r.agent_right):
+                    hits.add(i)
+        return sorted(hits)
+
+
 def driver_cases(drivers: Sequence[str], records: Sequence[CaseRecord]) -> list[int]:
     """The sorted indices of the cases gate drivers name: a case id, a flip group ``task/pair#sample: ...``
     or a transcript ``task/agent#sample`` (every case that judged it)."""
-    by_id = {r.case_id: i for i, r in enumerate(records)}
-    by_group: dict[tuple[str, int], list[int]] = {}
-    for i, r in enumerate(records):
-        by_group.setdefault((r.task_id, r.sample), []).append(i)
-    hits: set[int] = set()
-    for driver in drivers:
-        if driver in by_id:
-            hits.add(by_id[driver])
-            continue
-        m = _GROUP.match(driver)
-        if m is None:
-            continue
-        who = m["who"]
-        for i in by_group.get((m["task"], int(m["sample"])), []):
-            r = records[i]
-            if who in (r.pair_id, r.agent_left, r.agent_right):
-                hits.add(i)
-    return sorted(hits)
+    return _CaseLookup.of(records).driver_cases(drivers)
 
 
-def _gate(g: GateRow, records: Sequence[CaseRecord]) -> dict[str, Any]:
-    return {
+def _gate(g: GateRow, lookup: _CaseLookup) -> dict[str, Any]:
+    return {  # keys in sorted order: see build_payload
+        "drivers": lookup.driver_cases(g.drivers),
         "expr": g.expr,
-        "status": g.status,
-        "value": g.value,
-        "low": g.low,
         "high": g.high,
-        "n": g.n,
-        "threshold": g.threshold,
+        "low": g.low,
         "message": g.message,
-        "drivers": driver_cases(g.drivers, records),
+        "n": g.n,
+        "status": g.status,
+        "threshold": g.threshold,
+        "value": g.value,
     }
 
 
@@ -172,31 +190,31 @@ def _sat_but_failed(r: CaseRecord) -> bool:
 
 def _case(r: CaseRecord, ix: _Index, redact: Redact) -> dict[str, Any]:
     where = ix.where
-    return {
-        "id": r.case_id,
-        "t": ix.tasks.get(r.task_id, -1),
-        "cat": r.category,
-        "p": ix.pairs[r.pair_id],
-        "o": r.order,
-        "ao": r.blind_order,
-        "s": r.sample,
-        "ch": r.judge_choice,
-        "rl": r.reward_left,
-        "rr": r.reward_right,
-        "lrs": bool(r.lower_reward_selected),
-        "flip": (r.task_id, r.pair_id, r.sample) in ix.flips,
-        "err": r.judge_choice == "error",
-        "sbf": _sat_but_failed(r),
-        "tok": r.input_tokens + r.output_tokens,
-        "cost": r.est_cost,
+    return {  # keys in sorted order (capitals first): see build_payload
         "L": where.get((r.task_id, r.agent_left, r.sample), -1),
         "R": where.get((r.task_id, r.agent_right, r.sample), -1),
+        "ao": r.blind_order,
+        "cat": r.category,
+        "ch": r.judge_choice,
+        "cost": r.est_cost,
+        "err": r.judge_choice == "error",
+        "flip": (r.task_id, r.pair_id, r.sample) in ix.flips,
+        "id": r.case_id,
         "j": [r.judge_reward_a, r.judge_reward_b, redact(r.judge_reason), r.judge_raw, r.judge_error],
         "js": [
             [j.judge, j.repeat, j.choice, j.reward_a, j.reward_b, redact(j.reason), j.raw, j.error]
             for j in r.judgments
         ],
         "lg": [],
+        "lrs": bool(r.lower_reward_selected),
+        "o": r.order,
+        "p": ix.pairs[r.pair_id],
+        "rl": r.reward_left,
+        "rr": r.reward_right,
+        "s": r.sample,
+        "sbf": _sat_but_failed(r),
+        "t": ix.tasks.get(r.task_id, -1),
+        "tok": r.input_tokens + r.output_tokens,
     }
 
 
@@ -207,16 +225,32 @@ def _link_ledger(
     transcripts: list[dict[str, Any]],
 ) -> None:
     """Each ledger line's index goes to the case (judge calls) or transcript (its dialogue) it belongs to."""
-    by_case = {c["id"]: c for c in cases}
+    by_case = {c["id"]: c["lg"] for c in cases}
+    owners: dict[str, list[int] | None] = {}  # by work key: a unit's retries and turns share one
     for i, x in enumerate(ledger):
-        owner = _work_owner(x.work)
-        if owner is None:
-            continue
-        kind, key = owner
-        if kind == "case" and isinstance(key, str) and key in by_case:
-            by_case[key]["lg"].append(i)
-        elif kind == "transcript" and isinstance(key, tuple) and key in where:
-            transcripts[where[key]]["lg"].append(i)
+        if x.work not in owners:
+            owners[x.work] = _owner_list(_work_owner(x.work), where, by_case, transcripts)
+        lines = owners[x.work]
+        if lines is not None:
+            lines.append(i)
+
+
+def _owner_list(
+    owner: tuple[str, str | TranscriptKey] | None,
+    where: dict[TranscriptKey, int],
+    by_case: dict[str, list[int]],
+    transcripts: list[dict[str, Any]],
+) -> list[int] | None:
+    """The ``lg`` list of the case or transcript a work key belongs to, None when it is neither."""
+    if owner is None:
+        return None
+    kind, key = owner
+    if kind == "case" and isinstance(key, str):
+        return by_case.get(key)
+    if kind == "transcript" and isinstance(key, tuple) and key in where:
+        lines: list[int] = transcripts[where[key]]["lg"]
+        return lines
+    return None
 
 
 def _keys(rows: Sequence[TranscriptRow]) -> list[TranscriptKey]:
@@ -225,7 +259,10 @@ def _keys(rows: Sequence[TranscriptRow]) -> list[TranscriptKey]:
 
 def build_payload(out: SuiteOutputs, redact: Redact) -> dict[str, Any]:
     """The report's JSON document (see the module docstring); pure and deterministic. ``redact`` hides
-    the names of :func:`.model.redaction_names` as the judge's view does (the caller's Redactor)."""
+    the names of :func:`.model.redaction_names` as the judge's view does (the caller's Redactor).
+
+    Every dict is built with its keys in sorted order, so the page encodes it without ``sort_keys`` and
+    gets the bytes of :func:`.render.embed_json` faster (tests/test_html_report.py checks the order)."""
     task_index = {t.task_id: i for i, t in enumerate(out.tasks)}
     pair_ids = sorted({r.pair_id for r in out.records})
     firsts = {r.pair_id: r for r in reversed(out.records)}
@@ -239,22 +276,23 @@ def build_payload(out: SuiteOutputs, redact: Redact) -> dict[str, Any]:
     cases = [_case(r, ix, redact) for r in out.records]
     _link_ledger(out.ledger, ix.where, cases, transcripts)
     gates = sorted(out.gates, key=lambda g: gate_rank(g.status))
+    lookup = _CaseLookup.of(out.records)
     return {
-        "v": PAYLOAD_VERSION,
-        "suite": out.name,
-        "seed": out.seed,
         "backend": out.backend,
-        "tasks": [[t.task_id, t.category, redact(t.prompt)] for t in out.tasks],
+        "cases": cases,
+        "costs": [[c.role, c.calls, c.attempts, c.input_tokens, c.output_tokens, c.cost] for c in out.costs],
+        "elo_svg": out.elo_svg,
+        "gates": [_gate(g, lookup) for g in gates],
+        "ledger": [_ledger_line(x) for x in out.ledger],
+        "metrics": [[m.name, m.value, m.low, m.high, m.n, m.method] for m in out.metrics],
         "pairs": [
             [pid, firsts[pid].agent_left, firsts[pid].agent_right, out.pair_class.get(pid, "")]
             for pid in pair_ids
         ],
-        "gates": [_gate(g, out.records) for g in gates],
-        "metrics": [[m.name, m.value, m.low, m.high, m.n, m.method] for m in out.metrics],
-        "costs": [[c.role, c.calls, c.attempts, c.input_tokens, c.output_tokens, c.cost] for c in out.costs],
+        "seed": out.seed,
+        "suite": out.name,
+        "tasks": [[t.task_id, t.category, redact(t.prompt)] for t in out.tasks],
         "total_cost": out.total_cost,
-        "elo_svg": out.elo_svg,
         "transcripts": transcripts,
-        "cases": cases,
-        "ledger": [_ledger_line(x) for x in out.ledger],
+        "v": PAYLOAD_VERSION,
     }
