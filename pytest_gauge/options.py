@@ -37,6 +37,7 @@ class GaugeOptions:
     timeout: float = 60.0
     max_retries: int = 4
     max_concurrency: int = 8
+    max_timeouts: int = 3  # timed-out attempts in a row that stop a (role, model) for the run; 0: never
     rpm: float | None = None
     tpm: float | None = None
     retry_after_cap: float = 60.0
@@ -143,6 +144,13 @@ _SETTINGS: tuple[tuple[str, str, Any, str, tuple[str, ...] | None], ...] = (
         "gauge_max_concurrency",
         _positive_int,
         "requests in flight across all workers (default 8)",
+        None,
+    ),
+    (
+        "max-timeouts",
+        "gauge_max_timeouts",
+        _non_negative_int,
+        "timed-out attempts in a row that stop a (role, model) for the rest of the run (default 3; 0: never)",
         None,
     ),
     ("rpm", "gauge_rpm", _positive_float, "requests per minute across all workers", None),
@@ -377,6 +385,7 @@ def resolve_options(config: pytest.Config) -> GaugeOptions:
         timeout=pick("gauge_timeout", 60.0),
         max_retries=pick("gauge_max_retries", 4),
         max_concurrency=pick("gauge_max_concurrency", 8),
+        max_timeouts=pick("gauge_max_timeouts", 3),
         rpm=values["gauge_rpm"],
         tpm=values["gauge_tpm"],
         retry_after_cap=pick("gauge_retry_after_cap", 60.0),

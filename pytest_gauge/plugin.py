@@ -13,6 +13,7 @@ import pytest
 from .fixtures import calls as fixture_functions
 from .fixtures.calls import TESTS_SUITE, tests_report
 from .gateway.endpoint import live_settings_problems
+from .gateway.errors import ModelStopped
 from .options import GaugeOptions, add_options, resolve_options
 from .process.roles import FAILURE_PROPERTY, RECORD_PROPERTY, Role, choose_role, role_key
 from .process.state import GaugeState, SuiteEntry, state_key
@@ -218,6 +219,8 @@ class CaseItem(pytest.Item):
         if looks is not None and not looks.wait(looks.plan.look_of(self.case.suite, self.case.task_id)):
             pytest.skip(looks.state.reason)  # --gauge-adaptive: every gate was decided without this case
         outcome = role.engine_for(self.session).outcome(f"{self.case.suite}::{self.case.case_id}")
+        if outcome.record is None and outcome.kind == ModelStopped.__name__:
+            pytest.skip(outcome.error or "not run: its model was stopped")  # the stop's message: once
         if outcome.record is None:
             self.user_properties.append(
                 (FAILURE_PROPERTY, outcome.kind or "")

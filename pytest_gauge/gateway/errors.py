@@ -11,6 +11,7 @@ __all__ = [
     "ConfigurationError",
     "GatewayError",
     "ModelNotFound",
+    "ModelStopped",
     "ReplayMiss",
     "RunStopped",
     "rejects_format",
@@ -86,6 +87,11 @@ class ReplayMiss(GatewayError):
 class ModelNotFound(GatewayError):
     """The gateway does not know the model (404/400 ``model_not_found``): every later call for that
     (role, model) stops with this error instead of being sent."""
+
+
+class ModelStopped(GatewayError):
+    """A call for a (role, model) that was stopped earlier in the run (unknown, timing out, key
+    rejected; see :mod:`.model_stops`): not sent, and its case is reported as not run."""
 
 
 class RunStopped(GatewayError):

@@ -24,6 +24,7 @@ from .endpoint import URL_VARIABLE
 from .errors import GatewayError, ModelNotFound, ReplayMiss, RunStopped
 from .ledger import INTERRUPTED, SENT, Ledger
 from .limits import Budget, ConcurrencySlots, RateLimiter
+from .model_stops import ModelStops
 from .prices import PriceTable
 from .redis_limits import RedisBudget, RedisRate, RedisSlots
 from .response import MAX_BODY_BYTES, BadResponse, parse_completion
@@ -80,7 +81,7 @@ class GatewayShared:
     first_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     rate_limit_waits: int = 0
     warned_prices: set[str] = field(default_factory=set)
-    dead_models: dict[tuple[str, str], GatewayError] = field(default_factory=dict)
+    stops: ModelStops = field(default_factory=lambda: ModelStops(None))
     model_gates: dict[tuple[str, str], tuple[asyncio.Event, asyncio.Lock]] = field(default_factory=dict)
     stopping: bool = False
     in_flight: int = 0  # attempts sent and not yet answered (a stop waits for them, briefly)
@@ -95,16 +96,14 @@ class GatewayShared:
 
     def check_open(self, role: str, model: str) -> None:
         """Raise instead of sending: the run is stopping, a fatal error was seen, or this (role, model)
-        was refused as an unknown model."""
+        was stopped (:mod:`.model_stops`: unknown, timing out, ...)."""
         if self.stopping:
             raise RunStopped(
                 "the run is stopping (Ctrl-C or SIGTERM)", "re-run: finished calls come from the cache"
             )
         if self.fatal is not None:
             raise self.fatal
-        dead = self.dead_models.get((role, model))
-        if dead is not None:
-            raise dead
+        self.stops.check(role, model)
 
 
 def _estimate_tokens(messages: list[dict[str, Any]], tools: Any) -> int:
@@ -347,11 +346,33 @@ class Gateway:
             shared.check_open(call.role, call.model)
             outcome = await self._attempt(_Attempt.of(call, attempt))
             if outcome.response is not None:
+                shared.stops.answered(call.role, call.model)
                 return outcome.response, outcome.record
             assert outcome.failure is not None
+            self._count_timeout(call, outcome.failure)
+            shared.check_open(call.role, call.model)  # stopped meanwhile: not a failure of this case
             wait = self._retry_wait(outcome.failure, attempt, attempts, rng, call.role, call.model)
             await asyncio.sleep(wait)
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _count_timeout(self, call: _Call, failure: Exception) -> None:
+        """A timed-out attempt counts toward ``--gauge-max-timeouts`` in a row for its (role, model);
+        at the limit the model is stopped for the run, and this call fails with the one full message."""
+        shared = self.shared
+        if not is_timeout(failure):
+            return
+        stop = shared.stops.timed_out(call.role, call.model, shared.timeout)
+        if stop is None:
+            return
+        error = GatewayError(
+            f"the {call.role} model {call.model!r} timed out {stop.reason.split()[0]} times in a row"
+            f" (--gauge-timeout {shared.timeout:g}s, connect to last byte): its remaining work is not run",
+            "raise --gauge-timeout (or --gauge-max-timeouts), lower max_tokens, or check that the gateway"
+            " serves this model",
+            role=call.role,
+            model=call.model,
+        )
+        raise shared.stops.stop(call.role, call.model, stop.reason, error)
 
     async def _attempt(self, a: _Attempt) -> _Outcome:
         """One attempt: budget, rate, a concurrency slot, the write-ahead ledger line, the POST (bounded
@@ -490,7 +511,7 @@ class Gateway:
             if error.fatal:
                 shared.fatal = error
             if isinstance(error, ModelNotFound):
-                shared.dead_models.setdefault((role, model), error)
+                raise shared.stops.stop(role, model, "unknown model", error)
             raise error
         wait = retry_delay(headers, attempt, rng)
         if wait is not None and wait > shared.retry_after_cap:

@@ -170,20 +170,35 @@ class _EndsTheRun(Role):
 
     def _write_outputs(self, session: pytest.Session, *, interrupted: bool) -> None:
         from ..finish.outputs import finish_run
+        from ..gateway.model_stops import read_stops
 
         self.close()
+        self.stops = read_stops(self.state.run_dir)  # before the run folder goes
         finish_run(session, self.state, interrupted=interrupted)
 
     def terminal_summary(self, reporter: Any) -> None:
         from ..fixtures.calls import tests_summary
 
         tests_summary(reporter, self.config)
+        self._stopped_models(reporter)
         if self.state.finished or self.state.gate_notes:
             from ..finish.outputs import write_summary
 
             write_summary(reporter, self.state)
         if int(self.config.getoption("verbose", 0) or 0) > 0:
             self._work_per_process(reporter)
+
+    def _stopped_models(self, reporter: Any) -> None:
+        """One line per (role, model) stopped during the run (:mod:`..gateway.model_stops`): the full
+        message once, where each of its cases only says "not run"."""
+        stops = getattr(self, "stops", [])
+        if not stops:
+            return
+        reporter.write_sep("-", "pytest-gauge: stopped models")
+        for stop in stops:
+            reporter.write_line(
+                stop.message or f"the {stop.role} model {stop.model!r}: {stop.reason}", red=True
+            )
 
     def worker_summaries(self) -> tuple[list[WorkerSummary], dict[str, str]]:
         """What each process that ran cases did (see :class:`WorkerSummary`), and the workers that went

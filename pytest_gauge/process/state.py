@@ -142,6 +142,7 @@ class GaugeState:
         from ..gateway.backends import build_client
         from ..gateway.gateway import Gateway, GatewayShared
         from ..gateway.ledger import Ledger
+        from ..gateway.model_stops import ModelStops
         from ..gateway.prices import PriceTable
         from ..gateway.redis_limits import build_limits
         from ..run.engine import Engine, SuiteRuntime
@@ -168,6 +169,7 @@ class GaugeState:
             max_retries=opts.max_retries,
             timeout=opts.timeout,
             retry_after_cap=opts.retry_after_cap,
+            stops=ModelStops(run, opts.max_timeouts),
         )
         formats = JudgeFormats()  # one JSON-mode fallback per judge model for the whole run
         runtimes: dict[str, SuiteRuntime] = {}

@@ -88,6 +88,8 @@ class FaultPlan:
     malformed: str = "mixed"
     rate_reset: float = 0.0
     drip_seconds: float = 0.0
+    drip_models: frozenset[str] = frozenset()
+    """With ``drip_seconds``: only these models' answers drip (empty: every model's)."""
     hold_after: int = 0
     judge_prefers: Literal["A", "B"] | None = None
     echo_auth: tuple[str, ...] = ()
@@ -101,6 +103,7 @@ class FaultPlan:
         d["status_400_models"] = sorted(self.status_400_models)
         d["reject_response_formats"] = sorted(self.reject_response_formats)
         d["unknown_models"] = sorted(self.unknown_models)
+        d["drip_models"] = sorted(self.drip_models)
         return d
 
     @classmethod
@@ -111,7 +114,7 @@ class FaultPlan:
         if unknown:
             raise ValueError(f"unknown FaultPlan fields: {sorted(unknown)}")
         kwargs = dict(data)
-        for name in ("status_400_models", "reject_response_formats", "unknown_models"):
+        for name in ("status_400_models", "reject_response_formats", "unknown_models", "drip_models"):
             if name in kwargs:
                 kwargs[name] = frozenset(kwargs[name])
         return cls(**kwargs)

@@ -458,7 +458,8 @@ class LoopbackServer(Served):
                 return False
             data = encode_response(resp, req.keep_alive, f"req_loopback_{record.seq}")
             finish(resp.status)
-            if is_chat and plan.drip_seconds > 0 and resp.status == 200:
+            drips = not plan.drip_models or (body or {}).get("model") in plan.drip_models
+            if is_chat and plan.drip_seconds > 0 and resp.status == 200 and drips:
                 await drip(writer, data, plan.drip_seconds)
             else:
                 writer.write(data)

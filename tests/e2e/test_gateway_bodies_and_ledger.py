@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from pytest_gauge.gateway.errors import GatewayError, ModelNotFound
+from pytest_gauge.gateway.errors import GatewayError, ModelNotFound, ModelStopped
 from pytest_gauge.gateway.gateway import CallContext
 from pytest_gauge.gateway.ledger import Ledger, read_ledger_file, resolve_sent
 from pytest_gauge.gateway.response import BadResponse, body_snippet, parse_completion
@@ -129,9 +129,10 @@ def test_an_unknown_model_is_sent_once_then_every_call_for_it_stops(
 
     results = asyncio.run(many())
     errors = [r for r in results[:6] if isinstance(r, BaseException)]
-    assert len(errors) == 6 and all(isinstance(e, ModelNotFound) for e in errors)
-    assert len({str(e) for e in errors}) == 1  # one message
-    message = str(errors[0])
+    assert len(errors) == 6 and sum(isinstance(e, ModelNotFound) for e in errors) == 1
+    assert all(isinstance(e, ModelStopped) for e in errors if not isinstance(e, ModelNotFound))
+    assert len({str(e) for e in errors}) == 2  # the one full message, then one short "not run"
+    message = str(next(e for e in errors if isinstance(e, ModelNotFound)))
     assert "404 Not Found" in message and "Bad Request" not in message
     assert "agent" in message and "gpt-nope" in message and "GAUGE_TEST_AGENT_MODEL" in message
     assert all(not isinstance(r, BaseException) for r in results[6:])  # other models go on

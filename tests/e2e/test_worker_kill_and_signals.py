@@ -252,3 +252,27 @@ def test_a_dripping_server_stops_the_run_after_the_first_call_times_out(
     assert received <= 2 * 2, received
     assert "before any call of this run was answered" in text and "Traceback" not in text
     assert len(_live_attempts(folder)) == received
+
+
+def test_a_model_that_will_not_answer_in_time_is_stopped_once_and_the_others_run(tmp_path: Path) -> None:
+    """Issue 30, point 3: one agent's model drips its answers under --gauge-timeout 5; after 3 timeouts
+    in a row it is stopped run-wide (one message), its cases are not run, the other models' are. A
+    server of its own: its dripping connections outlive the run."""
+    folder = _folder(tmp_path, "slow-model")
+    with LoopbackServer(sim_responder(MINI / "test_mini.py", seed=7)) as server:
+        server.faults = FaultPlan(drip_seconds=0.5, drip_models=frozenset({"sim-agent-z"}))
+        proc = _start(folder, server, 2, "--gauge-timeout", "5", "-rs")
+        output, _ = proc.communicate(timeout=90.0)  # a bound on the wait (about 45 s here), not a target
+        dripped = sum(1 for b in server.bodies if b["model"] == "sim-agent-z")
+        received = server.stats()["chat_requests_total"]
+    code, text = proc.returncode, output.decode(errors="replace")
+    assert code != 0, text[-3000:]
+    assert "Traceback" not in text
+    section = text.split("pytest-gauge: stopped models", 1)[1]
+    assert section.count("timed out 3 times in a row") == 1, text[-4000:]
+    assert "not run: the agent model 'sim-agent-z' was stopped" in text
+    path = folder / "gauge-out/mini/pairs/pair_results.jsonl"
+    pairs = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    assert len(pairs) == 10 and all("agent_z" not in json.dumps(p) for p in pairs)  # x-y: 5 tasks, 2 orders
+    assert dripped <= 2 * (3 + CONCURRENCY), dripped  # at most one row of timeouts per worker
+    assert len(_live_attempts(folder)) == received
