@@ -366,6 +366,8 @@ class GaugeRun:
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
         """After every case has finished (all workers), write outputs, evaluate gates, render reports."""
+        if session.config.option.collectonly:  # harmless: no call, no output file, no gate
+            return (yield)
         self.role.start_loop(session)
         try:
             result = yield
@@ -374,6 +376,25 @@ class GaugeRun:
             raise
         self.role.finish(session)
         return result
+
+    def pytest_report_collectionfinish(self, config: pytest.Config) -> list[str]:
+        """Below "collected N items": the gate entries reported after the cases (counted in the totals)."""
+        gates = self.role.state.suite_entries_expected()
+        if not gates:
+            return []
+        entries = "1 gate entry" if gates == 1 else f"{gates} gate entries"
+        return [f"pytest-gauge: + {entries} after the cases (in the passed/failed totals)"]
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        """``--collect-only``: the gate entries listed after the cases, as the run would report them."""
+        if not session.config.option.collectonly:
+            return
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is None:
+            return
+        for nodeid in self.role.state.gate_entry_ids(session.config.rootpath):
+            reporter.write_line(nodeid if session.config.option.verbose < 0 else f"  <Gate {nodeid}>")
 
     def pytest_unconfigure(self) -> None:
         from .process.stopping import restore_sigterm

@@ -260,6 +260,26 @@ class GaugeState:
             str(m) for e in self.suites.values() for m in e.suite.models().values() if m
         )
 
+    def gate_entry_ids(self, rootpath: Path) -> list[str]:
+        """The node ids of the gate entries this run will report after its cases (as ``_emit`` names
+        them), for ``--collect-only``'s listing."""
+        from ..analysis.gates import GateSyntaxError, parse_gate
+
+        ids = []
+        for entry in self.suites.values():
+            if not self.selected.get(entry.name):
+                continue
+            try:
+                rel = entry.module_path.relative_to(rootpath).as_posix()
+            except ValueError:
+                rel = entry.module_path.as_posix()
+            for text in (*entry.suite.gates, *self.options.gates):
+                try:
+                    ids.append(f"{rel}::gates[{parse_gate(text).canonical()}]")
+                except GateSyntaxError:  # pragma: no cover - refused at collection
+                    continue
+        return ids
+
     def suite_entries_expected(self) -> int:
         """The suite-level test entries this run will report after its cases: one per gate of every suite
         with selected cases (a skipped gate is an entry too) and, with ``--gauge-snapshot-reports`` on a
