@@ -63,6 +63,7 @@ __all__ = [
     "parse_rule",
     "parse_rules",
     "score",
+    "tools_named",
     "unfenced",
 ]
 
@@ -1161,6 +1162,20 @@ def parse_rule(obj: object, *, field: str, custom: Mapping[str, CustomCheck] | N
     common = {"weight": float(weight), "description": description}
     rule: Rule = cls._build(_Args(obj, field, custom or {}), common)
     return rule
+
+
+def tools_named(rule: Rule) -> tuple[tuple[str, str], ...]:
+    """The (argument, tool name) pairs a tool rule names (``tool_called``, ``tool_order``,
+    ``no_call_after_failure`` ...); empty for the other rules. Collection checks them against the
+    suite's tools: a typo in a tool's name would make the task impossible to pass, silently."""
+    if isinstance(rule, ToolOrder):
+        return tuple((f"names[{i}]", n) for i, n in enumerate(rule.names))
+    if isinstance(rule, NoCallAfterFailure):
+        return (("precondition", rule.precondition), ("then", rule.then))
+    tool_rules = ToolCalled | ToolNotCalled | ToolArgs | ToolCallCount | ToolReturnCode
+    if isinstance(rule, tool_rules):
+        return (("name", rule.name),)
+    return ()
 
 
 def parse_rules(

@@ -3,13 +3,14 @@ with located errors."""
 
 from __future__ import annotations
 
+import difflib
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .rules import Rule, RuleResult, RuleSpecError, parse_rules
+from .rules import Rule, RuleResult, RuleSpecError, parse_rules, tools_named
 
 __all__ = ["CATEGORIES", "TASKS_FORMAT_VERSION", "Task", "TaskFileError", "load_tasks"]
 
@@ -168,6 +169,9 @@ def _parse_task(
         constraints = parse_rules(obj.get("hard_constraints", []), field="hard_constraints", custom=checks)
     except RuleSpecError as exc:
         raise TaskFileError(path, number, exc.field, exc.message) from None
+    _check_tool_names(
+        path, number, {"success_criteria": criteria, "hard_constraints": constraints}, tool_names
+    )
     return Task(
         task_id=task_id,
         category=obj["category"],
@@ -182,3 +186,24 @@ def _parse_task(
         line=number,
         raw=obj,
     )
+
+
+def _check_tool_names(
+    path: Path, number: int, rules: Mapping[str, Sequence[Rule]], tool_names: Sequence[str]
+) -> None:
+    """A tool rule naming a tool the suite does not define is an error naming the nearest tool."""
+    for field, parsed in rules.items():
+        for i, rule in enumerate(parsed):
+            for arg, name in tools_named(rule):
+                if name in tool_names:
+                    continue
+                close = difflib.get_close_matches(name, list(tool_names), n=1, cutoff=0.5)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                known = ", ".join(tool_names) or "none declared"
+                raise TaskFileError(
+                    path,
+                    number,
+                    f"{field}[{i}].{arg}",
+                    f"{rule.type} names the tool {name!r}, which the suite does not define{hint}"
+                    f" (suite tools: {known})",
+                )
