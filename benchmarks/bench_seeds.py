@@ -138,7 +138,7 @@ class _Capture:
     state: Any = None
 
     def pytest_collection_finish(self, session: Any) -> None:
-        from pytest_gauge.session.state import state_key
+        from pytest_gauge.process.state import state_key
 
         self.state = session.config.stash[state_key]
 
@@ -203,7 +203,7 @@ def direct_run(suite: str, seed: int, work: str) -> Outcomes:
     from pytest_gauge.gateway.redis_limits import build_limits
     from pytest_gauge.run.judge_format import JudgeFormats
     from pytest_gauge.run.work import SuiteRuntime
-    from pytest_gauge.session.outputs import _gate_results, gate_source
+    from pytest_gauge.finish.outputs import _gate_results, gate_source
     from pytest_gauge.suite.cases import build_cases
 
     options, entry = _collected(suite)
