@@ -196,6 +196,7 @@ def direct_run(suite: str, seed: int, work: str) -> Outcomes:
     import asyncio
     from dataclasses import replace
 
+    from pytest_gauge.finish.outputs import _gate_results, gate_source
     from pytest_gauge.gateway.backends import build_client
     from pytest_gauge.gateway.gateway import Gateway, GatewayShared
     from pytest_gauge.gateway.ledger import Ledger, merge_ledgers
@@ -203,7 +204,6 @@ def direct_run(suite: str, seed: int, work: str) -> Outcomes:
     from pytest_gauge.gateway.redis_limits import build_limits
     from pytest_gauge.run.judge_format import JudgeFormats
     from pytest_gauge.run.work import SuiteRuntime
-    from pytest_gauge.finish.outputs import _gate_results, gate_source
     from pytest_gauge.suite.cases import build_cases
 
     options, entry = _collected(suite)
@@ -321,9 +321,8 @@ def main(argv: list[str] | None = None) -> int:
         for suite in [] if args.no_check else args.suites:
             same = ordinary_run(suite, seeds[-1], work) == results[suite][seeds[-1]]
             checked = checked and same
-            print(
-                f"check: {suite} at seed {seeds[-1]} {'as' if same else 'DIFFERS from'} an ordinary pytest run"
-            )
+            said = "the same as" if same else "DIFFERENT from"
+            print(f"check: {suite} at seed {seeds[-1]} {said} an ordinary pytest run")
     elapsed = time.perf_counter() - started
     print(f"{len(jobs)} runs of {len(args.suites)} suites over {len(seeds)} seeds in {elapsed:.0f} s")
     ok = _table(seeds, results, args.target)

@@ -192,7 +192,7 @@ def _check_tool_names(
     path: Path, number: int, rules: Mapping[str, Sequence[Rule]], tool_names: Sequence[str]
 ) -> None:
     """A tool rule naming a tool the suite does not define is an error naming the nearest tool."""
-    for field, parsed in rules.items():
+    for where, parsed in rules.items():
         for i, rule in enumerate(parsed):
             for arg, name in tools_named(rule):
                 if name in tool_names:
@@ -203,7 +203,7 @@ def _check_tool_names(
                 raise TaskFileError(
                     path,
                     number,
-                    f"{field}[{i}].{arg}",
+                    f"{where}[{i}].{arg}",
                     f"{rule.type} names the tool {name!r}, which the suite does not define{hint}"
                     f" (suite tools: {known})",
                 )
