@@ -69,7 +69,7 @@ def _replica(out: SuiteOutputs, k: int) -> dict[str, list[Any]]:
             for x in out.ledger
             if x.task_id in new
         ],
-        "flipped": [_renamed(f, f.split("/", 1)[0], new[f.split("/", 1)[0]]) for f in out.flipped],
+        "flipped": [(new[task], pair, sample) for task, pair, sample in out.flipped],
     }
 
 
@@ -92,6 +92,11 @@ def scale(out: SuiteOutputs, cases: int) -> SuiteOutputs:
                 _rename_driver(d, {t.task_id: f"{t.task_id}-r{k:02d}" for t in out.tasks})
                 for k in range(copies)
                 for d in g.drivers
+            ),
+            driver_cases=tuple(
+                _rename_driver(c, {t.task_id: f"{t.task_id}-r{k:02d}" for t in out.tasks})
+                for k in range(copies)
+                for c in g.driver_cases
             ),
         )
         for g in out.gates

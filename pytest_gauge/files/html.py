@@ -96,6 +96,7 @@ def _metrics_parts(doc: dict[str, Any]) -> dict[str, Any]:
             threshold=g.get("threshold"),
             message=g.get("message", ""),
             drivers=tuple(g.get("drivers", ())),
+            driver_cases=tuple(g.get("driver_cases", ())),
         )
         for g in doc.get("gates", [])
     )
@@ -116,7 +117,11 @@ def _metrics_parts(doc: dict[str, Any]) -> dict[str, Any]:
         "costs": costs,
         "total_cost": costs_doc.get("total_cost"),
         "pair_class": {pid: p.get("class", "") for pid, p in doc.get("pairs", {}).items()},
-        "flipped": tuple(doc.get("flipped", ())),
+        "flipped": tuple(
+            (f["task_id"], f["pair_id"], int(f["sample"]))
+            for f in doc.get("flipped", ())
+            if isinstance(f, dict)
+        ),
     }
 
 

@@ -5,20 +5,21 @@ from __future__ import annotations
 import json
 import math
 import numbers
+from collections.abc import Sequence
 from typing import Any
 
 from ..analysis.judge_rules import PRIMARY
-from ..analysis.metrics import COST_INCLUDES_RETRIES, Estimate, SuiteMetrics
-from ..records import ROLES
+from ..analysis.metrics import COST_INCLUDES_RETRIES, Estimate, FlippedGroup, SuiteMetrics
+from ..records import ROLES, CaseRecord
 from .adaptive import adaptive_json
 from .baseline import repeats_json
 from .common import ReportContext, case_counts, category_counts, prices_of, suite_name, task_count
 from .costs import model_costs, spent_this_run
 from .recommend import recommendations
 
-__all__ = ["METRICS_FORMAT_VERSION", "render_metrics_json"]
+__all__ = ["METRICS_FORMAT_VERSION", "driver_cases", "render_metrics_json"]
 
-METRICS_FORMAT_VERSION = 1
+METRICS_FORMAT_VERSION = 2
 
 
 def _canon(x: Any) -> Any:
@@ -88,9 +89,34 @@ def _gates_json(ctx: ReportContext) -> list[dict[str, Any]]:
             "needed_samples": g.needed_samples,
             "threshold": g.gate.threshold,
             "drivers": list(g.drivers),
+            "driver_cases": driver_cases(g.drivers, ctx.records, ctx.metrics.flipped),
         }
         for g in ctx.gates
     ]
+
+
+def driver_cases(
+    drivers: Sequence[str], records: Sequence[CaseRecord], flipped: Sequence[FlippedGroup]
+) -> list[str]:
+    """The ids, in case order, of the cases a gate's drivers name: a case id, a flipped group (each case
+    of its task, pair and sample) or a satisfied-but-failed transcript ``task/agent#sample`` (each case
+    that judged it); the HTML report marks them. Other drivers (tasks, baseline units) name no case."""
+    by_id = {r.case_id: i for i, r in enumerate(records)}
+    groups = {f.label(): (f.task_id, f.pair_id, f.sample) for f in flipped}
+    transcripts: dict[str, list[int]] = {}
+    for i, r in enumerate(records):
+        for agent in (r.agent_left, r.agent_right):
+            transcripts.setdefault(f"{r.task_id}/{agent}#{r.sample}", []).append(i)
+    hits: set[int] = set()
+    for driver in drivers:
+        if driver in by_id:
+            hits.add(by_id[driver])
+        elif driver in groups:
+            group = groups[driver]
+            hits.update(i for i, r in enumerate(records) if (r.task_id, r.pair_id, r.sample) == group)
+        else:
+            hits.update(transcripts.get(driver, ()))
+    return [records[i].case_id for i in sorted(hits)]
 
 
 def _costs_json(ctx: ReportContext) -> dict[str, Any]:
@@ -173,7 +199,7 @@ def render_metrics_json(ctx: ReportContext) -> str:
         "tasks": {"total": task_count(ctx), "judged": m.n_tasks, "categories": category_counts(ctx)},
         "pairs": {pid: info.to_json() for pid, info in m.pairs.items()},
         "lrs_close_minus_distant_p_value": m.p_value,
-        "flipped": [f.label() for f in m.flipped],
+        "flipped": [f.to_json() for f in m.flipped],
         "sat_but_failed_examples": [
             {"task_id": t, "agent": a, "sample": s} for t, a, s in m.sat_but_failed_examples
         ],

@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 from syrupy.assertion import SnapshotAssertion
 
+from pytest_gauge.analysis.metrics import FlippedGroup
 from pytest_gauge.cli import main
 from pytest_gauge.files.html import ReportInputError, load_suite
 from pytest_gauge.records import CaseRecord, Judgment, LedgerRecord, ToolCall, Transcript, Turn, Usage
@@ -44,6 +45,7 @@ from pytest_gauge.report.html import (
     redaction_names,
     render_suite_html,
 )
+from pytest_gauge.report.metrics_json import driver_cases as gate_driver_cases
 from pytest_gauge.run.judge import Redactor
 from pytest_gauge.testing.browser import chromium, find_chromium
 from tests.helpers import DATA, HTMLSnapshot, read_jsonl
@@ -180,13 +182,24 @@ def tiny_outputs() -> SuiteOutputs:
         ),
         gates=(
             GateRow("judge_error_rate <= 0", "pass", 0.0, 0.0, 0.0, 2, 0.0, "PASS"),
-            GateRow("lrs <= 0", "fail", 0.5, 0.0, 1.0, 2, 0.0, "FAIL", ("t1-alpha-vs-beta-AB",)),
+            GateRow(
+                "lrs <= 0",
+                "fail",
+                0.5,
+                0.0,
+                1.0,
+                2,
+                0.0,
+                "FAIL",
+                ("t1-alpha-vs-beta-AB",),
+                ("t1-alpha-vs-beta-AB",),
+            ),
         ),
         metrics=(MetricRow("lrs", 0.5, 0.0, 1.0, 2, "bootstrap-tasks"),),
         costs=(RoleCost("agent", 1, 1, 10, 2, 0.0001), RoleCost("judge", 2, 2, 20, 4, 0.0002)),
         total_cost=0.0003,
         pair_class={"alpha-vs-beta": "distant"},
-        flipped=("t1/alpha-vs-beta#0: alpha vs beta",),
+        flipped=(("t1", "alpha-vs-beta", 0),),
         elo_svg='<svg xmlns="http://www.w3.org/2000/svg"><text>alpha</text></svg>',
     )
 
@@ -268,14 +281,29 @@ def test_redactor_fast_path_equals_the_case_insensitive_regex() -> None:
 
 
 def test_driver_labels_resolve_to_cases() -> None:
+    """metrics.json carries the cases a gate's drivers name (case ids); the page only looks them up."""
     records = [
         _case("t1-alpha-vs-beta-AB", "AB", "A"),
         _case("t1-alpha-vs-beta-BA", "BA", "A"),
         _case("t2-alpha-vs-beta-AB", "AB", "A", task_id="t2"),
     ]
-    assert driver_cases(["t2-alpha-vs-beta-AB"], records) == [2]
-    assert driver_cases(["t1/alpha-vs-beta#0: alpha vs tie"], records) == [0, 1]  # a flip group
-    assert driver_cases(["t2/beta#0", "t1/gamma#0", "nonsense"], records) == [2]  # a transcript
+    flipped = [FlippedGroup("t1", "alpha-vs-beta", 0, "alpha", None)]
+    ids = [r.case_id for r in records]
+    assert gate_driver_cases(["t2-alpha-vs-beta-AB"], records, flipped) == [ids[2]]
+    assert (
+        gate_driver_cases(["t1/alpha-vs-beta#0: alpha vs tie"], records, flipped) == ids[:2]
+    )  # a flip group
+    assert (
+        gate_driver_cases(["t1/alpha-vs-beta#0: beta vs tie"], records, flipped) == []
+    )  # not this run's flip
+    assert gate_driver_cases(["t2/beta#0", "t1/gamma#0", "nonsense"], records, flipped) == [
+        ids[2]
+    ]  # a transcript
+    assert gate_driver_cases(["t2/beta#0 failed", "t1 (Elo 812)"], records, flipped) == []  # labels, no case
+    assert driver_cases([ids[2], ids[0], "gone"], records) == [
+        0,
+        2,
+    ]  # metrics.json's ids -> the page's indices
 
 
 def test_bad_output_file_is_named(tmp_path: Path) -> None:

@@ -59,9 +59,14 @@ class TaskRow:
     prompt: str
 
 
+FlipKey = tuple[str, str, int]
+"""A flipped group of ``metrics.json``: (task_id, pair_id, sample)."""
+
+
 @dataclass(frozen=True)
 class GateRow:
-    """One gate result of ``metrics.json``; ``drivers`` are case ids, flip groups or transcript labels."""
+    """One gate result of ``metrics.json``; ``drivers`` are its drivers' labels (case ids, flip groups,
+    transcripts, tasks), ``driver_cases`` the ids of the cases they name (``metrics.json``'s)."""
 
     expr: str
     status: str
@@ -72,6 +77,7 @@ class GateRow:
     threshold: float | None
     message: str
     drivers: tuple[str, ...] = ()
+    driver_cases: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -115,7 +121,7 @@ class SuiteOutputs:
     costs: tuple[RoleCost, ...] = ()
     total_cost: float | None = None
     pair_class: dict[str, str] = field(default_factory=dict)
-    flipped: tuple[str, ...] = ()
+    flipped: tuple[FlipKey, ...] = ()  # the (task, pair, sample) groups whose verdict flipped with the order
     elo_svg: str | None = None
 
 

@@ -9,7 +9,6 @@ ids, cache hits) are left out: the same seed gives the same document, cold cache
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -21,7 +20,6 @@ __all__ = ["PAYLOAD_VERSION", "build_payload", "driver_cases", "gate_rank"]
 
 PAYLOAD_VERSION = 1
 _STATUS_RANK = {"fail": 0, "inconclusive": 1, "pass": 2, "skipped": 3}
-_GROUP = re.compile(r"^(?P<task>[^/]+)/(?P<who>[^#]+)#(?P<sample>\d+)(?::.*)?$")
 
 TranscriptKey = tuple[str, str, int]
 Redact = Callable[[str], str]
@@ -111,48 +109,18 @@ def _work_owner(work: str) -> tuple[str, str | TranscriptKey] | None:
     return None
 
 
-@dataclass(frozen=True)
-class _CaseLookup:
-    """The cases by id and by (task, sample), built once per document for every gate's drivers."""
-
-    records: Sequence[CaseRecord]
-    by_id: dict[str, int]
-    by_group: dict[tuple[str, int], list[int]]
-
-    @classmethod
-    def of(cls, records: Sequence[CaseRecord]) -> _CaseLookup:
-        by_group: dict[tuple[str, int], list[int]] = {}
-        for i, r in enumerate(records):
-            by_group.setdefault((r.task_id, r.sample), []).append(i)
-        return cls(records, {r.case_id: i for i, r in enumerate(records)}, by_group)
-
-    def driver_cases(self, drivers: Sequence[str]) -> list[int]:
-        """See :func:`driver_cases`."""
-        hits: set[int] = set()
-        for driver in drivers:
-            if driver in self.by_id:
-                hits.add(self.by_id[driver])
-                continue
-            m = _GROUP.match(driver)
-            if m is None:
-                continue
-            who = m["who"]
-            for i in self.by_group.get((m["task"], int(m["sample"])), []):
-                r = self.records[i]
-                if who in (r.pair_id, r.agent_left, r.agent_right):
-                    hits.add(i)
-        return sorted(hits)
+def driver_cases(case_ids: Sequence[str], records: Sequence[CaseRecord]) -> list[int]:
+    """The sorted indices of the cases a gate's drivers name (``metrics.json``'s ``driver_cases``)."""
+    return _case_indices(case_ids, {r.case_id: i for i, r in enumerate(records)})
 
 
-def driver_cases(drivers: Sequence[str], records: Sequence[CaseRecord]) -> list[int]:
-    """The sorted indices of the cases gate drivers name: a case id, a flip group ``task/pair#sample: ...``
-    or a transcript ``task/agent#sample`` (every case that judged it)."""
-    return _CaseLookup.of(records).driver_cases(drivers)
+def _case_indices(case_ids: Sequence[str], by_id: dict[str, int]) -> list[int]:
+    return sorted({by_id[c] for c in case_ids if c in by_id})
 
 
-def _gate(g: GateRow, lookup: _CaseLookup) -> dict[str, Any]:
+def _gate(g: GateRow, by_id: dict[str, int]) -> dict[str, Any]:
     return {  # keys in sorted order: see build_payload
-        "drivers": lookup.driver_cases(g.drivers),
+        "drivers": _case_indices(g.driver_cases, by_id),
         "expr": g.expr,
         "high": g.high,
         "low": g.low,
@@ -162,15 +130,6 @@ def _gate(g: GateRow, lookup: _CaseLookup) -> dict[str, Any]:
         "threshold": g.threshold,
         "value": g.value,
     }
-
-
-def _flip_groups(flipped: Sequence[str]) -> set[tuple[str, str, int]]:
-    groups = set()
-    for label in flipped:
-        m = _GROUP.match(label)
-        if m is not None:
-            groups.add((m["task"], m["who"], int(m["sample"])))
-    return groups
 
 
 @dataclass(frozen=True)
@@ -271,18 +230,18 @@ def build_payload(out: SuiteOutputs, redact: Redact) -> dict[str, Any]:
         where={k: i for i, k in enumerate(_keys(out.transcripts))},
         tasks=task_index,
         pairs={pid: i for i, pid in enumerate(pair_ids)},
-        flips=_flip_groups(out.flipped),
+        flips=set(out.flipped),
     )
     cases = [_case(r, ix, redact) for r in out.records]
     _link_ledger(out.ledger, ix.where, cases, transcripts)
     gates = sorted(out.gates, key=lambda g: gate_rank(g.status))
-    lookup = _CaseLookup.of(out.records)
+    by_id = {r.case_id: i for i, r in enumerate(out.records)}
     return {
         "backend": out.backend,
         "cases": cases,
         "costs": [[c.role, c.calls, c.attempts, c.input_tokens, c.output_tokens, c.cost] for c in out.costs],
         "elo_svg": out.elo_svg,
-        "gates": [_gate(g, lookup) for g in gates],
+        "gates": [_gate(g, by_id) for g in gates],
         "ledger": [_ledger_line(x) for x in out.ledger],
         "metrics": [[m.name, m.value, m.low, m.high, m.n, m.method] for m in out.metrics],
         "pairs": [

@@ -435,7 +435,7 @@ def test_metrics_json_hand_computed_values(metrics_doc: dict[str, Any], reports:
     assert m["flip_rate(agent_x, agent_y)"]["value"] == 1.0
     assert metrics_doc["cases"] == {"expected": 12, "recorded": 12, "missing": 0}
     assert metrics_doc["cost_includes_retries"] is True
-    assert metrics_doc["format_version"] == 1 and metrics_doc["suite"] == SUITE
+    assert metrics_doc["format_version"] == 2 and metrics_doc["suite"] == SUITE
     assert [g["status"] for g in metrics_doc["gates"]] == ["inconclusive", "pass", "fail", "pass", "skipped"]
     assert set(metrics_doc["gates"][0]) >= {"expr", "status", "value", "low", "high", "n"}
 
