@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import difflib
 import importlib.metadata
-import json
 import os
 import platform
 import subprocess
@@ -216,12 +215,11 @@ def _gate_note(name: str, results: list[Any], *, strict: bool) -> str | None:
     )
 
 
-SNAPSHOT_REPORTS = ("pairwise_table.md", "conclusion.md", "elo.md")
-
-
 def check_report_snapshots(session: pytest.Session, meta: SuiteMeta, reports: dict[str, str]) -> None:
     """Opt-in (``--gauge-snapshot-reports``): compare the suite's reports with the snapshots stored in
     ``<suite>/gauge-snapshots/``; ``--snapshot-update`` (syrupy's flag) writes them."""
+    from ..report import SNAPSHOT_REPORTS
+
     folder = Path(meta.folder) / "gauge-snapshots"
     update = bool(session.config.getoption("update_snapshots", False))
     for name in SNAPSHOT_REPORTS:
@@ -450,7 +448,6 @@ def analyse_suite(
     cases"): the run was stopped; its gates are evaluated only with ``--gauge-gates-on-partial``.
     ``adaptive``: the gates as an adaptive run decided them, look by look."""
     from ..report import ReportContext, render_reports
-    from ..report.baseline import render_baseline_md
 
     numbers = gate_source(
         meta, records, ledger, opts, comparison=_compare_with_baseline(out, meta.name, opts)
@@ -484,31 +481,18 @@ def analyse_suite(
         repeats=numbers.repeats,
         interrupted=interrupted,
         adaptive=adaptive.summary if adaptive is not None else None,
+        elo_report=elo,
+        baseline_link=_baseline_link(opts, out) if comparison is not None else "",
     )
     reports = render_reports(ctx)
-    if comparison is not None:
-        shown = Path(os.path.relpath(str(opts.baseline), out / "reports")).as_posix()
-        reports["baseline.md"] = render_baseline_md(comparison, shown)
-    reports.update(_elo_reports(meta, records, elo))
     for filename, text in reports.items():
         write_atomic(out / "reports" / filename, text)
     return SuiteAnalysis(ctx, results, reports)
 
 
-def _elo_reports(meta: SuiteMeta, records: list[CaseRecord], elo: EloReport | None) -> dict[str, str]:
-    """elo.md, elo.json and elo.svg: the fit, or why there is no scale (they are outputs of every run)."""
-    from ..report.elo import elo_json, no_elo_reason, render_elo_md, render_no_elo
-    from ..report.elo_svg import render_elo_svg, render_no_elo_svg
-
-    if elo is not None:
-        return {
-            "elo.md": render_elo_md(elo),
-            "elo.json": json.dumps(elo_json(elo), indent=2, sort_keys=True, ensure_ascii=False) + "\n",
-            "elo.svg": render_elo_svg(elo),
-        }
-    reason = no_elo_reason(records)
-    md, js = render_no_elo(meta.name, reason)
-    return {"elo.md": md, "elo.json": js, "elo.svg": render_no_elo_svg(meta.name, reason)}
+def _baseline_link(opts: GaugeOptions, out: Path) -> str:
+    """The baseline folder as baseline.md links it: relative to the suite's reports/ folder."""
+    return Path(os.path.relpath(str(opts.baseline), out / "reports")).as_posix()
 
 
 def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool) -> None:

@@ -284,7 +284,7 @@ class GaugeState:
         """The suite-level test entries this run will report after its cases: one per gate of every suite
         with selected cases (a skipped gate is an entry too) and, with ``--gauge-snapshot-reports`` on a
         whole run, one per snapshot report; so pytest's progress counter can count them from the start."""
-        from ..finish.outputs import SNAPSHOT_REPORTS
+        from ..report import SNAPSHOT_REPORTS
 
         total = 0
         for entry in self.suites.values():

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from ..analysis.adaptive import AdaptiveSummary
 from ..analysis.baseline import BaselineComparison
 from ..analysis.elo import EloResult
+from ..analysis.elo_report import EloReport
 from ..analysis.gates import GateResult
 from ..analysis.metrics import Estimate, SuiteMetrics
 from ..analysis.repeats import RepeatCounts
@@ -61,6 +62,8 @@ class ReportContext:
     repeats: Mapping[str, RepeatCounts] = field(default_factory=dict)
     interrupted: str | None = None  # "interrupted: N of M cases" when the run was stopped (Ctrl-C, SIGTERM)
     adaptive: AdaptiveSummary | None = None  # --gauge-adaptive: where the run stopped and what it saved
+    elo_report: EloReport | None = None  # the Elo fit behind elo.md/elo.json/elo.svg (None: they say why not)
+    baseline_link: str = ""  # the baseline folder as baseline.md links it (relative to reports/)
 
 
 def truncated_turns(ledger: Iterable[LedgerRecord]) -> dict[str, int]:

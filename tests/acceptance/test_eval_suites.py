@@ -18,7 +18,7 @@ from tests.helpers import SharedRun, SharedRuns, normalised, read_jsonl, run_inp
 
 ROOT = Path(__file__).resolve().parents[2]
 SUITES = ("example", "tiers", "in_house")
-ALL_REPORTS = (*REPORT_FILES, "elo.md", "elo.json", "elo.svg")
+ALL_REPORTS = REPORT_FILES
 INI = (
     "[pytest]\ngauge_backend = sim\ngauge_seed = 20261129\n"
     "gauge_prices =\n    sim-agent-x 0.50 1.50\n    sim-agent-y 0.50 1.50\n    sim-agent-z 0.15 0.60\n"

@@ -383,7 +383,15 @@ def test_exactly_the_report_files(reports: dict[str, str]) -> None:
     assert (
         list(reports)
         == list(REPORT_FILES)
-        == ["pairwise_table.md", "token_cost.md", "conclusion.md", "metrics.json"]
+        == [
+            "pairwise_table.md",
+            "token_cost.md",
+            "conclusion.md",
+            "metrics.json",
+            "elo.md",
+            "elo.json",
+            "elo.svg",
+        ]
     )
     for text in reports.values():
         assert text.endswith("\n") and not text.endswith("\n\n")
