@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -59,7 +59,6 @@ class GaugeOptions:
     run_id: str | None = None
     adaptive: bool = False  # --gauge-adaptive: looks of tasks, stop when every gate is decided (issue 18)
     adaptive_look: int = 5  # tasks per look
-    extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def prices_for(self, models: Iterable[str]) -> tuple[PriceRow, ...]:
         """The prices a run with these ``models`` uses: the configured ones, plus genai-prices for the

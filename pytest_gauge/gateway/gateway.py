@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
-import json
 import random
 import threading
 import time
@@ -23,10 +22,9 @@ from .diagnosis import final_error, is_timeout
 from .endpoint import URL_VARIABLE
 from .errors import GatewayError, ModelNotFound, ReplayMiss, RunStopped
 from .ledger import INTERRUPTED, SENT, Ledger
-from .limits import Budget, ConcurrencySlots, RateLimiter
+from .limits import InFlightLimit, RateLimit, SpendLimit, prompt_tokens_estimate
 from .model_stops import ModelStops
 from .prices import PriceTable
-from .redis_limits import RedisBudget, RedisRate, RedisSlots
 from .response import MAX_BODY_BYTES, BadResponse, parse_completion
 from .store import Store, content_key
 
@@ -66,9 +64,9 @@ class GatewayShared:
 
     run_id: str
     ledger: Ledger
-    slots: ConcurrencySlots | RedisSlots
-    rate: RateLimiter | RedisRate
-    budget: Budget | RedisBudget
+    slots: InFlightLimit
+    rate: RateLimit
+    budget: SpendLimit
     prices: PriceTable
     cache: Store | None
     cache_mode: str
@@ -104,11 +102,6 @@ class GatewayShared:
         if self.fatal is not None:
             raise self.fatal
         self.stops.check(role, model)
-
-
-def _estimate_tokens(messages: list[dict[str, Any]], tools: Any) -> int:
-    chars = sum(len(str(m.get("content") or "")) for m in messages) + (len(json.dumps(tools)) if tools else 0)
-    return chars // 4 + 1
 
 
 def retry_delay(
@@ -378,9 +371,7 @@ class Gateway:
         """One attempt: budget, rate, a concurrency slot, the write-ahead ledger line, the POST (bounded
         by ``--gauge-timeout`` from connect to last byte), the body's check, and the outcome's line."""
         shared = self.shared
-        estimate = _estimate_tokens(a.body.get("messages", []), a.body.get("tools")) + int(
-            a.body.get("max_tokens") or 0
-        )
+        estimate = prompt_tokens_estimate(a.body) + int(a.body.get("max_tokens") or 0)
         reservation = None
         if shared.budget.active:
             worst = shared.prices.cost(a.model, estimate, int(a.body.get("max_tokens") or 0)) or 0.0

@@ -17,14 +17,66 @@ import json
 import os
 import time
 import weakref
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from .errors import BudgetExhausted
 
-__all__ = ["Budget", "BudgetLimits", "ConcurrencySlots", "RateLimiter", "SharedState"]
+__all__ = [
+    "Budget",
+    "BudgetLimits",
+    "ConcurrencySlots",
+    "RateLimiter",
+    "SharedState",
+    "prompt_tokens_estimate",
+]
+
+
+class InFlightLimit(Protocol):
+    """Requests in flight across the run: :class:`ConcurrencySlots` (lock files) or Redis leases."""
+
+    def slot(self) -> AbstractAsyncContextManager[None]:
+        """Hold one of the run's slots while a request is out."""
+
+    def close(self) -> None:
+        """Give back what this process holds."""
+
+
+class RateLimit(Protocol):
+    """Requests and tokens per minute across the run: :class:`RateLimiter` (a shared file) or Redis."""
+
+    async def acquire(self, tokens: int) -> None:
+        """Wait until one request of about ``tokens`` tokens fits the limits."""
+
+    def correct(self, estimated: int, actual: int) -> None:
+        """Charge the difference once a call's real token count is known."""
+
+
+class SpendLimit(Protocol):
+    """The run's and each task's budget, reserved before a call and settled after it: :class:`Budget`
+    (a shared file) or Redis reservations."""
+
+    @property
+    def active(self) -> bool:
+        """Whether any limit is set (else nothing is reserved)."""
+
+    def reserve(self, task_id: str, usd: float, tokens: int) -> Reservation:
+        """Reserve a call's worst case, or raise :class:`BudgetExhausted` when it would pass a limit."""
+
+    def settle(self, r: Reservation, usd: float, tokens: int) -> None:
+        """Replace a reservation with what the call really spent."""
+
+
+def prompt_tokens_estimate(body: Mapping[str, Any]) -> int:
+    """The prompt tokens of a chat request body before it is sent (its messages' text and its tools'
+    JSON, four characters a token): what the rate limits and the budgets reserve with ``max_tokens``."""
+    messages = body.get("messages") or []
+    tools = body.get("tools")
+    chars = sum(len(str(m.get("content") or "")) for m in messages) + (len(json.dumps(tools)) if tools else 0)
+    return chars // 4 + 1
 
 
 class ConcurrencySlots:
@@ -193,6 +245,8 @@ class RateLimiter:
 
 @dataclass
 class Reservation:
+    """A call's worst case held in the budget until it is settled."""
+
     usd: float
     tokens: int
     task_id: str

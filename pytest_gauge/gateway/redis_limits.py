@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigurationError
-from .limits import BudgetLimits, Reservation
+from .limits import BudgetLimits, InFlightLimit, RateLimit, Reservation, SpendLimit
 
 if TYPE_CHECKING:
     from ..options import GaugeOptions
@@ -275,7 +275,9 @@ class RedisLimits:
         return RedisBudget(self.scripts, usd, tokens, task_usd)
 
 
-def build_limits(opts: GaugeOptions, run_dir: Path, run_id: str) -> tuple[Any, Any, Any]:
+def build_limits(
+    opts: GaugeOptions, run_dir: Path, run_id: str
+) -> tuple[InFlightLimit, RateLimit, SpendLimit]:
     """This process's (slots, rate, budget): on the ``--gauge-limits`` Redis server, keyed by
     ``--gauge-run-id`` (else this run's id), or in the run folder on local disk."""
     if opts.limits:
