@@ -345,7 +345,8 @@ class GaugeRun:
         self.role: Role = config.stash[role_key]
         from .process.stopping import install_sigterm
 
-        self.previous_sigterm = install_sigterm()  # a CI timeout stops like Ctrl-C, with a report
+        # a CI timeout stops like Ctrl-C, with a report; a second signal is absorbed, a third forces
+        self.previous_sigterm = install_sigterm(speaks=self.role.started_by_user)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, cast
@@ -175,6 +176,7 @@ class _EndsTheRun(Role):
         self.close()
         self.stops = read_stops(self.state.run_dir)  # before the run folder goes
         finish_run(session, self.state, interrupted=interrupted)
+        self.outputs_written = True
 
     def terminal_summary(self, reporter: Any) -> None:
         from ..fixtures.calls import tests_summary
@@ -216,8 +218,17 @@ class _EndsTheRun(Role):
             reporter.write_line(line)
 
     def session_finished(self) -> None:
+        """Close; remove the run folder only once its ledgers were merged and the outputs written, else
+        keep it (what was paid is in its ledgers) and say where."""
         self.close()
-        self.state.cleanup()
+        ledgers = self.state.run_dir.glob("ledger-*.jsonl")
+        if getattr(self, "outputs_written", False) or not any(p.stat().st_size for p in ledgers):
+            self.state.cleanup()
+            return
+        sys.stderr.write(
+            f"pytest-gauge: the run stopped before its outputs were written; its ledgers are kept in"
+            f" {self.state.run_dir} (paid answers are in the cache: a re-run sends only what is missing)\n"
+        )
 
 
 class Standalone(_EndsTheRun):

@@ -27,6 +27,8 @@ from types import FrameType
 from typing import Any
 
 __all__ = [
+    "FORCED",
+    "PLEASE_WAIT",
     "STOP_FILE",
     "RunFolderWatcher",
     "StopWatcher",
@@ -42,28 +44,58 @@ __all__ = [
 STOP_FILE = "stop"
 
 
-def _on_sigterm(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt("SIGTERM")
+FORCED = threading.Event()
+"""Set by a third Ctrl-C/SIGTERM: the stop waits for nothing more (workers, attempts in flight) but
+still merges what the run folder holds and writes the outputs."""
+_signals_seen = 0
+_speaks = True  # False in an xdist worker: the controller speaks for the run
+PLEASE_WAIT = (
+    "pytest-gauge: stopping, please wait: finishing the ledgers and reports (press Ctrl-C again to"
+    " stop waiting for the workers; what the run folder holds is still merged)\n"
+)
 
 
-def install_sigterm() -> Any:
-    """Make SIGTERM a KeyboardInterrupt in this process, unless someone else already handles it.
-    Returns the previous handler (for :func:`restore_sigterm`), or None when nothing was changed."""
+def _on_signal(signum: int, frame: FrameType | None) -> None:
+    """The first Ctrl-C or SIGTERM interrupts the run (a KeyboardInterrupt, as pytest expects); the
+    second is absorbed so the stop can finish; the third forces it to stop waiting (:data:`FORCED`)."""
+    global _signals_seen
+    _signals_seen += 1
+    if _signals_seen == 1 or _signals_seen > 3:  # the fourth: the user insists, as without the plugin
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+    if _signals_seen == 2:
+        if _speaks:
+            os.write(2, PLEASE_WAIT.encode())
+        return
+    FORCED.set()
+    if _speaks:
+        os.write(2, b"pytest-gauge: forced: not waiting any longer; merging what the run folder holds\n")
+
+
+def install_sigterm(speaks: bool = True) -> Any:
+    """Make Ctrl-C and SIGTERM stop this process through :func:`_on_signal` (SIGTERM included, so a CI
+    job's timeout stops like Ctrl-C, with a report), each unless someone else already handles it.
+    Returns the previous handlers (for :func:`restore_sigterm`), or None when nothing was changed.
+    ``speaks``: this process prints "stopping, please wait" (not an xdist worker)."""
+    global _speaks, _signals_seen
     if threading.current_thread() is not threading.main_thread():
         return None
-    previous = signal.getsignal(signal.SIGTERM)
-    if previous is not signal.SIG_DFL:
-        return None
-    signal.signal(signal.SIGTERM, _on_sigterm)
-    return previous
+    _speaks, _signals_seen = speaks, 0
+    FORCED.clear()
+    previous: dict[signal.Signals, Any] = {}
+    for signum, default in ((signal.SIGTERM, signal.SIG_DFL), (signal.SIGINT, signal.default_int_handler)):
+        if signal.getsignal(signum) is default:
+            previous[signum] = default
+            signal.signal(signum, _on_signal)
+    return previous or None
 
 
 def restore_sigterm(previous: Any) -> None:
-    """Put back the handler :func:`install_sigterm` replaced."""
+    """Put back the handlers :func:`install_sigterm` replaced."""
     if previous is None or threading.current_thread() is not threading.main_thread():
         return
-    if signal.getsignal(signal.SIGTERM) is _on_sigterm:
-        signal.signal(signal.SIGTERM, previous)
+    for signum, handler in previous.items():
+        if signal.getsignal(signum) is _on_signal:
+            signal.signal(signum, handler)
 
 
 def request_stop(run_dir: Path) -> None:
@@ -123,7 +155,7 @@ def wait_for_workers(run_dir: Path, deadline: float) -> list[str]:
     Returns the workers still running at the deadline (their later lines miss the merged ledger)."""
     end = time.monotonic() + deadline
     pending = _waiting_for(run_dir)
-    while pending and time.monotonic() < end:
+    while pending and time.monotonic() < end and not FORCED.is_set():
         time.sleep(0.05)
         pending = _waiting_for(run_dir)
     return pending

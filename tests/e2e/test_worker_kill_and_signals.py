@@ -55,7 +55,9 @@ def _folder(root: Path, name: str) -> Path:
     return folder
 
 
-def _start(folder: Path, server: LoopbackServer, workers: int = 2, *extra: str) -> subprocess.Popen[bytes]:
+def _start(
+    folder: Path, server: LoopbackServer, workers: int = 2, *extra: str, group: bool = False
+) -> subprocess.Popen[bytes]:
     env = {
         **os.environ,
         "TAOTOKEN_API_KEY": "sk-stops",
@@ -65,7 +67,10 @@ def _start(folder: Path, server: LoopbackServer, workers: int = 2, *extra: str) 
     command = [sys.executable, "-m", "pytest", "suites", "-p", "no:cacheprovider", "-n", str(workers)]
     command += ["--gauge-backend", "live", "--gauge-max-concurrency", str(CONCURRENCY), "--gauge-no-progress"]
     command += ["--gauge-max-retries", "8", *extra]
-    return subprocess.Popen(command, cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    return subprocess.Popen(
+        command, cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        start_new_session=group,
+    )  # fmt: skip
 
 
 def _finish(proc: subprocess.Popen[bytes]) -> tuple[int, str]:
@@ -89,13 +94,14 @@ def _wait_until_held(server: LoopbackServer, proc: subprocess.Popen[bytes]) -> N
 
 
 def _stopped_run(
-    folder: Path, server: LoopbackServer, act: Callable[[subprocess.Popen[bytes]], None]
+    folder: Path, server: LoopbackServer, act: Callable[[subprocess.Popen[bytes]], None], group: bool = False
 ) -> tuple[int, str, int, int]:
     """A run that ``act`` stops once every slot is held at the server: its exit code and output, the
-    chat requests received when ``act`` ran and at the end."""
+    chat requests received when ``act`` ran and at the end (``group``: pytest in a process group of its
+    own, as a terminal's Ctrl-C reaches it and its workers)."""
     server.faults = FaultPlan(hold_after=HOLD_AFTER)
     server.reset_counters()
-    proc = _start(folder, server)
+    proc = _start(folder, server, group=group)
     try:
         _wait_until_held(server, proc)
         at_act = server.stats()["chat_requests_total"]
@@ -207,6 +213,32 @@ def test_a_signal_to_pytest_stops_the_run_with_reports_and_a_resumable_cache(
     assert label[0].upper() + label[1:] in conclusion
     interrupted = [r for r in _live_attempts(folder) if r["status"] == "interrupted"]
     assert len(interrupted) == CONCURRENCY and all(r["possibly_billed"] for r in interrupted)
+    _resumes_from_cache(folder, server, fault_free)
+
+
+@pytest.mark.parametrize("signals", [("SIGINT", "SIGINT"), ("SIGINT", "SIGTERM", "SIGINT")])
+def test_a_second_signal_during_the_stop_loses_nothing(
+    server: LoopbackServer, fault_free: dict[str, list[Any]], tmp_path: Path, signals: tuple[str, ...]
+) -> None:
+    """Issue 30, point 2: Ctrl-C pressed twice (0.3 s apart, to the process group, controller and
+    workers): the second is absorbed ("stopping, please wait"), a third forces the exit; either way the
+    ledger has one line per request the server received, the reports are written and marked
+    interrupted, and the re-run sends only what is missing."""
+    folder = _folder(tmp_path, "-".join(signals))
+
+    def press(proc: subprocess.Popen[bytes]) -> None:
+        for i, name in enumerate(signals):
+            if i:
+                time.sleep(0.3)
+            os.killpg(proc.pid, getattr(signal, name))
+
+    code, text, at_signal, received = _stopped_run(folder, server, press, group=True)
+    assert code != 0, text[-3000:]
+    assert "stopping, please wait" in text, text[-3000:]
+    assert received == at_signal
+    manifest = _check_run(folder, received)
+    assert manifest["interrupted"].startswith("interrupted: ") and manifest["interrupted"] in text
+    assert "Traceback" not in text
     _resumes_from_cache(folder, server, fault_free)
 
 
