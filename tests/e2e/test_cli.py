@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import openai
+import pytest
 
 from pytest_gauge.cli import main
 from pytest_gauge.files.replay import export_cassettes, scrub_entry
@@ -202,6 +203,7 @@ def test_exported_cassettes_replay_through_the_gateway_without_network(tmp_path:
     assert replayed.content == recorded.content == "ok: recorded question"
 
 
+@pytest.mark.slow  # python -m pytest_gauge in child processes; export itself runs in process above
 def test_export_subprocess_end_to_end(tmp_path: Path) -> None:
     cache = tmp_path / ".gauge-cache"
     put(cache, entry("alpha", "t1"))
@@ -268,6 +270,7 @@ def test_prune_removes_old_unpersisted_unreadable_and_orphans_and_keeps_the_rest
     assert not orphan_lock.exists() and not orphan_lock.parent.exists()  # the emptied shard went too
 
 
+@pytest.mark.slow  # python -m pytest_gauge in child processes; prune itself runs in process above
 def test_prune_subprocess_end_to_end(tmp_path: Path) -> None:
     cache = tmp_path / ".gauge-cache"
     now = time.time()
@@ -299,6 +302,7 @@ def test_help_lists_the_commands() -> None:
     assert main([], environ={}, out=out) == 2 and "doctor" in out.getvalue()
 
 
+@pytest.mark.slow  # two child processes; the doctor's checks run in process in test_doctor.py
 def test_doctor_subprocess_end_to_end(tmp_path: Path) -> None:
     with LoopbackServer(faults=FaultPlan(expected_key=KEY)) as srv:
         env = {"TAOTOKEN_API_KEY": KEY, "TAOTOKEN_BASE_URL": srv.base_url, "CODEX_HOME": str(tmp_path)}

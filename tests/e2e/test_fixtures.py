@@ -283,6 +283,7 @@ def test_cost_by_test_table_lists_the_costliest_tests_and_the_total() -> None:
     assert lines[4].split() == ["total", "12", "780", "$0.078000"]
 
 
+@pytest.mark.slow  # two pytest subprocesses; the doctor's checks run in process in test_doctor.py
 def test_gauge_doctor_flag_runs_the_doctor(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:

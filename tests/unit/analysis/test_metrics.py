@@ -432,6 +432,7 @@ def _simulate(
     return recs
 
 
+@pytest.mark.slow  # a known-truth simulation of many suites (seconds of CPU)
 def test_simulation_recovers_known_lrs_with_coverage() -> None:
     covered = {"lrs_close": 0, "lrs_distant": 0}
     estimates: dict[str, list[float]] = {"lrs_close": [], "lrs_distant": []}
@@ -456,6 +457,7 @@ def test_simulation_recovers_known_lrs_with_coverage() -> None:
     assert significant >= 0.9 * sims
 
 
+@pytest.mark.slow  # 100 simulated suites with 400 bootstrap rounds each
 def test_simulation_null_p_value_calibrated() -> None:
     rejections = 0
     sims = 100
