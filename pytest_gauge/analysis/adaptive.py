@@ -27,7 +27,7 @@ __all__ = [
 ]
 
 _CLUSTER_METHODS = ("cluster-wilson", "cluster-t")
-_TASK_BOOTSTRAPS = ("bootstrap-tasks", "paired-bootstrap-tasks")
+_TASK_BOOTSTRAPS = ("bootstrap-tasks", "paired-bootstrap-tasks", "paired-score")
 _EXACT = "exact"  # accounting totals and counts: no interval
 
 

@@ -2,7 +2,8 @@
 
 Suites match by name, agents by name, tasks by ``task_id``; only the tasks both runs have enter the
 deltas (tasks added or removed are listed, as are agents whose model or prompt changed). Per agent:
-success-rate and mean-reward deltas with paired task-resampling intervals, McNemar's exact test on the
+success-rate and mean-reward deltas with paired score intervals over tasks (Tango's, with a studentized
+side for fractional differences: :func:`.paired.paired_interval`), McNemar's exact test on the
 (task, sample) units that flipped, and the lists of units that regressed ("passed before, fails now")
 and were fixed. Judge metrics and cost per success: paired ratio deltas. Elo: the change of each
 agent's Elo relative to a reference agent both runs share (of the agents whose model and prompt did not
@@ -281,9 +282,7 @@ def _changes(agent: str, current: RunSide, baseline: RunSide) -> tuple[str, ...]
     return tuple(out)
 
 
-def _compare_agent(
-    agent: str, current: RunSide, baseline: RunSide, tasks: Sequence[str], counts: FloatArray
-) -> AgentComparison:
+def _compare_agent(agent: str, current: RunSide, baseline: RunSide, tasks: Sequence[str]) -> AgentComparison:
     cur_s, cur_r = _per_task(current, agent, tasks)
     base_s, base_r = _per_task(baseline, agent, tasks)
     shared = set(tasks)
@@ -297,7 +296,7 @@ def _compare_agent(
                 u[0], u[2], before.reward, now.reward, baseline.links.get(u), current.links.get(u)
             )
             (fixes if now.success else regressions).append(flip)
-    success = paired_mean_delta(cur_s, base_s, counts)
+    success = paired_mean_delta(cur_s, base_s)
     n = len(tasks)
     d = cur_s - base_s
     sd = float(d.std(ddof=1)) if n > 1 and bool(np.any(d != 0)) else math.nan  # no flips: unknown
@@ -306,7 +305,7 @@ def _compare_agent(
         success_before=float(base_s.mean()) if n else None,
         success_now=float(cur_s.mean()) if n else None,
         success_delta=success,
-        reward_delta=paired_mean_delta(cur_r, base_r, counts),
+        reward_delta=paired_mean_delta(cur_r, base_r),
         mcnemar_p=mcnemar_exact(len(regressions), len(fixes)),
         regressions=tuple(regressions),
         fixes=tuple(fixes),
@@ -413,7 +412,7 @@ def compare_runs(
     base_agents, cur_agents = set(baseline.agents()), set(current.agents())
     agents = sorted(base_agents & cur_agents)
     counts = task_counts(len(tasks), rounds, seed)
-    per_agent = {a: _compare_agent(a, current, baseline, tasks, counts) for a in agents}
+    per_agent = {a: _compare_agent(a, current, baseline, tasks) for a in agents}
     cur_j = _judge_tallies(current.records, tasks, close_threshold)
     base_j = _judge_tallies(baseline.records, tasks, close_threshold)
     judge = {

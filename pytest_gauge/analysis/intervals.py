@@ -27,7 +27,15 @@ import numpy as np
 if TYPE_CHECKING:
     from ..records import FloatArray
 
-__all__ = ["Z95", "cluster_difference", "cluster_wilson", "satterthwaite_df", "t_quantile", "z_value"]
+__all__ = [
+    "Z95",
+    "cluster_difference",
+    "cluster_difference_se",
+    "cluster_wilson",
+    "satterthwaite_df",
+    "t_quantile",
+    "z_value",
+]
 
 Z95 = 1.959963984540054
 """The normal quantile of a two-sided 95% interval (the gates' confidence): the one definition."""
@@ -106,11 +114,13 @@ def cluster_wilson(k: FloatArray, n: FloatArray) -> tuple[FloatArray, FloatArray
     return np.where(empty, np.nan, p), low, high
 
 
-def cluster_difference(
+def cluster_difference_se(
     k1: FloatArray, n1: FloatArray, k2: FloatArray, n2: FloatArray
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
-    """(difference, low, high) of ``sum(k1)/sum(n1) - sum(k2)/sum(n2)`` over shared tasks (last axis):
-    the cluster-robust variance of the difference with a t quantile on (tasks - 1) df."""
+    """(difference, standard error, df) of ``sum(k1)/sum(n1) - sum(k2)/sum(n2)`` over shared tasks (last
+    axis): the cluster-robust variance of the difference (floored at half the two binomial variances, so
+    two rates at 0 or 1 still have width), on tasks - 1 df. The interval (:func:`cluster_difference`)
+    and the one-sided p-value of a difference come from this one statistic."""
     t1, t2 = np.sum(n1, axis=-1), np.sum(n2, axis=-1)
     p1 = np.sum(k1, axis=-1) / np.maximum(t1, 1.0)
     p2 = np.sum(k2, axis=-1) / np.maximum(t2, 1.0)
@@ -118,12 +128,20 @@ def cluster_difference(
     resid = resid - (k2 - p2[..., None] * n2) / np.maximum(t2, 1.0)[..., None]
     tasks = np.sum((n1 + n2) > 0, axis=-1).astype(np.float64)
     var = np.where(tasks > 1, tasks / np.maximum(tasks - 1, 1.0), np.nan) * np.sum(resid * resid, axis=-1)
-    # a floor: never narrower than the two binomial variances' half (both rates at 0 or 1 still have width)
     floor = 0.5 * (p1 * (1 - p1) / np.maximum(t1, 1.0) + p2 * (1 - p2) / np.maximum(t2, 1.0))
     se = np.sqrt(np.maximum(var, floor))
-    half = t_quantile(np.maximum(tasks - 1, 1)) * se
+    return np.asarray(p1 - p2), np.asarray(se), np.asarray(np.maximum(tasks - 1, 1.0))
+
+
+def cluster_difference(
+    k1: FloatArray, n1: FloatArray, k2: FloatArray, n2: FloatArray
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """(difference, low, high) of ``sum(k1)/sum(n1) - sum(k2)/sum(n2)`` over shared tasks (last axis):
+    the cluster-robust variance of the difference with a t quantile on (tasks - 1) df."""
+    t1, t2 = np.sum(n1, axis=-1), np.sum(n2, axis=-1)
+    d, se, df = cluster_difference_se(k1, n1, k2, n2)
+    half = t_quantile(df) * se
     empty = (t1 <= 0) | (t2 <= 0)
-    d = p1 - p2
     return (
         np.where(empty, np.nan, d),
         np.where(empty, np.nan, np.maximum(d - half, -1.0)),

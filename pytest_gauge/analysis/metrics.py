@@ -59,7 +59,7 @@ from .estimates import (
     sum_stats,
     wilson,
 )
-from .intervals import cluster_difference, cluster_wilson, satterthwaite_df
+from .intervals import Z95, cluster_difference_se, cluster_wilson, satterthwaite_df
 from .judge_metrics import (
     AGREEMENT_KINDS,
     AgreementDetails,
@@ -71,6 +71,7 @@ from .judge_metrics import (
 )
 from .judge_rules import PANEL, PRIMARY, rank_moments
 from .resampling import percentile_interval, ratio_rows, resample_counts
+from .sequential import critical_quantile, t_upper_tail
 
 if TYPE_CHECKING:
     from ..records import FloatArray
@@ -414,10 +415,10 @@ class _Statistics:
         if ka == kb:  # a rate minus itself: exactly 0 whatever the tasks
             return Estimate(0.0, n, 0.0, 0.0, "cluster-t" if clustered(sa) else "bootstrap-tasks")
         if clustered(sa) and clustered(sb):
-            _, low_c, high_c = cluster_difference(
-                sa.per_task[:, 0], sa.per_task[:, 1], sb.per_task[:, 0], sb.per_task[:, 1]
-            )
-            return Estimate(ea.value - eb.value, n, float(low_c), float(high_c), "cluster-t")
+            d, se, df = _cluster_t(sa, sb)
+            half = critical_quantile(Z95, df) * se
+            low_c, high_c = max(d - half, -1.0), min(d + half, 1.0)
+            return Estimate(ea.value - eb.value, n, low_c, high_c, "cluster-t", df)
         low, high = percentile_interval(self.diff_samples(ka, kb))
         return Estimate(ea.value - eb.value, n, low, high, "bootstrap-tasks")
 
@@ -444,12 +445,24 @@ class _Statistics:
         return Estimate(value, n, low_b, high_b, "bootstrap-tasks")
 
     def close_minus_distant_p(self) -> float | None:
-        """One-sided bootstrap p-value of H0 "LRS(close) <= LRS(distant)" (None without both classes)."""
-        if None in (self.estimate(("lrs", "close")).value, self.estimate(("lrs", "distant")).value):
+        """One-sided p-value of H0 "LRS(close) <= LRS(distant)" from the cluster-t statistic of the
+        difference's own interval, ``P(T_df > d / se)``: the interval's lower bound is above 0 exactly
+        when p < 0.025 (None without both classes)."""
+        close, distant = ("lrs", "close"), ("lrs", "distant")
+        if None in (self.estimate(close).value, self.estimate(distant).value):
             return None
-        diff = self.diff_samples(("lrs", "close"), ("lrs", "distant"))
-        finite = diff[np.isfinite(diff)]
-        return float(np.mean(finite <= 0.0)) if finite.size else None
+        d, se, df = _cluster_t(self.stat(close), self.stat(distant))
+        if se <= 0:
+            return 0.0 if d > 0 else 1.0
+        return t_upper_tail(d / se, df)
+
+
+def _cluster_t(sa: Stat, sb: Stat) -> tuple[float, float, float]:
+    """(difference, cluster-robust standard error, df) of two case rates over their shared tasks."""
+    d, se, df = cluster_difference_se(
+        sa.per_task[:, 0], sa.per_task[:, 1], sb.per_task[:, 0], sb.per_task[:, 1]
+    )
+    return float(d), float(se), float(df)
 
 
 @dataclass(frozen=True)

@@ -433,7 +433,8 @@ def decide(
     with the tasks run (``growing``: a total cost), are exact (see :func:`_count_decision`).
     No other gate is decided at a look that tests nothing (``critical = inf``, or fewer than
     :data:`MIN_TASKS` tasks before the final look; the anytime-valid interval is then None, None).
-    '==' waits for the final look. Otherwise a gate is decided early when its whole anytime-valid
+    '==' waits for the final look.
+    Otherwise a gate is decided early when its whole anytime-valid
     interval satisfies the comparison ('pass') or violates it ('fail'): for ``upper(x) <= thr`` that is
     AV high <= thr, resp. AV low > thr; ``lower`` symmetric; ``point`` likewise. At the final look the
     verdict is the ordinary one, on the anytime-valid interval for bound gates and on the value for

@@ -27,6 +27,7 @@ from .format import (
     DASH,
     estimate_cells,
     fmt_ci,
+    fmt_p_value,
     fmt_pct,
     fmt_per_success,
     fmt_rate,
@@ -225,10 +226,10 @@ def _section_lrs(ctx: ReportContext) -> list[str]:
     )
     lines += _estimates_table([*rows, _estimate_row("close − distant", diff)])
     lines.append("")
-    p = "n/a" if m.p_value is None else fmt_rate(m.p_value)
+    p = "n/a" if m.p_value is None else fmt_p_value(m.p_value)
     lines.append(
-        f"One-sided p-value for LRS(close) > LRS(distant): {p} (bootstrap over tasks, {m.rounds} resamples, "
-        f"seed {m.seed})."
+        f"One-sided p-value for LRS(close) > LRS(distant): {p} (the cluster-t statistic of the interval "
+        "above, over tasks)."
     )
     if diff.value is None:
         lines.append("The close − distant difference is not measurable: one of the classes has no cases.")

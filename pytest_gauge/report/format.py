@@ -17,6 +17,7 @@ __all__ = [
     "fmt_ci",
     "fmt_int",
     "fmt_num",
+    "fmt_p_value",
     "fmt_pct",
     "fmt_per_success",
     "fmt_price",
@@ -49,6 +50,11 @@ def usd_at_least(total: float | None, without_usage: int) -> str:
 def unsign_zero(text: str) -> str:
     """A formatted zero without its minus sign (``-0.000`` → ``0.000``)."""
     return text[1:] if text.startswith("-") and float(text) == 0 else text
+
+
+def fmt_p_value(p: float) -> str:
+    """A p-value to three decimals, or ``< 0.001`` (never a bare 0: no finite sample proves it)."""
+    return "< 0.001" if p < 0.0005 else unsign_zero(f"{p:.3f}")
 
 
 def fmt_rate(x: float | None) -> str:

@@ -21,6 +21,7 @@ from .format import (
     estimate_cells,
     fmt_ci,
     fmt_int,
+    fmt_p_value,
     fmt_pct,
     fmt_per_success,
     fmt_rate,
@@ -86,7 +87,7 @@ def _metric_lines(ctx: ReportContext) -> list[str]:
         e = m.metrics.get(name)
         rows.append([name, *_reorder(estimate_cells(e))])
     d = m.lrs_close_minus_distant
-    p = "" if m.p_value is None else f"  p={fmt_rate(m.p_value)}"
+    p = "" if m.p_value is None else f"  p={fmt_p_value(m.p_value)}"
     rows.append(["lrs_close - distant", fmt_rate(d.value), fmt_ci(d.low, d.high) + p, str(d.n)])
     return text_table(rows, "lrlr")
 

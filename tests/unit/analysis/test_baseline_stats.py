@@ -15,14 +15,16 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from pytest_gauge.analysis.intervals import z_value
+from pytest_gauge.analysis.intervals import t_quantile, z_value
 from pytest_gauge.analysis.paired import (
     PairedTally,
     mcnemar_exact,
     mcnemar_mid_p,
     mcnemar_randomized,
+    paired_interval,
     paired_mean_delta,
     paired_ratio_delta,
+    tango_interval,
 )
 from pytest_gauge.analysis.power import gate_needed_n, min_detectable, needed_n, noise_floor, unit_sd
 from pytest_gauge.analysis.repeats import (
@@ -64,20 +66,24 @@ def test_mcnemar_exact_and_mid_p_by_hand() -> None:
 
 
 def test_paired_mean_delta_by_hand_and_paired_beats_unpaired() -> None:
-    before = np.array([1.0, 1.0, 0.0, 0.0, 1.0])
-    now = np.array([1.0, 0.0, 0.0, 0.0, 1.0])
-    est = paired_mean_delta(now, before, task_counts(5, 500, 1))
+    before = np.tile([1.0, 1.0, 0.0, 0.0, 1.0], 4)
+    now = np.tile([1.0, 0.0, 0.0, 0.0, 1.0], 4)
+    est = paired_mean_delta(now, before)
     assert est.value == pytest.approx(-0.2)
-    assert est.n == 5
+    assert est.n == 20
     assert est.low is not None and est.high is not None
-    assert -1.0 <= est.low <= -0.2 <= est.high <= 0.0
+    # 4 of 20 tasks regressed, none fixed: McNemar p = 0.125, so the interval reaches just past 0
+    assert -1.0 <= est.low <= -0.2 < 0.0 < est.high < 0.05
     # the same delta with each run's tasks resampled on their own (unpaired) is wider
-    apart = bootstrap_means(now, task_counts(5, 500, 2)) - bootstrap_means(before, task_counts(5, 500, 3))
+    apart = bootstrap_means(now, task_counts(20, 500, 2)) - bootstrap_means(before, task_counts(20, 500, 3))
     low, high = percentile_bounds(apart[:, None])
     assert est.high - est.low < float(high[0] - low[0])
-    # identical runs: a zero-width interval at 0
-    same = paired_mean_delta(before, before, task_counts(5, 500, 1))
-    assert (same.value, same.low, same.high) == (0.0, 0.0, 0.0)
+    # identical runs: no task flipped, yet the interval keeps Tango's width (+-t^2 / (n + t^2))
+    same = paired_mean_delta(before, before)
+    assert same.value == 0.0 and same.low is not None and same.high is not None
+    z2 = float(t_quantile(19.0)) ** 2
+    assert same.high == pytest.approx(z2 / (20 + z2), abs=1e-9)
+    assert same.low == pytest.approx(-same.high, abs=1e-9)
 
 
 def test_paired_ratio_delta_uses_the_same_tasks_for_both_ratios() -> None:
@@ -258,3 +264,71 @@ def test_needed_n_decides_the_gate_70_to_90_percent() -> None:
         decided.append(float(np.mean((high_n < threshold) | (low_n > threshold))))
     assert len(decided) == 20
     assert 0.70 <= float(np.mean(decided)) <= 0.90, decided
+
+
+# --------------------------------------------------------------------------------------------------
+# Paired deltas of near-deterministic agents (temperature 0): the non-inferiority and no-change checks
+
+PAIRED_RUNS = 1500
+
+
+def _task_rates(rng: np.random.Generator, process: str, shape: tuple[int, int]) -> np.ndarray:
+    """Per-task success probabilities: 85% of tasks at 0.01 or 0.99 (temperature 0), or an always/never
+    30/70 mixture with 5% of tasks at 0.5, or Beta(1, 1)."""
+    u = rng.random(shape)
+    if process == "near-deterministic":
+        return np.where(u < 0.425, 0.01, np.where(u < 0.85, 0.99, rng.uniform(0.2, 0.8, shape)))
+    if process == "always/never":
+        return np.where(u < 0.3, 1.0, np.where(u < 0.95, 0.0, 0.5))
+    return rng.beta(1.0, 1.0, shape)
+
+
+def _regressed(rng: np.random.Generator, process: str, p: np.ndarray) -> np.ndarray:
+    """The current run's probabilities: 0.05 lower on average over the task population (the margin)."""
+    if process == "near-deterministic":
+        return np.where((p == 0.99) & (rng.random(p.shape) < 0.05 / (0.425 * 0.98)), 0.01, p)
+    if process == "always/never":
+        return np.where((p == 1.0) & (rng.random(p.shape) < 0.05 / 0.3), 0.0, p)
+    return p * 0.9
+
+
+@pytest.mark.parametrize("process", ["near-deterministic", "always/never", "Beta(1, 1)"])
+def test_paired_deltas_hold_at_temperature_zero(process: str) -> None:
+    """``lower(delta(success_rate(a))) >= -0.05`` with the truth at the margin passes wrongly <= 3% at 20
+    and 44 tasks, and ``upper(delta(...)) >= 0`` with 3 samples and no change fires <= 3%. The task
+    bootstrap passed the first wrongly in 16% (20 tasks) and 6.5% (44) of near-deterministic runs and
+    27% / 7.3% of always/never ones: with no task flipping its interval was [0, 0]."""
+    rng = np.random.default_rng(2026)
+    for tasks in (20, 44):
+        p = _task_rates(rng, process, (PAIRED_RUNS, tasks))
+        d = rng.binomial(1, _regressed(rng, process, p)) - rng.binomial(1, p).astype(np.float64)
+        low, _ = paired_interval(d.astype(np.float64))
+        assert float(np.mean(low >= -0.05)) <= 0.03, (tasks, float(np.mean(low >= -0.05)))
+        now, before = rng.binomial(3, p) / 3.0, rng.binomial(3, p) / 3.0
+        _, high = paired_interval(now - before)
+        assert float(np.mean(high < 0.0)) <= 0.03, (tasks, float(np.mean(high < 0.0)))
+
+
+def test_tango_interval_matches_its_closed_forms() -> None:
+    """With no discordant unit the bounds are +-z^2 / (n + z^2); the restricted MLE inside the statistic
+    matches scipy's numerical maximum."""
+    low, high = tango_interval(np.array([0.0]), np.array([0.0]), np.array([20.0]))
+    z2 = 1.959963984540054**2
+    assert float(high[0]) == pytest.approx(z2 / (20 + z2), abs=1e-9)
+    assert float(low[0]) == pytest.approx(-z2 / (20 + z2), abs=1e-9)
+    low, high = tango_interval(np.array([2.0]), np.array([5.0]), np.array([30.0]))
+    assert float(low[0]) < -0.1 < float(high[0])
+    from scipy.optimize import minimize_scalar
+
+    x, y, n, d = 3.0, 5.0, 40.0, 0.1
+    best = minimize_scalar(
+        lambda q: -(x * np.log(q + d) + y * np.log(q) + (n - x - y) * np.log(1 - 2 * q - d)),
+        bounds=(1e-9, (1 - d) / 2 - 1e-9),
+        method="bounded",
+    )
+    stat = (x - y - n * d) / np.sqrt(n * (2 * best.x + d * (1 - d)))
+    from pytest_gauge.analysis.paired import _tango_stat
+
+    assert float(_tango_stat(np.array(x), np.array(y), np.array(n), np.array(d))) == pytest.approx(
+        stat, rel=1e-5
+    )
