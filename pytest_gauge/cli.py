@@ -105,7 +105,7 @@ def _add_cache(commands: _Commands) -> None:
         "prune",
         help="delete old and non-persisted responses and orphan lock/tmp files",
         description="Delete cached responses older than DAYS days and those not persisted (truncated or "
-        "filtered answers), plus orphan .lock/.tmp files. Do not run during a pytest-gauge run.",
+        "filtered answers of earlier versions), plus orphan .lock/.tmp files. Do not run during a run.",
     )
     prune.add_argument(
         "--older-than",

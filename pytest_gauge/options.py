@@ -7,6 +7,9 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import itertools
+import json
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -18,7 +21,14 @@ import pytest
 if TYPE_CHECKING:
     from .gateway.prices import PriceRow
 
-__all__ = ["BACKENDS", "CACHE_MODES", "GaugeOptions", "add_options", "resolve_options"]
+__all__ = [
+    "BACKENDS",
+    "CACHE_MODES",
+    "GaugeOptions",
+    "add_options",
+    "misread_ini_problem",
+    "resolve_options",
+]
 
 BACKENDS = ("live", "sim", "replay")
 CACHE_MODES = ("use", "refresh", "off")
@@ -40,6 +50,8 @@ class GaugeOptions:
     max_timeouts: int = 3  # timed-out attempts in a row that stop a (role, model) for the run; 0: never
     rpm: float | None = None
     tpm: float | None = None
+    rpm_models: tuple[tuple[str, float], ...] = ()  # --gauge-rpm MODEL=N: one model's own limit
+    tpm_models: tuple[tuple[str, float], ...] = ()
     retry_after_cap: float = 60.0
     close_threshold: float = 0.1
     gates: tuple[str, ...] = ()
@@ -69,6 +81,25 @@ class GaugeOptions:
 
         return with_genai_prices(self.prices, models)
 
+    def to_json(self) -> dict[str, Any]:
+        """Every setting as plain JSON: what the controller hands each xdist worker (``workerinput``)."""
+        data = dataclasses.asdict(self)
+        data.pop("extra", None)
+        plain: dict[str, Any] = json.loads(json.dumps(data))
+        return plain
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> GaugeOptions:
+        """The options :meth:`to_json` wrote (lists back to tuples, unknown keys ignored)."""
+        known = {f.name for f in dataclasses.fields(cls)} - {"extra"}
+        values = {k: v for k, v in data.items() if k in known}
+        values["gates"] = tuple(values.get("gates") or ())
+        values["prices"] = tuple(tuple(row) for row in values.get("prices") or ())
+        for name in ("rpm_models", "tpm_models"):
+            if name in values:
+                values[name] = tuple(tuple(row) for row in values[name] or ())
+        return cls(**values)
+
 
 def _positive_float(text: str) -> float:
     try:
@@ -95,6 +126,33 @@ def _gate_text(text: str) -> str:
     from .analysis.gates import gate_arg
 
     return gate_arg(text).canonical()
+
+
+def _rate_arg(text: str) -> tuple[str | None, float]:
+    """``N`` (the run-wide limit) or ``MODEL=N`` (one model's), N a positive number."""
+    model, sep, number = text.rpartition("=")
+    if sep and not model.strip():
+        raise argparse.ArgumentTypeError(f"expected N or MODEL=N, got {text!r}")
+    return (model.strip() or None, _positive_float(number.strip()))
+
+
+def _rates(config: pytest.Config, name: str) -> tuple[float | None, tuple[tuple[str, float], ...]]:
+    """The run-wide limit and the per-model ones of ``--gauge-rpm``/``--gauge-tpm`` (or their ini lines;
+    the command line wins for each model and for the run-wide value)."""
+    ini = f"gauge_{name}"
+    found: dict[str | None, float] = {}
+    for line in config.getini(ini):
+        text = str(line).strip()
+        if text and not text.startswith("#"):
+            try:
+                model, value = _rate_arg(text)
+            except argparse.ArgumentTypeError as exc:
+                raise pytest.UsageError(f"ini key {ini} = {text!r}: {exc}") from None
+            found[model] = value
+    for model, value in config.getoption(ini) or ():
+        found[model] = value
+    overall = found.pop(None, None)
+    return overall, tuple(sorted((str(m), v) for m, v in found.items()))
 
 
 def _non_negative_int(text: str) -> int:
@@ -152,8 +210,6 @@ _SETTINGS: tuple[tuple[str, str, Any, str, tuple[str, ...] | None], ...] = (
         "timed-out attempts in a row that stop a (role, model) for the rest of the run (default 3; 0: never)",
         None,
     ),
-    ("rpm", "gauge_rpm", _positive_float, "requests per minute across all workers", None),
-    ("tpm", "gauge_tpm", _positive_float, "tokens per minute across all workers", None),
     (
         "retry-after-cap",
         "gauge_retry_after_cap",
@@ -216,6 +272,23 @@ _SETTINGS: tuple[tuple[str, str, Any, str, tuple[str, ...] | None], ...] = (
 )
 
 
+def _add_rate_options(parser: pytest.Parser, group: Any) -> None:
+    """``--gauge-rpm`` / ``--gauge-tpm``: ``N`` for the run, ``MODEL=N`` for one model (repeatable)."""
+    for name, what in (("rpm", "requests"), ("tpm", "tokens")):
+        group.addoption(
+            f"--gauge-{name}",
+            dest=f"gauge_{name}",
+            action="append",
+            default=[],
+            type=_rate_arg,
+            metavar="[MODEL=]N",
+            help=f"{what} per minute across all workers; MODEL=N limits one model (repeatable)",
+        )
+        parser.addini(
+            f"gauge_{name}", f"like --gauge-{name}: N or MODEL=N lines", type="linelist", default=[]
+        )
+
+
 def add_options(parser: pytest.Parser) -> None:
     """Register the ``--gauge-*`` flags and their ini twins."""
     group = parser.getgroup("gauge", "pytest-gauge: LLM-agent evaluations")
@@ -240,6 +313,7 @@ def add_options(parser: pytest.Parser) -> None:
         type="linelist",
         default=[],
     )
+    _add_rate_options(parser, group)
     group.addoption("--gauge-no-progress", action="store_true", default=False, help="no live progress line")
     group.addoption(
         "--gauge-snapshot-reports",
@@ -369,6 +443,9 @@ def resolve_options(config: pytest.Config) -> GaugeOptions:
         base=root,
     )
 
+    rpm, rpm_models = _rates(config, "rpm")
+    tpm, tpm_models = _rates(config, "tpm")
+
     def pick(key: str, default: Any) -> Any:
         return default if values[key] is None else values[key]
 
@@ -385,8 +462,10 @@ def resolve_options(config: pytest.Config) -> GaugeOptions:
         max_retries=pick("gauge_max_retries", 4),
         max_concurrency=pick("gauge_max_concurrency", 8),
         max_timeouts=pick("gauge_max_timeouts", 3),
-        rpm=values["gauge_rpm"],
-        tpm=values["gauge_tpm"],
+        rpm=rpm,
+        tpm=tpm,
+        rpm_models=rpm_models,
+        tpm_models=tpm_models,
         retry_after_cap=pick("gauge_retry_after_cap", 60.0),
         close_threshold=pick("gauge_close_threshold", 0.1),
         gates=gates,
@@ -406,4 +485,67 @@ def resolve_options(config: pytest.Config) -> GaugeOptions:
         run_id=config.getoption("gauge_run_id") or os.environ.get("GAUGE_RUN_ID") or None,
         adaptive=bool(config.getoption("gauge_adaptive") or config.getini("gauge_adaptive")),
         adaptive_look=_setting(config, "gauge_adaptive_look", _positive_int) or 5,
+    )
+
+
+# Flags whose value may name a path: written with a space, pytest takes the value for a test path while it
+# looks for its ini file (before the plugin's options are parsed), and can miss the project's ini.
+_CONFIG_FILES = (
+    ("pytest.ini", None),
+    (".pytest.ini", None),
+    ("pyproject.toml", ("[tool.pytest.ini_options]", "[tool.pytest]")),
+    ("tox.ini", ("[pytest]",)),
+    ("setup.cfg", ("[tool:pytest]",)),
+)
+
+
+def nearest_config_file(start: Path) -> Path | None:
+    """The file pytest would read its settings from, searching ``start`` and its parents (pytest's order
+    within a folder), or None."""
+    for folder in (start, *start.parents):
+        for name, sections in _CONFIG_FILES:
+            path = folder / name
+            if not path.is_file():
+                continue
+            if sections is None:
+                return path
+            try:
+                text = path.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            if any(line.strip() in sections for line in text.splitlines()):
+                return path
+    return None
+
+
+def _space_form_paths(args: list[str], invocation: Path) -> list[tuple[str, str]]:
+    """``--gauge-X VALUE`` pairs (space form) whose value names an existing file or folder."""
+    found: list[tuple[str, str]] = []
+    for flag, value in itertools.pairwise(args):
+        if flag.startswith("--gauge-") and "=" not in flag and not value.startswith("-"):
+            if (invocation / value).exists():
+                found.append((flag, value))
+    return found
+
+
+def misread_ini_problem(config: pytest.Config) -> str | None:
+    """Why this run would silently lose its ini settings, or None: pytest found another ini file (or none)
+    than the nearest one at or above the invocation folder because a ``--gauge-*`` value written with a
+    space named an existing path (pytest reads such values as test paths while it looks for the ini)."""
+    if config.getoption("inifilename", None):  # -c FILE: pytest reads that file (--rootdir does not help)
+        return None
+    invocation = Path(config.invocation_params.dir)
+    expected = nearest_config_file(invocation)
+    found = Path(config.inipath) if config.inipath else None
+    if expected is None or (found is not None and found.resolve() == expected.resolve()):
+        return None
+    pairs = _space_form_paths([str(a) for a in config.invocation_params.args], invocation)
+    if not pairs:
+        return None
+    flag, value = pairs[0]
+    read = f"read {found}" if found else "found no ini file"
+    return (
+        f"pytest-gauge: {flag} {value}: pytest took {value} for a test path while looking for its ini file"
+        f" and {read} instead of {expected}, whose settings the run would lose; write {flag}={value}, or"
+        f" give -c {expected}"
     )

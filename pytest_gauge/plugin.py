@@ -14,7 +14,7 @@ from .fixtures import calls as fixture_functions
 from .fixtures.calls import TESTS_SUITE, tests_report
 from .gateway.endpoint import live_settings_problems
 from .gateway.errors import ModelStopped
-from .options import GaugeOptions, add_options, resolve_options
+from .options import GaugeOptions, add_options, misread_ini_problem, resolve_options
 from .process.roles import FAILURE_PROPERTY, RECORD_PROPERTY, Role, choose_role, role_key
 from .process.state import GaugeState, SuiteEntry, state_key
 from .records import dumps
@@ -33,14 +33,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config: pytest.Config) -> int | None:
-    """``--gauge-doctor``: check the gateway setup, print the report and exit (like ``--fixtures``)."""
+    """``--gauge-doctor``: check the gateway setup, print the report and exit (like ``--fixtures``): the
+    same checks as ``python -m pytest_gauge doctor`` on the run's paths (one request per (role, model)
+    of their suites, each judge model through its JSON-mode chain)."""
     if not config.getoption("gauge_doctor", False):
         return None
     import sys
 
+    from .cli import suite_targets
     from .gateway.doctor import run_doctor
 
-    return run_doctor(os.environ, sys.stdout)
+    targets = suite_targets([str(a).split("::")[0] for a in config.args]) or None
+    return run_doctor(os.environ, sys.stdout, targets=targets)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -50,6 +54,10 @@ def pytest_configure(config: pytest.Config) -> None:
         "gauge_budget(usd=None, tokens=None): the test's gauge_client/gauge_judge calls are not sent past"
         " this budget, and the test fails",
     )
+    if not hasattr(config, "workerinput"):  # the process the user started: its ini is the run's ini
+        problem = misread_ini_problem(config)
+        if problem:
+            raise pytest.UsageError(problem)
     options = resolve_options(config)
     role = choose_role(config, options)  # once: no xdist, worker or controller (process/roles.py)
     if role.started_by_user:  # not an xdist worker: check the setup before any request

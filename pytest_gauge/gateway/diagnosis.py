@@ -7,30 +7,78 @@ what the failure means and what to do about it.
 
 from __future__ import annotations
 
+import os
+import re
 from http import HTTPStatus
 from typing import TYPE_CHECKING
 
-from .endpoint import KEY_VARIABLE, URL_VARIABLE, check_base_url
-from .errors import ConfigurationError, GatewayError, ModelNotFound
+from .endpoint import URL_VARIABLE, check_base_url, key_variable
+from .errors import (
+    FORMAT_REFUSAL_STATUSES,
+    ConfigurationError,
+    GatewayError,
+    KeyRejected,
+    ModelNotFound,
+    names_format,
+)
 from .response import BadResponse, body_snippet
 
 if TYPE_CHECKING:
     import openai
 
-__all__ = ["diagnose", "final_error", "is_timeout"]
+__all__ = ["diagnose", "final_error", "is_timeout", "server_message"]
 
 
-def _server_message(exc: openai.APIStatusError) -> str:
-    """The gateway's own words: the JSON error's message, else the start of a text or HTML body on one
-    line (secrets go when the error quoting it is made, :mod:`.redact`)."""
+def server_message(exc: openai.APIStatusError, limit: int = 300) -> str:
+    """The gateway's own words on one line (whitespace folded, cut at ``limit`` characters, so a diagnosis
+    quoting it stays within two lines): the JSON error's message, else the start of a text or HTML body
+    (secrets go when the error quoting it is made, :mod:`.redact`)."""
     body = exc.body
+    text = str(exc.message)
     if isinstance(body, dict):
         err = body.get("error", body)
         if isinstance(err, dict) and isinstance(err.get("message"), str):
-            return str(err["message"])
-    if isinstance(body, str) and body.strip():
-        return f"{exc.message} - {body_snippet(body.encode('utf-8', errors='replace'))}"
-    return str(exc.message)
+            text = str(err["message"])
+    elif isinstance(body, str) and body.strip():
+        text = f"{exc.message} - {body_snippet(body.encode('utf-8', errors='replace'))}"
+    folded = " ".join(text.split())
+    return folded if len(folded) <= limit else folded[: limit - 1] + "…"
+
+
+_KEY_PHRASES = (
+    "no connected db",  # LiteLLM's proxy without a database, asked with a key it does not know
+    "invalid api key",
+    "incorrect api key",
+    "invalid_api_key",
+    "authentication",
+    "unauthorized",
+    "api key not valid",
+    "invalid proxy server token",
+    "virtual key",
+)
+
+
+def _names_rejected_key(message: str) -> bool:
+    """Whether an error body (in a 400 or 500, as some proxies answer) says the key was rejected."""
+    lowered = message.lower()
+    return any(phrase in lowered for phrase in _KEY_PHRASES)
+
+
+_CONTEXT_FIXES = {
+    "agent": "lower the task's max_turns or the agent's max_tokens (each turn adds the replies before it)",
+    "user_sim": "lower UserSimulator(max_tokens=...) or the task's max_turns",
+    "judge": "give Judge(context_tokens=...) the judge's window, or lower UserSimulator(max_tokens=...)"
+    " and max_turns (the judge reads both transcripts)",
+}
+
+
+def _prompt_tokens(message: str) -> str:
+    """``" (the prompt has N tokens)"`` from a context-length message that says so, else ``""``."""
+    found = re.search(
+        r"(?:resulted in|requested|prompt (?:has|is|of)|you (?:sent|provided))\D{0,20}([\d,]+) tokens",
+        message,
+    )
+    return f" (the prompt has {found.group(1)} tokens)" if found else ""
 
 
 def _url_fix(url: str) -> str:
@@ -59,10 +107,11 @@ def _names_missing_model(exc: openai.APIStatusError, message: str, model: str) -
     if code in ("model_not_found", "invalid_model", "unknown_model"):
         return True
     lowered = message.lower()
-    if "model" not in lowered or any(k in lowered for k in ("response_format", "json_schema", "json_object")):
+    if "model" not in lowered or names_format(lowered):
         return False  # about the model's parameters (e.g. a response format it refuses), not the model
     return any(
-        phrase in lowered for phrase in ("does not exist", "not found", "unknown model", "no such model")
+        phrase in lowered
+        for phrase in ("does not exist", "not found", "unknown model", "no such model", "invalid model name")
     ) or (bool(model) and model.lower() in lowered and exc.status_code == 404)
 
 
@@ -85,8 +134,8 @@ def _request_error(
     if status in (400, 404) and _names_missing_model(exc, message, model):
         return ModelNotFound(
             f"{status} {_phrase(status)}: the gateway does not know the {role} model {model!r}: {message}",
-            f"{_model_origin(model)} to a model this gateway serves (`python -m pytest_gauge doctor`"
-            " lists them); every later call for this role and model stops here",
+            f"{_model_origin(model)} to a model this gateway serves (`python -m pytest_gauge doctor --models"
+            " NAME` tries one); every later call for this role and model stops here",
             status=status,
             role=role,
             model=model,
@@ -96,9 +145,8 @@ def _request_error(
     lowered = message.lower()
     if "context" in lowered and ("length" in lowered or "long" in lowered or "maximum" in lowered):
         return GatewayError(
-            f"context too long: {message}",
-            "the transcript was too long for the model; lower max_turns or the agent's max_tokens "
-            "(the judge view keeps the task and final reply and cuts earlier turns)",
+            f"{status} context too long for the {role} model {model!r}{_prompt_tokens(message)}: {message}",
+            _CONTEXT_FIXES.get(role, _CONTEXT_FIXES["agent"]),
             status=status,
             role=role,
             model=model,
@@ -119,13 +167,22 @@ def diagnose(exc: Exception, role: str, model: str, attempts: int) -> GatewayErr
     if isinstance(exc, openai.APIStatusError):
         status = exc.status_code
         url = str(exc.request.url) if exc.request is not None else None
-        message = _server_message(exc)
-        if status in (401, 403):
-            return ConfigurationError(
-                f"{status} {'Unauthorized' if status == 401 else 'Forbidden'}:"
-                " the gateway rejected the API key",
-                f"check {KEY_VARIABLE} (set, current, no spaces or newline); Claude Code's ANTHROPIC_* "
-                "variables are not read by this client",
+        message = server_message(exc)
+        if status in (401, 403) or (status in (400, 500) and _names_rejected_key(message)):
+            said = f" ({message})" if status not in (401, 403) else ""
+            return KeyRejected(
+                f"{status} {_phrase(status)}: the gateway rejected the API key{said}",
+                f"check {key_variable(role, os.environ)} (set, current, no spaces or newline); Claude"
+                " Code's ANTHROPIC_* variables are not read by this client",
+                status=status,
+                role=role,
+                model=model,
+            )
+        if status in FORMAT_REFUSAL_STATUSES and names_format(message):
+            return GatewayError(
+                f"{status} {_phrase(status)}: the server refused the request's response_format: {message}",
+                "a judge falls back to json_object, then to the prompt alone, once per model and run;"
+                " Judge(response_format=...) sets where it starts",
                 status=status,
                 role=role,
                 model=model,
@@ -135,7 +192,8 @@ def diagnose(exc: Exception, role: str, model: str, attempts: int) -> GatewayErr
         if status == 429:
             return GatewayError(
                 f"429 rate limited, still after {attempts} attempts",
-                "lower --gauge-max-concurrency or set --gauge-rpm/--gauge-tpm to the gateway's limits",
+                "set the gateway's limits: --gauge-rpm/--gauge-tpm MODEL=N for this model (repeatable),"
+                " N for the whole run, or lower --gauge-max-concurrency",
                 status=status,
                 role=role,
                 model=model,

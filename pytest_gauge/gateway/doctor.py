@@ -22,12 +22,15 @@ import openai
 from .diagnosis import diagnose
 from .endpoint import (
     KEY_VARIABLE,
+    ROLE_KEY_VARIABLES,
     URL_VARIABLE,
     UrlCheck,
     check_base_url,
     check_key,
     configured_base_url,
     fixed_path_url,
+    key_variables,
+    role_keys,
 )
 from .endpoint import read_key as _read_key
 from .errors import rejects_format
@@ -126,6 +129,14 @@ def sibling_url(url: str) -> str:
     return base[: -len("/v1")] if base.endswith("/v1") else base + "/v1"
 
 
+def host_urls(url: str) -> tuple[str, str]:
+    """The bare host of a base URL, with ``/v1`` and without (a gateway path such as ``/api`` that does
+    not answer where the host itself does)."""
+    parts = urllib.parse.urlsplit(url.strip())
+    host = urllib.parse.urlunsplit((parts.scheme, parts.netloc, "", "", ""))
+    return host + "/v1", host
+
+
 # --------------------------------------------------------------------------------------- the checks
 
 
@@ -146,7 +157,23 @@ def key_checks(environ: Mapping[str, str]) -> list[Check]:
                 f"export {KEY_VARIABLE} again without the spaces/newline",
             )
         ]
-    return [Check("ok", KEY_VARIABLE, "is set (value not shown)")]
+    return [Check("ok", KEY_VARIABLE, "is set (value not shown)"), *role_key_checks(environ)]
+
+
+def role_key_checks(environ: Mapping[str, str]) -> list[Check]:
+    """Each role's own key variable that is set (``TAOTOKEN_JUDGE_API_KEY``, ...): its shape, never its
+    value; the role's requests below are sent with it."""
+    checks: list[Check] = []
+    for role, name in ROLE_KEY_VARIABLES.items():
+        raw = environ.get(name)
+        if raw is None or not raw.strip():
+            continue
+        if any(ch.isspace() for ch in raw.strip()):
+            fix = f"export {name}=<the {role} key> (one line, no spaces)"
+            checks.append(Check("fail", name, "contains whitespace or a newline inside the key", fix))
+        else:
+            checks.append(Check("ok", name, f"is set (value not shown): {role} calls send it"))
+    return checks
 
 
 def base_url_checks(environ: Mapping[str, str]) -> tuple[UrlCheck, list[Check]]:
@@ -342,11 +369,8 @@ def _probe(base_url: str, key: str, target: Target | None, timeout: float) -> Ch
         error = diagnose(exc, role, model or "", 1)
         if isinstance(exc, openai.APIStatusError) and exc.status_code == 404 and _url_not_found(exc, model):
             shown = _show_url(str(exc.request.url))
-            candidates = list(
-                dict.fromkeys(
-                    u for u in (sibling_url(base_url), fixed_path_url(base_url)) if not _same_url(u, base_url)
-                )
-            )
+            tries = (sibling_url(base_url), fixed_path_url(base_url), *host_urls(base_url))
+            candidates = list(dict.fromkeys(u for u in tries if not _same_url(u, base_url)))
             working = next((u for u in candidates if _answers(u, key, model, timeout)), None)
             if working is not None:
                 fix = f"use {URL_VARIABLE}={_show_url(working)} (it answers; {_show_url(base_url)} does not)"
@@ -376,12 +400,22 @@ def _probe(base_url: str, key: str, target: Target | None, timeout: float) -> Ch
 
 
 def probe_checks(
-    base_url: str, key: str, targets: Sequence[Target], timeout: float = DEFAULT_TIMEOUT
+    base_url: str,
+    key: str,
+    targets: Sequence[Target],
+    timeout: float = DEFAULT_TIMEOUT,
+    environ: Mapping[str, str] | None = None,
 ) -> list[Check]:
     """One minimal request per target model (or one ``GET /models`` when there are none)."""
     if not targets:
         return [_probe(base_url, key, None, timeout)]
-    return [_probe(base_url, key, target, timeout) for target in targets]
+    own = {role: k for role, (_, k) in role_keys(environ or {}).items()}
+    return [_probe(base_url, own.get(_role_of(t), key), t, timeout) for t in targets]
+
+
+def _role_of(target: Target) -> str:
+    """The role a doctor target is probed for (``judge (suite)`` -> ``judge``)."""
+    return target.roles.split(" ", 1)[0] if target.roles else ""
 
 
 def run_checks(
@@ -403,7 +437,7 @@ def run_checks(
         checks.append(Check("warn", "requests", "not sent: fix the base URL first"))
     else:
         chosen = list(targets) if targets is not None and not models else targets_for(environ, models)
-        checks += probe_checks(url_check.full_url, _read_key(environ), chosen, timeout)
+        checks += probe_checks(url_check.full_url, _read_key(environ), chosen, timeout, environ)
     return checks
 
 
@@ -431,7 +465,9 @@ def run_doctor(
 
     ``targets`` (the (role, model) pairs of collected suites) replace the role variables when given."""
     checks = run_checks(environ, models, timeout, targets)
-    secrets = [environ.get(KEY_VARIABLE, "")] + [environ.get(n, "") for n in ANTHROPIC_VARIABLES[1:]]
+    secrets = [environ.get(n, "") for n in key_variables()] + [
+        environ.get(n, "") for n in ANTHROPIC_VARIABLES[1:]
+    ]
     out.write(format_checks(checks, secrets))
     return 1 if any(c.status == "fail" for c in checks) else 0
 
@@ -482,5 +518,7 @@ def print_config(kind: str, environ: Mapping[str, str]) -> str:
     makers = {"claude-code": _claude_code, "codex": _codex, "cc-switch": _cc_switch}
     chosen = list(makers) if kind == "all" else [kind]
     text = "\n".join(makers[k](base_url) for k in chosen)
-    secrets = [environ.get(KEY_VARIABLE, "")] + [environ.get(n, "") for n in ANTHROPIC_VARIABLES[1:]]
+    secrets = [environ.get(n, "") for n in key_variables()] + [
+        environ.get(n, "") for n in ANTHROPIC_VARIABLES[1:]
+    ]
     return redact(text, secrets)

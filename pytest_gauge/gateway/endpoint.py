@@ -16,15 +16,19 @@ from dataclasses import dataclass
 __all__ = [
     "DEFAULT_BASE_URL",
     "KEY_VARIABLE",
+    "ROLE_KEY_VARIABLES",
     "URL_VARIABLE",
     "UrlCheck",
     "check_base_url",
     "check_key",
     "configured_base_url",
     "fixed_path_url",
+    "key_variable",
+    "key_variables",
     "live_settings_problems",
     "normalise_url",
     "read_key",
+    "role_keys",
 ]
 
 _TRACKING = re.compile(
@@ -56,6 +60,35 @@ def check_key(environ: Mapping[str, str]) -> str | None:
 
 def read_key(environ: Mapping[str, str]) -> str:
     return environ.get(KEY_VARIABLE, "").strip()
+
+
+ROLE_KEY_VARIABLES = {
+    "agent": "TAOTOKEN_AGENT_API_KEY",
+    "user_sim": "TAOTOKEN_USER_API_KEY",
+    "judge": "TAOTOKEN_JUDGE_API_KEY",
+}
+"""One key variable per role (the method's advice: the gateway's bill then reconciles per role); a role
+whose variable is unset or empty uses ``TAOTOKEN_API_KEY``."""
+
+
+def key_variable(role: str, environ: Mapping[str, str]) -> str:
+    """The variable whose key ``role``'s calls use: its own when set, else ``TAOTOKEN_API_KEY``."""
+    own = ROLE_KEY_VARIABLES.get(role)
+    return own if own and environ.get(own, "").strip() else KEY_VARIABLE
+
+
+def role_keys(environ: Mapping[str, str]) -> dict[str, tuple[str, str]]:
+    """Role -> (variable, key) for every role with its own key variable set (never printed)."""
+    return {
+        role: (name, environ[name].strip())
+        for role, name in ROLE_KEY_VARIABLES.items()
+        if environ.get(name, "").strip()
+    }
+
+
+def key_variables() -> tuple[str, ...]:
+    """Every variable a key may come from, for redaction: the run's key and the per-role ones."""
+    return (KEY_VARIABLE, *ROLE_KEY_VARIABLES.values())
 
 
 @dataclass(frozen=True)

@@ -7,17 +7,23 @@ from __future__ import annotations
 from .redact import redact
 
 __all__ = [
+    "FORMAT_REFUSAL_STATUSES",
     "BudgetExhausted",
     "ConfigurationError",
     "GatewayError",
+    "KeyRejected",
+    "ModelKeyRejected",
     "ModelNotFound",
     "ModelStopped",
     "ReplayMiss",
     "RunStopped",
+    "names_format",
     "rejects_format",
 ]
 
-_FORMAT_MARKERS = ("response_format", "json_schema", "json_object", "response format")
+_FORMAT_MARKERS = ("response_format", "json_schema", "json_object", "response format", "grammar")
+# statuses with which servers refuse a request's parameters (llama.cpp-style servers answer 500 or 501)
+FORMAT_REFUSAL_STATUSES = (400, 415, 422, 500, 501)
 
 
 class GatewayError(Exception):
@@ -76,6 +82,23 @@ class ConfigurationError(GatewayError):
     fatal = True
 
 
+class KeyRejected(ConfigurationError):
+    """The gateway rejected the key (401/403, or a proxy's auth error in a 400/500 body): the run stops,
+    unless calls with the key have already worked, when only that model's work stops
+    (:meth:`for_model`)."""
+
+    def for_model(self, role: str, model: str) -> ModelKeyRejected:
+        """The same rejection confined to one (role, model): its remaining work stops, the others go on."""
+        return ModelKeyRejected(
+            f"{self.cause}, for the {role} model {model!r} only: other calls with this key succeeded",
+            "the key lacks access to this model: grant it on the gateway, or change the model; every later"
+            " call for this role and model stops here",
+            status=self.status,
+            role=role,
+            model=model,
+        )
+
+
 class BudgetExhausted(GatewayError):
     """A call would pass the run's or the task's budget; it was not sent."""
 
@@ -94,15 +117,25 @@ class ModelStopped(GatewayError):
     rejected; see :mod:`.model_stops`): not sent, and its case is reported as not run."""
 
 
+class ModelKeyRejected(ModelNotFound):
+    """The key was rejected for one model after other calls with it had worked: that (role, model)
+    stops like an unknown model, the rest of the run goes on."""
+
+
 class RunStopped(GatewayError):
     """Ctrl-C or SIGTERM: no new attempt is started; the call is not a failure of the case."""
 
 
+def names_format(text: str) -> bool:
+    """Whether an error text is about the ``response_format`` parameter (or the grammar it compiles to)."""
+    lowered = text.lower()
+    return any(marker in lowered for marker in _FORMAT_MARKERS)
+
+
 def rejects_format(exc: GatewayError) -> bool:
-    """Whether a gateway error is the server refusing the ``response_format`` parameter: a 400 or 422
-    whose message names it (the judge then falls back, see :mod:`pytest_gauge.run.judge_format`). Any
-    other failure is not a reason to ask differently."""
-    if exc.status not in (400, 422):
+    """Whether a gateway error is the server refusing the ``response_format`` parameter: an error status
+    (400, 422, or a llama.cpp-style 500/501) whose body names it (the judge then falls back, see
+    :mod:`pytest_gauge.run.judge_format`). Any other failure is not a reason to ask differently."""
+    if exc.status not in FORMAT_REFUSAL_STATUSES:
         return False
-    text = exc.cause.lower()
-    return any(marker in text for marker in _FORMAT_MARKERS)
+    return names_format(exc.cause)

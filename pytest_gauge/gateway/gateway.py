@@ -9,8 +9,10 @@ in-process HTTP transport, so offline runs exercise this module for real.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import random
+import re
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -18,11 +20,20 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..records import ChatResult, LedgerRecord, Usage
-from .diagnosis import final_error, is_timeout
-from .endpoint import URL_VARIABLE
-from .errors import GatewayError, ModelNotFound, ReplayMiss, RunStopped
+from .diagnosis import final_error, is_timeout, server_message
+from .endpoint import KEY_VARIABLE, ROLE_KEY_VARIABLES, URL_VARIABLE, key_variable, role_keys
+from .errors import (
+    FORMAT_REFUSAL_STATUSES,
+    GatewayError,
+    KeyRejected,
+    ModelKeyRejected,
+    ModelNotFound,
+    ReplayMiss,
+    RunStopped,
+    names_format,
+)
 from .ledger import INTERRUPTED, SENT, Ledger
-from .limits import InFlightLimit, RateLimit, SpendLimit, prompt_tokens_estimate
+from .limits import InFlightLimit, ModelPacer, ModelRates, RateLimit, SpendLimit, prompt_tokens_estimate
 from .model_stops import ModelStops
 from .prices import PriceTable
 from .response import MAX_BODY_BYTES, BadResponse, parse_completion
@@ -31,7 +42,16 @@ from .store import Store, content_key
 if TYPE_CHECKING:  # imported where a call is sent: a run served from the cache never needs them
     import openai
 
-__all__ = ["CallContext", "Gateway", "GatewayShared"]
+__all__ = [
+    "CallContext",
+    "Gateway",
+    "GatewayShared",
+    "gateway_said",
+    "live_keys",
+    "response_usage",
+    "retry_delay",
+    "served_model",
+]
 
 CACHE_FORMAT_VERSION = 1
 RETRYABLE = frozenset({408, 409, 429})
@@ -82,6 +102,10 @@ class GatewayShared:
     stops: ModelStops = field(default_factory=lambda: ModelStops(None))
     model_gates: dict[tuple[str, str], tuple[asyncio.Event, asyncio.Lock]] = field(default_factory=dict)
     stopping: bool = False
+    key_variables: dict[str, str] | None = None  # live: role -> the variable whose key it sends
+    role_keys: dict[str, str] = field(default_factory=dict)  # role -> its own key (never written anywhere)
+    model_rates: ModelRates | None = None  # --gauge-rpm/--gauge-tpm MODEL=N
+    pacer: ModelPacer | None = None  # adaptive concurrency per model (halve on 429, +1 per success)
     in_flight: int = 0  # attempts sent and not yet answered (a stop waits for them, briefly)
     peak_in_flight: int = 0  # the most attempts this process had in flight at once
 
@@ -104,30 +128,103 @@ class GatewayShared:
         self.stops.check(role, model)
 
 
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
+_DURATIONS = re.compile(r"(?:\d+(?:\.\d+)?(?:ms|s|m|h))+")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def _seconds(text: str, now: float | None = None) -> float | None:
+    """``"1.5"`` seconds, an HTTP date, or a duration such as ``"6m0s"`` / ``"20ms"`` (OpenAI's
+    ``x-ratelimit-reset-*``), as seconds from now; None when unreadable."""
+    text = text.strip()
+    try:
+        return max(0.0, float(text))
+    except ValueError:
+        pass
+    if _DURATIONS.fullmatch(text):
+        return sum(float(a) * _UNIT_SECONDS[b] for a, b in _DURATION.findall(text))
+    try:
+        parsed = email.utils.parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError):
+        return None
+    return max(0.0, parsed.timestamp() - (now if now is not None else time.time()))
+
+
 def retry_delay(
     headers: Mapping[str, str], attempt: int, rng: random.Random, now: float | None = None
 ) -> float | None:
-    """Seconds the server asks us to wait (``retry-after-ms`` / ``Retry-After``), else None."""
-    ms = headers.get("retry-after-ms")
-    if ms:
-        try:
-            return max(0.0, float(ms) / 1000.0)
-        except ValueError:
-            pass
-    after = headers.get("retry-after")
-    if after:
-        try:
-            return max(0.0, float(after))
-        except ValueError:
-            parsed = email.utils.parsedate_to_datetime(after) if after else None
-            if parsed is not None:
-                return max(0.0, parsed.timestamp() - (now if now is not None else time.time()))
-    return None
+    """Seconds the server asks us to wait, else None: ``retry-after-ms``, ``Retry-After`` (seconds or an
+    HTTP date), provider-prefixed forms (``llm_provider-retry-after``, ``x-...-retry-after-ms``), then
+    the longer of ``x-ratelimit-reset-requests`` / ``-tokens``."""
+    found = {str(k).lower(): str(v) for k, v in headers.items()}
+    for name in ("retry-after-ms", *sorted(k for k in found if k.endswith("-retry-after-ms"))):
+        if name in found:
+            try:
+                return max(0.0, float(found[name]) / 1000.0)
+            except ValueError:
+                pass
+    for name in ("retry-after", *sorted(k for k in found if k.endswith("-retry-after"))):
+        wait = _seconds(found[name], now) if name in found else None
+        if wait is not None:
+            return wait
+    resets = ("x-ratelimit-reset-requests", "x-ratelimit-reset-tokens")
+    known = [w for k in resets if k in found and (w := _seconds(found[k], now)) is not None]
+    return max(known) if known else None
 
 
 def backoff(attempt: int, rng: random.Random, base: float = 0.25, cap: float = 8.0) -> float:
     """Capped exponential backoff with ±25% jitter."""
     return float(min(cap, base * 2.0 ** (attempt - 1)) * rng.uniform(0.75, 1.25))
+
+
+def live_keys(backend: str, environ: Mapping[str, str]) -> dict[str, Any]:
+    """The gateway's per-role keys for a live run (``GatewayShared``'s ``key_variables`` and
+    ``role_keys``); nothing for the simulator or a replay, which send no key."""
+    if backend != "live":
+        return {}
+    own = role_keys(environ)
+    return {
+        "key_variables": {role: key_variable(role, environ) for role in ROLE_KEY_VARIABLES},
+        "role_keys": {role: key for role, (_, key) in own.items()},
+    }
+
+
+def response_usage(response: Mapping[str, Any]) -> Usage | None:
+    """The response's usage, or None when it is missing: no ``usage`` object, or zero prompt tokens (every
+    request of a run has a prompt, so 0 is a proxy passing on usage it never got, never a $0 call)."""
+    u = response.get("usage")
+    if not isinstance(u, dict):
+        return None
+    usage = Usage.from_api(u)
+    return usage if usage.prompt_tokens > 0 else None
+
+
+def served_model(requested: str, answered: object) -> str | None:
+    """The model that answered when it is not the one requested (a proxy's fallback), else None. A dated
+    or provider-qualified name of the same model (``gpt-4o-2024-08-06`` for ``gpt-4o``,
+    ``gpt-4o`` for ``openai/gpt-4o``) is the same model."""
+    if not isinstance(answered, str) or not answered or answered == requested:
+        return None
+    bare = requested.rsplit("/", 1)[-1]
+    if answered.startswith((requested, bare)) or answered.rsplit("/", 1)[-1] == bare:
+        return None
+    return answered
+
+
+def gateway_said(headers: Mapping[str, str]) -> dict[str, Any]:
+    """What a proxy reports in headers beside the body: retries it made upstream within this attempt
+    (``x-litellm-attempted-retries``) and the cost it computed (``x-litellm-response-cost``)."""
+    said: dict[str, Any] = {}
+    retries = headers.get("x-litellm-attempted-retries")
+    if retries is not None and retries.strip().isdigit() and int(retries) > 0:
+        said["gateway_retries"] = int(retries)
+    cost = headers.get("x-litellm-response-cost")
+    if cost is not None:
+        try:
+            said["gateway_cost"] = float(cost)
+        except ValueError:
+            pass
+    return said
 
 
 class Gateway:
@@ -208,16 +305,19 @@ class Gateway:
         error: str | None = None,
         possibly_billed: bool = False,
         request: str | None = None,
+        said: Mapping[str, Any] | None = None,
     ) -> LedgerRecord:
+        keys = self.shared.key_variables
         usage = None
         finish = None
+        served = None
         if response is not None:
-            u = response.get("usage")
-            if isinstance(u, dict):
-                usage = Usage.from_api(u)
+            usage = response_usage(response)
             choices = response.get("choices") or [{}]
             finish = choices[0].get("finish_reason")
-        cost = self.shared.prices.usage_cost(model, usage) if usage else None
+            served = served_model(model, response.get("model"))  # warned once per pair at the end
+        priced = served or model
+        cost = self.shared.prices.usage_cost(priced, usage) if usage else None
         record = LedgerRecord(
             run_id=self.shared.run_id,
             call_id=f"{ctx.work}#{seq}",
@@ -240,6 +340,9 @@ class Gateway:
             possibly_billed=possibly_billed,
             ts=time.time(),
             request=request,
+            served_model=served,
+            key_variable=keys.get(role, KEY_VARIABLE) if keys is not None else None,
+            **(said or {}),
         )
         self.shared.ledger.append(record)
         return record
@@ -292,7 +395,6 @@ class Gateway:
             if hit is not None:
                 return hit
             response, record = await self._send(_Call(ctx, seq, role, model, body, key))
-            finish = (response.get("choices") or [{}])[0].get("finish_reason")
             cache.put(
                 key,
                 {
@@ -307,7 +409,7 @@ class Gateway:
                     },
                     "request": body,
                     "response": response,
-                    "persist": finish not in ("length", "content_filter"),
+                    "persist": True,  # every 200 the rules score, truncated ones too (issue 25, point 6)
                     "run_id": shared.run_id,
                     "created": time.time(),
                 },
@@ -344,7 +446,8 @@ class Gateway:
             assert outcome.failure is not None
             self._count_timeout(call, outcome.failure)
             shared.check_open(call.role, call.model)  # stopped meanwhile: not a failure of this case
-            wait = self._retry_wait(outcome.failure, attempt, attempts, rng, call.role, call.model)
+            asked = "response_format" in call.body
+            wait = self._retry_wait(outcome.failure, attempt, attempts, rng, call.role, call.model, asked)
             await asyncio.sleep(wait)
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -378,8 +481,10 @@ class Gateway:
             reservation = shared.budget.reserve(a.ctx.task_id, worst, estimate)
         spent, tokens = 0.0, 0
         try:
+            if shared.model_rates is not None:
+                await shared.model_rates.acquire(a.model, estimate)
             await shared.rate.acquire(estimate)
-            async with shared.slots.slot():
+            async with self._paced(a.model), shared.slots.slot():
                 shared.check_open(a.role, a.model)  # a stop may have come while waiting for the slot
                 shared.ledger.begin(self._ledger_record(a, SENT))
                 start = time.perf_counter()
@@ -387,30 +492,53 @@ class Gateway:
                 shared.in_flight += 1
                 shared.peak_in_flight = max(shared.peak_in_flight, shared.in_flight)
                 try:
-                    response = await self._post(a.body)
+                    response, headers = await self._post(a.body, a.role)
                 except asyncio.CancelledError:
                     self._record_failure(a, None, time.perf_counter() - start)
                     raise
                 except outcomes as exc:
+                    self._paced_outcome(a.model, exc)
                     return _Outcome(None, self._record_failure(a, exc, time.perf_counter() - start), exc)
                 finally:
                     shared.in_flight -= 1
             record = self._record(
                 a.ctx, a.seq, a.attempt, a.role, a.model, status="ok", response=response,
                 latency=time.perf_counter() - start, http_status=200, request=a.request,
+                said=gateway_said(headers),
             )  # fmt: skip
             tokens = record.usage.total_tokens if record.usage else 0
             spent = record.cost or 0.0
             shared.rate.correct(estimate, tokens or estimate)
+            if shared.model_rates is not None:
+                shared.model_rates.correct(a.model, estimate, tokens or estimate)
+            self._paced_outcome(a.model, None)
             return _Outcome(response, record, None)
         finally:
             if reservation is not None:
                 # a failed attempt may still have been billed upstream; count nothing we cannot see
                 shared.budget.settle(reservation, spent, tokens)
 
-    async def _post(self, body: dict[str, Any]) -> dict[str, Any]:
+    def _paced(self, model: str) -> contextlib.AbstractAsyncContextManager[None]:
+        """The model's adaptive-concurrency slot (nothing without a pacer)."""
+        pacer = self.shared.pacer
+        return pacer.slot(model) if pacer is not None else contextlib.nullcontext()
+
+    def _paced_outcome(self, model: str, failure: Exception | None) -> None:
+        """Tell the pacer: a 429 halves the model's concurrency, a success grows it by one."""
+        import openai
+
+        pacer = self.shared.pacer
+        if pacer is None:
+            return
+        if failure is None:
+            pacer.succeeded(model)
+        elif isinstance(failure, openai.APIStatusError) and failure.status_code == 429:
+            pacer.slowed(model)
+
+    async def _post(self, body: dict[str, Any], role: str = "") -> tuple[dict[str, Any], Mapping[str, str]]:
         """The POST and the whole body, within ``--gauge-timeout`` in all (a server dripping bytes cannot
-        hold it longer), refused past :data:`MAX_BODY_BYTES`; the parsed, checked chat completion."""
+        hold it longer), refused past :data:`MAX_BODY_BYTES`; the parsed, checked chat completion and the
+        response's headers."""
         import httpx2
 
         client = self.client
@@ -425,14 +553,22 @@ class Gateway:
                 options={
                     "timeout": self.shared.timeout,
                     "security": {"bearer_auth": True},
-                    "headers": {"X-Stainless-Raw-Response": "stream"},
+                    "headers": self._headers(role),
                 },
             )
             try:
                 content = await _read_bounded(raw)
             finally:
                 await raw.aclose()
-        return parse_completion(content, (client.api_key,))
+        return parse_completion(content, (client.api_key, *self.shared.role_keys.values())), raw.headers
+
+    def _headers(self, role: str) -> dict[str, str]:
+        """The request's headers: the raw-stream marker, and the role's own key when it has one."""
+        headers = {"X-Stainless-Raw-Response": "stream"}
+        own = self.shared.role_keys.get(role)
+        if own:
+            headers["Authorization"] = f"Bearer {own}"
+        return headers
 
     def _ledger_record(self, a: _Attempt, status: str) -> LedgerRecord:
         return LedgerRecord(
@@ -473,16 +609,30 @@ class Gateway:
             status, error = "timeout", type(failure).__name__
         else:
             status, error = "connection_error", type(failure).__name__
+        said: dict[str, Any] = {}
+        if isinstance(failure, openai.APIStatusError):
+            said = gateway_said(failure.response.headers)
+            wait = retry_delay(failure.response.headers, a.attempt, random.Random(0))
+            if wait is not None:
+                said["retry_after"] = round(wait, 3)
         return self._record(
             a.ctx, a.seq, a.attempt, a.role, a.model, status=status, latency=latency,
             http_status=status_code, error=error, request=a.request,
-            possibly_billed=status in ("timeout", "bad_response", INTERRUPTED),
+            possibly_billed=status in ("timeout", "bad_response", INTERRUPTED), said=said,
         )  # fmt: skip
 
     def _retry_wait(
-        self, failure: Exception, attempt: int, attempts: int, rng: random.Random, role: str, model: str
+        self,
+        failure: Exception,
+        attempt: int,
+        attempts: int,
+        rng: random.Random,
+        role: str,
+        model: str,
+        asked_format: bool = False,
     ) -> float:
-        """Seconds to wait before the next attempt, or the GatewayError that ends the call."""
+        """Seconds to wait before the next attempt, or the GatewayError that ends the call (a 5xx refusing
+        the request's ``response_format`` is not retried: the same request gets the same answer)."""
         import openai
 
         shared = self.shared
@@ -494,15 +644,23 @@ class Gateway:
         retryable = status_code is None or status_code in RETRYABLE or status_code >= 500
         if should in ("true", "false"):
             retryable = should == "true"
+        if isinstance(failure, openai.APIStatusError) and asked_format:
+            message = server_message(failure)
+            retryable = retryable and not (status_code in FORMAT_REFUSAL_STATUSES and names_format(message))
         if not retryable or attempt == attempts:
             error = final_error(
                 failure, role, model, attempt, gateway=self.backend_id, timeout=shared.timeout,
                 answered=shared.first_ok.is_set(),
             )  # fmt: skip
+            if isinstance(error, KeyRejected) and shared.first_ok.is_set():
+                error = error.for_model(role, model)  # other calls with this key worked: stop this model
             if error.fatal:
                 shared.fatal = error
             if isinstance(error, ModelNotFound):
-                raise shared.stops.stop(role, model, "unknown model", error)
+                why = (
+                    "key rejected for this model" if isinstance(error, ModelKeyRejected) else "unknown model"
+                )
+                raise shared.stops.stop(role, model, why, error)
             raise error
         wait = retry_delay(headers, attempt, rng)
         if wait is not None and wait > shared.retry_after_cap:

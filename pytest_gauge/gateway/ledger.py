@@ -266,6 +266,7 @@ def ledger_totals(records: Iterable[LedgerRecord]) -> LedgerTotals:
         cached=token_cost([r for r in everything if r.cache_hit]),
         nominal=token_cost(everything),
         failed=sum(1 for r in everything if r.status != "ok"),
-        possibly_billed=sum(1 for r in live if r.possibly_billed),
+        # failed attempts that may have been billed, and retries a proxy made upstream within an attempt
+        possibly_billed=sum(1 for r in live if r.possibly_billed) + sum(r.gateway_retries or 0 for r in live),
         usage_missing=sum(1 for r in everything if r.usage_missing),
     )

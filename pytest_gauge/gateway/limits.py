@@ -13,6 +13,7 @@ import asyncio
 import collections
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
 import time
@@ -29,6 +30,8 @@ __all__ = [
     "Budget",
     "BudgetLimits",
     "ConcurrencySlots",
+    "ModelPacer",
+    "ModelRates",
     "RateLimiter",
     "SharedState",
     "prompt_tokens_estimate",
@@ -314,3 +317,58 @@ class Budget(BudgetLimits):
             tasks[r.task_id] = tasks.get(r.task_id, 0.0) + usd
 
         self.state.update(fix)
+
+
+class ModelRates:
+    """Each model's own RPM/TPM buckets (``--gauge-rpm MODEL=N``), beside the run-wide one, shared by all
+    workers through the run folder: a limited model waits for its own window, the others do not."""
+
+    def __init__(self, folder: Path, rpm: Mapping[str, float], tpm: Mapping[str, float]) -> None:
+        self.limiters: dict[str, RateLimiter] = {}
+        for model in sorted(set(rpm) | set(tpm)):
+            name = hashlib.sha256(model.encode("utf-8")).hexdigest()[:16]
+            state = SharedState(folder / f"rate-{name}.json")
+            self.limiters[model] = RateLimiter(state, rpm.get(model), tpm.get(model))
+
+    async def acquire(self, model: str, tokens: int) -> None:
+        limiter = self.limiters.get(model)
+        if limiter is not None:
+            await limiter.acquire(tokens)
+
+    def correct(self, model: str, estimated: int, actual: int) -> None:
+        limiter = self.limiters.get(model)
+        if limiter is not None:
+            limiter.correct(estimated, actual)
+
+
+class ModelPacer:
+    """Adaptive concurrency per model in this process: a model's requests in flight are capped at its
+    own limit, halved on each 429 it gets and grown back one slot per success (up to ``ceiling``), so a
+    rate-limited model slows itself, not the other models of the run."""
+
+    def __init__(self, ceiling: int) -> None:
+        self.ceiling = max(1, ceiling)
+        self.limit: dict[str, int] = {}
+        self.active: dict[str, int] = {}
+
+    @contextlib.asynccontextmanager
+    async def slot(self, model: str) -> AsyncIterator[None]:
+        delay = 0.002
+        while self.active.get(model, 0) >= self.limit.get(model, self.ceiling):
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.05)
+        self.active[model] = self.active.get(model, 0) + 1
+        try:
+            yield
+        finally:
+            self.active[model] -= 1
+
+    def slowed(self, model: str) -> None:
+        """A 429 for ``model``: halve its limit (at least one request in flight)."""
+        self.limit[model] = max(1, self.limit.get(model, self.ceiling) // 2)
+
+    def succeeded(self, model: str) -> None:
+        """A success for ``model``: one more slot, up to the ceiling."""
+        current = self.limit.get(model, self.ceiling)
+        if current < self.ceiling:
+            self.limit[model] = current + 1

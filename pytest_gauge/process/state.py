@@ -10,6 +10,7 @@ and renders the reports (docs/protocol.md#outputs).
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import time
 import uuid
@@ -140,13 +141,14 @@ class GaugeState:
         if self.engine is not None:
             return self.engine
         from ..gateway.backends import build_client
-        from ..gateway.gateway import Gateway, GatewayShared
+        from ..gateway.gateway import Gateway, GatewayShared, live_keys
         from ..gateway.ledger import Ledger
+        from ..gateway.limits import ModelPacer, ModelRates
         from ..gateway.model_stops import ModelStops
         from ..gateway.prices import PriceTable
         from ..gateway.redis_limits import build_limits
         from ..run.engine import Engine, SuiteRuntime
-        from ..run.judge_format import JudgeFormats
+        from ..run.judge_format import JudgeFormats, format_scope
 
         opts = self.options
         run = self.run_dir
@@ -170,8 +172,18 @@ class GaugeState:
             timeout=opts.timeout,
             retry_after_cap=opts.retry_after_cap,
             stops=ModelStops(run, opts.max_timeouts),
+            model_rates=ModelRates(run, dict(opts.rpm_models), dict(opts.tpm_models))
+            if opts.rpm_models or opts.tpm_models
+            else None,
+            pacer=ModelPacer(opts.max_concurrency),
+            **live_keys(opts.backend, os.environ),
         )
-        formats = JudgeFormats()  # one JSON-mode fallback per judge model for the whole run
+        formats = JudgeFormats(  # one JSON-mode fallback per judge model for the whole run, all workers
+            run=Store(run / "formats") if self.worker_id != "main" else None,
+            kept=Store(Path(opts.cache_dir) / "formats") if opts.cache_mode != "off" else None,
+            scope=format_scope(opts.backend, os.environ),
+            reuse=opts.cache_mode == "use",
+        )
         runtimes: dict[str, SuiteRuntime] = {}
         for name, entry in self.suites.items():
             make_client, backend_id = build_client(

@@ -14,10 +14,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from ..options import GaugeOptions
 
 __all__ = [
     "CONTROLLER_MARK",
+    "OPTIONS_KEY",
     "controller_paths",
     "mark_controller",
     "remote_worker_problem",
@@ -27,18 +30,56 @@ __all__ = [
 CONTROLLER_MARK = "controller"
 
 
-def controller_paths(options: GaugeOptions) -> dict[str, str]:
-    """What the controller passes each worker (``workerinput``): its absolute output and cache folders."""
-    return {"gauge_out_dir": options.out_dir, "gauge_cache_dir": options.cache_dir}
+OPTIONS_KEY = "gauge_options"
+# Settings a worker's own view of the ini and command line must agree on with the controller's: they
+# change records or reports (folders and per-machine settings may differ, e.g. ``--tx popen//chdir=``).
+_AGREED = (
+    "backend",
+    "seed",
+    "cache_mode",
+    "close_threshold",
+    "gates",
+    "genai_prices",
+    "bootstrap_rounds",
+    "max_retries",
+    "budget_usd",
+    "budget_tokens",
+    "budget_task_usd",
+)
+
+
+def controller_paths(options: GaugeOptions) -> dict[str, Any]:
+    """What the controller passes each worker (``workerinput``): every resolved option (the worker runs
+    with these, never with its own reading of the ini) and its absolute output folder."""
+    return {"gauge_out_dir": options.out_dir, OPTIONS_KEY: options.to_json()}
+
+
+def _disagreement(own: GaugeOptions, given: GaugeOptions) -> list[str]:
+    """The result-changing settings on which a worker's own resolution differs from the controller's."""
+    names = [n for n in _AGREED if getattr(own, n) != getattr(given, n)]
+    if [row[:3] for row in own.prices] != [row[:3] for row in given.prices]:
+        names.append("prices")
+    return names
 
 
 def worker_options(options: GaugeOptions, workerinput: Mapping[str, Any]) -> GaugeOptions:
-    """The worker's options with the controller's folders (not ones resolved from its own directory)."""
-    out = workerinput.get("gauge_out_dir")
-    cache = workerinput.get("gauge_cache_dir")
-    if not out:
-        return options
-    return dataclasses.replace(options, out_dir=str(out), cache_dir=str(cache or options.cache_dir))
+    """The controller's options (``workerinput``), not the worker's own reading of its ini and command line;
+    a worker whose reading differs in a setting that changes results refuses to start (UsageError)."""
+    data = workerinput.get(OPTIONS_KEY)
+    if not isinstance(data, dict):
+        out = workerinput.get("gauge_out_dir")
+        return dataclasses.replace(options, out_dir=str(out)) if out else options
+    given = GaugeOptions.from_json(data)
+    differ = _disagreement(options, given)
+    if differ:
+        worker = workerinput.get("workerid", "?")
+        shown = ", ".join(f"{n} {getattr(options, n)!r} (controller {getattr(given, n)!r})" for n in differ)
+        raise pytest.UsageError(
+            f"pytest-gauge: xdist worker {worker} reads other settings than the controller: {shown}; its"
+            " ini file or command line differs: give the controller's ini file with -c FILE"
+        )
+    out = workerinput.get("gauge_out_dir")  # the controller's folder (a remote worker cannot see it)
+    return dataclasses.replace(given, out_dir=str(out)) if out else given
 
 
 def mark_controller(run_dir: Path) -> None:

@@ -299,6 +299,9 @@ class CaseRecord:
         return cls(judgments=judgments, **fields)
 
 
+_OPTIONAL_LEDGER_FIELDS = ("retry_after", "served_model", "gateway_retries", "gateway_cost", "key_variable")
+
+
 @dataclass
 class LedgerRecord:
     """One gateway attempt (docs/protocol.md#ledger). A retried call has several records sharing ``call_id``.
@@ -334,12 +337,23 @@ class LedgerRecord:
     ts: float = 0.0
     request: str | None = None
     format_version: int = LEDGER_FORMAT_VERSION
+    # what the gateway said beside the body (issue 25; written only when present, so other lines keep
+    # their bytes): the wait it asked for (seconds), the model that answered when it is not the one
+    # requested, the retries a proxy made upstream within this attempt, and the cost it reported
+    retry_after: float | None = None
+    served_model: str | None = None
+    gateway_retries: int | None = None
+    gateway_cost: float | None = None
+    key_variable: str | None = None  # live calls: the variable whose key was sent (its name, never the key)
 
     def to_json(self) -> dict[str, Any]:
         """The JSON form (``dataclasses.asdict``'s result, without its deep copy: every gateway
-        attempt pays for it)."""
+        attempt pays for it); the gateway's optional reports only when present."""
         data = dict(vars(self))
         data["usage"] = self.usage.to_json() if self.usage is not None else None
+        for key in _OPTIONAL_LEDGER_FIELDS:
+            if data[key] is None:
+                del data[key]
         return data
 
     @classmethod

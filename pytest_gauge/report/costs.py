@@ -15,7 +15,17 @@ from ..records import ROLES, LedgerRecord
 from .common import ReportContext, price_basis, prices_of, suite_name
 from .format import DASH, fmt_int, fmt_pct, fmt_per_success, fmt_task_ci, fmt_usd, md_table, usd_at_least
 
-__all__ = ["ModelCost", "Spend", "model_costs", "render_token_cost", "spent_this_run", "unpriced_warnings"]
+__all__ = [
+    "ModelCost",
+    "Spend",
+    "Watch",
+    "model_costs",
+    "render_token_cost",
+    "served_warnings",
+    "spent_this_run",
+    "unpriced_warnings",
+    "watch_figures",
+]
 
 
 @dataclass(frozen=True)
@@ -34,6 +44,69 @@ class ModelCost:
     unpriced_attempts: int
     usage_missing: int
     cached_attempts: int
+
+
+@dataclass(frozen=True)
+class Watch:
+    """What the method asks to watch per (role, model) when scaling test-time compute: nominal tokens per
+    task, the share of attempts that were retries, and the rate limits met (429 attempts and the waits
+    the gateway asked for, in seconds). Latencies are volatile, so they stay in the ledger."""
+
+    role: str
+    model: str
+    tokens_per_task: float
+    retry_rate: float
+    rate_limited: int
+    asked_wait_s: float
+
+
+def watch_figures(ledger: Sequence[LedgerRecord]) -> list[Watch]:
+    """One :class:`Watch` per (role, model), in :func:`model_costs`' order."""
+    tasks: dict[tuple[str, str], set[str]] = {}
+    waits: dict[tuple[str, str], tuple[int, float]] = {}
+    for x in ledger:
+        key: tuple[str, str] = (str(x.role), x.model)
+        tasks.setdefault(key, set()).add(x.task_id)
+        limited, asked = waits.get(key, (0, 0.0))
+        if x.http_status == 429:
+            waits[key] = (limited + 1, asked + (x.retry_after or 0.0))
+    out = []
+    for c in model_costs(ledger):
+        limited, asked = waits.get((c.role, c.model), (0, 0.0))
+        out.append(
+            Watch(
+                role=c.role,
+                model=c.model,
+                tokens_per_task=(c.input_tokens + c.output_tokens)
+                / max(1, len(tasks.get((c.role, c.model), ()))),
+                retry_rate=(c.attempts - c.calls) / c.attempts if c.attempts else 0.0,
+                rate_limited=limited,
+                asked_wait_s=round(asked, 3),
+            )
+        )
+    return out
+
+
+def _watch(ledger: Sequence[LedgerRecord]) -> list[str]:
+    """token_cost.md's per-(role, model) figures to watch when scaling (tokens per task, retries, waits)."""
+    rows = [
+        [w.role, w.model, f"{w.tokens_per_task:.1f}", f"{w.retry_rate:.3f}", fmt_int(w.rate_limited),
+         f"{w.asked_wait_s:g}"]
+        for w in watch_figures(ledger)
+    ]  # fmt: skip
+    if not rows:
+        return []
+    lines = ["", "## What to watch per role and model", ""]
+    lines.append(
+        "Tokens per task (nominal, every attempt), the share of attempts that were retries, and the rate"
+        " limits met: 429 answers and the seconds the gateway asked to wait (`retry_after`). Latencies"
+        " (`latency_s`) vary from run to run and stay in `agent_runs.jsonl`."
+    )
+    lines.append("")
+    lines += md_table(
+        ["role", "model", "tokens per task", "retry rate", "429s", "asked wait (s)"], rows, "llrrrr"
+    )
+    return lines
 
 
 def model_costs(ledger: Sequence[LedgerRecord]) -> list[ModelCost]:
@@ -66,9 +139,26 @@ def model_costs(ledger: Sequence[LedgerRecord]) -> list[ModelCost]:
     return out
 
 
+def served_warnings(ledger: Sequence[LedgerRecord]) -> list[str]:
+    """One warning line per (requested, served) pair: the gateway answered with another model (a proxy's
+    fallback), recorded as ``served_model`` and priced as what was served."""
+    pairs: dict[tuple[str, str, str], int] = {}
+    for x in ledger:
+        if x.served_model:
+            key = (x.model, x.served_model, x.role)
+            pairs[key] = pairs.get(key, 0) + 1
+    return [
+        f"warning: the gateway answered {role} calls for {model!r} with the model {served!r} ({n} attempts):"
+        " recorded as served_model and priced as what was served"
+        for (model, served, role), n in sorted(pairs.items())
+    ]
+
+
 def unpriced_warnings(ledger: Sequence[LedgerRecord]) -> list[str]:
     """One warning line per model that reported usage without a configured price (its cost is unknown,
-    never $0), then where prices are configured; empty when every model used is priced."""
+    never $0), then where prices are configured; empty when every model used is priced. The served-model
+    warnings (:func:`served_warnings`) come first."""
+    served = served_warnings(ledger)
     roles: dict[str, list[str]] = {}
     attempts: dict[str, int] = {}
     for c in model_costs(ledger):
@@ -76,8 +166,9 @@ def unpriced_warnings(ledger: Sequence[LedgerRecord]) -> list[str]:
             roles.setdefault(c.model, []).append(c.role)
             attempts[c.model] = attempts.get(c.model, 0) + c.unpriced_attempts
     if not roles:
-        return []
+        return served
     return [
+        *served,
         *(
             f"warning: no price configured for model {model!r} ({', '.join(roles[model])}, "
             f"{attempts[model]} attempts): its cost is unknown"
@@ -315,8 +406,9 @@ def _without_usage(ledger: Sequence[LedgerRecord]) -> list[str]:
     lines = ["", f"## Calls without usage ({len(missing)})", ""]
     if missing:
         lines.append(
-            "These responses reported no `usage`: their tokens are not counted and they add nothing to the "
-            "cost (never estimated)."
+            "These responses reported no `usage` (or zero prompt tokens for a prompt that was not empty, what"
+            " a proxy passes on when its upstream sent none): their tokens are not counted and they add"
+            " nothing to the cost (never estimated): every cost they touch is a lower bound (at least)."
         )
         lines.append("")
         lines += md_table(
@@ -338,6 +430,35 @@ def render_token_cost(ctx: ReportContext) -> str:
     lines = [f"# Token and cost accounting: {suite_name(ctx)}", "", _INTRO]
     lines += _by_role(ctx, per_model, prices)
     lines += _by_model(per_model, prices)
+    lines += _watch(ctx.ledger)
     lines += _spent(ctx.ledger)
     lines += _without_usage(ctx.ledger)
+    lines += _gateway_reports(ctx.ledger)
     return "\n".join(lines) + "\n"
+
+
+def _gateway_reports(ledger: Sequence[LedgerRecord]) -> list[str]:
+    """What the gateway said that the plugin could not verify: another model served, retries a proxy
+    made upstream, the cost it reported beside the plugin's own (only when any of them happened)."""
+    served = served_warnings(ledger)
+    retried = [x for x in ledger if x.gateway_retries and not x.cache_hit]
+    reported = [x for x in ledger if x.gateway_cost is not None and not x.cache_hit]
+    if not (served or retried or reported):
+        return []
+    lines = ["", "## What the gateway reported (not verified)", ""]
+    lines += [f"- {w.removeprefix('warning: ')}" for w in served]
+    if retried:
+        n = sum(x.gateway_retries or 0 for x in retried)
+        lines.append(
+            f"- the gateway retried upstream {n} times within {len(retried)} attempts"
+            " (`x-litellm-attempted-retries`): counted as possibly billed"
+        )
+    if reported:
+        theirs = sum(x.gateway_cost or 0.0 for x in reported)
+        ours = [x.cost for x in reported]
+        mine = fmt_usd(None if any(c is None for c in ours) else sum(c or 0.0 for c in ours))
+        lines.append(
+            f"- the gateway reported a cost of {fmt_usd(theirs)} for {len(reported)} live attempts"
+            f" (`x-litellm-response-cost`); the plugin's own cost of the same attempts is {mine}"
+        )
+    return lines

@@ -14,7 +14,7 @@ from ..records import ROLES, CaseRecord
 from .adaptive import adaptive_json
 from .baseline import repeats_json
 from .common import ReportContext, case_counts, category_counts, prices_of, suite_name, task_count
-from .costs import model_costs, spent_this_run
+from .costs import model_costs, spent_this_run, watch_figures
 from .recommend import recommendations
 
 __all__ = ["METRICS_FORMAT_VERSION", "driver_cases", "render_metrics_json"]
@@ -139,8 +139,12 @@ def _costs_json(ctx: ReportContext) -> dict[str, Any]:
                 "output_tokens": c.output_tokens,
                 "cost": c.cost,
                 "usage_missing": c.usage_missing,
+                "tokens_per_task": round(w.tokens_per_task, 3),
+                "retry_rate": round(w.retry_rate, 6),
+                "rate_limited": w.rate_limited,
+                "asked_wait_s": w.asked_wait_s,
             }
-            for c in model_costs(ctx.ledger)
+            for c, w in zip(model_costs(ctx.ledger), watch_figures(ctx.ledger), strict=True)
         ],
         "total_cost": costs.total_cost,
         "successes": costs.successes,

@@ -81,6 +81,12 @@ class FaultPlan:
     should_retry_false: bool = False
     status_400_models: frozenset[str] = frozenset()
     reject_response_formats: frozenset[str] = frozenset()
+    reject_format_status: int = 400  # 500: a llama.cpp-style server refusing the format with a server error
+    retry_after_header: str = "retry-after"  # the 429's wait header, e.g. LiteLLM's llm_provider-retry-after
+    zero_usage: bool = False  # usage with zero counts (a proxy passing on usage its upstream never sent)
+    served_model: str | None = None  # the response's model field (a proxy's fallback model answered)
+    attempted_retries: int = 0  # x-litellm-attempted-retries on every 200
+    response_cost: float | None = None  # x-litellm-response-cost on every 200
     cached_tokens: int = 0
     reasoning_tokens: int = 0
     unknown_models: frozenset[str] = frozenset()
@@ -249,12 +255,13 @@ def chat_response(
     kind = fmt.get("type") if isinstance(fmt, dict) else None
     if kind is not None and ("*" in plan.reject_response_formats or kind in plan.reject_response_formats):
         msg = f"Invalid parameter: 'response_format' of type '{kind}' is not supported with this model."
-        return Response(400, error_body(msg, "invalid_request_error", None, "response_format"))
+        status = plan.reject_format_status
+        return Response(status, error_body(msg, "invalid_request_error", None, "response_format"))
     fault = scheduled_fault(plan, n)
     if fault == "429":
         headers: dict[str, str] = {}
         if plan.retry_after is not None:
-            headers["retry-after"] = plan.retry_after
+            headers[plan.retry_after_header] = plan.retry_after
         if plan.retry_after_ms is not None:
             headers["retry-after-ms"] = str(plan.retry_after_ms)
         msg = f"Rate limit reached for requests on {model}. Please try again later."
@@ -277,7 +284,12 @@ def chat_response(
         return Response(500, error_body(msg, "server_error"))
     if not isinstance(out, dict):
         return Response(500, error_body("loopback responder did not return a dict", "server_error"))
-    return Response(200, finish_completion(body, dict(out), plan, seq))
+    said: dict[str, str] = {}
+    if plan.attempted_retries:
+        said["x-litellm-attempted-retries"] = str(plan.attempted_retries)
+    if plan.response_cost is not None:
+        said["x-litellm-response-cost"] = repr(plan.response_cost)
+    return Response(200, finish_completion(body, dict(out), plan, seq), said)
 
 
 def finish_completion(body: dict[str, Any], out: dict[str, Any], plan: FaultPlan, seq: int) -> dict[str, Any]:
@@ -299,8 +311,12 @@ def finish_completion(body: dict[str, Any], out: dict[str, Any], plan: FaultPlan
             msg["content"] = msg["content"][: len(msg["content"]) // 2]
         choices[0]["finish_reason"] = "length"
     out["choices"] = choices
+    if plan.served_model:
+        out["model"] = plan.served_model
     if plan.no_usage:
         out.pop("usage", None)
+    elif plan.zero_usage:
+        out["usage"] = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
     elif "usage" not in out:
         content = message_text(choices[0]["message"].get("content")) if choices else ""
         out["usage"] = default_usage(body, content)

@@ -243,7 +243,7 @@ def test_cost_is_computed_from_configured_prices(tmp_path: Path) -> None:
     assert result.cost == pytest.approx(1000 / 1e6 * 2.0 + 500 / 1e6 * 8.0)
 
 
-def test_cache_hit_is_recorded_with_nominal_cost_and_truncated_answers_are_not_kept(
+def test_cache_hit_is_recorded_with_nominal_cost_and_truncated_answers_are_kept(
     tmp_path: Path, server: LoopbackServer
 ) -> None:
     gw = make_gateway(tmp_path, server, cache="use", prices={"m": (1.0, 1.0)})
@@ -260,15 +260,15 @@ def test_cache_hit_is_recorded_with_nominal_cost_and_truncated_answers_are_not_k
     gw3 = make_gateway(tmp_path, server, cache="refresh", run_id="run3")
     call(gw3)
     assert server.requests_total == 2
-    # truncated answers are shared within a run but not kept across runs
+    # truncated answers (finish_reason "length") are ordinary outcomes: kept across runs like any other
     server.faults = FaultPlan(truncate=True)
     gw4 = make_gateway(tmp_path, server, cache="use", run_id="run4")
-    call(gw4, work="trunc")
+    assert call(gw4, work="trunc").finish_reason == "length"
     call(gw4, work="trunc")
     assert server.requests_total == 3
     gw5 = make_gateway(tmp_path, server, cache="use", run_id="run5")
-    call(gw5, work="trunc")
-    assert server.requests_total == 4
+    assert call(gw5, work="trunc").finish_reason == "length"
+    assert server.requests_total == 3
 
 
 def test_replay_miss_names_the_request_and_sends_nothing(tmp_path: Path, server: LoopbackServer) -> None:

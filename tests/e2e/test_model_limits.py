@@ -1,0 +1,74 @@
+"""Rate limits per model (issue 25, point 4): ``--gauge-rpm``/``--gauge-tpm`` take ``MODEL=N`` beside the
+run-wide value, a model's own bucket makes only that model wait, and a 429 halves only that model's
+concurrency (one slot back per success)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from pytest_gauge.gateway.limits import ModelPacer, ModelRates
+from pytest_gauge.options import resolve_options
+from pytest_gauge.process.workers import controller_paths, worker_options
+
+
+def test_per_model_limits_from_the_command_line_and_the_ini(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\ngauge_rpm =\n    100\n    slow-model=6\ngauge_tpm = big=1000\n")
+    config = pytester.parseconfig("--gauge-rpm", "slow-model=3", "--gauge-rpm", "other=12")
+    opts = resolve_options(config)
+    assert opts.rpm == 100 and opts.rpm_models == (("other", 12.0), ("slow-model", 3.0))  # the flag wins
+    assert opts.tpm is None and opts.tpm_models == (("big", 1000.0),)
+    assert worker_options(opts, controller_paths(opts)) == opts  # they reach the workers whole
+
+
+@pytest.mark.parametrize("bad", ["=5", "m=0", "m=x", "-3"])
+def test_a_bad_rate_names_the_flag(pytester: pytest.Pytester, bad: str) -> None:
+    result = pytester.runpytest_inprocess("--gauge-rpm", bad, "--co")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--gauge-rpm" in result.stderr.str()
+
+
+def test_a_models_own_bucket_makes_only_that_model_wait(tmp_path: Path) -> None:
+    rates = ModelRates(tmp_path, {"limited": 60.0}, {})  # one request per second after the first
+
+    async def run() -> None:
+        for _ in range(20):
+            await rates.acquire("free", 10)  # no limit of its own: never waits
+        await rates.acquire("limited", 10)
+        await rates.acquire("limited", 10)  # the second waits for the limited model's window
+
+    asyncio.run(run())
+    assert set(rates.limiters) == {"limited"}
+    assert rates.limiters["limited"].waited_s > 0.5
+
+
+def test_a_429_halves_only_that_models_concurrency_and_successes_grow_it_back() -> None:
+    pacer = ModelPacer(8)
+    pacer.slowed("a")
+    pacer.slowed("a")
+    assert pacer.limit["a"] == 2 and pacer.limit.get("b", pacer.ceiling) == 8
+    for _ in range(3):
+        pacer.succeeded("a")
+    assert pacer.limit["a"] == 5
+    for _ in range(10):
+        pacer.succeeded("a")
+    assert pacer.limit["a"] == 8
+    for _ in range(5):
+        pacer.slowed("a")
+    assert pacer.limit["a"] == 1  # never below one request in flight
+
+    async def in_flight() -> int:
+        most = 0
+
+        async def one() -> None:
+            nonlocal most
+            async with pacer.slot("a"):
+                most = max(most, pacer.active["a"])
+                await asyncio.sleep(0.01)
+
+        await asyncio.gather(*(one() for _ in range(4)))
+        return most
+
+    assert asyncio.run(in_flight()) == 1
