@@ -1,0 +1,183 @@
+"""A real proxy (issue 25, point 14): LiteLLM's proxy, started once per test session on loopback with a
+config written here (its local cost map, no telemetry), in front of the project's loopback servers. The
+plugin's gateway meets its real habits: a wrong key on a proxy without a database, an unknown model, the
+proxy's own retries of upstream 5xx, usage it passes on as zeros, a fallback model. Never skipped under
+``CI`` (the test extra installs ``litellm[proxy]``); startup takes a minute or more, so the tests are slow.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import openai
+import pytest
+
+from pytest_gauge.gateway.errors import GatewayError, KeyRejected, ModelNotFound
+from pytest_gauge.gateway.gateway import CallContext, Gateway
+from pytest_gauge.testing import FaultPlan, LoopbackServer
+from tests.e2e.test_gateway import BODY, ledger, make_gateway
+
+pytestmark = pytest.mark.slow
+MASTER = "sk-gauge-proxy-master-7d1e"
+STARTUP_S = 600.0  # a loaded machine needs minutes to import the proxy; bounded all the same
+
+
+@dataclass
+class Proxy:
+    base_url: str
+    upstream: dict[str, LoopbackServer]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _config(up: dict[str, LoopbackServer]) -> str:
+    def deployment(name: str, server: str, model: str = "loopback-model") -> str:
+        return (
+            f"  - model_name: {name}\n    litellm_params:\n      model: openai/{model}\n"
+            f"      api_base: {up[server].base_url}\n      api_key: sk-upstream-not-a-secret\n"
+        )
+
+    models = (
+        deployment("good", "good")
+        + deployment("flaky", "flaky")
+        + deployment("nousage", "nousage")
+        + deployment("primary", "broken", model="gone")
+        + deployment("backup", "good", model="backup-model")
+    )
+    return (
+        f"model_list:\n{models}litellm_settings:\n  telemetry: False\n  num_retries: 3\n"
+        '  fallbacks: [{"primary": ["backup"]}]\n'
+        f"general_settings:\n  master_key: {MASTER}\n"
+    )
+
+
+def _wait_for(port: int, proc: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + STARTUP_S
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"litellm exited with {proc.returncode}: {log.read_text()[-2000:]}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        except OSError:
+            time.sleep(0.25)
+    raise RuntimeError(f"litellm did not listen within {STARTUP_S:.0f}s: {log.read_text()[-2000:]}")
+
+
+@pytest.fixture(scope="session")
+def proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proxy]:
+    executable = shutil.which("litellm")
+    if executable is None:
+        if os.environ.get("CI"):
+            pytest.fail("litellm is not installed: pip install -e '.[test]' (litellm[proxy]) must run in CI")
+        pytest.skip("litellm[proxy] is not installed (pip install -e '.[test]')")
+    folder = tmp_path_factory.mktemp("litellm")
+    servers = {
+        "good": LoopbackServer(),
+        "flaky": LoopbackServer(faults=FaultPlan(burst_5xx=2)),
+        "nousage": LoopbackServer(faults=FaultPlan(no_usage=True)),
+        "broken": LoopbackServer(faults=FaultPlan(unknown_models=frozenset({"gone"}))),
+    }
+    for server in servers.values():
+        server.start()
+    (folder / "config.yaml").write_text(_config(servers), encoding="utf-8")
+    port = _free_port()
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_TELEMETRY": "False"}
+    log = folder / "litellm.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [executable, "--config", str(folder / "config.yaml"), "--host", "127.0.0.1", "--port", str(port)],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        _wait_for(port, proc, log)
+        yield Proxy(f"http://127.0.0.1:{port}", servers)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(30)
+        for server in servers.values():
+            server.stop()
+
+
+def gateway(tmp_path: Path, proxy: Proxy, key: str = MASTER, **kw: Any) -> Gateway:
+    gw = make_gateway(tmp_path, proxy, **kw)  # type: ignore[arg-type]  # only its base_url is read
+    client = openai.AsyncOpenAI(api_key=key, base_url=proxy.base_url, max_retries=0, timeout=120)
+    gw._client_factory = lambda: client
+    return gw
+
+
+def calls(gw: Gateway, models: list[str]) -> list[Any]:
+    async def run() -> list[Any]:
+        out: list[Any] = []
+        for i, model in enumerate(models):
+            try:
+                out.append(
+                    await gw.chat(CallContext("s", "t1", f"transcript/t1/a/{i}"), 1, "agent", model, BODY)
+                )
+            except GatewayError as exc:
+                out.append(exc)
+        return out
+
+    return asyncio.run(run())
+
+
+def test_a_wrong_key_on_a_proxy_without_a_database_stops_the_run_as_a_rejected_key(
+    tmp_path: Path, proxy: Proxy
+) -> None:
+    error, again = calls(gateway(tmp_path, proxy, key="sk-wrong-key-0000"), ["good", "good"])
+    assert isinstance(error, KeyRejected) and again is error
+    assert "rejected the API key" in error.cause and "response_format" not in error.message()
+    assert "sk-wrong-key-0000" not in error.message()
+    assert len(ledger(tmp_path)) == 1
+
+
+def test_an_unknown_model_is_stopped_after_one_request(tmp_path: Path, proxy: Proxy) -> None:
+    error, again, fine = calls(gateway(tmp_path, proxy), ["no-such-model", "no-such-model", "good"])
+    assert isinstance(error, ModelNotFound) and again is error
+    assert "no-such-model" in error.cause and not isinstance(fine, GatewayError)
+
+
+def test_the_proxys_own_retries_of_upstream_5xx_count_as_possibly_billed(
+    tmp_path: Path, proxy: Proxy
+) -> None:
+    (result,) = calls(gateway(tmp_path, proxy), ["flaky"])
+    assert not isinstance(result, GatewayError)
+    (row,) = ledger(tmp_path)
+    assert row.status == "ok" and row.gateway_retries == 2  # the upstream saw three requests
+    assert proxy.upstream["flaky"].requests_by_status.get(503) == 2
+
+
+def test_usage_the_proxy_passes_on_as_zeros_is_missing_never_zero_cost(tmp_path: Path, proxy: Proxy) -> None:
+    (result,) = calls(gateway(tmp_path, proxy, prices={"nousage": (1.0, 1.0)}), ["nousage"])
+    assert not isinstance(result, GatewayError) and result.cost is None
+    (row,) = ledger(tmp_path)
+    assert row.usage_missing and row.cost is None
+
+
+def test_a_fallback_model_is_recorded_and_priced_as_served(tmp_path: Path, proxy: Proxy) -> None:
+    prices = {"primary": (16.0, 16.0), "backup-model": (1.0, 1.0)}
+    (result,) = calls(gateway(tmp_path, proxy, prices=prices), ["primary"])
+    assert not isinstance(result, GatewayError)
+    (row,) = ledger(tmp_path)
+    assert row.model == "primary" and row.served_model == "backup-model"
+    assert row.usage is not None
+    assert row.cost == pytest.approx((row.usage.prompt_tokens + row.usage.completion_tokens) / 1e6)
