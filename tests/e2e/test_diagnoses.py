@@ -11,7 +11,13 @@ from typing import Any
 import pytest
 
 from pytest_gauge.cli import main
-from pytest_gauge.gateway.errors import ConfigurationError, GatewayError, KeyRejected, ModelNotFound
+from pytest_gauge.gateway.errors import (
+    ConfigurationError,
+    GatewayError,
+    KeyRejected,
+    ModelNotFound,
+    ModelStopped,
+)
 from pytest_gauge.gateway.gateway import CallContext, Gateway
 from pytest_gauge.testing import LoopbackServer, ResponderError, completion
 from tests.e2e.test_gateway import BODY, ledger, make_gateway
@@ -81,7 +87,7 @@ def test_an_invalid_model_name_stops_that_model_after_one_request(
 ) -> None:
     results = calls(make_gateway(tmp_path, server), ["m", "nameless", "nameless", "m"])
     error = results[1]
-    assert isinstance(error, ModelNotFound) and results[2] is error
+    assert isinstance(error, ModelNotFound) and isinstance(results[2], ModelStopped)  # not sent again
     assert not isinstance(results[3], GatewayError)  # the other model goes on
     assert server.requests_total == 3
     assert "doctor --models NAME" in error.fix and "lists them" not in error.fix
@@ -108,7 +114,8 @@ def test_a_context_length_error_names_the_role_the_tokens_and_what_to_lower(
 def test_a_key_rejected_for_one_model_stops_only_that_model(tmp_path: Path, server: LoopbackServer) -> None:
     results = calls(make_gateway(tmp_path, server), ["m", "locked", "m", "locked"])
     error = results[1]
-    assert isinstance(error, ModelNotFound) and not error.fatal and results[3] is error
+    assert isinstance(error, ModelNotFound) and not error.fatal and isinstance(results[3], ModelStopped)
+    assert "(key rejected for this model)" in results[3].cause
     assert "for the agent model 'locked' only" in error.cause
     assert not isinstance(results[2], GatewayError)
     assert [r.status for r in ledger(tmp_path)] == ["ok", "http_401", "ok"]

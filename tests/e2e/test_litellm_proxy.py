@@ -21,7 +21,7 @@ from typing import Any
 import openai
 import pytest
 
-from pytest_gauge.gateway.errors import GatewayError, KeyRejected, ModelNotFound
+from pytest_gauge.gateway.errors import GatewayError, KeyRejected, ModelNotFound, ModelStopped
 from pytest_gauge.gateway.gateway import CallContext, Gateway
 from pytest_gauge.testing import FaultPlan, LoopbackServer
 from tests.e2e.test_gateway import BODY, ledger, make_gateway
@@ -152,7 +152,7 @@ def test_a_wrong_key_on_a_proxy_without_a_database_stops_the_run_as_a_rejected_k
 
 def test_an_unknown_model_is_stopped_after_one_request(tmp_path: Path, proxy: Proxy) -> None:
     error, again, fine = calls(gateway(tmp_path, proxy), ["no-such-model", "no-such-model", "good"])
-    assert isinstance(error, ModelNotFound) and again is error
+    assert isinstance(error, ModelNotFound) and isinstance(again, ModelStopped)
     assert "no-such-model" in error.cause and not isinstance(fine, GatewayError)
 
 
