@@ -119,6 +119,7 @@ def proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proxy]:
 
 
 def gateway(tmp_path: Path, proxy: Proxy, key: str = MASTER, **kw: Any) -> Gateway:
+    kw.setdefault("timeout", 120.0)  # a loaded machine's proxy can take seconds per answer
     gw = make_gateway(tmp_path, proxy, **kw)  # type: ignore[arg-type]  # only its base_url is read
     client = openai.AsyncOpenAI(api_key=key, base_url=proxy.base_url, max_retries=0, timeout=120)
     gw._client_factory = lambda: client
