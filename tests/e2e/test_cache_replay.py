@@ -377,3 +377,43 @@ def test_refresh_calls_again_and_overwrites_and_off_keeps_nothing(
     assert server.requests_total == calls  # ... with the cache off every call goes out: nothing was read
     assert not any(r["cache_hit"] for r in read_jsonl(suite_out(pytester, "off") / "agent_runs.jsonl"))
     assert cache_files(pytester.path / "cache") == after  # and nothing was written
+
+
+def _truncating(responder: Any, share: int = 5) -> Any:
+    """The responder with one agent answer in ``share`` cut by ``max_tokens`` (finish_reason ``length``),
+    chosen by the request's content so a re-run asks the same (a cut verdict would fail its case)."""
+    import hashlib
+
+    def answer(body: dict[str, Any]) -> dict[str, Any]:
+        out = responder(body)
+        digest = hashlib.sha256(json.dumps(body["messages"], sort_keys=True).encode()).digest()
+        choice = (out.get("choices") or [{}])[0]
+        content = (choice.get("message") or {}).get("content")
+        agent = str(body.get("model", "")).startswith("sim-agent")
+        if agent and digest[0] % share == 0 and isinstance(content, str) and content:
+            choice["message"]["content"] = content[: len(content) // 2]
+            choice["finish_reason"] = "length"
+        return dict(out)
+
+    return answer
+
+
+@pytest.mark.slow
+def test_truncated_answers_are_cached_and_replay_from_exported_cassettes(
+    pytester: pytest.Pytester, server: LoopbackServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server.responder = _truncating(server.responder)
+    run(pytester, "--gauge-cache-dir=cache", "--gauge-out", "live").assert_outcomes(passed=CASES)
+    rows = read_jsonl(suite_out(pytester, "live") / "agent_runs.jsonl")
+    assert any(r["finish_reason"] == "length" for r in rows)  # some answers were cut
+    sent = server.requests_total
+    run(pytester, "--gauge-cache-dir=cache", "--gauge-out", "again").assert_outcomes(passed=CASES)
+    assert server.requests_total == sent  # the re-run sends nothing, cut answers included
+    assert export(pytester, "cache", "cassettes").ret == 0
+    server.stop()
+    monkeypatch.delenv("TAOTOKEN_API_KEY")
+    replay = ("--gauge-backend=replay", "--gauge-cassettes", "cassettes", "--gauge-cache-dir=clean")
+    result = run(pytester, *replay, "--gauge-out", "replayed")
+    result.assert_outcomes(passed=CASES)
+    assert "no recorded response" not in result.stdout.str()
+    assert case_results(suite_out(pytester, "replayed")) == case_results(suite_out(pytester, "live"))
