@@ -123,9 +123,9 @@ def network_client(
         import httpx2
         import openai
 
-        limits = httpx2.Limits(
-            max_connections=max_connections * 2, max_keepalive_connections=max_connections * 2
-        )
+        # The pool sized to the concurrency cap: the slots never let more attempts out at once, and each
+        # request's pool pass probes every idle connection's socket, so spare ones only cost CPU.
+        limits = httpx2.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
         return openai.AsyncOpenAI(
             api_key=read_key(os.environ),
             base_url=url,
