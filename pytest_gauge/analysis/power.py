@@ -188,20 +188,34 @@ def gate_needed_n(
     return NeededN(size, n, f"about {size} tasks would decide it")
 
 
-def with_needed_n(result: GateResult, spread: VarianceComponents | None = None) -> GateResult:
+def _in_tasks(result: GateResult, tasks: int | None) -> tuple[int, int | None]:
+    """The gate's size and ``min_n`` counted in tasks: a case-level rate counts cases (``n`` = 96 for 24
+    tasks x 4 cases), and extrapolating from that count said "about N tasks" with N too large by the
+    cases-per-task factor, so its interval is read as one over ``tasks`` tasks instead."""
+    n, min_n = result.n, result.gate.min_n
+    if tasks is None or tasks <= 0 or n <= tasks:
+        return n, min_n
+    return tasks, None if min_n is None else math.ceil(min_n * tasks / n)
+
+
+def with_needed_n(
+    result: GateResult, spread: VarianceComponents | None = None, tasks: int | None = None
+) -> GateResult:
     """The gate result with ``needed_n`` when it is inconclusive or its interval contains the threshold
     (a verdict a few more tasks could turn), and one sentence saying so; else unchanged.
 
     With the variance components of the gate's per-task outcomes (``spread``, same task count), also the
     samples per task that would decide it at the current size (``needed_samples``), when more samples
     than now would do and can (not when the between-task spread alone is too wide, nor below ``min_n``).
+    ``tasks``: the suite's task count, so that sizes are in tasks when the gate's ``n`` counts cases.
     """
     gate = result.gate
     low, high = result.low, result.high
     crossing = low is not None and high is not None and low < gate.threshold < high
     if result.status == "skipped" or not (result.status == "inconclusive" or crossing):
         return result
-    est = gate_needed_n(result.value, low, high, result.n, gate.threshold, gate.min_n)
+    units, min_tasks = _in_tasks(result, tasks)
+    est = gate_needed_n(result.value, low, high, units, gate.threshold, min_tasks)
     k = None
     short = gate.min_n is not None and result.n < gate.min_n
     if est.n is not None and result.value is not None and spread is not None and not short:

@@ -362,7 +362,8 @@ def _gate_results(
             return None
         return by_agent.get(g.left.args[0])
 
-    return [with_needed_n(r, components(r.gate)) for r in results]
+    tasks = getattr(getattr(source, "metrics", None), "n_tasks", None)  # sizes in tasks, not cases
+    return [with_needed_n(r, components(r.gate), tasks if isinstance(tasks, int) else None) for r in results]
 
 
 @dataclass(frozen=True)

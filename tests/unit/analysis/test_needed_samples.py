@@ -125,3 +125,18 @@ def test_a_rate_gate_keeps_its_interval() -> None:
     result = evaluate_gate(parse_gate("lower(success_rate(x)) >= 0.2"), Rate())
     assert "95% CI 0.300–0.700" in result.message and gate_ci(result) == "[0.300, 0.700]"
     assert gate_value(result) == "0.500"
+
+
+def test_needed_n_of_a_case_rate_counts_tasks_not_cases() -> None:
+    """A case-level rate over 24 tasks x 4 cases has n = 96: the size that would decide it is read from
+    its interval as one over 24 tasks (a count of cases would overstate the tasks 4-fold), and a
+    ``min_n`` in cases becomes its share of tasks."""
+    gate = parse_gate("upper(lrs_distant) <= 0.2; min_n=120")
+    result = GateResult(gate, "fail", 0.15, 0.08, 0.26, 96, "FAIL ...")
+    per_task = gate_needed_n(0.15, 0.08, 0.26, 24, 0.2).n
+    per_case = gate_needed_n(0.15, 0.08, 0.26, 96, 0.2).n
+    assert per_task is not None and per_case is not None and per_case > 3 * per_task
+    got = with_needed_n(result, tasks=24)
+    assert got.needed_n == max(per_task, 30)  # min_n=120 cases of 96 over 24 tasks -> 30 tasks
+    assert got.needed.endswith(f"about {got.needed_n} tasks would decide it")
+    assert with_needed_n(result).needed_n == max(per_case, 120)  # without the task count: as before
