@@ -33,6 +33,7 @@ from .suite.declare import (
 from .suite.rules import RuleResult
 from .suite.sim_profiles import SimAgent, SimJudge, SimUser
 from .suite.tools import Tool, ToolResult
+from .version import __version__ as __version__
 
 __all__ = [
     "BestOf",
@@ -67,5 +68,3 @@ __all__ = [
     "env_model",
     "reflection",
 ]
-
-__version__ = "0.1.0"

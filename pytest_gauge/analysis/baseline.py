@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..records import CaseRecord
+from ..records.run_side import Outcome, RunSide, Unit, outcomes_from_records
 from .elo import fit_elo
 from .elo_report import comparisons_from_records
 from .gates import parse_gates
@@ -67,46 +68,6 @@ DELTA_METRICS: tuple[str, ...] = (
 suite-level judge metrics and cost per success."""
 _JUDGE = ("flip_rate", "lrs", "lrs_close", "lrs_distant", "position_bias")
 _AGENT = ("success_rate", "mean_reward", "elo")
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """One transcript's rule verdict: task success and reward."""
-
-    success: bool
-    reward: float
-
-
-Unit = tuple[str, str, int]  # (task_id, agent, sample)
-
-
-@dataclass(frozen=True)
-class RunSide:
-    """What one run contributes to a comparison. ``models``/``prompts`` are the manifest's
-    ``agent:<name>`` model names and ``prompt:agent:<name>`` hashes; ``task_costs`` the nominal cost of
-    every call of a task (None: unknown); ``links`` where each transcript is (a relative link)."""
-
-    suite: str
-    tasks: tuple[str, ...]
-    records: tuple[CaseRecord, ...]
-    outcomes: Mapping[Unit, Outcome]
-    task_costs: Mapping[str, float | None]
-    models: Mapping[str, str] = field(default_factory=dict)
-    prompts: Mapping[str, str] = field(default_factory=dict)
-    links: Mapping[Unit, str] = field(default_factory=dict)
-
-    def agents(self) -> list[str]:
-        """The agents with at least one transcript, sorted."""
-        return sorted({a for _, a, _ in self.outcomes})
-
-
-def outcomes_from_records(records: Sequence[CaseRecord]) -> dict[Unit, Outcome]:
-    """Each transcript's success and reward, read off the judged cases that used it."""
-    out: dict[Unit, Outcome] = {}
-    for r in records:
-        out.setdefault((r.task_id, r.agent_left, r.sample), Outcome(r.task_success_left, r.reward_left))
-        out.setdefault((r.task_id, r.agent_right, r.sample), Outcome(r.task_success_right, r.reward_right))
-    return out
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """Baselines on disk: read an earlier run (a ``--gauge-out`` folder or a compact ``baseline save`` folder)
-into the typed :class:`~pytest_gauge.analysis.baseline.RunSide`, and write compact baselines.
+into the typed :class:`~pytest_gauge.records.run_side.RunSide`, and write compact baselines.
 
 A compact baseline is ``DIR/<suite>/baseline.json`` (format ``pytest-gauge-baseline``, versioned: the case
 records, the tasks, each task's nominal cost, the ledger's per-role summary, ``metrics.json`` and the
@@ -16,9 +16,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
-from ..analysis.baseline import RunSide, outcomes_from_records
 from ..records import CaseRecord, LedgerRecord, SuiteMeta, content_hash, dumps
+from ..records.run_side import RunSide, outcomes_from_records
+from ..version import __version__
 from .readwrite import read_json_object, read_jsonl, write_atomic
 
 __all__ = [
