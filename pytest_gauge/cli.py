@@ -1,8 +1,9 @@
 """``python -m pytest_gauge``: ``doctor``, ``cassettes export``, ``cache prune``/``merge``, ``report`` and
 ``merge`` (shards).
 
-argparse and printing only: the doctor's logic lives in :mod:`pytest_gauge.gateway.doctor`, the cassettes
-export in :mod:`pytest_gauge.files.replay`, the cache's prune and merge in :mod:`pytest_gauge.gateway.cache`
+argparse and printing only: the doctor's logic lives in :mod:`pytest_gauge.gateway.doctor`, the
+cassettes export in :mod:`pytest_gauge.gateway.cassettes`, the cache's prune and merge in
+:mod:`pytest_gauge.gateway.cache`
 (each returns what it did, the CLI prints it), the report and the shards' merge in their own modules.
 """
 
@@ -15,8 +16,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO, TypeAlias
 
-from .files.replay import export_cassettes
 from .gateway.cache import merge_caches, prune_cache
+from .gateway.cassettes import export_cassettes
 from .gateway.doctor import CONFIG_KINDS, DEFAULT_TIMEOUT, Target, print_config, run_doctor
 from .gateway.endpoint import KEY_VARIABLE
 from .suite.discover import configured_testpaths, find_suites

@@ -175,7 +175,8 @@ class SuiteCollector(pytest.Collector):
         name = self.suite.name or folder.name
         suite, recorded_gateway = self.suite, None
         if state.options.backend == "replay" and state.options.cassettes:
-            from .files.replay import load_recording, recorded_suite
+            from .files.replay import load_recording
+            from .process.replay import recorded_suite
 
             recording = load_recording(state.options.cassettes, name)
             if recording is not None:  # models and gateway as recorded: no environment needed

@@ -579,7 +579,8 @@ def _replay_misses(state: GaugeState, name: str, info: dict[str, Any]) -> str | 
     missing = [c.removeprefix(prefix) for c in ctx.meta.selected if c.removeprefix(prefix) not in recorded]
     if not missing:
         return None
-    from ..files.replay import load_recording, miss_message, miss_reasons
+    from ..files.replay import load_recording
+    from ..process.replay import miss_message, miss_reasons
 
     recording = load_recording(opts.cassettes, name) if opts.cassettes else None
     try:

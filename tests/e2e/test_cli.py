@@ -17,8 +17,8 @@ import openai
 import pytest
 
 from pytest_gauge.cli import main
-from pytest_gauge.files.replay import export_cassettes, scrub_entry
 from pytest_gauge.gateway.cache import prune_cache
+from pytest_gauge.gateway.cassettes import export_cassettes, scrub_entry
 from pytest_gauge.gateway.gateway import CallContext, Gateway, GatewayShared
 from pytest_gauge.gateway.ledger import Ledger
 from pytest_gauge.gateway.limits import Budget, ConcurrencySlots, RateLimiter, SharedState

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gauge.files.replay import export_cassettes
 from pytest_gauge.fixtures.calls import (
     JudgedOrder,
     Spent,
@@ -17,6 +16,7 @@ from pytest_gauge.fixtures.calls import (
     render_cost_by_test,
     spent_of,
 )
+from pytest_gauge.gateway.cassettes import export_cassettes
 from pytest_gauge.records import LedgerRecord, Usage
 from pytest_gauge.testing import FaultPlan, LoopbackServer
 from tests.helpers import read_jsonl

@@ -1,0 +1,162 @@
+"""``python -m pytest_gauge cassettes export``: a suite's persisted response-cache entries copied for
+review and replay, scrubbed of anything secret, with a README and the suite's recording.json entry."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..files.readwrite import FileFormatError, read_json_object, write_atomic
+from ..files.replay import Recording, save_recording
+from .endpoint import KEY_VARIABLE
+from .store import Store
+
+__all__ = ["DROPPED_FIELDS", "ExportResult", "export_cassettes", "scrub_entry"]
+
+DROPPED_FIELDS = frozenset({"run_id", "created"})
+_SECRET_NAME = re.compile(r"authorization|api_?key|headers?$|^cookie$|^set_cookie$")
+
+
+def _secret_name(name: str) -> bool:
+    return bool(_SECRET_NAME.search(name.lower().replace("-", "_")))
+
+
+def scrub_entry(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """The entry for review: no ``run_id``/``created``, and no authorization/api-key/headers field at the top
+    level of the entry, its ``meta``, ``request`` or ``response`` (the only places the SDK could put one)."""
+    out: dict[str, Any] = {}
+    for name, value in entry.items():
+        if name in DROPPED_FIELDS or _secret_name(name):
+            continue
+        if name in ("meta", "request", "response") and isinstance(value, dict):
+            value = {k: v for k, v in value.items() if not _secret_name(k)}
+        out[name] = value
+    return out
+
+
+def _has_secret_field(entry: Mapping[str, Any]) -> bool:
+    parts: list[Mapping[str, Any]] = [entry]
+    parts += [entry[k] for k in ("meta", "request", "response") if isinstance(entry.get(k), dict)]
+    return any(_secret_name(name) for part in parts for name in part) or bool(DROPPED_FIELDS & set(entry))
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    """What an export wrote: the keys exported, the suites present in the cache, and keys refused."""
+
+    exported: tuple[str, ...]
+    suites_seen: tuple[str, ...]
+    refused: tuple[str, ...]
+
+
+def _review_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+
+
+def _readme(dest: Store) -> str:
+    rows = []
+    for key in dest.keys():
+        entry = dest.get(key)
+        meta = entry.get("meta") if entry is not None else None
+        if not isinstance(meta, dict):
+            continue
+        rows.append(
+            (
+                str(meta.get("suite")),
+                str(meta.get("role")),
+                str(meta.get("model")),
+                str(meta.get("task_id")),
+                str(meta.get("work")),
+                f"{key[:2]}/{key}.json",
+            )
+        )
+    lines = [
+        "# Cassettes",
+        "",
+        "Recorded gateway responses, replayed with",
+        "`pytest --gauge-backend=replay --gauge-cassettes <this folder>`.",
+        "Written by `python -m pytest_gauge cassettes export`; one entry per line (no keys, no headers).",
+        "",
+    ]
+    for suite, role, model, task, work, file in sorted(rows):
+        lines.append(f"- role={role} model={model} task={task} work={work} suite={suite} file={file}")
+    return "\n".join(lines) + "\n"
+
+
+def export_cassettes(
+    cache_dir: str | os.PathLike[str],
+    suite: str,
+    to: str | os.PathLike[str],
+    environ: Mapping[str, str] | None = None,
+    out_dir: str | os.PathLike[str] = "gauge-out",
+) -> ExportResult:
+    """Copy the suite's persisted cache entries into ``to`` (same content-addressed layout, readable by
+    :class:`Store`), scrubbed and pretty-printed, then rewrite ``to/README.md`` and the suite's entry of
+    ``to/recording.json`` (what replay needs without the recording's environment). Entries in which the
+    value of ``TAOTOKEN_API_KEY`` appears are refused, not exported."""
+    env = os.environ if environ is None else environ
+    key_value = env.get(KEY_VARIABLE, "").strip()
+    source = Store(Path(cache_dir) / "responses")
+    dest = Store(to)
+    exported: list[str] = []
+    refused: list[str] = []
+    suites: set[str] = set()
+    for key in source.keys():
+        entry = source.get(key)
+        if entry is None:
+            continue
+        meta = entry.get("meta")
+        entry_suite = meta.get("suite") if isinstance(meta, dict) else None
+        if isinstance(entry_suite, str):
+            suites.add(entry_suite)
+        if entry_suite != suite or entry.get("persist") is not True:
+            continue
+        clean = scrub_entry(entry)
+        assert not _has_secret_field(clean), "scrubbed cassette still carries a secret field"
+        text = _review_json(clean)
+        if len(key_value) >= 4 and key_value in text:
+            refused.append(key)
+            continue
+        write_atomic(dest.path(key), text)
+        exported.append(key)
+    if exported:
+        write_atomic(Path(to) / "README.md", _readme(dest))
+        save_recording(to, _recording(suite, [dest.get(k) for k in exported], out_dir))
+    return ExportResult(tuple(exported), tuple(sorted(suites)), tuple(refused))
+
+
+def _recording(
+    suite: str, entries: list[dict[str, Any] | None], out_dir: str | os.PathLike[str]
+) -> Recording:
+    """What replay needs beside the responses: the gateway the entries were keyed by and, from the
+    recorded run's manifest (``<out_dir>/<suite>/manifest.json``), the model per role, seed and hashes;
+    without a manifest, the models are read from the entries themselves."""
+    metas = [e["meta"] for e in entries if e is not None and isinstance(e.get("meta"), dict)]
+    gateways = sorted({str(m["gateway"]) for m in metas if m.get("gateway")})
+    try:
+        manifest = read_json_object(Path(out_dir) / suite / "manifest.json")
+    except FileFormatError:
+        manifest = {}
+    models: dict[str, str | None] = dict(manifest.get("models") or {})
+    if not models:
+        for m in metas:
+            kind, _, rest = str(m.get("work", "")).partition("/")
+            parts = rest.split("/")
+            if m.get("role") == "agent" and kind == "transcript" and len(parts) == 3:
+                models[f"agent:{parts[1]}"] = m.get("model")
+            elif m.get("role") == "user_sim":
+                models["user_sim"] = m.get("model")
+            elif m.get("role") == "judge" and kind == "judge" and len(parts) == 3:
+                models[f"judge:{parts[1]}"] = m.get("model")
+    return Recording(
+        suite,
+        gateways[0] if len(gateways) == 1 else None,
+        models,
+        manifest.get("seed"),
+        dict(manifest.get("hashes") or {}),
+    )
