@@ -259,7 +259,8 @@ def _prune(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _report(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from .files.html import ReportInputError, write_html_reports
+    from .files.html import ReportInputError
+    from .finish.html import write_html_reports
 
     try:
         written = write_html_reports(Path(args.out_dir))

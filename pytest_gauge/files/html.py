@@ -1,33 +1,16 @@
-"""Reading a run's output folder back and writing its HTML reports (issue 17): the report's I/O edge.
-
-The HTML report is rendered from the files a run wrote, not from the run's memory, so the end of a run
-(:func:`pytest_gauge.finish.outputs.finish_run`), ``python -m pytest_gauge report OUT_DIR`` and a future
-``merge`` give the same bytes from the same folder. Each writes ``<suite>/reports/index.html`` per suite
-and ``OUT_DIR/index.html`` linking them; :mod:`pytest_gauge.report.html` renders them, purely.
+"""Reading a run's output folder back into the HTML page's typed inputs (issue 17): the one reader
+``python -m pytest_gauge report OUT_DIR`` and ``merge`` use; :mod:`pytest_gauge.finish.html` renders and
+writes the pages, :mod:`pytest_gauge.report.html` renders them, purely.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from ..records import CaseRecord, LedgerRecord, Transcript
-from ..report.html import (
-    GateRow,
-    MetricRow,
-    RoleCost,
-    RuleRow,
-    SuiteLink,
-    SuiteOutputs,
-    TaskRow,
-    TranscriptRow,
-    redaction_names,
-    render_index_html,
-    render_suite_html,
-)
-from ..run.judge import Redactor
-from .readwrite import read_json_object, read_jsonl, write_atomic
+from ..records.html import GateRow, MetricRow, RoleCost, RuleRow, SuiteOutputs, TaskRow, TranscriptRow
+from .readwrite import read_json_object, read_jsonl
 
 __all__ = [
     "INDEX_FILE",
@@ -35,7 +18,6 @@ __all__ = [
     "is_suite_folder",
     "load_suite",
     "suite_folders",
-    "write_html_reports",
 ]
 
 INDEX_FILE = "index.html"
@@ -160,30 +142,3 @@ def suite_folders(out_dir: Path) -> list[Path]:
     if not out_dir.is_dir():
         raise ReportInputError(f"{out_dir}: no such folder; pass the --gauge-out folder of a run")
     return sorted(p for p in out_dir.iterdir() if p.is_dir() and is_suite_folder(p))
-
-
-def write_html_reports(out_dir: Path, suites: Iterable[str] | None = None) -> list[Path]:
-    """Render ``<suite>/reports/index.html`` for ``suites`` (default: every suite folder in ``out_dir``)
-    and ``out_dir/index.html`` linking them; returns the files written, the index last."""
-    folders = [out_dir / s for s in suites] if suites is not None else suite_folders(out_dir)
-    written: list[Path] = []
-    links: list[SuiteLink] = []
-    for folder in folders:
-        outputs = load_suite(folder)
-        path = folder / "reports" / INDEX_FILE
-        write_atomic(path, render_suite_html(outputs, Redactor(redaction_names(outputs))))
-        written.append(path)
-        links.append(
-            SuiteLink(
-                name=outputs.name,
-                href=f"{folder.name}/reports/{INDEX_FILE}",
-                cases=len(outputs.records),
-                gates_failed=sum(g.status in ("fail", "inconclusive") for g in outputs.gates),
-                gates_total=len(outputs.gates),
-                total_cost=outputs.total_cost,
-            )
-        )
-    index = out_dir / INDEX_FILE
-    write_atomic(index, render_index_html(links))
-    written.append(index)
-    return written

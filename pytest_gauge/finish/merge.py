@@ -218,8 +218,8 @@ def run_merge(
 ) -> int:
     """The ``merge`` command: 0 when every gate passes, 1 on a failing gate, 2 on shards that cannot
     be merged."""
-    from ..files.html import write_html_reports
     from ..report import render_summary
+    from .html import write_html_reports
 
     try:
         found = find_shards(dirs)

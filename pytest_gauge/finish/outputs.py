@@ -546,7 +546,7 @@ def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool)
         for result in analysis.results:
             strict_skips = strict and not opts.shard
             _emit_gate(session, meta, result, strict_skips=strict_skips)
-    from ..files.html import write_html_reports
+    from .html import write_html_reports
 
     if written:
         write_html_reports(Path(opts.out_dir), written)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ...records import CaseRecord, LedgerRecord, Transcript
+from . import CaseRecord, LedgerRecord, Transcript
 
 __all__ = [
     "GateRow",

@@ -7,7 +7,7 @@ Reading the output folder and writing the pages is :mod:`pytest_gauge.files.html
 
 from __future__ import annotations
 
-from .model import (
+from ...records.html import (
     GateRow,
     MetricRow,
     RoleCost,

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...records import CaseRecord, LedgerRecord, Transcript
-from .model import GateRow, RuleRow, SuiteOutputs, TranscriptRow
+from ...records.html import GateRow, RuleRow, SuiteOutputs, TranscriptRow
 
 __all__ = ["PAYLOAD_VERSION", "build_payload", "driver_cases", "gate_rank"]
 

@@ -21,7 +21,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from .model import SuiteOutputs
+from ...records.html import SuiteOutputs
 from .payload import Redact, build_payload
 
 __all__ = ["SuiteLink", "embed_json", "render_index_html", "render_suite_html"]

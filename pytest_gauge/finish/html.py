@@ -1,0 +1,42 @@
+"""Writing a run's HTML reports (issue 17): ``<suite>/reports/index.html`` per suite and
+``OUT_DIR/index.html`` linking them, for the end of a run, ``python -m pytest_gauge report OUT_DIR`` and
+``merge``; the suites' outputs are read back from the folder by :mod:`pytest_gauge.files.html`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from ..files.html import INDEX_FILE, load_suite, suite_folders
+from ..files.readwrite import write_atomic
+from ..report.html import SuiteLink, redaction_names, render_index_html, render_suite_html
+from ..run.judge import Redactor
+
+__all__ = ["write_html_reports"]
+
+
+def write_html_reports(out_dir: Path, suites: Iterable[str] | None = None) -> list[Path]:
+    """Render ``<suite>/reports/index.html`` for ``suites`` (default: every suite folder in ``out_dir``)
+    and ``out_dir/index.html`` linking them; returns the files written, the index last."""
+    folders = [out_dir / s for s in suites] if suites is not None else suite_folders(out_dir)
+    written: list[Path] = []
+    links: list[SuiteLink] = []
+    for folder in folders:
+        outputs = load_suite(folder)
+        path = folder / "reports" / INDEX_FILE
+        write_atomic(path, render_suite_html(outputs, Redactor(redaction_names(outputs))))
+        written.append(path)
+        links.append(
+            SuiteLink(
+                name=outputs.name,
+                href=f"{folder.name}/reports/{INDEX_FILE}",
+                cases=len(outputs.records),
+                gates_failed=sum(g.status in ("fail", "inconclusive") for g in outputs.gates),
+                gates_total=len(outputs.gates),
+                total_cost=outputs.total_cost,
+            )
+        )
+    index = out_dir / INDEX_FILE
+    write_atomic(index, render_index_html(links))
+    written.append(index)
+    return written
