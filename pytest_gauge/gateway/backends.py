@@ -1,34 +1,29 @@
-"""Building the ``openai`` client for a backend: live (the real gateway), sim (the embedded simulator
-behind an in-process transport) and replay (no network at all: a socket connect is refused).
+"""Building the ``openai`` client for a backend: live (the real gateway), sim (a simulator behind an
+in-process transport; the simulator's world is built by :mod:`pytest_gauge.sim.world`) and replay (no
+network at all: a socket connect is refused).
 
-Clients are built on first use (see :func:`build_client`): a run answered entirely from the cache or
-from cassettes never imports ``openai``."""
+Clients are built on first use (factories): a run answered entirely from the cache or from cassettes
+never imports ``openai``."""
 
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..suite.declare import ModelAgent, Suite
-from ..suite.sim_profiles import SimAgent, SimJudge
-from ..suite.tasks import Task
 from .endpoint import check_base_url, configured_base_url, normalise_url, read_key
 
 if TYPE_CHECKING:
     import openai
 
-    from ..sim.backend import SimBackend, SimWorld
+    from ..sim.backend import SimBackend
 
 __all__ = [
-    "build_client",
     "install_replay_guard",
     "network_client",
     "replay_guard",
     "sim_client",
-    "sim_world",
-    "tests_world",
 ]
 
 SIM_BASE_URL = "http://gauge-sim.invalid/v1"
@@ -57,33 +52,6 @@ def install_replay_guard() -> None:
         sys.addaudithook(_ReplayGuard.hook)
         _ReplayGuard.installed = True
     _ReplayGuard.active = True
-
-
-def sim_world(suite: Suite, tasks: tuple[Task, ...], seed: int) -> SimWorld:
-    """The simulator's world for one suite: its tasks and each of its models' profiles."""
-    from ..sim.backend import SimWorld
-
-    agents = {a.model: (a.name, a.sim) for a in suite.agents if isinstance(a, ModelAgent)}
-    judges: dict[str, SimJudge] = {suite.judge.model: suite.judge.sim, **dict(suite.judge.extra_sims)}
-    return SimWorld(
-        seed=seed, tasks=tasks, agents=agents, users={suite.user.model: suite.user.sim}, judges=judges
-    )
-
-
-def tests_world(suites: Iterable[tuple[Suite, tuple[Task, ...]]], seed: int) -> SimWorld:
-    """The simulator's world for users' own tests: every suite of the run (its tasks and its models'
-    profiles), and any other model answering as a default simulated agent."""
-    from ..sim.backend import SimWorld
-
-    worlds = [sim_world(suite, tasks, seed) for suite, tasks in suites]
-    return SimWorld(
-        seed=seed,
-        tasks=tuple(t for w in worlds for t in w.tasks),
-        agents={m: a for w in worlds for m, a in w.agents.items()},
-        users={m: u for w in worlds for m, u in w.users.items()},
-        judges={m: j for w in worlds for m, j in w.judges.items()},
-        any_agent=SimAgent(),
-    )
 
 
 def sim_client(backend: SimBackend) -> Callable[[], openai.AsyncOpenAI]:
@@ -136,19 +104,3 @@ def network_client(
         )
 
     return live_client, identity
-
-
-def build_client(
-    backend: str, suite: Suite, tasks: tuple[Task, ...], seed: int, timeout: float, max_connections: int
-) -> tuple[Callable[[], openai.AsyncOpenAI], str]:
-    """A factory for the suite's client, and the backend's identity (part of every cache key).
-
-    The identity is known now; the client (and the ``openai`` import, about 0.4 s and 30 MB) waits
-    until a call has to be sent.
-    """
-    if backend == "sim":
-        from ..sim.backend import SimBackend
-
-        world = sim_world(suite, tasks, seed)
-        return sim_client(SimBackend(world)), f"sim:{world.fingerprint()}"
-    return network_client(backend, timeout, max_connections)

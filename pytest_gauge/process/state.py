@@ -140,7 +140,6 @@ class GaugeState:
         """Start this process's engine on first use, over every selected case of every suite."""
         if self.engine is not None:
             return self.engine
-        from ..gateway.backends import build_client
         from ..gateway.gateway import Gateway, GatewayShared, live_keys
         from ..gateway.ledger import Ledger
         from ..gateway.limits import ModelPacer, ModelRates
@@ -149,6 +148,7 @@ class GaugeState:
         from ..gateway.redis_limits import build_limits
         from ..run.engine import Engine, SuiteRuntime
         from ..run.judge_format import JudgeFormats, format_scope
+        from ..sim.world import build_client
 
         opts = self.options
         run = self.run_dir

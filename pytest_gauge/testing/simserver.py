@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..gateway.backends import sim_world
 from ..sim.backend import SimBackend
+from ..sim.world import sim_world
 from ..suite.discover import load_suite
 from .responders import Responder, ResponderError
 
