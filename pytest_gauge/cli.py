@@ -189,14 +189,18 @@ def _doctor(args: argparse.Namespace, environ: Mapping[str, str], out: TextIO) -
     models = [m for m in args.models.split(",") if m.strip()] if args.models else None
     paths = args.paths or configured_testpaths(Path.cwd())
     targets = suite_targets(paths) if paths and not models else None
-    return run_doctor(environ, out, models=models, timeout=args.timeout, targets=targets)
+    from .suite.declare import MODEL_VARIABLES  # filled by the suites' env_model as they are imported
+
+    return run_doctor(
+        environ, out, models=models, timeout=args.timeout, targets=targets, origins=MODEL_VARIABLES
+    )
 
 
 def suite_targets(paths: Sequence[str]) -> list[Target]:
     """One doctor target per distinct (role, model) of the suites under ``paths``, labelled with the
     suites (and agents) that use it; judge models are tried in their JSON-mode chain."""
-    from .run.judge_format import format_chain
-    from .suite.declare import ModelAgent
+    from .suite.declare import MODEL_VARIABLES, ModelAgent
+    from .suite.response_format import format_chain
 
     users: dict[tuple[str, str], list[str]] = {}
     chains: dict[str, tuple[dict[str, Any] | None, ...]] = {}
@@ -210,7 +214,10 @@ def suite_targets(paths: Sequence[str]) -> list[Target]:
             chains.setdefault(model, format_chain(suite.judge.response_format))
     return [
         Target(
-            model, f"{role} ({', '.join(dict.fromkeys(who))})", chains[model] if role == "judge" else (None,)
+            model,
+            f"{role} ({', '.join(dict.fromkeys(who))})",
+            chains[model] if role == "judge" else (None,),
+            origin=MODEL_VARIABLES.get(model),
         )
         for (role, model), who in users.items()
     ]

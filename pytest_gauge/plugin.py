@@ -42,9 +42,10 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
 
     from .cli import suite_targets
     from .gateway.doctor import run_doctor
+    from .suite.declare import MODEL_VARIABLES
 
     targets = suite_targets([str(a).split("::")[0] for a in config.args]) or None
-    return run_doctor(os.environ, sys.stdout, targets=targets)
+    return run_doctor(os.environ, sys.stdout, targets=targets, origins=MODEL_VARIABLES)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -115,18 +115,15 @@ def _names_missing_model(exc: openai.APIStatusError, message: str, model: str) -
     ) or (bool(model) and model.lower() in lowered and exc.status_code == 404)
 
 
-def _model_origin(model: str) -> str:
+def _model_origin(variable: str | None) -> str:
     """Where the model name came from, for the fix: its environment variable, else the suite."""
-    from ..suite.declare import MODEL_VARIABLES
-
-    variable = MODEL_VARIABLES.get(model)
     if variable is not None:
         return f"the model comes from the environment variable {variable}: set it"
     return "the model is set in the suite's declaration (or its env_model variable is unset): change it"
 
 
 def _request_error(
-    exc: openai.APIStatusError, message: str, role: str, model: str, url: str | None
+    exc: openai.APIStatusError, message: str, role: str, model: str, url: str | None, origin: str | None
 ) -> GatewayError:
     """A 400/404/422: an unknown model (stops that role and model), a wrong URL (404, fatal), a context
     too long, or another bad request; each named by its own status phrase (404 is never "Bad Request")."""
@@ -134,7 +131,7 @@ def _request_error(
     if status in (400, 404) and _names_missing_model(exc, message, model):
         return ModelNotFound(
             f"{status} {_phrase(status)}: the gateway does not know the {role} model {model!r}: {message}",
-            f"{_model_origin(model)} to a model this gateway serves (`python -m pytest_gauge doctor --models"
+            f"{_model_origin(origin)} to a model this gateway serves (`python -m pytest_gauge doctor --models"
             " NAME` tries one); every later call for this role and model stops here",
             status=status,
             role=role,
@@ -160,8 +157,9 @@ def _request_error(
     )
 
 
-def diagnose(exc: Exception, role: str, model: str, attempts: int) -> GatewayError:
-    """Map an SDK exception to a typed error with cause and fix (docs/protocol.md#gateway-failures)."""
+def diagnose(exc: Exception, role: str, model: str, attempts: int, origin: str | None = None) -> GatewayError:
+    """Map an SDK exception to a typed error with cause and fix (docs/protocol.md#gateway-failures).
+    ``origin``: the environment variable the model name was read from (``env_model``), if any."""
     import openai
 
     if isinstance(exc, openai.APIStatusError):
@@ -188,7 +186,7 @@ def diagnose(exc: Exception, role: str, model: str, attempts: int) -> GatewayErr
                 model=model,
             )
         if status in (400, 404, 422):
-            return _request_error(exc, message, role, model, url)
+            return _request_error(exc, message, role, model, url, origin)
         if status == 429:
             return GatewayError(
                 f"429 rate limited, still after {attempts} attempts",
@@ -225,7 +223,15 @@ def diagnose(exc: Exception, role: str, model: str, attempts: int) -> GatewayErr
 
 
 def final_error(
-    failure: Exception, role: str, model: str, attempts: int, *, gateway: str, timeout: float, answered: bool
+    failure: Exception,
+    role: str,
+    model: str,
+    attempts: int,
+    *,
+    gateway: str,
+    timeout: float,
+    answered: bool,
+    origin: str | None = None,
 ) -> GatewayError:
     """The error that ends a call after its last attempt: a bad body from ``gateway``, a timeout (fatal
     when no call of this process was ``answered`` yet), else :func:`diagnose`."""
@@ -252,7 +258,7 @@ def final_error(
                 model=model,
             )
         return GatewayError(cause, "raise --gauge-timeout, or lower max_tokens", role=role, model=model)
-    return diagnose(failure, role, model, attempts)
+    return diagnose(failure, role, model, attempts, origin)
 
 
 def is_timeout(failure: Exception) -> bool:

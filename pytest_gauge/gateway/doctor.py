@@ -94,6 +94,8 @@ class Target:
     roles: str
     response_formats: tuple[dict[str, Any] | None, ...] = (None,)
     """The formats to try in order (a judge's JSON-mode chain); the first one accepted is reported."""
+    origin: str | None = None
+    """The environment variable the model name was read from (``env_model``), for the fix."""
 
 
 # ------------------------------------------------------------------------------------------ helpers
@@ -271,8 +273,12 @@ def codex_checks(environ: Mapping[str, str], base_url: str) -> list[Check]:
     return found or [Check("ok", topic, "no provider disagrees with this configuration")]
 
 
-def targets_for(environ: Mapping[str, str], models: Sequence[str] | None) -> list[Target]:
-    """The models to try: ``models`` if given, else the role variables that are set (deduplicated)."""
+def targets_for(
+    environ: Mapping[str, str], models: Sequence[str] | None, origins: Mapping[str, str] | None = None
+) -> list[Target]:
+    """The models to try: ``models`` if given, else the role variables that are set (deduplicated);
+    ``origins``: model -> the variable a suite's ``env_model`` read it from."""
+    origins = origins or {}
     roles: dict[str, list[str]] = {}
     for role, variable in ROLE_VARIABLES:
         value = environ.get(variable, "").strip()
@@ -285,8 +291,8 @@ def targets_for(environ: Mapping[str, str], models: Sequence[str] | None) -> lis
             roles.setdefault(value, []).append(f"agent {match.group(1).lower()}")
     if models:
         names = list(dict.fromkeys(m.strip() for m in models if m.strip()))
-        return [Target(m, ", ".join(roles.get(m, []))) for m in names]
-    return [Target(model, ", ".join(labels)) for model, labels in roles.items()]
+        return [Target(m, ", ".join(roles.get(m, [])), origin=origins.get(m)) for m in names]
+    return [Target(model, ", ".join(labels), origin=origins.get(model)) for model, labels in roles.items()]
 
 
 def _client(base_url: str, key: str, timeout: float) -> openai.OpenAI:
@@ -319,7 +325,7 @@ def _ping_formats(client: openai.OpenAI, target: Target, role: str) -> list[str]
             _ping(client, target.model, fmt)
             return refused
         except openai.APIStatusError as exc:
-            error = diagnose(exc, role, target.model, 1)
+            error = diagnose(exc, role, target.model, 1, target.origin)
             if i + 1 == len(target.response_formats) or not rejects_format(error):
                 raise
             refused.append(f"response_format {(fmt or {}).get('type', 'none')} refused ({error.cause})")
@@ -366,7 +372,7 @@ def _probe(base_url: str, key: str, target: Target | None, timeout: float) -> Ch
                 refused = _ping_formats(client, target, target.roles or "--models")
     except openai.APIError as exc:
         role = (target.roles or "--models") if target is not None else ""
-        error = diagnose(exc, role, model or "", 1)
+        error = diagnose(exc, role, model or "", 1, target.origin if target is not None else None)
         if isinstance(exc, openai.APIStatusError) and exc.status_code == 404 and _url_not_found(exc, model):
             shown = _show_url(str(exc.request.url))
             tries = (sibling_url(base_url), fixed_path_url(base_url), *host_urls(base_url))
@@ -423,6 +429,7 @@ def run_checks(
     models: Sequence[str] | None = None,
     timeout: float = DEFAULT_TIMEOUT,
     targets: Sequence[Target] | None = None,
+    origins: Mapping[str, str] | None = None,
 ) -> list[Check]:
     """Every doctor check in order: key, base URL, Claude Code and Codex settings, then live requests."""
     checks = key_checks(environ)
@@ -436,7 +443,9 @@ def run_checks(
     elif scheme not in ("http", "https"):
         checks.append(Check("warn", "requests", "not sent: fix the base URL first"))
     else:
-        chosen = list(targets) if targets is not None and not models else targets_for(environ, models)
+        chosen = (
+            list(targets) if targets is not None and not models else targets_for(environ, models, origins)
+        )
         checks += probe_checks(url_check.full_url, _read_key(environ), chosen, timeout, environ)
     return checks
 
@@ -460,11 +469,12 @@ def run_doctor(
     models: Sequence[str] | None = None,
     timeout: float = DEFAULT_TIMEOUT,
     targets: Sequence[Target] | None = None,
+    origins: Mapping[str, str] | None = None,
 ) -> int:
     """Run every check, print the report to ``out``; 1 when anything failed, else 0 (for CLI and plugin).
 
     ``targets`` (the (role, model) pairs of collected suites) replace the role variables when given."""
-    checks = run_checks(environ, models, timeout, targets)
+    checks = run_checks(environ, models, timeout, targets, origins)
     secrets = [environ.get(n, "") for n in key_variables()] + [
         environ.get(n, "") for n in ANTHROPIC_VARIABLES[1:]
     ]

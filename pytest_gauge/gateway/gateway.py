@@ -94,6 +94,7 @@ class GatewayShared:
     max_retries: int
     timeout: float
     retry_after_cap: float
+    model_variables: Mapping[str, str] = field(default_factory=dict)  # model -> the variable it came from
     fatal: GatewayError | None = None
     first_ok: asyncio.Event = field(default_factory=asyncio.Event)
     first_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
@@ -650,7 +651,7 @@ class Gateway:
         if not retryable or attempt == attempts:
             error = final_error(
                 failure, role, model, attempt, gateway=self.backend_id, timeout=shared.timeout,
-                answered=shared.first_ok.is_set(),
+                answered=shared.first_ok.is_set(), origin=shared.model_variables.get(model),
             )  # fmt: skip
             if isinstance(error, KeyRejected) and shared.first_ok.is_set():
                 error = error.for_model(role, model)  # other calls with this key worked: stop this model

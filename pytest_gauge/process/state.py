@@ -27,7 +27,7 @@ from ..options import GaugeOptions
 from ..records import CaseKey, CaseRecord, SuiteMeta, WorkerSummary, dumps
 from ..run.judge_format import format_chain, format_label
 from ..suite.cases import Case
-from ..suite.declare import Suite
+from ..suite.declare import MODEL_VARIABLES, Suite
 from ..suite.tasks import Task
 
 if TYPE_CHECKING:  # the engine imports openai; the xdist controller, which runs no case, never needs it
@@ -176,6 +176,7 @@ class GaugeState:
             if opts.rpm_models or opts.tpm_models
             else None,
             pacer=ModelPacer(opts.max_concurrency),
+            model_variables=MODEL_VARIABLES,
             **live_keys(opts.backend, os.environ),
         )
         formats = JudgeFormats(  # one JSON-mode fallback per judge model for the whole run, all workers
