@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from .finish.ending import EndOfRun
 from .fixtures import calls as fixture_functions
 from .fixtures.calls import TESTS_SUITE, tests_report
 from .gateway.endpoint import live_settings_problems
@@ -60,7 +61,7 @@ def pytest_configure(config: pytest.Config) -> None:
         if problem:
             raise pytest.UsageError(problem)
     options = resolve_options(config)
-    role = choose_role(config, options)  # once: no xdist, worker or controller (process/roles.py)
+    role = choose_role(config, options, EndOfRun())  # once: no xdist, worker or controller (process/roles.py)
     if role.started_by_user:  # not an xdist worker: check the setup before any request
         if options.backend == "live" and _backend_explicit(config):
             _check_live_settings()

@@ -14,13 +14,14 @@ import os
 import platform
 import subprocess
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ..analysis.numbers import compare_with_baseline, gate_source
 from ..files.readwrite import FileFormatError, read_json_object, write_atomic
 from ..files.shards import DEFERRED_MESSAGE, write_shard_manifest
 from ..gateway.ledger import merge_ledgers
@@ -40,23 +41,17 @@ from .verdict import append_step_summary, ci_active, gate_outcome
 
 if TYPE_CHECKING:
     from ..analysis.adaptive import AdaptiveSummary, GateDecision
-    from ..analysis.baseline import BaselineComparison, RunSide
     from ..analysis.elo_report import EloReport
-    from ..analysis.gate_source import GateSource
     from ..analysis.gates import Gate, GateResult
-    from ..analysis.metrics import Estimate, SuiteMetrics
     from ..analysis.power import VarianceComponents
-    from ..analysis.repeats import RepeatCounts
     from ..options import GaugeOptions
     from ..process.adaptive import AdaptiveRun
     from ..report import ReportContext
 
 __all__ = [
     "SuiteAnalysis",
-    "SuiteNumbers",
     "analyse_suite",
     "finish_run",
-    "gate_source",
     "write_summary",
 ]
 
@@ -249,57 +244,6 @@ def _snapshot_check(path: Path, name: str, text: str, *, update: bool) -> tuple[
     )
 
 
-def _compare_with_baseline(
-    out: Path, suite: str, opts: GaugeOptions
-) -> tuple[BaselineComparison | None, str]:
-    """The comparison of this suite's outputs with its baseline (``--gauge-baseline``), or None and why."""
-    from ..files.baseline import load_run_side
-
-    reports = out / "reports"
-    return _compare(suite, opts, lambda: load_run_side(out, link_base=reports), reports)
-
-
-def _compare(
-    suite: str, opts: GaugeOptions, current: Callable[[], RunSide], link_base: Path | None
-) -> tuple[BaselineComparison | None, str]:
-    """This run's side (``current``) against the baseline's side of the suite, or None and why."""
-    if not opts.baseline:
-        return None, "no baseline given: run with --gauge-baseline DIR"
-    from ..analysis.baseline import compare_runs
-    from ..files.baseline import BaselineError, load_baseline
-
-    try:
-        base = load_baseline(Path(opts.baseline), suite, link_base=link_base)
-    except BaselineError as exc:
-        return None, f"baseline not usable: {exc}"
-    if base is None:
-        return None, f"the baseline {opts.baseline} has no suite {suite!r}: nothing to compare"
-    comparison = compare_runs(
-        current(),
-        base,
-        close_threshold=opts.close_threshold,
-        rounds=opts.bootstrap_rounds,
-        seed=opts.seed,
-        elo_rounds=min(opts.bootstrap_rounds, 1000),
-    )
-    return comparison, ""
-
-
-def _per_agent(
-    records: list[CaseRecord], opts: GaugeOptions
-) -> tuple[dict[str, RepeatCounts], dict[str, Estimate], dict[str, VarianceComponents]]:
-    """Each agent's per-task successes and samples (the repeat terms), its mean reward estimate and the
-    variance components of its rewards (between and within tasks, for the samples-per-task estimate)."""
-    from ..analysis.baseline import mean_rewards, outcomes_from_records
-    from ..analysis.power import spread_by_agent
-    from ..analysis.repeats import counts_by_agent
-
-    outcomes = outcomes_from_records(records)
-    repeats = counts_by_agent({u: o.success for u, o in outcomes.items()})
-    spread = spread_by_agent({u: o.reward for u, o in outcomes.items()})
-    return repeats, mean_rewards(outcomes, opts.bootstrap_rounds, opts.seed), spread
-
-
 @dataclass
 class SuiteAnalysis:
     """A suite's analysis from its records and ledger: the report context (metrics, Elo, gates...), the
@@ -366,69 +310,6 @@ def _gate_results(
     return [with_needed_n(r, components(r.gate), tasks if isinstance(tasks, int) else None) for r in results]
 
 
-@dataclass(frozen=True)
-class SuiteNumbers:
-    """Everything computed from a suite's records and ledger that gates and reports read."""
-
-    metrics: SuiteMetrics
-    elo: EloReport | None
-    comparison: BaselineComparison | None
-    note: str
-    repeats: Mapping[str, RepeatCounts]
-    spread: Mapping[str, VarianceComponents]
-    source: GateSource
-
-
-def gate_source(
-    meta: SuiteMeta,
-    records: list[CaseRecord],
-    ledger: list[LedgerRecord],
-    opts: GaugeOptions,
-    *,
-    comparison: tuple[BaselineComparison | None, str] | None = None,
-    tasks: Sequence[str] | None = None,
-) -> SuiteNumbers:
-    """Metrics, Elo, the baseline comparison and the gates' data source from records + ledger.
-    ``comparison``: already made (the end of a run reads it back from the outputs); otherwise, with a
-    baseline, made from the records of ``tasks`` (an adaptive run's look)."""
-    from ..analysis.elo_report import build_elo_report
-    from ..analysis.gate_source import GateSource
-    from ..analysis.metrics import compute_metrics
-
-    metrics = compute_metrics(
-        records,
-        close_threshold=opts.close_threshold,
-        seed=opts.seed,
-        rounds=opts.bootstrap_rounds,
-        ledger=ledger,
-        expected_cases=len(records) if tasks is not None else len(meta.selected),
-    )
-    families = {f: list(tiers) for f, tiers in meta.families.items()}
-    elo = build_elo_report(
-        records, ledger, families=families, seed=opts.seed, rounds=min(opts.bootstrap_rounds, 1000)
-    )
-    base, note = (
-        comparison if comparison is not None else _look_comparison(meta, records, ledger, opts, tasks)
-    )
-    repeats, rewards, spread = _per_agent(records, opts)
-    source = GateSource(metrics, elo, baseline=base, repeats=repeats, rewards=rewards, baseline_note=note)
-    return SuiteNumbers(metrics, elo, base, note, repeats, spread, source)
-
-
-def _look_comparison(
-    meta: SuiteMeta,
-    records: list[CaseRecord],
-    ledger: list[LedgerRecord],
-    opts: GaugeOptions,
-    tasks: Sequence[str] | None,
-) -> tuple[BaselineComparison | None, str]:
-    """The comparison of the records so far with the baseline (an adaptive run's look)."""
-    from ..files.baseline import side_from_records
-
-    run_tasks = tasks or [str(t["task_id"]) for t in meta.tasks]
-    return _compare(meta.name, opts, lambda: side_from_records(meta, run_tasks, records, ledger), None)
-
-
 def analyse_suite(
     meta: SuiteMeta,
     records: list[CaseRecord],
@@ -450,9 +331,7 @@ def analyse_suite(
     ``adaptive``: the gates as an adaptive run decided them, look by look."""
     from ..report import ReportContext, render_reports
 
-    numbers = gate_source(
-        meta, records, ledger, opts, comparison=_compare_with_baseline(out, meta.name, opts)
-    )
+    numbers = gate_source(meta, records, ledger, opts, comparison=compare_with_baseline(out, meta.name, opts))
     missing = len(meta.selected) - len(records)
     results = _gate_results(
         meta,

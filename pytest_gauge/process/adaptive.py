@@ -197,8 +197,8 @@ class AdaptiveRun:
         self.publish(self.looks)
 
     def _decide(self, name: str, suite: _SuiteLooks, look: int, ledger: list[LedgerRecord]) -> None:
+        from ..analysis.numbers import gate_source
         from ..analysis.sequential import Look
-        from ..finish.outputs import gate_source
 
         records = self.state.ordered_records(suite.meta)
         total = self.plan.total_tasks(name)

@@ -24,7 +24,7 @@ import re
 import sys
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, cast
 
 import pytest
 
@@ -45,6 +45,7 @@ __all__ = [
     "WORKER_SUMMARY",
     "Controller",
     "Role",
+    "RunEnding",
     "Standalone",
     "Worker",
     "choose_role",
@@ -61,15 +62,30 @@ RUN_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 """A run id the user gives (``--testrunuid``): it names the run folder, so one safe path component."""
 
 
+class RunEnding(Protocol):
+    """The end of the run as the layers above give it (finish/ and fixtures/, wired by ``plugin.py``), so
+    the process layer calls it without importing them."""
+
+    def write(self, session: pytest.Session, state: GaugeState, *, interrupted: bool) -> None:
+        """Write every suite's outputs and reports, evaluate its gates, report them as test entries."""
+
+    def tests_summary(self, reporter: Any, config: pytest.Config) -> None:
+        """Your own tests' part of the terminal summary (the cost by test)."""
+
+    def summary(self, reporter: Any, state: GaugeState) -> None:
+        """The suites' part of the terminal summary (their tables, the gate notes)."""
+
+
 class Role:
     """What every process does the same way; the subclasses override what their role does differently.
     The defaults are a process that takes no part in that step."""
 
     started_by_user: ClassVar[bool] = True  # the process the user started (checks the setup up front)
 
-    def __init__(self, config: pytest.Config, state: GaugeState) -> None:
+    def __init__(self, config: pytest.Config, state: GaugeState, ending: RunEnding) -> None:
         self.config = config
         self.state = state
+        self.ending = ending
 
     def engine_for(self, session: pytest.Session) -> Engine:
         """This process's engine, started on first use (see :meth:`GaugeState.engine_for`)."""
@@ -170,23 +186,18 @@ class _EndsTheRun(Role):
         self._write_outputs(session, interrupted=True)
 
     def _write_outputs(self, session: pytest.Session, *, interrupted: bool) -> None:
-        from ..finish.outputs import finish_run
         from ..gateway.model_stops import read_stops
 
         self.close()
         self.stops = read_stops(self.state.run_dir)  # before the run folder goes
-        finish_run(session, self.state, interrupted=interrupted)
+        self.ending.write(session, self.state, interrupted=interrupted)
         self.outputs_written = True
 
     def terminal_summary(self, reporter: Any) -> None:
-        from ..fixtures.calls import tests_summary
-
-        tests_summary(reporter, self.config)
+        self.ending.tests_summary(reporter, self.config)
         self._stopped_models(reporter)
         if self.state.finished or self.state.gate_notes:
-            from ..finish.outputs import write_summary
-
-            write_summary(reporter, self.state)
+            self.ending.summary(reporter, self.state)
         if int(self.config.getoption("verbose", 0) or 0) > 0:
             self._work_per_process(reporter)
 
@@ -249,8 +260,8 @@ class Controller(_EndsTheRun):
     """xdist's controller: runs no case; records come in the workers' reports, each worker's end-of-run
     summary in its ``workeroutput`` (:meth:`testnode_down`), and the run ends here."""
 
-    def __init__(self, config: pytest.Config, state: GaugeState) -> None:
-        super().__init__(config, state)
+    def __init__(self, config: pytest.Config, state: GaugeState, ending: RunEnding) -> None:
+        super().__init__(config, state, ending)
         self.summaries: dict[str, WorkerSummary] = {}
         self.lost: dict[str, str] = {}
 
@@ -316,8 +327,8 @@ class Worker(Role):
 
     started_by_user = False
 
-    def __init__(self, config: pytest.Config, state: GaugeState) -> None:
-        super().__init__(config, state)
+    def __init__(self, config: pytest.Config, state: GaugeState, ending: RunEnding) -> None:
+        super().__init__(config, state, ending)
         self.stop_watcher: StopWatcher | None = None
         self.look_watcher: LookWatcher | None = None
 
@@ -396,8 +407,9 @@ class _Node:
     config: pytest.Config
 
 
-def choose_role(config: pytest.Config, options: GaugeOptions) -> Role:
-    """This process's role, from xdist's public helpers (no xdist installed: :class:`Standalone`).
+def choose_role(config: pytest.Config, options: GaugeOptions, ending: RunEnding) -> Role:
+    """This process's role, from xdist's public helpers (no xdist installed: :class:`Standalone`);
+    ``ending``: what the process that ends the run does at the end.
 
     The run id is xdist's ``testrun_uid`` on every process of an xdist run: a worker reads it from
     ``workerinput["testrunuid"]`` (what xdist's ``testrun_uid`` fixture reads); the controller takes
@@ -411,7 +423,7 @@ def choose_role(config: pytest.Config, options: GaugeOptions) -> Role:
             is_xdist_worker,
         )
     except ImportError:
-        return Standalone(config, GaugeState(options, run_id=GaugeState.new_run_id()))
+        return Standalone(config, GaugeState(options, run_id=GaugeState.new_run_id()), ending)
     node = cast(pytest.Session, _Node(config))  # the helpers only read ``.config``
     if is_xdist_worker(node):
         workerinput: dict[str, Any] = getattr(config, "workerinput", {})
@@ -423,15 +435,15 @@ def choose_role(config: pytest.Config, options: GaugeOptions) -> Role:
             worker_index=int(worker_id.lstrip("gw") or 0),
             worker_count=int(workerinput.get("workercount", 1)),
         )
-        return Worker(config, state)
+        return Worker(config, state, ending)
     state = GaugeState(options, run_id=started_run_id(config, options))
     # xdist distributes only with workers to start (--tx, set by -n; absent with -p no:xdist) and not
     # under --collect-only (as xdist's own pytest_configure decides); otherwise this process runs the
     # cases itself.
     if config.getoption("tx", None) and not config.getoption("collectonly") and is_xdist_controller(node):
         config.option.testrunuid = state.run_id  # xdist's NodeManager hands it to every worker
-        return Controller(config, state)
-    return Standalone(config, state)
+        return Controller(config, state, ending)
+    return Standalone(config, state, ending)
 
 
 def started_run_id(config: pytest.Config, options: GaugeOptions) -> str:

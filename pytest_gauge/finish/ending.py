@@ -1,0 +1,33 @@
+"""The end of the run that ``plugin.py`` hands the process's role (:class:`~pytest_gauge.process.roles.
+RunEnding`): the outputs, gates and reports, and the terminal summary with your own tests' cost."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from ..fixtures.calls import tests_summary
+
+if TYPE_CHECKING:
+    from ..process.state import GaugeState
+
+__all__ = ["EndOfRun"]
+
+
+class EndOfRun:
+    """What the process that ends the run does at its end (the end of the run's modules are imported
+    when it comes: a worker never needs them)."""
+
+    def write(self, session: pytest.Session, state: GaugeState, *, interrupted: bool) -> None:
+        from .outputs import finish_run
+
+        finish_run(session, state, interrupted=interrupted)
+
+    def tests_summary(self, reporter: Any, config: pytest.Config) -> None:
+        tests_summary(reporter, config)
+
+    def summary(self, reporter: Any, state: GaugeState) -> None:
+        from .outputs import write_summary
+
+        write_summary(reporter, state)
