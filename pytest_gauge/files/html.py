@@ -5,6 +5,7 @@ writes the pages, :mod:`pytest_gauge.report.html` renders them, purely.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ __all__ = [
     "is_suite_folder",
     "load_suite",
     "suite_folders",
+    "suite_outputs",
 ]
 
 INDEX_FILE = "index.html"
@@ -46,7 +48,7 @@ def _rules(rows: list[dict[str, Any]] | None) -> tuple[RuleRow, ...]:
     )
 
 
-def _transcript_row(data: dict[str, Any]) -> TranscriptRow:
+def _transcript_row(data: Mapping[str, Any]) -> TranscriptRow:
     spend = data.get("spend") or {}
     verdict = data.get("score") or {}
     body = {k: v for k, v in data.items() if k not in ("spend", "score")}
@@ -66,7 +68,7 @@ def _transcript_row(data: dict[str, Any]) -> TranscriptRow:
     )
 
 
-def _metrics_parts(doc: dict[str, Any]) -> dict[str, Any]:
+def _metrics_parts(doc: Mapping[str, Any]) -> dict[str, Any]:
     gates = tuple(
         GateRow(
             expr=g["expr"],
@@ -112,28 +114,47 @@ def load_suite(folder: Path) -> SuiteOutputs:
     naming it. ``reports/metrics.json`` and ``reports/elo.svg`` are optional (an interrupted run)."""
     if not is_suite_folder(folder):
         raise ReportInputError(f"{folder}: no pairs/pair_results.jsonl here; pass a --gauge-out folder")
-    manifest = _json(folder / "manifest.json")
     tasks_path = folder / "tasks.jsonl"
-    task_rows = _jsonl(tasks_path)[1:] if tasks_path.is_file() else []
-    records = tuple(CaseRecord.from_json(r) for r in _jsonl(folder / "pairs" / "pair_results.jsonl"))
-    transcripts = tuple(
-        _transcript_row(row) for path in sorted((folder / "agents").glob("*.jsonl")) for row in _jsonl(path)
-    )
     ledger_path = folder / "agent_runs.jsonl"
-    ledger = tuple(LedgerRecord.from_json(r) for r in _jsonl(ledger_path)) if ledger_path.is_file() else ()
     svg_path = folder / "reports" / "elo.svg"
+    return suite_outputs(
+        folder.name,
+        manifest=_json(folder / "manifest.json"),
+        task_rows=_jsonl(tasks_path)[1:] if tasks_path.is_file() else [],
+        records=[CaseRecord.from_json(r) for r in _jsonl(folder / "pairs" / "pair_results.jsonl")],
+        transcript_rows=[row for path in sorted((folder / "agents").glob("*.jsonl")) for row in _jsonl(path)],
+        ledger=[LedgerRecord.from_json(r) for r in _jsonl(ledger_path)] if ledger_path.is_file() else [],
+        elo_svg=svg_path.read_text(encoding="utf-8") if svg_path.is_file() else None,
+        metrics=_json(folder / "reports" / "metrics.json"),
+    )
+
+
+def suite_outputs(
+    folder_name: str,
+    *,
+    manifest: Mapping[str, Any],
+    task_rows: Sequence[Mapping[str, Any]],
+    records: Sequence[CaseRecord],
+    transcript_rows: Iterable[Mapping[str, Any]],
+    ledger: Sequence[LedgerRecord],
+    elo_svg: str | None,
+    metrics: Mapping[str, Any],
+) -> SuiteOutputs:
+    """The page's values from a suite's outputs as they are written (the manifest, tasks.jsonl's task
+    rows, the records, the agents' transcript rows, the ledger, elo.svg, metrics.json): the one builder
+    for the outputs in memory at the end of a run and for a folder read back (:func:`load_suite`)."""
     tasks = tuple(TaskRow(t["task_id"], t.get("category", ""), t.get("task_prompt", "")) for t in task_rows)
     return SuiteOutputs(
-        name=str(manifest.get("suite") or folder.name),
+        name=str(manifest.get("suite") or folder_name),
         seed=manifest.get("seed"),
         backend=str(manifest.get("backend", "")),
         models={k: str(v) for k, v in (manifest.get("models") or {}).items() if v},
         tasks=tasks,
-        records=records,
-        transcripts=transcripts,
-        ledger=ledger,
-        elo_svg=svg_path.read_text(encoding="utf-8") if svg_path.is_file() else None,
-        **_metrics_parts(_json(folder / "reports" / "metrics.json")),
+        records=tuple(records),
+        transcripts=tuple(_transcript_row(row) for row in transcript_rows),
+        ledger=tuple(ledger),
+        elo_svg=elo_svg,
+        **_metrics_parts(metrics),
     )
 
 

@@ -9,20 +9,26 @@ from pathlib import Path
 
 from ..files.html import INDEX_FILE, load_suite, suite_folders
 from ..files.readwrite import write_atomic
+from ..records.html import SuiteOutputs
 from ..report.html import SuiteLink, redaction_names, render_index_html, render_suite_html
 from ..run.judge import Redactor
 
-__all__ = ["write_html_reports"]
+__all__ = ["write_html_pages", "write_html_reports"]
 
 
 def write_html_reports(out_dir: Path, suites: Iterable[str] | None = None) -> list[Path]:
     """Render ``<suite>/reports/index.html`` for ``suites`` (default: every suite folder in ``out_dir``)
-    and ``out_dir/index.html`` linking them; returns the files written, the index last."""
+    read back from the folder, and ``out_dir/index.html`` linking them (``report``, ``merge``)."""
     folders = [out_dir / s for s in suites] if suites is not None else suite_folders(out_dir)
+    return write_html_pages(out_dir, ((folder, load_suite(folder)) for folder in folders))
+
+
+def write_html_pages(out_dir: Path, pages: Iterable[tuple[Path, SuiteOutputs]]) -> list[Path]:
+    """Render each suite's page from its values (the suite's output folder, its outputs) and
+    ``out_dir/index.html`` linking them; returns the files written, the index last."""
     written: list[Path] = []
     links: list[SuiteLink] = []
-    for folder in folders:
-        outputs = load_suite(folder)
+    for folder, outputs in pages:
         path = folder / "reports" / INDEX_FILE
         write_atomic(path, render_suite_html(outputs, Redactor(redaction_names(outputs))))
         written.append(path)

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from ..analysis.power import VarianceComponents
     from ..options import GaugeOptions
     from ..process.adaptive import AdaptiveRun
+    from ..records.html import SuiteOutputs
     from ..report import ReportContext
 
 __all__ = [
@@ -113,14 +114,16 @@ def write_outputs(
     ledger: list[LedgerRecord],
     out: Path,
     interrupted: str | None = None,
-) -> None:
+) -> tuple[dict[str, Any], dict[str, list[dict[str, Any]]]]:
     """tasks.jsonl, agents/<agent>.jsonl, pairs/pair_results.jsonl, agent_runs.jsonl, manifest.json
-    (with ``interrupted: "interrupted: N of M cases"`` when the run was stopped)."""
+    (with ``interrupted: "interrupted: N of M cases"`` when the run was stopped); returns the manifest
+    and each agent's transcript rows as written (the HTML page is made from them)."""
     from ..run.judge import JUDGE_SYSTEM_PROMPT
 
     tasks_text = _jsonl([{"format_version": 1}, *meta.tasks])
     write_atomic(out / "tasks.jsonl", tasks_text)
-    for agent, rows in _agent_rows(Store(state.run_dir / "work"), meta).items():
+    agent_rows = _agent_rows(Store(state.run_dir / "work"), meta)
+    for agent, rows in agent_rows.items():
         write_atomic(out / "agents" / f"{agent}.jsonl", _jsonl(rows))
     write_atomic(out / "pairs" / "pair_results.jsonl", _jsonl([r.to_json() for r in records]))
     write_atomic(out / "agent_runs.jsonl", _jsonl([r.to_json() for r in ledger]))
@@ -147,6 +150,35 @@ def write_outputs(
         **({"interrupted": interrupted} if interrupted else {}),
     }
     write_atomic(out / "manifest.json", dumps(manifest) + "\n")
+    return manifest, agent_rows
+
+
+def html_page(
+    meta: SuiteMeta,
+    written: tuple[dict[str, Any], dict[str, list[dict[str, Any]]]],
+    records: Sequence[CaseRecord],
+    ledger: Sequence[LedgerRecord],
+    reports: Mapping[str, str],
+) -> SuiteOutputs:
+    """The suite's HTML page values from what the run has just written, in memory: the manifest and
+    transcript rows (``written``), the records, the ledger and the reports (the agents in the order of
+    their files, as a folder read back gives them)."""
+    from ..files.html import suite_outputs
+
+    manifest, agent_rows = written
+    metrics = reports.get("metrics.json")
+    return suite_outputs(
+        meta.name,
+        manifest=manifest,
+        task_rows=meta.tasks,
+        records=records,
+        transcript_rows=[
+            row for a in sorted(agent_rows, key=lambda a: f"{a}.jsonl") for row in agent_rows[a]
+        ],
+        ledger=ledger,
+        elo_svg=reports.get("elo.svg"),
+        metrics=json.loads(metrics) if metrics else {},
+    )
 
 
 def _emit(
@@ -386,7 +418,7 @@ def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool)
         return
     opts = state.options
     strict = ci_active(os.environ) and not opts.allow_skipped_gates
-    written = []
+    pages: list[tuple[Path, SuiteOutputs]] = []
     for meta in metas:
         name = meta.name
         if not meta.selected and not opts.shard:  # every case deselected: so are its gates
@@ -402,8 +434,7 @@ def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool)
         adaptive = None
         if state.adaptive is not None:
             adaptive, meta = _adaptive_gates(state.adaptive, meta, ledger, label)
-        write_outputs(state, meta, records, ledger, out, label)
-        written.append(name)
+        written = write_outputs(state, meta, records, ledger, out, label)
         partial = len(meta.selected) < len(meta.cases) or interrupted
         shown = replace(opts, prices=opts.prices_for(str(m) for m in meta.models.values() if m))
         analysis = analyse_suite(
@@ -420,15 +451,16 @@ def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool)
         if opts.snapshot_reports and not partial:
             check_report_snapshots(session, meta, analysis.reports)
         state.finished[name] = {"ctx": analysis.ctx, "out": out}
+        pages.append((out, html_page(meta, written, records, ledger, analysis.reports)))
         skip_note = None if opts.shard else _gate_note(name, analysis.results, strict=strict)
         state.gate_notes += [(True, skip_note)] if skip_note else []
         for result in analysis.results:
             strict_skips = strict and not opts.shard
             _emit_gate(session, meta, result, strict_skips=strict_skips)
-    from .html import write_html_reports
+    from .html import write_html_pages
 
-    if written:
-        write_html_reports(Path(opts.out_dir), written)
+    if pages:
+        write_html_pages(Path(opts.out_dir), pages)
 
 
 def _adaptive_gates(

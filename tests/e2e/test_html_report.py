@@ -360,7 +360,10 @@ def run_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder / "gauge-out"
 
 
-def test_run_writes_every_report_and_the_cli_rewrites_the_same_bytes(run_out: Path) -> None:
+def test_the_pages_made_from_memory_equal_the_pages_read_back_from_disk(run_out: Path) -> None:
+    """The round trip: the end of the run renders every page from the values it holds (finish_run's
+    html_page), ``python -m pytest_gauge report`` from the files through the one reader (load_suite);
+    the bytes are the same."""
     pages = {
         p: p.read_bytes() for p in [run_out / "index.html", *sorted(run_out.glob("*/reports/index.html"))]
     }
