@@ -22,6 +22,7 @@ from pytest_gauge.gateway.ledger import Ledger, read_ledger_file
 from pytest_gauge.gateway.limits import Budget, ConcurrencySlots, RateLimiter, SharedState
 from pytest_gauge.gateway.prices import PriceTable
 from pytest_gauge.gateway.store import Store
+from pytest_gauge.suite.declare import MODEL_VARIABLES
 from pytest_gauge.testing import FaultPlan, LoopbackServer, ResponderError, completion
 
 KEY = "sk-test-key"
@@ -55,6 +56,7 @@ def make_gateway(
         max_retries=retries,
         timeout=timeout,
         retry_after_cap=cap,
+        model_variables=MODEL_VARIABLES,  # as the process wires it: where env_model read each model name
     )
     client = openai.AsyncOpenAI(api_key=KEY, base_url=server.base_url, max_retries=0)
     return Gateway(suite="s", client_factory=lambda: client, backend_id=server.base_url, shared=shared)
