@@ -16,6 +16,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ..records import CaseRecord, LedgerRecord
+from ..records.work_key import parse_work
 from .elo import Comparison, EloResult, fit_elo, tier_table
 
 __all__ = [
@@ -65,18 +66,6 @@ class TokenStats:
     tasks: int
 
 
-def _transcript_key(x: LedgerRecord) -> tuple[str, str] | None:
-    """(task, agent) of a ``transcript/<task>/<agent>/<sample>`` work, or None."""
-    prefix = f"transcript/{x.task_id}/"
-    if x.work.startswith(prefix):
-        agent, sep, _sample = x.work[len(prefix) :].rpartition("/")
-        return (x.task_id, agent) if sep and agent else None
-    parts = x.work.split("/")
-    if len(parts) >= 4 and parts[0] == "transcript":
-        return "/".join(parts[1:-2]), parts[-2]
-    return None
-
-
 def token_stats(ledger: Sequence[LedgerRecord], records: Sequence[CaseRecord]) -> dict[str, TokenStats]:
     """Per agent: mean over its tasks of its transcripts' tokens plus half the judge tokens of its cases
     (``tokens_per_task``) and of its own agent-role tokens (``agent_tokens_per_task``).
@@ -92,17 +81,17 @@ def token_stats(ledger: Sequence[LedgerRecord], records: Sequence[CaseRecord]) -
         tasks.setdefault(r.agent_left, set()).add(r.task_id)
         tasks.setdefault(r.agent_right, set()).add(r.task_id)
     for x in ledger:
-        key = _transcript_key(x) if x.work.startswith("transcript/") else None
-        if key is not None:
-            task, agent = key
+        work = parse_work(x.work)
+        if work is not None and work.kind == "transcript":
+            task, agent = work.owner, work.who
             tasks.setdefault(agent, set()).add(task)
             if x.usage is None:
                 continue
             total[agent] = total.get(agent, 0.0) + x.usage.total_tokens
             if x.role == "agent":
                 own[agent] = own.get(agent, 0.0) + x.usage.total_tokens
-        elif x.work.startswith("judge/") and x.usage is not None:
-            case = cases.get(x.work[len("judge/") :].rsplit("/", 2)[0])
+        elif work is not None and x.usage is not None:
+            case = cases.get(work.owner)
             if case is None:
                 continue
             _task, left, right = case

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..files.readwrite import FileFormatError, read_json_object, write_atomic
 from ..files.replay import Recording, save_recording
+from ..records.work_key import parse_work
 from .endpoint import KEY_VARIABLE
 from .store import Store
 
@@ -145,14 +146,13 @@ def _recording(
     models: dict[str, str | None] = dict(manifest.get("models") or {})
     if not models:
         for m in metas:
-            kind, _, rest = str(m.get("work", "")).partition("/")
-            parts = rest.split("/")
-            if m.get("role") == "agent" and kind == "transcript" and len(parts) == 3:
-                models[f"agent:{parts[1]}"] = m.get("model")
+            key = parse_work(str(m.get("work", "")))
+            if m.get("role") == "agent" and key is not None and key.kind == "transcript":
+                models[f"agent:{key.who}"] = m.get("model")
             elif m.get("role") == "user_sim":
                 models["user_sim"] = m.get("model")
-            elif m.get("role") == "judge" and kind == "judge" and len(parts) == 3:
-                models[f"judge:{parts[1]}"] = m.get("model")
+            elif m.get("role") == "judge" and key is not None and key.kind == "judge":
+                models[f"judge:{key.who}"] = m.get("model")
     return Recording(
         suite,
         gateways[0] if len(gateways) == 1 else None,

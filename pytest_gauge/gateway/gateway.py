@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..records import ChatResult, LedgerRecord, Usage
+from ..records.work_key import parse_work
 from .diagnosis import final_error, is_timeout, server_message
 from .endpoint import KEY_VARIABLE, ROLE_KEY_VARIABLES, URL_VARIABLE, key_variable, role_keys
 from .errors import (
@@ -71,11 +72,8 @@ class CallContext:
         (``transcript/<task>/<agent>/<sample>``, ``judge/<case>/<judge>/<repeat>``) only the sample or repeat
         index, so best-of-N and repeats get distinct entries while identical requests of different cases
         share one; any other work (ad-hoc fixture calls) keeps entries of its own."""
-        kind, _, rest = self.work.partition("/")
-        last = rest.rsplit("/", 1)[-1]
-        if kind in ("transcript", "judge") and rest.count("/") == 2 and last.isdigit():
-            return int(last)
-        return self.work
+        key = parse_work(self.work)
+        return key.index if key is not None else self.work
 
 
 @dataclass

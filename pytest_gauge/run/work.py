@@ -17,6 +17,7 @@ from typing import Any
 
 from ..gateway.gateway import CallContext, Gateway
 from ..records import CaseRecord, JudgmentResult, Transcript, TranscriptResult, Turn, UnitSpend, Usage
+from ..records.work_key import WorkKey
 from ..suite.cases import Case
 from ..suite.declare import BestOf, CallableAgent, ModelAgent, Reflection, Suite
 from ..suite.rules import Score, score
@@ -132,7 +133,7 @@ class SuiteRuntime:
         agent = self.suite.agent(agent_name)
         strategy = agent.strategy if isinstance(agent, ModelAgent) else None
         label = strategy.label if strategy is not None else "single"
-        work = f"transcript/{task_id}/{agent_name}/{sample}"
+        work = str(WorkKey.transcript(task_id, agent_name, sample))
         caller = WorkCaller(self.gateway, CallContext(self.name, task_id, work, label))
         base_seed = call_seed(self.seed, "transcript", self.name, task_id, sample, 0)
 
@@ -210,7 +211,7 @@ class SuiteRuntime:
         """The verdict of one judge call on the case's two transcripts (in the case's blind order)."""
         task = self.tasks[case.task_id]
         model = self.suite.judge.models()[judge_index]
-        work = f"judge/{case.case_id}/{judge_index}/{repeat}"
+        work = str(WorkKey.judge(case.case_id, judge_index, repeat))
         caller = WorkCaller(self.gateway, CallContext(self.name, case.task_id, work))
         slot_a, slot_b = slots(case.order, left, right)
         messages = build_judge_messages(task, slot_a, slot_b, self.redactor)

@@ -79,3 +79,15 @@ def test_to_json_does_not_alias_the_record() -> None:
     data["judgments"][0]["choice"] = "B"
     data["judge_choice"] = "tie"
     assert record.judgments[0].choice == "A" and record.judge_choice == "A"
+
+
+def test_a_work_key_is_formatted_and_parsed_in_one_place() -> None:
+    from pytest_gauge.records.work_key import WorkKey, parse_work
+
+    transcript = WorkKey.transcript("t013", "agent_x", 2)
+    judge = WorkKey.judge("t013-agent_x-vs-agent_y-BA", 1, 0)
+    assert str(transcript) == "transcript/t013/agent_x/2"
+    assert str(judge) == "judge/t013-agent_x-vs-agent_y-BA/1/0"
+    assert parse_work(str(transcript)) == transcript and parse_work(str(judge)) == judge
+    for other in ("tests/test_x.py::test_y", "judge/a/b", "transcript/t/a/x", "transcript/t/a/1/2", "w/3"):
+        assert parse_work(other) is None, other

@@ -15,6 +15,7 @@ from typing import Any
 
 from ...records import CaseRecord, LedgerRecord, Transcript
 from ...records.html import GateRow, RuleRow, SuiteOutputs, TranscriptRow
+from ...records.work_key import parse_work
 
 __all__ = ["PAYLOAD_VERSION", "build_payload", "driver_cases", "gate_rank"]
 
@@ -100,13 +101,12 @@ def _ledger_line(x: LedgerRecord) -> list[Any]:
 
 def _work_owner(work: str) -> tuple[str, str | TranscriptKey] | None:
     """``("case", case_id)`` for a judge call, ``("transcript", key)`` for a transcript's call."""
-    kind, _, rest = work.partition("/")
-    parts = rest.rsplit("/", 2)
-    if kind == "judge" and len(parts) == 3:
-        return "case", parts[0]
-    if kind == "transcript" and len(parts) == 3 and parts[2].isdigit():
-        return "transcript", (parts[0], parts[1], int(parts[2]))
-    return None
+    key = parse_work(work)
+    if key is None:
+        return None
+    if key.kind == "judge":
+        return "case", key.owner
+    return "transcript", (key.owner, key.who, key.index)
 
 
 def driver_cases(case_ids: Sequence[str], records: Sequence[CaseRecord]) -> list[int]:
