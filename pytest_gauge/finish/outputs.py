@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import importlib.metadata
+import json
 import os
 import platform
 import subprocess
@@ -41,7 +42,6 @@ from .verdict import append_step_summary, ci_active, gate_outcome
 
 if TYPE_CHECKING:
     from ..analysis.adaptive import AdaptiveSummary, GateDecision
-    from ..analysis.elo_report import EloReport
     from ..analysis.gates import Gate, GateResult
     from ..analysis.power import VarianceComponents
     from ..options import GaugeOptions
