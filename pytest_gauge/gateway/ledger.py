@@ -33,6 +33,7 @@ __all__ = [
     "attribute_shared_calls",
     "ledger_totals",
     "merge_ledgers",
+    "one_history_per_call",
     "resolve_sent",
     "token_cost",
 ]
@@ -153,7 +154,33 @@ def merge_ledgers(files: Iterable[Path]) -> list[LedgerRecord]:
     merged: list[LedgerRecord] = []
     for path in files:
         merged.extend(read_ledger_file(path))
-    return attribute_shared_calls(merged)
+    return attribute_shared_calls(one_history_per_call(merged))
+
+
+def one_history_per_call(records: Iterable[LedgerRecord]) -> list[LedgerRecord]:
+    """Each call (``call_id``) with one history, so ``(call_id, attempt)`` is unique after any crash or
+    interrupt. A unit of work another process started and could not store (it crashed or was stopped)
+    is done again, so one call can have a history in two processes' files: the histories are taken in
+    order (the one that reached the gateway first, then by time), a later history's cache hits are
+    dropped once an earlier one was answered (the same answer read back: no call, no cost), and its
+    live attempts (real requests, each kept) are numbered after the earlier ones."""
+    by_call: dict[tuple[str, str], dict[str, list[LedgerRecord]]] = {}
+    out: list[LedgerRecord] = []
+    for record in records:
+        by_call.setdefault((record.suite, record.call_id), {}).setdefault(record.worker, []).append(record)
+    for histories in by_call.values():
+        if len(histories) == 1:
+            out.extend(next(iter(histories.values())))
+            continue
+        answered, attempt = False, 0
+        for history in sorted(histories.values(), key=_history_order):
+            for r in sorted(history, key=lambda r: r.attempt):
+                if r.cache_hit and answered:
+                    continue
+                attempt += 1
+                out.append(r if r.attempt == attempt else replace(r, attempt=attempt))
+                answered = answered or r.status == "ok"
+    return out
 
 
 def _history_order(history: list[LedgerRecord]) -> tuple[bool, float]:

@@ -134,6 +134,8 @@ def _check_run(folder: Path, received: int) -> dict[str, Any]:
     live = _live_attempts(folder)
     assert len(live) == received  # exactly one ledger line per request that reached the server
     assert len({(r["worker"], r["call_id"], r["attempt"], r["request"]) for r in live}) == len(live)
+    every = rows["gauge-out/mini/agent_runs.jsonl"]  # issue 30, point 5: one line per attempt, always
+    assert len({(r["call_id"], r["attempt"]) for r in every}) == len(every)
     manifest: dict[str, Any] = json.loads((folder / "gauge-out" / "mini" / "manifest.json").read_text())
     assert manifest["cases_recorded"] == len(rows["gauge-out/mini/pairs/pair_results.jsonl"])
     assert (folder / "gauge-out" / "mini" / "reports" / "conclusion.md").is_file()

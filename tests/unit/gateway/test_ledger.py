@@ -15,6 +15,7 @@ from pytest_gauge.gateway.ledger import (
     attribute_shared_calls,
     ledger_totals,
     merge_ledgers,
+    one_history_per_call,
 )
 from pytest_gauge.records import LedgerRecord, Role, Usage
 from pytest_gauge.report.costs import Spend, model_costs, spent_this_run
@@ -74,6 +75,27 @@ def test_the_live_history_goes_to_the_first_call_in_merge_order() -> None:
         _rec("judge/c1/0/0", 1, hit=False, ts=4.0, request=None, role="judge"),
     ]
     assert _summary(attribute_shared_calls(in_order)) == _summary(merged)
+
+
+def test_a_call_redone_after_a_crash_is_one_history() -> None:
+    """Issue 30, point 5: gw0 answered the call live and crashed before storing its unit; gw1 redid it
+    and read the answer back from the cache: one live line. A call gw0 only sent (interrupted) and gw1
+    sent again keeps both real requests, numbered 1 and 2."""
+    answered = [
+        _rec("transcript/t1/a/0", 1, hit=False, ts=1.0, worker="gw0"),
+        _rec("transcript/t1/a/0", 1, hit=True, ts=2.0, worker="gw1"),
+    ]
+    resent = [
+        _rec("transcript/t2/a/0", 1, hit=False, status="interrupted", ts=1.0, worker="gw0", request="k2"),
+        _rec("transcript/t2/a/0", 1, hit=False, ts=3.0, worker="gw1", request="k2"),
+    ]
+    merged = one_history_per_call([*answered, *resent])
+    assert _summary(merged) == [
+        ("transcript/t1/a/0#1", 1, "ok", False),
+        ("transcript/t2/a/0#1", 1, "interrupted", False),
+        ("transcript/t2/a/0#1", 2, "ok", False),
+    ]
+    assert one_history_per_call(answered[:1]) == answered[:1]  # one history: unchanged
 
 
 def test_nothing_is_lost_or_doubled_and_totals_are_unchanged() -> None:
