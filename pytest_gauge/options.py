@@ -10,6 +10,7 @@ import argparse
 import dataclasses
 import itertools
 import json
+import math
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -101,11 +102,19 @@ class GaugeOptions:
         return cls(**values)
 
 
-def _positive_float(text: str) -> float:
+def _finite_float(text: str) -> float:
+    """A finite number (``nan`` and ``inf`` are refused: a limit of nan would silently not apply)."""
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = _finite_float(text)
     if value <= 0:
         raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
     return value
@@ -156,7 +165,7 @@ def _rates(config: pytest.Config, name: str) -> tuple[float | None, tuple[tuple[
 
 
 def _non_negative_int(text: str) -> int:
-    value = int(text) if text.lstrip("-").isdigit() else -1
+    value = int(text) if text.strip().isdigit() else -1
     if value < 0:
         raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
     return value
@@ -171,7 +180,13 @@ _SETTINGS: tuple[tuple[str, str, Any, str, tuple[str, ...] | None], ...] = (
         "live (default), sim (embedded offline simulator) or replay (cache/cassettes only, no network)",
         BACKENDS,
     ),
-    ("seed", "gauge_seed", int, "run seed: A/B order draws, simulator, bootstrap (default 0)", None),
+    (
+        "seed",
+        "gauge_seed",
+        _non_negative_int,
+        "run seed: A/B order draws, simulator, bootstrap (default 0)",
+        None,
+    ),
     (
         "out",
         "gauge_out",
@@ -220,7 +235,7 @@ _SETTINGS: tuple[tuple[str, str, Any, str, tuple[str, ...] | None], ...] = (
     (
         "close-threshold",
         "gauge_close_threshold",
-        float,
+        _finite_float,
         "pairs whose mean-reward gap is <= this are close (default 0.1)",
         None,
     ),
@@ -411,6 +426,22 @@ def _shard(config: pytest.Config) -> str | None:
     return shard.label if shard else None
 
 
+def check_out_dir(path: Path, flag: str = "--gauge-out") -> None:
+    """Refuse (one line naming the flag) an output folder that is not a folder or cannot be created:
+    ``/dev/null``, a file, a folder under a file or under one not writable. Creates nothing."""
+    if path.exists():
+        if not path.is_dir():
+            raise pytest.UsageError(f"{flag} {path}: not a folder (give a folder to write the outputs to)")
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise pytest.UsageError(f"{flag} {path}: the folder is not writable")
+        return
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        raise pytest.UsageError(f"{flag} {path}: cannot be created ({parent} is not a writable folder)")
+
+
 def resolve_options(config: pytest.Config) -> GaugeOptions:
     """Resolve every setting once, CLI first, then ini, then the default."""
     from .gateway.prices import GENAI_PRICES, check_genai_prices, load_prices
@@ -424,6 +455,7 @@ def resolve_options(config: pytest.Config) -> GaugeOptions:
     invocation = Path(config.invocation_params.dir)
     root = Path(config.rootpath)
     out = values["gauge_out"] or "gauge-out"
+    check_out_dir((invocation / out).resolve())
     cache_dir = values["gauge_cache_dir"] or str(root / ".gauge-cache")
     from .analysis.gates import GateSyntaxError, parse_gates
 

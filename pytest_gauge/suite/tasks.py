@@ -68,6 +68,73 @@ _TASK_FIELDS = {
 _REQUIRED = ("task_id", "category", "task_prompt", "success_criteria")
 
 
+MAX_LINE_CHARS = 1_000_000
+"""Longest ``tasks.jsonl`` line read (a task is a prompt and its rules, not a data set)."""
+MAX_DEPTH = 64
+"""Deepest nesting of JSON values accepted in a task line."""
+
+
+def _read_lines(path: Path) -> list[str]:
+    """The file's lines, each UTF-8 (an invalid byte is reported at its own line and byte)."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise TaskFileError(path, 0, "", f"cannot read: {exc.strerror}") from None
+    lines = []
+    for number, chunk in enumerate(raw.split(b"\n"), start=1):
+        try:
+            lines.append(chunk.decode("utf-8").rstrip("\r"))
+        except UnicodeDecodeError as exc:
+            raise TaskFileError(
+                path, number, "", f"not UTF-8 text at byte {exc.start + 1} of the line ({exc.reason})"
+            ) from None
+    return lines
+
+
+def _value_problem(value: Any) -> str | None:
+    """What makes a parsed line unusable: nesting past :data:`MAX_DEPTH`, or a string holding a lone
+    surrogate (``"\\ud800"``: valid JSON, but no UTF-8 text can carry it)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return f"nested more than {MAX_DEPTH} levels deep"
+        if isinstance(item, dict):
+            stack.extend((k, depth) for k in item)
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item)
+        elif isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                code = ord(item[exc.start])
+                return f"a lone surrogate (\\u{code:04x}) in a string: not valid text"
+    return None
+
+
+def _parse_line(path: Path, number: int, text: str) -> Any:
+    """One line's JSON value, refused with the line's number when too long, malformed, too deep or
+    not valid text."""
+    if len(text) > MAX_LINE_CHARS:
+        raise TaskFileError(
+            path,
+            number,
+            "",
+            f"the line is {len(text):,} characters, more than the {MAX_LINE_CHARS:,} accepted",
+        )
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise TaskFileError(path, number, "", f"malformed JSON: {exc.msg} (column {exc.colno})") from None
+    except RecursionError:
+        raise TaskFileError(path, number, "", f"nested more than {MAX_DEPTH} levels deep") from None
+    problem = _value_problem(obj)
+    if problem is not None:
+        raise TaskFileError(path, number, "", problem)
+    return obj
+
+
 def load_tasks(
     path: Path,
     *,
@@ -75,22 +142,14 @@ def load_tasks(
     tool_names: Sequence[str] = (),
 ) -> tuple[Task, ...]:
     """Read and validate a ``tasks.jsonl``: a ``{"format_version": 1}`` header, then one task per line."""
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise TaskFileError(path, 0, "", f"cannot read: {exc.strerror}") from None
-    except UnicodeDecodeError as exc:
-        raise TaskFileError(path, 0, "", f"not UTF-8 text ({exc.reason})") from None
+    lines = _read_lines(path)
     tasks: list[Task] = []
     seen: dict[str, int] = {}
     header_seen = False
     for number, text in enumerate(lines, start=1):
         if not text.strip():
             continue
-        try:
-            obj = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise TaskFileError(path, number, "", f"malformed JSON: {exc.msg} (column {exc.colno})") from None
+        obj = _parse_line(path, number, text)
         if not isinstance(obj, dict):
             raise TaskFileError(path, number, "", "each line must be a JSON object")
         if not header_seen:
