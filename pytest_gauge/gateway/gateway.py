@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import email.utils
+import json
 import random
 import re
 import threading
@@ -107,6 +108,19 @@ class GatewayShared:
     pacer: ModelPacer | None = None  # adaptive concurrency per model (halve on 429, +1 per success)
     in_flight: int = 0  # attempts sent and not yet answered (a stop waits for them, briefly)
     peak_in_flight: int = 0  # the most attempts this process had in flight at once
+    damaged_entries: int = 0  # cache entries refused as misses (damaged, or not matching their key)
+    first_damaged: str | None = None
+    damaged_keys: set[str] = field(default_factory=set)
+
+    def damaged_entry(self, key: str, problem: str) -> None:
+        """A cache entry refused as a miss (see ``Gateway._entry_problem``): counted; the run's end says
+        how many in one warning line (``first_damaged`` keeps the first one's key and problem)."""
+        if key in self.damaged_keys:  # looked up again under its lock: one entry, counted once
+            return
+        self.damaged_keys.add(key)
+        self.damaged_entries += 1
+        if self.first_damaged is None:
+            self.first_damaged = f"{key[:16]}...: {problem}"
 
     def model_gate(self, role: str, model: str) -> tuple[asyncio.Event, asyncio.Lock]:
         """The first-call gate of (role, model): set once a call to it has worked."""
@@ -351,13 +365,40 @@ class Gateway:
     ) -> ChatResult | None:
         """The cached answer as this call's result (recorded with ``cache_hit``), or None if unusable."""
         entry = cache.get(key)
+        if entry is None and key in cache.unreadable:
+            self.shared.damaged_entry(key, "the file is not a JSON object")
         if not self._usable(entry):
             return None
         assert entry is not None
+        problem = self._entry_problem(entry, key, ctx)
+        if problem is not None:
+            self.shared.damaged_entry(key, problem)
+            return None
         record = self._record(
             ctx, seq, 1, role, model, status="ok", response=entry["response"], cache_hit=True, request=key
         )
         return _to_result(entry["response"], record)
+
+    def _entry_problem(self, entry: dict[str, Any], key: str, ctx: CallContext) -> str | None:
+        """Why a cache entry (or cassette) cannot be served, or None: its stored request must hash to the
+        key it is filed under (an entry copied over another, or edited, does not), and its response must
+        be a well-formed chat completion. The cache is trusted only as far as its folder."""
+        request = entry.get("request")
+        if not isinstance(request, dict):
+            return "it stores no request"
+        try:
+            if self.cache_key(request, ctx) != key:
+                return "its stored request does not hash to the key it is filed under"
+            response = entry.get("response")
+            digest = entry.get("response_digest")
+            if digest is not None and digest != content_key(response):
+                return "its response was changed after it was stored"
+            parse_completion(json.dumps(response).encode())
+        except BadResponse as exc:
+            return f"its response is not a chat completion ({exc.problem})"
+        except (TypeError, ValueError):
+            return "its stored request is not JSON data"
+        return None
 
     async def chat(
         self, ctx: CallContext, seq: int, role: str, model: str, body: dict[str, Any]
@@ -408,6 +449,7 @@ class Gateway:
                     },
                     "request": body,
                     "response": response,
+                    "response_digest": content_key(response),
                     "persist": True,  # every 200 the rules score, truncated ones too (issue 25, point 6)
                     "run_id": shared.run_id,
                     "created": time.time(),

@@ -57,6 +57,7 @@ class Store:
         self._root = os.fspath(self.root)  # plain strings on the hot paths: pathlib costs more than the I/O
         self._made: set[str] = set()  # shard folders known to exist (saves a mkdir per call)
         self._kept: _Kept | None = None  # entries this instance keeps in memory (see keep)
+        self.unreadable: set[str] = set()  # keys whose file exists but is not a JSON object (damaged)
 
     def keep(self, key: str, value: dict[str, Any]) -> None:
         """Hold the entry in memory instead of writing it, for a store no other process reads; every
@@ -84,9 +85,15 @@ class Store:
         try:
             with open(os.path.join(self._root, key[:2], key + ".json"), encoding="utf-8") as fh:
                 value = json.load(fh)
-        except (FileNotFoundError, json.JSONDecodeError):
+        except FileNotFoundError:
             return None
-        return value if isinstance(value, dict) else None
+        except (OSError, ValueError):  # unreadable, not UTF-8 or not JSON: a miss, noted as damaged
+            self.unreadable.add(key)
+            return None
+        if not isinstance(value, dict):
+            self.unreadable.add(key)
+            return None
+        return value
 
     def put(self, key: str, value: dict[str, Any]) -> None:
         """Write atomically: a temporary file in the same folder, then a rename."""

@@ -190,12 +190,19 @@ class _EndsTheRun(Role):
 
         self.close()
         self.stops = read_stops(self.state.run_dir)  # before the run folder goes
+        self.damaged = self.state.damaged_entries()
         self.ending.write(session, self.state, interrupted=interrupted)
         self.outputs_written = True
 
     def terminal_summary(self, reporter: Any) -> None:
         self.ending.tests_summary(reporter, self.config)
         self._stopped_models(reporter)
+        if getattr(self, "damaged", 0):
+            reporter.write_line(
+                f"pytest-gauge warning: {self.damaged} cache entries refused (damaged, or not matching the"
+                " key they are filed under): treated as misses and sent again",
+                yellow=True,
+            )
         if self.state.finished or self.state.gate_notes:
             self.ending.summary(reporter, self.state)
         if int(self.config.getoption("verbose", 0) or 0) > 0:

@@ -225,6 +225,7 @@ class GaugeState:
             "tokens": ledger.tokens,
             "cost": ledger.cost,
             "rate_limit_waits": self.shared.rate_limit_waits,
+            "damaged_entries": self.shared.damaged_entries,
         }
         target = self.run_dir / f"progress-{self.worker_id}.json"
         try:
@@ -249,20 +250,31 @@ class GaugeState:
             peak_in_flight=self.shared.peak_in_flight,
         )
 
-    def progress_line(self) -> str | None:
-        """One line summing every process's progress, or None before any work started."""
+    def progress_snapshots(self) -> list[dict[str, Any]]:
+        """Every process's last progress counters (see :meth:`write_progress`)."""
         snapshots = []
         for path in self.run_dir.glob("progress-*.json"):
             try:
                 snapshots.append(read_json_object(path))
             except FileFormatError:
                 continue
-        return render_progress(snapshots)
+        return snapshots
+
+    def progress_line(self) -> str | None:
+        """One line summing every process's progress, or None before any work started."""
+        return render_progress(self.progress_snapshots())
+
+    def damaged_entries(self) -> int:
+        """Cache entries refused as misses in the run, by every process (issue 30: one warning line)."""
+        own = self.shared.damaged_entries if self.shared is not None else 0
+        others = sum(int(s.get("damaged_entries", 0)) for s in self.progress_snapshots())
+        return max(own, others)
 
     def close(self) -> None:
-        """Stop this process's engine and close its ledger (idempotent)."""
+        """Stop this process's engine and close its ledger (idempotent); its last counters written."""
         if self.engine is not None:
             self.engine.stop()
+            self.write_progress()
         if self.shared is not None:
             self.shared.ledger.close()
 

@@ -417,3 +417,36 @@ def test_truncated_answers_are_cached_and_replay_from_exported_cassettes(
     result.assert_outcomes(passed=CASES)
     assert "no recorded response" not in result.stdout.str()
     assert case_results(suite_out(pytester, "replayed")) == case_results(suite_out(pytester, "live"))
+
+
+def test_a_poisoned_or_damaged_cache_entry_is_a_miss_reported_once(
+    pytester: pytest.Pytester, server: LoopbackServer
+) -> None:
+    """Issue 30, points 6-7: an edited reply, another key's entry copied over this one, a changed stored
+    request, an entry of the wrong shape and garbage bytes are each refused as a miss (sent again, so
+    the results equal the clean run's), with one warning line for the run and no traceback."""
+    cache = "--gauge-cache-dir=cache"
+    run(pytester, "--gauge-cache", "use", cache, "--gauge-out", "first").assert_outcomes(passed=CASES)
+    files = sorted((pytester.path / "cache" / "responses").glob("*/*.json"))
+    edited, copied, changed, shaped, garbage, source = files[:6]
+    entry = json.loads(edited.read_text())
+    entry["response"]["choices"][0]["message"]["content"] = "<script>alert(1)</script>"
+    edited.write_text(json.dumps(entry))
+    copied.write_bytes(source.read_bytes())
+    entry = json.loads(changed.read_text())
+    entry["request"]["messages"][-1]["content"] = "something else"
+    changed.write_text(json.dumps(entry))
+    entry = json.loads(shaped.read_text())
+    entry["response"] = {"choices": "not a list"}
+    shaped.write_text(json.dumps(entry))
+    garbage.write_bytes(b"\xff\xfe garbage")
+    server.reset_counters()
+    result = pytester.runpytest_subprocess(  # a process of its own: the warning goes to its stderr
+        "suites", "-p", "no:cacheprovider", "--gauge-backend", "live", "--gauge-cache", "use", cache,
+        "--gauge-out", "second",
+    )  # fmt: skip
+    result.assert_outcomes(passed=CASES)
+    text = result.stdout.str() + result.stderr.str()
+    assert text.count("pytest-gauge warning: 5 cache entries refused") == 1 and "Traceback" not in text
+    assert server.requests_total == 5  # exactly the five refused entries were sent again
+    assert case_results(suite_out(pytester, "first")) == case_results(suite_out(pytester, "second"))
