@@ -18,7 +18,7 @@ from typing import Any
 from ..records import ToolCall
 from .schema import CompiledSchema, SchemaError, compile_schema
 
-__all__ = ["Tool", "ToolError", "ToolExecutor", "ToolResult"]
+__all__ = ["Tool", "ToolError", "ToolExecutor", "ToolResult", "cut_text"]
 
 RC_OK, RC_RAISED, RC_BAD_ARGS, RC_TIMEOUT, RC_UNKNOWN = 0, 1, 2, 124, 127
 
@@ -49,6 +49,8 @@ class Tool:
     parameters: Mapping[str, Any]
     fn: Callable[..., Any] = field(compare=False)
     timeout: float | None = None
+    max_result_chars: int = 20_000
+    """Longest result or error text kept and sent back to the model; the rest is cut with a marker."""
     validator: CompiledSchema = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -105,6 +107,13 @@ class _ToolAborted(Exception):
     """A tool raised a BaseException that is not an Exception; reported like any tool error."""
 
 
+def cut_text(text: str, limit: int) -> str:
+    """``text`` within ``limit`` characters, with a marker saying how much was cut (issue 30, point 9)."""
+    if limit <= 0 or len(text) <= limit:
+        return text
+    return f"{text[:limit]}\n[... {len(text) - limit:,} more characters cut: the limit is {limit:,}]"
+
+
 class ToolExecutor:
     """Runs the tools a task names; every call becomes a :class:`ToolCall` record."""
 
@@ -153,6 +162,7 @@ class ToolExecutor:
             )
         except Exception as exc:
             msg = str(exc) if isinstance(exc, _ToolAborted) else f"{type(exc).__name__}: {exc}"
+            msg = cut_text(msg, tool.max_result_chars)
             return self._done(call_id, name, raw_arguments, parsed, f"error: {msg}", RC_RAISED, start, msg)
         code = RC_OK
         if isinstance(value, ToolResult):
@@ -164,6 +174,7 @@ class ToolExecutor:
         except (TypeError, ValueError) as exc:  # the tool's bug, reported like a raise
             msg = f"the tool's result is not JSON: {exc}"
             return self._done(call_id, name, raw_arguments, parsed, f"error: {msg}", RC_RAISED, start, msg)
+        content = cut_text(content, tool.max_result_chars)
         return self._done(call_id, name, raw_arguments, parsed, content, code, start, None)
 
     @staticmethod

@@ -706,3 +706,27 @@ def test_an_agent_that_never_stops_calling_tools_hits_the_step_limit(
         assert len(work) == STEP_LIMIT + 1
         assert transcripts(pytester, agent)["r01"]["ended_by"] == "user_done"  # the run went on
     assert len(pair_rows(pytester, "l01")) == 2 and len(pair_rows(pytester, "r01")) == 2
+
+
+def test_a_huge_result_or_error_is_cut_with_a_marker() -> None:
+    """Issue 30, point 9: a 20 MB result and a 5 MB exception message are cut to the tool's
+    ``max_result_chars`` (default 20,000) before they are recorded or sent back to the model."""
+    from pytest_gauge.suite.tools import Tool as _Tool
+    from pytest_gauge.suite.tools import ToolExecutor as _Executor
+
+    def huge(**_: Any) -> str:
+        return "x" * 20_000_000
+
+    def loud(**_: Any) -> str:
+        raise ValueError("e" * 5_000_000)
+
+    schema = {"type": "object", "properties": {}}
+    small = _Tool("small", "cut at 100", schema, huge, max_result_chars=100)
+    executor = _Executor([_Tool("huge", "big", schema, huge), _Tool("loud", "raises", schema, loud), small])
+    big = asyncio.run(executor.run("c1", "huge", "{}"))
+    assert len(big.result) < 20_100 and big.result.endswith(
+        "19,980,000 more characters cut: the limit is 20,000]"
+    )
+    error = asyncio.run(executor.run("c2", "loud", "{}"))
+    assert len(error.result) < 20_200 and "more characters cut" in error.result and error.return_code == 1
+    assert len(asyncio.run(executor.run("c3", "small", "{}")).result) < 200
