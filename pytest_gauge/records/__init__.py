@@ -149,7 +149,8 @@ class Turn:
     """One message of a conversation: ``user`` (simulated user), ``assistant`` (agent) or ``tool``.
 
     ``truncated``: the model stopped at its ``max_tokens`` (``finish_reason: "length"``), so the message
-    may be cut short. Written to JSON only when true (older transcripts read as not truncated).
+    may be cut short. Written to JSON only when true (older transcripts read as not truncated); so is
+    ``empty`` (see :attr:`empty`, computed from the content, never read back).
     """
 
     role: Literal["user", "assistant", "tool"]
@@ -158,11 +159,19 @@ class Turn:
     tool_call_id: str | None = None
     truncated: bool = False
 
+    @property
+    def empty(self) -> bool:
+        """Nothing said: blank or whitespace-only text and no tool call (a small model's ``""``, a tool
+        that printed nothing). Flagged in the transcript, counted in conclusion.md, gateable."""
+        return not self.content.strip() and not self.tool_calls
+
     def to_json(self) -> dict[str, Any]:
-        """The JSON form, ``truncated`` only when set."""
+        """The JSON form, ``truncated`` only when set, ``"empty": true`` on an empty turn."""
         data = {**vars(self), "tool_calls": [dict(vars(c)) for c in self.tool_calls]}
         if not self.truncated:
             del data["truncated"]
+        if self.empty:
+            data["empty"] = True
         return data
 
 

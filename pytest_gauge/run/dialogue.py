@@ -52,7 +52,8 @@ def user_sim_system_prompt(task: Task, max_turns: int, extra: str = "") -> str:
         f"<task>\n{task.task_prompt}\n</task>\n"
         f"<hidden_facts>\n{facts}\n</hidden_facts>\n"
         f"<persona>\n{persona}\n</persona>\n"
-        "Open the conversation by sending the task text exactly as written above. Reveal a hidden fact "
+        "The conversation opened with your first message: the task text exactly as written above. "
+        "Reveal a hidden fact "
         "only when the assistant asks for it. The assistant has at most "
         f"{max_turns} replies. When your request has been handled, or you want to stop, end your "
         "message with the line [DONE] satisfied=yes or [DONE] satisfied=no, saying whether you are "
@@ -271,26 +272,28 @@ async def run_dialogue(
         {"role": "user", "content": USER_SIM_OPENING},
     ]
     for turn_index in range(max_turns + 1):
-        if turn_index == max_turns:
-            user_msgs = [*user_msgs, {"role": "user", "content": USER_SIM_LAST_TURN}]
-        result = await call(
-            "user_sim",
-            cfg.user_model,
-            user_msgs,
-            temperature=cfg.user_temperature,
-            max_tokens=cfg.user_max_tokens,
-            seed=cfg.user_seed,
-        )
-        message, done, sat = parse_user_reply(result.content)
-        if done:
-            satisfied = sat
-            ended_by = "user_done"
-            if message and turn_index == 0:
-                turns.append(Turn("user", message))
-            break
-        if turn_index == max_turns:
-            break
-        turns.append(Turn("user", message, truncated=result.finish_reason == "length"))
+        if turn_index == 0:  # the user opens with the task, verbatim, on every backend
+            message, cut_short = task.task_prompt, False
+        else:
+            if turn_index == max_turns:
+                user_msgs = [*user_msgs, {"role": "user", "content": USER_SIM_LAST_TURN}]
+            result = await call(
+                "user_sim",
+                cfg.user_model,
+                user_msgs,
+                temperature=cfg.user_temperature,
+                max_tokens=cfg.user_max_tokens,
+                seed=cfg.user_seed,
+            )
+            message, done, sat = parse_user_reply(result.content)
+            if done:
+                satisfied = sat
+                ended_by = "user_done"
+                break
+            if turn_index == max_turns:
+                break
+            cut_short = result.finish_reason == "length"
+        turns.append(Turn("user", message, truncated=cut_short))
         history.append({"role": "user", "content": message})
         reply, hit_limit, cut = await _agent_reply(cfg, call, history, tools, turns)
         if hit_limit:
