@@ -32,6 +32,7 @@ SIGNATURES: dict[str, tuple[tuple[ArgKind, ...], ...]] = {
     "judge_error_rate": ((), ("agent", "agent")),
     "sat_but_failed_rate": ((), ("agent",)),
     "success_rate": ((), ("agent",)),
+    "empty_turn_rate": ((), ("agent",)),
     "verbosity_word_rate": ((),),
     "longer_wins_rate": ((),),
     "judge_agreement": ((), ("agreement",)),

@@ -233,6 +233,7 @@ _NAMES: tuple[tuple[str, str], ...] = (
     ("judge_error_rate", "error verdicts / all cases; judge_error_rate(agent_x, agent_y)"),
     ("sat_but_failed_rate", "user satisfied but task failed, per transcript; sat_but_failed_rate(agent)"),
     ("success_rate", "successful transcripts; success_rate(agent)"),
+    ("empty_turn_rate", "transcripts with an empty or blank turn (any role); empty_turn_rate(agent)"),
     ("verbosity_word_rate", "share of judge reasons with length/style words"),
     ("longer_wins_rate", "longer response chosen among equal-reward, unequal-length cases"),
     ("judge_agreement", "observed agreement; judge_agreement(repeats|judges)"),
@@ -267,7 +268,7 @@ def _names_help() -> str:
 
 
 _PAIR_METRICS = ("lrs", "flip_rate", "position_bias", "judge_error_rate")
-_AGENT_METRICS = ("success_rate", "sat_but_failed_rate")
+_AGENT_METRICS = ("success_rate", "sat_but_failed_rate", "empty_turn_rate")
 _HEADLINE = (
     "lrs",
     "lrs_close",
@@ -680,6 +681,20 @@ class _TranscriptRates:
     successes: int
 
 
+def _empty_turns(acc: Accumulator, records: Sequence[CaseRecord]) -> None:
+    """``empty_turn_rate``: distinct transcripts with at least one empty turn (a small model's ``""``)."""
+    empty: dict[tuple[str, str, int], int] = {}
+    for r in records:
+        empty.setdefault((r.task_id, r.agent_left, r.sample), r.empty_turns_left)
+        empty.setdefault((r.task_id, r.agent_right, r.sample), r.empty_turns_right)
+    for (task_id, agent, sample), count in sorted(empty.items()):
+        keys: list[Key] = [("empty_turn_rate",), ("empty_turn_rate", "agent", agent)]
+        if count:
+            acc.drive(keys, f"{task_id}/{agent}#{sample}")
+        for key in keys:
+            acc.add(key, acc.t_index[task_id], float(count > 0))
+
+
 def _transcript_rates(acc: Accumulator, records: Sequence[CaseRecord]) -> _TranscriptRates:
     """Success and satisfied-but-failed rates over distinct (task, agent, sample) transcripts."""
     transcripts: dict[tuple[str, str, int], tuple[bool, bool | None]] = {}
@@ -691,6 +706,7 @@ def _transcript_rates(acc: Accumulator, records: Sequence[CaseRecord]) -> _Trans
         acc.ensure((name,))
         for a in agents:
             acc.ensure((name, "agent", a))
+    _empty_turns(acc, records)
     sat_failed: list[tuple[str, str, int]] = []
     successes = 0
     for (task_id, agent, sample), (success, sat) in sorted(transcripts.items()):

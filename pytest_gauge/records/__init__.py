@@ -252,6 +252,7 @@ class CaseRecord:
     shared, so summing cases double-counts them: suite totals come from the ledger).
     ``est_cost`` is None when a model involved has no configured price. ``judge_response_format`` is how
     the (first) judge was asked for JSON: ``json_schema``, ``json_object`` or ``none``.
+    ``empty_turns_*``: the side's turns with nothing said, written only when not 0.
     """
 
     suite: str
@@ -286,6 +287,8 @@ class CaseRecord:
     judgments: list[Judgment] = field(default_factory=list)
     judge_response_format: str | None = None
     format_version: int = CASE_FORMAT_VERSION
+    empty_turns_left: int = 0  # turns of the transcript with nothing said (see Turn.empty)
+    empty_turns_right: int = 0
 
     @property
     def preferred_agent(self) -> str | None:
@@ -299,6 +302,9 @@ class CaseRecord:
         """The JSON form (``dataclasses.asdict``'s result, without its deep copy)."""
         data = dict(vars(self))
         data["judgments"] = [dict(vars(j)) for j in self.judgments]
+        for side in ("left", "right"):  # written only when a transcript had an empty turn
+            if not data[f"empty_turns_{side}"]:
+                del data[f"empty_turns_{side}"]
         return data
 
     @classmethod

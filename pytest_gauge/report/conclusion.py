@@ -376,6 +376,28 @@ def _section_truncation(ctx: ReportContext) -> list[str]:
     ]
 
 
+def _section_empty_turns(ctx: ReportContext) -> list[str]:
+    """Transcripts with a turn that says nothing (``"empty": true`` in the transcripts), per agent."""
+    seen: dict[tuple[str, str, int], int] = {}
+    for r in ctx.records:
+        seen.setdefault((r.task_id, r.agent_left, r.sample), r.empty_turns_left)
+        seen.setdefault((r.task_id, r.agent_right, r.sample), r.empty_turns_right)
+    per_agent: dict[str, list[int]] = {}
+    for (_task, agent, _sample), count in sorted(seen.items()):
+        if count:
+            per_agent.setdefault(agent, []).append(count)
+    if not per_agent:
+        return []
+    parts = ", ".join(f"{a}: {sum(c)} in {len(c)} transcripts" for a, c in per_agent.items())
+    return [
+        "## Empty turns",
+        "",
+        f"- Turns with nothing said (blank text, no tool call; any role): {parts}; marked `empty` in the"
+        ' transcripts. A small model may answer `""`: the verdicts on such transcripts say little.'
+        " Gate with `empty_turn_rate` or `empty_turn_rate(agent)`.",
+    ]
+
+
 def _section_interrupted(ctx: ReportContext) -> list[str]:
     if ctx.interrupted is None:
         return []
@@ -463,6 +485,7 @@ def render_conclusion(ctx: ReportContext) -> str:
         _section_satisfaction(ctx),
         _section_cost(ctx),
         _section_truncation(ctx),
+        _section_empty_turns(ctx),
         _section_gates(ctx),
         adaptive_section(ctx.adaptive),
         repeats_lines(ctx.repeats),

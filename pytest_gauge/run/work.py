@@ -276,4 +276,6 @@ def build_record(
         chars_right=len(right.final_reply),
         judgments=judgments if len(judgments) > 1 else [],
         judge_response_format=primary.response_format,
+        empty_turns_left=sum(1 for t in left.turns if t.empty),
+        empty_turns_right=sum(1 for t in right.turns if t.empty),
     )

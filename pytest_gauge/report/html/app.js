@@ -207,6 +207,7 @@
   function turnView(t) {
     const box = el("div", { class: "turn t-" + t.r }, el("div", { class: "role" }, t.r === "tool" ? "tool result" + (t.rc !== null && t.rc !== undefined ? " · return code " + t.rc : "") : t.r + (t.final ? " (final reply)" : "")));
     if (t.c) box.append(el("pre", { class: "text" }, t.c));
+    if (t.empty) box.append(el("div", { class: "fail" }, "empty turn: nothing said (blank text, no tool call)"));
     for (const call of t.calls || []) {
       box.append(el("div", { class: "call" }, el("span", { class: "role" }, "tool call · return code " + call.rc + " "),
         el("pre", { class: "text" }, call.n + "(" + call.a + ")"), call.e ? el("div", { class: "fail" }, call.e) : null));

@@ -51,6 +51,8 @@ def _turns(t: Transcript, redact: Redact) -> list[dict[str, Any]]:
                 }
                 for c in turn.tool_calls
             ]
+        if turn.empty:  # a turn with nothing said: flagged in the case view
+            item["empty"] = True
         if turn.role == "tool":
             item["id"] = turn.tool_call_id
         item["r"] = turn.role
