@@ -29,7 +29,7 @@ suite = Suite(
         ModelAgent(
             "agent_z",
             env_model("GAUGE_AGENT_Z_MODEL", "sim-agent-z"),
-            sim=SimAgent(skill=0.45, verbosity=0.8, politeness=0.05),
+            sim=SimAgent(skill=0.3, verbosity=0.8, politeness=0.05),
         ),
     ],
     pairs=[("agent_x", "agent_y"), ("agent_x", "agent_z"), ("agent_y", "agent_z")],
@@ -41,11 +41,13 @@ suite = Suite(
     tools=TOOLS,
     # What CI gates on: the judge is usable (few errors, not position-biased, rarely wrong on pairs that
     # really differ), the best agent has not regressed, and the bill stays bounded. Thresholds keep a
-    # margin from today's values, so that --gauge-adaptive can decide them before the last task.
+    # margin from today's values, so that --gauge-adaptive can decide them before the last task, and
+    # hold for (nearly) any --gauge-seed: benchmarks/bench_seeds.py counts the seeds each gate passes on
+    # (44 tasks: the upper side of a 95% interval of a rate near 0.06 reaches 0.3 on some seeds).
     gates=[
         "judge_error_rate <= 0.05",
         "upper(position_bias) <= 0.65",
-        "upper(lrs_distant) <= 0.2; min_n=30",
+        "upper(lrs_distant) <= 0.35; min_n=30",
         "success_rate(agent_x) >= 0.3; min_n=30",
         "lower(elo(agent_x) - elo(agent_z)) >= 0",
         "cost_per_success <= 0.05; min_n=20",

@@ -11,10 +11,11 @@ solver = ModelAgent("solver", env_model("GAUGE_SOLVER_MODEL", "sim-solver"), sim
 suite = Suite(
     agents=[best_of(solver, n) for n in (1, 2, 4, 8)],
     pairs="all",
+    samples=2,  # two samples per task: with 19 tasks, one sample left these gates red on 1 seed in 10
     judge=Judge(env_model("TAOTOKEN_JUDGE_MODEL", "sim-judge"), sim=SimJudge(noise=0.15, misread=0.05)),
     user=UserSimulator(env_model("GAUGE_USER_MODEL", "sim-user")),
     gates=[
-        "lower(elo(solver@bo4) - elo(solver@bo1)) >= 0",
+        "lower(elo(solver@bo8) - elo(solver@bo1)) >= 0",
         "elo_per_1k_tokens(solver@bo2) >= 0",
     ],
 )

@@ -112,6 +112,7 @@ class SimBackend:
     def __init__(self, world: SimWorld) -> None:
         self.world = world
         self._fingerprint = world.fingerprint()
+        self._learned: set[str] = set()  # tests' own comparisons: their rules are read exactly
 
     def learn(self, task: Task) -> None:
         """Let the simulated roles know one more task from now on (a test's own judged task, so the
@@ -119,6 +120,7 @@ class SimBackend:
         that uses it, hence of its cache key."""
         if all(t.task_id != task.task_id for t in self.world.tasks):
             self.world = replace(self.world, tasks=(*self.world.tasks, task))
+        self._learned.add(task.task_id)
 
     def respond(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         """(HTTP status, JSON payload) for one request body: a pure function of (world, body)."""
@@ -147,7 +149,9 @@ class SimBackend:
         tool_calls: tuple[dict[str, Any], ...] = ()
         if is_judge_request(messages):
             profile_j = self.world.judges.get(model, SimJudge())
-            content: str | None = judge_reply(self.world.seed, self.world.tasks, profile_j, body)
+            content: str | None = judge_reply(
+                self.world.seed, self.world.tasks, profile_j, body, exact=self._learned
+            )
         elif is_user_sim_request(messages):
             content = user_reply(self.world.seed, self.world.users.get(model, SimUser()), body)
         else:

@@ -14,7 +14,7 @@ import json
 import math
 import random
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -210,12 +210,23 @@ def decide(
     return JudgeDecision(winner, reward_a, reward_b, reason)
 
 
-def judge_reply(world_seed: int, tasks: Sequence[Task], profile: SimJudge, body: Mapping[str, Any]) -> str:
-    """The judge's raw reply text for the request in ``body`` (a JSON verdict, or rarely malformed)."""
+def judge_reply(
+    world_seed: int,
+    tasks: Sequence[Task],
+    profile: SimJudge,
+    body: Mapping[str, Any],
+    exact: Collection[str] = (),
+) -> str:
+    """The judge's raw reply text for the request in ``body`` (a JSON verdict, or rarely malformed).
+    A task in ``exact`` (a test's own comparison, ``gauge_judge.compare``) is judged by a plain judge
+    that reads its rules exactly, with the model's decision noise but none of a suite profile's
+    misreading, position, length or tone bias: a reply that meets the rules wins in both orders."""
     messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
     prompt = "\n".join(message_text(m) for m in messages if m.get("role") == "user")
     shown_task = _tag(prompt, "task") or ""
     task = _find_task(tasks, shown_task)
+    if task is not None and task.task_id in exact:
+        profile = SimJudge(noise=profile.noise, misread=0.0)
     side_a = parse_rendered(_tag(prompt, "response_a") or "")
     side_b = parse_rendered(_tag(prompt, "response_b") or "")
     key = (world_seed, "judge", str(body.get("model", "")), body.get("seed") or 0, stable_hash(messages))
