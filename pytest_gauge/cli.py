@@ -162,7 +162,11 @@ def _add_report(commands: _Commands) -> None:
         "OUT_DIR/index.html linking them, from the outputs a run wrote there (no model is called).",
     )
     report.add_argument(
-        "out_dir", metavar="OUT_DIR", help="a --gauge-out folder (default of runs: gauge-out)"
+        "out_dir",
+        metavar="OUT_DIR",
+        nargs="?",
+        default="gauge-out",
+        help="a --gauge-out folder (default: gauge-out, the runs' default)",
     )
 
 

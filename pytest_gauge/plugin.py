@@ -229,7 +229,9 @@ class CaseItem(pytest.Item):
         looks = role.state.looks
         if looks is not None and not looks.wait(looks.plan.look_of(self.case.suite, self.case.task_id)):
             pytest.skip(looks.state.reason)  # --gauge-adaptive: every gate was decided without this case
-        outcome = role.engine_for(self.session).outcome(f"{self.case.suite}::{self.case.case_id}")
+        outcome = role.engine_for(self.session).outcome(
+            f"{self.case.suite}::{self.case.case_id}", waiting=role.waiting
+        )
         if outcome.record is None and outcome.kind == ModelStopped.__name__:
             pytest.skip(outcome.error or "not run: its model was stopped")  # the stop's message: once
         if outcome.record is None:

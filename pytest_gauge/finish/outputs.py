@@ -520,6 +520,9 @@ def write_summary(terminalreporter: Any, state: GaugeState) -> None:
         if miss:
             terminalreporter.write_line(f"pytest-gauge {miss}", red=True)
         terminalreporter.write_line(f"outputs: {info['out']}")
+    page = Path(state.options.out_dir) / "index.html"
+    if state.finished and page.is_file():
+        terminalreporter.write_line(f"HTML report: {page} (open it in a browser)")
     for loud, note in state.gate_notes:
         if loud:
             terminalreporter.write_sep("!", f"pytest-gauge: {note}", red=True, bold=True)

@@ -115,6 +115,10 @@ class Role:
     def record_report(self, report: pytest.TestReport) -> None:
         """A test's report (``pytest_runtest_logreport``, the call phase)."""
 
+    def waiting(self) -> None:
+        """Called while a case item waits for its record (every 0.25 s): where the run ends, the
+        progress line, so a slow first case still shows progress."""
+
     def configure_node(self, node: Any) -> None:
         """xdist's ``pytest_configure_node`` (only the controller gets it)."""
 
@@ -148,7 +152,8 @@ class _EndsTheRun(Role):
     """A process that finishes the run: it keeps every record, shows progress and writes the outputs."""
 
     def progress(self) -> None:
-        """A progress line at most every 10 s on a terminal, every 60 s otherwise (no flooding CI logs)."""
+        """A progress line at most every 10 s on a terminal, every 30 s otherwise (CI logs: steady, not
+        flooded), on each finished case and while a case waits for its record."""
         state = self.state
         if not state.options.progress:
             return
@@ -156,7 +161,7 @@ class _EndsTheRun(Role):
         if reporter is None:
             return
         now = time.monotonic()
-        if now - state.progress_at < (10.0 if reporter.isatty() else 60.0):
+        if now - state.progress_at < (10.0 if reporter.isatty() else 30.0):
             return
         state.progress_at = now
         line = state.progress_line()
@@ -164,6 +169,9 @@ class _EndsTheRun(Role):
             reporter.write_line(line)
 
     def record_report(self, report: pytest.TestReport) -> None:
+        self.progress()
+
+    def waiting(self) -> None:
         self.progress()
 
     def case_finished(self, report: pytest.TestReport) -> None:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 
-from ..records import ROLES
+from ..records import ROLES, LedgerRecord
 from .adaptive import adaptive_lines
 from .baseline import baseline_summary, gate_ci, gate_value, needed_lines
 from .common import (
@@ -150,10 +151,22 @@ def _spent_line(ctx: ReportContext) -> str:
     live_missing = sum(1 for x in ctx.ledger if x.usage_missing and not x.cache_hit)
     return (
         f"spent this run {_at_least(spend.spent_usd, live_missing)} ({spend.live_calls} {sent},"
-        f" {spend.cached_calls} cached calls"
+        f" {_cached_calls(ctx.ledger, spend.cached_calls)}"
         + (f", {live_missing} without usage)" if live_missing else ")")
         + (f", {spend.possibly_billed} more possibly billed" if spend.possibly_billed else "")
     )
+
+
+def _cached_calls(ledger: Sequence[LedgerRecord], cached: int) -> str:
+    """The cache hits, saying how many repeated a request this run had itself sent (a first run with
+    an empty cache still has those: the same user-simulator turn for two agents, a best-of sample)."""
+    sent = {x.request for x in ledger if not x.cache_hit and x.request}
+    repeats = sum(1 for x in ledger if x.cache_hit and x.request in sent)
+    if not repeats:
+        return f"{cached} cached calls"
+    if repeats == cached:
+        return f"{cached} cached calls, all repeats of this run's own requests"
+    return f"{cached} cached calls, {repeats} of them repeats of this run's own requests"
 
 
 def _at_least(cost: float | None, without_usage: int) -> str:

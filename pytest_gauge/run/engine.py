@@ -436,8 +436,11 @@ class Engine:
         assert len(verdicts) == len(judges), "a judge unit resolved to a transcript"
         return CaseOutcome(build_record(self.runtimes[case.suite], case, left, right, verdicts))
 
-    def outcome(self, case_id: str, poll: float = 0.25) -> CaseOutcome:
-        """Block until the case's record is ready (Ctrl-C interrupts the wait at once)."""
+    def outcome(
+        self, case_id: str, poll: float = 0.25, waiting: Callable[[], None] | None = None
+    ) -> CaseOutcome:
+        """Block until the case's record is ready (Ctrl-C interrupts the wait at once); ``waiting`` is
+        called every ``poll`` seconds meanwhile (the progress line of a case that takes minutes)."""
         future = self.submit(self._case_outcome(self.cases[case_id]))
         while True:
             try:
@@ -445,6 +448,8 @@ class Engine:
                 assert isinstance(result, CaseOutcome)
                 return result
             except concurrent.futures.TimeoutError:
+                if waiting is not None:
+                    waiting()
                 continue
             except BaseException as exc:
                 self._interrupted = self._interrupted or isinstance(exc, KeyboardInterrupt)

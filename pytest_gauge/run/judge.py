@@ -43,21 +43,36 @@ _MAX_TRANSCRIPT_CHARS = 12_000
 
 
 class Redactor:
-    """Replaces agent names and model names (case-insensitive) so the judge cannot tell who is who."""
+    """Replaces agent names and model names (case-insensitive, whole identifiers only) so the judge
+    cannot tell who is who. A name is matched only where no letter or digit touches it, so an
+    agent named ``terse`` leaves "terseness" alone; texts in ``keep`` (the task and its rules, the
+    suite's own words and the same for both sides, so they cannot tell them apart) are not redacted."""
 
-    def __init__(self, names: Iterable[str]) -> None:
+    def __init__(self, names: Iterable[str], keep: Iterable[str] = ()) -> None:
         unique = sorted({n for n in names if n}, key=len, reverse=True)
-        self._pattern = re.compile("|".join(re.escape(n) for n in unique), re.IGNORECASE) if unique else None
-        # Fast path: with ASCII names, an ASCII text has a match iff its lower case has a lower-cased name
-        # (IGNORECASE pairs no two ASCII characters but a letter's two cases), and a case-sensitive search
-        # is many times faster than the case-insensitive scan, which was most of the HTML page's render.
+        self.names = tuple(unique)
+        self.keep = frozenset(keep)
+        alternatives = "|".join(re.escape(n) for n in unique)
+        self._pattern = (
+            re.compile(rf"(?<![0-9A-Za-z])(?:{alternatives})(?![0-9A-Za-z])", re.IGNORECASE)
+            if unique
+            else None
+        )
+        # Fast path: with ASCII names, an ASCII text has a match only if its lower case has a lower-cased
+        # name (IGNORECASE pairs no two ASCII characters but a letter's two cases), and a case-sensitive
+        # search is many times faster than the case-insensitive scan, which was most of the HTML page's
+        # render.
         ascii_names = all(n.isascii() for n in unique)
         self._lowered = (
             re.compile("|".join(re.escape(n.lower()) for n in unique)) if unique and ascii_names else None
         )
 
+    def keeping(self, texts: Iterable[str]) -> Redactor:
+        """The same redaction, leaving ``texts`` (exactly those strings) as they are."""
+        return Redactor(self.names, (*self.keep, *texts))
+
     def __call__(self, text: str) -> str:
-        if self._pattern is None:
+        if self._pattern is None or text in self.keep:
             return text
         if self._lowered is not None and text.isascii() and self._lowered.search(text.lower()) is None:
             return text
@@ -114,6 +129,8 @@ def build_judge_messages(
     task: Task, slot_a: Transcript, slot_b: Transcript, redact: Redactor
 ) -> list[dict[str, str]]:
     """The judge's full view of a case: task, rules as text, and the two transcripts as data."""
+    rules = [r.describe() for r in (*task.success_criteria, *task.hard_constraints)]
+    redact = redact.keeping([task.task_prompt, *rules])  # the suite's words, the same for both sides
     criteria = "\n".join(f"- {redact(r.describe())}" for r in task.success_criteria) or "- (none)"
     constraints = "\n".join(f"- {redact(r.describe())}" for r in task.hard_constraints) or "- (none)"
     user = (

@@ -92,7 +92,7 @@ def find_suites(paths: Iterable[str | Path]) -> list[tuple[str, Suite]]:
             if not _DECLARES.search(module_path.read_text(encoding="utf-8", errors="replace")):
                 continue  # no module-level `name = Suite(`: not a suite module, do not import (run) it
             for suite in _module_suites(module_path):
-                found.append((suite.name or module_path.parent.name, suite))
+                found.append((suite.name or module_path.resolve().parent.name, suite))  # `doctor .`
     return found
 
 

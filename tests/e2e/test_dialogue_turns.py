@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.helpers import MINI_INI, read_jsonl, run_inprocess
 
-SUITE = '''
+SUITE = """
 from pytest_gauge import CallableAgent, Judge, Suite, UserSimulator
 
 
@@ -29,9 +30,9 @@ suite = Suite(
     user=UserSimulator("sim-user", max_turns=2),
     gates=["empty_turn_rate(echo) <= 0", "empty_turn_rate(blank) <= 0.5"],
 )
-'''
+"""
 
-TASKS = [
+TASKS: list[dict[str, Any]] = [
     {"format_version": 1},
     {
         "task_id": "t1",

@@ -1,0 +1,56 @@
+"""Small things a first run meets: the terminal points at the HTML report, ``report`` takes the runs'
+default folder, ``doctor .`` names suites found from inside their folder, and cache hits that only
+repeat this run's own requests are said to be so."""
+
+from __future__ import annotations
+
+import io
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from pytest_gauge.cli import main
+from pytest_gauge.records import LedgerRecord
+from pytest_gauge.report.summary import _cached_calls
+from pytest_gauge.suite.discover import find_suites
+from tests.helpers import run_inprocess
+
+
+def test_the_terminal_points_at_the_html_report_and_report_defaults_to_gauge_out(
+    pytester: pytest.Pytester, mini_suite: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    result = run_inprocess(pytester, "suites", "-n", "0")
+    page = pytester.path / "gauge-out" / "index.html"
+    result.stdout.fnmatch_lines([f"HTML report: {page} (open it in a browser)"])
+    page.unlink()
+    monkeypatch.chdir(pytester.path)
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["report"], out=out, err=err) == 0, err.getvalue()
+    assert page.is_file() and "wrote" in out.getvalue()
+
+
+def test_suites_found_from_inside_their_folder_are_named(
+    mini_suite: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(mini_suite)
+    assert [name for name, _ in find_suites(["."])] == ["mini"]
+
+
+def _record(key: str, cached: bool) -> LedgerRecord:
+    return LedgerRecord(
+        run_id="r", call_id=f"w#{key}", attempt=1, status="ok", suite="s", task_id="t", role="user_sim",
+        model="m", strategy="single", work="w", usage=None, usage_missing=False, latency_s=0.0,
+        finish_reason="stop", cache_hit=cached, cost=None, request=key,
+    )  # fmt: skip
+
+
+def test_cache_hits_that_repeat_this_runs_own_requests_are_said_to() -> None:
+    live = [_record("k1", False), _record("k2", False)]
+    assert (
+        _cached_calls([*live, _record("k1", True)], 1)
+        == "1 cached calls, all repeats of this run's own requests"
+    )
+    mixed = [*live, _record("k1", True), _record("old", True)]
+    assert _cached_calls(mixed, 2) == "2 cached calls, 1 of them repeats of this run's own requests"
+    assert _cached_calls([replace(r, cache_hit=True) for r in live], 2) == "2 cached calls"
