@@ -252,7 +252,8 @@ class CaseRecord:
     shared, so summing cases double-counts them: suite totals come from the ledger).
     ``est_cost`` is None when a model involved has no configured price. ``judge_response_format`` is how
     the (first) judge was asked for JSON: ``json_schema``, ``json_object`` or ``none``.
-    ``empty_turns_*``: the side's turns with nothing said, written only when not 0.
+    ``empty_turns_*``: the side's turns with nothing said; ``judge_prompt_cut``: characters of the two
+    transcripts elided from the judge's prompt to fit its context; both written only when not 0.
     """
 
     suite: str
@@ -289,6 +290,7 @@ class CaseRecord:
     format_version: int = CASE_FORMAT_VERSION
     empty_turns_left: int = 0  # turns of the transcript with nothing said (see Turn.empty)
     empty_turns_right: int = 0
+    judge_prompt_cut: int = 0  # characters of the transcripts left out to fit the judge's context
 
     @property
     def preferred_agent(self) -> str | None:
@@ -302,9 +304,9 @@ class CaseRecord:
         """The JSON form (``dataclasses.asdict``'s result, without its deep copy)."""
         data = dict(vars(self))
         data["judgments"] = [dict(vars(j)) for j in self.judgments]
-        for side in ("left", "right"):  # written only when a transcript had an empty turn
-            if not data[f"empty_turns_{side}"]:
-                del data[f"empty_turns_{side}"]
+        for name in ("empty_turns_left", "empty_turns_right", "judge_prompt_cut"):  # written when not 0
+            if not data[name]:
+                del data[name]
         return data
 
     @classmethod

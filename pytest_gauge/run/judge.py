@@ -101,23 +101,43 @@ def render_transcript(
 ) -> str:
     """Render a transcript for the judge: turns in order, tool calls and results, agent/model names redacted.
 
-    Too long a transcript is shortened from the start, always keeping the final reply, and says so.
+    Too long a transcript is shortened in the middle (see :func:`shorten_transcript`), and says so.
     """
+    return shorten_transcript(transcript, redact, max_chars)[0]
+
+
+def shorten_transcript(transcript: Transcript, redact: Redactor, max_chars: int) -> tuple[str, int]:
+    """(rendered text within ``max_chars``, characters cut). The opening user turn (the task) and the final
+    reply are always kept whole; middle turns go first, the earliest of them first, replaced by a marker
+    saying how many turns and characters were left out."""
     blocks = _render_turns(transcript, redact)
     if not blocks or not transcript.turns or transcript.turns[-1].role != "assistant":
         blocks.append(f"[assistant]\n{redact(transcript.final_reply)}")
     text = "\n".join(blocks)
-    if len(text) <= max_chars:
-        return text
+    if len(text) <= max_chars or len(blocks) <= 2:
+        return text, 0
+    first, middle, last = blocks[0], blocks[1:-1], blocks[-1]
+    budget = max_chars - len(first) - len(last) - 90  # the marker's line
     kept: list[str] = []
-    budget = max_chars - len(blocks[-1]) - 60
-    for block in reversed(blocks[:-1]):
+    for block in reversed(middle):
         if budget - len(block) - 1 < 0:
             break
         kept.insert(0, block)
         budget -= len(block) + 1
-    dropped = len(blocks) - 1 - len(kept)
-    return "\n".join([f"[{dropped} earlier turns omitted for length]", *kept, blocks[-1]])
+    dropped = middle[: len(middle) - len(kept)]
+    cut = sum(len(b) + 1 for b in dropped)
+    marker = f"[{len(dropped)} middle turns ({cut} characters) omitted to fit the judge's context]"
+    return "\n".join([first, marker, *kept, last]), cut
+
+
+def transcript_budget(context_tokens: int | None, fixed_chars: int, answer_tokens: int) -> int:
+    """Characters each of the two transcripts may take in a judge prompt: the default cap, or, with
+    ``Judge(context_tokens=...)``, what fits in that window after the fixed text (system prompt, task,
+    rules) and the verdict's ``max_tokens``, at a conservative 3 characters per token."""
+    if context_tokens is None:
+        return _MAX_TRANSCRIPT_CHARS
+    room = (context_tokens - answer_tokens - 50) * 3 - fixed_chars
+    return max(400, min(_MAX_TRANSCRIPT_CHARS, room // 2))
 
 
 def slots(order: str, left: Transcript, right: Transcript) -> tuple[Transcript, Transcript]:
@@ -126,22 +146,46 @@ def slots(order: str, left: Transcript, right: Transcript) -> tuple[Transcript, 
 
 
 def build_judge_messages(
-    task: Task, slot_a: Transcript, slot_b: Transcript, redact: Redactor
+    task: Task,
+    slot_a: Transcript,
+    slot_b: Transcript,
+    redact: Redactor,
+    context_tokens: int | None = None,
+    answer_tokens: int = 300,
 ) -> list[dict[str, str]]:
-    """The judge's full view of a case: task, rules as text, and the two transcripts as data."""
+    """The judge's full view of a case: task, rules as text, and the two transcripts as data, each
+    shortened to fit ``context_tokens`` (``Judge(context_tokens=...)``) when given."""
+    return judge_prompt(task, slot_a, slot_b, redact, context_tokens, answer_tokens)[0]
+
+
+def judge_prompt(
+    task: Task,
+    slot_a: Transcript,
+    slot_b: Transcript,
+    redact: Redactor,
+    context_tokens: int | None = None,
+    answer_tokens: int = 300,
+) -> tuple[list[dict[str, str]], int]:
+    """:func:`build_judge_messages` and the characters cut from the two transcripts to fit."""
     rules = [r.describe() for r in (*task.success_criteria, *task.hard_constraints)]
     redact = redact.keeping([task.task_prompt, *rules])  # the suite's words, the same for both sides
     criteria = "\n".join(f"- {redact(r.describe())}" for r in task.success_criteria) or "- (none)"
     constraints = "\n".join(f"- {redact(r.describe())}" for r in task.hard_constraints) or "- (none)"
-    user = (
+    head = (
         f"<task>\n{redact(task.task_prompt)}\n</task>\n"
         f"<success_criteria>\n{criteria}\n</success_criteria>\n"
         f"<hard_constraints>\n{constraints}\n</hard_constraints>\n"
-        f"<response_a>\n{render_transcript(slot_a, redact)}\n</response_a>\n"
-        f"<response_b>\n{render_transcript(slot_b, redact)}\n</response_b>\n"
+    )
+    budget = transcript_budget(context_tokens, len(JUDGE_SYSTEM_PROMPT) + len(head) + 120, answer_tokens)
+    text_a, cut_a = shorten_transcript(slot_a, redact, budget)
+    text_b, cut_b = shorten_transcript(slot_b, redact, budget)
+    user = (
+        f"{head}<response_a>\n{text_a}\n</response_a>\n"
+        f"<response_b>\n{text_b}\n</response_b>\n"
         "Compare the two responses and return the JSON verdict."
     )
-    return [{"role": "system", "content": JUDGE_SYSTEM_PROMPT}, {"role": "user", "content": user}]
+    messages = [{"role": "system", "content": JUDGE_SYSTEM_PROMPT}, {"role": "user", "content": user}]
+    return messages, cut_a + cut_b
 
 
 @dataclass(frozen=True)

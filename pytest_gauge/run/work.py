@@ -24,7 +24,7 @@ from ..suite.rules import Score, score
 from ..suite.tasks import Task
 from ..suite.tools import ToolExecutor
 from .dialogue import REFLECTION_PROMPT, BodyCaller, ChatResult, DialogueConfig, run_dialogue
-from .judge import Redactor, build_judge_messages, parse_verdict, slots
+from .judge import Redactor, build_judge_messages, judge_prompt, parse_verdict, slots
 from .judge_format import JudgeFormats, ask_judge
 
 __all__ = ["SuiteRuntime", "WorkCaller", "build_record", "call_seed"]
@@ -205,6 +205,12 @@ class SuiteRuntime:
         """One judge call in JSON mode with the run's format fallback (:func:`.judge_format.ask_judge`)."""
         return await ask_judge(self.formats, self.suite.judge, caller, model, messages, seed)
 
+    def judge_cut(self, task: Task, left: Transcript, right: Transcript) -> int:
+        """Characters of the two transcripts left out of the judge's prompt to fit its context (the
+        same in both orders: each side has half the room)."""
+        judge = self.suite.judge
+        return judge_prompt(task, left, right, self.redactor, judge.context_tokens, judge.max_tokens)[1]
+
     async def judgment(
         self, case: Case, judge_index: int, repeat: int, left: Transcript, right: Transcript
     ) -> JudgmentResult:
@@ -214,7 +220,10 @@ class SuiteRuntime:
         work = str(WorkKey.judge(case.case_id, judge_index, repeat))
         caller = WorkCaller(self.gateway, CallContext(self.name, case.task_id, work))
         slot_a, slot_b = slots(case.order, left, right)
-        messages = build_judge_messages(task, slot_a, slot_b, self.redactor)
+        judge = self.suite.judge
+        messages = build_judge_messages(
+            task, slot_a, slot_b, self.redactor, judge.context_tokens, judge.max_tokens
+        )
         seed = call_seed(self.seed, "judge", self.name, case.case_id, judge_index, repeat)
         result, fmt = await self.ask_judge(caller, model, messages, seed)
         verdict = parse_verdict(result.content, result.finish_reason)
@@ -278,4 +287,5 @@ def build_record(
         judge_response_format=primary.response_format,
         empty_turns_left=sum(1 for t in left.turns if t.empty),
         empty_turns_right=sum(1 for t in right.turns if t.empty),
+        judge_prompt_cut=runtime.judge_cut(task, left, right),
     )

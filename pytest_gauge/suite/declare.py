@@ -150,7 +150,9 @@ class Judge:
     ``response_format``: ``"auto"`` (default) asks for a strict ``json_schema`` verdict, falling back to
     ``json_object`` and then to the prompt alone when a gateway rejects the parameter (once per judge
     model per run, reported); ``"json_object"`` starts there; a mapping is sent as given; ``None`` sends
-    none.
+    none. ``context_tokens``: the judge model's context window; each transcript is then shortened to fit
+    it (task, rules and final replies kept whole, middle turns elided with a marker), else to 12,000
+    characters. ``sim``: the offline simulator's judge profile (:class:`SimJudge`).
     """
 
     model: str = "gauge-sim-judge"
@@ -161,6 +163,7 @@ class Judge:
     response_format: str | Mapping[str, Any] | None = "auto"
     sim: SimJudge = field(default_factory=SimJudge)
     extra_sims: Mapping[str, SimJudge] = field(default_factory=dict)
+    context_tokens: int | None = None  # the judge model's context window: transcripts shortened to fit
 
     def models(self) -> tuple[str, ...]:
         return (self.model, *self.extra_models)
