@@ -64,7 +64,7 @@ def _fast_sim() -> None:
     def sim_client(backend: Any) -> Callable[[], Any]:
         return lambda: _DirectClient(backend)
 
-    backends.sim_client = sim_client  # type: ignore[assignment]
+    backends.sim_client = sim_client
 
 
 class _Collector:
@@ -296,6 +296,18 @@ def _table(seeds: list[int], results: dict[str, dict[int, Outcomes]], target: fl
     return ok
 
 
+def _table_from(log: Path, target: float) -> int:
+    """The table of the seeds a ``--log`` holds (every suite's seeds that finished)."""
+    results: dict[str, dict[int, Outcomes]] = defaultdict(dict)
+    for line in log.read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        results[row["suite"]][int(row["seed"])] = row["outcomes"]
+    complete = sorted(set.intersection(*(set(r) for r in results.values()))) if results else []
+    print(f"{len(complete)} seeds with every suite finished (of {log})")
+    done = {s: {k: v for k, v in r.items() if k in complete} for s, r in results.items()}
+    return 0 if _table(complete, done, target) else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, default=200, help="seeds 1..N (default 200)")
@@ -305,7 +317,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--no-check", action="store_true", help="skip the ordinary-run check of the last seed"
     )
+    parser.add_argument("--log", help="append each run's outcomes to this JSON-lines file as they come")
+    parser.add_argument("--table-from", metavar="LOG", help="print the table of a --log file and exit")
     args = parser.parse_args(argv)
+    if args.table_from:
+        return _table_from(Path(args.table_from), args.target)
     seeds = list(range(1, args.seeds + 1))
     started = time.perf_counter()
     results: dict[str, dict[int, Outcomes]] = {s: {} for s in args.suites}
@@ -315,6 +331,9 @@ def main(argv: list[str] | None = None) -> int:
         with ctx.Pool(args.jobs, initializer=_init) as pool:
             for done, (suite, seed, outcomes) in enumerate(pool.imap_unordered(run_one, jobs), 1):
                 results[suite][seed] = outcomes
+                if args.log:
+                    with open(args.log, "a", encoding="utf-8") as log:
+                        log.write(json.dumps({"suite": suite, "seed": seed, "outcomes": outcomes}) + "\n")
                 if done % 100 == 0:
                     print(f"  {done}/{len(jobs)} runs, {time.perf_counter() - started:.0f} s", flush=True)
         checked = True
