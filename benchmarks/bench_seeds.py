@@ -60,11 +60,13 @@ class _DirectClient:
 def _fast_sim() -> None:
     """Route the sim backend's client through :class:`_DirectClient` in this process."""
     from pytest_gauge.gateway import backends
+    from pytest_gauge.sim import world
 
     def sim_client(backend: Any) -> Callable[[], Any]:
         return lambda: _DirectClient(backend)
 
     backends.sim_client = sim_client
+    world.sim_client = sim_client  # type: ignore[attr-defined]
 
 
 class _Collector:
@@ -196,14 +198,15 @@ def direct_run(suite: str, seed: int, work: str) -> Outcomes:
     import asyncio
     from dataclasses import replace
 
-    from pytest_gauge.finish.outputs import _gate_results, gate_source
-    from pytest_gauge.gateway.backends import build_client
+    from pytest_gauge.analysis.numbers import gate_source
+    from pytest_gauge.finish.outputs import _gate_results
     from pytest_gauge.gateway.gateway import Gateway, GatewayShared
     from pytest_gauge.gateway.ledger import Ledger, merge_ledgers
     from pytest_gauge.gateway.prices import PriceTable
     from pytest_gauge.gateway.redis_limits import build_limits
     from pytest_gauge.run.judge_format import JudgeFormats
     from pytest_gauge.run.work import SuiteRuntime
+    from pytest_gauge.sim.world import build_client
     from pytest_gauge.suite.cases import build_cases
 
     options, entry = _collected(suite)
