@@ -177,10 +177,13 @@ class SuiteCollector(pytest.Collector):
         name = self.suite.name or folder.name
         suite, recorded_gateway = self.suite, None
         if state.options.backend == "replay" and state.options.cassettes:
-            from .files.replay import load_recording
+            from .files.replay import RecordingError, load_recording
             from .process.replay import recorded_suite
 
-            recording = load_recording(state.options.cassettes, name)
+            try:
+                recording = load_recording(state.options.cassettes, name)
+            except RecordingError as exc:
+                raise GaugeCollectError(f"pytest-gauge: {exc}") from None
             if recording is not None:  # models and gateway as recorded: no environment needed
                 suite, recorded_gateway = recorded_suite(suite, recording), recording.gateway
         tasks = suite.load(folder)

@@ -19,7 +19,7 @@ from typing import Any
 
 from .readwrite import FileFormatError, read_json_object, write_atomic
 
-__all__ = ["RECORDING_FILE", "Recording", "load_recording", "save_recording"]
+__all__ = ["RECORDING_FILE", "Recording", "RecordingError", "load_recording", "save_recording"]
 
 RECORDING_FILE = "recording.json"
 RECORDING_FORMAT_VERSION = 1
@@ -44,16 +44,27 @@ class Recording:
         }
 
 
+class RecordingError(ValueError):
+    """A ``recording.json`` that is there but cannot be used: the message names the file and the field."""
+
+
 def load_recording(folder: str | os.PathLike[str], suite: str) -> Recording | None:
-    """The suite's recording in a cassettes folder, or None (no file, or the suite is not in it)."""
+    """The suite's recording in a cassettes folder, or None (no file, or the suite is not in it);
+    :class:`RecordingError` naming the file when it is damaged or holds the wrong types."""
     path = Path(folder) / RECORDING_FILE
+    if not path.exists():
+        return None
     try:
         data = read_json_object(path)
-    except FileFormatError:
-        return None
-    entry = (data.get("suites") or {}).get(suite)
+    except FileFormatError as exc:
+        raise RecordingError(f"{path}: damaged ({exc}): export the cassettes again") from None
+    suites = data.get("suites") or {}
+    entry = suites.get(suite) if isinstance(suites, dict) else None
     if not isinstance(entry, dict):
         return None
+    for key, kind in (("models", dict), ("hashes", dict), ("gateway", (str, type(None)))):
+        if key in entry and entry[key] is not None and not isinstance(entry[key], kind):
+            raise RecordingError(f"{path}: suites.{suite}.{key} is {type(entry[key]).__name__}: wrong type")
     return Recording(
         suite,
         entry.get("gateway"),
