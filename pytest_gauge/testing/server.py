@@ -115,6 +115,7 @@ class LoopbackServer(Served):
         self._conn_tasks: set[asyncio.Task[None]] = set()
         self._in_flight = 0
         self._gather: tuple[int, int, float] | None = None  # (n, after, timeout) while armed
+        self._gather_models: set[str] | None = None  # models whose first request passed (first_per_model)
         self._gathered: asyncio.Event | None = None
         self.gather_timed_out = False
         self._holding = 0
@@ -178,7 +179,7 @@ class LoopbackServer(Served):
         self._max_in_flight = self._in_flight
         self._connections_total = 0
 
-    def gather(self, n: int, *, after: int = 0, timeout: float = 60.0) -> None:
+    def gather(self, n: int, *, after: int = 0, timeout: float = 60.0, first_per_model: bool = False) -> None:
         """Hold chat requests, from the ``after + 1``-th on, until ``n`` requests are in flight at once,
         then let every request through (once; call again to re-arm).
 
@@ -187,16 +188,24 @@ class LoopbackServer(Served):
         depending on requests overlapping by chance. ``after`` lets warm-up calls that a client sends
         one at a time (pytest-gauge's first call per worker) pass unheld. If ``n`` is not reached within
         ``timeout`` seconds the held requests are released anyway and :attr:`gather_timed_out` is set.
+        ``first_per_model``: each model's first request passes unheld too (pytest-gauge sends one call per
+        (role, model) alone before the others of that model).
         """
         with self._lock:
             self._gather = (n, after, timeout)
+            self._gather_models = set() if first_per_model else None
             self._gathered = None  # created on the server's loop by the first held request
             self.gather_timed_out = False
 
-    def _gather_check(self, chat_index: int | None) -> tuple[asyncio.Event, float] | None:
+    def _gather_check(
+        self, chat_index: int | None, model: object = None
+    ) -> tuple[asyncio.Event, float] | None:
         """Under the lock, after counting a request in flight: release the held requests when ``n`` are
         in flight, or return what this request must wait for."""
         if self._gather is None or chat_index is None:
+            return None
+        if self._gather_models is not None and str(model) not in self._gather_models:
+            self._gather_models.add(str(model))
             return None
         n, after, timeout = self._gather
         if self._gathered is None:
@@ -416,7 +425,7 @@ class LoopbackServer(Served):
             self._by_path[req.path] = self._by_path.get(req.path, 0) + 1
             self._in_flight += 1
             self._max_in_flight = max(self._max_in_flight, self._in_flight)
-            held = self._gather_check(chat_index)
+            held = self._gather_check(chat_index, body.get("model") if isinstance(body, dict) else None)
         done = False
 
         def finish(status: int) -> None:

@@ -98,13 +98,13 @@ def test_loading_a_suite_module_leaves_no_module_name_taken(tmp_path: Path) -> N
     shutil.copytree(source, first, ignore=shutil.ignore_patterns("__pycache__", "gauge-*"))
     shutil.copytree(source, second, ignore=shutil.ignore_patterns("__pycache__", "gauge-*"))
     module = second / "test_example.py"
-    module.write_text(module.read_text().replace("SimAgent(skill=0.45", "SimAgent(skill=0.46"))
+    module.write_text(module.read_text().replace("SimAgent(skill=0.3", "SimAgent(skill=0.31"))
     before = set(sys.modules)
     skills = []
     for folder in (first, second):
         (agent,) = [a for a in load_suite(folder / "test_example.py").agents if a.name == "agent_z"]
         assert isinstance(agent, ModelAgent) and agent.sim is not None
         skills.append(agent.sim.skill)
-    assert skills == [0.45, 0.46]
+    assert skills == [0.3, 0.31]
     assert not {k for k in set(sys.modules) - before if k.split(".")[0] == "example"}
     assert str(tmp_path / "a") not in sys.path and str(tmp_path / "b") not in sys.path

@@ -235,9 +235,12 @@ def test_turns_cut_by_max_tokens_are_marked_in_the_transcript_and_counted(tmp_pa
         )  # fmt: skip
         transcript = asyncio.run(run_dialogue(Task("t1", "c", "Help me please", ()), 0, cfg, caller))
     assert [(t.role, t.truncated) for t in transcript.turns] == [
-        ("user", True), ("assistant", True), ("user", True), ("assistant", True),
-    ]  # fmt: skip
-    assert truncated_turns(ledger(tmp_path)) == {"agent": 2, "user_sim": 3}  # the closing user turn too
+        ("user", False),
+        ("assistant", True),
+        ("user", True),
+        ("assistant", True),
+    ]  # fmt: skip  (the user opens with the task verbatim: no call, nothing cut)
+    assert truncated_turns(ledger(tmp_path)) == {"agent": 2, "user_sim": 2}  # the closing user turn too
 
 
 def test_an_interrupted_run_is_marked_in_its_reports_and_its_gates_wait_for_the_flag() -> None:

@@ -89,7 +89,9 @@ def test_each_transcript_is_generated_once(shared_runs: SharedRuns) -> None:
             calls = [r for r in ledger if r["work"] == work]
             user_turns = sum(1 for turn in t["turns"] if turn["role"] == "user")
             agent_calls = sum(1 for turn in t["turns"] if turn["role"] == "assistant")
-            user_calls = user_turns + (1 if t["ended_by"] == "user_done" else 0)
+            # the user opens with the task verbatim (no call); every later user turn, and the last
+            # word of a user who is done, is one user-simulator call
+            user_calls = user_turns - 1 + (1 if t["ended_by"] == "user_done" else 0)
             assert Counter(r["role"] for r in calls) == Counter(
                 {"user_sim": user_calls, "agent": agent_calls}
             )

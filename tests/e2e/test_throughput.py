@@ -76,9 +76,10 @@ def live(pytester: pytest.Pytester, out: str, *args: str) -> pytest.RunResult:
 @pytest.mark.slow
 def test_many_calls_in_flight_with_the_cache_off(pytester: pytest.Pytester, server: LoopbackServer) -> None:
     """One process keeps the concurrency limit's 32 calls open at once: the server holds the calls after
-    the warm-up call (sent alone) until 32 are open, so the bound does not depend on machine load (a
-    client unable to do it leaves the server waiting until its deadline, which the test reports)."""
-    server.gather(32, after=1, timeout=120.0)
+    the warm-up calls (the process's first, and each model's first: sent alone) until 32 are open, so the
+    bound does not depend on machine load (a client unable to do it leaves the server waiting until its
+    deadline, which the test reports)."""
+    server.gather(32, after=1, timeout=120.0, first_per_model=True)
     live(pytester, "out", "--gauge-max-concurrency", "32", "-n", "0")
     assert (server.max_in_flight, server.gather_timed_out) == (32, False)
     ledger = read_jsonl(pytester.path / "out" / "tp" / "agent_runs.jsonl")
