@@ -32,7 +32,7 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 MINI = Path(__file__).resolve().parents[1] / "data" / "mini"
 CONCURRENCY = 3
-HOLD_AFTER = 40  # a run of the mini suite sends about 70 requests
+HOLD_AFTER = 20  # a run of the mini suite sends about 55 requests: both workers still have work to send
 DEADLINE = 120.0  # a hang guard, not a speed target
 RESULT_FILES = (
     "pairs/pair_results.jsonl",
