@@ -32,7 +32,7 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 MINI = Path(__file__).resolve().parents[1] / "data" / "mini"
 CONCURRENCY = 3
-HOLD_AFTER = 20  # a run of the mini suite sends about 55 requests: both workers still have work to send
+HOLD_AFTER = 40  # a run of the mini suite sends about 55 requests
 DEADLINE = 120.0  # a hang guard, not a speed target
 RESULT_FILES = (
     "pairs/pair_results.jsonl",
@@ -249,12 +249,20 @@ def test_kill_9_of_a_worker_loses_no_ledger_line(
 ) -> None:
     folder = _folder(tmp_path, "kill")
 
-    def kill_gw0(proc: subprocess.Popen[bytes]) -> None:
-        (pid_file,) = (folder / "gauge-out" / ".gauge-run").glob("*/worker-gw0.pid")
-        os.kill(int(pid_file.read_text()), signal.SIGKILL)
+    def kill_a_busy_worker(proc: subprocess.Popen[bytes]) -> None:
+        """Kill -9 a worker with a request held at the server (a write-ahead line without its outcome:
+        every slot is held, so one worker at least has one), then let the other go on."""
+        (run_dir,) = (folder / "gauge-out" / ".gauge-run").glob("*")
+        for worker in ("gw0", "gw1"):
+            text = (run_dir / f"ledger-{worker}.jsonl").read_text()
+            rows = [json.loads(line) for line in text.splitlines() if line.endswith("}")]  # whole lines
+            sent = sum(1 for r in rows if r.get("status") == "sent")
+            if sent > len(rows) - sent:
+                os.kill(int((run_dir / f"worker-{worker}.pid").read_text()), signal.SIGKILL)
+                break
         server.release()  # the other worker goes on; xdist reports the crash
 
-    code, text, _, received = _stopped_run(folder, server, kill_gw0)
+    code, text, _, received = _stopped_run(folder, server, kill_a_busy_worker)
     assert code != 0 and "crashed" in text, text[-3000:]
     _check_run(folder, received)
     assert any(r["status"] == "interrupted" for r in _live_attempts(folder))
