@@ -199,7 +199,7 @@ def direct_run(suite: str, seed: int, work: str) -> Outcomes:
     from dataclasses import replace
 
     from pytest_gauge.analysis.numbers import gate_source
-    from pytest_gauge.finish.outputs import _gate_results
+    from pytest_gauge.analysis.suite import gate_results
     from pytest_gauge.gateway.gateway import Gateway, GatewayShared
     from pytest_gauge.gateway.ledger import Ledger, merge_ledgers
     from pytest_gauge.gateway.prices import PriceTable
@@ -239,7 +239,7 @@ def direct_run(suite: str, seed: int, work: str) -> Outcomes:
     ledger = [r for r in merge_ledgers(sorted(run.glob("ledger-*.jsonl"))) if r.suite == entry.name]
     subprocess.run(["rm", "-rf", str(run)], check=False)
     numbers = gate_source(meta, records, ledger, opts)
-    results = _gate_results(
+    results = gate_results(
         meta, opts, numbers.source, False, 0, deferred=False, interrupted=None, spread=numbers.spread
     )
     dump = os.environ.get("BENCH_SEEDS_DUMP")

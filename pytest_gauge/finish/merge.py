@@ -3,7 +3,8 @@
 Checks that the shards agree (task set, prompts, seed, versions, the options that change results) and
 that every task ran in exactly one shard, concatenates their records, ledgers and transcripts in the
 order one machine would have written them, then runs the end of a run's own analysis
-(:func:`~pytest_gauge.finish.outputs.analyse_suite`): metrics, Elo, gates and every report. A failing
+(:func:`~pytest_gauge.analysis.suite.analyse_suite`, rendered by
+:func:`~pytest_gauge.finish.outputs.report_suite`): metrics, Elo, gates and every report. A failing
 (or, with ``CI`` set, skipped) gate makes the merge exit 1.
 """
 
@@ -25,7 +26,7 @@ from ..records import CaseRecord, LedgerRecord, SuiteMeta, dumps
 from .verdict import append_step_summary, ci_active, gate_outcome
 
 if TYPE_CHECKING:
-    from .outputs import SuiteAnalysis
+    from .outputs import SuiteReports
 
 __all__ = ["MergeError", "ShardRun", "check_shards", "find_shards", "merge_shards", "run_merge"]
 
@@ -151,10 +152,10 @@ def _write_transcripts(runs: Sequence[ShardRun], meta: SuiteMeta, out: Path) -> 
         write_atomic(out / "agents" / f"{agent}.jsonl", "".join(dumps(r) + "\n" for r in rows))
 
 
-def merge_shards(suite: str, runs: Sequence[ShardRun], out_dir: Path) -> SuiteAnalysis:
+def merge_shards(suite: str, runs: Sequence[ShardRun], out_dir: Path) -> SuiteReports:
     """Write the merged suite folder ``out_dir/<suite>`` and return its
-    :class:`~pytest_gauge.finish.outputs.SuiteAnalysis` (gates evaluated)."""
-    from .outputs import analyse_suite
+    :class:`~pytest_gauge.finish.outputs.SuiteReports` (gates evaluated)."""
+    from .outputs import report_suite
 
     check_shards(suite, runs)
     runs = sorted(runs, key=lambda r: int(r.shard["index"]))
@@ -186,7 +187,7 @@ def merge_shards(suite: str, runs: Sequence[ShardRun], out_dir: Path) -> SuiteAn
     opts = _options(runs, out_dir)
     shown = replace(opts, prices=opts.prices_for(str(m) for m in meta.models.values() if m))
     partial = len(meta.selected) < len(meta.cases)
-    return analyse_suite(meta, records, ledger, opts, out, partial=partial, report_options=shown)
+    return report_suite(meta, records, ledger, opts, out, partial=partial, report_options=shown)
 
 
 def _junit(path: Path, results: Sequence[tuple[str, Any, str]]) -> None:

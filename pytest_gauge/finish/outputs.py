@@ -22,9 +22,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..analysis.numbers import compare_with_baseline, gate_source
+from ..analysis.numbers import compare_with_baseline
+from ..analysis.suite import AdaptiveGates, analyse_suite
 from ..files.readwrite import FileFormatError, read_json_object, write_atomic
-from ..files.shards import DEFERRED_MESSAGE, write_shard_manifest
+from ..files.shards import write_shard_manifest
 from ..gateway.ledger import merge_ledgers
 from ..gateway.store import Store, content_key
 from ..process.state import GaugeState
@@ -41,18 +42,16 @@ from ..records import (
 from .verdict import append_step_summary, ci_active, gate_outcome
 
 if TYPE_CHECKING:
-    from ..analysis.adaptive import AdaptiveSummary, GateDecision
-    from ..analysis.gates import Gate, GateResult
-    from ..analysis.power import VarianceComponents
+    from ..analysis.gates import GateResult
     from ..options import GaugeOptions
     from ..process.adaptive import AdaptiveRun
     from ..records.html import SuiteOutputs
     from ..report import ReportContext
 
 __all__ = [
-    "SuiteAnalysis",
-    "analyse_suite",
+    "SuiteReports",
     "finish_run",
+    "report_suite",
     "write_summary",
 ]
 
@@ -277,72 +276,16 @@ def _snapshot_check(path: Path, name: str, text: str, *, update: bool) -> tuple[
 
 
 @dataclass
-class SuiteAnalysis:
-    """A suite's analysis from its records and ledger: the report context (metrics, Elo, gates...), the
-    gate results and the rendered reports (already written to ``<out>/reports``)."""
+class SuiteReports:
+    """A suite's analysis rendered: the report context (metrics, Elo, gates...), the gate results and the
+    rendered reports (already written to ``<out>/reports``)."""
 
     ctx: ReportContext
     results: list[GateResult]
     reports: dict[str, str]
 
 
-@dataclass(frozen=True)
-class AdaptiveGates:
-    """An adaptive run's side of a suite's gates: the decisions made look by look, why the run ended
-    where it did, and the summary the reports show."""
-
-    decided: Mapping[str, GateDecision]
-    ended: str
-    summary: AdaptiveSummary | None
-
-
-def _gate_results(
-    meta: SuiteMeta,
-    opts: GaugeOptions,
-    source: Any,
-    partial: bool,
-    missing: int,
-    *,
-    deferred: bool,
-    interrupted: str | None,
-    spread: Mapping[str, VarianceComponents] | None = None,
-    adaptive: AdaptiveGates | None = None,
-) -> list[GateResult]:
-    """The suite's gates evaluated (with their needed n); all skipped for a shard (the merge evaluates
-    them); none on an interrupted run unless ``--gauge-gates-on-partial`` (the conclusion says so), but
-    an adaptive run's decisions stand wherever it ended (they are anytime-valid).
-    ``spread``: each agent's reward variance components, for the samples-per-task alternative of
-    ``mean_reward(agent)`` gates (the one gate term built from per-task means of samples)."""
-    from ..analysis.adaptive import adaptive_results
-    from ..analysis.gates import GateResult, evaluate_gates, parse_gates
-    from ..analysis.power import with_needed_n
-
-    gates = parse_gates([*meta.gates, *opts.gates])
-    if deferred:
-        return [GateResult(g, "skipped", None, None, None, 0, DEFERRED_MESSAGE) for g in gates]
-    if interrupted is not None and not opts.gates_on_partial and adaptive is None:
-        return []
-    results = evaluate_gates(
-        gates,
-        source,
-        partial_run=partial and adaptive is None,
-        missing_cases=missing,
-        drivers=lambda g, src=source: src.drivers(g.left.name, g.left.args),  # type: ignore[misc]
-    )
-    if adaptive is not None:
-        results = adaptive_results(results, adaptive.decided, adaptive.ended)
-    by_agent = spread or {}
-
-    def components(g: Gate) -> VarianceComponents | None:
-        if g.right is not None or g.left.name != "mean_reward" or len(g.left.args) != 1:
-            return None
-        return by_agent.get(g.left.args[0])
-
-    tasks = getattr(getattr(source, "metrics", None), "n_tasks", None)  # sizes in tasks, not cases
-    return [with_needed_n(r, components(r.gate), tasks if isinstance(tasks, int) else None) for r in results]
-
-
-def analyse_suite(
+def report_suite(
     meta: SuiteMeta,
     records: list[CaseRecord],
     ledger: list[LedgerRecord],
@@ -354,28 +297,25 @@ def analyse_suite(
     report_options: GaugeOptions | None = None,
     interrupted: str | None = None,
     adaptive: AdaptiveGates | None = None,
-) -> SuiteAnalysis:
-    """Records + ledger -> metrics, Elo, baseline comparison, gates and every report, written under
-    ``out/reports``. Shared by the end of a run and by ``python -m pytest_gauge merge``. ``deferred``
-    (a shard): the gates are not evaluated here but by the merge. ``report_options``: the options the
-    reports show (the run's, with the prices actually used). ``interrupted`` ("interrupted: N of M
-    cases"): the run was stopped; its gates are evaluated only with ``--gauge-gates-on-partial``.
-    ``adaptive``: the gates as an adaptive run decided them, look by look."""
+) -> SuiteReports:
+    """The suite analysed (:func:`~pytest_gauge.analysis.suite.analyse_suite`) and every report rendered
+    and written under ``out/reports``. Shared by the end of a run and by ``python -m pytest_gauge merge``.
+    ``report_options``: the options the reports show (the run's, with the prices actually used); the
+    other arguments are :func:`~pytest_gauge.analysis.suite.analyse_suite`'s."""
     from ..report import ReportContext, render_reports
 
-    numbers = gate_source(meta, records, ledger, opts, comparison=compare_with_baseline(out, meta.name, opts))
-    missing = len(meta.selected) - len(records)
-    results = _gate_results(
+    analysis = analyse_suite(
         meta,
+        records,
+        ledger,
         opts,
-        numbers.source,
-        partial,
-        missing,
+        comparison=compare_with_baseline(out, meta.name, opts),
+        partial=partial,
         deferred=deferred,
         interrupted=interrupted,
-        spread=numbers.spread,
         adaptive=adaptive,
     )
+    numbers = analysis.numbers
     comparison, elo = numbers.comparison, numbers.elo
     quoted = report_options or opts
     ctx = ReportContext(
@@ -383,7 +323,7 @@ def analyse_suite(
         records=records,
         ledger=ledger,
         metrics=numbers.metrics,
-        gates=results,
+        gates=analysis.results,
         seed=quoted.seed,
         backend=quoted.backend,
         prices=quoted.prices,
@@ -399,7 +339,7 @@ def analyse_suite(
     reports = render_reports(ctx)
     for filename, text in reports.items():
         write_atomic(out / "reports" / filename, text)
-    return SuiteAnalysis(ctx, results, reports)
+    return SuiteReports(ctx, analysis.results, reports)
 
 
 def _baseline_link(opts: GaugeOptions, out: Path) -> str:
@@ -437,7 +377,7 @@ def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool)
         written = write_outputs(state, meta, records, ledger, out, label)
         partial = len(meta.selected) < len(meta.cases) or interrupted
         shown = replace(opts, prices=opts.prices_for(str(m) for m in meta.models.values() if m))
-        analysis = analyse_suite(
+        analysis = report_suite(
             meta, records, ledger, opts, out, partial=partial, deferred=bool(opts.shard),
             report_options=shown,
             interrupted=label,

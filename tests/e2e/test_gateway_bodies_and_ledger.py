@@ -246,7 +246,7 @@ def test_turns_cut_by_max_tokens_are_marked_in_the_transcript_and_counted(tmp_pa
 def test_an_interrupted_run_is_marked_in_its_reports_and_its_gates_wait_for_the_flag() -> None:
     import dataclasses
 
-    from pytest_gauge.finish.outputs import _gate_results
+    from pytest_gauge.analysis.suite import gate_results
     from pytest_gauge.options import GaugeOptions
     from pytest_gauge.report.conclusion import render_conclusion
     from pytest_gauge.report.summary import render_summary
@@ -259,5 +259,5 @@ def test_an_interrupted_run_is_marked_in_its_reports_and_its_gates_wait_for_the_
     assert f"Not evaluated: {label} (`--gauge-gates-on-partial` evaluates them)." in conclusion
     assert render_summary(ctx).splitlines()[1].startswith(label)
     meta = dataclasses.replace(ctx.meta, gates=("lrs >= 0.5",), selected=())
-    stopped = _gate_results(meta, GaugeOptions(), None, True, 3, deferred=False, interrupted=label)
+    stopped = gate_results(meta, GaugeOptions(), None, True, 3, deferred=False, interrupted=label)
     assert stopped == []  # not evaluated (no source needed) unless --gauge-gates-on-partial

@@ -1,0 +1,127 @@
+"""A suite's analysis from its records and ledger: the numbers (:func:`~.numbers.gate_source`) and its
+gates evaluated, with their needed n. Pure orchestration, shared by the end of a run and ``merge``; the
+reports are rendered from it above (``finish/outputs.py``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ..files.shards import DEFERRED_MESSAGE
+from ..records import CaseRecord, LedgerRecord, SuiteMeta
+from .numbers import NumbersSettings, SuiteNumbers, gate_source
+
+if TYPE_CHECKING:
+    from .adaptive import AdaptiveSummary, GateDecision
+    from .baseline import BaselineComparison
+    from .gates import Gate, GateResult
+    from .power import VarianceComponents
+
+__all__ = ["AdaptiveGates", "GateSettings", "SuiteAnalysis", "analyse_suite", "gate_results"]
+
+
+class GateSettings(NumbersSettings, Protocol):
+    """The run's settings the gates depend on beyond the numbers' (``GaugeOptions`` has them): the
+    ``--gauge-gate`` expressions added to the suite's and ``--gauge-gates-on-partial``."""
+
+    @property
+    def gates(self) -> tuple[str, ...]: ...
+    @property
+    def gates_on_partial(self) -> bool: ...
+
+
+@dataclass(frozen=True)
+class AdaptiveGates:
+    """An adaptive run's side of a suite's gates: the decisions made look by look, why the run ended
+    where it did, and the summary the reports show."""
+
+    decided: Mapping[str, GateDecision]
+    ended: str
+    summary: AdaptiveSummary | None
+
+
+@dataclass(frozen=True)
+class SuiteAnalysis:
+    """A suite's numbers (metrics, Elo, baseline comparison, the gates' source) and its gate results."""
+
+    numbers: SuiteNumbers
+    results: list[GateResult]
+
+
+def gate_results(
+    meta: SuiteMeta,
+    opts: GateSettings,
+    source: Any,
+    partial: bool,
+    missing: int,
+    *,
+    deferred: bool,
+    interrupted: str | None,
+    spread: Mapping[str, VarianceComponents] | None = None,
+    adaptive: AdaptiveGates | None = None,
+) -> list[GateResult]:
+    """The suite's gates evaluated (with their needed n); all skipped for a shard (the merge evaluates
+    them); none on an interrupted run unless ``--gauge-gates-on-partial`` (the conclusion says so), but
+    an adaptive run's decisions stand wherever it ended (they are anytime-valid).
+    ``spread``: each agent's reward variance components, for the samples-per-task alternative of
+    ``mean_reward(agent)`` gates (the one gate term built from per-task means of samples)."""
+    from .adaptive import adaptive_results
+    from .gates import GateResult, evaluate_gates, parse_gates
+    from .power import with_needed_n
+
+    gates = parse_gates([*meta.gates, *opts.gates])
+    if deferred:
+        return [GateResult(g, "skipped", None, None, None, 0, DEFERRED_MESSAGE) for g in gates]
+    if interrupted is not None and not opts.gates_on_partial and adaptive is None:
+        return []
+    results = evaluate_gates(
+        gates,
+        source,
+        partial_run=partial and adaptive is None,
+        missing_cases=missing,
+        drivers=lambda g, src=source: src.drivers(g.left.name, g.left.args),  # type: ignore[misc]
+    )
+    if adaptive is not None:
+        results = adaptive_results(results, adaptive.decided, adaptive.ended)
+    by_agent = spread or {}
+
+    def components(g: Gate) -> VarianceComponents | None:
+        if g.right is not None or g.left.name != "mean_reward" or len(g.left.args) != 1:
+            return None
+        return by_agent.get(g.left.args[0])
+
+    tasks = getattr(getattr(source, "metrics", None), "n_tasks", None)  # sizes in tasks, not cases
+    return [with_needed_n(r, components(r.gate), tasks if isinstance(tasks, int) else None) for r in results]
+
+
+def analyse_suite(
+    meta: SuiteMeta,
+    records: list[CaseRecord],
+    ledger: list[LedgerRecord],
+    opts: GateSettings,
+    *,
+    comparison: tuple[BaselineComparison | None, str],
+    partial: bool,
+    deferred: bool = False,
+    interrupted: str | None = None,
+    adaptive: AdaptiveGates | None = None,
+) -> SuiteAnalysis:
+    """Records + ledger -> metrics, Elo, the gates' source and the gates evaluated. ``comparison``: this
+    run against its baseline (or None and why). ``deferred`` (a shard): the gates are not evaluated here
+    but by the merge. ``interrupted`` ("interrupted: N of M cases"): the run was stopped; its gates are
+    evaluated only with ``--gauge-gates-on-partial``. ``adaptive``: the gates as an adaptive run decided
+    them, look by look."""
+    numbers = gate_source(meta, records, ledger, opts, comparison=comparison)
+    results = gate_results(
+        meta,
+        opts,
+        numbers.source,
+        partial,
+        len(meta.selected) - len(records),
+        deferred=deferred,
+        interrupted=interrupted,
+        spread=numbers.spread,
+        adaptive=adaptive,
+    )
+    return SuiteAnalysis(numbers, results)
