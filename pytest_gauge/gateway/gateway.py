@@ -464,13 +464,14 @@ class Gateway:
         shared = self.shared
         gates = [(shared.first_ok, shared.first_lock), shared.model_gate(call.role, call.model)]
         for ok, lock in gates:
-            if not ok.is_set():
-                async with lock:
-                    if not ok.is_set():
-                        result = await self._send_with_retries(call)
-                        for done, _ in gates:
-                            done.set()
-                        return result
+            if await _gate_turn(ok, lock):
+                try:
+                    result = await self._send_with_retries(call)
+                    for done, _ in gates:
+                        done.set()
+                    return result
+                finally:
+                    lock.release()
         return await self._send_with_retries(call)
 
     async def _send_with_retries(self, call: _Call) -> tuple[dict[str, Any], LedgerRecord]:
@@ -485,6 +486,8 @@ class Gateway:
                 shared.stops.answered(call.role, call.model)
                 return outcome.response, outcome.record
             assert outcome.failure is not None
+            if _rate_limited(outcome.failure):  # the server took the key and URL: open the run's gate
+                shared.first_ok.set()
             self._count_timeout(call, outcome.failure)
             shared.check_open(call.role, call.model)  # stopped meanwhile: not a failure of this case
             asked = "response_format" in call.body
@@ -716,6 +719,37 @@ class Gateway:
         if status_code == 429:
             shared.rate_limit_waits += 1
         return wait if wait is not None else backoff(attempt, rng)
+
+
+async def _gate_turn(ok: asyncio.Event, lock: asyncio.Lock) -> bool:
+    """Wait at a first-call gate: True when this call now holds ``lock`` and goes alone (the caller
+    releases it), False once the gate is open, even while another call still holds the lock (a call
+    retrying a 429 opens the run's gate and must not hold every other model's calls back)."""
+    if ok.is_set():
+        return False
+    acquire = asyncio.ensure_future(lock.acquire())
+    opened = asyncio.ensure_future(ok.wait())
+    try:
+        await asyncio.wait({acquire, opened}, return_when=asyncio.FIRST_COMPLETED)
+    except BaseException:
+        opened.cancel()
+        acquire.cancel()
+        if acquire.done() and not acquire.cancelled():
+            lock.release()
+        raise
+    opened.cancel()
+    if not acquire.done():
+        acquire.cancel()
+        return False
+    if ok.is_set():
+        lock.release()
+        return False
+    return True
+
+
+def _rate_limited(failure: Exception) -> bool:
+    """A 429: the server accepted the key and the URL and asked to slow down."""
+    return getattr(failure, "status_code", None) == 429
 
 
 async def _read_bounded(raw: Any, limit: int = MAX_BODY_BYTES) -> bytes:

@@ -34,6 +34,7 @@ __all__ = [
     "ModelRates",
     "RateLimiter",
     "SharedState",
+    "model_key",
     "prompt_tokens_estimate",
 ]
 
@@ -50,6 +51,8 @@ class InFlightLimit(Protocol):
 
 class RateLimit(Protocol):
     """Requests and tokens per minute across the run: :class:`RateLimiter` (a shared file) or Redis."""
+
+    waited_s: float  # seconds this process waited for the bucket
 
     async def acquire(self, tokens: int) -> None:
         """Wait until one request of about ``tokens`` tokens fits the limits."""
@@ -319,16 +322,30 @@ class Budget(BudgetLimits):
         self.state.update(fix)
 
 
+def model_key(model: str) -> str:
+    """A model's name as a file or key name (its bucket's): the first 16 hex digits of its SHA-256."""
+    return hashlib.sha256(model.encode("utf-8")).hexdigest()[:16]
+
+
 class ModelRates:
     """Each model's own RPM/TPM buckets (``--gauge-rpm MODEL=N``), beside the run-wide one, shared by all
-    workers through the run folder: a limited model waits for its own window, the others do not."""
+    workers (run-folder files, :meth:`in_folder`) or by every host (Redis keys, ``RedisLimits``): a
+    limited model waits for its own window, the others do not."""
 
-    def __init__(self, folder: Path, rpm: Mapping[str, float], tpm: Mapping[str, float]) -> None:
-        self.limiters: dict[str, RateLimiter] = {}
-        for model in sorted(set(rpm) | set(tpm)):
-            name = hashlib.sha256(model.encode("utf-8")).hexdigest()[:16]
-            state = SharedState(folder / f"rate-{name}.json")
-            self.limiters[model] = RateLimiter(state, rpm.get(model), tpm.get(model))
+    def __init__(self, limiters: Mapping[str, RateLimit]) -> None:
+        self.limiters: dict[str, RateLimit] = dict(limiters)
+
+    @classmethod
+    def in_folder(cls, folder: Path, rpm: Mapping[str, float], tpm: Mapping[str, float]) -> ModelRates:
+        """The buckets as ``rate-<model key>.json`` files in the run folder."""
+        return cls(
+            {
+                model: RateLimiter(
+                    SharedState(folder / f"rate-{model_key(model)}.json"), rpm.get(model), tpm.get(model)
+                )
+                for model in sorted(set(rpm) | set(tpm))
+            }
+        )
 
     async def acquire(self, model: str, tokens: int) -> None:
         limiter = self.limiters.get(model)

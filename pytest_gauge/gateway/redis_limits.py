@@ -15,12 +15,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigurationError
-from .limits import BudgetLimits, InFlightLimit, RateLimit, Reservation, SpendLimit
+from .limits import BudgetLimits, InFlightLimit, ModelRates, RateLimit, Reservation, SpendLimit, model_key
 
 if TYPE_CHECKING:
     from ..options import GaugeOptions
@@ -33,6 +33,7 @@ __all__ = [
     "RedisRate",
     "RedisSlots",
     "build_limits",
+    "build_model_rates",
     "connect",
 ]
 
@@ -210,16 +211,17 @@ class RedisSlots:
 class RedisRate:
     """Requests- and tokens-per-minute token buckets on the server."""
 
-    def __init__(self, scripts: _Scripts, rpm: float | None, tpm: float | None) -> None:
+    def __init__(self, scripts: _Scripts, rpm: float | None, tpm: float | None, key: str = "rate") -> None:
         self.scripts = scripts
         self.rpm = rpm
         self.tpm = tpm
+        self.key = key  # "rate" (the run's bucket) or "rate:<model key>" (one model's)
         self.waited_s = 0.0
 
     async def acquire(self, tokens: int) -> None:
         if not self.rpm and not self.tpm:
             return
-        while (wait := float(self.scripts.run("take", "rate", self.rpm or 0, self.tpm or 0, tokens))) > 0:
+        while (wait := float(self.scripts.run("take", self.key, self.rpm or 0, self.tpm or 0, tokens))) > 0:
             self.waited_s += wait
             await asyncio.sleep(min(wait, 1.0))
 
@@ -230,7 +232,9 @@ class RedisRate:
         import redis
 
         try:
-            self.scripts.client.hincrbyfloat(f"{self.scripts.prefix}:rate", "tok_level", estimated - actual)
+            self.scripts.client.hincrbyfloat(
+                f"{self.scripts.prefix}:{self.key}", "tok_level", estimated - actual
+            )
         except redis.RedisError as exc:
             raise _unavailable(self.scripts.url, exc) from None
 
@@ -274,6 +278,16 @@ class RedisLimits:
     def budget(self, usd: float | None, tokens: int | None, task_usd: float | None) -> RedisBudget:
         return RedisBudget(self.scripts, usd, tokens, task_usd)
 
+    def model_rates(self, rpm: Mapping[str, float], tpm: Mapping[str, float]) -> ModelRates:
+        """Each model's own buckets on the server (keys ``gauge:<run id>:rate:<model key>``), so every
+        host of the run shares them like the run-wide one."""
+        return ModelRates(
+            {
+                model: RedisRate(self.scripts, rpm.get(model), tpm.get(model), f"rate:{model_key(model)}")
+                for model in sorted(set(rpm) | set(tpm))
+            }
+        )
+
 
 def build_limits(
     opts: GaugeOptions, run_dir: Path, run_id: str
@@ -296,3 +310,14 @@ def build_limits(
             SharedState(run_dir / "budget.json"), opts.budget_usd, opts.budget_tokens, opts.budget_task_usd
         ),
     )
+
+
+def build_model_rates(opts: GaugeOptions, run_dir: Path, run_id: str) -> ModelRates | None:
+    """This process's per-model buckets (``--gauge-rpm/--gauge-tpm MODEL=N``), None without any: on the
+    ``--gauge-limits`` Redis server when given (shared by every host), else in the run folder."""
+    rpm, tpm = dict(opts.rpm_models), dict(opts.tpm_models)
+    if not rpm and not tpm:
+        return None
+    if opts.limits:
+        return RedisLimits(opts.limits, opts.run_id or run_id).model_rates(rpm, tpm)
+    return ModelRates.in_folder(run_dir, rpm, tpm)

@@ -142,10 +142,10 @@ class GaugeState:
             return self.engine
         from ..gateway.gateway import Gateway, GatewayShared, live_keys
         from ..gateway.ledger import Ledger
-        from ..gateway.limits import ModelPacer, ModelRates
+        from ..gateway.limits import ModelPacer
         from ..gateway.model_stops import ModelStops
         from ..gateway.prices import PriceTable
-        from ..gateway.redis_limits import build_limits
+        from ..gateway.redis_limits import build_limits, build_model_rates
         from ..run.engine import Engine, SuiteRuntime
         from ..run.judge_format import JudgeFormats, format_scope
         from ..sim.world import build_client
@@ -172,9 +172,7 @@ class GaugeState:
             timeout=opts.timeout,
             retry_after_cap=opts.retry_after_cap,
             stops=ModelStops(run, opts.max_timeouts),
-            model_rates=ModelRates(run, dict(opts.rpm_models), dict(opts.tpm_models))
-            if opts.rpm_models or opts.tpm_models
-            else None,
+            model_rates=build_model_rates(opts, run, self.run_id),  # run folder or --gauge-limits
             pacer=ModelPacer(opts.max_concurrency),
             model_variables=MODEL_VARIABLES,
             **live_keys(opts.backend, os.environ),

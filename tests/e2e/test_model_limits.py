@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -31,7 +32,7 @@ def test_a_bad_rate_names_the_flag(pytester: pytest.Pytester, bad: str) -> None:
 
 
 def test_a_models_own_bucket_makes_only_that_model_wait(tmp_path: Path) -> None:
-    rates = ModelRates(tmp_path, {"limited": 60.0}, {})  # one request per second after the first
+    rates = ModelRates.in_folder(tmp_path, {"limited": 60.0}, {})  # one request per second after the first
 
     async def run() -> None:
         for _ in range(20):
@@ -72,3 +73,34 @@ def test_a_429_halves_only_that_models_concurrency_and_successes_grow_it_back() 
         return most
 
     assert asyncio.run(in_flight()) == 1
+
+
+def test_a_first_call_retrying_a_429_does_not_hold_back_the_other_models(tmp_path: Path) -> None:
+    """Until one call works, a process sends one call at a time (a bad key reaches the server once); a
+    429 shows the key and URL work, so the other models' calls go while the limited one waits."""
+    from pytest_gauge.gateway.gateway import CallContext
+    from pytest_gauge.testing import LoopbackServer, ResponderError, completion
+    from tests.e2e.test_gateway import BODY, make_gateway
+
+    answered: list[str] = []
+    first = [True]
+
+    def answer(body: dict[str, object]) -> dict[str, object]:
+        if body["model"] == "limited" and first[0]:
+            first[0] = False
+            raise ResponderError(429, "rate limit", headers={"llm_provider-retry-after": "2"})
+        answered.append(str(body["model"]))
+        return completion("ok")
+
+    async def both(gw: Any) -> None:
+        async def one(model: str, i: int) -> None:
+            ctx = CallContext("s", f"t{i}", f"transcript/t{i}/{model}/0")
+            await gw.chat(ctx, 1, "agent", model, dict(BODY))
+
+        limited = asyncio.ensure_future(one("limited", 0))
+        await asyncio.sleep(0)  # the limited call takes the first-call gate
+        await asyncio.gather(limited, *(one("free", i) for i in range(3)))
+
+    with LoopbackServer(answer) as server:
+        asyncio.run(both(make_gateway(tmp_path, server)))
+    assert answered == ["free", "free", "free", "limited"]  # the free calls did not wait out its 2 s

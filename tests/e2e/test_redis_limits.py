@@ -140,6 +140,28 @@ def test_the_token_bucket_makes_callers_wait(redis_url: str) -> None:
     assert 0.0 < wait <= 1.0
 
 
+def test_a_models_own_bucket_is_shared_by_every_host_of_the_run(redis_url: str) -> None:
+    """--gauge-rpm MODEL=N with --gauge-limits: one bucket per model on the server, not one per host."""
+    from pytest_gauge.gateway.limits import model_key
+
+    hosts = [RedisLimits(redis_url, "run-models").model_rates({"limited": 60.0}, {}) for _ in range(2)]
+    other_run = RedisLimits(redis_url, "run-other").model_rates({"limited": 60.0}, {})
+
+    async def main() -> None:
+        await hosts[0].acquire("limited", 10)  # the burst of one request
+        await other_run.acquire("limited", 10)  # another run's bucket of its own: no wait
+        for _ in range(20):
+            await hosts[1].acquire("free", 10)  # no bucket of its own: never waits
+        await hosts[1].acquire("limited", 10)  # the other host waits for the same window
+
+    asyncio.run(main())
+    assert hosts[0].limiters["limited"].waited_s == 0.0 and other_run.limiters["limited"].waited_s == 0.0
+    assert hosts[1].limiters["limited"].waited_s > 0.5 and set(hosts[1].limiters) == {"limited"}
+    client = RedisLimits(redis_url, "run-models").client
+    assert client.exists(f"gauge:run-models:rate:{model_key('limited')}")
+    assert not client.exists("gauge:run-models:rate")  # the run-wide bucket is not the model's
+
+
 def test_a_lost_server_stops_calls_and_an_absent_one_is_a_usage_error(
     redis_url: str, pytester: pytest.Pytester, mini_suite: Path
 ) -> None:
