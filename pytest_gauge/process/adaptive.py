@@ -6,8 +6,8 @@ word to the workers (the run folder's ``looks.json``).
   orders its case items look by look, so xdist hands them out in that order and no worker waits on a
   look while holding an item of an earlier one.
 * Where the run ends (no xdist, or the controller), :class:`AdaptiveRun` counts finished cases; once
-  every case of look ``k`` has finished it evaluates every suite's gates on looks ``1..k`` with
-  anytime-valid intervals (:mod:`pytest_gauge.analysis.adaptive`) and either opens look ``k + 1`` or
+  every case of look ``k`` has finished it has every suite's gates decided on looks ``1..k`` with
+  anytime-valid intervals (:mod:`pytest_gauge.analysis.looks`, pure) and either opens look ``k + 1`` or
   stops the run: the remaining cases are skipped, as not needed, and no unit of theirs is started.
 * Workers hear the controller through ``looks.json`` (:class:`LookWatcher`, every 50 ms); a run without
   xdist updates its own :class:`~pytest_gauge.run.looks.LookGate` directly.
@@ -18,21 +18,18 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..analysis.adaptive import AdaptiveSummary, GateDecision, decide_gates, gate_key, waits_for_last_look
-from ..analysis.gates import Gate, parse_gates
-from ..analysis.sequential import look_boundaries
+from ..analysis.looks import LookDecisions
 from ..files.readwrite import read_json_object, write_atomic
-from ..gateway.ledger import ledger_totals
 from ..options import GaugeOptions
 from ..records import LedgerRecord, SuiteMeta
 from ..run.looks import LookGate, LookPlan, LookState, plan_looks
 from .stopping import RunFolderWatcher
 
 if TYPE_CHECKING:
+    from ..analysis.adaptive import AdaptiveSummary, GateDecision
     from .state import GaugeState
 
 __all__ = [
@@ -43,7 +40,6 @@ __all__ = [
     "plan_from_metas",
     "publish_looks",
     "read_looks",
-    "savings",
 ]
 
 LOOKS_FILE = "looks.json"
@@ -97,52 +93,18 @@ def plan_from_metas(metas: Sequence[SuiteMeta], options: GaugeOptions) -> LookPl
     return plan_looks(tasks, seed=options.seed, look_size=options.adaptive_look)
 
 
-def savings(
-    ledger: Sequence[LedgerRecord], tasks_run: int, total_tasks: int
-) -> tuple[int, int, float | None]:
-    """(calls, tokens, nominal cost) the tasks not run would have taken, at the tasks run's mean (the
-    ledger's one totals rule, :func:`~pytest_gauge.gateway.ledger.ledger_totals`)."""
-    if tasks_run <= 0 or total_tasks <= tasks_run:
-        return 0, 0, 0.0
-    scale = (total_tasks - tasks_run) / tasks_run
-    totals = ledger_totals(ledger)
-    cost = None if totals.nominal.cost is None else totals.nominal.cost * scale
-    return round(totals.calls * scale), round(totals.nominal.total_tokens * scale), cost
-
-
-@dataclass
-class _SuiteLooks:
-    """One suite's side of the adaptive run: its gates, boundaries and the decisions so far."""
-
-    meta: SuiteMeta
-    gates: list[Gate]
-    critical: tuple[float, ...]
-    decided: dict[str, GateDecision] = field(default_factory=dict)
-    last: str | None = None  # the gate decided last
-    waiting: dict[str, str] = field(default_factory=dict)  # gates only the last look decides, and why
-
-    @property
-    def planned(self) -> int:
-        return len(self.critical)
-
-    def done(self, look: int) -> bool:
-        return look >= self.planned or all(gate_key(g) in self.decided for g in self.gates)
-
-
 class AdaptiveRun:
-    """Where the run ends: counts finished cases per look, evaluates the gates after each look, opens
-    the next look or stops the run (``publish``: how the word reaches the processes doing the work)."""
+    """Where the run ends: counts finished cases per look and, once a look is complete, has its gates
+    decided (:class:`~pytest_gauge.analysis.looks.LookDecisions`, on the records and the ledger files so
+    far), then opens the next look or stops the run (``publish``: how the word reaches the processes
+    doing the work)."""
 
     def __init__(self, state: GaugeState, publish: Callable[[LookState], None]) -> None:
         self.state = state
         self.publish = publish
         metas = state.suite_metas()
         self.plan = plan_from_metas(metas, state.options)
-        self.suites = {
-            m.name: _SuiteLooks(m, parse_gates([*m.gates, *state.options.gates]), self._critical(m.name))
-            for m in metas
-            if self.plan.looks.get(m.name)
-        }
+        self.decided = LookDecisions(self.plan, metas, state.options.gates)
         self.look_of_node: dict[str, int] = {}
         self.expected: Counter[int] = Counter()
         for meta in metas:
@@ -156,11 +118,6 @@ class AdaptiveRun:
         self.evaluated = 0
         self.looks = LookState()
         self.budget_out = False  # a case failed on the run's budget: no further look can be paid for
-
-    def _critical(self, name: str) -> tuple[float, ...]:
-        """The suite's critical value per look (no alpha spent on looks too small to test)."""
-        through = [self.plan.tasks_through(name, k) for k in range(1, len(self.plan.looks[name]) + 1)]
-        return look_boundaries(through, self.plan.total_tasks(name))
 
     def case_done(self, nodeid: str, *, budget: bool = False) -> None:
         """A case item finished (passed, failed or skipped): evaluate every look now complete.
@@ -183,66 +140,26 @@ class AdaptiveRun:
         self.evaluated = look
         if not self.budget_out:  # a look cut short by the budget decides nothing: its cases are missing
             ledger = merge_ledgers(sorted(self.state.run_dir.glob("ledger-*.jsonl")))
-            for name, suite in self.suites.items():
-                if look <= suite.planned:
-                    self._decide(name, suite, look, [r for r in ledger if r.suite == name])
-        if look >= self.plan.planned:
-            return
-        if all(s.done(look) for s in self.suites.values()):
-            self.looks = LookState(look, look, self._reason(look))
-        elif self.budget_out:
-            self.looks = LookState(look, look, f"not run: the budget ran out during look {look}")
-        else:
-            self.looks = LookState(look + 1)
-        self.publish(self.looks)
-
-    def _decide(self, name: str, suite: _SuiteLooks, look: int, ledger: list[LedgerRecord]) -> None:
-        from ..analysis.numbers import gate_source
-        from ..analysis.sequential import Look
-
-        records = self.state.ordered_records(suite.meta)
-        total = self.plan.total_tasks(name)
-        at = Look(look, suite.planned, self.plan.tasks_through(name, look), total, suite.critical[look - 1])
-        tasks = self._tasks_run(name, look)
-        numbers = gate_source(suite.meta, records, ledger, self.state.options, tasks=tasks)
-        if look == 1:
-            for gate in suite.gates:
-                why = waits_for_last_look(gate, numbers.source)
-                if why:
-                    suite.waiting[gate.expression()] = why
-        new = decide_gates(suite.gates, numbers.source, at, suite.decided)
-        suite.decided.update(new)
-        if new:
-            suite.last = next(reversed(new))
-
-    def _tasks_run(self, name: str, look: int) -> tuple[str, ...]:
-        return tuple(t for tasks in self.plan.looks[name][:look] for t in tasks)
-
-    def _reason(self, look: int) -> str:
-        run = sum(self.plan.tasks_through(n, look) for n in self.suites)
-        total = sum(self.plan.total_tasks(n) for n in self.suites)
-        planned = self.plan.planned
-        return f"not needed: every gate decided after {run} of {total} tasks (look {look} of {planned})"
+            for name, suite in self.decided.suites.items():
+                if look > suite.planned:
+                    continue
+                records = self.state.ordered_records(suite.meta)
+                mine = [r for r in ledger if r.suite == name]
+                self.decided.decide(name, look, records, mine, self.state.options)
+        word = self.decided.after(look, budget_out=self.budget_out)
+        if word is not None:
+            self.looks = word
+            self.publish(word)
 
     def decisions(self, name: str) -> Mapping[str, GateDecision]:
-        suite = self.suites.get(name)
-        return suite.decided if suite else {}
+        return self.decided.decisions(name)
 
     def summary(self, name: str, ledger: Sequence[LedgerRecord]) -> AdaptiveSummary | None:
         """Where the suite's part of the run ended, for its reports."""
-        suite = self.suites.get(name)
-        if suite is None:
-            return None
         stop = self.looks.stopped_after
-        last_look = min(stop if stop is not None else self.evaluated, suite.planned)
-        run = self.plan.tasks_through(name, last_look)
-        total = self.plan.total_tasks(name)
-        calls, tokens, cost = savings(ledger, run, total)
-        undecided = tuple(g.expression() for g in suite.gates if gate_key(g) not in suite.decided)
-        budget = self.budget_out and stop is not None
-        waiting = tuple(f"{g}: {why}" for g, why in suite.waiting.items())
-        return AdaptiveSummary(
-            stop, suite.planned, run, total, suite.last, calls, tokens, cost, undecided, budget, waiting
+        budget_out = self.budget_out
+        return self.decided.summary(
+            name, ledger, stopped_after=stop, evaluated=self.evaluated, budget_out=budget_out
         )
 
     def ended(self) -> str | None:
