@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from .gates import Gate, GateResult, MetricSource, QuantityLike, is_count
+from .gates import Gate, GateResult, MetricSource, QuantityLike, is_cost_gate, is_count
 from .intervals import Z95, t_quantile
 from .sequential import Look, decide
 
@@ -173,7 +173,9 @@ def adaptive_results(
     results = []
     for r in ordinary:
         d = decided.get(gate_key(r.gate))
-        if d is None:
+        if d is not None and is_cost_gate(r.gate) and r.status == "inconclusive":
+            results.append(r)  # a cost with calls lacking usage is a lower bound: no look decides it
+        elif d is None:
             message = f"INCONCLUSIVE {r.gate.expression()}: not decided when the run ended ({ended})"
             if r.gate.allow_inconclusive:
                 message += "; allowed (allow_inconclusive)"

@@ -178,6 +178,10 @@ class GateSource:
                 raise KeyError(f"{reason}; {_elo_help()}") from None
             raise
 
+    def without_usage(self, roles: tuple[str, ...] = ()) -> int:
+        """Calls of ``roles`` (empty: every role) whose response had no usage (cost gates' lower bound)."""
+        return self.metrics.without_usage(roles)
+
     def difference(self, left: Term, right: Term) -> Estimate:
         """``left - right``: two Elo terms from the same bootstrap resamples, two suite metrics from theirs;
         an Elo term minus a suite metric is a KeyError."""

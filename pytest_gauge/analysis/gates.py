@@ -8,7 +8,11 @@ One grammar serves the suite module, the ini key ``gauge_gates`` and the CLI ``-
     EXPR       := TERM ( '-' TERM )?
     TERM       := NAME ( '(' ARG (',' ARG)* ')' )? | 'delta' '(' TERM ')'
     OP         := '<=' | '>=' | '<' | '>' | '=='
-    OPTION     := 'min_n' '=' INT | 'allow_inconclusive'
+    OPTION     := 'min_n' '=' INT | 'allow_inconclusive' | 'allow_unpriced'
+
+A gate on a cost (``total_cost``, ``cost_per_success``, a role's cost, the judge's share) is inconclusive
+while any call of the run reported no usage (its cost is then a lower bound), unless it says
+``allow_unpriced``.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 __all__ = [
+    "COST_METRICS",
     "COUNT_METRICS",
     "DELTA",
     "GRAMMAR",
@@ -36,6 +41,7 @@ __all__ = [
     "evaluate_gates",
     "fails_run",
     "gate_arg",
+    "is_cost_gate",
     "is_count",
     "parse_gate",
     "parse_gates",
@@ -43,7 +49,7 @@ __all__ = [
 ]
 
 GRAMMAR = (
-    "(EXPR | lower(EXPR) | upper(EXPR)) OP NUMBER [; min_n=INT] [; allow_inconclusive], "
+    "(EXPR | lower(EXPR) | upper(EXPR)) OP NUMBER [; min_n=INT] [; allow_inconclusive] [; allow_unpriced], "
     "EXPR = METRIC[(ARG, ...)] [- METRIC[(ARG, ...)]] or delta(METRIC[(ARG, ...)]), "
     "OP = <= >= < > ==, "
     "e.g. 'upper(lrs_close) <= 0.5; min_n=20'"
@@ -61,7 +67,8 @@ OPS: dict[str, Callable[[float, float], bool]] = {
 }
 _NEGATED = {"<=": ">", ">=": "<", "<": ">=", ">": "<=", "==": "!="}
 _BOUNDS = ("lower", "upper")
-_OPTIONS = "min_n=INT, allow_inconclusive"
+_OPTIONS = "min_n=INT, allow_inconclusive, allow_unpriced"
+_FLAGS = ("allow_inconclusive", "allow_unpriced")
 _MAX_DRIVERS = 10
 DELTA = "delta"
 """``delta(TERM)`` (current minus baseline): its one argument is a whole term."""
@@ -133,6 +140,7 @@ class Gate:
     threshold: float
     min_n: int | None = None
     allow_inconclusive: bool = False
+    allow_unpriced: bool = False
 
     def __post_init__(self) -> None:
         if self.op not in OPS:
@@ -154,6 +162,8 @@ class Gate:
             text += f"; min_n={self.min_n}"
         if self.allow_inconclusive:
             text += "; allow_inconclusive"
+        if self.allow_unpriced:
+            text += "; allow_unpriced"
         return text
 
 
@@ -220,8 +230,18 @@ class _Parser:
             left, right = self.expr()
         op = self.op()
         threshold = self.number()
-        min_n, allow = self.options()
-        return Gate(self.s.strip(), bound, left, right, op, threshold, min_n, allow)
+        min_n, flags = self.options()
+        return Gate(
+            self.s.strip(),
+            bound,
+            left,
+            right,
+            op,
+            threshold,
+            min_n,
+            "allow_inconclusive" in flags,
+            "allow_unpriced" in flags,
+        )
 
     def expr(self) -> tuple[Term, Term | None]:
         left = self.term()
@@ -322,14 +342,14 @@ class _Parser:
         self.i = m.end()
         return value
 
-    def options(self) -> tuple[int | None, bool]:
+    def options(self) -> tuple[int | None, set[str]]:
+        """The options after the threshold: ``min_n`` and the flags that were given."""
         min_n: int | None = None
-        allow = False
         seen: set[str] = set()
         while True:
             self.ws()
             if self.at_end():
-                return min_n, allow
+                return min_n, seen - {"min_n"}
             if self.peek() != ";":
                 what = "option" if seen else "threshold"
                 raise self.error(
@@ -344,28 +364,31 @@ class _Parser:
             if name in seen:
                 raise self.error(self.i, f"option {name!r} given twice")
             if name == "min_n":
-                self.i = m.end()
-                self.ws()
-                if self.peek() != "=":
-                    raise self.error(self.i, f"expected '=' after min_n (min_n=INT), found {self.found()}")
-                self.i += 1
-                self.ws()
-                v = _WORD_RE.match(self.s, self.i)
-                if not v or not _INT_RE.fullmatch(v.group(0)):
-                    raise self.error(self.i, f"min_n needs a whole number >= 0, found {self.found()}")
-                min_n = int(v.group(0))
-                self.i = v.end()
-            elif name == "allow_inconclusive":
+                min_n = self.min_n(m.end())
+            elif name in _FLAGS:
                 self.i = m.end()
                 save = self.i
                 self.ws()
                 if self.peek() == "=":
-                    raise self.error(self.i, "allow_inconclusive takes no value")
+                    raise self.error(self.i, f"{name} takes no value")
                 self.i = save
-                allow = True
             else:
                 raise self.error(self.i, f"unknown option {name!r} (known: {_OPTIONS})")
             seen.add(name)
+
+    def min_n(self, at: int) -> int:
+        """``min_n=INT`` from after its name."""
+        self.i = at
+        self.ws()
+        if self.peek() != "=":
+            raise self.error(self.i, f"expected '=' after min_n (min_n=INT), found {self.found()}")
+        self.i += 1
+        self.ws()
+        v = _WORD_RE.match(self.s, self.i)
+        if not v or not _INT_RE.fullmatch(v.group(0)):
+            raise self.error(self.i, f"min_n needs a whole number >= 0, found {self.found()}")
+        self.i = v.end()
+        return int(v.group(0))
 
 
 def parse_gate(text: str) -> Gate:
@@ -413,6 +436,79 @@ def gate_arg(text: str) -> Gate:
 COUNT_METRICS: tuple[str, ...] = ("regressions", "fixes")
 """Gate terms that are exact counts of this run (no sampling interval): shown as counts, never with a
 zero-width "95% CI 17.000–17.000"."""
+
+
+COST_METRICS: dict[str, tuple[str, ...]] = {
+    "total_cost": (),
+    "cost_per_success": (),
+    "judge_cost_share": (),
+    "agent_cost": ("agent",),
+    "user_sim_cost": ("user_sim",),
+    "judge_cost": ("judge",),
+}
+"""Gate terms that are costs, with the roles whose calls they sum (empty: every role). While a call of
+those roles reported no usage its cost is unknown, so the term is a lower bound (docs/protocol.md#costs)."""
+
+
+class UsageSource(Protocol):
+    """A metric source that knows how many calls reported no usage (``GateSource``, ``SuiteMetrics``)."""
+
+    def without_usage(self, roles: tuple[str, ...]) -> int:
+        """Calls of ``roles`` (empty: every role) whose response had no usage."""
+        ...
+
+
+def _cost_terms(gate: Gate) -> list[Term]:
+    """The gate's cost terms, ``delta(total_cost)``'s inner term included."""
+    found: list[Term] = []
+    for term in (gate.left, gate.right):
+        if term is not None and term.name == DELTA and len(term.args) == 1:
+            try:
+                term = parse_term(term.args[0])
+            except GateSyntaxError:
+                continue
+        if term is not None and term.name in COST_METRICS:
+            found.append(term)
+    return found
+
+
+def is_cost_gate(gate: Gate) -> bool:
+    """Whether the gate compares a cost (a lower bound while calls lack usage: see ``allow_unpriced``)."""
+    return bool(_cost_terms(gate))
+
+
+def _without_usage(gate: Gate, source: object) -> int:
+    """Calls without usage behind the gate's cost terms (0 for a gate on no cost)."""
+    terms = _cost_terms(gate)
+    if not terms or not hasattr(source, "without_usage"):
+        return 0
+    counted: UsageSource = source
+    if any(not COST_METRICS[t.name] for t in terms):
+        return counted.without_usage(())
+    return counted.without_usage(tuple(sorted({r for t in terms for r in COST_METRICS[t.name]})))
+
+
+def _lower_bound_fails(gate: Gate, status: Status) -> bool:
+    """A cost known to be at least X already above an upper limit fails whatever the unknown part is."""
+    return (
+        status == "fail"
+        and gate.op in ("<", "<=")
+        and gate.right is None
+        and gate.left.name in COST_METRICS
+        and gate.left.name != "judge_cost_share"
+    )
+
+
+def _unpriced(gate: Gate, status: Status, detail: str, missing: int) -> tuple[Status, str]:
+    """A cost gate while ``missing`` calls reported no usage: inconclusive (never a pass) unless the gate
+    says ``allow_unpriced`` or the known part alone already fails it."""
+    calls = "call" if missing == 1 else "calls"
+    note = f"{missing} {calls} without usage, so the cost is a lower bound (at least the value shown)"
+    if gate.allow_unpriced:
+        return status, f"{detail}; allowed (allow_unpriced): {note}"
+    if _lower_bound_fails(gate, status):
+        return status, f"{detail}; {note}"
+    return "inconclusive", f"{note}; the known part: {detail}; add '; allow_unpriced' to gate on it"
 
 
 def is_count(gate: Gate) -> bool:
@@ -590,6 +686,9 @@ def evaluate_gate(
             shown = _fmt(compared, gate.threshold)
         detail = f"{label} {shown} ({context}) {relation} {_number_text(gate.threshold)}"
 
+    missing = _without_usage(gate, source)
+    if missing:
+        status, detail = _unpriced(gate, status, detail, missing)
     parts = [f"{status.upper()} {expr}: {detail}"]
     if status == "inconclusive" and gate.allow_inconclusive:
         parts.append("allowed (allow_inconclusive)")

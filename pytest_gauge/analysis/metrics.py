@@ -497,6 +497,10 @@ class SuiteMetrics:
         """The estimate of a metric by gate name and arguments; KeyError (listing names) if unknown."""
         return self._table.estimate(self._table.resolve(name, tuple(args)))
 
+    def without_usage(self, roles: tuple[str, ...] = ()) -> int:
+        """Calls of ``roles`` (empty: every role) whose response had no usage: their cost is unknown."""
+        return sum(c.usage_missing for r, c in self.costs.per_role.items() if not roles or r in roles)
+
     def bootstrap_difference(
         self, a_name: str, a_args: tuple[str, ...], b_name: str, b_args: tuple[str, ...]
     ) -> Estimate:

@@ -92,7 +92,15 @@ def _metrics_parts(doc: Mapping[str, Any]) -> dict[str, Any]:
     )
     costs_doc = doc.get("costs", {})
     costs = tuple(
-        RoleCost(role, c["calls"], c["attempts"], c["input_tokens"], c["output_tokens"], c.get("cost"))
+        RoleCost(
+            role,
+            c["calls"],
+            c["attempts"],
+            c["input_tokens"],
+            c["output_tokens"],
+            c.get("cost"),
+            int(c.get("usage_missing") or 0),
+        )
         for role, c in costs_doc.get("per_role", {}).items()
     )
     return {
@@ -100,6 +108,7 @@ def _metrics_parts(doc: Mapping[str, Any]) -> dict[str, Any]:
         "metrics": metrics,
         "costs": costs,
         "total_cost": costs_doc.get("total_cost"),
+        "usage_missing": int(costs_doc.get("usage_missing") or 0),
         "pair_class": {pid: p.get("class", "") for pid, p in doc.get("pairs", {}).items()},
         "flipped": tuple(
             (f["task_id"], f["pair_id"], int(f["sample"]))

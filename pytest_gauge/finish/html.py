@@ -40,6 +40,7 @@ def write_html_pages(out_dir: Path, pages: Iterable[tuple[Path, SuiteOutputs]]) 
                 gates_failed=sum(g.status in ("fail", "inconclusive") for g in outputs.gates),
                 gates_total=len(outputs.gates),
                 total_cost=outputs.total_cost,
+                usage_missing=outputs.usage_missing,
             )
         )
     index = out_dir / INDEX_FILE

@@ -102,6 +102,7 @@ class RoleCost:
     input_tokens: int
     output_tokens: int
     cost: float | None
+    usage_missing: int = 0  # calls without usage: the cost is then a lower bound
 
 
 @dataclass(frozen=True)
@@ -120,6 +121,7 @@ class SuiteOutputs:
     metrics: tuple[MetricRow, ...] = ()
     costs: tuple[RoleCost, ...] = ()
     total_cost: float | None = None
+    usage_missing: int = 0  # calls without usage in any role: ``total_cost`` is then a lower bound
     pair_class: dict[str, str] = field(default_factory=dict)
     flipped: tuple[FlipKey, ...] = ()  # the (task, pair, sample) groups whose verdict flipped with the order
     elo_svg: str | None = None

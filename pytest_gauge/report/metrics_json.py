@@ -15,6 +15,7 @@ from .adaptive import adaptive_json
 from .baseline import repeats_json
 from .common import ReportContext, case_counts, category_counts, prices_of, suite_name, task_count
 from .costs import model_costs, spent_this_run, watch_figures
+from .format import usd_at_least
 from .recommend import recommendations
 
 __all__ = ["METRICS_FORMAT_VERSION", "driver_cases", "render_metrics_json"]
@@ -122,6 +123,7 @@ def driver_cases(
 def _costs_json(ctx: ReportContext) -> dict[str, Any]:
     """Nominal costs per role and per model, totals and the prices used."""
     costs = ctx.metrics.costs
+    missing = ctx.metrics.without_usage()
     return {
         # nominal only: the live/cached split is under spent_this_run (a cached re-run changes nothing)
         "per_role": {
@@ -147,6 +149,10 @@ def _costs_json(ctx: ReportContext) -> dict[str, Any]:
             for c, w in zip(model_costs(ctx.ledger), watch_figures(ctx.ledger), strict=True)
         ],
         "total_cost": costs.total_cost,
+        # calls without usage make every cost they touch a lower bound (docs/protocol.md#costs)
+        "usage_missing": missing,
+        "lower_bound": bool(missing) and costs.total_cost is not None,
+        "total_cost_text": usd_at_least(costs.total_cost, missing),
         "successes": costs.successes,
         "cost_per_success": costs.cost_per_success,
         "judge_share": costs.judge_share,

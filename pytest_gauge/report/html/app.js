@@ -31,6 +31,10 @@
   }
   const fmt = (v, d) => (v === null || v === undefined ? "–" : Number(v).toFixed(d === undefined ? 3 : d));
   const money = (v) => (v === null || v === undefined ? "unknown" : "$" + Number(v).toFixed(6));
+  // a cost with calls that reported no usage is a lower bound, never a plain $0 (docs/protocol.md#costs)
+  const atLeast = (v, n) => (n && v !== null && v !== undefined ? "at least " + money(v) + " (" + n + (n === 1 ? " call" : " calls") + " without usage)" : money(v));
+  const noUsage = (lg) => lg.filter((i) => D.ledger[i][10]).length;
+  const caseNoUsage = (c) => noUsage(c.lg) + (c.L >= 0 ? noUsage(D.transcripts[c.L].lg) : 0) + (c.R >= 0 ? noUsage(D.transcripts[c.R].lg) : 0);
   const yn = (v) => (v === null || v === undefined ? "unknown" : v ? "yes" : "no");
   const interval = (lo, hi) => (lo === null || hi === null || lo === undefined ? "–" : "[" + fmt(lo) + ", " + fmt(hi) + "]");
   const table = (head, rows, id) =>
@@ -46,7 +50,7 @@
     document.getElementById("title").textContent = "pytest-gauge: " + D.suite;
     sec.append(el("h2", { id: "overview-h" }, "Overview"),
       el("p", { class: "facts" }, nCases + " cases, " + D.tasks.length + " tasks, " + D.pairs.length +
-        " pairs; backend " + D.backend + ", seed " + D.seed + "; total cost " + money(D.total_cost)));
+        " pairs; backend " + D.backend + ", seed " + D.seed + "; total cost " + atLeast(D.total_cost, D.um)));
     sec.append(el("h3", null, "Gates"));
     if (!D.gates.length) sec.append(el("p", { class: "muted" }, "No gates declared."));
     else sec.append(table([["status"], ["gate"], ["value", "num"], ["95% interval", "num"], ["n", "num"], ["threshold", "num"], ["driving cases"]],
@@ -64,7 +68,7 @@
         el("img", { alt: "Elo ratings with 95% intervals", src: "data:image/svg+xml;charset=utf-8," + encodeURIComponent(D.elo_svg) })));
     }
     right.append(el("h3", null, "Cost by role"), table([["role"], ["calls", "num"], ["attempts", "num"], ["input tokens", "num"], ["output tokens", "num"], ["cost", "num"]],
-      D.costs.map((c) => el("tr", null, td(c[0]), td(c[1], "num"), td(c[2], "num"), td(c[3], "num"), td(c[4], "num"), td(money(c[5]), "num"))), "cost-table"));
+      D.costs.map((c) => el("tr", null, td(c[0]), td(c[1], "num"), td(c[2], "num"), td(c[3], "num"), td(c[4], "num"), td(atLeast(c[5], c[6]), "num"))), "cost-table"));
   }
 
   // ------------------------------------------------------------------ case table
@@ -146,7 +150,7 @@
         td(pairName(c), "hide-narrow"), td(c.o), td(c.ch),
         td(fmt(c.rl, 2), "num"), td(fmt(c.rr, 2), "num"),
         td(el("span", null, ...MARKERS.filter((m) => c[m[0]]).map((m) => el("span", { class: "badge " + m[2], title: m[3] }, m[1])))),
-        td(c.tok, "num"), td(money(c.cost), "num")));
+        td(c.tok, "num"), td(atLeast(c.cost, caseNoUsage(c)), "num")));
     });
     body.replaceChildren(frag);
     document.getElementById("case-count").textContent = "Showing " + shown.length + " of " + visible.length +
@@ -224,7 +228,7 @@
 
   function ledgerTable(idx) {
     return table([["call"], ["attempt", "num"], ["status"], ["role"], ["model"], ["in", "num"], ["out", "num"], ["cost", "num"], ["finish"], ["error"]],
-      idx.map((i) => { const x = D.ledger[i]; return el("tr", null, td(x[0]), td(x[1], "num"), td(x[2]), td(x[3]), td(x[4]), td(x[5] === null ? "–" : x[5], "num"), td(x[6] === null ? "–" : x[6], "num"), td(money(x[7]), "num"), td(x[8] || ""), td(x[9] || "")); }));
+      idx.map((i) => { const x = D.ledger[i]; return el("tr", null, td(x[0]), td(x[1], "num"), td(x[2]), td(x[3]), td(x[4]), td(x[5] === null ? "–" : x[5], "num"), td(x[6] === null ? "–" : x[6], "num"), td(x[10] ? "unknown (no usage)" : money(x[7]), "num"), td(x[8] || ""), td(x[9] || "")); }));
   }
 
   function slotView(slot, ti, agent, side, reward) {
@@ -233,7 +237,7 @@
       el("h3", null, "Slot " + slot + " ", el("span", { class: "who", hidden: true }, agent + " (" + side + ")")));
     if (!t) { box.append(el("p", { class: "fail" }, "transcript missing")); return box; }
     box.append(el("p", { class: "facts" }, "reward " + fmt(reward, 3) + " · task success " + yn(t.ok) + " · user satisfied " + yn(t.sat) +
-      " · ended by " + t.end + " · " + t.tok[0] + " in / " + t.tok[1] + " out tokens · " + money(t.cost)));
+      " · ended by " + t.end + " · " + t.tok[0] + " in / " + t.tok[1] + " out tokens · " + atLeast(t.cost, noUsage(t.lg))));
     if (t.err) box.append(el("p", { class: "fail" }, t.err));
     box.append(el("div", { class: "transcript" }, ...t.turns.map(turnView)));
     box.append(rulesView("Success criteria", t.crit), rulesView("Hard constraints", t.cons));

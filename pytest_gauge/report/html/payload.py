@@ -98,6 +98,7 @@ def _ledger_line(x: LedgerRecord) -> list[Any]:
         x.cost,
         x.finish_reason,
         x.error,
+        x.usage_missing,
     ]
 
 
@@ -241,7 +242,10 @@ def build_payload(out: SuiteOutputs, redact: Redact) -> dict[str, Any]:
     return {
         "backend": out.backend,
         "cases": cases,
-        "costs": [[c.role, c.calls, c.attempts, c.input_tokens, c.output_tokens, c.cost] for c in out.costs],
+        "costs": [
+            [c.role, c.calls, c.attempts, c.input_tokens, c.output_tokens, c.cost, c.usage_missing]
+            for c in out.costs
+        ],
         "elo_svg": out.elo_svg,
         "gates": [_gate(g, by_id) for g in gates],
         "ledger": [_ledger_line(x) for x in out.ledger],
@@ -255,5 +259,6 @@ def build_payload(out: SuiteOutputs, redact: Redact) -> dict[str, Any]:
         "tasks": [[t.task_id, t.category, redact(t.prompt)] for t in out.tasks],
         "total_cost": out.total_cost,
         "transcripts": transcripts,
+        "um": out.usage_missing,
         "v": PAYLOAD_VERSION,
     }

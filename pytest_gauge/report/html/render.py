@@ -105,12 +105,16 @@ class SuiteLink:
     gates_failed: int
     gates_total: int
     total_cost: float | None
+    usage_missing: int = 0  # calls without usage: the total is then a lower bound
 
 
 def _row(s: SuiteLink) -> str:
     e = html.escape
     status = "FAIL" if s.gates_failed else "ok"
     cost = "unknown" if s.total_cost is None else f"${s.total_cost:.6f}"
+    if s.total_cost is not None and s.usage_missing:  # a lower bound, never a plain $0
+        calls = "call" if s.usage_missing == 1 else "calls"
+        cost = f"at least {cost} ({s.usage_missing} {calls} without usage)"
     passing = s.gates_total - s.gates_failed
     return (
         f'<tr><td><a href="{e(s.href)}">{e(s.name)}</a></td><td class="num">{s.cases}</td>'

@@ -244,7 +244,7 @@ def test_malformed_input_points_at_the_column(text: str, column: int, reason: st
 
 def test_grammar_is_one_line_and_names_every_piece() -> None:
     assert "\n" not in GRAMMAR
-    for piece in ("lower(", "upper(", "min_n=INT", "allow_inconclusive", "<=", ">=", "=="):
+    for piece in ("lower(", "upper(", "min_n=INT", "allow_inconclusive", "allow_unpriced", "<=", ">=", "=="):
         assert piece in GRAMMAR
 
 
@@ -335,15 +335,18 @@ def _rand_gate(rng: random.Random) -> tuple[Gate, list[str]]:
     tokens += ["-", number[1:]] if number.startswith("-") and rng.random() < 0.5 else [number]
     min_n = rng.choice([None, 0, 1, 7, 50, 12345])
     allow = rng.random() < 0.5
+    unpriced = rng.random() < 0.3
     options: list[list[str]] = []
     if min_n is not None:
         options.append([";", "min_n", "=", str(min_n)])
     if allow:
         options.append([";", "allow_inconclusive"])
+    if unpriced:
+        options.append([";", "allow_unpriced"])
     rng.shuffle(options)
     for opt in options:
         tokens += opt
-    gate = Gate("", bound, left, right, op, float(number), min_n, allow)  # type: ignore[arg-type]
+    gate = Gate("", bound, left, right, op, float(number), min_n, allow, unpriced)  # type: ignore[arg-type]
     return gate, tokens
 
 
@@ -627,6 +630,46 @@ def test_allow_inconclusive_and_fails_run() -> None:
     assert failed.status == "fail" and fails_run(failed) is True
     passed = evaluate_gate(parse_gate("m <= 0.2; allow_inconclusive"), _source(m=q))
     assert passed.status == "pass" and fails_run(passed) is False
+
+
+@dataclass
+class UsageSource(FakeSource):
+    """A source whose run had calls without usage, per role."""
+
+    missing: dict[str, int] = field(default_factory=dict)
+
+    def without_usage(self, roles: tuple[str, ...]) -> int:
+        return sum(n for r, n in self.missing.items() if not roles or r in roles)
+
+
+@pytest.mark.parametrize(
+    ("expr", "status"),
+    [
+        ("total_cost <= 0.01", "inconclusive"),  # the known part passes: never a PASS
+        ("total_cost <= 0.01; allow_unpriced", "pass"),
+        ("total_cost <= 0.001", "fail"),  # the known part alone is already over the limit
+        ("total_cost >= 0.001", "inconclusive"),
+        ("cost_per_success <= 0.01", "inconclusive"),
+        ("judge_cost_share <= 0.9", "inconclusive"),
+        ("delta(total_cost) <= 0.01", "inconclusive"),
+        ("judge_cost <= 0.01", "pass"),  # the judge's calls all reported usage
+        ("agent_cost <= 0.01", "inconclusive"),
+        ("success_rate >= 0.001", "pass"),  # not a cost
+    ],
+)
+def test_a_cost_gate_is_never_a_pass_while_calls_lack_usage(expr: str, status: str) -> None:
+    q = Quantity(0.005, 10, 0.005, 0.005)
+    names = ("total_cost", "cost_per_success", "judge_cost_share", "judge_cost", "agent_cost", "success_rate")
+    metrics: dict[tuple[str, tuple[str, ...]], Quantity] = {(n, ()): q for n in names}
+    metrics[("delta", ("total_cost",))] = q
+    source = UsageSource(metrics=metrics, missing={"agent": 3, "judge": 0})
+    result = evaluate_gate(parse_gate(expr), source)
+    assert result.status == status, result.message
+    if "cost" in expr and "judge_cost <=" not in expr:
+        assert "3 calls without usage" in result.message
+    if status == "inconclusive":
+        assert "allow_unpriced" in result.message and fails_run(result)
+    assert evaluate_gate(parse_gate(expr), _source(**{n: q for n in names})).status in ("pass", "fail")
 
 
 def test_partial_run_is_skipped_without_reading_metrics() -> None:
