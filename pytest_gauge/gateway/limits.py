@@ -4,7 +4,9 @@ tokens per minute, and the spending budget.
 All state lives in the run folder on local disk. In-flight requests are N slot files, each held with
 ``flock`` while a request is out, so at most N requests are in flight whatever the number of workers
 (and a dead worker's slots free themselves). Rate limits and the budget are small JSON states updated
-under an exclusive ``flock``.
+under an exclusive ``flock``. :class:`Budget` is the one reserve/settle mechanism: over the run folder's
+file for the run and its tasks, over this process's memory (:class:`LocalState`) for one test's
+``gauge_budget``; the Redis limiters (:mod:`.redis_limits`) keep the same Protocols.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import fcntl
 import hashlib
 import json
 import os
+import threading
 import time
 import weakref
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -30,10 +33,18 @@ __all__ = [
     "Budget",
     "BudgetLimits",
     "ConcurrencySlots",
+    "FileLimits",
+    "InFlightLimit",
+    "LocalState",
     "ModelPacer",
     "ModelRates",
+    "RateLimit",
     "RateLimiter",
+    "Reservation",
+    "RunLimits",
     "SharedState",
+    "SpendLimit",
+    "StateStore",
     "model_key",
     "prompt_tokens_estimate",
 ]
@@ -74,6 +85,31 @@ class SpendLimit(Protocol):
 
     def settle(self, r: Reservation, usd: float, tokens: int) -> None:
         """Replace a reservation with what the call really spent."""
+
+
+class RunLimits(Protocol):
+    """Where a run's three limits live, built once per process: :class:`FileLimits` (the run folder) or
+    :class:`~pytest_gauge.gateway.redis_limits.RedisLimits` (one Redis server for every host)."""
+
+    def slots(self, n: int) -> InFlightLimit:
+        """At most ``n`` requests in flight across the run."""
+
+    def rate(self, rpm: float | None, tpm: float | None) -> RateLimit:
+        """The run's requests- and tokens-per-minute buckets."""
+
+    def budget(self, usd: float | None, tokens: int | None, task_usd: float | None) -> SpendLimit:
+        """The run's and each task's budget."""
+
+    def model_rates(self, rpm: Mapping[str, float], tpm: Mapping[str, float]) -> ModelRates:
+        """Each model's own buckets (``--gauge-rpm/--gauge-tpm MODEL=N``)."""
+
+
+class StateStore(Protocol):
+    """A small JSON-like state changed atomically: :class:`SharedState` (a file under ``flock``, every
+    process of the run) or :class:`LocalState` (this process's memory)."""
+
+    def update(self, fn: Callable[[dict[str, Any]], Any]) -> Any:
+        """Apply ``fn`` to the state (mutating it in place), alone, and return what it returns."""
 
 
 def prompt_tokens_estimate(body: Mapping[str, Any]) -> int:
@@ -198,6 +234,19 @@ class SharedState:
         return dict(self.update(lambda s: dict(s)))
 
 
+class LocalState:
+    """The same atomic update as :class:`SharedState`, in this process's memory under a thread lock: a
+    limit that only this process keeps (one test's ``gauge_budget``)."""
+
+    def __init__(self) -> None:
+        self._state: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    def update(self, fn: Callable[[dict[str, Any]], Any]) -> Any:
+        with self._lock:
+            return fn(self._state)
+
+
 class RateLimiter:
     """Requests-per-minute and tokens-per-minute token buckets shared by all workers."""
 
@@ -270,6 +319,13 @@ class BudgetLimits:
     def active(self) -> bool:
         return bool(self.usd or self.tokens or self.task_usd)
 
+    def describe(self) -> str:
+        """The run's (or a test's) limits as a message says them: ``$0.010000 and 5000 tokens``."""
+        parts = ([f"${self.usd:.6f}"] if self.usd is not None else []) + (
+            [f"{self.tokens} tokens"] if self.tokens is not None else []
+        )
+        return " and ".join(parts)
+
     @staticmethod
     def refuse(refusal: str) -> BudgetExhausted:
         """The error for a call a limit refused (``refusal`` says which and how much is spent)."""
@@ -282,10 +338,12 @@ class BudgetLimits:
 class Budget(BudgetLimits):
     """Run and per-task spending limits. A call reserves its worst case before it is sent; a call
     that would pass a limit is refused with :class:`BudgetExhausted`, so overshoot is bounded by the
-    calls already in flight."""
+    calls already in flight; once it is answered, :meth:`settle` replaces its reservation with what it
+    spent. The state is the run folder's ``budget.json`` (every process) or a :class:`LocalState`
+    (one test's ``gauge_budget``, its task the test's node id)."""
 
     def __init__(
-        self, state: SharedState, usd: float | None, tokens: int | None, task_usd: float | None
+        self, state: StateStore, usd: float | None, tokens: int | None, task_usd: float | None
     ) -> None:
         super().__init__(usd, tokens, task_usd)
         self.state = state
@@ -325,6 +383,26 @@ class Budget(BudgetLimits):
 def model_key(model: str) -> str:
     """A model's name as a file or key name (its bucket's): the first 16 hex digits of its SHA-256."""
     return hashlib.sha256(model.encode("utf-8")).hexdigest()[:16]
+
+
+class FileLimits:
+    """The run's limits in the run folder on local disk (``slots/``, ``rate.json``, ``budget.json``),
+    shared by the processes of one machine."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = run_dir
+
+    def slots(self, n: int) -> ConcurrencySlots:
+        return ConcurrencySlots(self.run_dir / "slots", n)
+
+    def rate(self, rpm: float | None, tpm: float | None) -> RateLimiter:
+        return RateLimiter(SharedState(self.run_dir / "rate.json"), rpm, tpm)
+
+    def budget(self, usd: float | None, tokens: int | None, task_usd: float | None) -> Budget:
+        return Budget(SharedState(self.run_dir / "budget.json"), usd, tokens, task_usd)
+
+    def model_rates(self, rpm: Mapping[str, float], tpm: Mapping[str, float]) -> ModelRates:
+        return ModelRates.in_folder(self.run_dir, rpm, tpm)
 
 
 class ModelRates:

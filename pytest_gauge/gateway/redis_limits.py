@@ -20,7 +20,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigurationError
-from .limits import BudgetLimits, InFlightLimit, ModelRates, RateLimit, Reservation, SpendLimit, model_key
+from .limits import (
+    BudgetLimits,
+    FileLimits,
+    InFlightLimit,
+    ModelRates,
+    RateLimit,
+    Reservation,
+    RunLimits,
+    SpendLimit,
+    model_key,
+)
 
 if TYPE_CHECKING:
     from ..options import GaugeOptions
@@ -294,21 +304,11 @@ def build_limits(
 ) -> tuple[InFlightLimit, RateLimit, SpendLimit]:
     """This process's (slots, rate, budget): on the ``--gauge-limits`` Redis server, keyed by
     ``--gauge-run-id`` (else this run's id), or in the run folder on local disk."""
-    if opts.limits:
-        shared = RedisLimits(opts.limits, opts.run_id or run_id)
-        return (
-            shared.slots(opts.max_concurrency),
-            shared.rate(opts.rpm, opts.tpm),
-            shared.budget(opts.budget_usd, opts.budget_tokens, opts.budget_task_usd),
-        )
-    from .limits import Budget, ConcurrencySlots, RateLimiter, SharedState
-
+    where = _where(opts, run_dir, run_id)
     return (
-        ConcurrencySlots(run_dir / "slots", opts.max_concurrency),
-        RateLimiter(SharedState(run_dir / "rate.json"), opts.rpm, opts.tpm),
-        Budget(
-            SharedState(run_dir / "budget.json"), opts.budget_usd, opts.budget_tokens, opts.budget_task_usd
-        ),
+        where.slots(opts.max_concurrency),
+        where.rate(opts.rpm, opts.tpm),
+        where.budget(opts.budget_usd, opts.budget_tokens, opts.budget_task_usd),
     )
 
 
@@ -318,6 +318,9 @@ def build_model_rates(opts: GaugeOptions, run_dir: Path, run_id: str) -> ModelRa
     rpm, tpm = dict(opts.rpm_models), dict(opts.tpm_models)
     if not rpm and not tpm:
         return None
-    if opts.limits:
-        return RedisLimits(opts.limits, opts.run_id or run_id).model_rates(rpm, tpm)
-    return ModelRates.in_folder(run_dir, rpm, tpm)
+    return _where(opts, run_dir, run_id).model_rates(rpm, tpm)
+
+
+def _where(opts: GaugeOptions, run_dir: Path, run_id: str) -> RunLimits:
+    """The run's limits: on the ``--gauge-limits`` Redis server, or in the run folder."""
+    return RedisLimits(opts.limits, opts.run_id or run_id) if opts.limits else FileLimits(run_dir)

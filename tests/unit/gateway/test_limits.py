@@ -1,0 +1,42 @@
+"""The one reserve/settle budget (:class:`~pytest_gauge.gateway.limits.Budget`) over either state: the
+run folder's file (every process) and this process's memory (a test's ``gauge_budget``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_gauge.gateway.errors import BudgetExhausted
+from pytest_gauge.gateway.limits import Budget, FileLimits, LocalState, SharedState, StateStore
+
+
+@pytest.mark.parametrize("where", ["file", "memory"])
+def test_a_budget_reserves_worst_cases_and_settles_what_was_spent(tmp_path: Path, where: str) -> None:
+    state: StateStore = SharedState(tmp_path / "budget.json") if where == "file" else LocalState()
+    budget = Budget(state, usd=1.0, tokens=1000, task_usd=None)
+    first = budget.reserve("t1", 0.6, 100)
+    with pytest.raises(BudgetExhausted, match=r"run budget \$1\.0000: spent \$0\.0000 so far"):
+        budget.reserve("t1", 0.5, 100)  # 0.6 reserved + 0.5 would pass $1
+    budget.settle(first, 0.2, 50)  # the call spent less than its worst case: the rest is free again
+    second = budget.reserve("t1", 0.5, 100)
+    with pytest.raises(BudgetExhausted, match="run budget 1000 tokens: spent 50 tokens so far"):
+        budget.reserve("t2", 0.0, 900)
+    budget.settle(second, 0.5, 100)
+    assert state.update(dict) == {
+        "reserved_tokens": 0,
+        "reserved_usd": 0.0,
+        "spent_tokens": 150,
+        "spent_usd": 0.7,
+        "tasks": {"t1": 0.7},
+    }
+
+
+def test_a_task_budget_counts_only_that_task(tmp_path: Path) -> None:
+    budget = FileLimits(tmp_path).budget(None, None, 0.5)
+    budget.settle(budget.reserve("a", 0.4, 10), 0.4, 10)
+    budget.reserve("b", 0.4, 10)
+    with pytest.raises(BudgetExhausted, match=r"task a budget \$0\.5000: spent \$0\.4000 so far"):
+        budget.reserve("a", 0.2, 10)
+    assert budget.active and budget.describe() == ""
+    assert Budget(LocalState(), 0.01, 5000, None).describe() == "$0.010000 and 5000 tokens"
