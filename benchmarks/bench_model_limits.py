@@ -26,7 +26,7 @@ import openai
 from pytest_gauge.gateway.gateway import CallContext, Gateway, GatewayShared
 from pytest_gauge.gateway.ledger import Ledger
 from pytest_gauge.gateway.limits import Budget, ConcurrencySlots, ModelPacer, RateLimiter, SharedState
-from pytest_gauge.gateway.prices import PriceTable
+from pytest_gauge.records.prices import PriceTable
 from pytest_gauge.testing import LoopbackServer, ResponderError, completion
 
 TARGET = 1.10

@@ -202,8 +202,8 @@ def direct_run(suite: str, seed: int, work: str) -> Outcomes:
     from pytest_gauge.analysis.suite import gate_results
     from pytest_gauge.gateway.gateway import Gateway, GatewayShared
     from pytest_gauge.gateway.ledger import Ledger, merge_ledgers
-    from pytest_gauge.gateway.prices import PriceTable
     from pytest_gauge.gateway.redis_limits import build_limits
+    from pytest_gauge.records.prices import PriceTable
     from pytest_gauge.run.judge_format import JudgeFormats
     from pytest_gauge.run.work import SuiteRuntime
     from pytest_gauge.sim.world import build_client

@@ -472,7 +472,7 @@ def _plugin_sender(folder: Path) -> Any:
     from pytest_gauge.gateway.gateway import CallContext, Gateway, GatewayShared
     from pytest_gauge.gateway.ledger import Ledger
     from pytest_gauge.gateway.limits import Budget, ConcurrencySlots, RateLimiter, SharedState
-    from pytest_gauge.gateway.prices import PriceTable
+    from pytest_gauge.records.prices import PriceTable
 
     shared = GatewayShared(
         run_id="bench", ledger=Ledger(folder, "main"), slots=ConcurrencySlots(folder / "slots", CONCURRENCY),

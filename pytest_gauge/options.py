@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from .gateway.prices import PriceRow
+    from .records.prices import PriceRow
 
 __all__ = [
     "BACKENDS",

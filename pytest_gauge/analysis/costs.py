@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..gateway.ledger import ledger_totals
 from ..records import ROLES, LedgerRecord
+from ..records.totals import ledger_totals
 from .estimates import Accumulator, Estimate, Key, Stat, exact_estimate
 
 if TYPE_CHECKING:

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ..gateway.ledger import ledger_totals
 from ..records import CaseRecord, LedgerRecord, SuiteMeta
+from ..records.totals import ledger_totals
 from ..run.looks import LookPlan, LookState
 from .adaptive import AdaptiveSummary, GateDecision, decide_gates, gate_key, waits_for_last_look
 from .gates import Gate, parse_gates
@@ -23,7 +23,7 @@ def savings(
     ledger: Sequence[LedgerRecord], tasks_run: int, total_tasks: int
 ) -> tuple[int, int, float | None]:
     """(calls, tokens, nominal cost) the tasks not run would have taken, at the tasks run's mean (the
-    ledger's one totals rule, :func:`~pytest_gauge.gateway.ledger.ledger_totals`)."""
+    ledger's one totals rule, :func:`~pytest_gauge.records.totals.ledger_totals`)."""
     if tasks_run <= 0 or total_tasks <= tasks_run:
         return 0, 0, 0.0
     scale = (total_tasks - tasks_run) / tasks_run

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..records import ChatResult, LedgerRecord, Usage
+from ..records.prices import PriceTable
 from ..records.work_key import parse_work
 from .diagnosis import final_error, is_timeout, server_message
 from .endpoint import KEY_VARIABLE, ROLE_KEY_VARIABLES, URL_VARIABLE, key_variable, role_keys
@@ -37,7 +38,6 @@ from .errors import (
 from .ledger import INTERRUPTED, SENT, Ledger
 from .limits import InFlightLimit, ModelPacer, ModelRates, RateLimit, SpendLimit, prompt_tokens_estimate
 from .model_stops import ModelStops
-from .prices import PriceTable
 from .response import MAX_BODY_BYTES, BadResponse, parse_completion
 from .store import Store, content_key
 

@@ -1,5 +1,5 @@
 """Per-model prices as configuration (docs/protocol.md#costs): ini lines, a TOML/JSON file, or
-``GAUGE_PRICES`` JSON.
+``GAUGE_PRICES`` JSON, read into :mod:`pytest_gauge.records.prices`'s values.
 
 Never constants in code. A model without a price has cost ``None`` ("unknown"), never 0.
 """
@@ -9,20 +9,15 @@ from __future__ import annotations
 import json
 import tomllib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from ..records import Usage
+from ..records.prices import Price, PriceRow, PriceTable
 
 __all__ = [
     "GENAI_PRICES",
-    "Price",
-    "PriceRow",
-    "PriceTable",
     "check_genai_prices",
-    "cost_of",
     "genai_price_rows",
     "load_prices",
     "with_genai_prices",
@@ -31,77 +26,6 @@ __all__ = [
 GENAI_PRICES = "genai-prices"
 """``--gauge-prices genai-prices``: prices of models not configured otherwise from the ``genai-prices``
 package (the optional extra ``pytest-gauge[prices]``)."""
-
-PriceRow = tuple[str, float, float] | tuple[str, float, float, float | None, str]
-"""``(model, input, output)`` or ``(model, input, output, cached_input, source)``, USD per million tokens:
-the form options carry (hashable, picklable to xdist workers)."""
-
-
-@dataclass(frozen=True)
-class Price:
-    """One model's prices in USD per million tokens, and where they came from (named in cost reports).
-
-    ``cached_input`` prices the cached part of the prompt (``usage.cached_tokens``); None bills it as
-    ordinary input."""
-
-    input: float
-    output: float
-    cached_input: float | None = None
-    source: str = "configured"
-
-    def cost(self, usage: Usage) -> float:
-        """The cost of one call's usage: cached prompt tokens at the cached-input price when there is one."""
-        cached = min(usage.cached_tokens or 0, usage.prompt_tokens) if self.cached_input is not None else 0
-        fresh = cost_of(usage.prompt_tokens - cached, usage.completion_tokens, self.input, self.output)
-        return fresh + cached / 1e6 * (self.cached_input or 0.0)
-
-
-@dataclass(frozen=True)
-class PriceTable:
-    """Prices by model name (a plain ``(input, output)`` pair is read as a configured price)."""
-
-    prices: Mapping[str, Price | tuple[float, float]]
-
-    def price(self, model: str) -> Price | None:
-        found = self.prices.get(model)
-        if found is None or isinstance(found, Price):
-            return found
-        return Price(float(found[0]), float(found[1]))
-
-    def rows(self) -> list[PriceRow]:
-        out: list[PriceRow] = []
-        for model in self.prices:
-            p = self.price(model)
-            assert p is not None
-            out.append((model, p.input, p.output, p.cached_input, p.source))
-        return out
-
-    @classmethod
-    def from_rows(cls, rows: tuple[PriceRow, ...]) -> PriceTable:
-        table: dict[str, Price | tuple[float, float]] = {}
-        for row in rows:
-            if len(row) == 3:
-                table[row[0]] = Price(row[1], row[2])
-            else:
-                table[row[0]] = Price(row[1], row[2], row[3], row[4])
-        return cls(table)
-
-    def cost(self, model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
-        """est_cost (docs/protocol.md#costs) of plain token counts; None when the model has no price."""
-        return self.usage_cost(model, Usage(prompt_tokens, completion_tokens))
-
-    def usage_cost(self, model: str, usage: Usage) -> float | None:
-        """The cost of a call's usage (cached input at its own price); None when the model has no price."""
-        price = self.price(model)
-        return None if price is None else price.cost(usage)
-
-    def has(self, model: str) -> bool:
-        return model in self.prices
-
-
-def cost_of(input_tokens: int, output_tokens: int, input_per_m: float, output_per_m: float) -> float:
-    """``input/1e6 * input_price + output/1e6 * output_price``."""
-    return input_tokens / 1e6 * input_per_m + output_tokens / 1e6 * output_per_m
 
 
 def _number(value: object) -> bool:

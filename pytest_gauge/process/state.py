@@ -31,7 +31,7 @@ from ..suite.declare import MODEL_VARIABLES, Suite
 from ..suite.tasks import Task
 
 if TYPE_CHECKING:  # the engine imports openai; the xdist controller, which runs no case, never needs it
-    from ..gateway.prices import PriceRow
+    from ..records.prices import PriceRow
     from ..run.engine import Engine
     from ..run.looks import LookGate
     from .adaptive import AdaptiveRun
@@ -144,8 +144,8 @@ class GaugeState:
         from ..gateway.ledger import Ledger
         from ..gateway.limits import ModelPacer
         from ..gateway.model_stops import ModelStops
-        from ..gateway.prices import PriceTable
         from ..gateway.redis_limits import build_limits, build_model_rates
+        from ..records.prices import PriceTable
         from ..run.engine import Engine, SuiteRuntime
         from ..run.judge_format import JudgeFormats, format_scope
         from ..sim.world import build_client

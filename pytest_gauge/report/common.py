@@ -14,8 +14,8 @@ from ..analysis.elo_report import EloReport
 from ..analysis.gates import GateResult
 from ..analysis.metrics import Estimate, SuiteMetrics
 from ..analysis.repeats import RepeatCounts
-from ..gateway.prices import Price, PriceRow, PriceTable
 from ..records import CaseRecord, LedgerRecord, SuiteMeta
+from ..records.prices import Price, PriceRow, PriceTable
 from .format import fmt_price
 
 __all__ = [

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..analysis.metrics import COST_INCLUDES_RETRIES
-from ..gateway.ledger import ledger_totals
-from ..gateway.prices import Price
 from ..records import ROLES, LedgerRecord
+from ..records.prices import Price
+from ..records.totals import ledger_totals
 from .common import ReportContext, price_basis, prices_of, suite_name
 from .format import DASH, fmt_int, fmt_pct, fmt_per_success, fmt_task_ci, fmt_usd, md_table, usd_at_least
 

@@ -22,8 +22,8 @@ from pytest_gauge.gateway.cassettes import export_cassettes, scrub_entry
 from pytest_gauge.gateway.gateway import CallContext, Gateway, GatewayShared
 from pytest_gauge.gateway.ledger import Ledger
 from pytest_gauge.gateway.limits import Budget, ConcurrencySlots, RateLimiter, SharedState
-from pytest_gauge.gateway.prices import PriceTable
 from pytest_gauge.gateway.store import Store, content_key
+from pytest_gauge.records.prices import PriceTable
 from pytest_gauge.testing import FaultPlan, LoopbackServer
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -20,8 +20,8 @@ from pytest_gauge.gateway.errors import BudgetExhausted, ConfigurationError, Gat
 from pytest_gauge.gateway.gateway import CallContext, Gateway, GatewayShared, backoff, retry_delay
 from pytest_gauge.gateway.ledger import Ledger, read_ledger_file
 from pytest_gauge.gateway.limits import Budget, ConcurrencySlots, RateLimiter, SharedState
-from pytest_gauge.gateway.prices import PriceTable
 from pytest_gauge.gateway.store import Store
+from pytest_gauge.records.prices import PriceTable
 from pytest_gauge.suite.declare import MODEL_VARIABLES
 from pytest_gauge.testing import FaultPlan, LoopbackServer, ResponderError, completion
 

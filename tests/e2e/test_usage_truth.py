@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from pytest_gauge.gateway.gateway import CallContext, retry_delay, served_model
-from pytest_gauge.gateway.ledger import ledger_totals
 from pytest_gauge.records import LedgerRecord
+from pytest_gauge.records.totals import ledger_totals
 from pytest_gauge.report.costs import served_warnings
 from pytest_gauge.testing import FaultPlan, LoopbackServer
 from tests.e2e.test_gateway import BODY, call, ledger, make_gateway

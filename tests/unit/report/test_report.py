@@ -15,9 +15,9 @@ from syrupy.assertion import SnapshotAssertion
 from pytest_gauge.analysis.elo import EloResult
 from pytest_gauge.analysis.gates import evaluate_gates, parse_gates
 from pytest_gauge.analysis.metrics import Estimate, SuiteMetrics, compute_metrics
-from pytest_gauge.gateway.prices import cost_of
 from pytest_gauge.options import GaugeOptions
 from pytest_gauge.records import CaseKey, CaseRecord, Judgment, LedgerRecord, SuiteMeta, Usage
+from pytest_gauge.records.prices import cost_of
 from pytest_gauge.report import (
     REPORT_FILES,
     RULES,
