@@ -14,7 +14,7 @@ import pkgutil
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -161,10 +161,11 @@ def run_pytest_subprocess(
     return done.returncode, done.stdout + done.stderr
 
 
-def run_inprocess(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+def run_inprocess(pytester: pytest.Pytester, *args: str, plugins: Sequence[object] = ()) -> pytest.RunResult:
     """A plugin run inside this process (no interpreter start, no imports: seconds cheaper than a
     subprocess). ``--import-mode=importlib`` because earlier runs may have imported a suite module of the
-    same name; xdist's worker variables are hidden so the run is the plain single-process run it is."""
+    same name; xdist's worker variables are hidden so the run is the plain single-process run it is.
+    ``plugins``: objects registered as plugins of the run (to look inside it from a hook)."""
     with pytest.MonkeyPatch.context() as mp:
         for key in [k for k in os.environ if k.startswith("PYTEST_XDIST_")]:
             mp.delenv(key)
@@ -176,7 +177,7 @@ def run_inprocess(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
         for name in [m for m in sys.modules if m.split(".")[0] in tops]:
             mp.delitem(sys.modules, name)
         return pytester.runpytest_inprocess(
-            "-p", "no:cacheprovider", "-p", "no:randomly", "--import-mode=importlib", *args
+            "-p", "no:cacheprovider", "-p", "no:randomly", "--import-mode=importlib", *args, plugins=plugins
         )
 
 

@@ -38,19 +38,10 @@ class NumbersSettings(Protocol):
 
 
 def compare_with_baseline(
-    out: Path, suite: str, opts: NumbersSettings
-) -> tuple[BaselineComparison | None, str]:
-    """The comparison of this suite's outputs with its baseline (``--gauge-baseline``), or None and why."""
-    from ..files.baseline import load_run_side
-
-    reports = out / "reports"
-    return _compare(suite, opts, lambda: load_run_side(out, link_base=reports), reports)
-
-
-def _compare(
     suite: str, opts: NumbersSettings, current: Callable[[], RunSide], link_base: Path | None
 ) -> tuple[BaselineComparison | None, str]:
-    """This run's side (``current``) against the baseline's side of the suite, or None and why."""
+    """This run's side (``current``, made only when there is a baseline) against the baseline's side of
+    the suite (``--gauge-baseline``; its links relative to ``link_base``), or None and why."""
     if not opts.baseline:
         return None, "no baseline given: run with --gauge-baseline DIR"
     from ..files.baseline import BaselineError, load_baseline
@@ -111,7 +102,7 @@ def gate_source(
     tasks: Sequence[str] | None = None,
 ) -> SuiteNumbers:
     """Metrics, Elo, the baseline comparison and the gates' data source from records + ledger.
-    ``comparison``: already made (the end of a run reads it back from the outputs); otherwise, with a
+    ``comparison``: already made (the end of a run, from the outputs it has written); otherwise, with a
     baseline, made from the records of ``tasks`` (an adaptive run's look)."""
     from .elo_report import build_elo_report
     from .gate_source import GateSource
@@ -148,4 +139,8 @@ def _look_comparison(
     from ..files.baseline import side_from_records
 
     run_tasks = tasks or [str(t["task_id"]) for t in meta.tasks]
-    return _compare(meta.name, opts, lambda: side_from_records(meta, run_tasks, records, ledger), None)
+
+    def side() -> RunSide:
+        return side_from_records(meta, run_tasks, records, ledger)
+
+    return compare_with_baseline(meta.name, opts, side, None)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,9 @@ __all__ = [
     "load_baseline",
     "load_run_side",
     "save_baseline",
+    "side_from_records",
+    "side_of_outputs",
+    "transcript_links",
 ]
 
 BASELINE_FORMAT = "pytest-gauge-baseline"
@@ -103,7 +106,7 @@ def check_baseline_dir(root: Path) -> list[str]:
     return suites
 
 
-def _task_costs(ledger: Sequence[dict[str, Any]]) -> dict[str, float | None]:
+def _task_costs(ledger: Sequence[Mapping[str, Any]]) -> dict[str, float | None]:
     """Nominal cost of every attempt per task; None when an attempt has usage but no price."""
     costs: dict[str, float | None] = {}
     for x in ledger:
@@ -117,11 +120,19 @@ def _task_costs(ledger: Sequence[dict[str, Any]]) -> dict[str, float | None]:
 
 
 def _links(agents_dir: Path, link_base: Path | None) -> dict[tuple[str, str, int], str]:
-    """``(task, agent, sample) -> path#L<line>`` of each transcript, relative to ``link_base``."""
+    """``(task, agent, sample) -> path#L<line>`` of each transcript file in ``agents_dir``."""
+    return transcript_links(((p, _jsonl(p)) for p in sorted(agents_dir.glob("*.jsonl"))), link_base)
+
+
+def transcript_links(
+    files: Iterable[tuple[Path, Sequence[Mapping[str, Any]]]], link_base: Path | None
+) -> dict[tuple[str, str, int], str]:
+    """``(task, agent, sample) -> path#L<line>`` of each transcript row of each ``agents/<agent>.jsonl``
+    (its path and rows, as written or read back), relative to ``link_base``."""
     out: dict[tuple[str, str, int], str] = {}
-    for path in sorted(agents_dir.glob("*.jsonl")):
+    for path, rows in files:
         shown = os.path.relpath(path, link_base) if link_base is not None else str(path)
-        for i, row in enumerate(_jsonl(path), start=1):
+        for i, row in enumerate(rows, start=1):
             unit = (str(row.get("task_id")), path.stem, int(row.get("sample", 0)))
             out[unit] = f"{Path(shown).as_posix()}#L{i}"
     return out
@@ -129,7 +140,7 @@ def _links(agents_dir: Path, link_base: Path | None) -> dict[tuple[str, str, int
 
 def _side(
     suite: str,
-    manifest: dict[str, Any],
+    manifest: Mapping[str, Any],
     tasks: list[str],
     records: list[CaseRecord],
     task_costs: dict[str, float | None],
@@ -149,22 +160,42 @@ def _side(
 
 
 def load_run_side(folder: Path, link_base: Path | None = None) -> RunSide:
-    """One suite's ``--gauge-out`` folder (``<out>/<suite>``) as a comparison side."""
+    """One suite's ``--gauge-out`` folder (``<out>/<suite>``) read back as a comparison side."""
     manifest = _read_json(folder / _MANIFEST)
     _check_manifest(folder / _MANIFEST, manifest)
-    tasks = [str(t["task_id"]) for t in _jsonl(folder / "tasks.jsonl") if "task_id" in t]
-    records = [CaseRecord.from_json(r) for r in _jsonl(folder / "pairs" / "pair_results.jsonl")]
-    ledger = _jsonl(folder / "agent_runs.jsonl")
-    links = _links(folder / "agents", link_base)
-    suite = str(manifest.get("suite", folder.name))
-    return _side(suite, manifest, tasks, records, _task_costs(ledger), links)
+    return side_of_outputs(
+        manifest,
+        _jsonl(folder / "tasks.jsonl"),
+        [CaseRecord.from_json(r) for r in _jsonl(folder / "pairs" / "pair_results.jsonl")],
+        _jsonl(folder / "agent_runs.jsonl"),
+        _links(folder / "agents", link_base),
+        default_suite=folder.name,
+    )
+
+
+def side_of_outputs(
+    manifest: Mapping[str, Any],
+    task_rows: Sequence[Mapping[str, Any]],
+    records: Sequence[CaseRecord],
+    ledger_rows: Sequence[Mapping[str, Any]],
+    links: dict[tuple[str, str, int], str],
+    *,
+    default_suite: str = "",
+) -> RunSide:
+    """A suite's outputs as a comparison side: the manifest, ``tasks.jsonl``'s rows, the case records,
+    the ledger's rows and the transcripts' links (:func:`transcript_links`). The one builder for a
+    folder read back (:func:`load_run_side`) and for the end of a run, from the values it has just
+    written."""
+    tasks = [str(t["task_id"]) for t in task_rows if "task_id" in t]
+    suite = str(manifest.get("suite", default_suite))
+    return _side(suite, dict(manifest), tasks, list(records), _task_costs(ledger_rows), links)
 
 
 def side_from_records(
     meta: SuiteMeta, tasks: Sequence[str], records: Sequence[CaseRecord], ledger: Sequence[LedgerRecord]
 ) -> RunSide:
     """The run in progress as a comparison side, from its records and ledger (an adaptive run's look,
-    before any output file is written): the same side :func:`load_run_side` reads back at the end."""
+    before any output file is written)."""
     manifest = {
         "models": dict(meta.models),
         "hashes": {f"prompt:{k}": content_hash(v) for k, v in sorted(meta.prompts.items()) if v},

@@ -143,13 +143,19 @@ def _options(runs: Sequence[ShardRun], out: Path) -> GaugeOptions:
     return GaugeOptions(**{k: v for k, v in data.items() if k in known}, out_dir=str(out))
 
 
-def _write_transcripts(runs: Sequence[ShardRun], meta: SuiteMeta, out: Path) -> None:
-    """``agents/<agent>.jsonl`` of every shard, in task order then sample (as one run writes them)."""
+def _write_transcripts(
+    runs: Sequence[ShardRun], meta: SuiteMeta, out: Path
+) -> dict[str, list[dict[str, Any]]]:
+    """``agents/<agent>.jsonl`` of every shard, in task order then sample (as one run writes them);
+    returns each agent's rows as written."""
     rank = {str(t["task_id"]): i for i, t in enumerate(meta.tasks)}
+    written: dict[str, list[dict[str, Any]]] = {}
     for agent in meta.agents:
         rows = [row for run in runs for row in _jsonl(run.folder / "agents" / f"{agent}.jsonl")]
         rows.sort(key=lambda r: (rank.get(str(r.get("task_id")), 1 << 30), int(r.get("sample", 0))))
         write_atomic(out / "agents" / f"{agent}.jsonl", "".join(dumps(r) + "\n" for r in rows))
+        written[agent] = rows
+    return written
 
 
 def merge_shards(suite: str, runs: Sequence[ShardRun], out_dir: Path) -> SuiteReports:
@@ -175,7 +181,7 @@ def merge_shards(suite: str, runs: Sequence[ShardRun], out_dir: Path) -> SuiteRe
         LedgerRecord.from_json(r) for run in runs for r in _jsonl(run.folder / "agent_runs.jsonl")
     )
     write_atomic(out / "tasks.jsonl", (runs[0].folder / "tasks.jsonl").read_text(encoding="utf-8"))
-    _write_transcripts(runs, meta, out)
+    transcripts = _write_transcripts(runs, meta, out)
     write_atomic(out / "pairs" / "pair_results.jsonl", "".join(dumps(r.to_json()) + "\n" for r in records))
     write_atomic(out / "agent_runs.jsonl", "".join(dumps(r.to_json()) + "\n" for r in ledger))
     manifest = {
@@ -187,7 +193,8 @@ def merge_shards(suite: str, runs: Sequence[ShardRun], out_dir: Path) -> SuiteRe
     opts = _options(runs, out_dir)
     shown = replace(opts, prices=opts.prices_for(str(m) for m in meta.models.values() if m))
     partial = len(meta.selected) < len(meta.cases)
-    return report_suite(meta, records, ledger, opts, out, partial=partial, report_options=shown)
+    written = (manifest, transcripts)
+    return report_suite(meta, records, ledger, opts, out, written, partial=partial, report_options=shown)
 
 
 def _junit(path: Path, results: Sequence[tuple[str, Any, str]]) -> None:

@@ -24,7 +24,7 @@ import pytest
 
 from ..analysis.numbers import compare_with_baseline
 from ..analysis.suite import AdaptiveGates, analyse_suite
-from ..files.readwrite import FileFormatError, read_json_object, write_atomic
+from ..files.readwrite import write_atomic
 from ..files.shards import write_shard_manifest
 from ..gateway.ledger import merge_ledgers
 from ..gateway.store import Store, content_key
@@ -46,12 +46,15 @@ if TYPE_CHECKING:
     from ..options import GaugeOptions
     from ..process.adaptive import AdaptiveRun
     from ..records.html import SuiteOutputs
+    from ..records.run_side import RunSide
     from ..report import ReportContext
 
 __all__ = [
     "SuiteReports",
+    "Written",
     "finish_run",
     "report_suite",
+    "run_side",
     "write_summary",
 ]
 
@@ -106,6 +109,10 @@ def _agent_rows(work: Store, meta: SuiteMeta) -> dict[str, list[dict[str, Any]]]
     return rows
 
 
+Written = tuple[dict[str, Any], dict[str, list[dict[str, Any]]]]
+"""A suite's outputs as just written: the manifest and each agent's transcript rows."""
+
+
 def write_outputs(
     state: GaugeState,
     meta: SuiteMeta,
@@ -113,7 +120,7 @@ def write_outputs(
     ledger: list[LedgerRecord],
     out: Path,
     interrupted: str | None = None,
-) -> tuple[dict[str, Any], dict[str, list[dict[str, Any]]]]:
+) -> Written:
     """tasks.jsonl, agents/<agent>.jsonl, pairs/pair_results.jsonl, agent_runs.jsonl, manifest.json
     (with ``interrupted: "interrupted: N of M cases"`` when the run was stopped); returns the manifest
     and each agent's transcript rows as written (the HTML page is made from them)."""
@@ -154,7 +161,7 @@ def write_outputs(
 
 def html_page(
     meta: SuiteMeta,
-    written: tuple[dict[str, Any], dict[str, list[dict[str, Any]]]],
+    written: Written,
     records: Sequence[CaseRecord],
     ledger: Sequence[LedgerRecord],
     reports: Mapping[str, str],
@@ -291,6 +298,7 @@ def report_suite(
     ledger: list[LedgerRecord],
     opts: GaugeOptions,
     out: Path,
+    written: Written,
     *,
     partial: bool,
     deferred: bool = False,
@@ -300,16 +308,21 @@ def report_suite(
 ) -> SuiteReports:
     """The suite analysed (:func:`~pytest_gauge.analysis.suite.analyse_suite`) and every report rendered
     and written under ``out/reports``. Shared by the end of a run and by ``python -m pytest_gauge merge``.
-    ``report_options``: the options the reports show (the run's, with the prices actually used); the
-    other arguments are :func:`~pytest_gauge.analysis.suite.analyse_suite`'s."""
+    ``written``: the manifest and transcript rows just written to ``out`` (the baseline comparison's side
+    of this run is made from them, not read back). ``report_options``: the options the reports show (the
+    run's, with the prices actually used); the other arguments are
+    :func:`~pytest_gauge.analysis.suite.analyse_suite`'s."""
     from ..report import ReportContext, render_reports
+
+    def current() -> RunSide:
+        return run_side(out, meta, written, records, ledger)
 
     analysis = analyse_suite(
         meta,
         records,
         ledger,
         opts,
-        comparison=compare_with_baseline(out, meta.name, opts),
+        comparison=compare_with_baseline(meta.name, opts, current, out / "reports"),
         partial=partial,
         deferred=deferred,
         interrupted=interrupted,
@@ -340,6 +353,25 @@ def report_suite(
     for filename, text in reports.items():
         write_atomic(out / "reports" / filename, text)
     return SuiteReports(ctx, analysis.results, reports)
+
+
+def run_side(
+    out: Path,
+    meta: SuiteMeta,
+    written: Written,
+    records: Sequence[CaseRecord],
+    ledger: Sequence[LedgerRecord],
+) -> RunSide:
+    """This run's side of a baseline comparison from the outputs just written to ``out``, in memory: the
+    side :func:`~pytest_gauge.files.baseline.load_run_side` reads back from the folder (one builder)."""
+    from ..files.baseline import side_of_outputs, transcript_links
+
+    manifest, agent_rows = written
+    files = [
+        (out / "agents" / f"{a}.jsonl", agent_rows[a]) for a in sorted(agent_rows, key=lambda a: f"{a}.jsonl")
+    ]
+    links = transcript_links(files, out / "reports")
+    return side_of_outputs(manifest, meta.tasks, records, [r.to_json() for r in ledger], links)
 
 
 def _baseline_link(opts: GaugeOptions, out: Path) -> str:
@@ -378,7 +410,7 @@ def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool)
         partial = len(meta.selected) < len(meta.cases) or interrupted
         shown = replace(opts, prices=opts.prices_for(str(m) for m in meta.models.values() if m))
         analysis = report_suite(
-            meta, records, ledger, opts, out, partial=partial, deferred=bool(opts.shard),
+            meta, records, ledger, opts, out, written, partial=partial, deferred=bool(opts.shard),
             report_options=shown,
             interrupted=label,
             adaptive=adaptive,
@@ -390,7 +422,7 @@ def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool)
             )
         if opts.snapshot_reports and not partial:
             check_report_snapshots(session, meta, analysis.reports)
-        state.finished[name] = {"ctx": analysis.ctx, "out": out}
+        state.finished[name] = {"ctx": analysis.ctx, "out": out, "manifest": written[0]}
         pages.append((out, html_page(meta, written, records, ledger, analysis.reports)))
         skip_note = None if opts.shard else _gate_note(name, analysis.results, strict=strict)
         state.gate_notes += [(True, skip_note)] if skip_note else []
@@ -434,11 +466,8 @@ def _replay_misses(state: GaugeState, name: str, info: dict[str, Any]) -> str | 
     from ..process.replay import miss_message, miss_reasons
 
     recording = load_recording(opts.cassettes, name) if opts.cassettes else None
-    try:
-        manifest = read_json_object(Path(info["out"]) / "manifest.json")
-    except FileFormatError:
-        manifest = {}
-    reasons = miss_reasons(recording, ctx.meta.models, opts.seed, manifest.get("hashes") or {})
+    hashes = info["manifest"].get("hashes") or {}  # the manifest as written, not read back
+    reasons = miss_reasons(recording, ctx.meta.models, opts.seed, hashes)
     return miss_message(name, missing, reasons)
 
 

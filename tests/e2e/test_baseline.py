@@ -282,3 +282,42 @@ def test_suite_gate_on_a_baseline_without_one_is_a_usage_error(
         "suite mini: Suite(gates=...): 'regressions(agent_x) <= 2' compares with a baseline"
         in result.stderr.str()
     )
+
+
+def test_the_baseline_comparison_made_from_memory_equals_the_one_read_back_from_disk(
+    pytester: pytest.Pytester, mini_suite: Path
+) -> None:
+    """The end of a run compares with its baseline from the outputs it holds in memory (finish/outputs.py's
+    run_side), not from the files it has just written; the same comparison made from the files read back
+    (load_run_side, the one reader) renders the same reports, flipped tasks' transcript links included."""
+    from dataclasses import replace
+
+    from pytest_gauge.analysis.numbers import compare_with_baseline
+    from pytest_gauge.files.baseline import load_run_side
+    from pytest_gauge.process.state import state_key
+    from pytest_gauge.report import render_reports
+
+    class Keep:
+        """Keeps the run's options and finished suites (the state drops them after the summary)."""
+
+        @pytest.hookimpl(trylast=True)
+        def pytest_terminal_summary(self, config: pytest.Config) -> None:
+            state = config.stash[state_key]
+            self.options, self.finished = state.options, dict(state.finished)
+
+    assert _run(pytester, "suites", "--gauge-out", "base-out", "--gauge-seed", "3").ret in (0, 1)
+    keep = Keep()
+    run = run_inprocess(pytester, "-n", "0", "suites", "--gauge-baseline", "base-out", plugins=[keep])
+    assert run.ret in (0, 1), run.stdout.str()[-2000:]
+    ctx = keep.finished["mini"]["ctx"]
+    assert ctx.baseline is not None and any(a.regressions or a.fixes for a in ctx.baseline.agents.values())
+    out = pytester.path / "gauge-out" / "mini"
+    reports = out / "reports"
+    from_disk, note = compare_with_baseline(
+        "mini", keep.options, lambda: load_run_side(out, link_base=reports), reports
+    )
+    assert note == "" and from_disk is not None
+    rendered = render_reports(replace(ctx, baseline=from_disk))
+    assert "../agents/" in rendered["baseline.md"]
+    assert rendered == render_reports(ctx)
+    assert rendered == {name: (reports / name).read_text(encoding="utf-8") for name in rendered}
