@@ -11,7 +11,7 @@ from ..analysis.baseline import AgentComparison, BaselineComparison, TaskFlip
 from ..analysis.gates import GateResult, is_count
 from ..analysis.metrics import Estimate
 from ..analysis.repeats import RepeatCounts, flaky_tasks, noise_floor_of, pass_at_k, pass_hat_k
-from .format import DASH, fmt_ci, fmt_num, fmt_rate, md_table
+from .format import DASH, fmt_ci, fmt_num, fmt_rate, md_code, md_table
 
 __all__ = [
     "baseline_lead",
@@ -49,7 +49,7 @@ def _flip_line(f: TaskFlip) -> str:
     links = " · ".join(
         f"[{side}]({link})" for side, link in (("before", f.link_before), ("now", f.link_now)) if link
     )
-    return f"- `{f.label()}`: reward {fmt_rate(f.reward_before)} → {fmt_rate(f.reward_now)}" + (
+    return f"- {md_code(f.label())}: reward {fmt_rate(f.reward_before)} → {fmt_rate(f.reward_now)}" + (
         f" ({links})" if links else ""
     )
 
@@ -60,7 +60,7 @@ def _verdicts(comp: BaselineComparison) -> list[str]:
     regressed = [(a, f) for a in comp.agents.values() for f in a.regressions]
     if regressed:
         lines.append(f"**{len(regressed)} regressions** (passed before, fail now):")
-        lines += [f"- {a.agent}: `{f.label()}`" for a, f in regressed[:_MAX_LISTED]]
+        lines += [f"- {a.agent}: {md_code(f.label())}" for a, f in regressed[:_MAX_LISTED]]
         if len(regressed) > _MAX_LISTED:
             lines.append(f"- … and {len(regressed) - _MAX_LISTED} more (see baseline.md)")
     else:

@@ -33,7 +33,10 @@ from .format import (
     fmt_rate,
     fmt_task_ci,
     fmt_usd,
+    md_code,
+    md_safe,
     md_table,
+    md_text,
     shorten,
 )
 from .judge_rules import judge_rules_section
@@ -255,7 +258,7 @@ def _section_position(ctx: ReportContext) -> list[str]:
     )
     if m.flipped:
         lines += ["", f"Flipped groups ({len(m.flipped)}):", ""]
-        lines += _listed([f"- {f.label()}" for f in m.flipped])
+        lines += _listed([f"- {md_safe(f.label())}" for f in m.flipped])
     return lines
 
 
@@ -272,7 +275,10 @@ def _section_judge(ctx: ReportContext) -> list[str]:
     if errors:
         lines.append("")
         lines += _listed(
-            [f"- `{r.case_id}`: {shorten(r.judge_error or 'unparseable verdict', 120)}" for r in errors]
+            [
+                f"- {md_code(r.case_id)}: {md_text(shorten(r.judge_error or 'unparseable verdict', 120))}"
+                for r in errors
+            ]
         )
     lines.append("")
     ag = m.agreement
@@ -330,7 +336,10 @@ def _section_satisfaction(ctx: ReportContext) -> list[str]:
     if ex:
         lines += ["", f"Examples ({min(len(ex), _MAX_EXAMPLES)} of {len(ex)}):", ""]
         for task_id, agent, sample in ex[:_MAX_EXAMPLES]:
-            lines.append(f"- task `{task_id}`, agent `{agent}`" + (f", sample {sample}" if sample else ""))
+            lines.append(
+                f"- task {md_code(task_id)}, agent {md_code(agent)}"
+                + (f", sample {sample}" if sample else "")
+            )
     return lines
 
 
@@ -420,7 +429,7 @@ def _section_gates(ctx: ReportContext) -> list[str]:
     for g in ctx.gates:
         expr = g.gate.canonical()
         text = g.message if g.gate.expression() in g.message else f"{g.status.upper()} {expr}: {g.message}"
-        lines.append(f"- {shorten(text, 400)}")
+        lines.append(f"- {md_safe(shorten(text, 400))}")
     needed = needed_lines(ctx.gates)
     if needed:
         lines += ["", "Tasks that would decide them (80% power at 95%, if the observed effect holds):", ""]

@@ -5,6 +5,7 @@ their arguments."""
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Iterable, Sequence
 
 from ..analysis.metrics import Estimate
@@ -25,7 +26,10 @@ __all__ = [
     "fmt_task_ci",
     "fmt_usd",
     "md_cell",
+    "md_code",
+    "md_safe",
     "md_table",
+    "md_text",
     "shorten",
     "text_table",
     "unsign_zero",
@@ -126,9 +130,37 @@ def fmt_task_ci(e: Estimate | None, fmt: Callable[[float | None], str]) -> str:
     return f" {fmt_ci(e.low, e.high, fmt)}"
 
 
+# What could start markup in any markdown renderer: a tag, comment, declaration or autolink (``<`` before a
+# letter, ``/``, ``!`` or ``?``), a character reference (``&`` before ``#`` or ``name;``, other than the
+# three md_text writes) and an inline link or image (``](``).
+_MARKUP = re.compile(r"<(?=[A-Za-z/!?])|&(?!(?:lt|gt|amp);)(?=#|[A-Za-z][A-Za-z0-9]*;)|\](?=\()")
+_MARKUP_FIX = {"<": "&lt;", "&": "&amp;", "]": "]\\"}
+_HTML = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
+
+
+def md_text(text: str) -> str:
+    """A string from a model, a tool or a task as markdown text: one line, ``&``, ``<`` and ``>`` escaped
+    for HTML and ``](`` broken, so any renderer (Python-Markdown, MkDocs, GitHub) shows it as text."""
+    return " ".join(str(text).split()).translate(_HTML).replace("](", "]\\(")
+
+
+def md_code(text: str) -> str:
+    """``text`` as a markdown code span whose fence no backtick inside it can close (CommonMark's rule)."""
+    runs = [len(m) for m in re.findall(r"`+", text)]
+    fence = "`" * (max(runs, default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def md_safe(text: str) -> str:
+    """One line in which no renderer finds HTML or a link: a ``<`` that opens a tag, a character reference
+    and ``](`` are escaped; ``p < 0.001`` or ``lrs <= 0.5`` stay as they are (they open no markup)."""
+    return _MARKUP.sub(lambda m: _MARKUP_FIX[m.group(0)[0]], " ".join(str(text).split()))
+
+
 def md_cell(text: str) -> str:
-    """Text safe inside a markdown table cell: one line, pipes escaped."""
-    return " ".join(str(text).split()).replace("|", "\\|")
+    """Text safe inside a markdown table cell: :func:`md_safe`, pipes escaped."""
+    return md_safe(text).replace("|", "\\|")
 
 
 def shorten(text: str, limit: int = MAX_REASON) -> str:

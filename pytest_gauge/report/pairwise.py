@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..records import CaseRecord
 from .common import ReportContext, case_counts, suite_name
-from .format import DASH, fmt_bool, fmt_int, fmt_rate, fmt_usd, md_table, shorten
+from .format import DASH, fmt_bool, fmt_int, fmt_rate, fmt_usd, md_code, md_table, md_text, shorten
 
 __all__ = ["render_pairwise_table"]
 
@@ -34,8 +34,8 @@ _PAIR_COLUMNS = (
 
 def _reason(r: CaseRecord) -> str:
     if r.judge_choice == "error":
-        return shorten(f"error: {r.judge_error or r.judge_reason or 'unparseable verdict'}")
-    return shorten(r.judge_reason) if r.judge_reason.strip() else DASH
+        return md_text(shorten(f"error: {r.judge_error or r.judge_reason or 'unparseable verdict'}"))
+    return md_text(shorten(r.judge_reason)) if r.judge_reason.strip() else DASH
 
 
 def render_pairwise_table(ctx: ReportContext) -> str:
@@ -101,5 +101,5 @@ def render_pairwise_table(ctx: ReportContext) -> str:
         lines += ["", f"## Missing cases ({len(missing)})", ""]
         lines.append("Selected but not recorded (the case errored before a verdict); metrics exclude them:")
         lines.append("")
-        lines += [f"- `{c}`" for c in missing]
+        lines += [f"- {md_code(c)}" for c in missing]
     return "\n".join(lines) + "\n"
