@@ -23,7 +23,13 @@ from typing import Any
 
 import openai
 
-from pytest_gauge.gateway.gateway import CallContext, Gateway, GatewayShared
+from pytest_gauge.gateway.gateway import (
+    CallContext,
+    Gateway,
+    GatewayResources,
+    GatewaySettings,
+    GatewayShared,
+)
 from pytest_gauge.gateway.ledger import Ledger
 from pytest_gauge.gateway.limits import Budget, ConcurrencySlots, ModelPacer, RateLimiter, SharedState
 from pytest_gauge.records.prices import PriceTable
@@ -48,19 +54,18 @@ def responder(limit: bool) -> Any:
 
 def gateway(folder: Path, server: LoopbackServer, concurrency: int) -> Gateway:
     shared = GatewayShared(
-        run_id="bench",
-        ledger=Ledger(folder, "main"),
-        slots=ConcurrencySlots(folder / "slots", concurrency),
-        rate=RateLimiter(SharedState(folder / "rate.json"), None, None),
-        budget=Budget(SharedState(folder / "budget.json"), None, None, None),
-        prices=PriceTable({}),
-        cache=None,
-        cache_mode="off",
-        replay=False,
-        max_retries=30,
-        timeout=30.0,
-        retry_after_cap=5.0,
-        pacer=ModelPacer(concurrency),
+        GatewaySettings(
+            run_id="bench", cache_mode="off", replay=False, max_retries=30, timeout=30.0, retry_after_cap=5.0
+        ),
+        GatewayResources(
+            ledger=Ledger(folder, "main"),
+            slots=ConcurrencySlots(folder / "slots", concurrency),
+            rate=RateLimiter(SharedState(folder / "rate.json"), None, None),
+            budget=Budget(SharedState(folder / "budget.json"), None, None, None),
+            prices=PriceTable({}),
+            cache=None,
+            pacer=ModelPacer(concurrency),
+        ),
     )
     client = openai.AsyncOpenAI(api_key="sk-bench", base_url=server.base_url, max_retries=0)
     return Gateway(suite="bench", client_factory=lambda: client, backend_id="bench", shared=shared)

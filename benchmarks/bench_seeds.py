@@ -200,7 +200,7 @@ def direct_run(suite: str, seed: int, work: str) -> Outcomes:
 
     from pytest_gauge.analysis.numbers import gate_source
     from pytest_gauge.analysis.suite import gate_results
-    from pytest_gauge.gateway.gateway import Gateway, GatewayShared
+    from pytest_gauge.gateway.gateway import Gateway, GatewayResources, GatewaySettings, GatewayShared
     from pytest_gauge.gateway.ledger import Ledger, merge_ledgers
     from pytest_gauge.gateway.redis_limits import build_limits
     from pytest_gauge.records.prices import PriceTable
@@ -221,10 +221,23 @@ def direct_run(suite: str, seed: int, work: str) -> Outcomes:
     async def produce() -> list[Any]:
         slots, rate, budget = build_limits(opts, run, run.name)
         shared = GatewayShared(
-            run_id=run.name, ledger=Ledger(run, "bench"), slots=slots, rate=rate, budget=budget,
-            prices=PriceTable.from_rows(opts.prices), cache=None, cache_mode="off", replay=False,
-            max_retries=opts.max_retries, timeout=opts.timeout, retry_after_cap=opts.retry_after_cap,
-        )  # fmt: skip
+            GatewaySettings(
+                run_id=run.name,
+                cache_mode="off",
+                replay=False,
+                max_retries=opts.max_retries,
+                timeout=opts.timeout,
+                retry_after_cap=opts.retry_after_cap,
+            ),
+            GatewayResources(
+                ledger=Ledger(run, "bench"),
+                slots=slots,
+                rate=rate,
+                budget=budget,
+                prices=PriceTable.from_rows(opts.prices),
+                cache=None,
+            ),
+        )
         make, backend_id = build_client("sim", s, entry.tasks, seed, opts.timeout, opts.max_concurrency)
         gateway = Gateway(suite=entry.name, client_factory=make, backend_id=backend_id, shared=shared)
         runtime = SuiteRuntime(

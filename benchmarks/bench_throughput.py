@@ -469,18 +469,30 @@ def _raw_sender(base_url: str) -> Any:
 def _plugin_sender(folder: Path) -> Any:
     """``Gateway.chat`` built as a run builds it (process/state.py), without budget or rate limits."""
     from pytest_gauge.gateway.backends import network_client
-    from pytest_gauge.gateway.gateway import CallContext, Gateway, GatewayShared
+    from pytest_gauge.gateway.gateway import (
+        CallContext,
+        Gateway,
+        GatewayResources,
+        GatewaySettings,
+        GatewayShared,
+    )
     from pytest_gauge.gateway.ledger import Ledger
     from pytest_gauge.gateway.limits import Budget, ConcurrencySlots, RateLimiter, SharedState
     from pytest_gauge.records.prices import PriceTable
 
     shared = GatewayShared(
-        run_id="bench", ledger=Ledger(folder, "main"), slots=ConcurrencySlots(folder / "slots", CONCURRENCY),
-        rate=RateLimiter(SharedState(folder / "rate.json"), None, None),
-        budget=Budget(SharedState(folder / "budget.json"), None, None, None),
-        prices=PriceTable.from_rows(()), cache=None, cache_mode="off", replay=False, max_retries=3,
-        timeout=60.0, retry_after_cap=60.0,
-    )  # fmt: skip
+        GatewaySettings(
+            run_id="bench", cache_mode="off", replay=False, max_retries=3, timeout=60.0, retry_after_cap=60.0
+        ),
+        GatewayResources(
+            ledger=Ledger(folder, "main"),
+            slots=ConcurrencySlots(folder / "slots", CONCURRENCY),
+            rate=RateLimiter(SharedState(folder / "rate.json"), None, None),
+            budget=Budget(SharedState(folder / "budget.json"), None, None, None),
+            prices=PriceTable.from_rows(()),
+            cache=None,
+        ),
+    )
     factory, identity = network_client("live", 60.0, CONCURRENCY)
     gateway = Gateway(suite="bench", client_factory=factory, backend_id=identity, shared=shared)
 

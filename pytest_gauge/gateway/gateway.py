@@ -47,7 +47,10 @@ if TYPE_CHECKING:  # imported where a call is sent: a run served from the cache 
 __all__ = [
     "CallContext",
     "Gateway",
+    "GatewayResources",
+    "GatewaySettings",
     "GatewayShared",
+    "GatewayState",
     "gateway_said",
     "live_keys",
     "response_usage",
@@ -77,37 +80,51 @@ class CallContext:
         return key.index if key is not None else self.work
 
 
-@dataclass
-class GatewayShared:
-    """Per-process state shared by every suite's gateway: ledger, limits, cache, first-call gate."""
+@dataclass(frozen=True)
+class GatewaySettings:
+    """The run's plain settings every suite's gateway reads and none changes: the run id, the cache mode,
+    retries, timeout and caps, and where the keys and model names came from."""
 
     run_id: str
-    ledger: Ledger
-    slots: InFlightLimit
-    rate: RateLimit
-    budget: SpendLimit
-    prices: PriceTable
-    cache: Store | None
     cache_mode: str
     replay: bool
     max_retries: int
     timeout: float
     retry_after_cap: float
     model_variables: Mapping[str, str] = field(default_factory=dict)  # model -> the variable it came from
+    key_variables: Mapping[str, str] | None = None  # live: role -> the variable whose key it sends
+    role_keys: Mapping[str, str] = field(default_factory=dict)  # role -> its own key (never written anywhere)
+
+
+@dataclass(frozen=True)
+class GatewayResources:
+    """What this process's gateways share and use: the ledger, the run's limits (slots, rate, budget,
+    per-model buckets, the pacer), the prices, the response cache and the model stops."""
+
+    ledger: Ledger
+    slots: InFlightLimit
+    rate: RateLimit
+    budget: SpendLimit
+    prices: PriceTable
+    cache: Store | None
+    stops: ModelStops = field(default_factory=lambda: ModelStops(None))
+    model_rates: ModelRates | None = None  # --gauge-rpm/--gauge-tpm MODEL=N
+    pacer: ModelPacer | None = None  # adaptive concurrency per model (halve on 429, +1 per success)
+
+
+@dataclass
+class GatewayState:
+    """What changes while this process's gateways run: the first-call gates, the run's fatal error and
+    stop, the attempts in flight and the counters the progress line and the end of the run read."""
+
     fatal: GatewayError | None = None
     first_ok: asyncio.Event = field(default_factory=asyncio.Event)
     first_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    rate_limit_waits: int = 0
-    warned_prices: set[str] = field(default_factory=set)
-    stops: ModelStops = field(default_factory=lambda: ModelStops(None))
     model_gates: dict[tuple[str, str], tuple[asyncio.Event, asyncio.Lock]] = field(default_factory=dict)
     stopping: bool = False
-    key_variables: dict[str, str] | None = None  # live: role -> the variable whose key it sends
-    role_keys: dict[str, str] = field(default_factory=dict)  # role -> its own key (never written anywhere)
-    model_rates: ModelRates | None = None  # --gauge-rpm/--gauge-tpm MODEL=N
-    pacer: ModelPacer | None = None  # adaptive concurrency per model (halve on 429, +1 per success)
     in_flight: int = 0  # attempts sent and not yet answered (a stop waits for them, briefly)
     peak_in_flight: int = 0  # the most attempts this process had in flight at once
+    rate_limit_waits: int = 0
     damaged_entries: int = 0  # cache entries refused as misses (damaged, or not matching their key)
     first_damaged: str | None = None
     damaged_keys: set[str] = field(default_factory=set)
@@ -129,16 +146,25 @@ class GatewayShared:
             gate = self.model_gates[(role, model)] = (asyncio.Event(), asyncio.Lock())
         return gate
 
+
+@dataclass(frozen=True)
+class GatewayShared:
+    """Per-process things every suite's gateway shares: its settings, its resources and its state."""
+
+    settings: GatewaySettings
+    resources: GatewayResources
+    state: GatewayState = field(default_factory=GatewayState)
+
     def check_open(self, role: str, model: str) -> None:
         """Raise instead of sending: the run is stopping, a fatal error was seen, or this (role, model)
         was stopped (:mod:`.model_stops`: unknown, timing out, ...)."""
-        if self.stopping:
+        if self.state.stopping:
             raise RunStopped(
                 "the run is stopping (Ctrl-C or SIGTERM)", "re-run: finished calls come from the cache"
             )
-        if self.fatal is not None:
-            raise self.fatal
-        self.stops.check(role, model)
+        if self.state.fatal is not None:
+            raise self.state.fatal
+        self.resources.stops.check(role, model)
 
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
@@ -191,7 +217,7 @@ def backoff(attempt: int, rng: random.Random, base: float = 0.25, cap: float = 8
 
 
 def live_keys(backend: str, environ: Mapping[str, str]) -> dict[str, Any]:
-    """The gateway's per-role keys for a live run (``GatewayShared``'s ``key_variables`` and
+    """The gateway's per-role keys for a live run (``GatewaySettings``' ``key_variables`` and
     ``role_keys``); nothing for the simulator or a replay, which send no key."""
     if backend != "live":
         return {}
@@ -259,6 +285,21 @@ class Gateway:
         self._client_lock = threading.Lock()
 
     @property
+    def settings(self) -> GatewaySettings:
+        """The run's settings (:class:`GatewaySettings`)."""
+        return self.shared.settings
+
+    @property
+    def resources(self) -> GatewayResources:
+        """The process's ledger, limits, prices, cache and stops (:class:`GatewayResources`)."""
+        return self.shared.resources
+
+    @property
+    def state(self) -> GatewayState:
+        """The process's gates, stop and counters (:class:`GatewayState`)."""
+        return self.shared.state
+
+    @property
     def client(self) -> openai.AsyncOpenAI:
         """The suite's ``openai.AsyncOpenAI``, built on first use (the engine's thread or a fixture): a run
         answered entirely from the cache never builds one, nor imports openai."""
@@ -296,10 +337,10 @@ class Gateway:
     def _usable(self, entry: dict[str, Any] | None) -> bool:
         if entry is None:
             return False
-        if entry.get("run_id") == self.shared.run_id:
+        if entry.get("run_id") == self.settings.run_id:
             return True
-        return (self.shared.cache_mode == "use" and bool(entry.get("persist"))) or (
-            self.shared.replay and bool(entry.get("persist"))
+        return (self.settings.cache_mode == "use" and bool(entry.get("persist"))) or (
+            self.settings.replay and bool(entry.get("persist"))
         )
 
     def _record(
@@ -320,7 +361,7 @@ class Gateway:
         request: str | None = None,
         said: Mapping[str, Any] | None = None,
     ) -> LedgerRecord:
-        keys = self.shared.key_variables
+        keys = self.settings.key_variables
         usage = None
         finish = None
         served = None
@@ -330,9 +371,9 @@ class Gateway:
             finish = choices[0].get("finish_reason")
             served = served_model(model, response.get("model"))  # warned once per pair at the end
         priced = served or model
-        cost = self.shared.prices.usage_cost(priced, usage) if usage else None
+        cost = self.resources.prices.usage_cost(priced, usage) if usage else None
         record = LedgerRecord(
-            run_id=self.shared.run_id,
+            run_id=self.settings.run_id,
             call_id=f"{ctx.work}#{seq}",
             attempt=attempt,
             status=status,
@@ -357,7 +398,7 @@ class Gateway:
             key_variable=keys.get(role, KEY_VARIABLE) if keys is not None else None,
             **(said or {}),
         )
-        self.shared.ledger.append(record)
+        self.resources.ledger.append(record)
         return record
 
     def _cache_hit(
@@ -366,13 +407,13 @@ class Gateway:
         """The cached answer as this call's result (recorded with ``cache_hit``), or None if unusable."""
         entry = cache.get(key)
         if entry is None and key in cache.unreadable:
-            self.shared.damaged_entry(key, "the file is not a JSON object")
+            self.state.damaged_entry(key, "the file is not a JSON object")
         if not self._usable(entry):
             return None
         assert entry is not None
         problem = self._entry_problem(entry, key, ctx)
         if problem is not None:
-            self.shared.damaged_entry(key, problem)
+            self.state.damaged_entry(key, problem)
             return None
         record = self._record(
             ctx, seq, 1, role, model, status="ok", response=entry["response"], cache_hit=True, request=key
@@ -405,21 +446,22 @@ class Gateway:
     ) -> ChatResult:
         """One logical call: from the cache when allowed, else sent with retries. Raises GatewayError."""
         shared = self.shared
-        if shared.fatal is not None or shared.stopping:
+        settings, res, state = self.settings, self.resources, self.state
+        if state.fatal is not None or state.stopping:
             shared.check_open(role, model)
         body = {k: v for k, v in body.items() if v is not None}
         body["model"] = model
-        cache = shared.cache
-        if (cache is None or shared.cache_mode == "off") and not shared.replay:
+        cache = res.cache
+        if (cache is None or settings.cache_mode == "off") and not settings.replay:
             # no key needed: skip hashing it
             response, record = await self._send(_Call(ctx, seq, role, model, body, None))
             return _to_result(response, record)
         key = self.cache_key(body, ctx)
-        if cache is not None and shared.cache_mode != "off":
+        if cache is not None and settings.cache_mode != "off":
             hit = self._cache_hit(cache, key, ctx, seq, role, model)
             if hit is not None:
                 return hit
-        if shared.replay:
+        if settings.replay:
             raise ReplayMiss(
                 f"no recorded response for {role} call #{seq} of {ctx.work} (suite {ctx.suite},"
                 f" task {ctx.task_id}, model {model}, gateway {self.backend_id})",
@@ -451,7 +493,7 @@ class Gateway:
                     "response": response,
                     "response_digest": content_key(response),
                     "persist": True,  # every 200 the rules score, truncated ones too (issue 25, point 6)
-                    "run_id": shared.run_id,
+                    "run_id": settings.run_id,
                     "created": time.time(),
                 },
             )
@@ -461,8 +503,8 @@ class Gateway:
         """Send with retries behind two first-call gates: until one call of this process has worked
         (a bad key or URL), and until one call to this (role, model) has worked (a wrong model name),
         calls go one at a time, so such a mistake reaches the server once per worker, not once per call."""
-        shared = self.shared
-        gates = [(shared.first_ok, shared.first_lock), shared.model_gate(call.role, call.model)]
+        state = self.state
+        gates = [(state.first_ok, state.first_lock), state.model_gate(call.role, call.model)]
         for ok, lock in gates:
             if await _gate_turn(ok, lock):
                 try:
@@ -477,17 +519,18 @@ class Gateway:
     async def _send_with_retries(self, call: _Call) -> tuple[dict[str, Any], LedgerRecord]:
         """Attempts until one gives a usable completion; :meth:`_retry_wait` decides after each failure."""
         shared = self.shared
+        settings, res, state = self.settings, self.resources, self.state
         rng = random.Random(f"{call.ctx.work}#{call.seq}")
-        attempts = shared.max_retries + 1
+        attempts = settings.max_retries + 1
         for attempt in range(1, attempts + 1):
             shared.check_open(call.role, call.model)
             outcome = await self._attempt(_Attempt.of(call, attempt))
             if outcome.response is not None:
-                shared.stops.answered(call.role, call.model)
+                res.stops.answered(call.role, call.model)
                 return outcome.response, outcome.record
             assert outcome.failure is not None
             if _rate_limited(outcome.failure):  # the server took the key and URL: open the run's gate
-                shared.first_ok.set()
+                state.first_ok.set()
             self._count_timeout(call, outcome.failure)
             shared.check_open(call.role, call.model)  # stopped meanwhile: not a failure of this case
             asked = "response_format" in call.body
@@ -498,43 +541,44 @@ class Gateway:
     def _count_timeout(self, call: _Call, failure: Exception) -> None:
         """A timed-out attempt counts toward ``--gauge-max-timeouts`` in a row for its (role, model);
         at the limit the model is stopped for the run, and this call fails with the one full message."""
-        shared = self.shared
+        settings, res = self.settings, self.resources
         if not is_timeout(failure):
             return
-        stop = shared.stops.timed_out(call.role, call.model, shared.timeout)
+        stop = res.stops.timed_out(call.role, call.model, settings.timeout)
         if stop is None:
             return
         error = GatewayError(
             f"the {call.role} model {call.model!r} timed out {stop.reason.split()[0]} times in a row"
-            f" (--gauge-timeout {shared.timeout:g}s, connect to last byte): its remaining work is not run",
+            f" (--gauge-timeout {settings.timeout:g}s, connect to last byte): its remaining work is not run",
             "raise --gauge-timeout (or --gauge-max-timeouts), lower max_tokens, or check that the gateway"
             " serves this model",
             role=call.role,
             model=call.model,
         )
-        raise shared.stops.stop(call.role, call.model, stop.reason, error)
+        raise res.stops.stop(call.role, call.model, stop.reason, error)
 
     async def _attempt(self, a: _Attempt) -> _Outcome:
         """One attempt: budget, rate, a concurrency slot, the write-ahead ledger line, the POST (bounded
         by ``--gauge-timeout`` from connect to last byte), the body's check, and the outcome's line."""
         shared = self.shared
+        res, state = self.resources, self.state
         estimate = prompt_tokens_estimate(a.body) + int(a.body.get("max_tokens") or 0)
         reservation = None
-        if shared.budget.active:
-            worst = shared.prices.cost(a.model, estimate, int(a.body.get("max_tokens") or 0)) or 0.0
-            reservation = shared.budget.reserve(a.ctx.task_id, worst, estimate)
+        if res.budget.active:
+            worst = res.prices.cost(a.model, estimate, int(a.body.get("max_tokens") or 0)) or 0.0
+            reservation = res.budget.reserve(a.ctx.task_id, worst, estimate)
         spent, tokens = 0.0, 0
         try:
-            if shared.model_rates is not None:
-                await shared.model_rates.acquire(a.model, estimate)
-            await shared.rate.acquire(estimate)
-            async with self._paced(a.model), shared.slots.slot():
+            if res.model_rates is not None:
+                await res.model_rates.acquire(a.model, estimate)
+            await res.rate.acquire(estimate)
+            async with self._paced(a.model), res.slots.slot():
                 shared.check_open(a.role, a.model)  # a stop may have come while waiting for the slot
-                shared.ledger.begin(self._ledger_record(a, SENT))
+                res.ledger.begin(self._ledger_record(a, SENT))
                 start = time.perf_counter()
                 outcomes = _attempt_failures()
-                shared.in_flight += 1
-                shared.peak_in_flight = max(shared.peak_in_flight, shared.in_flight)
+                state.in_flight += 1
+                state.peak_in_flight = max(state.peak_in_flight, state.in_flight)
                 try:
                     response, headers = await self._post(a.body, a.role)
                 except asyncio.CancelledError:
@@ -544,7 +588,7 @@ class Gateway:
                     self._paced_outcome(a.model, exc)
                     return _Outcome(None, self._record_failure(a, exc, time.perf_counter() - start), exc)
                 finally:
-                    shared.in_flight -= 1
+                    state.in_flight -= 1
             record = self._record(
                 a.ctx, a.seq, a.attempt, a.role, a.model, status="ok", response=response,
                 latency=time.perf_counter() - start, http_status=200, request=a.request,
@@ -552,26 +596,26 @@ class Gateway:
             )  # fmt: skip
             tokens = record.usage.total_tokens if record.usage else 0
             spent = record.cost or 0.0
-            shared.rate.correct(estimate, tokens or estimate)
-            if shared.model_rates is not None:
-                shared.model_rates.correct(a.model, estimate, tokens or estimate)
+            res.rate.correct(estimate, tokens or estimate)
+            if res.model_rates is not None:
+                res.model_rates.correct(a.model, estimate, tokens or estimate)
             self._paced_outcome(a.model, None)
             return _Outcome(response, record, None)
         finally:
             if reservation is not None:
                 # a failed attempt may still have been billed upstream; count nothing we cannot see
-                shared.budget.settle(reservation, spent, tokens)
+                res.budget.settle(reservation, spent, tokens)
 
     def _paced(self, model: str) -> contextlib.AbstractAsyncContextManager[None]:
         """The model's adaptive-concurrency slot (nothing without a pacer)."""
-        pacer = self.shared.pacer
+        pacer = self.resources.pacer
         return pacer.slot(model) if pacer is not None else contextlib.nullcontext()
 
     def _paced_outcome(self, model: str, failure: Exception | None) -> None:
         """Tell the pacer: a 429 halves the model's concurrency, a success grows it by one."""
         import openai
 
-        pacer = self.shared.pacer
+        pacer = self.resources.pacer
         if pacer is None:
             return
         if failure is None:
@@ -586,7 +630,7 @@ class Gateway:
         import httpx2
 
         client = self.client
-        async with asyncio.timeout(self.shared.timeout):
+        async with asyncio.timeout(self.settings.timeout):
             # The SDK's low-level POST: the same request, auth and errors as ``chat.completions.create``
             # without re-walking the body against its typed parameters (about 0.4 ms of CPU per call).
             # The raw-stream header leaves the body unread, so its size and time stay ours to bound.
@@ -595,7 +639,7 @@ class Gateway:
                 body=body,
                 cast_to=httpx2.Response,
                 options={
-                    "timeout": self.shared.timeout,
+                    "timeout": self.settings.timeout,
                     "security": {"bearer_auth": True},
                     "headers": self._headers(role),
                 },
@@ -604,19 +648,19 @@ class Gateway:
                 content = await _read_bounded(raw)
             finally:
                 await raw.aclose()
-        return parse_completion(content, (client.api_key, *self.shared.role_keys.values())), raw.headers
+        return parse_completion(content, (client.api_key, *self.settings.role_keys.values())), raw.headers
 
     def _headers(self, role: str) -> dict[str, str]:
         """The request's headers: the raw-stream marker, and the role's own key when it has one."""
         headers = {"X-Stainless-Raw-Response": "stream"}
-        own = self.shared.role_keys.get(role)
+        own = self.settings.role_keys.get(role)
         if own:
             headers["Authorization"] = f"Bearer {own}"
         return headers
 
     def _ledger_record(self, a: _Attempt, status: str) -> LedgerRecord:
         return LedgerRecord(
-            run_id=self.shared.run_id,
+            run_id=self.settings.run_id,
             call_id=f"{a.ctx.work}#{a.seq}",
             attempt=a.attempt,
             status=status,
@@ -679,7 +723,7 @@ class Gateway:
         the request's ``response_format`` is not retried: the same request gets the same answer)."""
         import openai
 
-        shared = self.shared
+        settings, res, state = self.settings, self.resources, self.state
         status_code = failure.status_code if isinstance(failure, openai.APIStatusError) else None
         headers: Mapping[str, str] = (
             failure.response.headers if isinstance(failure, openai.APIStatusError) else {}
@@ -693,31 +737,31 @@ class Gateway:
             retryable = retryable and not (status_code in FORMAT_REFUSAL_STATUSES and names_format(message))
         if not retryable or attempt == attempts:
             error = final_error(
-                failure, role, model, attempt, gateway=self.backend_id, timeout=shared.timeout,
-                answered=shared.first_ok.is_set(), origin=shared.model_variables.get(model),
+                failure, role, model, attempt, gateway=self.backend_id, timeout=settings.timeout,
+                answered=state.first_ok.is_set(), origin=settings.model_variables.get(model),
             )  # fmt: skip
-            if isinstance(error, KeyRejected) and shared.first_ok.is_set():
+            if isinstance(error, KeyRejected) and state.first_ok.is_set():
                 error = error.for_model(role, model)  # other calls with this key worked: stop this model
             if error.fatal:
-                shared.fatal = error
+                state.fatal = error
             if isinstance(error, ModelNotFound):
                 why = (
                     "key rejected for this model" if isinstance(error, ModelKeyRejected) else "unknown model"
                 )
-                raise shared.stops.stop(role, model, why, error)
+                raise res.stops.stop(role, model, why, error)
             raise error
         wait = retry_delay(headers, attempt, rng)
-        if wait is not None and wait > shared.retry_after_cap:
+        if wait is not None and wait > settings.retry_after_cap:
             raise GatewayError(
                 f"{status_code} the server asks to wait {wait:.0f}s before retrying, more than the cap of"
-                f" {shared.retry_after_cap:.0f}s",
+                f" {settings.retry_after_cap:.0f}s",
                 "lower --gauge-rpm/--gauge-max-concurrency, or raise --gauge-retry-after-cap",
                 status=status_code,
                 role=role,
                 model=model,
             )
         if status_code == 429:
-            shared.rate_limit_waits += 1
+            state.rate_limit_waits += 1
         return wait if wait is not None else backoff(attempt, rng)
 
 

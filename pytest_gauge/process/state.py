@@ -31,6 +31,7 @@ from ..suite.declare import MODEL_VARIABLES, Suite
 from ..suite.tasks import Task
 
 if TYPE_CHECKING:  # the engine imports openai; the xdist controller, which runs no case, never needs it
+    from ..gateway.gateway import GatewayShared
     from ..records.prices import PriceRow
     from ..run.engine import Engine
     from ..run.looks import LookGate
@@ -100,7 +101,7 @@ class GaugeState:
     selected: dict[str, list[str]] = field(default_factory=dict)
     records: dict[str, dict[str, CaseRecord]] = field(default_factory=dict)
     engine: Engine | None = None
-    shared: Any = None
+    shared: GatewayShared | None = None
     gate_problems: list[str] = field(default_factory=list)
     deselected_any: bool = False
     errored_cases: int = 0
@@ -140,43 +141,14 @@ class GaugeState:
         """Start this process's engine on first use, over every selected case of every suite."""
         if self.engine is not None:
             return self.engine
-        from ..gateway.gateway import Gateway, GatewayShared, live_keys
-        from ..gateway.ledger import Ledger
-        from ..gateway.limits import ModelPacer
-        from ..gateway.model_stops import ModelStops
-        from ..gateway.redis_limits import build_limits, build_model_rates
-        from ..records.prices import PriceTable
+        from ..gateway.gateway import Gateway
         from ..run.engine import Engine, SuiteRuntime
         from ..run.judge_format import JudgeFormats, format_scope
         from ..sim.world import build_client
 
         opts = self.options
         run = self.run_dir
-        cache = None
-        if opts.backend == "replay" and opts.cassettes:
-            cache = Store(opts.cassettes)
-        elif opts.cache_mode != "off" or opts.backend == "replay":
-            cache = Store(Path(opts.cache_dir) / "responses")
-        slots, rate, budget = build_limits(opts, run, self.run_id)  # run folder or --gauge-limits
-        self.shared = GatewayShared(
-            run_id=self.run_id,
-            ledger=Ledger(run, self.worker_id),
-            slots=slots,
-            rate=rate,
-            budget=budget,
-            prices=PriceTable.from_rows(self.price_rows()),
-            cache=cache,
-            cache_mode=opts.cache_mode,
-            replay=opts.backend == "replay",
-            max_retries=opts.max_retries,
-            timeout=opts.timeout,
-            retry_after_cap=opts.retry_after_cap,
-            stops=ModelStops(run, opts.max_timeouts),
-            model_rates=build_model_rates(opts, run, self.run_id),  # run folder or --gauge-limits
-            pacer=ModelPacer(opts.max_concurrency),
-            model_variables=MODEL_VARIABLES,
-            **live_keys(opts.backend, os.environ),
-        )
+        self.shared = self.gateway_shared()
         formats = JudgeFormats(  # one JSON-mode fallback per judge model for the whole run, all workers
             run=Store(run / "formats") if self.worker_id != "main" else None,
             kept=Store(Path(opts.cache_dir) / "formats") if opts.cache_mode != "off" else None,
@@ -209,11 +181,53 @@ class GaugeState:
         self.engine.start()
         return self.engine
 
+    def gateway_shared(self) -> GatewayShared:
+        """What every suite's gateway of this process shares: the run's settings (from the options and
+        the environment's keys), its resources (ledger, limits on the run folder or ``--gauge-limits``,
+        prices, cache, model stops) and a fresh state."""
+        from ..gateway.gateway import GatewayResources, GatewaySettings, GatewayShared, live_keys
+        from ..gateway.ledger import Ledger
+        from ..gateway.limits import ModelPacer
+        from ..gateway.model_stops import ModelStops
+        from ..gateway.redis_limits import build_limits, build_model_rates
+        from ..records.prices import PriceTable
+
+        opts = self.options
+        run = self.run_dir
+        cache = None
+        if opts.backend == "replay" and opts.cassettes:
+            cache = Store(opts.cassettes)
+        elif opts.cache_mode != "off" or opts.backend == "replay":
+            cache = Store(Path(opts.cache_dir) / "responses")
+        slots, rate, budget = build_limits(opts, run, self.run_id)  # run folder or --gauge-limits
+        settings = GatewaySettings(
+            run_id=self.run_id,
+            cache_mode=opts.cache_mode,
+            replay=opts.backend == "replay",
+            max_retries=opts.max_retries,
+            timeout=opts.timeout,
+            retry_after_cap=opts.retry_after_cap,
+            model_variables=MODEL_VARIABLES,
+            **live_keys(opts.backend, os.environ),
+        )
+        resources = GatewayResources(
+            ledger=Ledger(run, self.worker_id),
+            slots=slots,
+            rate=rate,
+            budget=budget,
+            prices=PriceTable.from_rows(self.price_rows()),
+            cache=cache,
+            stops=ModelStops(run, opts.max_timeouts),
+            model_rates=build_model_rates(opts, run, self.run_id),  # run folder or --gauge-limits
+            pacer=ModelPacer(opts.max_concurrency),
+        )
+        return GatewayShared(settings, resources)
+
     def write_progress(self) -> None:
         """This process's counters for the controller's progress line (overwritten about once a second)."""
         if self.engine is None or self.shared is None:
             return
-        ledger = self.shared.ledger
+        ledger = self.shared.resources.ledger
         snapshot = {
             "done_units": self.engine.done_units,
             "total_units": self.engine.total_units,
@@ -222,8 +236,8 @@ class GaugeState:
             "retries": ledger.retries,
             "tokens": ledger.tokens,
             "cost": ledger.cost,
-            "rate_limit_waits": self.shared.rate_limit_waits,
-            "damaged_entries": self.shared.damaged_entries,
+            "rate_limit_waits": self.shared.state.rate_limit_waits,
+            "damaged_entries": self.shared.state.damaged_entries,
         }
         target = self.run_dir / f"progress-{self.worker_id}.json"
         try:
@@ -235,7 +249,7 @@ class GaugeState:
         """This process's end-of-run counters, or None when it did no gauge work (no engine started)."""
         if self.engine is None or self.shared is None:
             return None
-        ledger = self.shared.ledger
+        ledger = self.shared.resources.ledger
         return WorkerSummary(
             worker=self.worker_id,
             units=self.engine.done_units,
@@ -244,8 +258,8 @@ class GaugeState:
             cached=ledger.cached_calls,
             tokens=ledger.tokens,
             cost=None if ledger.unpriced else ledger.cost,
-            rate_limit_waits=self.shared.rate_limit_waits,
-            peak_in_flight=self.shared.peak_in_flight,
+            rate_limit_waits=self.shared.state.rate_limit_waits,
+            peak_in_flight=self.shared.state.peak_in_flight,
         )
 
     def progress_snapshots(self) -> list[dict[str, Any]]:
@@ -264,7 +278,7 @@ class GaugeState:
 
     def damaged_entries(self) -> int:
         """Cache entries refused as misses in the run, by every process (issue 30: one warning line)."""
-        own = self.shared.damaged_entries if self.shared is not None else 0
+        own = self.shared.state.damaged_entries if self.shared is not None else 0
         others = sum(int(s.get("damaged_entries", 0)) for s in self.progress_snapshots())
         return max(own, others)
 
@@ -274,7 +288,7 @@ class GaugeState:
             self.engine.stop()
             self.write_progress()
         if self.shared is not None:
-            self.shared.ledger.close()
+            self.shared.resources.ledger.close()
 
     def price_rows(self) -> tuple[PriceRow, ...]:
         """The run's prices: the configured ones, plus genai-prices for the other models of the collected

@@ -227,11 +227,11 @@ class Engine:
         self._stopping = True
         gateways = {id(rt.gateway.shared): rt.gateway.shared for rt in self.runtimes.values()}
         for shared in gateways.values():
-            shared.stopping = True
+            shared.state.stopping = True
 
         async def cut() -> None:
             deadline = self._loop.time() + grace
-            while any(s.in_flight for s in gateways.values()) and self._loop.time() < deadline:
+            while any(s.state.in_flight for s in gateways.values()) and self._loop.time() < deadline:
                 await asyncio.sleep(0.02)
             await _cancel_others()
 

@@ -19,7 +19,13 @@ import pytest
 from pytest_gauge.cli import main
 from pytest_gauge.gateway.cache import prune_cache
 from pytest_gauge.gateway.cassettes import export_cassettes, scrub_entry
-from pytest_gauge.gateway.gateway import CallContext, Gateway, GatewayShared
+from pytest_gauge.gateway.gateway import (
+    CallContext,
+    Gateway,
+    GatewayResources,
+    GatewaySettings,
+    GatewayShared,
+)
 from pytest_gauge.gateway.ledger import Ledger
 from pytest_gauge.gateway.limits import Budget, ConcurrencySlots, RateLimiter, SharedState
 from pytest_gauge.gateway.store import Store, content_key
@@ -154,18 +160,22 @@ def test_exported_cassettes_replay_through_the_gateway_without_network(tmp_path:
     def shared(cache: Store, replay: bool, run_id: str) -> GatewayShared:
         run = tmp_path / run_id
         return GatewayShared(
-            run_id=run_id,
-            ledger=Ledger(run, "main"),
-            slots=ConcurrencySlots(run / "slots", 4),
-            rate=RateLimiter(SharedState(run / "rate.json"), None, None),
-            budget=Budget(SharedState(run / "budget.json"), None, None, None),
-            prices=PriceTable({}),
-            cache=cache,
-            cache_mode="use",
-            replay=replay,
-            max_retries=0,
-            timeout=5.0,
-            retry_after_cap=5.0,
+            GatewaySettings(
+                run_id=run_id,
+                cache_mode="use",
+                replay=replay,
+                max_retries=0,
+                timeout=5.0,
+                retry_after_cap=5.0,
+            ),
+            GatewayResources(
+                ledger=Ledger(run, "main"),
+                slots=ConcurrencySlots(run / "slots", 4),
+                rate=RateLimiter(SharedState(run / "rate.json"), None, None),
+                budget=Budget(SharedState(run / "budget.json"), None, None, None),
+                prices=PriceTable({}),
+                cache=cache,
+            ),
         )
 
     body: dict[str, Any] = {"messages": [{"role": "user", "content": "recorded question"}], "max_tokens": 8}

@@ -17,7 +17,15 @@ import pytest
 
 from pytest_gauge.gateway.endpoint import check_base_url, check_key
 from pytest_gauge.gateway.errors import BudgetExhausted, ConfigurationError, GatewayError, ReplayMiss
-from pytest_gauge.gateway.gateway import CallContext, Gateway, GatewayShared, backoff, retry_delay
+from pytest_gauge.gateway.gateway import (
+    CallContext,
+    Gateway,
+    GatewayResources,
+    GatewaySettings,
+    GatewayShared,
+    backoff,
+    retry_delay,
+)
 from pytest_gauge.gateway.ledger import Ledger, read_ledger_file
 from pytest_gauge.gateway.limits import Budget, ConcurrencySlots, RateLimiter, SharedState
 from pytest_gauge.gateway.store import Store
@@ -44,19 +52,23 @@ def make_gateway(
     concurrency: int = 8,
 ) -> Gateway:
     shared = GatewayShared(
-        run_id=run_id,
-        ledger=Ledger(tmp_path / "run", "main"),
-        slots=ConcurrencySlots(tmp_path / "run" / "slots", concurrency),
-        rate=RateLimiter(SharedState(tmp_path / "run" / "rate.json"), None, None),
-        budget=Budget(SharedState(tmp_path / "run" / "budget.json"), budget_usd, None, None),
-        prices=PriceTable(prices or {}),
-        cache=Store(tmp_path / "cache") if cache != "off" or replay else None,
-        cache_mode=cache,
-        replay=replay,
-        max_retries=retries,
-        timeout=timeout,
-        retry_after_cap=cap,
-        model_variables=MODEL_VARIABLES,  # as the process wires it: where env_model read each model name
+        GatewaySettings(
+            run_id=run_id,
+            cache_mode=cache,
+            replay=replay,
+            max_retries=retries,
+            timeout=timeout,
+            retry_after_cap=cap,
+            model_variables=MODEL_VARIABLES,  # as the process wires it: where env_model read each model name
+        ),
+        GatewayResources(
+            ledger=Ledger(tmp_path / "run", "main"),
+            slots=ConcurrencySlots(tmp_path / "run" / "slots", concurrency),
+            rate=RateLimiter(SharedState(tmp_path / "run" / "rate.json"), None, None),
+            budget=Budget(SharedState(tmp_path / "run" / "budget.json"), budget_usd, None, None),
+            prices=PriceTable(prices or {}),
+            cache=Store(tmp_path / "cache") if cache != "off" or replay else None,
+        ),
     )
     client = openai.AsyncOpenAI(api_key=KEY, base_url=server.base_url, max_retries=0)
     return Gateway(suite="s", client_factory=lambda: client, backend_id=server.base_url, shared=shared)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -113,8 +114,8 @@ def test_each_role_sends_its_own_key_and_the_ledger_names_the_variable(
     env = {"TAOTOKEN_API_KEY": "sk-run-key-0001", "TAOTOKEN_JUDGE_API_KEY": "sk-judge-key-0002"}
     with LoopbackServer() as srv:
         gw = make_gateway(tmp_path, srv)
-        for name, value in live_keys("live", env).items():
-            setattr(gw.shared, name, value)
+        settings = replace(gw.shared.settings, **live_keys("live", env))
+        gw.shared = replace(gw.shared, settings=settings)
 
         async def both() -> None:
             await gw.chat(CallContext("s", "t1", "transcript/t1/a/0"), 1, "agent", "m", dict(BODY))
