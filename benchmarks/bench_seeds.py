@@ -246,7 +246,7 @@ def direct_run(suite: str, seed: int, work: str) -> Outcomes:
         try:
             return await _records(runtime, cases)
         finally:
-            shared.ledger.close()
+            shared.resources.ledger.close()
 
     records = asyncio.run(produce())
     ledger = [r for r in merge_ledgers(sorted(run.glob("ledger-*.jsonl"))) if r.suite == entry.name]
