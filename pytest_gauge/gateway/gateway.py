@@ -36,7 +36,15 @@ from .errors import (
     names_format,
 )
 from .ledger import INTERRUPTED, SENT, Ledger
-from .limits import InFlightLimit, ModelPacer, ModelRates, RateLimit, SpendLimit, prompt_tokens_estimate
+from .limits import (
+    InFlightLimit,
+    ModelPacer,
+    ModelRates,
+    RateLimit,
+    SpendLimit,
+    model_wait,
+    prompt_tokens_estimate,
+)
 from .model_stops import ModelStops
 from .response import MAX_BODY_BYTES, BadResponse, parse_completion
 from .store import Store, content_key
@@ -535,7 +543,8 @@ class Gateway:
             shared.check_open(call.role, call.model)  # stopped meanwhile: not a failure of this case
             asked = "response_format" in call.body
             wait = self._retry_wait(outcome.failure, attempt, attempts, rng, call.role, call.model, asked)
-            await asyncio.sleep(wait)
+            async with model_wait() if _rate_limited(outcome.failure) else contextlib.nullcontext():
+                await asyncio.sleep(wait)  # a 429's wait is the model's own: its place goes to others
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _count_timeout(self, call: _Call, failure: Exception) -> None:

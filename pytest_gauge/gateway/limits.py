@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import contextvars
 import fcntl
 import hashlib
 import json
@@ -46,7 +47,10 @@ __all__ = [
     "SpendLimit",
     "StateStore",
     "model_key",
+    "model_wait",
     "prompt_tokens_estimate",
+    "reset_model_wait_hook",
+    "set_model_wait_hook",
 ]
 
 
@@ -250,10 +254,13 @@ class LocalState:
 class RateLimiter:
     """Requests-per-minute and tokens-per-minute token buckets shared by all workers."""
 
-    def __init__(self, state: SharedState, rpm: float | None, tpm: float | None) -> None:
+    def __init__(
+        self, state: SharedState, rpm: float | None, tpm: float | None, *, per_model: bool = False
+    ) -> None:
         self.state = state
         self.rpm = rpm
         self.tpm = tpm
+        self.per_model = per_model  # one model's own bucket: its waits are inside model_wait()
         self.waited_s = 0.0
 
     def _take(self, tokens: int, now: float) -> float:
@@ -283,9 +290,13 @@ class RateLimiter:
     async def acquire(self, tokens: int) -> None:
         if not self.rpm and not self.tpm:
             return
-        while (wait := self._take(tokens, time.time())) > 0:
-            self.waited_s += wait
-            await asyncio.sleep(min(wait, 1.0))
+        wait = self._take(tokens, time.time())
+        if wait > 0:
+            async with model_wait() if self.per_model else contextlib.nullcontext():
+                while wait > 0:
+                    self.waited_s += wait
+                    await asyncio.sleep(min(wait, 1.0))
+                    wait = self._take(tokens, time.time())
 
     def correct(self, estimated: int, actual: int) -> None:
         """After a call, charge the difference between the estimated and the real token count."""
@@ -436,27 +447,67 @@ class ModelRates:
             limiter.correct(estimated, actual)
 
 
+WaitHook = Callable[[], AbstractAsyncContextManager[None]]
+_WAIT_HOOK: contextvars.ContextVar[WaitHook | None] = contextvars.ContextVar("gauge_model_wait", default=None)
+
+
+def set_model_wait_hook(hook: WaitHook | None) -> contextvars.Token[WaitHook | None]:
+    """Set, for the current task and the tasks it starts, what a wait for one model's own limit is
+    wrapped in (the engine's look-ahead gives the waiting work's place to other work meanwhile)."""
+    return _WAIT_HOOK.set(hook)
+
+
+def reset_model_wait_hook(token: contextvars.Token[WaitHook | None]) -> None:
+    """Undo :func:`set_model_wait_hook`."""
+    _WAIT_HOOK.reset(token)
+
+
+def model_wait() -> AbstractAsyncContextManager[None]:
+    """Around a wait for one model's own limit (its bucket, its adaptive slot, a 429's wait): the hook of
+    :func:`set_model_wait_hook`, so one model's rate limit does not hold places other models could use."""
+    hook = _WAIT_HOOK.get()
+    return hook() if hook is not None else contextlib.nullcontext()
+
+
 class ModelPacer:
     """Adaptive concurrency per model in this process: a model's requests in flight are capped at its
     own limit, halved on each 429 it gets and grown back one slot per success (up to ``ceiling``), so a
-    rate-limited model slows itself, not the other models of the run."""
+    rate-limited model slows itself, not the other models of the run. Waiters wait on a future each (no
+    polling) inside :func:`model_wait`."""
 
     def __init__(self, ceiling: int) -> None:
         self.ceiling = max(1, ceiling)
         self.limit: dict[str, int] = {}
         self.active: dict[str, int] = {}
+        self._waiters: dict[str, collections.deque[asyncio.Future[None]]] = {}
+
+    def _full(self, model: str) -> bool:
+        return self.active.get(model, 0) >= self.limit.get(model, self.ceiling)
+
+    def _wake(self, model: str) -> None:
+        """Wake the model's first waiter (a slot was freed or its limit grew)."""
+        waiters = self._waiters.get(model)
+        while waiters:
+            waiter = waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                break
 
     @contextlib.asynccontextmanager
     async def slot(self, model: str) -> AsyncIterator[None]:
-        delay = 0.002
-        while self.active.get(model, 0) >= self.limit.get(model, self.ceiling):
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 0.05)
+        while self._full(model):  # checked again once the wait's place is back
+            async with model_wait():
+                while self._full(model):
+                    waiter = asyncio.get_running_loop().create_future()
+                    self._waiters.setdefault(model, collections.deque()).append(waiter)
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(waiter, 0.5)  # a lost wake-up costs at most 0.5 s
         self.active[model] = self.active.get(model, 0) + 1
         try:
             yield
         finally:
             self.active[model] -= 1
+            self._wake(model)
 
     def slowed(self, model: str) -> None:
         """A 429 for ``model``: halve its limit (at least one request in flight)."""
@@ -467,3 +518,4 @@ class ModelPacer:
         current = self.limit.get(model, self.ceiling)
         if current < self.ceiling:
             self.limit[model] = current + 1
+            self._wake(model)

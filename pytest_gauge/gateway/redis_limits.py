@@ -30,6 +30,7 @@ from .limits import (
     RunLimits,
     SpendLimit,
     model_key,
+    model_wait,
 )
 
 if TYPE_CHECKING:
@@ -231,9 +232,17 @@ class RedisRate:
     async def acquire(self, tokens: int) -> None:
         if not self.rpm and not self.tpm:
             return
-        while (wait := float(self.scripts.run("take", self.key, self.rpm or 0, self.tpm or 0, tokens))) > 0:
-            self.waited_s += wait
-            await asyncio.sleep(min(wait, 1.0))
+        wait = self._take(tokens)
+        if wait > 0:
+            async with model_wait() if self.key != "rate" else contextlib.nullcontext():  # a model's own
+                while wait > 0:
+                    self.waited_s += wait
+                    await asyncio.sleep(min(wait, 1.0))
+                    wait = self._take(tokens)
+
+    def _take(self, tokens: int) -> float:
+        """One token-bucket decision on the server: 0 when taken, else the seconds to wait."""
+        return float(self.scripts.run("take", self.key, self.rpm or 0, self.tpm or 0, tokens))
 
     def correct(self, estimated: int, actual: int) -> None:
         """Charge the difference between the estimated and the real token count."""

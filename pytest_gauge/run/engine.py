@@ -28,13 +28,15 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import sys
 import threading
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..gateway.errors import GatewayError, RunStopped
+from ..gateway.limits import reset_model_wait_hook, set_model_wait_hook
 from ..gateway.store import Store, content_key
 from ..records import (
     CaseRecord,
@@ -111,6 +113,45 @@ class _JudgeUnit:
 
 
 _Unit = _TranscriptUnit | _JudgeUnit
+
+
+class _Place:
+    """One of the look-ahead driver's places, held by one unit: given back while the unit waits for
+    its transcripts or its model's own limit, taken again before it goes on, freed when it ends."""
+
+    def __init__(self, gate: asyncio.Semaphore) -> None:
+        self.gate = gate
+        self.held = True
+        self.closed = False
+        self.waiting = 0
+
+    def give_back(self) -> None:
+        if self.held:
+            self.gate.release()
+            self.held = False
+
+    async def take(self) -> None:
+        if not self.held and not self.closed:
+            await self.gate.acquire()
+            self.held = True
+            if self.closed:  # the unit ended meanwhile (a lent wait outlived it)
+                self.give_back()
+
+    @contextlib.asynccontextmanager
+    async def lent(self) -> AsyncIterator[None]:
+        """The place is free for other work while the body waits (nested waits share one release)."""
+        self.waiting += 1
+        self.give_back()
+        try:
+            yield
+        finally:
+            self.waiting -= 1
+            if self.waiting == 0:
+                await self.take()
+
+    def close(self) -> None:
+        self.closed = True
+        self.give_back()
 
 
 class Engine:
@@ -288,23 +329,27 @@ class Engine:
 
     async def _ahead(self, unit: _Unit, gate: asyncio.Semaphore) -> None:
         """Produce one unit ahead of demand, holding one of the driver's places (released at the end)."""
-        holding = True
+        place = _Place(gate)
         try:
             if isinstance(unit, _JudgeUnit):
                 # A judgment first waits for its two transcripts (dispatched before it, in order)
                 # without a place, so that the places go to work that can send calls now: otherwise
                 # judgments waiting on transcripts fill the look-ahead and starve the gateway.
-                gate.release()
-                holding = False
+                place.give_back()
                 await self._transcripts_of(unit.case)
-                await gate.acquire()
-                holding = True
-            await self._obtain(unit, wait=False)
+                await place.take()
+            # While the unit waits for its own model's limit (a 429's wait, its bucket, its adaptive
+            # slot), its place is lent to other work: one rate-limited model must not fill the
+            # look-ahead with waiting units and so slow every other model of the run.
+            token = set_model_wait_hook(place.lent)
+            try:
+                await self._obtain(unit, wait=False)
+            finally:
+                reset_model_wait_hook(token)
         except Exception:
             pass
         finally:
-            if holding:
-                gate.release()
+            place.close()
 
     def _keep(self, task: asyncio.Future[object]) -> None:
         """Hold a reference to a background task until it ends (the loop keeps only weak ones)."""
