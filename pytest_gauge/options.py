@@ -396,22 +396,32 @@ def _setting(config: pytest.Config, ini: str, kind: Any) -> Any:
 
 
 def parse_price_lines(lines: list[str]) -> list[PriceRow]:
-    """``MODEL INPUT_PER_M OUTPUT_PER_M [CACHED_INPUT_PER_M]`` lines (ini ``gauge_prices``) as price rows."""
+    """``MODEL INPUT_PER_M OUTPUT_PER_M [CACHED_INPUT_PER_M] [context=TOKENS]`` lines (ini ``gauge_prices``)
+    as price rows (``context=`` is the model's context window, which a judge's prompt is shortened to fit)."""
     prices: list[PriceRow] = []
+    usage = "gauge_prices: expected 'MODEL INPUT_PER_M OUTPUT_PER_M [CACHED_INPUT_PER_M] [context=TOKENS]'"
     for line in lines:
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         parts = line.split()
-        if len(parts) not in (3, 4):
-            raise pytest.UsageError(
-                f"gauge_prices: expected 'MODEL INPUT_PER_M OUTPUT_PER_M [CACHED_INPUT_PER_M]', got {line!r}"
-            )
+        window_parts = [p for p in parts[1:] if p.startswith("context=")]
+        parts = [p for p in parts if not p.startswith("context=")]
+        if len(parts) not in (3, 4) or len(window_parts) > 1:
+            raise pytest.UsageError(f"{usage}, got {line!r}")
         try:
             numbers = [float(p) for p in parts[1:]]
+            window = int(window_parts[0].split("=", 1)[1]) if window_parts else None
         except ValueError:
-            raise pytest.UsageError(f"gauge_prices: prices must be numbers in {line!r}") from None
+            raise pytest.UsageError(
+                f"gauge_prices: prices and context= must be numbers in {line!r}"
+            ) from None
+        if window is not None and window <= 0:
+            raise pytest.UsageError(f"gauge_prices: context= must be a positive number of tokens in {line!r}")
         cached = numbers[2] if len(numbers) == 3 else None
-        prices.append((parts[0], numbers[0], numbers[1], cached, "ini gauge_prices"))
+        if window is None:
+            prices.append((parts[0], numbers[0], numbers[1], cached, "ini gauge_prices"))
+        else:
+            prices.append((parts[0], numbers[0], numbers[1], cached, "ini gauge_prices", window))
     return prices
 
 

@@ -33,7 +33,8 @@ def _number(value: object) -> bool:
 
 
 def _from_mapping(data: object, where: str) -> dict[str, Price]:
-    """``{model: {input, output[, cached_input]}}`` or ``{model: [input, output[, cached_input]]}``."""
+    """``{model: {input, output[, cached_input][, context_tokens]}}`` or ``{model: [input, output[,
+    cached_input]]}``."""
     if not isinstance(data, dict):
         raise pytest.UsageError(f"{where}: expected a table of models")
     table = data.get("prices", data)
@@ -51,7 +52,12 @@ def _from_mapping(data: object, where: str) -> dict[str, Price]:
         if not all(_number(p) for p in values[:2]) or not (values[2] is None or _number(values[2])):
             raise pytest.UsageError(f"{where}: prices of {model!r} must be non-negative numbers")
         cached = None if values[2] is None else float(values[2])
-        out[str(model)] = Price(float(values[0]), float(values[1]), cached, where)
+        window = entry.get("context_tokens") if isinstance(entry, dict) else None
+        if window is not None and not (
+            isinstance(window, int) and not isinstance(window, bool) and window > 0
+        ):
+            raise pytest.UsageError(f"{where}: context_tokens of {model!r} must be a positive whole number")
+        out[str(model)] = Price(float(values[0]), float(values[1]), cached, where, window)
     return out
 
 
@@ -98,7 +104,8 @@ def check_genai_prices() -> None:
 
 def genai_price_rows(models: Iterable[str]) -> list[PriceRow]:
     """Prices per million tokens (input, output, cached input) of each model genai-prices knows, with the
-    source naming the package version and the matched provider/model; unknown models are left out
+    source naming the package version and the matched provider/model, and its context window when the
+    data has one (``context_window``: what a judge's prompt is shortened to fit); unknown models are left out
     (their cost stays unknown, never 0)."""
     import genai_prices
 
@@ -112,9 +119,12 @@ def genai_price_rows(models: Iterable[str]) -> list[PriceRow]:
         except LookupError:
             continue
         source = f"genai-prices {genai_prices.__version__}: {base.provider.id}/{base.model.id}"
-        rows.append(
-            (model, float(base.input_price), float(base.output_price), float(cached.input_price), source)
-        )
+        prices = (float(base.input_price), float(base.output_price), float(cached.input_price))
+        window = getattr(base.model, "context_window", None)
+        if isinstance(window, int) and window > 0:  # the model's window, when the data knows it
+            rows.append((model, *prices, source, window))
+        else:
+            rows.append((model, *prices, source))
     return rows
 
 

@@ -14,8 +14,14 @@ from . import Usage
 
 __all__ = ["Price", "PriceRow", "PriceTable", "cost_of"]
 
-PriceRow = tuple[str, float, float] | tuple[str, float, float, float | None, str]
-"""``(model, input, output)`` or ``(model, input, output, cached_input, source)``, USD per million tokens:
+PriceRow = (
+    tuple[str, float, float]
+    | tuple[str, float, float, float | None, str]
+    | tuple[str, float, float, float | None, str, int | None]
+)
+"""``(model, input, output)``, ``(model, input, output, cached_input, source)`` or the same with the model's
+context window in tokens last (``context_tokens``, what a judge's prompt is shortened to fit), USD per
+million tokens:
 the form options carry (hashable, picklable to xdist workers)."""
 
 
@@ -30,6 +36,7 @@ class Price:
     output: float
     cached_input: float | None = None
     source: str = "configured"
+    context_tokens: int | None = None  # the model's context window, when the table knows it
 
     def cost(self, usage: Usage) -> float:
         """The cost of one call's usage: cached prompt tokens at the cached-input price when there is one."""
@@ -55,7 +62,10 @@ class PriceTable:
         for model in self.prices:
             p = self.price(model)
             assert p is not None
-            out.append((model, p.input, p.output, p.cached_input, p.source))
+            if p.context_tokens is None:
+                out.append((model, p.input, p.output, p.cached_input, p.source))
+            else:
+                out.append((model, p.input, p.output, p.cached_input, p.source, p.context_tokens))
         return out
 
     @classmethod
@@ -64,9 +74,17 @@ class PriceTable:
         for row in rows:
             if len(row) == 3:
                 table[row[0]] = Price(row[1], row[2])
-            else:
+            elif len(row) == 5:
                 table[row[0]] = Price(row[1], row[2], row[3], row[4])
+            else:
+                table[row[0]] = Price(row[1], row[2], row[3], row[4], row[5])
         return cls(table)
+
+    def context_tokens(self, model: str) -> int | None:
+        """The model's context window from the table (a ``context_tokens`` column, or genai-prices' data);
+        None when not known."""
+        price = self.price(model)
+        return None if price is None else price.context_tokens
 
     def cost(self, model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
         """est_cost (docs/protocol.md#costs) of plain token counts; None when the model has no price."""

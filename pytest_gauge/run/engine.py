@@ -8,7 +8,8 @@ table), so each process runs an asyncio loop in a background thread:
   judgment depends on its case's two transcripts;
 * a **look-ahead driver** walks every selected case's work in collection order (each worker starting
   at a different offset) and keeps up to ``2 × max_concurrency`` units in progress; a judgment waits
-  for its transcripts without holding one of those places; the gateway's shared slots bound the
+  for its transcripts, and any unit for its own model's rate limit (a 429's wait, its bucket, its
+  adaptive slot), without holding one of those places; the gateway's shared slots bound the
   requests actually in flight;
 * every unit is **claimed through the run's work store** (:mod:`pytest_gauge.gateway.store`): the process
   that takes the key's lock produces it, writes the result, and every other process waits for the

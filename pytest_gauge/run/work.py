@@ -209,7 +209,19 @@ class SuiteRuntime:
         """Characters of the two transcripts left out of the judge's prompt to fit its context (the
         same in both orders: each side has half the room)."""
         judge = self.suite.judge
-        return judge_prompt(task, left, right, self.redactor, judge.context_tokens, judge.max_tokens)[1]
+        return judge_prompt(task, left, right, self.redactor, self.judge_context(), judge.max_tokens)[1]
+
+    def judge_context(self) -> int | None:
+        """The judge's context window: ``Judge(context_tokens=...)``, else the smallest window the price
+        table knows for the judge's models (a ``context_tokens`` column, or genai-prices' data), else
+        None (transcripts capped at the default length). One window for every judge model, so the
+        panel's models read the same prompt."""
+        judge = self.suite.judge
+        if judge.context_tokens is not None:
+            return judge.context_tokens
+        prices = self.gateway.resources.prices
+        known = [w for m in judge.models() if (w := prices.context_tokens(m)) is not None]
+        return min(known) if known else None
 
     async def judgment(
         self, case: Case, judge_index: int, repeat: int, left: Transcript, right: Transcript
@@ -222,7 +234,7 @@ class SuiteRuntime:
         slot_a, slot_b = slots(case.order, left, right)
         judge = self.suite.judge
         messages = build_judge_messages(
-            task, slot_a, slot_b, self.redactor, judge.context_tokens, judge.max_tokens
+            task, slot_a, slot_b, self.redactor, self.judge_context(), judge.max_tokens
         )
         seed = call_seed(self.seed, "judge", self.name, case.case_id, judge_index, repeat)
         result, fmt = await self.ask_judge(caller, model, messages, seed)

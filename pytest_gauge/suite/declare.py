@@ -150,7 +150,8 @@ class Judge:
     ``response_format``: ``"auto"`` (default) asks for a strict ``json_schema`` verdict, falling back to
     ``json_object`` and then to the prompt alone when a gateway rejects the parameter (once per judge
     model per run, reported); ``"json_object"`` starts there; a mapping is sent as given; ``None`` sends
-    none. ``context_tokens``: the judge model's context window; each transcript is then shortened to fit
+    none. ``context_tokens``: the judge model's context window (else the price table's, when it knows
+    one: a ``context_tokens`` column or genai-prices' data); each transcript is then shortened to fit
     it (task, rules and final replies kept whole, middle turns elided with a marker), else to 12,000
     characters. ``sim``: the offline simulator's judge profile (:class:`SimJudge`).
     """

@@ -413,3 +413,5 @@ def test_genai_prices_fill_in_unconfigured_models_and_name_their_source() -> Non
     assert mini is not None and mini.source.startswith("genai-prices ") and "gpt-4o-mini" in mini.source
     assert mini.cached_input is not None and 0 < mini.cached_input < mini.input < mini.output
     assert table.price("nope-x") is None  # unknown to the package: still unknown, never 0
+    window = table.context_tokens("gpt-4o-mini")  # the package's context_window: the judge's, when unset
+    assert window is not None and window >= 16_000 and table.context_tokens("gpt-4o") is None
