@@ -53,8 +53,8 @@ def test_the_prompt_fits_the_judges_context_window() -> None:
 
 def test_the_judges_window_comes_from_the_price_table_when_not_given(tmp_path: Path) -> None:
     from pytest_gauge.gateway.prices import load_prices
-    from pytest_gauge.records.prices import PriceTable
     from pytest_gauge.options import parse_price_lines
+    from pytest_gauge.records.prices import PriceTable
     from pytest_gauge.run.work import SuiteRuntime
     from pytest_gauge.suite.declare import Judge, ModelAgent, Suite
 
