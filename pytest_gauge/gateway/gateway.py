@@ -596,6 +596,9 @@ class Gateway:
                 except outcomes as exc:
                     self._paced_outcome(a.model, exc)
                     return _Outcome(None, self._record_failure(a, exc, time.perf_counter() - start), exc)
+                except Exception as exc:  # a bug: the attempt still gets its one outcome line, then it raises
+                    self._record_failure(a, None, time.perf_counter() - start, broken=exc)
+                    raise
                 finally:
                     state.in_flight -= 1
             record = self._record(
@@ -690,13 +693,17 @@ class Gateway:
             request=a.request,
         )
 
-    def _record_failure(self, a: _Attempt, failure: Exception | None, latency: float) -> LedgerRecord:
-        """The ledger line of a failed attempt (None: cancelled in flight by a stop), with its status and
-        whether the server may have billed it."""
+    def _record_failure(
+        self, a: _Attempt, failure: Exception | None, latency: float, broken: Exception | None = None
+    ) -> LedgerRecord:
+        """The ledger line of a failed attempt (None: cancelled in flight by a stop, or ``broken`` by an
+        error inside pytest-gauge), with its status and whether the server may have billed it."""
         import openai
 
         status_code = failure.status_code if isinstance(failure, openai.APIStatusError) else None
-        if failure is None:
+        if broken is not None:
+            status, error = INTERRUPTED, f"ended by an error inside pytest-gauge ({type(broken).__name__})"
+        elif failure is None:
             status, error = INTERRUPTED, "cancelled while in flight (the run was stopped)"
         elif isinstance(failure, BadResponse):
             status, error, status_code = "bad_response", failure.problem, 200

@@ -85,6 +85,13 @@ async def _cancel_others() -> None:
     await asyncio.gather(*tasks, return_exceptions=True)
 
 
+def _produce_again(exc: BaseException) -> bool:
+    """Whether a unit whose production raised ``exc`` may be produced again: after a stop, a closed look
+    or a cancellation, yes (nothing was stored); after an error inside pytest-gauge, no: the case that
+    needs the unit gets the same error, and the calls the unit already paid for are not sent twice."""
+    return isinstance(exc, (RunStopped, LookClosed, asyncio.CancelledError, KeyboardInterrupt, SystemExit))
+
+
 STOP_GRACE = 2.0
 """Seconds a stopping process waits for its attempts in flight before it abandons them."""
 
@@ -348,7 +355,7 @@ class Engine:
             finally:
                 reset_model_wait_hook(token)
         except Exception:
-            pass
+            pass  # the demand path meets the same outcome (see _produce_again)
         finally:
             place.close()
 
@@ -402,7 +409,8 @@ class Engine:
         except BaseException as exc:
             future.set_exception(exc)
             future.exception()  # mark retrieved
-            del self._futures[unit.key]
+            if _produce_again(exc):
+                del self._futures[unit.key]
             raise
         finally:
             self._unlock(fd)

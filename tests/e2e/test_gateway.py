@@ -202,6 +202,26 @@ def test_connection_reset_is_retried(tmp_path: Path, server: LoopbackServer) -> 
     assert [r.status for r in ledger(tmp_path)] == ["ok", "connection_error", "ok"]
 
 
+def test_an_error_inside_the_plugin_still_closes_its_attempt_in_the_ledger(
+    tmp_path: Path, server: LoopbackServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bug between the request and its outcome line leaves no open write-ahead line: the attempt gets
+    one ``interrupted`` line naming the error, and the call is not sent again."""
+
+    def broken(content: bytes, keys: Any) -> Any:
+        raise ValueError("a bug in the body check")
+
+    monkeypatch.setattr("pytest_gauge.gateway.gateway.parse_completion", broken)
+    gw = make_gateway(tmp_path, server)
+    with pytest.raises(ValueError, match="a bug"):
+        call(gw)
+    lines = (tmp_path / "run" / "ledger-main.jsonl").read_text().splitlines()
+    written = [json.loads(line) for line in lines]
+    assert [r["status"] for r in written] == ["sent", "interrupted"]
+    assert "error inside pytest-gauge (ValueError)" in written[1]["error"]
+    assert server.requests_total == 1
+
+
 def test_401_is_fatal_names_the_variable_and_stops_further_calls(
     tmp_path: Path, server: LoopbackServer
 ) -> None:
