@@ -219,6 +219,33 @@ class GaugeCaseFailure(Exception):
     """A case that produced no usable verdict; the message says why and what to do."""
 
 
+def _first_report(run_dir: Path, case_id: str, error: str) -> str:
+    """The case that reported ``error`` first in this run: a file per error in the run folder, created
+    exclusively, so the workers of a run agree (any process may write it first)."""
+    import hashlib
+
+    folder = run_dir / "reported"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / hashlib.sha256(error.encode("utf-8", "replace")).hexdigest()[:32]
+    try:
+        with path.open("x", encoding="utf-8") as f:
+            f.write(case_id)
+        return case_id
+    except FileExistsError:
+        return path.read_text(encoding="utf-8") or case_id
+
+
+def _failure_text(run_dir: Path, case_id: str, error: str) -> str:
+    """The failure in full the first time the run reports it (a model stopped for being unknown fails every
+    case that shares its transcript with the same error), then one short line naming that case."""
+    first = _first_report(run_dir, case_id, error)
+    if first == case_id:
+        return f"gateway failure: {error}"
+    cause = ": ".join(error.split(". Fix:", 1)[0].split(": ")[:2])  # "404 Not Found: the gateway ..."
+    cause = cause if len(cause) <= 120 else cause[:119] + "…"
+    return f"gateway failure, the same as {first} (its report gives the cause and fix): {cause}"
+
+
 class CaseItem(pytest.Item):
     """One judged case. Passes when its pipeline produced a record with a verdict."""
 
@@ -244,7 +271,8 @@ class CaseItem(pytest.Item):
             if outcome.fatal:
                 self.user_properties.append((FATAL_PROPERTY, outcome.error or ""))
                 self.session.shouldstop = f"pytest-gauge: gateway configuration error: {outcome.error}"
-            raise GaugeCaseFailure(f"gateway failure: {outcome.error}")
+            text = _failure_text(role.state.run_dir, self.case.case_id, outcome.error or "")
+            raise GaugeCaseFailure(text)
         self.user_properties.append((RECORD_PROPERTY, dumps(outcome.record.to_json())))
         role.keep_record(outcome.record)  # no xdist: this process ends the run (a worker publishes it)
         if outcome.record.judge_choice == "error":

@@ -12,7 +12,7 @@ import numpy as np
 from .baseline import BASELINE_METRICS, BaselineComparison
 from .elo import elo_difference, linear_interval
 from .elo_report import ELO_METRICS, NO_ELO, EloReport, finite, tier_rows
-from .gates import DELTA, GateSyntaxError, Term, parse_term
+from .gates import DELTA, GateSyntaxError, NoData, Term, parse_term
 from .metrics import Estimate, SuiteMetrics
 from .repeats import REPEAT_METRICS, RepeatCounts, flaky_tasks, pass_at_k, pass_hat_k
 
@@ -102,9 +102,12 @@ class GateSource:
         if len(args) != 1:
             raise KeyError(f"{name} takes one agent, e.g. {name}(agent_x); got {len(args)} arguments")
         agent = args[0].strip()
-        if agent not in report.result.elo:
+        if agent not in report.result.elo:  # collection checked the name: a declared agent, never judged
             known = ", ".join(sorted(report.result.agents))
-            raise KeyError(f"{name}({agent}): unknown agent {agent!r}; agents: {known}")
+            raise NoData(
+                f"{name}({agent}): {agent!r} had no judged case in this run (its cases failed or were not "
+                f"run), so it has no Elo; agents in the fit: {known}"
+            )
         if name != "elo" and agent not in self._tiers:
             tiers = ", ".join(sorted(self._tiers)) or "none"
             raise KeyError(

@@ -34,6 +34,7 @@ __all__ = [
     "GateResult",
     "GateSyntaxError",
     "MetricSource",
+    "NoData",
     "Quantity",
     "QuantityLike",
     "Term",
@@ -90,6 +91,11 @@ _OP_HINTS = (
     ("≥", "write '>=' instead of '≥'"),
     ("≠", "'≠' is not supported; use '<', '>', '<=', '>=' or '=='"),
 )
+
+
+class NoData(KeyError):
+    """A term a source knows but has no number for in this run (an agent without a judged case): the gate
+    is inconclusive with this reason, not a failure for an unknown name."""
 
 
 class GateSyntaxError(ValueError):
@@ -652,6 +658,9 @@ def evaluate_gate(
             q = source.lookup(gate.left.name, gate.left.args)
         else:
             q = source.difference(gate.left, gate.right)
+    except NoData as err:
+        reason = err.args[0] if err.args and isinstance(err.args[0], str) else str(err)
+        return GateResult(gate, "inconclusive", None, None, None, 0, f"INCONCLUSIVE {expr}: {reason}")
     except KeyError as err:
         reason = err.args[0] if err.args and isinstance(err.args[0], str) else str(err)
         if "unknown" not in reason.lower():

@@ -95,6 +95,8 @@ def _metric_lines(ctx: ReportContext) -> list[str]:
 
 def _gate_lines(ctx: ReportContext) -> list[str]:
     """Gate counts by status, the first gates as a table, and how many more tasks would decide them."""
+    if not ctx.gates and ctx.interrupted is not None:  # a stopped run evaluates none (conclusion.md too)
+        return [f"gates: not evaluated, {ctx.interrupted} (--gauge-gates-on-partial evaluates them)"]
     if not ctx.gates:
         return ["gates: none declared"]
     counts = Counter(g.status.upper() for g in ctx.gates)

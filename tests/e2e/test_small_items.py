@@ -54,3 +54,26 @@ def test_cache_hits_that_repeat_this_runs_own_requests_are_said_to() -> None:
     mixed = [*live, _record("k1", True), _record("old", True)]
     assert _cached_calls(mixed, 2) == "2 cached calls, 1 of them repeats of this run's own requests"
     assert _cached_calls([replace(r, cache_hit=True) for r in live], 2) == "2 cached calls"
+
+
+def test_an_unknown_model_is_reported_once_and_its_elo_gate_is_inconclusive(
+    pytester: pytest.Pytester, mini_suite: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 30's small items: the cases that share the unknown model's failed transcript say so in one
+    short line naming the first, and ``elo(agent_z)`` is inconclusive (no judged case), not "unknown"."""
+    from pytest_gauge.testing import FaultPlan, LoopbackServer
+    from pytest_gauge.testing.simserver import sim_responder
+    from tests.helpers import MINI_INI
+
+    faults = FaultPlan(unknown_models=frozenset({"sim-agent-z"}))
+    with LoopbackServer(sim_responder(mini_suite / "test_mini.py", seed=7), faults=faults) as srv:
+        monkeypatch.setenv("TAOTOKEN_API_KEY", "tt-test-key")
+        monkeypatch.setenv("TAOTOKEN_BASE_URL", srv.base_url)
+        pytester.makeini(MINI_INI.replace("gauge_backend = sim", "gauge_backend = live"))
+        result = run_inprocess(pytester, "suites", "-n", "0", "--gauge-gate", "elo(agent_z) >= 0", "-rA")
+    out = result.stdout.str()
+    failures = [ln for ln in out.splitlines() if "gateway failure" in ln]
+    assert len(failures) >= 2 and sum("does not exist" in ln for ln in failures) == 1, failures
+    assert all("the same as" in ln and len(ln) < 300 for ln in failures if "does not exist" not in ln)
+    assert "unknown agent" not in out
+    result.stdout.fnmatch_lines(["INCONCLUSIVE elo(agent_z) >= 0: *'agent_z' had no judged case in this*"])

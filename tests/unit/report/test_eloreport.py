@@ -24,7 +24,7 @@ from pytest_gauge.analysis.elo_report import (
     token_stats,
 )
 from pytest_gauge.analysis.gate_source import GateSource
-from pytest_gauge.analysis.gates import Term, evaluate_gate, parse_gate
+from pytest_gauge.analysis.gates import NoData, Term, evaluate_gate, parse_gate
 from pytest_gauge.analysis.metrics import SuiteMetrics, compute_metrics
 from pytest_gauge.records import CaseRecord, LedgerRecord, Usage
 from pytest_gauge.report.elo import elo_json, render_elo_md
@@ -428,16 +428,18 @@ def test_gate_elo_lookup(three: tuple[SuiteMetrics, EloReport]) -> None:
 def test_gate_unknown_agent_and_no_elo(three: tuple[SuiteMetrics, EloReport]) -> None:
     metrics, report = three
     source = GateSource(metrics, report)
-    with pytest.raises(KeyError, match=r"unknown agent 'nobody'; agents: a, better, worse"):
+    # collection refused undeclared names: an agent missing from the fit had no judged case (issue 30)
+    with pytest.raises(NoData, match=r"'nobody' had no judged case in this run .* fit: a, better, worse"):
         source.lookup("elo", ("nobody",))
-    with pytest.raises(KeyError, match="unknown agent 'nobody'"):
+    with pytest.raises(NoData, match="'nobody' had no judged case"):
         source.difference(Term("elo", ("nobody",)), Term("elo", ("a",)))
     with pytest.raises(KeyError, match="takes one agent"):
         source.lookup("elo", ())
     with pytest.raises(KeyError, match="no compute family"):
         source.lookup("delta_elo", ("a",))
-    failed = evaluate_gate(parse_gate("elo(nobody) >= 900"), source)
-    assert failed.status == "fail" and "agents: a, better, worse" in failed.message
+    missing = evaluate_gate(parse_gate("elo(nobody) >= 900"), source)
+    assert missing.status == "inconclusive" and "agents in the fit: a, better, worse" in missing.message
+    assert "unknown agent" not in missing.message
     bare = GateSource(metrics, None)
     with pytest.raises(KeyError) as err:
         bare.lookup("elo", ("a",))
