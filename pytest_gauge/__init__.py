@@ -7,7 +7,7 @@ token/cost ledger, and suite-level gates that fail the run.
 
 from __future__ import annotations
 
-from .fixtures.calls import (
+from .fixtures import (
     Comparison,
     GaugeBudgetExceeded,
     GaugeClient,

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .finish.ending import EndOfRun
+from .fixtures import TESTS_SUITE, tests_report
 from .fixtures import calls as fixture_functions
-from .fixtures.calls import TESTS_SUITE, tests_report
 from .gateway.endpoint import live_settings_problems
 from .gateway.errors import ModelStopped
 from .options import GaugeOptions, add_options, misread_ini_problem, resolve_options

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..fixtures.calls import tests_summary
+from ..fixtures import tests_summary
 
 if TYPE_CHECKING:
     from ..process.state import GaugeState

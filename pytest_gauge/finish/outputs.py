@@ -381,7 +381,7 @@ def _baseline_link(opts: GaugeOptions, out: Path) -> str:
 
 def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool) -> None:
     """Write every suite's outputs and reports, evaluate its gates, and report them as test entries."""
-    from ..fixtures.calls import finish_tests
+    from ..fixtures import finish_tests
 
     ledger_all = merge_ledgers(sorted(state.run_dir.glob("ledger-*.jsonl")))
     finish_tests(session.config, Path(state.options.out_dir), ledger_all)

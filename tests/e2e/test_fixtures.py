@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gauge.fixtures.calls import (
+from pytest_gauge.fixtures import (
     JudgedOrder,
     Spent,
     combine,

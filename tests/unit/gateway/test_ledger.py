@@ -7,7 +7,7 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from pytest_gauge.fixtures.calls import Spent, spent_of
+from pytest_gauge.fixtures import Spent, spent_of
 from pytest_gauge.gateway.ledger import Ledger, attribute_shared_calls, merge_ledgers, one_history_per_call
 from pytest_gauge.records import LedgerRecord, Role, Usage
 from pytest_gauge.records.totals import LedgerTotals, TokenCost, ledger_totals
