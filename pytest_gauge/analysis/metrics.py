@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import numpy as np
 
@@ -79,11 +79,15 @@ if TYPE_CHECKING:
 __all__ = [
     "COST_INCLUDES_RETRIES",
     "LENGTH_STYLE_WORDS",
+    "METRICS",
+    "PAIR_METRICS",
+    "SUMMARY_METRICS",
     "AgreementDetails",
     "CostSummary",
     "Estimate",
     "FlippedGroup",
     "JudgeRules",
+    "Metric",
     "PairInfo",
     "RoleCost",
     "SuiteMetrics",
@@ -223,35 +227,82 @@ def classify_pairs(records: Sequence[CaseRecord], close_threshold: float) -> dic
 # --------------------------------------------------------------------------------------------------
 # Metric names for gates
 
-_NAMES: tuple[tuple[str, str], ...] = (
-    ("lrs", "lower-reward-selected rate; lrs(close), lrs(distant), lrs(agent_x, agent_y)"),
-    ("lrs_close", "LRS over close pairs"),
-    ("lrs_distant", "LRS over distant pairs"),
-    ("lrs_close_minus_distant", "LRS(close) - LRS(distant)"),
-    ("flip_rate", "position-flip rate; flip_rate(agent_x, agent_y)"),
-    ("position_bias", "share of non-tie verdicts for slot A; position_bias(agent_x, agent_y)"),
-    ("judge_error_rate", "error verdicts / all cases; judge_error_rate(agent_x, agent_y)"),
-    ("sat_but_failed_rate", "user satisfied but task failed, per transcript; sat_but_failed_rate(agent)"),
-    ("success_rate", "successful transcripts; success_rate(agent)"),
-    ("empty_turn_rate", "transcripts with an empty or blank turn (any role); empty_turn_rate(agent)"),
-    ("verbosity_word_rate", "share of judge reasons with length/style words"),
-    ("longer_wins_rate", "longer response chosen among equal-reward, unequal-length cases"),
-    ("judge_agreement", "observed agreement; judge_agreement(repeats|judges)"),
-    ("judge_kappa", "Cohen's kappa; judge_kappa(repeats|judges)"),
-    (
+
+@dataclass(frozen=True)
+class Metric:
+    """One metric of the suite: its gate name and description (arguments included), whether it has one
+    suite-wide estimate in :attr:`SuiteMetrics.metrics` (``headline``) and the terminal summary's table
+    (``summary``), and whether it is also estimated per pair or per agent (``per``)."""
+
+    name: str
+    description: str
+    headline: bool = True
+    summary: bool = False
+    per: Literal["pair", "agent"] | None = None
+
+
+METRICS: tuple[Metric, ...] = (
+    Metric(
+        "lrs",
+        "lower-reward-selected rate; lrs(close), lrs(distant), lrs(agent_x, agent_y)",
+        summary=True,
+        per="pair",
+    ),
+    Metric("lrs_close", "LRS over close pairs", summary=True),
+    Metric("lrs_distant", "LRS over distant pairs", summary=True),
+    Metric("lrs_close_minus_distant", "LRS(close) - LRS(distant)"),
+    Metric("flip_rate", "position-flip rate; flip_rate(agent_x, agent_y)", summary=True, per="pair"),
+    Metric(
+        "position_bias",
+        "share of non-tie verdicts for slot A; position_bias(agent_x, agent_y)",
+        summary=True,
+        per="pair",
+    ),
+    Metric(
+        "judge_error_rate",
+        "error verdicts / all cases; judge_error_rate(agent_x, agent_y)",
+        summary=True,
+        per="pair",
+    ),
+    Metric(
+        "sat_but_failed_rate",
+        "user satisfied but task failed, per transcript; sat_but_failed_rate(agent)",
+        summary=True,
+        per="agent",
+    ),
+    Metric("success_rate", "successful transcripts; success_rate(agent)", summary=True, per="agent"),
+    Metric(
+        "empty_turn_rate",
+        "transcripts with an empty or blank turn (any role); empty_turn_rate(agent)",
+        headline=False,
+        per="agent",
+    ),
+    Metric("verbosity_word_rate", "share of judge reasons with length/style words"),
+    Metric("longer_wins_rate", "longer response chosen among equal-reward, unequal-length cases"),
+    Metric("judge_agreement", "observed agreement; judge_agreement(repeats|judges)"),
+    Metric("judge_kappa", "Cohen's kappa; judge_kappa(repeats|judges)"),
+    Metric(
         "judge_accuracy",
         "non-tie verdicts on unequal-reward cases choosing the higher rule reward: the main verdict; "
         "judge_accuracy(close|distant), judge_accuracy(judge|panel), "
         "judge_accuracy(judge|panel, close|distant)",
     ),
-    ("judge_rank_corr", "Spearman's rho of judge rewards vs rule rewards; judge_rank_corr(judge)"),
-    ("cost_per_success", "total cost / successful transcripts"),
-    ("total_cost", "agent + user_sim + judge cost"),
-    ("agent_cost", "cost of agent calls"),
-    ("user_sim_cost", "cost of user-simulator calls"),
-    ("judge_cost", "cost of judge calls"),
-    ("judge_cost_share", "judge cost / total cost"),
+    Metric(
+        "judge_rank_corr",
+        "Spearman's rho of judge rewards vs rule rewards; judge_rank_corr(judge)",
+        headline=False,
+    ),
+    Metric("cost_per_success", "total cost / successful transcripts"),
+    Metric("total_cost", "agent + user_sim + judge cost"),
+    Metric("agent_cost", "cost of agent calls"),
+    Metric("user_sim_cost", "cost of user-simulator calls"),
+    Metric("judge_cost", "cost of judge calls"),
+    Metric("judge_cost_share", "judge cost / total cost"),
 )
+"""The one metric table: every metric a gate may name, in the order the help, ``SuiteMetrics.metrics``
+and the reports list them."""
+
+_NAMES: tuple[tuple[str, str], ...] = tuple((m.name, m.description) for m in METRICS)
 
 
 def metric_names() -> list[str]:
@@ -267,30 +318,12 @@ def _names_help() -> str:
 # The result
 
 
-_PAIR_METRICS = ("lrs", "flip_rate", "position_bias", "judge_error_rate")
-_AGENT_METRICS = ("success_rate", "sat_but_failed_rate", "empty_turn_rate")
-_HEADLINE = (
-    "lrs",
-    "lrs_close",
-    "lrs_distant",
-    "lrs_close_minus_distant",
-    "flip_rate",
-    "position_bias",
-    "judge_error_rate",
-    "sat_but_failed_rate",
-    "success_rate",
-    "verbosity_word_rate",
-    "longer_wins_rate",
-    "judge_agreement",
-    "judge_kappa",
-    "judge_accuracy",
-    "total_cost",
-    "agent_cost",
-    "user_sim_cost",
-    "judge_cost",
-    "cost_per_success",
-    "judge_cost_share",
-)
+PAIR_METRICS = tuple(m.name for m in METRICS if m.per == "pair")
+"""The metrics also estimated per pair (``lrs(agent_x, agent_y)``...), in the table's order."""
+_AGENT_METRICS = tuple(m.name for m in METRICS if m.per == "agent")
+_HEADLINE = tuple(m.name for m in METRICS if m.headline)
+SUMMARY_METRICS = tuple(m.name for m in METRICS if m.summary)
+"""The metrics of the terminal summary's table, in the table's order."""
 
 
 @dataclass
@@ -367,7 +400,7 @@ class _Statistics:
         args = tuple(a.strip() for a in args)
         if name in ("lrs_close", "lrs_distant") and not args:
             return ("lrs", name.split("_")[1])
-        if name in _PAIR_METRICS:
+        if name in PAIR_METRICS:
             return self._resolve_pairable(name, args)
         if name in _AGENT_METRICS:
             return self._resolve_agent(name, args)
@@ -615,9 +648,9 @@ def _case_rates(
 ) -> VerbosityDetails:
     """Case-level rates: judge errors, verbosity words, then position bias, LRS and longer-wins."""
     for pid in pairs:
-        for m in _PAIR_METRICS:
+        for m in PAIR_METRICS:
             acc.ensure((m, "pair", pid))
-    for key in [*((m,) for m in _PAIR_METRICS), ("lrs", "close"), ("lrs", "distant")]:
+    for key in [*((m,) for m in PAIR_METRICS), ("lrs", "close"), ("lrs", "distant")]:
         acc.ensure(key)
     for cls in ("all", *PAIR_CLASSES, *sorted({f"category:{r.category}" for r in records})):
         acc.ensure(("judge_accuracy", PRIMARY, cls))
@@ -805,7 +838,7 @@ def compute_metrics(
     )
     return SuiteMetrics(
         metrics={name: table.estimate(table.resolve(name, ())) for name in _HEADLINE},
-        per_pair={pid: {m: table.estimate((m, "pair", pid)) for m in _PAIR_METRICS} for pid in pairs},
+        per_pair={pid: {m: table.estimate((m, "pair", pid)) for m in PAIR_METRICS} for pid in pairs},
         per_agent={a: {m: table.estimate((m, "agent", a)) for m in _AGENT_METRICS} for a in found.agents},
         pairs=pairs,
         flipped=flipped,

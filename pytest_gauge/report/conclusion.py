@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from ..analysis.metrics import Estimate
+from ..analysis.metrics import PAIR_METRICS, Estimate
 from ..records import ROLES
 from .adaptive import adaptive_section
 from .baseline import baseline_lead, gate_ci, gate_value, needed_lines, repeats_lines
@@ -118,7 +118,7 @@ def _section_agents(ctx: ReportContext) -> list[str]:
                 str(per_pair_cases.get(pid, 0)),
                 *[
                     f"{fmt_rate(e.value)} (n={e.n})" if e else DASH
-                    for e in (per.get(k) for k in ("lrs", "flip_rate", "position_bias", "judge_error_rate"))
+                    for e in (per.get(k) for k in PAIR_METRICS)
                 ],
             ]
         )

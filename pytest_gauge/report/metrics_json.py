@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..analysis.judge_rules import PRIMARY
-from ..analysis.metrics import COST_INCLUDES_RETRIES, Estimate, FlippedGroup, SuiteMetrics
+from ..analysis.metrics import COST_INCLUDES_RETRIES, PAIR_METRICS, Estimate, FlippedGroup, SuiteMetrics
 from ..records import ROLES, CaseRecord
 from .adaptive import adaptive_json
 from .baseline import repeats_json
@@ -55,7 +55,7 @@ def _metrics_block(ctx: ReportContext) -> dict[str, Any]:
             out[f"{name}({agent})"] = _est_json(e)
     for info in m.pairs.values():
         args = (info.agent_left, info.agent_right)
-        for name in ("lrs", "flip_rate", "position_bias", "judge_error_rate"):
+        for name in PAIR_METRICS:
             try:
                 out[f"{name}({', '.join(args)})"] = _est_json(m.lookup(name, args))
             except KeyError:

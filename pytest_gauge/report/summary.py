@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
+from ..analysis.metrics import SUMMARY_METRICS
 from ..records import ROLES, LedgerRecord
 from .adaptive import adaptive_lines
 from .baseline import baseline_summary, gate_ci, gate_value, needed_lines
@@ -36,17 +37,6 @@ __all__ = ["render_summary"]
 
 _MAX_SUMMARY_GATES = 8
 _SENT = {"live": "live", "sim": "simulated", "replay": "replayed"}  # where uncached calls went
-
-_SUMMARY_METRICS: tuple[str, ...] = (
-    "lrs",
-    "lrs_close",
-    "lrs_distant",
-    "flip_rate",
-    "position_bias",
-    "judge_error_rate",
-    "sat_but_failed_rate",
-    "success_rate",
-)
 
 
 def render_summary(ctx: ReportContext) -> str:
@@ -84,7 +74,7 @@ def _metric_lines(ctx: ReportContext) -> list[str]:
     """The headline metrics with their intervals, and LRS close minus distant."""
     m = ctx.metrics
     rows: list[list[str]] = [["metric", "value", "95% interval", "n"]]
-    for name in _SUMMARY_METRICS:
+    for name in SUMMARY_METRICS:
         e = m.metrics.get(name)
         rows.append([name, *_reorder(estimate_cells(e))])
     d = m.lrs_close_minus_distant
