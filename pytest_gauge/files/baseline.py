@@ -10,16 +10,20 @@ flipped task). A baseline written by another format version or another pytest-ga
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
+import types
+import typing
 from collections.abc import Iterable, Mapping, Sequence
+from functools import cache
 from pathlib import Path
 from typing import Any
 
-from ..records import CaseRecord, LedgerRecord, SuiteMeta, content_hash, dumps
+from ..records import CaseRecord, Judgment, LedgerRecord, SuiteMeta, content_hash, dumps
 from ..records.run_side import RunSide, outcomes_from_records
 from ..version import __version__
-from .readwrite import read_json_object, read_jsonl, write_atomic
+from .readwrite import read_json_object, read_jsonl, read_jsonl_lines, write_atomic
 
 __all__ = [
     "BASELINE_FORMAT",
@@ -66,6 +70,96 @@ def _jsonl(path: Path) -> list[dict[str, Any]]:
     return read_jsonl(path, missing_ok=True, error=BaselineError)
 
 
+# ----- the types of what a baseline holds: checked whole when it is read (at startup), never after paying
+
+
+@cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _fits(value: object, kind: Any) -> bool:
+    """Whether a JSON value fits a record field's annotation (str, int, float, bool, None, Literal, unions,
+    list[...]); other annotations are not checked."""
+    origin = typing.get_origin(kind)
+    if origin is typing.Literal:
+        return value in typing.get_args(kind)
+    if origin is typing.Union or origin is types.UnionType:
+        return any(_fits(value, k) for k in typing.get_args(kind))
+    if kind is type(None):
+        return value is None
+    if kind is bool:
+        return isinstance(value, bool)
+    if kind is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind is float:
+        return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    if kind is str:
+        return isinstance(value, str)
+    if origin is list or kind is dict:
+        return isinstance(value, origin or kind)
+    return True
+
+
+def _typed(cls: type, row: Mapping[str, Any]) -> str | None:
+    """What is wrong with ``row`` as a ``cls`` record (an unknown or missing field, a wrong type), or None."""
+    hints = _hints(cls)
+    unknown = sorted(set(row) - set(hints))
+    if unknown:
+        return f"unknown field {unknown[0]!r}"
+    for name, kind in hints.items():
+        if name not in row:
+            field = cls.__dataclass_fields__[name]  # type: ignore[attr-defined]
+            if field.default is field.default_factory:  # both MISSING: a required field
+                return f"missing field {name!r}"
+        elif not _fits(row[name], kind):
+            return f"field {name!r} is {type(row[name]).__name__} {row[name]!r:.40}, not {_kind(kind)}"
+    return None
+
+
+def _kind(kind: Any) -> str:
+    if typing.get_origin(kind) is typing.Literal:
+        return "one of " + ", ".join(repr(a) for a in typing.get_args(kind))
+    return getattr(kind, "__name__", str(kind))
+
+
+def _case_record(where: str, row: Mapping[str, Any]) -> CaseRecord:
+    """One case record of a baseline, its types checked; BaselineError naming ``where`` otherwise."""
+    problem = _typed(CaseRecord, row)
+    for i, j in enumerate(row.get("judgments") or []):
+        wrong = "not an object" if not isinstance(j, dict) else _typed(Judgment, j)
+        if problem is None and wrong is not None:
+            problem = f"judgments[{i}]: {wrong}"
+    if problem is not None:
+        raise BaselineError(f"{where}: not a case record of this version: {problem}")
+    return CaseRecord.from_json(dict(row))
+
+
+def _case_records(path: Path) -> list[CaseRecord]:
+    """``pairs/pair_results.jsonl`` of a baseline, every line checked (file and line in the error)."""
+    lines = read_jsonl_lines(path, missing_ok=True, error=BaselineError)
+    return [_case_record(f"{path}:{n}", row) for n, row in lines]
+
+
+def _checked_rows(path: Path, fields: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The rows of a baseline's JSON-lines file, each field of ``fields`` that is present of its type."""
+    rows = []
+    for number, row in read_jsonl_lines(path, missing_ok=True, error=BaselineError):
+        for name, kind in fields.items():
+            if name in row and not _fits(row[name], kind):
+                raise BaselineError(
+                    f"{path}:{number}: field {name!r} is {type(row[name]).__name__} {row[name]!r:.40}, "
+                    f"not {_kind(kind)}"
+                )
+        rows.append(row)
+    return rows
+
+
+_LEDGER_FIELDS: dict[str, Any] = {"task_id": str, "cost": float | None, "usage": dict | None}
+_TRANSCRIPT_FIELDS: dict[str, Any] = {"task_id": str, "sample": int}
+_TASK_FIELDS: dict[str, Any] = {"task_id": str}
+
+
 def _check_compact(path: Path, data: dict[str, Any]) -> None:
     if data.get("format") != BASELINE_FORMAT:
         raise BaselineError(f"{path}: not a pytest-gauge baseline (format {data.get('format')!r})")
@@ -87,17 +181,18 @@ def _check_manifest(path: Path, manifest: dict[str, Any]) -> None:
 
 
 def check_baseline_dir(root: Path) -> list[str]:
-    """The suites a baseline folder holds (checking every format and version); BaselineError otherwise."""
+    """The suites a baseline folder holds, each read whole (formats, versions, every file the comparison
+    uses and its types); BaselineError naming the file (and line) otherwise."""
     if not root.is_dir():
         raise BaselineError(f"--gauge-baseline {root}: no such folder")
     suites = []
     for sub in sorted(p for p in root.iterdir() if p.is_dir()):
         if (sub / _COMPACT).is_file():
-            _check_compact(sub / _COMPACT, _read_json(sub / _COMPACT))
             suites.append(sub.name)
         elif (sub / _MANIFEST).is_file():
-            _check_manifest(sub / _MANIFEST, _read_json(sub / _MANIFEST))
             suites.append(sub.name)
+    for suite in suites:  # read whole, as the end of the run will: a damaged file is refused before paying
+        load_baseline(root, suite)
     if not suites:
         raise BaselineError(
             f"--gauge-baseline {root}: no suite in it (expected <suite>/manifest.json from an earlier "
@@ -121,7 +216,8 @@ def _task_costs(ledger: Sequence[Mapping[str, Any]]) -> dict[str, float | None]:
 
 def _links(agents_dir: Path, link_base: Path | None) -> dict[tuple[str, str, int], str]:
     """``(task, agent, sample) -> path#L<line>`` of each transcript file in ``agents_dir``."""
-    return transcript_links(((p, _jsonl(p)) for p in sorted(agents_dir.glob("*.jsonl"))), link_base)
+    files = ((p, _checked_rows(p, _TRANSCRIPT_FIELDS)) for p in sorted(agents_dir.glob("*.jsonl")))
+    return transcript_links(files, link_base)
 
 
 def transcript_links(
@@ -163,14 +259,21 @@ def load_run_side(folder: Path, link_base: Path | None = None) -> RunSide:
     """One suite's ``--gauge-out`` folder (``<out>/<suite>``) read back as a comparison side."""
     manifest = _read_json(folder / _MANIFEST)
     _check_manifest(folder / _MANIFEST, manifest)
+    _check_manifest_types(folder / _MANIFEST, manifest)
     return side_of_outputs(
         manifest,
-        _jsonl(folder / "tasks.jsonl"),
-        [CaseRecord.from_json(r) for r in _jsonl(folder / "pairs" / "pair_results.jsonl")],
-        _jsonl(folder / "agent_runs.jsonl"),
+        _checked_rows(folder / "tasks.jsonl", _TASK_FIELDS),
+        _case_records(folder / "pairs" / "pair_results.jsonl"),
+        _checked_rows(folder / "agent_runs.jsonl", _LEDGER_FIELDS),
         _links(folder / "agents", link_base),
         default_suite=folder.name,
     )
+
+
+def _check_manifest_types(path: Path, manifest: Mapping[str, Any]) -> None:
+    for name in ("models", "hashes"):
+        if not isinstance(manifest.get(name) or {}, dict):
+            raise BaselineError(f"{path}: {name!r} is {type(manifest[name]).__name__}, not an object")
 
 
 def side_of_outputs(
@@ -205,14 +308,30 @@ def side_from_records(
 
 
 def _load_compact(folder: Path, link_base: Path | None) -> RunSide:
-    data = _read_json(folder / _COMPACT)
-    _check_compact(folder / _COMPACT, data)
-    records = [CaseRecord.from_json(r) for r in data.get("records", [])]
+    path = folder / _COMPACT
+    data = _read_json(path)
+    _check_compact(path, data)
+    _check_compact_types(path, data)
+    records = [_case_record(f"{path}: records[{i}]", r) for i, r in enumerate(data.get("records") or [])]
     costs = {str(k): (None if v is None else float(v)) for k, v in (data.get("task_costs") or {}).items()}
     manifest = data.get("manifest") or {}
     links = _links(folder / "agents", link_base)
     tasks = [str(t) for t in data.get("tasks", [])]
     return _side(str(data.get("suite", folder.name)), manifest, tasks, records, costs, links)
+
+
+def _check_compact_types(path: Path, data: Mapping[str, Any]) -> None:
+    """The containers of a compact baseline are of their types (the records are checked one by one)."""
+    shapes = {"records": list, "tasks": list, "task_costs": dict, "manifest": dict}
+    for name, kind in shapes.items():
+        if not isinstance(data.get(name) or kind(), kind):
+            raise BaselineError(f"{path}: {name!r} is {type(data[name]).__name__}, not a {kind.__name__}")
+    if any(not isinstance(r, dict) for r in data.get("records") or []):
+        raise BaselineError(f"{path}: 'records' holds something else than objects")
+    for task, cost in (data.get("task_costs") or {}).items():
+        if not _fits(cost, float | None):
+            raise BaselineError(f"{path}: task_costs[{task!r}] is {cost!r:.40}, not a number or null")
+    _check_manifest_types(path, data.get("manifest") or {})
 
 
 def load_baseline(root: Path, suite: str, link_base: Path | None = None) -> RunSide | None:

@@ -9,7 +9,14 @@ import os
 from pathlib import Path
 from typing import Any
 
-__all__ = ["FileFormatError", "read_json_object", "read_jsonl", "temp_name", "write_atomic"]
+__all__ = [
+    "FileFormatError",
+    "read_json_object",
+    "read_jsonl",
+    "read_jsonl_lines",
+    "temp_name",
+    "write_atomic",
+]
 
 
 class FileFormatError(ValueError):
@@ -41,16 +48,29 @@ def read_jsonl(
     path: Path, *, missing_ok: bool = False, error: type[Exception] = FileFormatError
 ) -> list[dict[str, Any]]:
     """Every JSON line of ``path`` (blank lines skipped); ``[]`` for a missing file when ``missing_ok``.
-    A line that is not a JSON object raises ``error`` naming ``path:line``."""
-    rows: list[dict[str, Any]] = []
+    A line that is not UTF-8 or not a JSON object raises ``error`` naming ``path:line``."""
+    return [row for _, row in read_jsonl_lines(path, missing_ok=missing_ok, error=error)]
+
+
+def read_jsonl_lines(
+    path: Path, *, missing_ok: bool = False, error: type[Exception] = FileFormatError
+) -> list[tuple[int, dict[str, Any]]]:
+    """:func:`read_jsonl` with each row's 1-based line number, for errors about a row's content."""
+    rows: list[tuple[int, dict[str, Any]]] = []
     try:
-        fh = path.open(encoding="utf-8")
+        fh = path.open("rb")
     except FileNotFoundError:
         if missing_ok:
             return rows
         raise error(f"{path}: missing") from None
+    except OSError as exc:
+        raise error(f"{path}: cannot be read ({exc})") from None
     with fh:
-        for number, line in enumerate(fh, 1):
+        for number, raw in enumerate(fh, 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise error(f"{path}:{number}: not UTF-8 text (byte {exc.start + 1} of the line)") from None
             if not line.strip():
                 continue
             try:
@@ -59,7 +79,7 @@ def read_jsonl(
                 raise error(f"{path}:{number}: not valid JSON ({exc.msg})") from None
             if not isinstance(row, dict):
                 raise error(f"{path}:{number}: not a JSON object")
-            rows.append(row)
+            rows.append((number, row))
     return rows
 
 

@@ -467,7 +467,7 @@ def _replay_misses(state: GaugeState, name: str, info: dict[str, Any]) -> str | 
 
     recording = load_recording(opts.cassettes, name) if opts.cassettes else None
     hashes = info["manifest"].get("hashes") or {}  # the manifest as written, not read back
-    reasons = miss_reasons(recording, ctx.meta.models, opts.seed, hashes)
+    reasons = miss_reasons(recording, ctx.meta.models, opts.seed, hashes, opts.cassettes)
     return miss_message(name, missing, reasons)
 
 

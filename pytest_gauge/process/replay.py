@@ -6,8 +6,9 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from pathlib import Path
 
-from ..files.replay import Recording
+from ..files.replay import RECORDING_FILE, Recording
 from ..suite.declare import ModelAgent, Suite
 
 __all__ = ["miss_message", "miss_reasons", "recorded_suite"]
@@ -33,9 +34,21 @@ def recorded_suite(suite: Suite, recording: Recording) -> Suite:
 
 
 def miss_reasons(
-    recording: Recording | None, models: Mapping[str, str | None], seed: int, hashes: Mapping[str, str]
+    recording: Recording | None,
+    models: Mapping[str, str | None],
+    seed: int,
+    hashes: Mapping[str, str],
+    cassettes: str | None = None,
 ) -> list[str]:
-    """Why a replayed request may have no recording: what differs between the recording and this run."""
+    """Why a replayed request may have no recording: what differs between the recording and this run
+    (``cassettes``: the folder, to name a missing ``recording.json``)."""
+    path = Path(cassettes) / RECORDING_FILE if cassettes else None
+    if recording is None and path is not None and not path.is_file():
+        return [
+            f"{path} is missing, so the recorded models, prompts and seed are unknown (not a cassettes "
+            "folder, or exported before it was kept): export again with `python -m pytest_gauge cassettes "
+            "export`"
+        ]
     if recording is None:
         return [
             "the cassettes folder has no recording.json entry for this suite (exported before it was "

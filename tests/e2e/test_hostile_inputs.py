@@ -1,10 +1,12 @@
 """Inputs refused before anything is paid (issue 30, point 6): every bad numeric flag or ini key, and an
-output folder that cannot be one, stops the run with one line naming the flag and no traceback, before
-the loopback server sees any request."""
+output folder that cannot be one, and a damaged baseline stop the run with one line naming the flag (or
+the file and line) and no traceback, before the loopback server sees any request."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+import shutil
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -69,4 +71,64 @@ def test_an_output_folder_that_cannot_be_one_is_refused(
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     text = result.stderr.str() + result.stdout.str()
     assert "--gauge-out" in text and "INTERNALERROR" not in text and "Traceback" not in text
+    assert server.requests_total == 0
+
+
+def _damage_pairs_truncated(out: Path) -> str:
+    path = out / "mini" / "pairs" / "pair_results.jsonl"
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) - 40])  # the last line cut in the middle
+    last = data.count(b"\n")
+    return f"{path}:{last}: not valid JSON"
+
+
+def _damage_ledger_garbage(out: Path) -> str:
+    path = out / "mini" / "agent_runs.jsonl"
+    lines = path.read_bytes().splitlines(keepends=True)
+    lines[2] = b"\xff\xfe\x00garbage\x9c\n"
+    path.write_bytes(b"".join(lines))
+    return f"{path}:3: not UTF-8 text"
+
+
+def _damage_wrong_type(out: Path) -> str:
+    path = out / "mini" / "pairs" / "pair_results.jsonl"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    row = json.loads(lines[1])
+    row["reward_left"] = "high"
+    lines[1] = json.dumps(row)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return f"{path}:2: not a case record of this version: field 'reward_left' is str 'high', not float"
+
+
+def _damage_compact(out: Path) -> str:
+    from pytest_gauge.cli import main
+
+    compact = out.parent / "compact"
+    assert main(["baseline", "save", "--from", str(out), "--to", str(compact)]) == 0
+    path = compact / "mini" / "baseline.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["records"][3]["judgments"] = [{"judge": "j", "repeat": "0"}]
+    path.write_text(json.dumps(data), encoding="utf-8")
+    shutil.rmtree(out)
+    compact.rename(out)
+    return f"{out / 'mini' / 'baseline.json'}: records[3]: not a case record of this version: judgments[0]"
+
+
+@pytest.mark.parametrize(
+    "damage", [_damage_pairs_truncated, _damage_ledger_garbage, _damage_wrong_type, _damage_compact]
+)
+def test_a_damaged_baseline_is_refused_naming_the_file_and_line_before_any_request(
+    pytester: pytest.Pytester, server: LoopbackServer, damage: Callable[[Path], str]
+) -> None:
+    """Issue 30, point 6: the baseline is read whole at startup (every file the comparison will use, and
+    its types), so a damaged one is one line naming the file and line, and nothing is paid."""
+    base = pytester.path / "base"
+    made = run_inprocess(pytester, "suites", "--gauge-backend", "sim", "--gauge-out", str(base))
+    assert made.ret == 0 and (base / "mini" / "manifest.json").is_file()
+    expected = damage(base)
+    result = run_inprocess(pytester, "suites", "--gauge-backend", "live", "--gauge-baseline", str(base))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    err = result.stderr.str()
+    assert expected in err, err
+    assert "Traceback" not in err + result.stdout.str() and "INTERNALERROR" not in err
     assert server.requests_total == 0

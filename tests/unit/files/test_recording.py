@@ -30,3 +30,13 @@ def test_an_absent_recording_or_suite_is_none(tmp_path: Path) -> None:
     assert load_recording(tmp_path, "mini") is None
     (tmp_path / "recording.json").write_text('{"suites": {"other": {}}}', encoding="utf-8")
     assert load_recording(tmp_path, "mini") is None
+
+
+def test_a_missing_recording_is_named_when_replay_misses(tmp_path: Path) -> None:
+    from pytest_gauge.process.replay import miss_reasons
+
+    (missing,) = miss_reasons(None, {}, 7, {}, str(tmp_path))
+    assert f"{tmp_path / 'recording.json'} is missing" in missing and "cassettes export" in missing
+    (tmp_path / "recording.json").write_text('{"suites": {"other": {}}}', encoding="utf-8")
+    (no_entry,) = miss_reasons(None, {}, 7, {}, str(tmp_path))
+    assert "no recording.json entry for this suite" in no_entry
