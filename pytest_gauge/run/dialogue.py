@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 from ..records import ChatResult, ToolCall, Transcript, Turn
 from ..suite.tasks import Task
+from ..suite.tools import cut_text
 
 __all__ = [
     "REFLECTION_PROMPT",
@@ -149,6 +150,7 @@ class DialogueConfig:
     tool_step_limit: int
     agent_seed: int | None = None
     user_seed: int | None = None
+    max_reply_chars: int = 0  # a longer reply is cut with a marker (0: no limit); Suite(max_reply_chars=)
 
 
 async def _agent_reply(
@@ -169,7 +171,7 @@ async def _agent_reply(
         if recorder is not None and recorder.calls:
             raw_calls = [_openai_call(c) for c in recorder.calls]
             _append_tool_activity("", recorder.calls, raw_calls, turns, history, None)
-        return str(reply), False, False
+        return cut_text(str(reply), cfg.max_reply_chars), False, False
     assert cfg.agent_model is not None
     messages = [{"role": "system", "content": cfg.agent_system_prompt}, *history]
     # up to tool_step_limit rounds of tool calls, then one more model call for the final reply; a
@@ -184,8 +186,9 @@ async def _agent_reply(
             tools=tools.schemas if tools and tools.schemas else None,
             seed=cfg.agent_seed,
         )
+        content = cut_text(result.content, cfg.max_reply_chars)
         if not result.tool_calls or tools is None:
-            return result.content, False, result.finish_reason == "length"
+            return content, False, result.finish_reason == "length"
         if step == cfg.tool_step_limit:
             break
         calls: list[ToolCall] = []
@@ -194,7 +197,7 @@ async def _agent_reply(
             calls.append(
                 await tools.run(str(raw.get("id", "")), str(fn.get("name", "")), str(fn.get("arguments", "")))
             )
-        _append_tool_activity(result.content, calls, list(result.tool_calls), turns, history, messages)
+        _append_tool_activity(content, calls, list(result.tool_calls), turns, history, messages)
     return "", True, False
 
 
@@ -286,6 +289,7 @@ async def run_dialogue(
                 seed=cfg.user_seed,
             )
             message, done, sat = parse_user_reply(result.content)
+            message = cut_text(message, cfg.max_reply_chars)
             if done:
                 satisfied = sat
                 ended_by = "user_done"

@@ -118,6 +118,7 @@ class SuiteRuntime:
             user_extra_prompt=user.extra_prompt,
             max_turns=user.max_turns,
             tool_step_limit=self.suite.tool_step_limit,
+            max_reply_chars=self.suite.max_reply_chars,
             agent_seed=seed,
             user_seed=seed,
         )

@@ -180,6 +180,8 @@ class Suite:
     ``pairs`` is ``"all"`` or a list of ``(left, right)`` agent names (the left agent is
     ``agent_left`` in both orders). ``orders`` is ``"both"`` (AB and BA) or ``"seeded"`` (one order per
     (task, pair), drawn from the run seed). ``samples`` transcripts per (task, agent).
+    ``max_reply_chars`` (default 100,000): a longer reply of an agent or the user simulator is cut to it,
+    with a marker saying how much was cut, before it is recorded or sent to the next model.
     """
 
     def __init__(
@@ -198,6 +200,7 @@ class Suite:
         tool_step_limit: int = 6,
         tool_timeout: float = 5.0,
         name: str | None = None,
+        max_reply_chars: int = 100_000,
     ) -> None:
         self.agents = tuple(agents)
         self.judge = judge or Judge()
@@ -211,6 +214,11 @@ class Suite:
         self.tool_step_limit = tool_step_limit
         self.tool_timeout = tool_timeout
         self.name = name
+        # an agent's or the user simulator's reply past this is cut, with a marker, before it is recorded
+        # or sent on (a tool's result has its own limit, Tool(max_result_chars=...))
+        self.max_reply_chars = max_reply_chars
+        if isinstance(max_reply_chars, bool) or not isinstance(max_reply_chars, int) or max_reply_chars < 1:
+            raise SuiteError(f"max_reply_chars must be a whole number >= 1, got {max_reply_chars!r}")
         names = [a.name for a in self.agents]
         if len(names) < 2:
             raise SuiteError("a suite needs at least two agents to compare")

@@ -10,6 +10,7 @@ as ``.ci/run`` does after installing Chromium), where they fail loudly.
 
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import hashlib
 import io
@@ -45,6 +46,7 @@ from pytest_gauge.report.html import (
     redaction_names,
     render_suite_html,
 )
+from pytest_gauge.report.html.payload import PAGE_TRANSCRIPT_CHARS
 from pytest_gauge.report.metrics_json import driver_cases as gate_driver_cases
 from pytest_gauge.run.judge import Redactor
 from pytest_gauge.testing.browser import chromium, find_chromium
@@ -583,3 +585,45 @@ def test_case_view_lists_every_verdict_and_the_ledger(page: Any, tmp_path: Path)
     assert verdicts[1][6] == "{oops malformed verdict"
     assert [r[0] for r in judge_calls] == ["judge/t1-alpha-vs-beta-AB/0/0#1"]
     assert [r[0] for r in slot_a_calls] == ["transcript/t1/alpha/0#1"] and slot_b_calls == []
+
+
+def _huge_outputs() -> SuiteOutputs:
+    """tiny_outputs with beta's reply three times what the page embeds of one transcript."""
+    out = tiny_outputs()
+    huge = "x" * (3 * PAGE_TRANSCRIPT_CHARS)
+    return dataclasses.replace(out, transcripts=(out.transcripts[0], _transcript("beta", huge)))
+
+
+def test_the_page_embeds_a_bounded_part_of_each_transcript_and_says_where_the_rest_is() -> None:
+    """Issue 30, point 9: the page holds at most PAGE_TRANSCRIPT_CHARS of a transcript's text (plus the
+    markers); the rest stays in agents/<agent>.jsonl, whose line the transcript names."""
+    out, redact = _huge_outputs(), _redact(tiny_outputs())
+    doc = build_payload(out, redact)
+    small, big = doc["transcripts"]
+    assert "cut" not in small and "src" not in small
+    text = sum(len(t["c"]) + sum(len(c["a"]) for c in t.get("calls", [])) for t in big["turns"])
+    assert text < PAGE_TRANSCRIPT_CHARS + 200
+    turns = out.transcripts[1].transcript.turns  # type: ignore[union-attr]
+    full = sum(
+        len(redact(t.content)) + sum(len(redact(c.raw_arguments)) for c in t.tool_calls) for t in turns
+    )
+    assert big["cut"] == full - PAGE_TRANSCRIPT_CHARS
+    assert (big["src"], big["line"]) == ("../agents/beta.jsonl", 1)
+    assert list(big) == sorted(big)
+    assert "more characters not on this page]" in big["turns"][-1]["c"] + big["turns"][-2]["c"]
+
+
+def test_a_cut_transcript_names_its_file_only_once_the_agents_are_revealed(page: Any, tmp_path: Path) -> None:
+    from selenium.webdriver.common.by import By
+
+    path = tmp_path / "index.html"
+    out = _huge_outputs()
+    path.write_text(render_suite_html(out, _redact(tiny_outputs())), encoding="utf-8")
+    assert path.stat().st_size < 2 * PAGE_TRANSCRIPT_CHARS + 50_000  # not the 600,000 characters
+    _open(page, path, "#case=0")
+    note = page.find_element(By.CSS_SELECTOR, "#case p.cut")
+    assert "characters of this transcript are not on the page" in note.text
+    link = note.find_element(By.TAG_NAME, "a")
+    assert not link.is_displayed()  # blind: the file names the agent
+    page.find_element(By.ID, "reveal").click()
+    assert link.is_displayed() and link.get_attribute("href").endswith("/agents/beta.jsonl")

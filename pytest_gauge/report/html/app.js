@@ -239,6 +239,11 @@
     box.append(el("p", { class: "facts" }, "reward " + fmt(reward, 3) + " · task success " + yn(t.ok) + " · user satisfied " + yn(t.sat) +
       " · ended by " + t.end + " · " + t.tok[0] + " in / " + t.tok[1] + " out tokens · " + atLeast(t.cost, noUsage(t.lg))));
     if (t.err) box.append(el("p", { class: "fail" }, t.err));
+    if (t.cut) { // the page embeds a bounded part of each transcript; its JSONL line has it all (blind until revealed)
+      box.append(el("p", { class: "fail cut" }, t.cut + " characters of this transcript are not on the page; the whole transcript is ",
+        el("span", { class: "who", hidden: true }, "line " + t.line + " of ", el("a", { href: t.src }, t.src.replace("../", ""))),
+        el("span", { class: "muted" }, " (reveal the agents for its file)")));
+    }
     box.append(el("div", { class: "transcript" }, ...t.turns.map(turnView)));
     box.append(rulesView("Success criteria", t.crit), rulesView("Hard constraints", t.cons));
     return box;

@@ -17,9 +17,12 @@ from ...records import CaseRecord, LedgerRecord, Transcript
 from ...records.html import GateRow, RuleRow, SuiteOutputs, TranscriptRow
 from ...records.work_key import parse_work
 
-__all__ = ["PAYLOAD_VERSION", "build_payload", "driver_cases", "gate_rank"]
+__all__ = ["PAGE_TRANSCRIPT_CHARS", "PAYLOAD_VERSION", "build_payload", "driver_cases", "gate_rank"]
 
 PAYLOAD_VERSION = 1
+PAGE_TRANSCRIPT_CHARS = 100_000
+"""The most characters of one transcript's text (turns, tool arguments) the page embeds; the rest is cut
+with a marker and the case view links the transcript's line of ``agents/<agent>.jsonl``, which has it all."""
 _STATUS_RANK = {"fail": 0, "inconclusive": 1, "pass": 2, "skipped": 3}
 
 TranscriptKey = tuple[str, str, int]
@@ -35,15 +38,32 @@ def _rules(rows: tuple[RuleRow, ...]) -> list[list[Any]]:
     return [[r.rule, r.passed, r.detail, r.weight] for r in rows]
 
 
-def _turns(t: Transcript, redact: Redact) -> list[dict[str, Any]]:
+class _Budget:
+    """What is left of one transcript's characters on the page (:data:`PAGE_TRANSCRIPT_CHARS`); a text
+    past it is cut with a marker, and ``cut`` counts what the page left out (the JSONL file has it all)."""
+
+    def __init__(self, limit: int) -> None:
+        self.left = limit
+        self.cut = 0
+
+    def __call__(self, text: str) -> str:
+        if len(text) <= self.left:
+            self.left -= len(text)
+            return text
+        kept, self.left = text[: self.left], 0
+        self.cut += len(text) - len(kept)
+        return f"{kept}\n[... {len(text) - len(kept):,} more characters not on this page]"
+
+
+def _turns(t: Transcript, redact: Redact, fit: _Budget) -> list[dict[str, Any]]:
     codes = {c.id: c.return_code for c in t.tool_calls()}
     turns: list[dict[str, Any]] = []
     for turn in t.turns:
-        item: dict[str, Any] = {"c": redact(turn.content)}  # keys in sorted order: see build_payload
+        item: dict[str, Any] = {"c": fit(redact(turn.content))}  # keys in sorted order: see build_payload
         if turn.tool_calls:
             item["calls"] = [
                 {
-                    "a": redact(c.raw_arguments),
+                    "a": fit(redact(c.raw_arguments)),
                     "e": c.error,
                     "id": c.id,
                     "n": redact(c.name),
@@ -60,13 +80,14 @@ def _turns(t: Transcript, redact: Redact) -> list[dict[str, Any]]:
             item["rc"] = codes.get(turn.tool_call_id or "")
         turns.append(item)
     if not t.turns or t.turns[-1].role != "assistant":
-        turns.append({"c": redact(t.final_reply), "final": True, "r": "assistant"})
+        turns.append({"c": fit(redact(t.final_reply)), "final": True, "r": "assistant"})
     return turns
 
 
-def _transcript(row: TranscriptRow, task_index: dict[str, int], redact: Redact) -> dict[str, Any]:
+def _transcript(row: TranscriptRow, task_index: dict[str, int], redact: Redact, line: int) -> dict[str, Any]:
     t = row.transcript
-    return {  # keys in sorted order: see build_payload
+    fit = _Budget(PAGE_TRANSCRIPT_CHARS)
+    doc = {  # keys in sorted order: see build_payload
         "agent": row.agent,
         "cons": _rules(row.constraints),
         "cost": row.cost,
@@ -81,8 +102,12 @@ def _transcript(row: TranscriptRow, task_index: dict[str, int], redact: Redact) 
         "strategy": t.strategy if t is not None else "",
         "t": task_index.get(row.task_id, -1),
         "tok": [row.input_tokens, row.output_tokens],
-        "turns": _turns(t, redact) if t is not None else [],
+        "turns": _turns(t, redact, fit) if t is not None else [],
     }
+    if fit.cut:  # where the rest is: the transcript's line of its agents/<agent>.jsonl
+        doc |= {"cut": fit.cut, "src": f"../agents/{row.agent}.jsonl", "line": line}
+        doc = dict(sorted(doc.items()))
+    return doc
 
 
 def _ledger_line(x: LedgerRecord) -> list[Any]:
@@ -228,7 +253,11 @@ def build_payload(out: SuiteOutputs, redact: Redact) -> dict[str, Any]:
     task_index = {t.task_id: i for i, t in enumerate(out.tasks)}
     pair_ids = sorted({r.pair_id for r in out.records})
     firsts = {r.pair_id: r for r in reversed(out.records)}
-    transcripts = [_transcript(t, task_index, redact) for t in out.transcripts]
+    lines: dict[str, int] = {}  # each transcript's line in its agent's file (written in this order)
+    transcripts = []
+    for t in out.transcripts:
+        lines[t.agent] = lines.get(t.agent, 0) + 1
+        transcripts.append(_transcript(t, task_index, redact, lines[t.agent]))
     ix = _Index(
         where={k: i for i, k in enumerate(_keys(out.transcripts))},
         tasks=task_index,
