@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO, TypeAlias
 
+from .files.folders import SuiteFolder
 from .gateway.cache import merge_caches, prune_cache
 from .gateway.cassettes import export_cassettes
 from .gateway.doctor import CONFIG_KINDS, DEFAULT_TIMEOUT, Target, print_config, run_doctor
@@ -252,7 +253,7 @@ def _save_baseline(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         err.write(f"error: {exc}\n")
         return 1
     size = sum(p.stat().st_size for p in written)
-    suites = sorted({p.parent.name for p in written if p.name == "baseline.json"})
+    suites = sorted({p.parent.name for p in written if p == SuiteFolder(p.parent).compact_baseline})
     out.write(f"saved baseline of {', '.join(suites)} to {args.to} ({len(written)} files, {size:,} bytes)\n")
     return 0
 

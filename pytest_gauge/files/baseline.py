@@ -23,6 +23,7 @@ from typing import Any
 from ..records import CaseRecord, Judgment, LedgerRecord, SuiteMeta, content_hash, dumps
 from ..records.run_side import RunSide, outcomes_from_records
 from ..version import __version__
+from .folders import SuiteFolder
 from .readwrite import read_json_object, read_jsonl, read_jsonl_lines, write_atomic
 
 __all__ = [
@@ -41,8 +42,6 @@ __all__ = [
 BASELINE_FORMAT = "pytest-gauge-baseline"
 BASELINE_FORMAT_VERSION = 1
 _OUT_FORMAT_VERSION = 1  # manifest.json's format_version of a --gauge-out folder
-_COMPACT = "baseline.json"
-_MANIFEST = "manifest.json"
 
 
 class BaselineError(Exception):
@@ -187,9 +186,9 @@ def check_baseline_dir(root: Path) -> list[str]:
         raise BaselineError(f"--gauge-baseline {root}: no such folder")
     suites = []
     for sub in sorted(p for p in root.iterdir() if p.is_dir()):
-        if (sub / _COMPACT).is_file():
+        if (SuiteFolder(sub).compact_baseline).is_file():
             suites.append(sub.name)
-        elif (sub / _MANIFEST).is_file():
+        elif (SuiteFolder(sub).manifest).is_file():
             suites.append(sub.name)
     for suite in suites:  # read whole, as the end of the run will: a damaged file is refused before paying
         load_baseline(root, suite)
@@ -257,15 +256,15 @@ def _side(
 
 def load_run_side(folder: Path, link_base: Path | None = None) -> RunSide:
     """One suite's ``--gauge-out`` folder (``<out>/<suite>``) read back as a comparison side."""
-    manifest = _read_json(folder / _MANIFEST)
-    _check_manifest(folder / _MANIFEST, manifest)
-    _check_manifest_types(folder / _MANIFEST, manifest)
+    manifest = _read_json(SuiteFolder(folder).manifest)
+    _check_manifest(SuiteFolder(folder).manifest, manifest)
+    _check_manifest_types(SuiteFolder(folder).manifest, manifest)
     return side_of_outputs(
         manifest,
-        _checked_rows(folder / "tasks.jsonl", _TASK_FIELDS),
-        _case_records(folder / "pairs" / "pair_results.jsonl"),
-        _checked_rows(folder / "agent_runs.jsonl", _LEDGER_FIELDS),
-        _links(folder / "agents", link_base),
+        _checked_rows(SuiteFolder(folder).tasks, _TASK_FIELDS),
+        _case_records(SuiteFolder(folder).pairs),
+        _checked_rows(SuiteFolder(folder).ledger, _LEDGER_FIELDS),
+        _links(SuiteFolder(folder).agents, link_base),
         default_suite=folder.name,
     )
 
@@ -308,14 +307,14 @@ def side_from_records(
 
 
 def _load_compact(folder: Path, link_base: Path | None) -> RunSide:
-    path = folder / _COMPACT
+    path = SuiteFolder(folder).compact_baseline
     data = _read_json(path)
     _check_compact(path, data)
     _check_compact_types(path, data)
     records = [_case_record(f"{path}: records[{i}]", r) for i, r in enumerate(data.get("records") or [])]
     costs = {str(k): (None if v is None else float(v)) for k, v in (data.get("task_costs") or {}).items()}
     manifest = data.get("manifest") or {}
-    links = _links(folder / "agents", link_base)
+    links = _links(SuiteFolder(folder).agents, link_base)
     tasks = [str(t) for t in data.get("tasks", [])]
     return _side(str(data.get("suite", folder.name)), manifest, tasks, records, costs, links)
 
@@ -337,9 +336,9 @@ def _check_compact_types(path: Path, data: Mapping[str, Any]) -> None:
 def load_baseline(root: Path, suite: str, link_base: Path | None = None) -> RunSide | None:
     """The baseline of ``suite`` under ``root`` (compact or an output folder); None if it has none."""
     folder = root / suite
-    if (folder / _COMPACT).is_file():
+    if (SuiteFolder(folder).compact_baseline).is_file():
         return _load_compact(folder, link_base)
-    if (folder / _MANIFEST).is_file():
+    if (SuiteFolder(folder).manifest).is_file():
         return load_run_side(folder, link_base)
     return None
 
@@ -362,31 +361,35 @@ def _ledger_summary(ledger: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any
 def save_baseline(source: Path, target: Path) -> list[Path]:
     """Write a compact baseline of every suite in the ``--gauge-out`` folder ``source`` to ``target``;
     returns the files written. BaselineError when ``source`` holds no suite output."""
-    suites = [p for p in sorted(source.iterdir()) if (p / _MANIFEST).is_file()] if source.is_dir() else []
+    suites = (
+        [p for p in sorted(source.iterdir()) if (SuiteFolder(p).manifest).is_file()]
+        if source.is_dir()
+        else []
+    )
     if not suites:
         raise BaselineError(f"--from {source}: no suite output in it (expected <suite>/manifest.json)")
     written: list[Path] = []
     for folder in suites:
-        manifest = _read_json(folder / _MANIFEST)
-        _check_manifest(folder / _MANIFEST, manifest)
-        ledger = _jsonl(folder / "agent_runs.jsonl")
-        metrics_path = folder / "reports" / "metrics.json"
+        manifest = _read_json(SuiteFolder(folder).manifest)
+        _check_manifest(SuiteFolder(folder).manifest, manifest)
+        ledger = _jsonl(SuiteFolder(folder).ledger)
+        metrics_path = SuiteFolder(folder).report("metrics.json")
         doc = {
             "format": BASELINE_FORMAT,
             "format_version": BASELINE_FORMAT_VERSION,
             "pytest_gauge": __version__,
             "suite": folder.name,
             "manifest": {k: v for k, v in manifest.items() if k not in ("run_id", "finished_at")},
-            "tasks": [t["task_id"] for t in _jsonl(folder / "tasks.jsonl") if "task_id" in t],
-            "records": _jsonl(folder / "pairs" / "pair_results.jsonl"),
+            "tasks": [t["task_id"] for t in _jsonl(SuiteFolder(folder).tasks) if "task_id" in t],
+            "records": _jsonl(SuiteFolder(folder).pairs),
             "task_costs": _task_costs(ledger),
             "ledger_summary": _ledger_summary(ledger),
             "metrics": _read_json(metrics_path) if metrics_path.is_file() else None,
         }
         out = target / folder.name
-        write_atomic(out / _COMPACT, dumps(doc) + "\n")
-        written.append(out / _COMPACT)
-        if (folder / "agents").is_dir():
-            shutil.copytree(folder / "agents", out / "agents", dirs_exist_ok=True)
-            written += sorted((out / "agents").glob("*.jsonl"))
+        write_atomic(SuiteFolder(out).compact_baseline, dumps(doc) + "\n")
+        written.append(SuiteFolder(out).compact_baseline)
+        if SuiteFolder(folder).agents.is_dir():
+            shutil.copytree(SuiteFolder(folder).agents, SuiteFolder(out).agents, dirs_exist_ok=True)
+            written += SuiteFolder(out).transcript_files()
     return written

@@ -11,18 +11,16 @@ from typing import Any
 
 from ..records import CaseRecord, LedgerRecord, Transcript
 from ..records.html import GateRow, MetricRow, RoleCost, RuleRow, SuiteOutputs, TaskRow, TranscriptRow
+from .folders import SuiteFolder
 from .readwrite import read_json_object, read_jsonl
 
 __all__ = [
-    "INDEX_FILE",
     "ReportInputError",
     "is_suite_folder",
     "load_suite",
     "suite_folders",
     "suite_outputs",
 ]
-
-INDEX_FILE = "index.html"
 
 
 class ReportInputError(ValueError):
@@ -31,7 +29,7 @@ class ReportInputError(ValueError):
 
 def is_suite_folder(folder: Path) -> bool:
     """Whether ``folder`` holds a suite's outputs (its ``pairs/pair_results.jsonl``)."""
-    return (folder / "pairs" / "pair_results.jsonl").is_file()
+    return SuiteFolder(folder).pairs.is_file()
 
 
 def _jsonl(path: Path) -> list[dict[str, Any]]:
@@ -123,18 +121,19 @@ def load_suite(folder: Path) -> SuiteOutputs:
     naming it. ``reports/metrics.json`` and ``reports/elo.svg`` are optional (an interrupted run)."""
     if not is_suite_folder(folder):
         raise ReportInputError(f"{folder}: no pairs/pair_results.jsonl here; pass a --gauge-out folder")
-    tasks_path = folder / "tasks.jsonl"
-    ledger_path = folder / "agent_runs.jsonl"
-    svg_path = folder / "reports" / "elo.svg"
+    files = SuiteFolder(folder)
+    tasks_path = files.tasks
+    ledger_path = files.ledger
+    svg_path = files.report("elo.svg")
     return suite_outputs(
         folder.name,
-        manifest=_json(folder / "manifest.json"),
+        manifest=_json(files.manifest),
         task_rows=_jsonl(tasks_path)[1:] if tasks_path.is_file() else [],
-        records=[CaseRecord.from_json(r) for r in _jsonl(folder / "pairs" / "pair_results.jsonl")],
-        transcript_rows=[row for path in sorted((folder / "agents").glob("*.jsonl")) for row in _jsonl(path)],
+        records=[CaseRecord.from_json(r) for r in _jsonl(files.pairs)],
+        transcript_rows=[row for path in files.transcript_files() for row in _jsonl(path)],
         ledger=[LedgerRecord.from_json(r) for r in _jsonl(ledger_path)] if ledger_path.is_file() else [],
         elo_svg=svg_path.read_text(encoding="utf-8") if svg_path.is_file() else None,
-        metrics=_json(folder / "reports" / "metrics.json"),
+        metrics=_json(files.report("metrics.json")),
     )
 
 

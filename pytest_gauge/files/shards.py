@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .readwrite import read_json_object, write_atomic
+from .folders import SuiteFolder
+from .readwrite import write_atomic
 
 if TYPE_CHECKING:
     from ..options import GaugeOptions
@@ -27,7 +28,6 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFERRED_MESSAGE",
     "RESULT_OPTIONS",
-    "SHARD_FILE",
     "Shard",
     "ShardError",
     "assign_tasks",
@@ -40,7 +40,6 @@ __all__ = [
     "write_shard_manifest",
 ]
 
-SHARD_FILE = "shard.json"
 DEFERRED_MESSAGE = (
     "deferred: this run is one shard of the suite; 'python -m pytest_gauge merge' evaluates the gates"
 )
@@ -171,12 +170,13 @@ def options_json(opts: GaugeOptions) -> dict[str, Any]:
     return plain
 
 
-def write_shard_manifest(out: Path, meta: SuiteMeta, opts: GaugeOptions, *, interrupted: bool) -> None:
-    """``<suite>/shard.json`` (beside the ``manifest.json`` just written): which shard of how many, the
-    tasks it ran, the seed, task-set and prompt hashes and versions, the options and the suite's metadata,
-    for ``merge``."""
+def write_shard_manifest(
+    out: Path, meta: SuiteMeta, opts: GaugeOptions, manifest: Mapping[str, Any], *, interrupted: bool
+) -> None:
+    """``<suite>/shard.json`` (beside the ``manifest`` just written, given in memory): which shard of how
+    many, the tasks it ran, the seed, task-set and prompt hashes and versions, the options and the
+    suite's metadata, for ``merge``."""
     shard = parse_shard(str(opts.shard))
-    manifest = read_json_object(out / "manifest.json")
     doc = {
         "format_version": 1,
         "suite": meta.name,
@@ -191,4 +191,4 @@ def write_shard_manifest(out: Path, meta: SuiteMeta, opts: GaugeOptions, *, inte
         "options": options_json(opts),
         "meta": meta.to_json(),
     }
-    write_atomic(out / SHARD_FILE, json.dumps(doc, sort_keys=True, ensure_ascii=False, indent=1) + "\n")
+    write_atomic(SuiteFolder(out).shard, json.dumps(doc, sort_keys=True, ensure_ascii=False, indent=1) + "\n")

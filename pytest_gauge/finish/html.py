@@ -7,7 +7,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from ..files.html import INDEX_FILE, load_suite, suite_folders
+from ..files.folders import OutFolder, SuiteFolder
+from ..files.html import load_suite, suite_folders
 from ..files.readwrite import write_atomic
 from ..records.html import SuiteOutputs
 from ..report.html import SuiteLink, redaction_names, render_index_html, render_suite_html
@@ -29,13 +30,13 @@ def write_html_pages(out_dir: Path, pages: Iterable[tuple[Path, SuiteOutputs]]) 
     written: list[Path] = []
     links: list[SuiteLink] = []
     for folder, outputs in pages:
-        path = folder / "reports" / INDEX_FILE
+        path = SuiteFolder(folder).page
         write_atomic(path, render_suite_html(outputs, Redactor(redaction_names(outputs))))
         written.append(path)
         links.append(
             SuiteLink(
                 name=outputs.name,
-                href=f"{folder.name}/reports/{INDEX_FILE}",
+                href=SuiteFolder(Path(folder.name)).page.as_posix(),
                 cases=len(outputs.records),
                 gates_failed=sum(g.status in ("fail", "inconclusive") for g in outputs.gates),
                 gates_total=len(outputs.gates),
@@ -43,7 +44,7 @@ def write_html_pages(out_dir: Path, pages: Iterable[tuple[Path, SuiteOutputs]]) 
                 usage_missing=outputs.usage_missing,
             )
         )
-    index = out_dir / INDEX_FILE
+    index = OutFolder(out_dir).page
     write_atomic(index, render_index_html(links))
     written.append(index)
     return written

@@ -18,8 +18,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from ..files.folders import SuiteFolder
 from ..files.readwrite import FileFormatError, read_json_object, read_jsonl, write_atomic
-from ..files.shards import RESULT_OPTIONS, SHARD_FILE
+from ..files.shards import RESULT_OPTIONS
 from ..gateway.ledger import attribute_shared_calls
 from ..options import GaugeOptions
 from ..records import CaseRecord, LedgerRecord, SuiteMeta, dumps
@@ -61,18 +62,15 @@ def find_shards(dirs: Sequence[str | os.PathLike[str]]) -> dict[str, list[ShardR
     found: dict[str, list[ShardRun]] = {}
     for raw in dirs:
         folder = Path(raw)
-        files = (
-            [folder / SHARD_FILE]
-            if (folder / SHARD_FILE).is_file()
-            else sorted(folder.glob(f"*/{SHARD_FILE}"))
-        )
+        own = SuiteFolder(folder).shard
+        files = [own] if own.is_file() else sorted(folder.glob(f"*/{own.name}"))
         if not files:
             raise MergeError(
-                f"{folder}: no {SHARD_FILE} found; give the --gauge-out folders of the --gauge-shard runs"
+                f"{folder}: no {own.name} found; give the --gauge-out folders of the --gauge-shard runs"
             )
         for path in files:
             shard = _read_json(path)
-            run = ShardRun(path.parent, shard, _read_json(path.parent / "manifest.json"))
+            run = ShardRun(path.parent, shard, _read_json(SuiteFolder(path.parent).manifest))
             found.setdefault(str(shard["suite"]), []).append(run)
     return found
 
@@ -151,9 +149,9 @@ def _write_transcripts(
     rank = {str(t["task_id"]): i for i, t in enumerate(meta.tasks)}
     written: dict[str, list[dict[str, Any]]] = {}
     for agent in meta.agents:
-        rows = [row for run in runs for row in _jsonl(run.folder / "agents" / f"{agent}.jsonl")]
+        rows = [row for run in runs for row in _jsonl(SuiteFolder(run.folder).transcripts(agent))]
         rows.sort(key=lambda r: (rank.get(str(r.get("task_id")), 1 << 30), int(r.get("sample", 0))))
-        write_atomic(out / "agents" / f"{agent}.jsonl", "".join(dumps(r) + "\n" for r in rows))
+        write_atomic(SuiteFolder(out).transcripts(agent), "".join(dumps(r) + "\n" for r in rows))
         written[agent] = rows
     return written
 
@@ -173,23 +171,22 @@ def merge_shards(suite: str, runs: Sequence[ShardRun], out_dir: Path) -> SuiteRe
         first, selected=tuple(sorted(selected, key=lambda c: order.get(c, 1 << 30))), shard_tasks=None
     )
     case_rank = {cid: i for i, cid in enumerate(meta.case_ids)}
-    records = [
-        CaseRecord.from_json(r) for run in runs for r in _jsonl(run.folder / "pairs" / "pair_results.jsonl")
-    ]
+    records = [CaseRecord.from_json(r) for run in runs for r in _jsonl(SuiteFolder(run.folder).pairs)]
     records.sort(key=lambda r: case_rank.get(r.case_id, 1 << 30))
     ledger = attribute_shared_calls(
-        LedgerRecord.from_json(r) for run in runs for r in _jsonl(run.folder / "agent_runs.jsonl")
+        LedgerRecord.from_json(r) for run in runs for r in _jsonl(SuiteFolder(run.folder).ledger)
     )
-    write_atomic(out / "tasks.jsonl", (runs[0].folder / "tasks.jsonl").read_text(encoding="utf-8"))
+    folder = SuiteFolder(out)
+    write_atomic(folder.tasks, SuiteFolder(runs[0].folder).tasks.read_text(encoding="utf-8"))
     transcripts = _write_transcripts(runs, meta, out)
-    write_atomic(out / "pairs" / "pair_results.jsonl", "".join(dumps(r.to_json()) + "\n" for r in records))
-    write_atomic(out / "agent_runs.jsonl", "".join(dumps(r.to_json()) + "\n" for r in ledger))
+    write_atomic(folder.pairs, "".join(dumps(r.to_json()) + "\n" for r in records))
+    write_atomic(folder.ledger, "".join(dumps(r.to_json()) + "\n" for r in ledger))
     manifest = {
         **runs[0].manifest,
         "cases_selected": len(meta.selected),
         "cases_recorded": len(records),
     }
-    write_atomic(out / "manifest.json", dumps(manifest) + "\n")
+    write_atomic(folder.manifest, dumps(manifest) + "\n")
     opts = _options(runs, out_dir)
     shown = replace(opts, prices=opts.prices_for(str(m) for m in meta.models.values() if m))
     partial = len(meta.selected) < len(meta.cases)

@@ -24,6 +24,7 @@ import pytest
 
 from ..analysis.numbers import compare_with_baseline
 from ..analysis.suite import AdaptiveGates, analyse_suite
+from ..files.folders import OutFolder, SuiteFolder
 from ..files.readwrite import write_atomic
 from ..files.shards import write_shard_manifest
 from ..gateway.ledger import merge_ledgers
@@ -126,13 +127,14 @@ def write_outputs(
     and each agent's transcript rows as written (the HTML page is made from them)."""
     from ..run.judge import JUDGE_SYSTEM_PROMPT
 
+    folder = SuiteFolder(out)
     tasks_text = _jsonl([{"format_version": 1}, *meta.tasks])
-    write_atomic(out / "tasks.jsonl", tasks_text)
-    agent_rows = _agent_rows(Store(state.run_dir / "work"), meta)
+    write_atomic(folder.tasks, tasks_text)
+    agent_rows = _agent_rows(Store(state.run_folder.work), meta)
     for agent, rows in agent_rows.items():
-        write_atomic(out / "agents" / f"{agent}.jsonl", _jsonl(rows))
-    write_atomic(out / "pairs" / "pair_results.jsonl", _jsonl([r.to_json() for r in records]))
-    write_atomic(out / "agent_runs.jsonl", _jsonl([r.to_json() for r in ledger]))
+        write_atomic(folder.transcripts(agent), _jsonl(rows))
+    write_atomic(folder.pairs, _jsonl([r.to_json() for r in records]))
+    write_atomic(folder.ledger, _jsonl([r.to_json() for r in ledger]))
     opts = state.options
     manifest = {
         "format_version": 1,
@@ -155,7 +157,7 @@ def write_outputs(
         "cases_recorded": len(records),
         **({"interrupted": interrupted} if interrupted else {}),
     }
-    write_atomic(out / "manifest.json", dumps(manifest) + "\n")
+    write_atomic(folder.manifest, dumps(manifest) + "\n")
     return manifest, agent_rows
 
 
@@ -322,7 +324,7 @@ def report_suite(
         records,
         ledger,
         opts,
-        comparison=compare_with_baseline(meta.name, opts, current, out / "reports"),
+        comparison=compare_with_baseline(meta.name, opts, current, SuiteFolder(out).reports),
         partial=partial,
         deferred=deferred,
         interrupted=interrupted,
@@ -351,7 +353,7 @@ def report_suite(
     )
     reports = render_reports(ctx)
     for filename, text in reports.items():
-        write_atomic(out / "reports" / filename, text)
+        write_atomic(SuiteFolder(out).report(filename), text)
     return SuiteReports(ctx, analysis.results, reports)
 
 
@@ -367,23 +369,22 @@ def run_side(
     from ..files.baseline import side_of_outputs, transcript_links
 
     manifest, agent_rows = written
-    files = [
-        (out / "agents" / f"{a}.jsonl", agent_rows[a]) for a in sorted(agent_rows, key=lambda a: f"{a}.jsonl")
-    ]
-    links = transcript_links(files, out / "reports")
+    folder = SuiteFolder(out)
+    files = [(folder.transcripts(a), agent_rows[a]) for a in sorted(agent_rows, key=lambda a: f"{a}.jsonl")]
+    links = transcript_links(files, folder.reports)
     return side_of_outputs(manifest, meta.tasks, records, [r.to_json() for r in ledger], links)
 
 
 def _baseline_link(opts: GaugeOptions, out: Path) -> str:
     """The baseline folder as baseline.md links it: relative to the suite's reports/ folder."""
-    return Path(os.path.relpath(str(opts.baseline), out / "reports")).as_posix()
+    return Path(os.path.relpath(str(opts.baseline), SuiteFolder(out).reports)).as_posix()
 
 
 def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool) -> None:
     """Write every suite's outputs and reports, evaluate its gates, and report them as test entries."""
     from ..fixtures import finish_tests
 
-    ledger_all = merge_ledgers(sorted(state.run_dir.glob("ledger-*.jsonl")))
+    ledger_all = merge_ledgers(state.run_folder.ledgers())
     finish_tests(session.config, Path(state.options.out_dir), ledger_all)
     metas = state.suite_metas()
     if not metas:
@@ -416,7 +417,7 @@ def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool)
             adaptive=adaptive,
         )  # fmt: skip
         if opts.shard:
-            write_shard_manifest(out, meta, opts, interrupted=interrupted)
+            write_shard_manifest(out, meta, opts, written[0], interrupted=interrupted)
             state.gate_notes.append(
                 (False, f"{len(analysis.results)} gates of suite {name} deferred to merge")
             )
@@ -489,7 +490,7 @@ def write_summary(terminalreporter: Any, state: GaugeState) -> None:
         if miss:
             terminalreporter.write_line(f"pytest-gauge {miss}", red=True)
         terminalreporter.write_line(f"outputs: {info['out']}")
-    page = Path(state.options.out_dir) / "index.html"
+    page = OutFolder(Path(state.options.out_dir)).page
     if state.finished and page.is_file():
         terminalreporter.write_line(f"HTML report: {page} (open it in a browser)")
     for loud, note in state.gate_notes:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..files.folders import OutFolder
 from ..files.readwrite import FileFormatError, read_json_object, write_atomic
 from ..files.replay import Recording, save_recording
 from ..records.work_key import parse_work
@@ -140,7 +141,7 @@ def _recording(
     metas = [e["meta"] for e in entries if e is not None and isinstance(e.get("meta"), dict)]
     gateways = sorted({str(m["gateway"]) for m in metas if m.get("gateway")})
     try:
-        manifest = read_json_object(Path(out_dir) / suite / "manifest.json")
+        manifest = read_json_object(OutFolder(Path(out_dir)).suite(suite).manifest)
     except FileFormatError:
         manifest = {}
     models: dict[str, str | None] = dict(manifest.get("models") or {})

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
 
+from ..files.folders import RunFolder
 from ..records import LedgerRecord, dumps
 
 __all__ = [
@@ -44,7 +45,7 @@ class Ledger:
 
     def __init__(self, folder: Path, worker: str) -> None:
         folder.mkdir(parents=True, exist_ok=True)
-        self.path = folder / f"ledger-{worker}.jsonl"
+        self.path = RunFolder(folder).ledger(worker)
         self.worker = worker
         self._fh = open(self.path, "a", encoding="utf-8")
         self._lock = threading.Lock()

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from ..files.folders import RunFolder
 from .errors import BudgetExhausted
 
 __all__ = [
@@ -404,13 +405,13 @@ class FileLimits:
         self.run_dir = run_dir
 
     def slots(self, n: int) -> ConcurrencySlots:
-        return ConcurrencySlots(self.run_dir / "slots", n)
+        return ConcurrencySlots(RunFolder(self.run_dir).slots, n)
 
     def rate(self, rpm: float | None, tpm: float | None) -> RateLimiter:
-        return RateLimiter(SharedState(self.run_dir / "rate.json"), rpm, tpm)
+        return RateLimiter(SharedState(RunFolder(self.run_dir).rate), rpm, tpm)
 
     def budget(self, usd: float | None, tokens: int | None, task_usd: float | None) -> Budget:
-        return Budget(SharedState(self.run_dir / "budget.json"), usd, tokens, task_usd)
+        return Budget(SharedState(RunFolder(self.run_dir).budget), usd, tokens, task_usd)
 
     def model_rates(self, rpm: Mapping[str, float], tpm: Mapping[str, float]) -> ModelRates:
         return ModelRates.in_folder(self.run_dir, rpm, tpm)
@@ -430,7 +431,9 @@ class ModelRates:
         return cls(
             {
                 model: RateLimiter(
-                    SharedState(folder / f"rate-{model_key(model)}.json"), rpm.get(model), tpm.get(model)
+                    SharedState(RunFolder(folder).model_rate(model_key(model))),
+                    rpm.get(model),
+                    tpm.get(model),
                 )
                 for model in sorted(set(rpm) | set(tpm))
             }

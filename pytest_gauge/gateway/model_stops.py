@@ -19,11 +19,10 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..files.folders import RunFolder
 from .errors import GatewayError, ModelStopped
 
-__all__ = ["STOPS_FOLDER", "ModelStop", "ModelStops", "read_stops"]
-
-STOPS_FOLDER = "stopped-models"
+__all__ = ["ModelStop", "ModelStops", "read_stops"]
 
 
 @dataclass(frozen=True)
@@ -67,7 +66,7 @@ class ModelStops:
     """
 
     def __init__(self, run_dir: Path | None, max_timeouts: int = 3) -> None:
-        self.folder = run_dir / STOPS_FOLDER if run_dir is not None else None
+        self.folder = RunFolder(run_dir).stopped_models if run_dir is not None else None
         self.max_timeouts = max_timeouts
         self._stopped: dict[tuple[str, str], ModelStop] = {}
         self._timeouts: dict[tuple[str, str], int] = {}
@@ -129,7 +128,7 @@ def _read(path: Path) -> ModelStop | None:
 
 def read_stops(run_dir: Path) -> list[ModelStop]:
     """Every model stopped in the run (one each, sorted by role and model): for the terminal summary."""
-    folder = run_dir / STOPS_FOLDER
+    folder = RunFolder(run_dir).stopped_models
     if not folder.is_dir():
         return []
     stops = [s for p in sorted(folder.glob("*.json")) if (s := _read(p)) is not None]

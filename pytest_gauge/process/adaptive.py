@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..analysis.looks import LookDecisions
+from ..files.folders import RunFolder
 from ..files.readwrite import read_json_object, write_atomic
 from ..options import GaugeOptions
 from ..records import LedgerRecord, SuiteMeta
@@ -33,7 +34,6 @@ if TYPE_CHECKING:
     from .state import GaugeState
 
 __all__ = [
-    "LOOKS_FILE",
     "AdaptiveRun",
     "LookWatcher",
     "adaptive_problem",
@@ -41,8 +41,6 @@ __all__ = [
     "publish_looks",
     "read_looks",
 ]
-
-LOOKS_FILE = "looks.json"
 
 
 def adaptive_problem(options: GaugeOptions) -> str | None:
@@ -58,12 +56,12 @@ def adaptive_problem(options: GaugeOptions) -> str | None:
 
 def publish_looks(run_dir: Path, state: LookState) -> None:
     """The controller's word to the workers, replaced atomically."""
-    write_atomic(run_dir / LOOKS_FILE, json.dumps(state.to_json()))
+    write_atomic(RunFolder(run_dir).looks, json.dumps(state.to_json()))
 
 
 def read_looks(run_dir: Path) -> LookState | None:
     try:
-        return LookState.from_json(read_json_object(run_dir / LOOKS_FILE))
+        return LookState.from_json(read_json_object(RunFolder(run_dir).looks))
     except ValueError:  # FileFormatError too: not there yet, or not what it should be
         return None
 
@@ -139,7 +137,7 @@ class AdaptiveRun:
 
         self.evaluated = look
         if not self.budget_out:  # a look cut short by the budget decides nothing: its cases are missing
-            ledger = merge_ledgers(sorted(self.state.run_dir.glob("ledger-*.jsonl")))
+            ledger = merge_ledgers(self.state.run_folder.ledgers())
             for name, suite in self.decided.suites.items():
                 if look > suite.planned:
                     continue

@@ -247,7 +247,7 @@ class _EndsTheRun(Role):
         """Close; remove the run folder only once its ledgers were merged and the outputs written, else
         keep it (what was paid is in its ledgers) and say where."""
         self.close()
-        ledgers = self.state.run_dir.glob("ledger-*.jsonl")
+        ledgers = self.state.run_folder.ledgers()
         if getattr(self, "outputs_written", False) or not any(p.stat().st_size for p in ledgers):
             self.state.cleanup()
             return

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ..files.folders import OutFolder, RunFolder
 from ..files.readwrite import FileFormatError, read_json_object, write_atomic
 from ..gateway.store import Store
 from ..options import GaugeOptions
@@ -114,7 +115,12 @@ class GaugeState:
 
     @property
     def run_dir(self) -> Path:
-        return Path(self.options.out_dir) / ".gauge-run" / self.run_id
+        return self.run_folder.path
+
+    @property
+    def run_folder(self) -> RunFolder:
+        """The run's shared folder, typed (every file's path in it)."""
+        return OutFolder(Path(self.options.out_dir)).run(self.run_id)
 
     @staticmethod
     def new_run_id() -> str:
@@ -132,7 +138,7 @@ class GaugeState:
 
     def publish_suites(self) -> None:
         """Write each collected suite's metadata for the controller (identical from every worker)."""
-        folder = self.run_dir / "suites"
+        folder = self.run_folder.suites
         for entry in self.suites.values():
             meta = entry.meta(self.selected.get(entry.name, []), self.shard_tasks.get(entry.name))
             write_atomic(folder / f"{entry.name}.json", dumps(meta.to_json()))
@@ -150,7 +156,7 @@ class GaugeState:
         run = self.run_dir
         self.shared = self.gateway_shared()
         formats = JudgeFormats(  # one JSON-mode fallback per judge model for the whole run, all workers
-            run=Store(run / "formats") if self.worker_id != "main" else None,
+            run=Store(RunFolder(run).formats) if self.worker_id != "main" else None,
             kept=Store(Path(opts.cache_dir) / "formats") if opts.cache_mode != "off" else None,
             scope=format_scope(opts.backend, os.environ),
             reuse=opts.cache_mode == "use",
@@ -171,7 +177,7 @@ class GaugeState:
         self.engine = Engine(
             runtimes,
             cases,
-            Store(run / "work"),
+            Store(RunFolder(run).work),
             lookahead=2 * opts.max_concurrency,
             worker_index=self.worker_index,
             worker_count=self.worker_count,
@@ -239,7 +245,7 @@ class GaugeState:
             "rate_limit_waits": self.shared.state.rate_limit_waits,
             "damaged_entries": self.shared.state.damaged_entries,
         }
-        target = self.run_dir / f"progress-{self.worker_id}.json"
+        target = self.run_folder.progress(self.worker_id)
         try:
             write_atomic(target, json.dumps(snapshot), mkdir=False)
         except OSError:
@@ -265,7 +271,7 @@ class GaugeState:
     def progress_snapshots(self) -> list[dict[str, Any]]:
         """Every process's last progress counters (see :meth:`write_progress`)."""
         snapshots = []
-        for path in self.run_dir.glob("progress-*.json"):
+        for path in self.run_folder.progress_files():
             try:
                 snapshots.append(read_json_object(path))
             except FileFormatError:
@@ -346,7 +352,7 @@ class GaugeState:
         return sorted(kept, key=lambda r: order.get(r.case_id, 1 << 30))
 
     def suite_metas(self) -> list[SuiteMeta]:
-        folder = self.run_dir / "suites"
+        folder = self.run_folder.suites
         if not folder.is_dir():
             return []
         return [SuiteMeta.from_json(read_json_object(p)) for p in sorted(folder.glob("*.json"))]

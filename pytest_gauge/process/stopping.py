@@ -26,10 +26,11 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from ..files.folders import RunFolder
+
 __all__ = [
     "FORCED",
     "PLEASE_WAIT",
-    "STOP_FILE",
     "RunFolderWatcher",
     "StopWatcher",
     "announce_worker",
@@ -40,8 +41,6 @@ __all__ = [
     "stop_requested",
     "wait_for_workers",
 ]
-
-STOP_FILE = "stop"
 
 
 FORCED = threading.Event()
@@ -101,23 +100,23 @@ def restore_sigterm(previous: Any) -> None:
 def request_stop(run_dir: Path) -> None:
     """The controller's word to every worker: start nothing new, wind down, say so."""
     run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / STOP_FILE).write_text("stop\n", encoding="utf-8")
+    RunFolder(run_dir).stop.write_text("stop\n", encoding="utf-8")
 
 
 def stop_requested(run_dir: Path) -> bool:
-    return (run_dir / STOP_FILE).exists()
+    return RunFolder(run_dir).stop.exists()
 
 
 def announce_worker(run_dir: Path, worker: str) -> None:
     """``worker-<id>.pid``: the controller waits for this worker's ``stopped`` mark only while it lives."""
     run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / f"worker-{worker}.pid").write_text(str(os.getpid()), encoding="utf-8")
+    RunFolder(run_dir).pid(worker).write_text(str(os.getpid()), encoding="utf-8")
 
 
 def mark_stopped(run_dir: Path, worker: str) -> None:
     """``stopped-<id>``: this worker sends nothing more, and its ledger file is complete."""
     try:
-        (run_dir / f"stopped-{worker}").write_text("stopped\n", encoding="utf-8")
+        RunFolder(run_dir).stopped(worker).write_text("stopped\n", encoding="utf-8")
     except OSError:  # the run folder is already gone: nobody is waiting
         pass
 
@@ -137,12 +136,12 @@ def _alive(pid: int) -> bool:
 
 def _waiting_for(run_dir: Path) -> list[str]:
     pending = []
-    for pid_file in run_dir.glob("worker-*.pid"):
-        worker = pid_file.stem[len("worker-") :]
-        if (run_dir / f"stopped-{worker}").exists():
+    folder = RunFolder(run_dir)
+    for worker in folder.pid_workers():
+        if folder.stopped(worker).exists():
             continue
         try:
-            pid = int(pid_file.read_text(encoding="utf-8"))
+            pid = int(folder.pid(worker).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
         if _alive(pid):

@@ -16,18 +16,16 @@ from typing import Any
 
 import pytest
 
+from ..files.folders import RunFolder
 from ..options import GaugeOptions
 
 __all__ = [
-    "CONTROLLER_MARK",
     "OPTIONS_KEY",
     "controller_paths",
     "mark_controller",
     "remote_worker_problem",
     "worker_options",
 ]
-
-CONTROLLER_MARK = "controller"
 
 
 OPTIONS_KEY = "gauge_options"
@@ -85,7 +83,7 @@ def worker_options(options: GaugeOptions, workerinput: Mapping[str, Any]) -> Gau
 def mark_controller(run_dir: Path) -> None:
     """Leave a mark in the run folder, before any worker starts, that workers look for."""
     run_dir.mkdir(parents=True, exist_ok=True)
-    mark = run_dir / CONTROLLER_MARK
+    mark = RunFolder(run_dir).controller
     if not mark.exists():
         mark.write_text(f"{os.getpid()}\n", encoding="utf-8")
 
@@ -93,7 +91,7 @@ def mark_controller(run_dir: Path) -> None:
 def remote_worker_problem(run_dir: Path, worker_id: str, workerinput: Mapping[str, Any]) -> str | None:
     """Why this worker cannot take part in the run (it does not see the controller's run folder), or
     None. A worker of a controller without this plugin's ``workerinput`` is not checked."""
-    if not workerinput.get("gauge_out_dir") or (run_dir / CONTROLLER_MARK).is_file():
+    if not workerinput.get("gauge_out_dir") or RunFolder(run_dir).controller.is_file():
         return None
     return (
         f"pytest-gauge: xdist worker {worker_id} cannot see the controller's run folder {run_dir}: it runs"
