@@ -53,7 +53,15 @@ UNUSED_PLUGINS = "-p no:hypothesispytest -p no:benchmark"
 
 # Fields that may legitimately differ between runs of the same seed (docs/protocol.md#ledger: only latencies,
 # timestamps, run and worker ids).
-VOLATILE = {"latency_s", "ts", "run_id", "worker", "finished_at"}
+VOLATILE = {"latency_s", "ts", "run_id", "worker", "finished_at", "volatile"}  # metrics.json's "volatile"
+
+
+def stable_report(path: Path) -> str:
+    """A report file without what varies from run to run (latencies: docs/protocol.md#volatile-fields),
+    what runs of one suite and seed must agree on byte for byte."""
+    from pytest_gauge.report.format import without_volatile
+
+    return without_volatile(path.read_text(encoding="utf-8"), json_doc=path.suffix == ".json")
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:

@@ -10,7 +10,17 @@ from pathlib import Path
 from typing import Any
 
 from ..records import CaseRecord, LedgerRecord, Transcript
-from ..records.html import GateRow, MetricRow, RoleCost, RuleRow, SuiteOutputs, TaskRow, TranscriptRow
+from ..records.html import (
+    GateRow,
+    LatencyRow,
+    MetricRow,
+    RoleCost,
+    RuleRow,
+    SuiteOutputs,
+    TaskRow,
+    TranscriptRow,
+    WatchRow,
+)
 from .folders import SuiteFolder
 from .readwrite import read_json_object, read_jsonl
 
@@ -101,10 +111,28 @@ def _metrics_parts(doc: Mapping[str, Any]) -> dict[str, Any]:
         )
         for role, c in costs_doc.get("per_role", {}).items()
     )
+    watch = tuple(
+        WatchRow(
+            str(c["role"]),
+            str(c["model"]),
+            float(c.get("tokens_per_task") or 0.0),
+            float(c.get("retry_rate") or 0.0),
+            int(c.get("rate_limited") or 0),
+            float(c.get("asked_wait_s") or 0.0),
+        )
+        for c in costs_doc.get("per_model", ())
+    )
+    volatile = doc.get("volatile") or {}
+    latency = tuple(
+        LatencyRow(str(x["role"]), str(x["model"]), int(x["attempts"]), float(x["p50"]), float(x["p95"]))
+        for x in volatile.get("latency_s", ())
+    )
     return {
         "gates": gates,
         "metrics": metrics,
         "costs": costs,
+        "watch": watch,
+        "latency": latency,
         "total_cost": costs_doc.get("total_cost"),
         "usage_missing": int(costs_doc.get("usage_missing") or 0),
         "pair_class": {pid: p.get("class", "") for pid, p in doc.get("pairs", {}).items()},

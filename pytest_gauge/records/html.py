@@ -12,12 +12,14 @@ from . import CaseRecord, LedgerRecord, Transcript
 
 __all__ = [
     "GateRow",
+    "LatencyRow",
     "MetricRow",
     "RoleCost",
     "RuleRow",
     "SuiteOutputs",
     "TaskRow",
     "TranscriptRow",
+    "WatchRow",
     "redaction_names",
 ]
 
@@ -106,6 +108,31 @@ class RoleCost:
 
 
 @dataclass(frozen=True)
+class WatchRow:
+    """What to watch for one (role, model) (``metrics.json`` ``costs.per_model``): nominal tokens per task,
+    the share of attempts that were retries, 429 answers and the seconds the gateway asked to wait."""
+
+    role: str
+    model: str
+    tokens_per_task: float
+    retry_rate: float
+    rate_limited: int
+    asked_wait_s: float
+
+
+@dataclass(frozen=True)
+class LatencyRow:
+    """p50/p95 seconds of one (role, model)'s successful live attempts (``metrics.json`` ``volatile``):
+    they vary from run to run, so the page keeps them in its volatile block."""
+
+    role: str
+    model: str
+    attempts: int
+    p50: float
+    p95: float
+
+
+@dataclass(frozen=True)
 class SuiteOutputs:
     """Everything the HTML report shows about one suite, read from its output folder."""
 
@@ -120,6 +147,8 @@ class SuiteOutputs:
     gates: tuple[GateRow, ...] = ()
     metrics: tuple[MetricRow, ...] = ()
     costs: tuple[RoleCost, ...] = ()
+    watch: tuple[WatchRow, ...] = ()
+    latency: tuple[LatencyRow, ...] = ()  # volatile
     total_cost: float | None = None
     usage_missing: int = 0  # calls without usage in any role: ``total_cost`` is then a lower bound
     pair_class: dict[str, str] = field(default_factory=dict)

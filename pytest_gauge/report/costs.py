@@ -13,12 +13,27 @@ from ..records import ROLES, LedgerRecord
 from ..records.prices import Price
 from ..records.totals import ledger_totals
 from .common import ReportContext, price_basis, prices_of, suite_name
-from .format import DASH, fmt_int, fmt_pct, fmt_per_success, fmt_task_ci, fmt_usd, md_table, usd_at_least
+from .format import (
+    DASH,
+    VOLATILE_BEGIN,
+    VOLATILE_END,
+    fmt_int,
+    fmt_pct,
+    fmt_per_success,
+    fmt_task_ci,
+    fmt_usd,
+    md_table,
+    usd_at_least,
+)
 
 __all__ = [
+    "KeyCost",
+    "Latency",
     "ModelCost",
     "Spend",
     "Watch",
+    "key_variable_costs",
+    "latency_figures",
     "model_costs",
     "render_token_cost",
     "served_warnings",
@@ -50,7 +65,8 @@ class ModelCost:
 class Watch:
     """What the method asks to watch per (role, model) when scaling test-time compute: nominal tokens per
     task, the share of attempts that were retries, and the rate limits met (429 attempts and the waits
-    the gateway asked for, in seconds). Latencies are volatile, so they stay in the ledger."""
+    the gateway asked for, in seconds). Latencies are volatile: :class:`Latency`, in the reports' volatile
+    parts."""
 
     role: str
     model: str
@@ -100,13 +116,102 @@ def _watch(ledger: Sequence[LedgerRecord]) -> list[str]:
     lines.append(
         "Tokens per task (nominal, every attempt), the share of attempts that were retries, and the rate"
         " limits met: 429 answers and the seconds the gateway asked to wait (`retry_after`). Latencies"
-        " (`latency_s`) vary from run to run and stay in `agent_runs.jsonl`."
+        " vary from run to run: they end this file, in its volatile section."
     )
     lines.append("")
     lines += md_table(
         ["role", "model", "tokens per task", "retry rate", "429s", "asked wait (s)"], rows, "llrrrr"
     )
     return lines
+
+
+@dataclass(frozen=True)
+class Latency:
+    """Seconds from sending to the last byte of the successful live attempts of one (role, model): how
+    many, the median and the 95th percentile (nearest rank). Volatile: they vary from run to run."""
+
+    role: str
+    model: str
+    attempts: int
+    p50: float
+    p95: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "role": self.role,
+            "model": self.model,
+            "attempts": self.attempts,
+            "p50": self.p50,
+            "p95": self.p95,
+        }
+
+
+def _rank(values: Sequence[float], q: float) -> float:
+    """The nearest-rank ``q`` quantile of sorted ``values`` (a value that occurred, never interpolated)."""
+    return values[max(0, math.ceil(q * len(values)) - 1)]
+
+
+def latency_figures(ledger: Sequence[LedgerRecord]) -> list[Latency]:
+    """p50 and p95 latency of the successful live attempts (cache hits left out) per (role, model), in
+    :func:`model_costs`' order; a (role, model) with none has no row."""
+    seen: dict[tuple[str, str], list[float]] = {}
+    for x in ledger:
+        if x.status == "ok" and not x.cache_hit and x.latency_s is not None:
+            seen.setdefault((str(x.role), x.model), []).append(float(x.latency_s))
+    out = []
+    for c in model_costs(ledger):
+        values = sorted(seen.get((c.role, c.model), ()))
+        if values:
+            out.append(
+                Latency(
+                    c.role, c.model, len(values), round(_rank(values, 0.5), 3), round(_rank(values, 0.95), 3)
+                )
+            )
+    return out
+
+
+@dataclass(frozen=True)
+class KeyCost:
+    """Nominal calls, attempts, tokens and cost of the attempts sent with one key variable's key (its
+    name; ``key_variable`` on the ledger line), so the gateway's bill can be reconciled per key."""
+
+    key_variable: str
+    roles: tuple[str, ...]
+    calls: int
+    attempts: int
+    tokens: int
+    cost: float | None
+    usage_missing: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "roles": list(self.roles),
+            "calls": self.calls,
+            "attempts": self.attempts,
+            "tokens": self.tokens,
+            "cost": self.cost,
+            "usage_missing": self.usage_missing,
+        }
+
+
+def key_variable_costs(ledger: Sequence[LedgerRecord]) -> list[KeyCost]:
+    """The ledger's nominal totals per key variable, by name; attempts without one (the simulator, a
+    replay) are left out, so a run without keys has none."""
+    groups: dict[str, list[LedgerRecord]] = {}
+    for x in ledger:
+        if x.key_variable:
+            groups.setdefault(x.key_variable, []).append(x)
+    out = []
+    order: dict[str, int] = {r: i for i, r in enumerate(ROLES)}
+    for name, recs in sorted(groups.items()):
+        totals = ledger_totals(recs)
+        roles = tuple(sorted({str(x.role) for x in recs}, key=lambda r: (order.get(r, 99), r)))
+        nominal = totals.nominal
+        tokens = nominal.input_tokens + nominal.output_tokens
+        out.append(
+            KeyCost(name, roles, totals.calls, nominal.records, tokens, nominal.cost, totals.usage_missing)
+        )
+    return out
 
 
 def model_costs(ledger: Sequence[LedgerRecord]) -> list[ModelCost]:
@@ -431,10 +536,52 @@ def render_token_cost(ctx: ReportContext) -> str:
     lines += _by_role(ctx, per_model, prices)
     lines += _by_model(per_model, prices)
     lines += _watch(ctx.ledger)
+    lines += _by_key_variable(ctx.ledger)
     lines += _spent(ctx.ledger)
     lines += _without_usage(ctx.ledger)
     lines += _gateway_reports(ctx.ledger)
+    lines += _latency(ctx.ledger)
     return "\n".join(lines) + "\n"
+
+
+def _by_key_variable(ledger: Sequence[LedgerRecord]) -> list[str]:
+    """Costs grouped by the key variable each attempt's key came from (only when any was recorded)."""
+    keys = key_variable_costs(ledger)
+    if not keys:
+        return []
+    lines = ["", "## Cost by key variable", ""]
+    lines.append(
+        "Each attempt's ledger line names the environment variable whose key it sent (`key_variable`, never"
+        " the key): with a key per role, each row is what that key's bill at the gateway should show."
+    )
+    lines.append("")
+    rows = [
+        [k.key_variable, ", ".join(k.roles), fmt_int(k.calls), fmt_int(k.attempts), fmt_int(k.tokens),
+         usd_at_least(k.cost, k.usage_missing)]
+        for k in keys
+    ]  # fmt: skip
+    lines += md_table(["key variable", "roles", "calls", "attempts", "tokens", "cost"], rows, "llrrrr")
+    return lines
+
+
+def _latency(ledger: Sequence[LedgerRecord]) -> list[str]:
+    """The volatile section that ends token_cost.md: p50/p95 latency of successful attempts."""
+    figures = latency_figures(ledger)
+    lines = ["", VOLATILE_BEGIN, "## Latency of successful attempts (varies from run to run)", ""]
+    lines.append(
+        "Seconds from sending to the last byte of each successful live attempt (cache hits left out), per"
+        " role and model: the median (p50) and the 95th percentile (p95, nearest rank). They differ from run"
+        " to run, so they sit between the `gauge:volatile` markers, which comparisons of runs ignore"
+        " (docs/protocol.md#volatile-fields)."
+    )
+    lines.append("")
+    if figures:
+        rows = [[x.role, x.model, fmt_int(x.attempts), f"{x.p50:.3f}", f"{x.p95:.3f}"] for x in figures]
+        lines += md_table(["role", "model", "attempts", "p50 (s)", "p95 (s)"], rows, "llrrr")
+    else:
+        lines.append("No successful live attempt in this run (every answer came from the cache).")
+    lines.append(VOLATILE_END)
+    return lines
 
 
 def _gateway_reports(ledger: Sequence[LedgerRecord]) -> list[str]:

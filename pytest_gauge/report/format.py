@@ -4,15 +4,20 @@ their arguments."""
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from ..analysis.metrics import Estimate
 
 __all__ = [
     "DASH",
     "MAX_REASON",
+    "VOLATILE_BEGIN",
+    "VOLATILE_END",
+    "VOLATILE_KEY",
     "estimate_cells",
     "fmt_bool",
     "fmt_ci",
@@ -34,12 +39,32 @@ __all__ = [
     "text_table",
     "unsign_zero",
     "usd_at_least",
+    "without_volatile",
 ]
 
 DASH = "–"
 """What a missing value prints as."""
 MAX_REASON = 160
 """The longest one-line text (a reason, an error) a table cell shows."""
+VOLATILE_BEGIN = "<!-- gauge:volatile -->"
+VOLATILE_END = "<!-- /gauge:volatile -->"
+"""Around the part of a markdown or HTML report that varies from run to run (latencies): comparisons of
+runs (``-n 0`` against ``-n 2``, a re-run) ignore what is between them (:func:`without_volatile`)."""
+VOLATILE_KEY = "volatile"
+"""The top-level key of ``metrics.json`` holding what varies from run to run (latencies)."""
+_VOLATILE = re.compile(re.escape(VOLATILE_BEGIN) + r".*?(?:" + re.escape(VOLATILE_END) + r"|\Z)", re.DOTALL)
+
+
+def without_volatile(text: str, json_doc: bool = False) -> str:
+    """A report without what varies from run to run: the marked sections of markdown or HTML, or with
+    ``json_doc`` the ``volatile`` key of a JSON document (re-encoded canonically). What two runs of the
+    same suite and seed must agree on, byte for byte."""
+    if json_doc:
+        doc: Any = json.loads(text)
+        if isinstance(doc, dict):
+            doc.pop(VOLATILE_KEY, None)
+        return json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+    return _VOLATILE.sub("", text)
 
 
 def usd_at_least(total: float | None, without_usage: int) -> str:

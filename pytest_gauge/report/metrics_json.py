@@ -14,8 +14,8 @@ from ..records import ROLES, CaseRecord
 from .adaptive import adaptive_json
 from .baseline import repeats_json
 from .common import ReportContext, case_counts, category_counts, prices_of, suite_name, task_count
-from .costs import model_costs, spent_this_run, watch_figures
-from .format import usd_at_least
+from .costs import key_variable_costs, latency_figures, model_costs, spent_this_run, watch_figures
+from .format import VOLATILE_KEY, usd_at_least
 from .recommend import recommendations
 
 __all__ = ["METRICS_FORMAT_VERSION", "driver_cases", "render_metrics_json"]
@@ -148,6 +148,7 @@ def _costs_json(ctx: ReportContext) -> dict[str, Any]:
             }
             for c, w in zip(model_costs(ctx.ledger), watch_figures(ctx.ledger), strict=True)
         ],
+        "per_key_variable": {k.key_variable: k.to_json() for k in key_variable_costs(ctx.ledger)},
         "total_cost": costs.total_cost,
         # calls without usage make every cost they touch a lower bound (docs/protocol.md#costs)
         "usage_missing": missing,
@@ -218,5 +219,9 @@ def render_metrics_json(ctx: ReportContext) -> str:
         "close_threshold": m.close_threshold,
         "seed": m.seed,
         "bootstrap_rounds": m.rounds,
+        VOLATILE_KEY: {
+            "note": "varies run to run; comparisons of runs ignore it (docs/protocol.md#volatile-fields)",
+            "latency_s": [x.to_json() for x in latency_figures(ctx.ledger)],
+        },
     }
     return json.dumps(_canon(doc), sort_keys=True, indent=2, ensure_ascii=False) + "\n"

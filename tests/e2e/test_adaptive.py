@@ -19,7 +19,7 @@ from pytest_gauge.run.looks import LookGate, LookState, plan_looks
 from pytest_gauge.testing import LoopbackServer
 from pytest_gauge.testing.simserver import sim_responder
 from tests.acceptance.test_eval_suites import copy_suites, main_job
-from tests.helpers import SharedRuns, normalised, numbered_task, read_jsonl, run_inprocess
+from tests.helpers import SharedRuns, normalised, numbered_task, read_jsonl, run_inprocess, stable_report
 
 TASKS = 24
 CASES = TASKS * 2  # one pair, both orders
@@ -269,4 +269,4 @@ def test_the_example_suite_gives_the_full_runs_verdicts_with_fewer_requests(
     for name in ("pairs/pair_results.jsonl", "agent_runs.jsonl"):  # the same look, the same calls
         assert normalised(read_jsonl(n0 / name)) == normalised(read_jsonl(n2 / name)), name
     for report in ("conclusion.md", "metrics.json", "pairwise_table.md", "token_cost.md"):
-        assert (n0 / "reports" / report).read_text() == (n2 / "reports" / report).read_text(), report
+        assert stable_report(n0 / "reports" / report) == stable_report(n2 / "reports" / report), report

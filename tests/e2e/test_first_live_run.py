@@ -253,6 +253,7 @@ def clean_env_pytest(folder: Path, *args: str) -> subprocess.CompletedProcess[st
 def without(path: Path, key: str) -> object:
     data = json.loads(path.read_text(encoding="utf-8"))
     data.pop(key, None)
+    data.pop("volatile", None)  # latencies (docs/protocol.md#volatile-fields)
     return data
 
 

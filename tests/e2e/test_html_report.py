@@ -32,14 +32,17 @@ from pytest_gauge.analysis.metrics import FlippedGroup
 from pytest_gauge.cli import main
 from pytest_gauge.files.html import ReportInputError, load_suite
 from pytest_gauge.records import CaseRecord, Judgment, LedgerRecord, ToolCall, Transcript, Turn, Usage
+from pytest_gauge.report.format import without_volatile
 from pytest_gauge.report.html import (
     GateRow,
+    LatencyRow,
     MetricRow,
     RoleCost,
     RuleRow,
     SuiteOutputs,
     TaskRow,
     TranscriptRow,
+    WatchRow,
     build_payload,
     driver_cases,
     embed_json,
@@ -199,6 +202,11 @@ def tiny_outputs() -> SuiteOutputs:
         ),
         metrics=(MetricRow("lrs", 0.5, 0.0, 1.0, 2, "bootstrap-tasks"),),
         costs=(RoleCost("agent", 1, 1, 10, 2, 0.0001), RoleCost("judge", 2, 2, 20, 4, 0.0002)),
+        watch=(
+            WatchRow("agent", "m-alpha", 12.0, 0.0, 0, 0.0),
+            WatchRow("judge", "m-judge", 12.0, 0.5, 1, 2.5),
+        ),
+        latency=(LatencyRow("judge", "m-judge", 2, 0.125, 0.75),),
         total_cost=0.0003,
         pair_class={"alpha-vs-beta": "distant"},
         flipped=(("t1", "alpha-vs-beta", 0),),
@@ -238,7 +246,10 @@ def test_payload_redacts_links_and_marks(snapshot: SnapshotAssertion) -> None:
 def test_page_bytes_snapshot(snapshot: SnapshotAssertion) -> None:
     page = render_suite_html(tiny_outputs(), _redact(tiny_outputs()))
     assert page == render_suite_html(tiny_outputs(), _redact(tiny_outputs()))
-    assert page.count("</script>") == 2  # the data block's and the app's: no string ends a block early
+    assert page.count("</script>") == 3  # the data, volatile and app blocks': no string ends one early
+    assert without_volatile(page).count("</script>") == 2 and 'id="gauge-volatile"' not in without_volatile(
+        page
+    )
     # the stylesheet and script stand in the snapshot as their hashes (they are reviewed as source files)
     for name in ("app.css", "app.js"):
         text = (ROOT / "pytest_gauge" / "report" / "html" / name).read_text(encoding="utf-8")
@@ -386,8 +397,9 @@ def test_same_seed_same_page_with_workers_and_a_warm_cache(run_out: Path) -> Non
     done = _run(folder, "-n", "2", "--gauge-out", "again", "--gauge-cache-dir", str(folder / "cache"))
     assert done.returncode == 1, done.stdout[-3000:]
     for suite in ("mini", "hostile"):
-        first = (run_out / suite / "reports" / "index.html").read_bytes()
-        assert (folder / "again" / suite / "reports" / "index.html").read_bytes() == first
+        first = (run_out / suite / "reports" / "index.html").read_text(encoding="utf-8")
+        again = (folder / "again" / suite / "reports" / "index.html").read_text(encoding="utf-8")
+        assert without_volatile(again) == without_volatile(first)  # latencies aside (docs/protocol.md)
 
 
 # ------------------------------------------------------------------------------------------ the browser
@@ -560,7 +572,7 @@ def test_injected_markup_is_shown_as_text_and_runs_nothing(page: Any, run_out: P
     prompt = page.find_element(By.CSS_SELECTOR, "#case > pre.text").get_attribute("textContent")
     assert prompt == "Say hello </script><script>window.__gauge_pwned = 5</script> politely."
     assert page.execute_script("return window.__gauge_pwned === undefined")
-    assert page.execute_script("return document.scripts.length") == 2
+    assert page.execute_script("return document.scripts.length") == 3  # data, volatile data, app
     assert page.execute_script("return document.querySelectorAll('#case img, #case b').length") == 0
 
 
@@ -627,3 +639,19 @@ def test_a_cut_transcript_names_its_file_only_once_the_agents_are_revealed(page:
     assert not link.is_displayed()  # blind: the file names the agent
     page.find_element(By.ID, "reveal").click()
     assert link.is_displayed() and link.get_attribute("href").endswith("/agents/beta.jsonl")
+
+
+def test_the_cost_panel_shows_what_to_watch_and_the_volatile_latencies(page: Any, tmp_path: Path) -> None:
+    from selenium.webdriver.common.by import By
+
+    path = tmp_path / "index.html"
+    path.write_text(render_suite_html(tiny_outputs(), _redact(tiny_outputs())), encoding="utf-8")
+    _open(page, path)
+    rows = [
+        [c.text for c in r.find_elements(By.TAG_NAME, "td")]
+        for r in page.find_elements(By.CSS_SELECTOR, "#watch-table tbody tr")
+    ]
+    assert rows == [
+        ["agent", "m-alpha", "12.0", "0.000", "0", "0.0", "–", "–"],  # no successful live attempt: no latency
+        ["judge", "m-judge", "12.0", "0.500", "1", "2.5", "0.125", "0.750"],
+    ]

@@ -23,6 +23,7 @@ from pytest_gauge.files.shards import (
     tasks_of,
 )
 from pytest_gauge.gateway.store import Store
+from pytest_gauge.report.format import without_volatile
 from tests.helpers import VOLATILE, run_inprocess
 
 GATE = ("--gauge-gate", "lrs <= 1")
@@ -169,6 +170,8 @@ def _folder(root: Path) -> dict[str, str]:
             )
         elif path.suffix == ".json":
             text = json.dumps(_scrub(json.loads(text)), sort_keys=True)
+        else:
+            text = without_volatile(text)  # token_cost.md's and the page's latencies
         out[path.relative_to(root).as_posix()] = text
     return out
 

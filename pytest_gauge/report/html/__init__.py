@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from ...records.html import (
     GateRow,
+    LatencyRow,
     MetricRow,
     RoleCost,
     RuleRow,
     SuiteOutputs,
     TaskRow,
     TranscriptRow,
+    WatchRow,
     redaction_names,
 )
 from .payload import PAYLOAD_VERSION, build_payload, driver_cases
@@ -23,6 +25,7 @@ from .render import SuiteLink, embed_json, render_index_html, render_suite_html
 __all__ = [
     "PAYLOAD_VERSION",
     "GateRow",
+    "LatencyRow",
     "MetricRow",
     "RoleCost",
     "RuleRow",
@@ -30,6 +33,7 @@ __all__ = [
     "SuiteOutputs",
     "TaskRow",
     "TranscriptRow",
+    "WatchRow",
     "build_payload",
     "driver_cases",
     "embed_json",

@@ -3,6 +3,8 @@
 // never parsed as HTML; the only markup is built here with createElement.
 (function () {
   const D = JSON.parse(document.getElementById("gauge-data").textContent);
+  const volatileBlock = document.getElementById("gauge-volatile");
+  const V = volatileBlock ? JSON.parse(volatileBlock.textContent) : { latency: [] };
   const PAGE = 500;
   const MARKERS = [
     ["lrs", "LRS", "b-lrs", "the judge chose the side with the lower reward"],
@@ -69,6 +71,22 @@
     }
     right.append(el("h3", null, "Cost by role"), table([["role"], ["calls", "num"], ["attempts", "num"], ["input tokens", "num"], ["output tokens", "num"], ["cost", "num"]],
       D.costs.map((c) => el("tr", null, td(c[0]), td(c[1], "num"), td(c[2], "num"), td(c[3], "num"), td(c[4], "num"), td(atLeast(c[5], c[6]), "num"))), "cost-table"));
+    costPanel(sec);
+  }
+
+  // What to watch per role and model: tokens per task, retry rate, rate-limit waits (stable) and the
+  // p50/p95 latency of successful attempts (the volatile block: it differs from run to run).
+  function costPanel(sec) {
+    if (!D.watch || !D.watch.length) return;
+    const lat = new Map((V.latency || []).map((x) => [x[0] + "\u0000" + x[1], x]));
+    sec.append(el("h3", null, "What to watch per role and model"),
+      el("p", { class: "muted" }, "Tokens per task (nominal, every attempt), the share of attempts that were retries, 429 answers and the waits the gateway asked for; latency of successful live attempts (varies from run to run)."),
+      table([["role"], ["model"], ["tokens per task", "num"], ["retry rate", "num"], ["429s", "num"], ["asked wait (s)", "num"], ["p50 latency (s)", "num"], ["p95 latency (s)", "num"]],
+        D.watch.map((w) => {
+          const l = lat.get(w[0] + "\u0000" + w[1]);
+          return el("tr", null, td(w[0]), td(w[1]), td(fmt(w[2], 1), "num"), td(fmt(w[3], 3), "num"), td(w[4], "num"), td(fmt(w[5], 1), "num"),
+            td(l ? fmt(l[3]) : "–", "num"), td(l ? fmt(l[4]) : "–", "num"));
+        }), "watch-table"));
   }
 
   // ------------------------------------------------------------------ case table

@@ -290,4 +290,14 @@ def build_payload(out: SuiteOutputs, redact: Redact) -> dict[str, Any]:
         "transcripts": transcripts,
         "um": out.usage_missing,
         "v": PAYLOAD_VERSION,
+        "watch": [
+            [w.role, w.model, w.tokens_per_task, w.retry_rate, w.rate_limited, w.asked_wait_s]
+            for w in out.watch
+        ],
     }
+
+
+def build_volatile(out: SuiteOutputs) -> dict[str, Any]:
+    """The page's volatile block (``gauge-volatile``, between the ``gauge:volatile`` markers): p50/p95
+    latency per (role, model), which differs from run to run; keys sorted like the payload's."""
+    return {"latency": [[x.role, x.model, x.attempts, x.p50, x.p95] for x in out.latency]}

@@ -22,12 +22,12 @@ from importlib import resources
 from typing import Any
 
 from ...records.html import SuiteOutputs
-from .payload import Redact, build_payload
+from .payload import Redact, build_payload, build_volatile
 
 __all__ = ["SuiteLink", "embed_json", "render_index_html", "render_suite_html"]
 
 _ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
-_SLOT = re.compile(r"\{\{(TITLE|CSP|CSS|JS|DATA)\}\}")
+_SLOT = re.compile(r"\{\{(TITLE|CSP|CSS|JS|DATA|VOLATILE)\}\}")
 
 
 def embed_json(doc: Any) -> str:
@@ -75,6 +75,7 @@ def render_suite_html(outputs: SuiteOutputs, redact: Redact) -> str:
             "CSS": style,
             "JS": script,
             "DATA": _document(outputs, redact),
+            "VOLATILE": embed_json(build_volatile(outputs)),
         },
     )
 
