@@ -172,8 +172,8 @@ def latency_figures(ledger: Sequence[LedgerRecord]) -> list[Latency]:
 
 @dataclass(frozen=True)
 class KeyCost:
-    """Nominal calls, attempts, tokens and cost of the attempts sent with one key variable's key (its
-    name; ``key_variable`` on the ledger line), so the gateway's bill can be reconciled per key."""
+    """This run's live attempts sent with one key variable's key (its name; ``key_variable`` on the
+    ledger line): calls, attempts, tokens and cost, what that key's bill at the gateway should show."""
 
     key_variable: str
     roles: tuple[str, ...]
@@ -195,11 +195,11 @@ class KeyCost:
 
 
 def key_variable_costs(ledger: Sequence[LedgerRecord]) -> list[KeyCost]:
-    """The ledger's nominal totals per key variable, by name; attempts without one (the simulator, a
-    replay) are left out, so a run without keys has none."""
+    """This run's live attempts (cache hits cost the key nothing) totalled per key variable, by name;
+    attempts without one (the simulator, a replay) are left out, so a run without keys has none."""
     groups: dict[str, list[LedgerRecord]] = {}
     for x in ledger:
-        if x.key_variable:
+        if x.key_variable and not x.cache_hit:
             groups.setdefault(x.key_variable, []).append(x)
     out = []
     order: dict[str, int] = {r: i for i, r in enumerate(ROLES)}
@@ -536,8 +536,8 @@ def render_token_cost(ctx: ReportContext) -> str:
     lines += _by_role(ctx, per_model, prices)
     lines += _by_model(per_model, prices)
     lines += _watch(ctx.ledger)
-    lines += _by_key_variable(ctx.ledger)
     lines += _spent(ctx.ledger)
+    lines += _by_key_variable(ctx.ledger)
     lines += _without_usage(ctx.ledger)
     lines += _gateway_reports(ctx.ledger)
     lines += _latency(ctx.ledger)
@@ -549,10 +549,11 @@ def _by_key_variable(ledger: Sequence[LedgerRecord]) -> list[str]:
     keys = key_variable_costs(ledger)
     if not keys:
         return []
-    lines = ["", "## Cost by key variable", ""]
+    lines = ["", "## Spent this run by key variable", ""]
     lines.append(
         "Each attempt's ledger line names the environment variable whose key it sent (`key_variable`, never"
-        " the key): with a key per role, each row is what that key's bill at the gateway should show."
+        " the key); this run's live attempts per variable (cache hits cost nothing): with a key per role,"
+        " each row is what that key's bill at the gateway should show for this run."
     )
     lines.append("")
     rows = [

@@ -148,7 +148,6 @@ def _costs_json(ctx: ReportContext) -> dict[str, Any]:
             }
             for c, w in zip(model_costs(ctx.ledger), watch_figures(ctx.ledger), strict=True)
         ],
-        "per_key_variable": {k.key_variable: k.to_json() for k in key_variable_costs(ctx.ledger)},
         "total_cost": costs.total_cost,
         # calls without usage make every cost they touch a lower bound (docs/protocol.md#costs)
         "usage_missing": missing,
@@ -200,6 +199,7 @@ def render_metrics_json(ctx: ReportContext) -> str:
         "spent_this_run": {
             **spend.to_json(),
             "per_role": {role: spent_this_run(ctx.ledger, role).to_json() for role in ROLES},
+            "per_key_variable": {k.key_variable: k.to_json() for k in key_variable_costs(ctx.ledger)},
         },
         "cost_includes_retries": COST_INCLUDES_RETRIES,
         "costs": _costs_json(ctx),

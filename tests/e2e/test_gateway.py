@@ -27,7 +27,7 @@ from pytest_gauge.gateway.gateway import (
     retry_delay,
 )
 from pytest_gauge.gateway.ledger import Ledger, read_ledger_file
-from pytest_gauge.gateway.limits import Budget, ConcurrencySlots, RateLimiter, SharedState
+from pytest_gauge.gateway.limits import Budget, ConcurrencySlots, ModelPacer, RateLimiter, SharedState
 from pytest_gauge.gateway.store import Store
 from pytest_gauge.records.prices import PriceTable
 from pytest_gauge.suite.declare import MODEL_VARIABLES
@@ -50,6 +50,7 @@ def make_gateway(
     replay: bool = False,
     run_id: str = "run1",
     concurrency: int = 8,
+    pacer: ModelPacer | None = None,
 ) -> Gateway:
     shared = GatewayShared(
         GatewaySettings(
@@ -68,6 +69,7 @@ def make_gateway(
             budget=Budget(SharedState(tmp_path / "run" / "budget.json"), budget_usd, None, None),
             prices=PriceTable(prices or {}),
             cache=Store(tmp_path / "cache") if cache != "off" or replay else None,
+            pacer=pacer,
         ),
     )
     client = openai.AsyncOpenAI(api_key=KEY, base_url=server.base_url, max_retries=0)

@@ -1,7 +1,8 @@
 """A real proxy (issue 25, point 14): LiteLLM's proxy, started once per test session on loopback with a
 config written here (its local cost map, no telemetry), in front of the project's loopback servers. The
 plugin's gateway meets its real habits: a wrong key on a proxy without a database, an unknown model, the
-proxy's own retries of upstream 5xx, usage it passes on as zeros, a fallback model. Never skipped under
+proxy's own retries of upstream 5xx, usage it passes on as zeros, a fallback model, and real 429s from a
+per-model ``rpm`` limit that slow that model only. Never skipped under
 ``CI`` (the test extra installs ``litellm[proxy]``); startup takes a minute or more, so the tests are slow.
 """
 
@@ -23,12 +24,14 @@ import pytest
 
 from pytest_gauge.gateway.errors import GatewayError, KeyRejected, ModelNotFound, ModelStopped
 from pytest_gauge.gateway.gateway import CallContext, Gateway
+from pytest_gauge.gateway.limits import ModelPacer
 from pytest_gauge.testing import FaultPlan, LoopbackServer
 from tests.e2e.test_gateway import BODY, ledger, make_gateway
 
 pytestmark = pytest.mark.slow
 MASTER = "sk-gauge-proxy-master-7d1e"
 STARTUP_S = 600.0  # a loaded machine needs minutes to import the proxy; bounded all the same
+LIMITED_RPM = 2
 
 
 @dataclass
@@ -56,10 +59,15 @@ def _config(up: dict[str, LoopbackServer]) -> str:
         + deployment("nousage", "nousage")
         + deployment("primary", "broken", model="gone")
         + deployment("backup", "good", model="backup-model")
+        + deployment("limited", "good")
+        + f"      rpm: {LIMITED_RPM}\n"  # the router's own per-deployment limit
     )
     return (
         f"model_list:\n{models}litellm_settings:\n  telemetry: False\n  num_retries: 3\n"
         '  fallbacks: [{"primary": ["backup"]}]\n'
+        # without a database the router enforces a deployment's rpm in memory, per clock minute, when its
+        # pre-call checks are on: past the limit it answers 429 "No deployments available for selected model"
+        "router_settings:\n  enable_pre_call_checks: true\n"
         f"general_settings:\n  master_key: {MASTER}\n"
     )
 
@@ -182,3 +190,36 @@ def test_a_fallback_model_is_recorded_and_priced_as_served(tmp_path: Path, proxy
     assert row.model == "primary" and row.served_model == "backup-model"
     assert row.usage is not None
     assert row.cost == pytest.approx((row.usage.prompt_tokens + row.usage.completion_tokens) / 1e6)
+
+
+def test_a_per_model_rpm_limit_gives_real_429s_that_slow_only_that_model(
+    tmp_path: Path, proxy: Proxy
+) -> None:
+    """The proxy's router enforces ``rpm: 2`` on the ``limited`` deployment (in memory, per clock minute):
+    its third and fourth calls of the minute get real 429s and wait for the next minute; every call still
+    completes, and the other model's calls are neither retried nor held (counts, not wall time)."""
+    second = time.localtime().tm_sec
+    if second > 30:  # the router's window is the clock minute: start early in one so the 429s must come
+        time.sleep(61 - second)  # at most 30 s
+    gw = gateway(tmp_path, proxy, retries=20, cap=90.0, pacer=ModelPacer(8))
+
+    async def run() -> list[Any]:
+        async def one(model: str, i: int) -> Any:
+            ctx = CallContext("s", f"t{i}", f"transcript/t{i}/{model}/0")
+            try:
+                return await gw.chat(ctx, 1, "agent", model, dict(BODY))
+            except GatewayError as exc:
+                return exc
+
+        return list(await asyncio.gather(*(one(m, i) for i in range(4) for m in ("limited", "good"))))
+
+    results = asyncio.run(run())
+    assert not [r for r in results if isinstance(r, GatewayError)]  # every call completed
+    rows = ledger(tmp_path)
+    limited = [r for r in rows if r.model == "limited"]
+    good = [r for r in rows if r.model == "good"]
+    assert sum(r.http_status == 429 for r in limited) >= 2  # real 429s from the proxy's own limit
+    assert sum(r.status == "ok" for r in limited) == 4
+    assert [(r.status, r.attempt) for r in good] == [("ok", 1)] * 4  # the other model: no 429, no retry
+    pacer = gw.resources.pacer
+    assert pacer is not None and pacer.limit.get("limited", 8) < 8 and "good" not in pacer.limit
