@@ -50,7 +50,7 @@ from pytest_gauge.analysis.intervals import (
     Z95,
     cluster_difference,
     cluster_wilson,
-    satterthwaite_df,
+    cluster_wilson_df,
     t_quantile,
 )
 from pytest_gauge.analysis.resampling import bootstrap_means, percentile_bounds, task_counts
@@ -122,7 +122,7 @@ def _rate_at(data: Data, m: int) -> Quantities:
     """``cluster_wilson``, whose t quantile is on the Satterthwaite df of each run's cluster variance."""
     k, n = data[0][:, :m], data[1][:, :m]
     value, low, high = cluster_wilson(k, n)
-    df = satterthwaite_df(k, n, np.sum(k, axis=-1) / np.sum(n, axis=-1))
+    df = cluster_wilson_df(k, n)
     return Quantities(value, low, high, int(n.sum(axis=-1)[0]), df, t_quantile(df), wilson=True)
 
 

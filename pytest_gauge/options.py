@@ -72,6 +72,7 @@ class GaugeOptions:
     run_id: str | None = None
     adaptive: bool = False  # --gauge-adaptive: looks of tasks, stop when every gate is decided (issue 18)
     adaptive_look: int = 5  # tasks per look
+    familywise: str = "per-gate"  # --gauge-familywise: per-gate (each gate at 95%) or holm (issue 26)
 
     def prices_for(self, models: Iterable[str]) -> tuple[PriceRow, ...]:
         """The prices a run with these ``models`` uses: the configured ones, plus genai-prices for the
@@ -195,6 +196,14 @@ _SETTINGS: tuple[tuple[str, str, Any, str, tuple[str, ...] | None], ...] = (
         None,
     ),
     ("cache", "gauge_cache", str, "response cache mode: use (default), refresh or off", CACHE_MODES),
+    (
+        "familywise",
+        "gauge_familywise",
+        str,
+        "per-gate (default: each gate at its own 95%) or holm (Holm's step-down over the gates that fail"
+        " only when confident, at 2.5% for the run)",
+        ("per-gate", "holm"),
+    ),
     (
         "cache-dir",
         "gauge_cache_dir",
@@ -527,6 +536,7 @@ def resolve_options(config: pytest.Config) -> GaugeOptions:
         run_id=config.getoption("gauge_run_id") or os.environ.get("GAUGE_RUN_ID") or None,
         adaptive=bool(config.getoption("gauge_adaptive") or config.getini("gauge_adaptive")),
         adaptive_look=_setting(config, "gauge_adaptive_look", _positive_int) or 5,
+        familywise=pick("gauge_familywise", "per-gate"),
     )
 
 

@@ -45,7 +45,7 @@ suite = Suite(
     # hold for (nearly) any --gauge-seed: benchmarks/bench_seeds.py counts the seeds each gate passes on
     # (44 tasks: the upper side of a 95% interval of a rate near 0.06 reaches 0.3 on some seeds).
     gates=[
-        "judge_error_rate <= 0.05",
+        "upper(judge_error_rate) <= 0.2",
         "upper(position_bias) <= 0.65",
         "upper(lrs_distant) <= 0.35; min_n=30",
         "success_rate(agent_x) >= 0.3; min_n=30",

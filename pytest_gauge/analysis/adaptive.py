@@ -23,6 +23,8 @@ __all__ = [
     "adaptive_results",
     "decide_gates",
     "gate_key",
+    "interval_quantiles",
+    "quantity_of",
     "waits_for_last_look",
 ]
 
@@ -69,7 +71,7 @@ def gate_key(gate: Gate) -> str:
     return gate.canonical()
 
 
-def _quantiles(q: QuantityLike, tasks: int) -> tuple[float | None, float]:
+def interval_quantiles(q: QuantityLike, tasks: int) -> tuple[float | None, float]:
     """(df of the anytime-valid quantile, nominal quantile of the reported interval): Student t on the
     interval's own df (cluster-Wilson's Satterthwaite df) or tasks - 1 for the cluster-adjusted intervals;
     for a percentile bootstrap over tasks the normal 95% quantile, widened on t with tasks - 1 df; plain
@@ -85,7 +87,8 @@ def _quantiles(q: QuantityLike, tasks: int) -> tuple[float | None, float]:
     return None, Z95
 
 
-def _quantity(gate: Gate, source: MetricSource) -> QuantityLike | None:
+def quantity_of(gate: Gate, source: MetricSource) -> QuantityLike | None:
+    """The gate's compared quantity (a term or a difference of two), None for an unknown metric."""
     try:
         if gate.right is None:
             return source.lookup(gate.left.name, gate.left.args)
@@ -98,7 +101,7 @@ def waits_for_last_look(gate: Gate, source: MetricSource) -> str | None:
     """Why the procedure cannot decide this gate before the last look (it keeps the run going), or None."""
     if gate.op == "==":
         return "'==' is only decided at the last look"
-    q = _quantity(gate, source)
+    q = quantity_of(gate, source)
     if q is None or is_count(gate) or _growing(gate, q):
         return None
     method = str(getattr(q, "method", "none"))
@@ -115,7 +118,7 @@ def _growing(gate: Gate, q: QuantityLike) -> bool:
 
 
 def _decide_one(gate: Gate, source: MetricSource, look: Look) -> GateDecision | None:
-    q = _quantity(gate, source)
+    q = quantity_of(gate, source)
     if q is None:
         return None
     method = str(getattr(q, "method", "none"))
@@ -124,7 +127,7 @@ def _decide_one(gate: Gate, source: MetricSource, look: Look) -> GateDecision | 
         return None
     if method == _EXACT and not _growing(gate, q) and not look.final:
         return None  # a difference of exact totals (of costs, say) need not grow: the last look decides
-    df, nominal = _quantiles(q, look.tasks)
+    df, nominal = interval_quantiles(q, look.tasks)
     wilson = method in ("cluster-wilson", "wilson")  # recomputed at the look's quantile, not stretched
     status, low, high = decide(
         gate, q.value, q.low, q.high, n, look=look, df=df, nominal_quantile=nominal, wilson=wilson,

@@ -570,12 +570,13 @@ class GateResult:
     needed_n: int | None = None
     needed: str = ""
     needed_samples: int | None = None
+    holm_level: float | None = None  # --gauge-familywise holm: the one-sided level it was tested at
 
     def to_json(self) -> dict[str, object]:
         """The JSON report row: canonical expression, status, numbers, message and the suite size that
         would decide the gate (``needed_n``, for inconclusive gates and intervals across the threshold),
         or the samples per task that would at the current size (``needed_samples``, when samples help)."""
-        return {
+        row: dict[str, object] = {
             "expr": self.gate.canonical(),
             "status": self.status,
             "value": self.value,
@@ -586,6 +587,9 @@ class GateResult:
             "needed_n": self.needed_n,
             "needed_samples": self.needed_samples,
         }
+        if self.holm_level is not None:
+            row["holm_level"] = self.holm_level
+        return row
 
 
 def fails_run(result: GateResult) -> bool:

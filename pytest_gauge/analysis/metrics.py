@@ -59,7 +59,7 @@ from .estimates import (
     sum_stats,
     wilson,
 )
-from .intervals import Z95, cluster_difference_se, cluster_wilson, satterthwaite_df
+from .intervals import Z95, cluster_difference_se, cluster_wilson, cluster_wilson_df
 from .judge_metrics import (
     AGREEMENT_KINDS,
     AgreementDetails,
@@ -473,7 +473,7 @@ class _Statistics:
         if clustered(st) and np.sum(st.per_task[:, 1] > 0) > 1:
             k, m = st.per_task[:, 0], st.per_task[:, 1]
             _, low_c, high_c = cluster_wilson(k, m)
-            df = float(satterthwaite_df(k, m, np.asarray(value)))
+            df = float(cluster_wilson_df(k, m))
             return Estimate(value, n, float(low_c), float(high_c), "cluster-wilson", df)
         low_b, high_b = percentile_interval(self.boot(key))
         return Estimate(value, n, low_b, high_b, "bootstrap-tasks")

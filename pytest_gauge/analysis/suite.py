@@ -23,12 +23,15 @@ __all__ = ["AdaptiveGates", "GateSettings", "SuiteAnalysis", "analyse_suite", "g
 
 class GateSettings(NumbersSettings, Protocol):
     """The run's settings the gates depend on beyond the numbers' (``GaugeOptions`` has them): the
-    ``--gauge-gate`` expressions added to the suite's and ``--gauge-gates-on-partial``."""
+    ``--gauge-gate`` expressions added to the suite's, ``--gauge-gates-on-partial`` and
+    ``--gauge-familywise``."""
 
     @property
     def gates(self) -> tuple[str, ...]: ...
     @property
     def gates_on_partial(self) -> bool: ...
+    @property
+    def familywise(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -82,8 +85,13 @@ def gate_results(
         missing_cases=missing,
         drivers=lambda g, src=source: src.drivers(g.left.name, g.left.args),  # type: ignore[misc]
     )
+    tasks = getattr(getattr(source, "metrics", None), "n_tasks", None)  # sizes in tasks, not cases
     if adaptive is not None:
         results = adaptive_results(results, adaptive.decided, adaptive.ended)
+    elif opts.familywise == "holm":  # Holm's step-down over the fail-when-confident gates
+        from .familywise import apply_holm
+
+        results = apply_holm(results, source, tasks if isinstance(tasks, int) else 0)
     by_agent = spread or {}
 
     def components(g: Gate) -> VarianceComponents | None:
@@ -91,7 +99,6 @@ def gate_results(
             return None
         return by_agent.get(g.left.args[0])
 
-    tasks = getattr(getattr(source, "metrics", None), "n_tasks", None)  # sizes in tasks, not cases
     return [with_needed_n(r, components(r.gate), tasks if isinstance(tasks, int) else None) for r in results]
 
 

@@ -49,6 +49,7 @@ RESULT_OPTIONS = (
     "seed",
     "cache_mode",
     "close_threshold",
+    "familywise",
     "gates",
     "prices",
     "genai_prices",

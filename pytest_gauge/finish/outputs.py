@@ -350,6 +350,7 @@ def report_suite(
         adaptive=adaptive.summary if adaptive is not None else None,
         elo_report=elo,
         baseline_link=_baseline_link(opts, out) if comparison is not None else "",
+        familywise=opts.familywise,
     )
     reports = render_reports(ctx)
     for filename, text in reports.items():

@@ -51,6 +51,11 @@ def adaptive_problem(options: GaugeOptions) -> str | None:
             "valid verdict for the merged run; run the shards without --gauge-adaptive, or one adaptive "
             "run without shards"
         )
+    if options.adaptive and options.familywise == "holm":
+        return (
+            "--gauge-adaptive with --gauge-familywise holm: the looks spend each gate's own alpha, not a "
+            "Holm-adjusted one; run adaptive with per-gate levels, or Holm without --gauge-adaptive"
+        )
     return None
 
 

@@ -36,6 +36,7 @@ _AGREED = (
     "seed",
     "cache_mode",
     "close_threshold",
+    "familywise",
     "gates",
     "genai_prices",
     "bootstrap_rounds",

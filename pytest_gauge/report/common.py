@@ -64,6 +64,7 @@ class ReportContext:
     adaptive: AdaptiveSummary | None = None  # --gauge-adaptive: where the run stopped and what it saved
     elo_report: EloReport | None = None  # the Elo fit behind elo.md/elo.json/elo.svg (None: they say why not)
     baseline_link: str = ""  # the baseline folder as baseline.md links it (relative to reports/)
+    familywise: str = "per-gate"  # --gauge-familywise: per-gate or holm (docs/protocol.md#family-wise-error)
 
 
 def truncated_turns(ledger: Iterable[LedgerRecord]) -> dict[str, int]:

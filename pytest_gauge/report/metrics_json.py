@@ -92,6 +92,7 @@ def _gates_json(ctx: ReportContext) -> list[dict[str, Any]]:
             "drivers": list(g.drivers),
             "driver_cases": driver_cases(g.drivers, ctx.records, ctx.metrics.flipped),
         }
+        | ({} if g.holm_level is None else {"holm_level": g.holm_level})  # --gauge-familywise holm
         for g in ctx.gates
     ]
 

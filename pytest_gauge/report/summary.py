@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
+from ..analysis.familywise import family_of
 from ..analysis.metrics import SUMMARY_METRICS
 from ..records import ROLES, LedgerRecord
 from .adaptive import adaptive_lines
@@ -94,14 +95,20 @@ def _gate_lines(ctx: ReportContext) -> list[str]:
         "gates: "
         + ", ".join(f"{counts[s]} {s}" for s in ("PASS", "FAIL", "INCONCLUSIVE", "SKIPPED") if counts[s])
     ]
+    shown = ctx.gates[:_MAX_SUMMARY_GATES]
+    holm = any(g.holm_level is not None for g in shown)  # the one-sided level Holm tested it at
     grows = [
         [g.status.upper(), g.gate.canonical(), gate_value(g), gate_ci(g), f"n={g.n}"]
-        for g in ctx.gates[:_MAX_SUMMARY_GATES]
+        + ([] if not holm else ["" if g.holm_level is None else f"holm level {g.holm_level:.3g}"])
+        for g in shown
     ]
-    lines += ["  " + ln for ln in text_table(grows, "llrlr")]
+    lines += ["  " + ln for ln in text_table(grows, "llrlrl"[: len(grows[0])])]
     if len(ctx.gates) > _MAX_SUMMARY_GATES:
         lines.append(f"  … and {len(ctx.gates) - _MAX_SUMMARY_GATES} more (see conclusion.md)")
     lines += [f"  needed: {line}" for line in needed_lines(ctx.gates)]
+    family = family_of([g.gate for g in ctx.gates], ctx.familywise)
+    if family.confident_fail:
+        lines.append(f"  {family.sentence()}")
     return lines
 
 
