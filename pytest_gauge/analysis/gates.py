@@ -571,6 +571,7 @@ class GateResult:
     needed: str = ""
     needed_samples: int | None = None
     holm_level: float | None = None  # --gauge-familywise holm: the one-sided level it was tested at
+    needed_range: tuple[int | None, int | None] = (None, None)  # needed_n at the effect's 50% interval ends
 
     def to_json(self) -> dict[str, object]:
         """The JSON report row: canonical expression, status, numbers, message and the suite size that

@@ -35,6 +35,7 @@ __all__ = [
     "needed_n",
     "needed_samples",
     "noise_floor",
+    "size_range",
     "spread_by_agent",
     "unit_sd",
     "variance_components",
@@ -151,14 +152,37 @@ def needed_samples(
     return max(1, math.ceil(k)) if k <= _MAX_N else None
 
 
+RANGE_Z = 0.6744897501960817
+"""The range of a size is the sizes at the ends of the effect's 50% interval (``value - threshold`` plus
+or minus this many standard errors): the middle half of where the true effect, so the true size, may be."""
+
+
 @dataclass(frozen=True)
 class NeededN:
     """A gate's sample-size estimate: ``n`` tasks would decide it if the observed effect holds (None:
-    no size would, or it cannot be estimated), and the sentence saying so."""
+    no size would, or it cannot be estimated), the range of sizes at the ends of the effect's 50%
+    interval (``high`` None: unbounded, the interval reaches the threshold), and the sentence saying so."""
 
     n: int | None
     current_n: int
     text: str
+    low: int | None = None
+    high: int | None = None
+
+
+def size_range(low: int | None, high: int | None) -> str:
+    """``(30-200)``, ``(30 or more)``, or nothing without a lower end."""
+    if low is None:
+        return ""
+    return f"({low} or more)" if high is None else f"({low}-{high})"
+
+
+def _effect_ends(effect: float, se: float) -> tuple[float, float | None]:
+    """The effect's 50% interval ends on its own side: the far one, and the near one (None when the
+    interval reaches 0: some truths in it no size decides)."""
+    far = abs(effect) + RANGE_Z * se
+    near = abs(effect) - RANGE_Z * se
+    return far, near if near > 0 else None
 
 
 def gate_needed_n(
@@ -184,8 +208,15 @@ def gate_needed_n(
     if size is None:
         why = "the observed value sits on the threshold" if effect == 0 else "the effect is too small"
         return NeededN(None, n, f"no suite size would decide it ({why})")
-    size = max(size, min_n or 0)
-    return NeededN(size, n, f"about {size} tasks would decide it")
+    floor = min_n or 0
+    far, near = _effect_ends(effect, sd / math.sqrt(n))
+    small = needed_n(far, sd, confidence)
+    large = None if near is None else needed_n(near, sd, confidence)
+    lo_n = None if small is None else max(small, floor)
+    hi_n = None if large is None else max(large, floor)
+    size = max(size, floor)
+    text = " ".join(x for x in (f"about {size} tasks", size_range(lo_n, hi_n)) if x)
+    return NeededN(size, n, f"{text} would decide it", lo_n, hi_n)
 
 
 def _in_tasks(result: GateResult, tasks: int | None) -> tuple[int, int | None]:
@@ -216,16 +247,33 @@ def with_needed_n(
         return result
     units, min_tasks = _in_tasks(result, tasks)
     est = gate_needed_n(result.value, low, high, units, gate.threshold, min_tasks)
-    k = None
-    short = gate.min_n is not None and result.n < gate.min_n
-    if est.n is not None and result.value is not None and spread is not None and not short:
-        if spread.tasks == result.n:
-            k = needed_samples(spread.between, spread.within, result.n, result.value - gate.threshold)
-    if k is not None and spread is not None and k <= spread.samples:
-        k = None  # the components say this many would already do: no honest "more samples" advice
-    text = est.text if k is None else f"about {est.n} tasks (or {k} samples per task) would decide it"
+    k, k_range = _samples(result, spread, est)
+    text = est.text
+    if k is not None:
+        tasks_text = " ".join(x for x in (f"about {est.n} tasks", size_range(est.low, est.high)) if x)
+        text = f"{tasks_text}, or {k} samples per task {size_range(*k_range)}, would decide it"
     state: str = result.status
     if state != "inconclusive":
         state += ", interval across the threshold"
     line = f"{gate.expression()}: {state} at n={result.n}; {text}"
-    return replace(result, needed_n=est.n, needed=line, needed_samples=k)
+    return replace(result, needed_n=est.n, needed=line, needed_samples=k, needed_range=(est.low, est.high))
+
+
+def _samples(
+    result: GateResult, spread: VarianceComponents | None, est: NeededN
+) -> tuple[int | None, tuple[int | None, int | None]]:
+    """The samples per task that would decide the gate at its size, with their range at the ends of the
+    effect's 50% interval (``needed_samples`` at each end; the near end None when unbounded)."""
+    gate = result.gate
+    short = gate.min_n is not None and result.n < gate.min_n
+    if est.n is None or result.value is None or spread is None or short or spread.tasks != result.n:
+        return None, (None, None)
+    effect = result.value - gate.threshold
+    k = needed_samples(spread.between, spread.within, result.n, effect)
+    if k is None or k <= spread.samples:
+        return None, (None, None)  # no samples would do, or this many already would: no "more samples"
+    se = math.sqrt(spread.between / result.n + spread.within / (result.n * spread.samples))
+    far, near = _effect_ends(effect, se)
+    k_low = needed_samples(spread.between, spread.within, result.n, far)
+    k_high = None if near is None else needed_samples(spread.between, spread.within, result.n, near)
+    return k, (k_low, k_high)

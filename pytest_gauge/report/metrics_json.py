@@ -93,6 +93,7 @@ def _gates_json(ctx: ReportContext) -> list[dict[str, Any]]:
             "driver_cases": driver_cases(g.drivers, ctx.records, ctx.metrics.flipped),
         }
         | ({} if g.holm_level is None else {"holm_level": g.holm_level})  # --gauge-familywise holm
+        | ({} if g.needed_n is None else {"needed_n_range": list(g.needed_range)})  # 50% effect ends
         for g in ctx.gates
     ]
 

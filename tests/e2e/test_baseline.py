@@ -220,7 +220,7 @@ def test_example_suite_against_its_baseline(pytester: pytest.Pytester) -> None:
     same.stdout.fnmatch_lines(
         [
             "*PASS*regressions(agent_x) <= 2*",
-            "*needed: lrs_close <= 0.3: pass, interval across the threshold at n=28; about * tasks would*",
+            "*needed: lrs_close <= 0.3: pass, interval across the threshold at n=28; about * tasks (*) wou*",
             "*agent_x: success 0.000*0 regressed*",
         ]
     )

@@ -123,7 +123,8 @@ def test_gate_needed_n_cases() -> None:
     res = gate_needed_n(0.35, 0.2, 0.5, 24, 0.3)
     sd = 0.3 / (2 * 1.959964) * math.sqrt(24)
     assert res.n == math.ceil(((1.959964 + 0.841621) * sd / 0.05) ** 2)
-    assert "tasks would decide it" in res.text
+    assert res.text == f"about {res.n} tasks ({res.low} or more) would decide it"  # 50% interval reaches 0
+    assert res.low is not None and res.low < res.n and res.high is None
     assert gate_needed_n(0.3, 0.2, 0.4, 24, 0.3).n is None  # on the threshold: no size decides it
     assert gate_needed_n(None, None, None, 0, 0.3).n is None
     # min_n is a floor

@@ -4,10 +4,13 @@ one-way variance-components decomposition, and count gates shown as counts. Pure
 from __future__ import annotations
 
 import math
+from typing import Any
 
+import numpy as np
 import pytest
 
 from pytest_gauge.analysis.gates import GateResult, Quantity, Term, evaluate_gate, parse_gate
+from pytest_gauge.analysis.intervals import cluster_wilson
 from pytest_gauge.analysis.power import (
     VarianceComponents,
     gate_needed_n,
@@ -17,6 +20,8 @@ from pytest_gauge.analysis.power import (
     with_needed_n,
 )
 from pytest_gauge.report.baseline import gate_ci, gate_value
+
+Array = np.ndarray[Any, np.dtype[Any]]
 
 Z_SUM = 1.959964 + 0.841621  # z(0.975) + z(0.8), from the normal table
 
@@ -83,14 +88,18 @@ def test_with_needed_n_adds_the_samples_alternative() -> None:
     # k = 0.06 / (0.007644 - 0.002) = 10.6 -> 11 (current 2 samples per task)
     got = with_needed_n(base, VarianceComponents(0.002, 0.06, 24, 2.0))
     assert got.needed_n == tasks and got.needed_samples == 11
-    assert got.needed.endswith(f"about {tasks} tasks (or 11 samples per task) would decide it")
+    lo, hi = got.needed_range
+    assert lo is not None and lo < tasks < (hi or 10**9)
+    assert got.needed.endswith(
+        f"about {tasks} tasks ({lo}-{hi}), or 11 samples per task (4 or more), would decide it"
+    )
     assert got.to_json()["needed_samples"] == 11
 
 
 def test_with_needed_n_says_only_tasks_when_samples_cannot_or_do_not_exist() -> None:
     base = _crossing()
     tasks = gate_needed_n(0.55, 0.45, 0.65, 24, 0.5).n
-    only = f"about {tasks} tasks would decide it"
+    only = f"about {tasks} tasks (69-2019) would decide it"  # the sizes at the effect's 50% interval ends
     cannot = with_needed_n(base, VarianceComponents(0.01, 0.06, 24, 2.0))  # 0.01 > 0.007644
     assert cannot.needed_samples is None and cannot.needed.endswith(only)
     assert with_needed_n(base).needed.endswith(only)  # one sample per task: no components
@@ -138,5 +147,39 @@ def test_needed_n_of_a_case_rate_counts_tasks_not_cases() -> None:
     assert per_task is not None and per_case is not None and per_case > 3 * per_task
     got = with_needed_n(result, tasks=24)
     assert got.needed_n == max(per_task, 30)  # min_n=120 cases of 96 over 24 tasks -> 30 tasks
-    assert got.needed.endswith(f"about {got.needed_n} tasks would decide it")
+    assert got.needed.endswith(f"about {got.needed_n} tasks (61-1098) would decide it")
     assert with_needed_n(result).needed_n == max(per_case, 120)  # without the task count: as before
+
+
+@pytest.mark.slow
+def test_needed_n_of_a_case_rate_decides_the_gate_60_to_90_percent() -> None:
+    """Pilots of 24 tasks x 4 cases (Beta(0.5, 1.5) task rates, mean 0.25; cluster-Wilson intervals) of
+    ``upper(rate) <= 0.3`` whose interval crosses the threshold state a needed_n in tasks; suites of that
+    many tasks x 4 cases whose true rate is the pilot's observed rate decide the gate in 60-90% of runs,
+    pooled over 30 pilots (200 suites each: Monte Carlo error of the pooled share under 1 point; the
+    pilots' own spread dominates). Counting cases instead made every such suite decide it (89-100%)."""
+    rng = np.random.default_rng(2602)
+    threshold, cases = 0.3, 4
+
+    def suites(rate: float, tasks: int, runs: int) -> tuple[Array, Array, Array]:
+        p = rng.beta(rate * 2, (1 - rate) * 2, size=(runs, tasks))
+        k = rng.binomial(cases, p).astype(np.float64)
+        return cluster_wilson(k, np.full_like(k, float(cases)))
+
+    value, low, high = suites(0.25, 24, 400)
+    decided: list[float] = []
+    inside = 0
+    for v, lo, hi in zip(value, low, high, strict=True):
+        if not (lo < threshold < hi) or abs(v - threshold) < 0.04 or len(decided) == 30:
+            continue
+        gate = parse_gate("upper(rate) <= 0.3")
+        result = with_needed_n(GateResult(gate, "fail", float(v), float(lo), float(hi), 96, ""), tasks=24)
+        size = result.needed_n
+        assert size is not None and "tasks (" in result.needed
+        if size > 400:
+            continue
+        _, low_n, high_n = suites(float(v), size, 200)
+        decided.append(float(np.mean((high_n <= threshold) | (low_n > threshold))))
+        inside += result.needed_range[0] is not None
+    assert len(decided) == 30 and inside == 30
+    assert 0.60 <= float(np.mean(decided)) <= 0.90, decided
