@@ -89,7 +89,7 @@ def test_with_needed_n_adds_the_samples_alternative() -> None:
     got = with_needed_n(base, VarianceComponents(0.002, 0.06, 24, 2.0))
     assert got.needed_n == tasks and got.needed_samples == 11
     lo, hi = got.needed_range
-    assert lo is not None and lo < tasks < (hi or 10**9)
+    assert tasks is not None and lo is not None and hi is not None and lo < tasks < hi
     assert got.needed.endswith(
         f"about {tasks} tasks ({lo}-{hi}), or 11 samples per task (4 or more), would decide it"
     )
