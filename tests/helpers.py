@@ -131,9 +131,16 @@ class SharedRuns:
         self.base = base
 
     def get(
-        self, name: str, setup: Callable[[Path], None], *args: str, env: dict[str, str] | None = None
+        self,
+        name: str,
+        setup: Callable[[Path], None],
+        *args: str,
+        env: dict[str, str] | None = None,
+        pytester: pytest.Pytester | None = None,
     ) -> SharedRun:
-        """Run ``pytest *args`` in a fresh folder prepared by ``setup`` (once per session and name)."""
+        """Run ``pytest *args`` in a fresh folder prepared by ``setup`` (once per session and name): in a
+        subprocess, or in this process when the calling test gives its ``pytester`` (seconds cheaper:
+        no interpreter start, no imports; only for runs without xdist workers)."""
         folder = self.base / name
         done = self.base / f"{name}.result.json"
         with open(self.base / f"{name}.lock", "w") as lock:
@@ -142,10 +149,17 @@ class SharedRuns:
                 shutil.rmtree(folder, ignore_errors=True)
                 folder.mkdir(parents=True)
                 setup(folder)
-                ret, out = run_pytest_subprocess(folder, *args, env=env)
+                if pytester is None:
+                    ret, out = run_pytest_subprocess(folder, *args, env=env)
+                else:
+                    with pytest.MonkeyPatch.context() as mp:
+                        for key, value in (env or {}).items():
+                            mp.setenv(key, value)
+                        result = run_inprocess(pytester, *args, folder=folder)
+                    ret, out = int(result.ret), f"{result.stdout.str()}\n{result.stderr.str()}"
                 done.write_text(json.dumps({"ret": ret, "stdout": out}), encoding="utf-8")
-        result = json.loads(done.read_text(encoding="utf-8"))
-        return SharedRun(result["ret"], result["stdout"], folder)
+        result_ = json.loads(done.read_text(encoding="utf-8"))
+        return SharedRun(result_["ret"], result_["stdout"], folder)
 
 
 def run_pytest_subprocess(
@@ -169,19 +183,26 @@ def run_pytest_subprocess(
     return done.returncode, done.stdout + done.stderr
 
 
-def run_inprocess(pytester: pytest.Pytester, *args: str, plugins: Sequence[object] = ()) -> pytest.RunResult:
+def run_inprocess(
+    pytester: pytest.Pytester, *args: str, plugins: Sequence[object] = (), folder: Path | None = None
+) -> pytest.RunResult:
     """A plugin run inside this process (no interpreter start, no imports: seconds cheaper than a
     subprocess). ``--import-mode=importlib`` because earlier runs may have imported a suite module of the
     same name; xdist's worker variables are hidden so the run is the plain single-process run it is.
-    ``plugins``: objects registered as plugins of the run (to look inside it from a hook)."""
+    ``plugins``: objects registered as plugins of the run (to look inside it from a hook); ``folder``:
+    where the run starts (its ``pytest.ini``, its suites), ``pytester.path`` unless given."""
     with pytest.MonkeyPatch.context() as mp:
         for key in [k for k in os.environ if k.startswith("PYTEST_XDIST_")]:
             mp.delenv(key)
+        if folder is None:
+            folder = pytester.path
+        else:
+            mp.chdir(folder)
         # The folder's own packages (a copied ``eval_suites``, say) come first on sys.path, and none of the
         # same name imported earlier (the repository's) is reused: a test may have edited its copy.
-        mp.syspath_prepend(str(pytester.path))
-        tops = {p.name for p in pytester.path.iterdir() if p.is_dir()}
-        tops |= {p.parent.name for p in pytester.path.glob("*/*/__init__.py")}  # eval_suites/example: example
+        mp.syspath_prepend(str(folder))
+        tops = {p.name for p in folder.iterdir() if p.is_dir()}
+        tops |= {p.parent.name for p in folder.glob("*/*/__init__.py")}  # eval_suites/example: example
         for name in [m for m in sys.modules if m.split(".")[0] in tops]:
             mp.delitem(sys.modules, name)
         return pytester.runpytest_inprocess(

@@ -27,11 +27,14 @@ def copy_mini(folder: Path) -> None:
     (folder / "pytest.ini").write_text(MINI_INI, encoding="utf-8")
 
 
-def mini_run(shared_runs: SharedRuns, mode: str) -> SharedRun:
+def mini_run(shared_runs: SharedRuns, mode: str, pytester: pytest.Pytester | None = None) -> SharedRun:
     """The small suite run once per session in each mode (without xdist, -n 0, -n 2), cache off. Four
     workers against -n 0 are compared on the example suites (tests/acceptance/test_eval_suites.py): each
     worker costs a process start and the package's imports, so this suite compares one worker count."""
-    return shared_runs.get(f"mini-{mode}", copy_mini, "suites", *MODES[mode], "--gauge-cache", "off")
+    inprocess = pytester if mode != "n2" else None  # the runs without workers: in this process
+    return shared_runs.get(
+        f"mini-{mode}", copy_mini, "suites", *MODES[mode], "--gauge-cache", "off", pytester=inprocess
+    )
 
 
 def outcomes(run: SharedRun) -> dict[str, int]:
@@ -39,8 +42,8 @@ def outcomes(run: SharedRun) -> dict[str, int]:
 
 
 @pytest.mark.parametrize("mode", ["no-xdist", "n0", pytest.param("n2", marks=pytest.mark.slow)])
-def test_suite_run_writes_every_output(shared_runs: SharedRuns, mode: str) -> None:
-    run = mini_run(shared_runs, mode)
+def test_suite_run_writes_every_output(shared_runs: SharedRuns, pytester: pytest.Pytester, mode: str) -> None:
+    run = mini_run(shared_runs, mode, pytester)
     assert (run.ret, outcomes(run)["passed"]) == (0, CASES), run.stdout[-3000:]
     out = run.path / "gauge-out" / "mini"
     for name in ("tasks.jsonl", "pairs/pair_results.jsonl", "agent_runs.jsonl", "manifest.json"):
@@ -58,9 +61,9 @@ def test_suite_run_writes_every_output(shared_runs: SharedRuns, mode: str) -> No
 
 @pytest.mark.slow
 def test_results_identical_without_xdist_and_with_two_workers(
-    shared_runs: SharedRuns, read_outputs: Callable[[Path], dict[str, list[str]]]
+    shared_runs: SharedRuns, pytester: pytest.Pytester, read_outputs: Callable[[Path], dict[str, list[str]]]
 ) -> None:
-    runs = {mode: mini_run(shared_runs, mode) for mode in ("no-xdist", "n0", "n2")}
+    runs = {mode: mini_run(shared_runs, mode, pytester) for mode in ("no-xdist", "n0", "n2")}
     for run in runs.values():
         assert (run.ret, outcomes(run)["passed"]) == (0, CASES), run.stdout[-3000:]
     outputs = {mode: read_outputs(run.path / "gauge-out" / "mini") for mode, run in runs.items()}
@@ -136,9 +139,9 @@ def test_live_backend_without_key_stops_before_any_request(
     assert not (pytester.path / "gauge-out" / "mini" / "agent_runs.jsonl").exists()
 
 
-def test_same_seed_same_bytes(shared_runs: SharedRuns) -> None:
+def test_same_seed_same_bytes(shared_runs: SharedRuns, pytester: pytest.Pytester) -> None:
     """Two separate runs with the same seed (with and without xdist loaded) write the same bytes."""
-    a, b = (mini_run(shared_runs, mode).path / "gauge-out" / "mini" for mode in ("no-xdist", "n0"))
+    a, b = (mini_run(shared_runs, mode, pytester).path / "gauge-out" / "mini" for mode in ("no-xdist", "n0"))
     for name in ("pairs/pair_results.jsonl", "tasks.jsonl"):
         assert (a / name).read_bytes() == (b / name).read_bytes()
 
