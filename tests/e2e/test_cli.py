@@ -5,10 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import io
-import json
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -17,8 +13,6 @@ import openai
 import pytest
 
 from pytest_gauge.cli import main
-from pytest_gauge.gateway.cache import prune_cache
-from pytest_gauge.gateway.cassettes import export_cassettes, scrub_entry
 from pytest_gauge.gateway.gateway import (
     CallContext,
     Gateway,
@@ -28,132 +22,14 @@ from pytest_gauge.gateway.gateway import (
 )
 from pytest_gauge.gateway.ledger import Ledger
 from pytest_gauge.gateway.limits import Budget, ConcurrencySlots, RateLimiter, SharedState
-from pytest_gauge.gateway.store import Store, content_key
+from pytest_gauge.gateway.store import Store
 from pytest_gauge.records.prices import PriceTable
 from pytest_gauge.testing import FaultPlan, LoopbackServer
-
-ROOT = Path(__file__).resolve().parents[2]
-KEY = "sk-cli-test-8d1e77"
-NOW = 1_800_000_000.0
-DAY = 86400.0
-
-
-def entry(
-    suite: str,
-    task: str,
-    *,
-    persist: bool = True,
-    created: float = NOW,
-    role: str = "agent",
-    model: str = "m1",
-    work: str | None = None,
-    content: str = "hello",
-) -> dict[str, Any]:
-    """A cache entry in the format Gateway.chat writes."""
-    return {
-        "format_version": 1,
-        "meta": {
-            "suite": suite,
-            "task_id": task,
-            "work": work or f"transcript/{task}/a/0",
-            "role": role,
-            "model": model,
-        },
-        "request": {"model": model, "messages": [{"role": "user", "content": content}]},
-        "response": {
-            "choices": [
-                {"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}
-            ],
-            "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
-        },
-        "persist": persist,
-        "run_id": "run-abc",
-        "created": created,
-    }
-
-
-def put(cache_dir: Path, value: dict[str, Any]) -> str:
-    key = content_key(value["meta"] | {"persist": value["persist"], "created": value["created"]})
-    Store(cache_dir / "responses").put(key, value)
-    return key
-
-
-def run_cli(
-    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
-) -> subprocess.CompletedProcess[str]:
-    """``python -m pytest_gauge ARGS`` in a child process without any gateway variables of this machine."""
-    base = {k: v for k, v in os.environ.items() if not k.startswith(("TAOTOKEN_", "ANTHROPIC_", "GAUGE_"))}
-    base["PYTHONPATH"] = str(ROOT) + (os.pathsep + base["PYTHONPATH"] if base.get("PYTHONPATH") else "")
-    base.update(env or {})
-    return subprocess.run(
-        [sys.executable, "-m", "pytest_gauge", *args],
-        capture_output=True,
-        text=True,
-        env=base,
-        cwd=cwd or ROOT,
-        timeout=60,
-    )
-
+from tests.unit.gateway.test_cache import DAY
+from tests.unit.gateway.test_cassettes import KEY, entry, put
+from tests.unit.test_cli import run_cli
 
 # ---------------------------------------------------------------------------------------------- export
-
-
-def test_export_filters_by_suite_and_persist_and_keeps_the_store_layout(tmp_path: Path) -> None:
-    cache = tmp_path / ".gauge-cache"
-    a1 = put(cache, entry("alpha", "t1", role="judge", model="judge-m", work="judgment/t1/x-y"))
-    a2 = put(cache, entry("alpha", "t2"))
-    put(cache, entry("alpha", "t3", persist=False))
-    put(cache, entry("beta", "t1"))
-    out_dir = tmp_path / "cassettes"
-    result = export_cassettes(cache, "alpha", out_dir, environ={})
-    assert sorted(result.exported) == sorted([a1, a2])
-    assert result.suites_seen == ("alpha", "beta") and result.refused == ()
-    files = sorted(p.relative_to(out_dir).as_posix() for p in out_dir.rglob("*.json"))
-    assert files == sorted([*(f"{k[:2]}/{k}.json" for k in (a1, a2)), "recording.json"])
-    replay = Store(out_dir)
-    for key, task in ((a1, "t1"), (a2, "t2")):
-        got = replay.get(key)
-        assert got is not None
-        expected = entry("alpha", task)
-        if task == "t1":
-            expected = entry("alpha", "t1", role="judge", model="judge-m", work="judgment/t1/x-y")
-        del expected["run_id"], expected["created"]
-        assert got == expected
-        text = replay.path(key).read_text(encoding="utf-8")
-        assert text == json.dumps(expected, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
-        assert '"run_id"' not in text and '"created"' not in text
-    readme = (out_dir / "README.md").read_text(encoding="utf-8")
-    rows = [line for line in readme.splitlines() if line.startswith("- ")]
-    assert rows == [
-        f"- role=agent model=m1 task=t2 work=transcript/t2/a/0 suite=alpha file={a2[:2]}/{a2}.json",
-        f"- role=judge model=judge-m task=t1 work=judgment/t1/x-y suite=alpha file={a1[:2]}/{a1}.json",
-    ]
-
-
-def test_scrub_drops_run_metadata_and_any_header_or_key_field() -> None:
-    raw = entry("s", "t") | {"headers": {"Authorization": "Bearer x"}, "api_key": "x"}
-    raw["request"] = raw["request"] | {"extra_headers": {"X-Api-Key": "x"}, "Authorization": "x"}
-    raw["response"] = raw["response"] | {"x-api-key": "x"}
-    clean = scrub_entry(raw)
-    assert set(clean) == {"format_version", "meta", "request", "response", "persist"}
-    assert set(clean["request"]) == {"model", "messages"}
-    assert set(clean["response"]) == {"choices", "usage"}
-    # content is never rewritten: only field names decide
-    nested = entry("s", "t", content="my headers and api_key talk")
-    assert scrub_entry(nested)["request"]["messages"] == nested["request"]["messages"]
-
-
-def test_export_refuses_an_entry_that_contains_the_key_value(tmp_path: Path) -> None:
-    cache = tmp_path / "c"
-    leaky = put(cache, entry("s", "t1", content=f"my key is {KEY}"))
-    fine = put(cache, entry("s", "t2"))
-    result = export_cassettes(cache, "s", tmp_path / "out", environ={"TAOTOKEN_API_KEY": KEY})
-    assert result.exported == (fine,) and result.refused == (leaky,)
-    assert not Store(tmp_path / "out").path(leaky).exists()
-    err = io.StringIO()
-    argv = ["cassettes", "export", "--suite", "s", "--to", str(tmp_path / "o2"), "--cache-dir", str(cache)]
-    status = main(argv, environ={"TAOTOKEN_API_KEY": KEY}, out=io.StringIO(), err=err)
-    assert status == 1 and f"refused {leaky}" in err.getvalue() and KEY not in err.getvalue()
 
 
 def test_exported_cassettes_replay_through_the_gateway_without_network(tmp_path: Path) -> None:
@@ -243,43 +119,6 @@ def test_export_subprocess_end_to_end(tmp_path: Path) -> None:
 # ----------------------------------------------------------------------------------------------- prune
 
 
-def test_prune_removes_old_unpersisted_unreadable_and_orphans_and_keeps_the_rest(tmp_path: Path) -> None:
-    cache = tmp_path / "c"
-    store = Store(cache / "responses")
-    fresh = put(cache, entry("s", "fresh", created=NOW - 2 * DAY))
-    old = put(cache, entry("s", "old", created=NOW - 10 * DAY))
-    unpersisted = put(cache, entry("s", "trunc", persist=False, created=NOW))
-    undated = put(cache, entry("s", "undated") | {"created": None})
-    corrupt = content_key("corrupt")
-    store.path(corrupt).parent.mkdir(parents=True, exist_ok=True)
-    store.path(corrupt).write_text("{not json", encoding="utf-8")
-    held = put(cache, entry("s", "held", created=NOW - 30 * DAY))
-    orphan_lock = store.root / "ab" / f"ab{'0' * 62}.lock"
-    orphan_lock.parent.mkdir(parents=True, exist_ok=True)
-    orphan_lock.touch()
-    kept_lock = store.root / fresh[:2] / f"{fresh}.lock"
-    kept_lock.touch()
-    stale_tmp = store.root / fresh[:2] / f".{fresh}.json.123.tmp"
-    stale_tmp.write_text("partial", encoding="utf-8")
-    os.utime(stale_tmp, (NOW - 3600, NOW - 3600))
-    live_tmp = store.root / fresh[:2] / f".{fresh}.json.456.tmp"
-    live_tmp.write_text("partial", encoding="utf-8")
-    os.utime(live_tmp, (NOW - 5, NOW - 5))
-    fd = store.try_lock(held)
-    assert fd is not None
-    try:
-        result = prune_cache(cache, 7, now=NOW)
-    finally:
-        Store.unlock(fd)
-    assert (result.removed_old, result.removed_unpersisted, result.removed_unreadable) == (1, 1, 1)
-    assert result.kept == 3 and result.busy == 1  # fresh, undated, and the locked old one
-    assert result.removed_files == 2  # the orphan lock and the stale tmp file
-    assert set(store.keys()) == {fresh, undated, held}
-    assert store.get(old) is None and store.get(unpersisted) is None and not store.path(corrupt).exists()
-    assert kept_lock.exists() and live_tmp.exists() and not stale_tmp.exists()
-    assert not orphan_lock.exists() and not orphan_lock.parent.exists()  # the emptied shard went too
-
-
 @pytest.mark.slow  # python -m pytest_gauge in child processes; prune itself runs in process above
 def test_prune_subprocess_end_to_end(tmp_path: Path) -> None:
     cache = tmp_path / ".gauge-cache"
@@ -295,21 +134,7 @@ def test_prune_subprocess_end_to_end(tmp_path: Path) -> None:
     assert list(Store(cache / "responses").keys()) == [keep]
 
 
-def test_prune_of_a_missing_cache_is_a_no_op(tmp_path: Path) -> None:
-    result = prune_cache(tmp_path / "nothing", 1, now=NOW)
-    assert (result.removed, result.kept, result.removed_files) == (0, 0, 0)
-
-
 # ---------------------------------------------------------------------------------------- help & doctor
-
-
-def test_help_lists_the_commands() -> None:
-    done = run_cli("--help")
-    assert done.returncode == 0
-    for command in ("doctor", "cassettes", "cache"):
-        assert f"\n    {command}" in done.stdout
-    out = io.StringIO()
-    assert main([], environ={}, out=out) == 2 and "doctor" in out.getvalue()
 
 
 @pytest.mark.slow  # two child processes; the doctor's checks run in process in test_doctor.py

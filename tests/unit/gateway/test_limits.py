@@ -3,12 +3,22 @@ run folder's file (every process) and this process's memory (a test's ``gauge_bu
 
 from __future__ import annotations
 
+import asyncio
+import json
+import time
 from pathlib import Path
 
 import pytest
 
 from pytest_gauge.gateway.errors import BudgetExhausted
-from pytest_gauge.gateway.limits import Budget, FileLimits, LocalState, SharedState, StateStore
+from pytest_gauge.gateway.limits import (
+    Budget,
+    FileLimits,
+    LocalState,
+    RateLimiter,
+    SharedState,
+    StateStore,
+)
 
 
 @pytest.mark.parametrize("where", ["file", "memory"])
@@ -40,3 +50,19 @@ def test_a_task_budget_counts_only_that_task(tmp_path: Path) -> None:
         budget.reserve("a", 0.2, 10)
     assert budget.active and budget.describe() == ""
     assert Budget(LocalState(), 0.01, 5000, None).describe() == "$0.010000 and 5000 tokens"
+
+
+def test_shared_rate_limit_spaces_requests(tmp_path: Path) -> None:
+    state = SharedState(tmp_path / "rate.json")
+    limiter = RateLimiter(state, rpm=600, tpm=None)  # 10 per second, bucket of 10
+
+    async def take(n: int) -> float:
+        start = time.perf_counter()
+        for _ in range(n):
+            await limiter.acquire(1)
+        return time.perf_counter() - start
+
+    elapsed = asyncio.run(take(15))
+    assert elapsed >= 0.4  # 10 from the full bucket, then 5 more at 10/s
+    assert limiter.waited_s > 0
+    assert json.loads((tmp_path / "rate.json").read_text())["req_level"] < 1
