@@ -48,16 +48,18 @@ def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     return run_inprocess(pytester, "--gauge-cache", "off", "--gauge-no-progress", *args)
 
 
-def main_job(shared_runs: SharedRuns, workers: str) -> SharedRun:
+def main_job(shared_runs: SharedRuns, workers: str, pytester: pytest.Pytester | None = None) -> SharedRun:
     """``pytest eval_suites/ -n WORKERS`` with a cold response cache, once per session for every test
-    that reads it: the main CI job (junit XML, the GitHub step summary) with ``-n 0``, and the same run
-    with ``-n 4`` to compare against."""
+    that reads it: the main CI job (junit XML, the GitHub step summary) with ``-n 0`` (in the calling
+    test's process when it gives its ``pytester``), and the same run with ``-n 4`` to compare against
+    (a subprocess: it starts workers)."""
     return shared_runs.get(
         f"eval-suites-n{workers}",
         copy_suites,
         "eval_suites/", "-n", workers, "--gauge-cache", "use", "--gauge-cache-dir", "cache",
         "--gauge-out", "out", "--gauge-no-progress", "--junitxml", "junit.xml",
         env={"GITHUB_STEP_SUMMARY": "step_summary.md"},
+        pytester=pytester if workers == "0" else None,
     )  # fmt: skip
 
 
@@ -84,8 +86,10 @@ def recompute(records: list[dict[str, Any]]) -> dict[str, float]:
 
 
 @pytest.mark.slow
-def test_main_job_writes_outputs_and_its_metrics_match_the_records(shared_runs: SharedRuns) -> None:
-    run = main_job(shared_runs, "0")
+def test_main_job_writes_outputs_and_its_metrics_match_the_records(
+    shared_runs: SharedRuns, pytester: pytest.Pytester
+) -> None:
+    run = main_job(shared_runs, "0", pytester)
     assert run.ret == 0, run.stdout[-3000:]
     assert "pytest-gauge: example" in run.stdout and "gates: 6 PASS" in run.stdout
     example = run.path / "out" / "example"
@@ -118,10 +122,12 @@ def test_main_job_writes_outputs_and_its_metrics_match_the_records(shared_runs: 
 
 
 @pytest.mark.slow
-def test_example_suite_cost_interval_and_judge_accuracy(shared_runs: SharedRuns) -> None:
+def test_example_suite_cost_interval_and_judge_accuracy(
+    shared_runs: SharedRuns, pytester: pytest.Pytester
+) -> None:
     """Cost per success is a ratio estimator with an interval of non-zero width resampling
     tasks; the total cost stays an exact accounting figure; judge_accuracy is reported."""
-    run = main_job(shared_runs, "0")
+    run = main_job(shared_runs, "0", pytester)
     metrics = json.loads((run.path / "out" / "example" / "reports" / "metrics.json").read_text())["metrics"]
     cps = metrics["cost_per_success"]
     assert cps["method"] == "bootstrap-tasks"
@@ -138,19 +144,21 @@ def test_example_suite_cost_interval_and_judge_accuracy(shared_runs: SharedRuns)
 
 
 @pytest.mark.slow
-def test_github_step_summary_gets_the_summary(shared_runs: SharedRuns) -> None:
-    run = main_job(shared_runs, "0")
+def test_github_step_summary_gets_the_summary(shared_runs: SharedRuns, pytester: pytest.Pytester) -> None:
+    run = main_job(shared_runs, "0", pytester)
     text = (run.path / "step_summary.md").read_text()
     assert "example" in text and "tiers" in text and "PASS" in text
 
 
 @pytest.mark.slow
-def test_outputs_are_identical_with_zero_and_four_workers_and_the_cache_on(shared_runs: SharedRuns) -> None:
+def test_outputs_are_identical_with_zero_and_four_workers_and_the_cache_on(
+    shared_runs: SharedRuns, pytester: pytest.Pytester
+) -> None:
     """Both suites with a cold cache: every report is the same bytes, the records and the ledger the same
     apart from volatile fields. The tiers suite's strategies send many identical requests (best-of-N
     shares its first samples): each is sent once and answered from the cache for the others, whichever
     worker got there first; the merged ledger attributes them the same way with -n 0 and -n 4."""
-    n0, n4 = main_job(shared_runs, "0"), main_job(shared_runs, "4")
+    n0, n4 = main_job(shared_runs, "0", pytester), main_job(shared_runs, "4")
     assert (n0.ret, n4.ret) == (0, 0), n4.stdout[-3000:]
     assert re.search(r"\b4 workers\b", n4.stdout)
     hits = [r for r in read_jsonl(n0.path / "out" / "tiers" / "agent_runs.jsonl") if r["cache_hit"]]

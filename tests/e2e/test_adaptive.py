@@ -169,7 +169,7 @@ def test_the_example_suite_gives_the_full_runs_verdicts_with_fewer_requests(
     CI job's run of the same suite and seed, shared with tests/acceptance/test_eval_suites.py) with
     fewer requests than that run sent (both with a cold response cache), stopping after the same look
     with the same records, ledger and reports."""
-    full = main_job(shared_runs, "0").path / "out" / "example"
+    full = main_job(shared_runs, "0", pytester).path / "out" / "example"
     full_requests = sum(1 for r in read_jsonl(full / "agent_runs.jsonl") if not r["cache_hit"])
     common = ("eval_suites/example", "--gauge-backend", "live", "--gauge-no-progress", "--gauge-adaptive")
     single = run_inprocess(pytester, *common, "--gauge-out", "n0", "--gauge-cache-dir", "cache0")
