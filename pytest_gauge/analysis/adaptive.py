@@ -28,7 +28,7 @@ __all__ = [
     "waits_for_last_look",
 ]
 
-_CLUSTER_METHODS = ("cluster-wilson", "cluster-t")
+_CLUSTER_METHODS = ("cluster-wilson", "cluster-t", "task-wilson")
 _TASK_BOOTSTRAPS = ("bootstrap-tasks", "paired-bootstrap-tasks", "paired-score")
 _EXACT = "exact"  # accounting totals and counts: no interval
 
@@ -128,7 +128,7 @@ def _decide_one(gate: Gate, source: MetricSource, look: Look) -> GateDecision | 
     if method == _EXACT and not _growing(gate, q) and not look.final:
         return None  # a difference of exact totals (of costs, say) need not grow: the last look decides
     df, nominal = interval_quantiles(q, look.tasks)
-    wilson = method in ("cluster-wilson", "wilson")  # recomputed at the look's quantile, not stretched
+    wilson = method in ("cluster-wilson", "wilson", "task-wilson")  # recomputed at the look's quantile
     status, low, high = decide(
         gate, q.value, q.low, q.high, n, look=look, df=df, nominal_quantile=nominal, wilson=wilson,
         growing=_growing(gate, q),

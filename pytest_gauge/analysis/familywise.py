@@ -137,8 +137,8 @@ def one_sided_p(gate: Gate, source: MetricSource, tasks: int) -> float | None:
         return 1.0  # the point value is on the passing side: nothing to reject
     df, q95 = interval_quantiles(q, tasks)
     method = str(getattr(q, "method", ""))
-    wilson = method in ("cluster-wilson", "wilson")
-    if method not in ("cluster-wilson", "cluster-t"):
+    wilson = method in ("cluster-wilson", "wilson", "task-wilson")
+    if method not in ("cluster-wilson", "cluster-t", "task-wilson"):
         df = None  # the interval's own quantile is the normal one (a bootstrap, Wilson, a score interval)
     lo, hi = 0.0, _Q_MAX
     if _FAILS[gate.op](_bound_at(gate, value, low, high, q95, hi, wilson), gate.threshold):

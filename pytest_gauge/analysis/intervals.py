@@ -37,6 +37,7 @@ __all__ = [
     "cluster_wilson_df",
     "satterthwaite_df",
     "t_quantile",
+    "task_mean_wilson",
     "z_value",
 ]
 
@@ -203,3 +204,40 @@ def cluster_difference(
         np.where(empty, np.nan, np.maximum(d - half, -1.0)),
         np.where(empty, np.nan, np.minimum(d + half, 1.0)),
     )
+
+
+FEW_TASKS_MEAN = 10
+""":func:`task_mean_wilson` counts at most one effective trial per task when this many tasks or fewer are
+away from 0 (or from 1): pass^k on mostly-hard tasks has a handful of non-zero tasks, whose variance
+estimate is too often far too small (upper side missed 6.6% at 44 tasks with a cap of 5)."""
+
+
+def task_mean_wilson(x: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+    """(mean, low, high, df) of per-task values in [0, 1] over the last axis (pass@k, pass^k): Wilson's
+    score interval on the effective count ``p (1 - p) / (s^2 / T)`` (the count of independent trials
+    with the same variance), a t quantile on the Satterthwaite df of the per-task residuals (at most
+    T - 1), at most T effective trials when :data:`FEW_TASKS_MEAN` tasks or fewer are away from 0 (or
+    1), and the exact bound over tasks when every value is 0 (or 1). The percentile bootstrap it
+    replaced covered pass^5 of 10 samples on mostly-hard tasks 72-84% at 44 tasks
+    (docs/protocol.md#repeats)."""
+    tasks = float(x.shape[-1])
+    p = np.mean(x, axis=-1)
+    resid = x - p[..., None]
+    m2, m4 = np.mean(resid**2, axis=-1), np.mean(resid**4, axis=-1)
+    var = m2 * tasks / max(tasks - 1.0, 1.0) / tasks
+    pq = p * (1.0 - p)
+    n_eff = np.where(var > 0, pq / np.where(var > 0, var, 1.0), tasks)
+    rarer = np.minimum(np.sum(x > 0, axis=-1), np.sum(x < 1, axis=-1))
+    n_eff = np.maximum(np.where(rarer <= FEW_TASKS_MEAN, np.minimum(n_eff, tasks), n_eff), 1.0)
+    spread = m4 - m2 * m2
+    df = np.where(spread > 0, 2.0 * tasks * m2 * m2 / np.where(spread > 0, spread, 1.0), tasks - 1.0)
+    df = np.clip(df, 1.0, max(tasks - 1.0, 1.0))
+    z = t_quantile(df)
+    z2 = z * z
+    denom = 1.0 + z2 / n_eff
+    centre = (p + z2 / (2 * n_eff)) / denom
+    half = z * np.sqrt(pq / n_eff + z2 / (4 * n_eff * n_eff)) / denom
+    exact = 1.0 - 0.025 ** (1.0 / tasks)
+    low = np.where(p >= 1, 1.0 - exact, np.where(p > 0, centre - half, 0.0))
+    high = np.where(p <= 0, exact, np.where(p < 1, centre + half, 1.0))
+    return p, np.clip(low, 0.0, 1.0), np.clip(high, 0.0, 1.0), np.asarray(df, dtype=np.float64)

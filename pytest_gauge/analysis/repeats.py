@@ -8,9 +8,10 @@ With ``samples = n`` transcripts per (task, agent), task ``t`` has ``c_t`` succe
   for the mean of ``p_t^k``.
 * flaky tasks: ``0 < c_t < n_t``.
 
-Intervals resample tasks (percentile bootstrap); ``n`` is the number of tasks with at least ``k``
-samples. The noise floor is the smallest success-rate difference between two runs of the same suite and
-agent that is more than noise: ``1.96 * sqrt(2 * sum_t v_t / n_t) / T``, with ``v_t`` the within-task
+Intervals are Wilson intervals on the effective count over tasks (``intervals.task_mean_wilson``); ``n``
+is the number of tasks with at least ``k`` samples. The noise floor is the smallest success-rate
+difference between two runs of the same suite and agent that is more than noise:
+``1.96 * sqrt(2 * sum_t v_t / n_t) / T``, with ``v_t`` the within-task
 variance ``p_t (1 - p_t)`` estimated without bias by ``c (n - c) / (n (n - 1))`` when a task has two
 samples or more; with one sample it is not identifiable and the bound ``p (1 - p)`` of the pooled rate is
 used (the law of total variance), which overstates the floor when tasks differ in difficulty.
@@ -27,8 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .estimates import Estimate, wilson
-from .intervals import Z95
-from .resampling import bootstrap_means, percentile_interval, task_counts
+from .intervals import Z95, task_mean_wilson
 
 if TYPE_CHECKING:
     from ..records import FloatArray
@@ -101,11 +101,16 @@ def _usable(counts: RepeatCounts, k: int) -> tuple[IntArray, IntArray]:
 
 
 def _mean_estimate(values: FloatArray, rounds: int, seed: int) -> Estimate:
+    """The mean of per-task values in [0, 1] with :func:`~.intervals.task_mean_wilson`'s interval
+    (``rounds`` and ``seed`` are kept for the callers; the interval no longer resamples)."""
     n = int(values.shape[0])
     if n == 0:
         return Estimate(None, 0, None, None, "none")
-    low, high = percentile_interval(bootstrap_means(values, task_counts(n, rounds, seed)))
-    return Estimate(float(values.mean()), n, low, high, "bootstrap-tasks")
+    if n == 1:
+        value = float(values[0])
+        return Estimate(value, 1, 0.0, 1.0, "task-wilson", 1.0)
+    mean, low, high, df = task_mean_wilson(np.asarray(values, dtype=np.float64))
+    return Estimate(float(mean), n, float(low), float(high), "task-wilson", float(df))
 
 
 def pass_at_k(counts: RepeatCounts, k: int, rounds: int = 2000, seed: int = 0) -> Estimate:
