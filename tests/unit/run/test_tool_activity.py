@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import replace
 from typing import Any
 
 from pytest_gauge import Tool
 from pytest_gauge.records import ToolCall, Transcript, Turn
-from pytest_gauge.run.dialogue import ChatResult, DialogueConfig, run_dialogue
+from pytest_gauge.run.dialogue import ChatResult, run_dialogue
 from pytest_gauge.run.judge import Redactor, render_transcript
 from pytest_gauge.suite.rules import parse_rules, score
 from pytest_gauge.suite.tasks import Task
 from pytest_gauge.suite.tools import ToolExecutor
+from tests.unit.sim.test_sim import config
 from tests.unit.suite.test_tools import ORDER_SCHEMA
 
 STEP_LIMIT = 3  # Suite(tool_step_limit=...) of the tools suite
@@ -45,17 +47,14 @@ def test_a_callable_agents_tool_calls_are_recorded_in_the_transcript() -> None:
         call = await tools.run("c1", "lookup_order", '{"order_id": "A123"}')
         return f"Order A123 is {json.loads(call.result)['status']}."
 
-    cfg = DialogueConfig(
-        agent_name="in_house",
+    cfg = replace(
+        config("in_house", "unused"),
         agent_model=None,
         agent_system_prompt="",
-        agent_temperature=0.0,
         agent_max_tokens=0,
         agent_fn=agent,
         user_model="user-model",
-        user_temperature=0.0,
         user_max_tokens=100,
-        user_extra_prompt="",
         max_turns=3,
         tool_step_limit=STEP_LIMIT,
     )
