@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import email.utils
+import functools
 import json
 import random
 import re
@@ -827,6 +828,7 @@ async def _read_bounded(raw: Any, limit: int = MAX_BODY_BYTES) -> bytes:
     return b"".join(chunks)
 
 
+@functools.cache
 def _attempt_failures() -> tuple[type[Exception], ...]:
     """The errors that are an attempt's outcome (anything else is a bug and propagates): the SDK's,
     the transport's while the body is read, a bad body, and the whole-request timeout."""

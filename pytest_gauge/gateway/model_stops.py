@@ -12,6 +12,7 @@ with the full message (cause and fix); every later call for it raises :class:`Mo
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -47,7 +48,9 @@ class ModelStop:
         )
 
 
+@functools.lru_cache(maxsize=1024)
 def _file_name(role: str, model: str) -> str:
+    """The stop file's name of (role, model) (looked up before every attempt: computed once)."""
     return hashlib.sha256(f"{role}\0{model}".encode()).hexdigest()[:20] + ".json"
 
 
@@ -71,6 +74,7 @@ class ModelStops:
         self._stopped: dict[tuple[str, str], ModelStop] = {}
         self._timeouts: dict[tuple[str, str], int] = {}
         self._lock = threading.Lock()
+        self._paths: dict[tuple[str, str], str] = {}
 
     def stop(self, role: str, model: str, reason: str, error: GatewayError) -> GatewayError:
         """Stop (role, model) for the rest of the run; the error the stopping call raises."""
@@ -94,13 +98,21 @@ class ModelStops:
         """Raise :class:`ModelStopped` if (role, model) was stopped in this run (by any process)."""
         stop = self._stopped.get((role, model))
         if stop is None and self.folder is not None:
-            path = self.folder / _file_name(role, model)
-            if path.exists():
-                stop = _read(path) or ModelStop(role, model, "stopped by another worker", "")
+            path = self._path(role, model)
+            if os.path.exists(path):
+                stop = _read(Path(path)) or ModelStop(role, model, "stopped by another worker", "")
                 with self._lock:
                     self._stopped.setdefault((role, model), stop)
         if stop is not None:
             raise stop.refusal()
+
+    def _path(self, role: str, model: str) -> str:
+        """Where (role, model)'s stop file is (kept per model: :meth:`check` runs before every attempt)."""
+        path = self._paths.get((role, model))
+        if path is None:
+            assert self.folder is not None
+            path = self._paths[(role, model)] = os.fspath(self.folder / _file_name(role, model))
+        return path
 
     def timed_out(self, role: str, model: str, timeout: float) -> ModelStop | None:
         """One more timed-out attempt of (role, model): the stop to make at ``max_timeouts`` in a row."""

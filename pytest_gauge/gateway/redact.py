@@ -21,6 +21,7 @@ import os
 import re
 import threading
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 __all__ = ["MASK", "MIN_RUN", "known_secrets", "redact", "redact_known", "register_secret"]
 
@@ -40,6 +41,8 @@ _SHAPES = (
 )
 _registered: set[str] = set()
 _lock = threading.Lock()
+_seen: list[Any] = [None, None, ()]  # the process environment's raw data and registered keys last read, and
+# what they gave: os.environ read afresh on every response, its scan skipped while it is unchanged
 
 
 def register_secret(value: str) -> None:
@@ -58,9 +61,24 @@ def _key_named(name: str) -> bool:
 def known_secrets(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
     """Every key the run knows: key-named environment variables' values and the registered keys.
 
-    Read on every response, so the environment is read afresh each time, but only the key-named
-    variables' values (the name test is cached): the full scan was about a tenth of a call's own CPU."""
-    env = os.environ if environ is None else environ
+    Read on every response, so the environment is read afresh each time: the process environment's raw
+    mapping is compared with the one last scanned (one C-level dict comparison), and scanned again, only
+    the key-named variables' values, whenever anything in it or in the registered keys changed."""
+    if environ is None:
+        raw: Any = getattr(os.environ, "_data", None)  # CPython's os.environ keeps its raw data here
+        with _lock:
+            if raw is not None and _seen[0] == raw and _seen[1] == _registered:
+                return tuple(_seen[2])
+            before = (dict(raw) if raw is not None else None, set(_registered))  # taken before the scan
+        found = _scan(os.environ)
+        if raw is not None:
+            with _lock:
+                _seen[:] = [*before, found]
+        return found
+    return _scan(environ)
+
+
+def _scan(env: Mapping[str, str]) -> tuple[str, ...]:
     found = {v for k in env if _key_named(k) and len(v := env[k].strip()) >= 4}
     with _lock:
         found |= _registered

@@ -83,7 +83,8 @@ def parse_completion(body: bytes, secrets: tuple[str, ...] = ()) -> dict[str, An
     """The chat completion in ``body``, or :class:`BadResponse` saying what is wrong with it. A key the
     run knows quoted in the body is removed before it is used (:func:`.redact.redact_known`)."""
     try:
-        data = json.loads(redact_known(body.decode("utf-8"), (*secrets, *known_secrets())))
+        known = dict.fromkeys((*secrets, *known_secrets()))  # each secret once (the run's key is in both)
+        data = json.loads(redact_known(body.decode("utf-8"), known))
     except (ValueError, UnicodeDecodeError):
         problem = "the body is empty" if not body.strip() else "the body is not JSON"
         raise BadResponse(problem, body_snippet(body, secrets)) from None
