@@ -38,6 +38,7 @@ __all__ = [
     "Quantity",
     "QuantityLike",
     "Term",
+    "count_noise",
     "evaluate_gate",
     "evaluate_gates",
     "fails_run",
@@ -639,6 +640,32 @@ def _context(value: float | None, low: float | None, high: float | None, n: int,
     return ", ".join(parts)
 
 
+def _binomial_half_quantile(flips: int, q: float = 0.975) -> int:
+    """The least ``k`` with ``P(Bin(flips, 1/2) <= k) >= q``."""
+    total = 0.0
+    for k in range(flips + 1):
+        total += math.comb(flips, k) / 2.0**flips
+        if total >= q:
+            return k
+    return flips
+
+
+def count_noise(gate: Gate, source: MetricSource) -> str:
+    """``; noise alone: about 4 of 8 flips, up to 7`` for a regressions/fixes gate: with no change each of
+    the units that flipped either way (regressions + fixes) is as likely to go one way as the other
+    (McNemar's model), so noise alone gives about half of them in one direction and at most the 97.5%
+    quantile of Bin(flips, 1/2) in 97.5% of unchanged runs; empty without the other count."""
+    other = "fixes" if gate.left.name == "regressions" else "regressions"
+    try:
+        this, that = source.lookup(gate.left.name, gate.left.args), source.lookup(other, gate.left.args)
+    except KeyError:
+        return ""
+    if this.value is None or that.value is None:
+        return ""
+    flips = round(float(this.value) + float(that.value))
+    return f"; noise alone: about {flips / 2:g} of {flips} flips, up to {_binomial_half_quantile(flips)}"
+
+
 def _drivers_text(drivers: Sequence[str]) -> str:
     shown = ", ".join(drivers[:_MAX_DRIVERS])
     extra = len(drivers) - _MAX_DRIVERS
@@ -694,7 +721,7 @@ def evaluate_gate(
         status = "pass" if ok else "fail"
         relation = gate.op if ok else _NEGATED[gate.op]
         if is_count(gate):  # an exact count: no interval to show, whatever the bound
-            label, shown, context = "count", f"{compared:.0f}", f"n={n}"
+            label, shown, context = "count", f"{compared:.0f}", f"n={n}{count_noise(gate, source)}"
         else:
             context = _context(value, low, high, n, gate.bound != "point")
             shown = _fmt(compared, gate.threshold)

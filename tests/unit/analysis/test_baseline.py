@@ -110,6 +110,7 @@ def test_gate_terms_regressions_fixes_and_delta() -> None:
     )
     assert res.status == "fail" and res.value == 2
     assert "t2 (reward 1.00 -> 0.00)" in res.message and "t4" in res.message
+    assert "count 2 (n=4; noise alone: about 1.5 of 3 flips, up to 3)" in res.message  # 2 regressed, 1 fixed
     assert evaluate_gate(parse_gate("fixes(x) == 1"), src).status == "pass"
     delta = evaluate_gate(parse_gate("delta(success_rate(x)) >= -0.25"), src)
     assert delta.status == "pass" and delta.value == pytest.approx(-0.25)
