@@ -22,7 +22,7 @@ from pytest_gauge.process.state import render_progress
 from pytest_gauge.records import LedgerRecord, Usage
 from pytest_gauge.testing import LoopbackServer
 from pytest_gauge.testing.simserver import sim_responder
-from tests.helpers import normalised, numbered_task, read_jsonl
+from tests.helpers import normalised, numbered_task, read_jsonl, run_inprocess
 
 TASKS = 12  # 36 independent transcripts: enough to keep 32 calls in flight
 CASES = TASKS * 3 * 2  # tasks x pairs x orders
@@ -65,10 +65,22 @@ def server(suite_module: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Loop
 
 
 def live(pytester: pytest.Pytester, out: str, *args: str) -> pytest.RunResult:
-    result = pytester.runpytest_subprocess(
-        "suites", "-p", "no:cacheprovider", "-p", "no:randomly", "--gauge-backend", "live",
-        "--gauge-cache", "off", "--gauge-no-progress", "--gauge-out", out, *args,
-    )  # fmt: skip
+    """A live run of the suite, cache off: in this process with ``-n 0`` (no interpreter start, no
+    imports), in a subprocess when it starts workers."""
+    common = (
+        "suites",
+        "--gauge-backend",
+        "live",
+        "--gauge-cache",
+        "off",
+        "--gauge-no-progress",
+        "--gauge-out",
+        out,
+    )
+    if "-n" in args and args[args.index("-n") + 1] == "0":
+        result = run_inprocess(pytester, *common, *args)
+    else:
+        result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly", *common, *args)
     result.assert_outcomes(passed=CASES)
     return result
 
