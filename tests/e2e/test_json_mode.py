@@ -12,7 +12,7 @@ import pytest
 from pytest_gauge.gateway.errors import GatewayError, rejects_format
 from pytest_gauge.testing import FaultPlan, LoopbackServer
 from pytest_gauge.testing.simserver import sim_responder
-from tests.helpers import read_jsonl
+from tests.helpers import read_jsonl, run_inprocess
 
 KEY = "sk-gauge-json-mode-5e1d"
 CASES = 5 * 3 * 2
@@ -67,7 +67,7 @@ def test_pytest_gauge_doctor_probes_the_judges_json_mode_like_the_cli(
     with LoopbackServer(faults=REFUSE_500) as srv:  # answers any model (the sim responder knows no pings)
         monkeypatch.setenv("TAOTOKEN_API_KEY", KEY)
         monkeypatch.setenv("TAOTOKEN_BASE_URL", srv.base_url)
-        result = pytester.runpytest_subprocess("suites", "--gauge-doctor", "-p", "no:cacheprovider")
+        result = run_inprocess(pytester, "suites", "--gauge-doctor")
         kinds = judge_formats(srv)
     out = result.stdout.str()
     assert result.ret == 0, out
