@@ -244,12 +244,27 @@ def _keys(rows: Sequence[TranscriptRow]) -> list[TranscriptKey]:
     return [(t.task_id, t.agent, t.sample) for t in rows]
 
 
+def _once_per_text(redact: Redact) -> Redact:
+    """``redact`` run once per distinct text of the page: a task's prompt opens each of its transcripts,
+    tool names and arguments recur, and a redaction is a pure function of its text."""
+    done: dict[str, str] = {}
+
+    def once(text: str) -> str:
+        out = done.get(text)
+        if out is None:
+            out = done[text] = redact(text)
+        return out
+
+    return once
+
+
 def build_payload(out: SuiteOutputs, redact: Redact) -> dict[str, Any]:
     """The report's JSON document (see the module docstring); pure and deterministic. ``redact`` hides
     the names of :func:`.model.redaction_names` as the judge's view does (the caller's Redactor).
 
     Every dict is built with its keys in sorted order, so the page encodes it without ``sort_keys`` and
     gets the bytes of :func:`.render.embed_json` faster (tests/test_html_report.py checks the order)."""
+    redact = _once_per_text(redact)
     task_index = {t.task_id: i for i, t in enumerate(out.tasks)}
     pair_ids = sorted({r.pair_id for r in out.records})
     firsts = {r.pair_id: r for r in reversed(out.records)}
