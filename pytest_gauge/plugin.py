@@ -146,9 +146,8 @@ def pytest_keyboard_interrupt(excinfo: pytest.ExceptionInfo[BaseException]) -> N
     """After Ctrl-C or SIGTERM nothing of this process's heap is needed again: freeze it, so pytest's own
     teardown (the interrupt's traceback, five collections in its unraisable-exception cleanup) and the
     interpreter's exit collect none of it. On a loaded 2-core machine that took an xdist worker about 10 s
-    after the outputs were written, and the controller waits for its workers (benchmarks/bench_ctrl_c.py)."""
-    import gc
-
+    after the outputs were written, and the controller waits for its workers (benchmarks/bench_ctrl_c.py).
+    Unlike the end of a normal run (``_settle_garbage``) nothing is collected first: that is the cost."""
     gc.freeze()
 
 
