@@ -88,6 +88,13 @@ class RunFolder:
         """Each collected suite's metadata, ``suites/<suite>.json``."""
         return self.path / "suites"
 
+    def suite_meta(self, name: str) -> Path:
+        return self.suites / f"{name}.json"
+
+    def suite_metas(self) -> list[Path]:
+        """Every collected suite's metadata file, sorted by name."""
+        return sorted(self.suites.glob("*.json"))
+
     @property
     def work(self) -> Path:
         """The work store (transcripts, verdicts, case records)."""

@@ -138,10 +138,9 @@ class GaugeState:
 
     def publish_suites(self) -> None:
         """Write each collected suite's metadata for the controller (identical from every worker)."""
-        folder = self.run_folder.suites
         for entry in self.suites.values():
             meta = entry.meta(self.selected.get(entry.name, []), self.shard_tasks.get(entry.name))
-            write_atomic(folder / f"{entry.name}.json", dumps(meta.to_json()))
+            write_atomic(self.run_folder.suite_meta(entry.name), dumps(meta.to_json()))
 
     def engine_for(self, session: pytest.Session) -> Engine:
         """Start this process's engine on first use, over every selected case of every suite."""
@@ -355,7 +354,7 @@ class GaugeState:
         folder = self.run_folder.suites
         if not folder.is_dir():
             return []
-        return [SuiteMeta.from_json(read_json_object(p)) for p in sorted(folder.glob("*.json"))]
+        return [SuiteMeta.from_json(read_json_object(p)) for p in self.run_folder.suite_metas()]
 
     def release(self) -> None:
         """Drop the run's records and rendered reports once they are written and shown, so pytest's
