@@ -11,12 +11,20 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from tests.helpers import DATA, MINI_INI, UNUSED_PLUGINS, SharedRuns, normalised, read_jsonl
+
+# Machine images often set PYTHONDONTWRITEBYTECODE=1 (this project's do): then each of the run's
+# hundreds of Python processes (xdist workers, pytester subprocess runs, servers) compiles the package
+# again, and each worker rewrites every test module's asserts again (half of a worker's 11 s of
+# collection CPU). The test run writes its bytecode caches (__pycache__/, git-ignored) instead.
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 # tests/data holds suites that the tests copy into pytester folders; they are not tests of this project.
 collect_ignore = ["data"]
