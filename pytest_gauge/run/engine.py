@@ -34,7 +34,7 @@ import sys
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..gateway.errors import GatewayError, RunStopped
 from ..gateway.limits import reset_model_wait_hook, set_model_wait_hook
@@ -50,6 +50,9 @@ from ..records import (
 from ..suite.cases import Case
 from .looks import LookClosed, LookGate
 from .work import SuiteRuntime, build_record
+
+if TYPE_CHECKING:
+    from ..gateway.gateway import GatewayShared
 
 __all__ = ["CaseOutcome", "Engine", "SuiteRuntime"]
 
@@ -273,14 +276,11 @@ class Engine:
         (their ledger line says ``interrupted``). Returns once nothing is in flight."""
         if not self._thread.is_alive():
             return
-        self._stopping = True
-        gateways = {id(rt.gateway.shared): rt.gateway.shared for rt in self.runtimes.values()}
-        for shared in gateways.values():
-            shared.state.stopping = True
+        gateways = self._refuse_new_work()
 
         async def cut() -> None:
             deadline = self._loop.time() + grace
-            while any(s.state.in_flight for s in gateways.values()) and self._loop.time() < deadline:
+            while any(s.state.in_flight for s in gateways) and self._loop.time() < deadline:
                 await asyncio.sleep(0.02)
             await _cancel_others()
 
@@ -288,6 +288,15 @@ class Engine:
             self.submit(cut()).result(grace + 5.0)
         except (concurrent.futures.TimeoutError, concurrent.futures.CancelledError, RuntimeError):
             pass
+
+    def _refuse_new_work(self) -> list[GatewayShared]:
+        """From now on no unit starts and no attempt is sent (each gateway refuses with RunStopped);
+        safe from any thread: two flags the loop reads. Returns the gateways' shared states."""
+        self._stopping = True
+        gateways = {id(rt.gateway.shared): rt.gateway.shared for rt in self.runtimes.values()}
+        for shared in gateways.values():
+            shared.state.stopping = True
+        return list(gateways.values())
 
     def stop(self, timeout: float = 5.0, drain: float = 60.0) -> None:
         """Start no new work, then cancel what is left and stop the loop; files already written stay whole.
@@ -506,6 +515,10 @@ class Engine:
                     waiting()
                 continue
             except BaseException as exc:
-                self._interrupted = self._interrupted or isinstance(exc, KeyboardInterrupt)
+                if isinstance(exc, KeyboardInterrupt):
+                    # before the cancel: it frees the case's slots, which the look-ahead must not
+                    # fill with new requests in the moment before the stop (a request paid after Ctrl-C)
+                    self._interrupted = True
+                    self._refuse_new_work()
                 future.cancel()
                 raise

@@ -70,11 +70,14 @@ def cache_files(folder: Path) -> dict[str, bytes]:
 
 
 def without_spent_section(token_cost: str) -> str:
-    """``token_cost.md`` with its "Spent this run" section (up to the next ``## `` heading) removed."""
-    head, sep, tail = token_cost.partition(SPENT_HEADING)
-    assert sep, "token_cost.md has no 'Spent this run' section"
-    rest = tail.split("\n## ", 1)
-    return head + ("## " + rest[1] if len(rest) == 2 else "")
+    """``token_cost.md`` without its "Spent this run" sections (each up to the next ``## `` heading):
+    the spending itself and, when the run sent live attempts, their split by key variable."""
+    assert SPENT_HEADING in token_cost, "token_cost.md has no 'Spent this run' section"
+    while SPENT_HEADING in token_cost:
+        head, _, tail = token_cost.partition(SPENT_HEADING)
+        rest = tail.split("\n## ", 1)
+        token_cost = head + ("## " + rest[1] if len(rest) == 2 else "")
+    return token_cost
 
 
 def case_results(folder: Path) -> list[str]:
