@@ -8,7 +8,7 @@ from typing import Any
 
 from ...records import Usage
 from ..response import parse_completion
-from . import Api, StreamEvent
+from .base import Api, StreamEvent
 
 __all__ = ["CHAT", "ChatFormat"]
 

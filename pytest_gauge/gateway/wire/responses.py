@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...records import Usage
-from . import Api, StreamEvent
+from .base import Api, StreamEvent
 
 __all__ = ["RESPONSES", "ResponsesFormat"]
 

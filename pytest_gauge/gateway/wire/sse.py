@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
-from . import StreamEvent
+from .base import StreamEvent
 
 __all__ = ["DONE", "encode_event", "encode_events", "parse_events"]
 

@@ -1,0 +1,76 @@
+"""The wire formats' shared vocabulary: which APIs there are, a stream event, and the Protocol every
+format module implements (the package docstring of :mod:`pytest_gauge.gateway.wire` says why)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+if TYPE_CHECKING:
+    from ...records import Usage
+
+__all__ = ["APIS", "Api", "StreamEvent", "WireFormat"]
+
+Api = Literal["chat", "anthropic", "responses"]
+APIS: tuple[Api, ...] = ("chat", "anthropic", "responses")
+
+StreamEvent = tuple[str | None, dict[str, Any]]
+"""One server-sent event: its ``event:`` name (None for Chat Completions' unnamed chunks) and JSON data."""
+
+
+class WireFormat(Protocol):
+    """One wire format, both directions. Pure functions of their arguments, no I/O."""
+
+    api: Api
+    path: str
+    """The request path below an OpenAI-style base URL ending in ``/v1``: ``/chat/completions``,
+    ``/messages``, ``/responses``."""
+
+    # -- client side: the gateway -------------------------------------------------------------------
+    def request_body(self, chat_body: dict[str, Any]) -> dict[str, Any]:
+        """A chat request body (model, messages, tools, max_tokens, response_format, ...) as this
+        format's request body (never streaming: the gateway reads whole responses)."""
+        ...
+
+    def cache_material(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The parts of this format's request body that decide its answer (the cache key's material):
+        never ``stream``, nor per-session metadata that changes between identical runs."""
+        ...
+
+    def parse_response(self, content: bytes, secrets: tuple[str, ...] = ()) -> dict[str, Any]:
+        """The response in ``content``, checked: raises ``gateway.response.BadResponse`` naming what is
+        wrong (not JSON, no output, wrong types). Known secrets quoted in it are removed."""
+        ...
+
+    def completion(self, response: dict[str, Any]) -> dict[str, Any]:
+        """A checked response of this format viewed as a chat completion: ``choices[0].message`` with
+        ``content`` and ``tool_calls``, ``finish_reason`` in chat terms (``length`` when truncated,
+        ``tool_calls``, ``stop``), ``model``. Its ``usage`` is not used: :meth:`usage` is."""
+        ...
+
+    def usage(self, response: dict[str, Any]) -> Usage | None:
+        """The response's usage in the ledger's one convention (``records.Usage``: uncached input, cache
+        reads, cache writes, output, reasoning, and the raw object), or None when it is missing."""
+        ...
+
+    # -- server side: the simulator, the loopback server, the recording proxy ----------------------
+    def chat_request(self, body: dict[str, Any]) -> dict[str, Any]:
+        """This format's request body as a chat request body (what the simulator answers)."""
+        ...
+
+    def from_completion(self, completion: dict[str, Any], request: dict[str, Any]) -> dict[str, Any]:
+        """A chat completion (with chat usage) as this format's response to ``request``."""
+        ...
+
+    def stream_events(self, response: dict[str, Any]) -> list[StreamEvent]:
+        """A whole response of this format as the events its streaming API sends, in order."""
+        ...
+
+    def from_stream(self, events: list[StreamEvent]) -> dict[str, Any]:
+        """The whole response a stream of this format's events adds up to (the inverse of
+        :meth:`stream_events`)."""
+        ...
+
+    def error_body(self, status: int, message: str, kind: str) -> dict[str, Any]:
+        """This format's error body for an HTTP ``status`` (``kind``: invalid_request, authentication,
+        not_found, rate_limit, overloaded, server)."""
+        ...
