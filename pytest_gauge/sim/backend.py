@@ -16,6 +16,8 @@ from typing import Any
 
 import httpx2
 
+from ..gateway.wire import WireFormat, format_for_path
+from ..gateway.wire.sse import encode_events
 from ..records import dumps
 from ..suite.sim_profiles import SimAgent, SimJudge, SimUser
 from ..suite.tasks import Task
@@ -139,13 +141,6 @@ class SimBackend:
                 None,
                 "messages",
             )
-        if body.get("stream"):
-            return 400, error_body(
-                "stream=true is not supported by the offline simulator.",
-                "invalid_request_error",
-                None,
-                "stream",
-            )
         tool_calls: tuple[dict[str, Any], ...] = ()
         if is_judge_request(messages):
             profile_j = self.world.judges.get(model, SimJudge())
@@ -207,28 +202,72 @@ class SimBackend:
         }
 
     def handle(self, method: str, path: str, raw: bytes) -> tuple[int, dict[str, Any]]:
-        """One HTTP request (method, URL path, raw body) to (status, payload): the routing shared by the
-        mock transport and a loopback server. Only ``POST .../chat/completions`` exists."""
+        """One HTTP request (method, URL path, raw body) to (status, payload) in the wire format the path
+        names (``.../chat/completions``, ``.../messages``, ``.../responses``): the routing shared by the mock
+        transport and a loopback server. A format's request is read as a chat body, answered by
+        :meth:`respond`, and the answer (or the error) written back in the same format."""
+        fmt = format_for_path(path)
         clean = path.split("?", 1)[0].rstrip("/")
-        if method.upper() != "POST" or not clean.endswith("/chat/completions"):
+        if method.upper() != "POST" or fmt is None:
             return 404, error_body(
                 f"Invalid URL ({method.upper()} {clean})", "invalid_request_error", "not_found"
             )
         try:
             body = json.loads(raw.decode("utf-8") or "null")
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            return 400, error_body(
-                f"The request body is not valid JSON: {exc}", "invalid_request_error", None
+            message = f"The request body is not valid JSON: {exc}"
+            return 400, _in_format(fmt, 400, error_body(message, "invalid_request_error", None))
+        if not isinstance(body, dict):
+            message = "The request body must be a JSON object."
+            return 400, _in_format(fmt, 400, error_body(message, "invalid_request_error", None))
+        try:  # a stream is the same answer sent as events (:meth:`serve`)
+            chat_body = fmt.chat_request(
+                {k: v for k, v in body.items() if k not in ("stream", "stream_options")}
             )
-        return self.respond(body)
+        except ValueError as exc:
+            return 400, _in_format(fmt, 400, error_body(str(exc), "invalid_request_error", None))
+        status, payload = self.respond(chat_body)
+        if fmt.api == "chat":
+            return status, payload
+        if status != 200:
+            return status, _in_format(fmt, status, payload)
+        return 200, fmt.from_completion(payload, body)
+
+    def serve(self, method: str, path: str, raw: bytes) -> tuple[int, str, bytes]:
+        """:meth:`handle` as HTTP: (status, content type, body bytes); a request that asks for a stream
+        (``"stream": true``) gets the whole answer as the format's server-sent events."""
+        status, payload = self.handle(method, path, raw)
+        fmt = format_for_path(path)
+        if status == 200 and fmt is not None and _asks_stream(raw):
+            events = fmt.stream_events(payload)
+            return 200, "text/event-stream", encode_events(events, done_marker=fmt.api == "chat")
+        return status, "application/json", dump_response(payload)
 
     def transport(self) -> httpx2.AsyncBaseTransport:
         """An async mock transport for ``httpx2.AsyncClient`` (hence for ``openai.AsyncOpenAI``)."""
 
         async def handler(request: httpx2.Request) -> httpx2.Response:
-            status, payload = self.handle(request.method, request.url.path, await request.aread())
-            return httpx2.Response(
-                status, content=dump_response(payload), headers={"content-type": "application/json"}
-            )
+            status, kind, content = self.serve(request.method, request.url.path, await request.aread())
+            return httpx2.Response(status, content=content, headers={"content-type": kind})
 
         return httpx2.MockTransport(handler)
+
+
+_ERROR_KINDS = {401: "authentication", 404: "not_found", 429: "rate_limit", 529: "overloaded"}
+
+
+def _in_format(fmt: WireFormat, status: int, payload: Mapping[str, Any]) -> dict[str, Any]:
+    """An OpenAI-style error payload in ``fmt``'s own error shape."""
+    err = payload.get("error")
+    message = str(err.get("message", "error")) if isinstance(err, dict) else "error"
+    kind = _ERROR_KINDS.get(status, "server" if status >= 500 else "invalid_request")
+    return fmt.error_body(status, message, kind)
+
+
+def _asks_stream(raw: bytes) -> bool:
+    """Whether a request body asks for a streamed answer (``"stream": true``)."""
+    try:
+        body = json.loads(raw.decode("utf-8") or "null")
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return False
+    return isinstance(body, dict) and body.get("stream") is True
