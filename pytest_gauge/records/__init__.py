@@ -253,7 +253,8 @@ class CaseRecord:
     ``est_cost`` is None when a model involved has no configured price. ``judge_response_format`` is how
     the (first) judge was asked for JSON: ``json_schema``, ``json_object`` or ``none``.
     ``empty_turns_*``: the side's turns with nothing said; ``judge_prompt_cut``: characters of the two
-    transcripts elided from the judge's prompt to fit its context; both written only when not 0.
+    transcripts elided from the judge's prompt to fit its context; ``unpriced_calls``: the case's calls
+    answered without usage (``est_cost`` is then a lower bound); all written only when not 0.
     """
 
     suite: str
@@ -291,6 +292,7 @@ class CaseRecord:
     empty_turns_left: int = 0  # turns of the transcript with nothing said (see Turn.empty)
     empty_turns_right: int = 0
     judge_prompt_cut: int = 0  # characters of the transcripts left out to fit the judge's context
+    unpriced_calls: int = 0  # calls without usage among the case's: est_cost is a lower bound
 
     @property
     def preferred_agent(self) -> str | None:
@@ -304,7 +306,7 @@ class CaseRecord:
         """The JSON form (``dataclasses.asdict``'s result, without its deep copy)."""
         data = dict(vars(self))
         data["judgments"] = [dict(vars(j)) for j in self.judgments]
-        for name in ("empty_turns_left", "empty_turns_right", "judge_prompt_cut"):  # written when not 0
+        for name in ("empty_turns_left", "empty_turns_right", "judge_prompt_cut", "unpriced_calls"):
             if not data[name]:
                 del data[name]
         return data
@@ -390,24 +392,38 @@ class LedgerRecord:
 
 @dataclass(frozen=True)
 class UnitSpend:
-    """Tokens and nominal cost of one unit of work (``cost`` None: a model without a price)."""
+    """Tokens and nominal cost of one unit of work (``cost`` None: a model without a price).
+    ``unpriced_calls`` counts its calls answered without usage: their cost is unknown, so ``cost`` is then a
+    lower bound (written only when not 0)."""
 
     input_tokens: int = 0
     output_tokens: int = 0
     cost: float | None = 0.0
+    unpriced_calls: int = 0
 
     def __add__(self, other: UnitSpend) -> UnitSpend:
         cost = None if self.cost is None or other.cost is None else self.cost + other.cost
         return UnitSpend(
-            self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens, cost
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            cost,
+            self.unpriced_calls + other.unpriced_calls,
         )
 
     def to_json(self) -> dict[str, Any]:
-        return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens, "cost": self.cost}
+        data: dict[str, Any] = {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cost": self.cost,
+        }
+        if self.unpriced_calls:
+            data["unpriced_calls"] = self.unpriced_calls
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> UnitSpend:
-        return cls(int(data["input_tokens"]), int(data["output_tokens"]), data["cost"])
+        unpriced = int(data.get("unpriced_calls", 0))
+        return cls(int(data["input_tokens"]), int(data["output_tokens"]), data["cost"], unpriced)
 
 
 @dataclass(frozen=True)

@@ -58,7 +58,8 @@ def render_pairwise_table(ctx: ReportContext) -> str:
         "`user_sat_*` when the simulated user gave no answer.",
         "- Tokens and `est_cost` cover the case's judge calls plus both transcripts it judged "
         "(transcripts are shared between cases, so suite totals come from the ledger: see token_cost.md); "
-        "`est_cost` is `unknown` when a model involved has no price.",
+        "`est_cost` is `unknown` when a model involved has no price, and `at least` a figure when some of "
+        "the case's calls were answered without usage (their cost is unknown).",
         "",
     ]
     header = list(_PAIR_COLUMNS)
@@ -85,7 +86,7 @@ def render_pairwise_table(ctx: ReportContext) -> str:
             fmt_bool(r.user_sat_right),
             fmt_int(r.input_tokens),
             fmt_int(r.output_tokens),
-            fmt_usd(r.est_cost),
+            _est_cost(r),
             fmt_rate(r.judge_reward_a),
             fmt_rate(r.judge_reward_b),
             _reason(r),
@@ -103,3 +104,10 @@ def render_pairwise_table(ctx: ReportContext) -> str:
         lines.append("")
         lines += [f"- {md_code(c)}" for c in missing]
     return "\n".join(lines) + "\n"
+
+
+def _est_cost(r: CaseRecord) -> str:
+    """The case's cost: ``at least $X (N without usage)`` when some of its calls had no usage."""
+    if not r.unpriced_calls or r.est_cost is None:
+        return fmt_usd(r.est_cost)
+    return f"at least {fmt_usd(r.est_cost)} ({r.unpriced_calls} without usage)"

@@ -63,9 +63,10 @@ class WorkCaller(BodyCaller):
 
 
 def _spend_of(usage: Usage | None, cost: float | None) -> UnitSpend:
-    """One call's spend; a call without usage adds nothing (not even an unknown cost)."""
+    """One call's spend; a call without usage adds no tokens and no cost, only its count (the unit's cost
+    is then a lower bound, "at least")."""
     if usage is None:
-        return UnitSpend()
+        return UnitSpend(unpriced_calls=1)
     return UnitSpend(usage.prompt_tokens, usage.completion_tokens, cost)
 
 
@@ -289,6 +290,7 @@ def build_record(
         input_tokens=spend.input_tokens,
         output_tokens=spend.output_tokens,
         est_cost=spend.cost,
+        unpriced_calls=spend.unpriced_calls,
         judge_reward_a=primary.reward_a,
         judge_reward_b=primary.reward_b,
         judge_reason=primary.reason,

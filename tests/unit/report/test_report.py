@@ -210,14 +210,16 @@ def build_ledger(
 
 def _case_spend(
     ledger: list[LedgerRecord], task: str, left: str, right: str, order: str
-) -> tuple[int, int, float | None]:
+) -> tuple[int, int, float | None, int]:
     cid = case_id(task, left, right, order)
     works = {f"judge/{cid}/0/0", f"transcript/{task}/{left}/0", f"transcript/{task}/{right}/0"}
     recs = [x for x in ledger if x.work in works]
     tin = sum(x.usage.prompt_tokens for x in recs if x.usage)
     tout = sum(x.usage.completion_tokens for x in recs if x.usage)
     unknown = any(x.cost is None and x.usage is not None for x in recs)
-    return tin, tout, None if unknown else math.fsum(x.cost for x in recs if x.cost is not None)
+    unpriced = sum(x.usage_missing for x in recs)
+    cost = None if unknown else math.fsum(x.cost for x in recs if x.cost is not None)
+    return tin, tout, cost, unpriced
 
 
 def build_records(ledger: list[LedgerRecord], with_judgments: bool = False) -> list[CaseRecord]:
@@ -234,7 +236,7 @@ def build_records(ledger: list[LedgerRecord], with_judgments: bool = False) -> l
             picked_left = (choice == "A") == (blind == "A=left")
             selected = rl if picked_left else rr
             lower = selected < (rr if picked_left else rl)
-        tin, tout, cost = _case_spend(ledger, task, left, right, order)
+        tin, tout, cost, unpriced = _case_spend(ledger, task, left, right, order)
         judgments = []
         if with_judgments and choice != "error":
             flip = {"A": "B", "B": "A", "tie": "A"}[choice]
@@ -275,6 +277,7 @@ def build_records(ledger: list[LedgerRecord], with_judgments: bool = False) -> l
                 chars_left=cl,
                 chars_right=cr,
                 judgments=judgments,
+                unpriced_calls=unpriced,
             )
         )
     return out
