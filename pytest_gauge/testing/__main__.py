@@ -49,6 +49,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--rate-malformed", type=float, default=0.0, help="share of 200s with a malformed body")
     p.add_argument("--malformed", default="mixed", help="kind of malformed body (mixed: each in turn)")
     p.add_argument("--rate-reset", type=float, default=0.0, help="share of connections reset")
+    p.add_argument("--rate-529", type=float, default=0.0, help="share of 529 overloaded answers")
     p.add_argument("--drip-seconds", type=float, default=0.0, help="send 200 bodies one byte per N s")
     p.add_argument("--hold-after", type=int, default=0, help="hold chat requests after the first N")
     p.add_argument(
@@ -90,6 +91,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         rate_malformed=a.rate_malformed,
         malformed=a.malformed,
         rate_reset=a.rate_reset,
+        rate_529=a.rate_529,
         drip_seconds=a.drip_seconds,
         hold_after=a.hold_after,
         judge_prefers=a.judge_prefers,

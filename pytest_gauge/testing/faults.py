@@ -1,7 +1,8 @@
-"""The loopback server's fault catalogue: the :class:`FaultPlan` a test sets, which fault the n-th chat
-request gets (a pure function of the plan and ``n``, so runs are reproducible), and the chat route's
-answer with those faults applied (auth, unknown models, refused response formats, 429/5xx, malformed
-bodies, resets, truncation, missing usage).
+"""The loopback server's fault catalogue: the :class:`FaultPlan` a test sets, which fault the n-th model
+request gets (a pure function of the plan and ``n``, so runs are reproducible), and a model route's
+answer with those faults applied (auth, unknown models, refused response formats, 429/5xx/529, malformed
+bodies, resets, truncation, missing usage), in the wire format the route speaks (:func:`model_response`:
+the request read as a chat body, answered as chat, written back in the format, streamed when asked).
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal
 
+from ..gateway.wire import WireFormat
+from ..gateway.wire.sse import encode_events
 from .responders import (
     Responder,
     ResponderError,
@@ -25,6 +28,7 @@ from .wire import Request, Response
 
 __all__ = [
     "MALFORMED_BODIES",
+    "MALFORMED_BY_API",
     "FaultPlan",
     "ScheduledFault",
     "auth_fault",
@@ -32,11 +36,13 @@ __all__ = [
     "echo_auth",
     "every",
     "finish_completion",
+    "in_format",
     "malformed_body",
+    "model_response",
     "scheduled_fault",
 ]
 
-ScheduledFault = Literal["burst_503", "429", "503", "500", "malformed", "reset"]
+ScheduledFault = Literal["burst_503", "429", "503", "500", "malformed", "reset", "529"]
 
 MALFORMED_BODIES: dict[str, bytes] = {
     "html": b"<!DOCTYPE html><html><head><title>Sign in</title></head><body>Please log in</body></html>",
@@ -55,6 +61,25 @@ MALFORMED_BODIES: dict[str, bytes] = {
     ),
 }
 """200 bodies that are not a well-formed chat completion, by kind (``FaultPlan.malformed``)."""
+
+_SHARED_MALFORMED = ("html", "empty", "array")
+MALFORMED_BY_API: dict[str, dict[str, bytes]] = {
+    "chat": MALFORMED_BODIES,
+    "anthropic": {
+        **{k: MALFORMED_BODIES[k] for k in _SHARED_MALFORMED},
+        "content_not_list": b'{"id": "msg_x", "type": "message", "role": "assistant", "content": "hi"}',
+        "content_empty": (
+            b'{"id": "msg_x", "type": "message", "role": "assistant", "content": [],'
+            b' "stop_reason": "end_turn", "usage": {"input_tokens": 1, "output_tokens": 1}}'
+        ),
+        "usage_string": (
+            b'{"id": "msg_x", "type": "message", "role": "assistant", "content": [{"type": "text",'
+            b' "text": "hi"}], "stop_reason": "end_turn", "usage": {"input_tokens": "many",'
+            b' "output_tokens": 1}}'
+        ),
+    },
+}
+"""Each wire format's malformed 200 bodies by kind (a format without its own list gets the chat ones)."""
 
 
 @dataclass
@@ -93,6 +118,8 @@ class FaultPlan:
     rate_malformed: float = 0.0
     malformed: str = "mixed"
     rate_reset: float = 0.0
+    rate_529: float = 0.0
+    """Share of 529 ``overloaded`` answers (Anthropic's overloaded status), drawn after the resets."""
     drip_seconds: float = 0.0
     drip_models: frozenset[str] = frozenset()
     """With ``drip_seconds``: only these models' answers drip (empty: every model's)."""
@@ -136,7 +163,8 @@ def scheduled_fault(plan: FaultPlan, n: int) -> ScheduledFault | None:
 
     The first ``burst_5xx`` requests get 503; otherwise one uniform draw from ``Random("gauge:<seed>:<n>")``
     falls into [0, rate_429) -> 429, then [.., +rate_503) -> 503, then [.., +rate_500) -> 500, then
-    [.., +rate_malformed) -> a malformed 200 body, then [.., +rate_reset) -> a connection reset.
+    [.., +rate_malformed) -> a malformed 200 body, then [.., +rate_reset) -> a connection reset, then
+    [.., +rate_529) -> a 529 (appended last, so older plans keep their schedules).
     """
     if n <= plan.burst_5xx:
         return "burst_503"
@@ -146,6 +174,7 @@ def scheduled_fault(plan: FaultPlan, n: int) -> ScheduledFault | None:
         ("500", plan.rate_500),
         ("malformed", plan.rate_malformed),
         ("reset", plan.rate_reset),
+        ("529", plan.rate_529),
     )
     if all(rate <= 0 for _, rate in bands):
         return None
@@ -158,18 +187,21 @@ def scheduled_fault(plan: FaultPlan, n: int) -> ScheduledFault | None:
     return None
 
 
-def malformed_body(plan: FaultPlan, n: int) -> bytes:
-    """The malformed body of the n-th request: ``plan.malformed``'s kind, or each kind in turn (mixed)."""
-    if plan.malformed in MALFORMED_BODIES:
-        return MALFORMED_BODIES[plan.malformed]
-    kinds = sorted(MALFORMED_BODIES)
-    return MALFORMED_BODIES[kinds[n % len(kinds)]]
+def malformed_body(plan: FaultPlan, n: int, api: str = "chat") -> bytes:
+    """The malformed body of the n-th request in wire format ``api``: ``plan.malformed``'s kind, or each
+    of the format's kinds in turn (mixed, or a kind the format does not have)."""
+    bodies = MALFORMED_BY_API.get(api, MALFORMED_BODIES)
+    if plan.malformed in bodies:
+        return bodies[plan.malformed]
+    kinds = sorted(bodies)
+    return bodies[kinds[n % len(kinds)]]
 
 
 def auth_fault(req: Request, plan: FaultPlan) -> Response | None:
-    """The 401 of a request whose key is refused (``status_401``, ``expected_key``), else None."""
+    """The 401 of a request whose key is refused (``status_401``, ``expected_key``), else None. The key
+    is the bearer token, or the ``x-api-key`` header (Anthropic's form) when there is no bearer."""
     auth = req.headers.get("authorization", "")
-    token = auth[7:].strip() if auth[:7].lower() == "bearer " else None
+    token = auth[7:].strip() if auth[:7].lower() == "bearer " else req.headers.get("x-api-key")
     if plan.status_401 or (plan.expected_key is not None and token != plan.expected_key):
         body = error_body("Incorrect API key provided", "invalid_request_error", "invalid_api_key")
         return Response(401, body)
@@ -199,9 +231,11 @@ def chat_response(
     n: int,
     seq: int,
     responder: Responder,
+    api: str = "chat",
 ) -> Response:
-    """The answer to the n-th chat request: its planned fault, an OpenAI-style 4xx for a bad request,
-    else the responder's completion (finished by :func:`finish_completion`)."""
+    """The answer to the n-th model request, read as the chat body ``body`` (``stream`` removed): its
+    planned fault, an OpenAI-style 4xx for a bad request, else the responder's completion (finished by
+    :func:`finish_completion`). ``api`` picks the malformed bodies; :func:`model_response` does the rest."""
     if every(plan.reset_every, n):
         return Response(0, None, reset=True)
     denied = auth_fault(req, plan)
@@ -225,15 +259,6 @@ def chat_response(
         return Response(
             400,
             error_body("'messages' is a required property", "invalid_request_error", param="messages"),
-        )
-    if body.get("stream"):
-        return Response(
-            400,
-            error_body(
-                "Streaming is not supported by the loopback server",
-                "invalid_request_error",
-                param="stream",
-            ),
         )
     if model in plan.unknown_models:
         return Response(
@@ -272,7 +297,9 @@ def chat_response(
         msg = "The server had an error while processing your request. Sorry about that!"
         return Response(500, error_body(msg, "server_error"))
     if fault == "malformed":
-        return Response(200, None, raw=malformed_body(plan, n))
+        return Response(200, None, raw=malformed_body(plan, n, api))
+    if fault == "529":
+        return Response(529, error_body("Overloaded", "server_error", "overloaded"))
     if fault == "reset":
         return Response(0, None, reset=True)
     try:
@@ -290,6 +317,59 @@ def chat_response(
     if plan.response_cost is not None:
         said["x-litellm-response-cost"] = repr(plan.response_cost)
     return Response(200, finish_completion(body, dict(out), plan, seq), said)
+
+
+_ERROR_KINDS = {
+    401: "authentication",
+    403: "authentication",
+    404: "not_found",
+    429: "rate_limit",
+    529: "overloaded",
+}
+
+
+def model_response(
+    fmt: WireFormat,
+    req: Request,
+    body: dict[str, Any] | None,
+    body_error: bool,
+    plan: FaultPlan,
+    n: int,
+    seq: int,
+    responder: Responder,
+) -> Response:
+    """The answer to the n-th model request on ``fmt``'s route: the request read as a chat body
+    (``fmt.chat_request``), answered by :func:`chat_response` with the plan's faults, written back in
+    the format (``from_completion``, ``error_body``) with the fault's headers, and sent as the format's
+    server-sent events when the request asks for a stream (``"stream": true``)."""
+    stream = isinstance(body, dict) and body.get("stream") is True
+    chat_body = None
+    if body is not None:
+        try:
+            chat_body = fmt.chat_request(
+                {k: v for k, v in body.items() if k not in ("stream", "stream_options")}
+            )
+        except ValueError as exc:
+            return in_format(fmt, Response(400, error_body(str(exc), "invalid_request_error")))
+    resp = chat_response(req, chat_body, body_error, plan, n, seq, responder, fmt.api)
+    if resp.status != 200 or resp.raw is not None:
+        return in_format(fmt, resp)
+    out = resp.payload if fmt.api == "chat" else fmt.from_completion(resp.payload, body or {})
+    if not stream:
+        return Response(200, out, resp.headers)
+    events = encode_events(fmt.stream_events(out), done_marker=fmt.api == "chat")
+    return Response(200, None, {**resp.headers, "content-type": "text/event-stream"}, raw=events)
+
+
+def in_format(fmt: WireFormat, resp: Response) -> Response:
+    """An OpenAI-style error answer in ``fmt``'s own error shape (chat's is that shape; raw bodies, e.g.
+    an echoed key or a malformed 200, are sent as they are)."""
+    if fmt.api == "chat" or resp.raw is not None or not isinstance(resp.payload, dict):
+        return resp
+    err = resp.payload.get("error")
+    message = str(err.get("message", "error")) if isinstance(err, dict) else "error"
+    kind = _ERROR_KINDS.get(resp.status, "server" if resp.status >= 500 else "invalid_request")
+    return Response(resp.status, fmt.error_body(resp.status, message, kind), resp.headers, resp.reset)
 
 
 def finish_completion(body: dict[str, Any], out: dict[str, Any], plan: FaultPlan, seq: int) -> dict[str, Any]:

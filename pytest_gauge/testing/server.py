@@ -1,15 +1,19 @@
-"""A real OpenAI-compatible chat-completions server on 127.0.0.1 that injects gateway faults on purpose.
+"""A real model server on 127.0.0.1 that injects gateway faults on purpose: OpenAI Chat Completions,
+Anthropic Messages and OpenAI Responses (each model route speaks the wire format its path names,
+:mod:`pytest_gauge.gateway.wire`, streamed as server-sent events when the request asks for it).
 
-Tests and benchmarks point the real ``openai`` client at it (``base_url=server.base_url``) to exercise
-401/404/429/5xx handling, timeouts, connection resets, missing usage, truncation and concurrency limits
-without any network. It is a small asyncio HTTP/1.1 server (keep-alive, Content-Length or chunked request
-bodies, :mod:`.wire`) running its own event loop in a background thread, so concurrent requests overlap
-and the server is never the bottleneck of a client benchmark. The faults are in :mod:`.faults`, the
-answers in :mod:`.responders`; ``python -m pytest_gauge.testing --port 0`` (:mod:`.__main__`) runs the
-same server in its own process (:class:`~.process.ServerProcess`).
+Tests and benchmarks point the real ``openai`` (or ``anthropic``) client at it
+(``base_url=server.base_url``) to exercise 401/404/429/5xx handling, timeouts, connection resets, missing
+usage, truncation and concurrency limits without any network. It is a small asyncio HTTP/1.1 server
+(keep-alive, Content-Length or chunked request bodies, :mod:`.wire`) running its own event loop in a
+background thread, so concurrent requests overlap and the server is never the bottleneck of a client
+benchmark. The faults are in :mod:`.faults`, the answers in :mod:`.responders`;
+``python -m pytest_gauge.testing --port 0`` (:mod:`.__main__`) runs the same server in its own process
+(:class:`~.process.ServerProcess`).
 
-Fault decisions are a pure function of the fault plan and the 1-based index ``n`` of the chat-completion
-request since start (or since :meth:`LoopbackServer.reset_counters`), so runs are reproducible.
+Fault decisions are a pure function of the fault plan and the 1-based index ``n`` of the model request
+(any wire format; the counters call them chat requests) since start (or since
+:meth:`LoopbackServer.reset_counters`), so runs are reproducible.
 """
 
 from __future__ import annotations
@@ -26,7 +30,8 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import parse_qs
 
-from .faults import FaultPlan, auth_fault, chat_response, every
+from ..gateway.wire import WireFormat, format_for_path
+from .faults import FaultPlan, auth_fault, every, model_response
 from .responders import Responder, default_responder, error_body
 from .wire import MAX_HEADER_BYTES, BadRequest, Request, Response, drip, encode_response, read_request
 
@@ -84,7 +89,8 @@ class Served:
 
 
 class LoopbackServer(Served):
-    """OpenAI-compatible chat-completions server on 127.0.0.1 with fault injection and thread-safe counters.
+    """Model server on 127.0.0.1 (chat completions, messages, responses) with fault injection and
+    thread-safe counters.
 
     Use as ``with LoopbackServer(latency=0.05) as srv: openai.OpenAI(base_url=srv.base_url, ...)``.
     ``faults`` and ``latency`` may be reassigned while it runs; counters are read as snapshots.
@@ -408,14 +414,14 @@ class LoopbackServer(Served):
                     body = parsed
                 else:
                     body_error = True
-        chat_path = self.path_prefix + "/chat/completions"
+        fmt = self._model_route(req)
         models_path = self.path_prefix + "/models"
-        is_chat = req.method == "POST" and req.path == chat_path
+        is_model = fmt is not None  # any wire format; the counters keep the name "chat"
         plan = self.faults
         with self._lock:
             self._requests_total += 1
             chat_index: int | None = None
-            if is_chat:
+            if is_model:
                 self._chat_total += 1
                 chat_index = self._chat_total
             record = RequestRecord(
@@ -447,10 +453,12 @@ class LoopbackServer(Served):
                 delay += plan.slow_seconds
             if delay > 0:
                 await asyncio.sleep(delay)
-            if is_chat and plan.hold_after and (chat_index or 0) > plan.hold_after:
+            if is_model and plan.hold_after and (chat_index or 0) > plan.hold_after:
                 await self._hold()  # a request that reached the server and waits: tests stop runs here
-            if is_chat:
-                resp = chat_response(req, body, body_error, plan, chat_index or 0, record.seq, self.responder)
+            if fmt is not None:
+                resp = model_response(
+                    fmt, req, body, body_error, plan, chat_index or 0, record.seq, self.responder
+                )
             elif req.method == "GET" and req.path == models_path:
                 resp = auth_fault(req, plan) or Response(200, self._models_payload())
             else:
@@ -468,7 +476,7 @@ class LoopbackServer(Served):
             data = encode_response(resp, req.keep_alive, f"req_loopback_{record.seq}")
             finish(resp.status)
             drips = not plan.drip_models or (body or {}).get("model") in plan.drip_models
-            if is_chat and plan.drip_seconds > 0 and resp.status == 200 and drips:
+            if is_model and plan.drip_seconds > 0 and resp.status == 200 and drips:
                 await drip(writer, data, plan.drip_seconds)
             else:
                 writer.write(data)
@@ -476,6 +484,14 @@ class LoopbackServer(Served):
             return req.keep_alive
         finally:
             finish(0)  # cancelled or failed before answering: counts as a dropped connection
+
+    def _model_route(self, req: Request) -> WireFormat | None:
+        """The wire format a POST to one of the model routes speaks (``<prefix>/chat/completions``,
+        ``<prefix>/messages``, ``<prefix>/responses``); None for any other request."""
+        fmt = format_for_path(req.path)
+        if req.method != "POST" or fmt is None or req.path.rstrip("/") != self.path_prefix + fmt.path:
+            return None
+        return fmt
 
     def _models_payload(self) -> dict[str, Any]:
         data = [{"id": m, "object": "model", "created": 0, "owned_by": "gauge-loopback"} for m in self.models]

@@ -276,10 +276,17 @@ def test_status_400_models() -> None:
     assert srv.statuses == [400, 200]
 
 
-def test_stream_and_malformed_json_are_400(server: LoopbackServer) -> None:
-    with client(server) as c, pytest.raises(openai.BadRequestError) as exc:
-        chat(c, stream=True)
-    assert exc.value.param == "stream"
+def test_stream_is_the_same_answer_as_chunks(server: LoopbackServer) -> None:
+    with client(server) as c:
+        chunks = list(chat(c, stream=True, stream_options={"include_usage": True}))
+    text = "".join(ch.choices[0].delta.content or "" for ch in chunks if ch.choices)
+    assert text == "ok: hello world"
+    assert [ch.choices[0].finish_reason for ch in chunks if ch.choices][-1] == "stop"
+    assert chunks[-1].usage is not None and chunks[-1].usage.total_tokens == 7
+    assert server.statuses == [200] and server.bodies[0]["stream"] is True
+
+
+def test_malformed_json_is_400(server: LoopbackServer) -> None:
     url = server.base_url + "/chat/completions"
     status, body = raw_post(url, b'{"model": "m", "messages": [')
     assert status == 400 and body["error"]["type"] == "invalid_request_error"
@@ -287,8 +294,8 @@ def test_stream_and_malformed_json_are_400(server: LoopbackServer) -> None:
     assert status == 400
     status, _ = raw_post(url, b'{"messages": []}')  # no model
     assert status == 400
-    assert server.statuses == [400, 400, 400, 400]
-    assert len(server.bodies) == 2  # the stream request and the model-less one parsed as objects
+    assert server.statuses == [400, 400, 400]
+    assert len(server.bodies) == 1  # the model-less one parsed as an object
 
 
 def test_rates_are_seeded_and_reproducible() -> None:
@@ -310,6 +317,47 @@ def test_rates_are_seeded_and_reproducible() -> None:
     expected = {None: 200, "429": 429, "503": 503, "500": 500}
     assert first == second == [expected[scheduled_fault(plan, n)] for n in range(1, 31)]
     assert len(set(first)) == 4
+
+
+def test_529_is_drawn_last_and_keeps_older_schedules() -> None:
+    old = FaultPlan(rate_429=0.3, rate_503=0.1, seed=7)
+    new = FaultPlan(rate_429=0.3, rate_503=0.1, rate_529=0.3, seed=7)
+    drawn = [scheduled_fault(new, n) for n in range(1, 41)]
+    assert all(
+        d == o
+        for d, o in zip(drawn, [scheduled_fault(old, n) for n in range(1, 41)], strict=True)
+        if d != "529"
+    )
+    n = drawn.index("529") + 1
+    with LoopbackServer(faults=new) as srv, client(srv) as c:
+        for _ in range(n - 1):
+            try:
+                chat(c)
+            except openai.APIStatusError:
+                pass
+        with pytest.raises(openai.InternalServerError) as exc:
+            chat(c)
+    assert exc.value.status_code == 529
+    assert srv.statuses[-1] == 529
+
+
+def test_x_api_key_is_the_key_without_a_bearer() -> None:
+    with LoopbackServer(faults=FaultPlan(expected_key=KEY)) as srv:
+        ok, _ = raw_post_headers(srv.base_url + "/chat/completions", {"x-api-key": KEY})
+        bad, _ = raw_post_headers(srv.base_url + "/chat/completions", {"x-api-key": "sk-other"})
+    assert (ok, bad) == (200, 401)
+
+
+def raw_post_headers(url: str, headers: dict[str, str]) -> tuple[int, dict[str, Any]]:
+    data = json.dumps({"model": "m", "messages": HELLO}).encode()
+    req = urllib.request.Request(
+        url, data=data, method="POST", headers={"content-type": "application/json", **headers}
+    )
+    try:
+        with urllib.request.urlopen(req, timeout=5) as resp:
+            return resp.status, json.loads(resp.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
 
 
 def test_scheduled_fault_rates_match_probabilities() -> None:
