@@ -21,7 +21,7 @@ from .process.roles import FAILURE_PROPERTY, RECORD_PROPERTY, Role, choose_role,
 from .process.state import GaugeState, SuiteEntry, state_key
 from .records import dumps
 from .suite.cases import Case, build_cases
-from .suite.declare import Suite, TaskFileError
+from .suite.declare import Suite, SuiteError, TaskFileError
 
 if TYPE_CHECKING:
     from .analysis.gate_check import SuiteShape
@@ -213,7 +213,10 @@ class SuiteCollector(pytest.Collector):
                 raise GaugeCollectError(f"pytest-gauge: {exc}") from None
             if recording is not None:  # models and gateway as recorded: no environment needed
                 suite, recorded_gateway = recorded_suite(suite, recording), recording.gateway
-        tasks = suite.load(folder)
+        try:
+            tasks = suite.load(folder)
+        except SuiteError as exc:  # e.g. a workspace folder that does not exist
+            raise GaugeCollectError(f"pytest-gauge: {module_path}: {exc}") from None
         cases = build_cases(
             name, tasks, suite.pairs, orders=suite.orders, samples=suite.samples, seed=state.options.seed
         )

@@ -76,6 +76,16 @@ class SuiteFolder:
         """The suite's HTML page."""
         return self.reports / INDEX_FILE
 
+    @property
+    def workspaces(self) -> Path:
+        """Every transcript's workspace, ``work/<task>/<agent>/<sample>`` (tasks that act on files)."""
+        return self.path / "work"
+
+    def workspace(self, task_id: str, agent: str, sample: int) -> Path:
+        """One transcript's workspace: the same path in every run, so program agents' prompts and
+        configurations that name it stay the same bytes (and their cached calls keep answering)."""
+        return self.workspaces / task_id / agent / str(sample)
+
 
 @dataclass(frozen=True)
 class RunFolder:

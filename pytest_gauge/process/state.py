@@ -170,7 +170,16 @@ class GaugeState:
                 suite=name, client_factory=make_client, backend_id=backend_id, shared=self.shared
             )
             tasks = {t.task_id: t for t in entry.tasks}
-            runtimes[name] = SuiteRuntime(name, entry.suite, tasks, gateway, formats, opts.seed)
+            runtimes[name] = SuiteRuntime(
+                name,
+                entry.suite,
+                tasks,
+                gateway,
+                formats,
+                opts.seed,
+                out_dir=Path(opts.out_dir),
+                workspace_source=entry.suite.workspace_source(entry.folder),
+            )
         selected = {cid for ids in self.selected.values() for cid in ids}
         cases = [c for e in self.suites.values() for c in e.cases if f"{e.name}::{c.case_id}" in selected]
         self.engine = Engine(

@@ -181,6 +181,9 @@ class Transcript:
 
     ``ended_by``: ``user_done`` (the simulated user said done), ``max_turns``, ``step_limit`` (tool
     loop limit hit) or ``error`` (a gateway failure; ``error`` holds the cause).
+    ``workspace_checks``: what the workspace rules (``file_exists``, ``file_contains``,
+    ``command_succeeds``) saw in the transcript's workspace after the dialogue, by rule key
+    (``{"passed": bool, "detail": str}``); written only when the task has such rules.
     """
 
     task_id: str
@@ -192,6 +195,7 @@ class Transcript:
     ended_by: str
     error: str | None = None
     strategy: str = "single"
+    workspace_checks: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def agent_turns(self) -> list[str]:
         return [t.content for t in self.turns if t.role == "assistant"]
@@ -204,6 +208,8 @@ class Transcript:
         once, and asdict was most of the end-of-run cost on large suites)."""
         data = dict(vars(self))
         data["turns"] = [t.to_json() for t in self.turns]
+        if not self.workspace_checks:  # written only for tasks with workspace rules (older bytes kept)
+            del data["workspace_checks"]
         return data
 
     @classmethod

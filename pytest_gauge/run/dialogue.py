@@ -13,6 +13,7 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 from ..records import ChatResult, ToolCall, Transcript, Turn
@@ -151,6 +152,7 @@ class DialogueConfig:
     agent_seed: int | None = None
     user_seed: int | None = None
     max_reply_chars: int = 0  # a longer reply is cut with a marker (0: no limit); Suite(max_reply_chars=)
+    workdir: Path | None = None  # the transcript's workspace (files/workspace.py), when it has one
 
 
 async def _agent_reply(

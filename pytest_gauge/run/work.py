@@ -9,18 +9,21 @@ when and where it runs, and how its result is shared between processes, is
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
+from ..files.workspace import workspace_for
 from ..gateway.gateway import CallContext, Gateway
 from ..records import CaseRecord, JudgmentResult, Transcript, TranscriptResult, Turn, UnitSpend, Usage
 from ..records.work_key import WorkKey
 from ..suite.cases import Case
 from ..suite.declare import BestOf, CallableAgent, ModelAgent, Reflection, Suite
-from ..suite.rules import Score, score
+from ..suite.rules import Score, observe_workspace, score, workspace_rules
 from ..suite.tasks import Task
 from ..suite.tools import ToolExecutor
 from .dialogue import REFLECTION_PROMPT, BodyCaller, ChatResult, DialogueConfig, run_dialogue
@@ -80,6 +83,8 @@ class SuiteRuntime:
     gateway: Gateway
     formats: JudgeFormats = field(default_factory=JudgeFormats)
     seed: int = 0  # the run seed (--gauge-seed): every call's seed derives from it (see call_seed)
+    out_dir: Path = Path("gauge-out")  # --gauge-out: where the transcripts' workspaces live
+    workspace_source: Path | None = None  # Suite(workspace=...) resolved: copied into each workspace
     redactor: Redactor = field(init=False)
     _scored: OrderedDict[tuple[str, str, int], Score] = field(init=False, default_factory=OrderedDict)
 
@@ -124,10 +129,29 @@ class SuiteRuntime:
             user_seed=seed,
         )
 
-    def _executor(self, task: Task) -> ToolExecutor | None:
+    def _executor(self, task: Task, workspace: Path | None = None) -> ToolExecutor | None:
         if not task.tools:
             return None
-        return ToolExecutor([t for t in self.suite.tools if t.name in task.tools], self.suite.tool_timeout)
+        tools = [t for t in self.suite.tools if t.name in task.tools]
+        return ToolExecutor(tools, self.suite.tool_timeout, workspace)
+
+    def workspace(self, task_id: str, agent_name: str, sample: int) -> Path | None:
+        """A fresh workspace for (task, agent, sample) (:func:`~pytest_gauge.files.workspace.workspace_for`),
+        or None when the suite names no workspace folder and the task has no workspace rule."""
+        task = self.tasks[task_id]
+        wanted = workspace_rules((*task.success_criteria, *task.hard_constraints))
+        if self.workspace_source is None and not wanted:
+            return None
+        return workspace_for(self.out_dir, self.name, task_id, agent_name, sample, self.workspace_source)
+
+    async def _observed(self, task: Task, transcript: Transcript, workspace: Path | None) -> Transcript:
+        """The transcript with what its task's workspace rules saw in the workspace after the dialogue
+        (commands run in a thread: the engine's loop keeps serving the other units)."""
+        rules = (*task.success_criteria, *task.hard_constraints)
+        if workspace is None or not workspace_rules(rules):
+            return transcript
+        checks = await asyncio.to_thread(observe_workspace, rules, workspace)
+        return replace(transcript, workspace_checks=checks)
 
     async def transcript(self, task_id: str, agent_name: str, sample: int) -> TranscriptResult:
         """The transcript of (task, agent, sample); compute tiers spend their extra calls in this work."""
@@ -141,8 +165,11 @@ class SuiteRuntime:
 
         async def one(candidate: int) -> Transcript:
             seed = call_seed(self.seed, "transcript", self.name, task_id, sample, candidate)
-            cfg = self._dialogue_config(agent_name, sample, seed)
-            return await run_dialogue(task, sample, cfg, caller, self._executor(task), strategy=label)
+            workspace = self.workspace(task_id, agent_name, sample)
+            cfg = replace(self._dialogue_config(agent_name, sample, seed), workdir=workspace)
+            tools = self._executor(task, workspace)
+            done = await run_dialogue(task, sample, cfg, caller, tools, strategy=label)
+            return await self._observed(task, done, workspace)
 
         if isinstance(strategy, BestOf):
             candidates = [await one(i) for i in range(strategy.n)]

@@ -182,6 +182,9 @@ class Suite:
     (task, pair), drawn from the run seed). ``samples`` transcripts per (task, agent).
     ``max_reply_chars`` (default 100,000): a longer reply of an agent or the user simulator is cut to it,
     with a marker saying how much was cut, before it is recorded or sent to the next model.
+    ``workspace``: a folder (relative to the suite's folder) copied fresh for every transcript, for
+    tasks that act on files (docs/protocol.md#workspaces); a task with workspace rules and no such
+    folder gets an empty one.
     """
 
     def __init__(
@@ -201,6 +204,7 @@ class Suite:
         tool_timeout: float = 5.0,
         name: str | None = None,
         max_reply_chars: int = 100_000,
+        workspace: str | None = None,
     ) -> None:
         self.agents = tuple(agents)
         self.judge = judge or Judge()
@@ -214,6 +218,7 @@ class Suite:
         self.tool_step_limit = tool_step_limit
         self.tool_timeout = tool_timeout
         self.name = name
+        self.workspace = workspace
         # an agent's or the user simulator's reply past this is cut, with a marker, before it is recorded
         # or sent on (a tool's result has its own limit, Tool(max_result_chars=...))
         self.max_reply_chars = max_reply_chars
@@ -261,8 +266,19 @@ class Suite:
     def agent(self, name: str) -> Agent:
         return next(a for a in self.agents if a.name == name)
 
+    def workspace_source(self, folder: Path) -> Path | None:
+        """The folder copied into each transcript's workspace, resolved against the suite's folder
+        (None when the suite names none); a missing folder is a :class:`SuiteError`."""
+        if self.workspace is None:
+            return None
+        source = (folder / self.workspace).resolve()
+        if not source.is_dir():
+            raise SuiteError(f"Suite(workspace={self.workspace!r}): {source} is not a folder")
+        return source
+
     def load(self, folder: Path) -> tuple[Task, ...]:
         """Load and validate this suite's tasks (raises :class:`TaskFileError`)."""
+        self.workspace_source(folder)
         return load_tasks(
             folder / self.tasks_file, checks=self.checks, tool_names=[t.name for t in self.tools]
         )

@@ -8,17 +8,19 @@ unknown).
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ..records import ToolCall
 from .schema import CompiledSchema, SchemaError, compile_schema
 
-__all__ = ["Tool", "ToolError", "ToolExecutor", "ToolResult", "cut_text"]
+__all__ = ["Tool", "ToolError", "ToolExecutor", "ToolResult", "cut_text", "wants_workspace"]
 
 RC_OK, RC_RAISED, RC_BAD_ARGS, RC_TIMEOUT, RC_UNKNOWN = 0, 1, 2, 124, 127
 
@@ -114,13 +116,27 @@ def cut_text(text: str, limit: int) -> str:
     return f"{text[:limit]}\n[... {len(text) - limit:,} more characters cut: the limit is {limit:,}]"
 
 
-class ToolExecutor:
-    """Runs the tools a task names; every call becomes a :class:`ToolCall` record."""
+def wants_workspace(fn: Callable[..., Any]) -> bool:
+    """Whether a tool's function takes a ``workspace`` parameter (then it is given the transcript's
+    workspace folder, docs/protocol.md#workspaces; the model never sees or sets it)."""
+    try:
+        return "workspace" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):  # a builtin without a signature
+        return False
 
-    def __init__(self, tools: Sequence[Tool], default_timeout: float = 5.0) -> None:
+
+class ToolExecutor:
+    """Runs the tools a task names; every call becomes a :class:`ToolCall` record. ``workspace``: the
+    transcript's workspace, passed to the tools whose function takes a ``workspace`` parameter."""
+
+    def __init__(
+        self, tools: Sequence[Tool], default_timeout: float = 5.0, workspace: Path | None = None
+    ) -> None:
         self.tools = {t.name: t for t in tools}
         self.schemas = [t.schema() for t in tools]
         self.default_timeout = default_timeout
+        self.workspace = workspace
+        self._given = {t.name for t in tools if workspace is not None and wants_workspace(t.fn)}
 
     async def run(self, call_id: str, name: str, raw_arguments: str) -> ToolCall:
         """Execute one call (``raw_arguments``: the model's JSON text); never raises for a tool's failure."""
@@ -154,8 +170,9 @@ class ToolExecutor:
             error = "arguments do not match the tool's schema: " + "; ".join(problems)
             return ToolCall(call_id, name, raw_arguments, parsed, f"error: {error}", RC_BAD_ARGS, 0.0, error)
         timeout = tool.timeout or self.default_timeout
+        given = {**parsed, "workspace": self.workspace} if name in self._given else parsed
         try:
-            value = await asyncio.to_thread(_run_with_timeout, tool.fn, parsed, timeout)
+            value = await asyncio.to_thread(_run_with_timeout, tool.fn, given, timeout)
         except TimeoutError as exc:
             return self._done(
                 call_id, name, raw_arguments, parsed, f"error: {exc}", RC_TIMEOUT, start, "timeout"

@@ -1,0 +1,112 @@
+"""What the workspace rules look at (``file_exists``, ``file_contains``, ``command_succeeds``,
+docs/protocol.md#workspaces): a path inside the workspace, a file's text read with a size bound, and a
+command run in the workspace with a timeout that kills its whole process group. Plain functions of a
+folder, so the rules in :mod:`.rules` stay values and the engine runs these once per transcript."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+__all__ = [
+    "MAX_FILE_BYTES",
+    "CommandOutcome",
+    "check_relative",
+    "command_env",
+    "inside",
+    "read_text",
+    "run_command",
+]
+
+MAX_FILE_BYTES = 8 * 1024 * 1024
+"""Most bytes of a file ``file_contains`` reads (the rest is not searched, and the detail says so)."""
+_OUTPUT_CHARS = 400  # the tail of a failed command's output kept in the rule's detail
+_SECRET_NAME = re.compile(r"(?:_API_KEY|_AUTH_TOKEN|_API_TOKEN|_SECRET_KEY|_ACCESS_KEY)$")
+
+
+def check_relative(path: str) -> str | None:
+    """Why ``path`` cannot name a file inside a workspace (absolute, ``..``, empty), or None."""
+    if not path.strip():
+        return "must be a non-empty relative path"
+    pure = PurePosixPath(path.replace("\\", "/"))
+    if pure.is_absolute() or re.match(r"^[A-Za-z]:", path):
+        return f"{path!r} is absolute: name a path relative to the workspace"
+    if ".." in pure.parts:
+        return f"{path!r} leaves the workspace ('..')"
+    return None
+
+
+def inside(workspace: Path, path: str) -> Path | None:
+    """``workspace / path`` resolved, or None when a symlink takes it outside the workspace."""
+    root = workspace.resolve()
+    target = (root / path).resolve()
+    return target if target == root or root in target.parents else None
+
+
+def read_text(path: Path) -> tuple[str, bool]:
+    """A file's text (UTF-8, undecodable bytes replaced) within :data:`MAX_FILE_BYTES`, and whether it
+    was cut there."""
+    with path.open("rb") as fh:
+        data = fh.read(MAX_FILE_BYTES + 1)
+    cut = len(data) > MAX_FILE_BYTES
+    return data[:MAX_FILE_BYTES].decode("utf-8", errors="replace"), cut
+
+
+@dataclass(frozen=True)
+class CommandOutcome:
+    """How a command ended: its exit code (None when killed at the timeout) and its output's tail."""
+
+    code: int | None
+    output: str
+
+
+def command_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """The command's environment: the run's, without any key variable (``*_API_KEY``,
+    ``*_AUTH_TOKEN``, ...): a project's own tests never need the gateway key."""
+    return {k: v for k, v in environ.items() if not _SECRET_NAME.search(k.upper())}
+
+
+def run_command(argv: Sequence[str], workspace: Path, timeout: float) -> CommandOutcome:
+    """Run ``argv`` in ``workspace`` in its own session; past ``timeout`` seconds the whole process
+    group is killed (a test runner's children too) and the code is None."""
+    try:
+        proc = subprocess.Popen(
+            list(argv),
+            cwd=workspace,
+            env=command_env(os.environ),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        return CommandOutcome(127, f"cannot start {argv[0]!r}: {exc.strerror or exc}")
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        out, _ = proc.communicate()
+        return CommandOutcome(None, _tail(out))
+    return CommandOutcome(proc.returncode, _tail(out))
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+_DURATION = re.compile(r"\b\d+\.\d+s\b")
+
+
+def _tail(out: bytes | None) -> str:
+    """The output's last characters, durations ("0.12s") blanked: the detail is recorded in the
+    transcript, whose bytes must not change from one run to the next."""
+    text = _DURATION.sub("#s", (out or b"").decode("utf-8", errors="replace").strip())
+    return text if len(text) <= _OUTPUT_CHARS else "…" + text[-_OUTPUT_CHARS:]
