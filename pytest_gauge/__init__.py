@@ -30,6 +30,7 @@ from .suite.declare import (
     env_model,
     reflection,
 )
+from .suite.programs import CommandAgent, claude_code, codex
 from .suite.rules import RuleResult
 from .suite.sim_profiles import SimAgent, SimJudge, SimUser
 from .suite.tools import Tool, ToolResult
@@ -39,6 +40,7 @@ __all__ = [
     "BestOf",
     "CallableAgent",
     "CaseRecord",
+    "CommandAgent",
     "Comparison",
     "GaugeBudgetExceeded",
     "GaugeClient",
@@ -65,6 +67,8 @@ __all__ = [
     "Usage",
     "UserSimulator",
     "best_of",
+    "claude_code",
+    "codex",
     "env_model",
     "reflection",
 ]

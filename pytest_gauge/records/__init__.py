@@ -196,6 +196,9 @@ class Transcript:
     error: str | None = None
     strategy: str = "single"
     workspace_checks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # a program agent's own view of each turn ({"session", "usage", "cost_usd"}), beside the ledger's;
+    # written only when there is one
+    program_turns: list[dict[str, Any]] = field(default_factory=list)
 
     def agent_turns(self) -> list[str]:
         return [t.content for t in self.turns if t.role == "assistant"]
@@ -210,6 +213,8 @@ class Transcript:
         data["turns"] = [t.to_json() for t in self.turns]
         if not self.workspace_checks:  # written only for tasks with workspace rules (older bytes kept)
             del data["workspace_checks"]
+        if not self.program_turns:
+            del data["program_turns"]
         return data
 
     @classmethod

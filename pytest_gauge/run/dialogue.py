@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from ..records import ChatResult, ToolCall, Transcript, Turn
 from ..suite.tasks import Task
 from ..suite.tools import cut_text
+from .programs import ProgramFailed, ProgramSession
 
 __all__ = [
     "REFLECTION_PROMPT",
@@ -153,6 +154,7 @@ class DialogueConfig:
     user_seed: int | None = None
     max_reply_chars: int = 0  # a longer reply is cut with a marker (0: no limit); Suite(max_reply_chars=)
     workdir: Path | None = None  # the transcript's workspace (files/workspace.py), when it has one
+    program: ProgramSession | None = None  # a CommandAgent's transcript: one process per turn
 
 
 async def _agent_reply(
@@ -166,6 +168,8 @@ async def _agent_reply(
 
     Returns (reply, hit_step_limit, truncated). Tool activity is appended to ``turns`` and ``history``.
     """
+    if cfg.program is not None:
+        return await _program_reply(cfg, cfg.program, history, turns)
     if cfg.agent_fn is not None:
         recorder = _RecordingRunner(tools) if tools is not None else None
         produced = cfg.agent_fn(list(history), recorder)  # type: ignore[arg-type]
@@ -201,6 +205,18 @@ async def _agent_reply(
             )
         _append_tool_activity(content, calls, list(result.tool_calls), turns, history, messages)
     return "", True, False
+
+
+async def _program_reply(
+    cfg: DialogueConfig, program: ProgramSession, history: list[dict[str, Any]], turns: list[Turn]
+) -> tuple[str, bool, bool]:
+    """A program agent's turn: run it on the user's last message; the tool calls its output reports
+    (its own tools and the suite's over MCP) are recorded before its reply."""
+    reply = await program.turn(str(history[-1]["content"]))
+    if reply.tool_calls:
+        raw_calls = [_openai_call(c) for c in reply.tool_calls]
+        _append_tool_activity("", reply.tool_calls, raw_calls, turns, history, None)
+    return cut_text(reply.reply, cfg.max_reply_chars), False, False
 
 
 def _openai_call(call: ToolCall) -> dict[str, Any]:
@@ -271,6 +287,7 @@ async def run_dialogue(
     history: list[dict[str, Any]] = []  # the agent's view (without its system prompt)
     satisfied: bool | None = None
     ended_by = "max_turns"
+    error: str | None = None
     final_reply = ""
     user_msgs: list[dict[str, str]] = [
         {"role": "system", "content": system},
@@ -301,7 +318,11 @@ async def run_dialogue(
             cut_short = result.finish_reason == "length"
         turns.append(Turn("user", message, truncated=cut_short))
         history.append({"role": "user", "content": message})
-        reply, hit_limit, cut = await _agent_reply(cfg, call, history, tools, turns)
+        try:
+            reply, hit_limit, cut = await _agent_reply(cfg, call, history, tools, turns)
+        except ProgramFailed as exc:  # the program agent failed this turn: the transcript ends with it
+            ended_by, error = "error", str(exc)
+            break
         if hit_limit:
             ended_by = "step_limit"
             break
@@ -321,8 +342,17 @@ async def run_dialogue(
         final_reply=final_reply,
         user_satisfied=satisfied,
         ended_by=ended_by,
+        error=error,
         strategy=strategy,
+        program_turns=_program_turns(cfg.program),
     )
+
+
+def _program_turns(program: ProgramSession | None) -> list[dict[str, Any]]:
+    """A program agent's own view of each turn (session, usage, cost), kept beside the ledger's."""
+    if program is None:
+        return []
+    return [{"session": r.session, "usage": r.usage, "cost_usd": r.cost_usd} for r in program.replies]
 
 
 def tool_arguments(raw: str) -> dict[str, Any] | None:

@@ -22,13 +22,15 @@ from ..gateway.gateway import CallContext, Gateway
 from ..records import CaseRecord, JudgmentResult, Transcript, TranscriptResult, Turn, UnitSpend, Usage
 from ..records.work_key import WorkKey
 from ..suite.cases import Case
-from ..suite.declare import BestOf, CallableAgent, ModelAgent, Reflection, Suite
+from ..suite.declare import BestOf, CallableAgent, CommandAgent, ModelAgent, Reflection, Suite
+from ..suite.programs import ProgramSetup
 from ..suite.rules import Score, observe_workspace, score, workspace_rules
 from ..suite.tasks import Task
 from ..suite.tools import ToolExecutor
 from .dialogue import REFLECTION_PROMPT, BodyCaller, ChatResult, DialogueConfig, run_dialogue
 from .judge import Redactor, build_judge_messages, judge_prompt, parse_verdict, slots
 from .judge_format import JudgeFormats, ask_judge
+from .programs import ProgramHost, ProgramMissing, ProgramSession, program_home
 
 __all__ = ["SuiteRuntime", "WorkCaller", "build_record", "call_seed"]
 
@@ -85,6 +87,7 @@ class SuiteRuntime:
     seed: int = 0  # the run seed (--gauge-seed): every call's seed derives from it (see call_seed)
     out_dir: Path = Path("gauge-out")  # --gauge-out: where the transcripts' workspaces live
     workspace_source: Path | None = None  # Suite(workspace=...) resolved: copied into each workspace
+    programs: ProgramHost | None = None  # program agents' folders and proxy routes (set by the plugin)
     redactor: Redactor = field(init=False)
     _scored: OrderedDict[tuple[str, str, int], Score] = field(init=False, default_factory=OrderedDict)
 
@@ -166,8 +169,13 @@ class SuiteRuntime:
         async def one(candidate: int) -> Transcript:
             seed = call_seed(self.seed, "transcript", self.name, task_id, sample, candidate)
             workspace = self.workspace(task_id, agent_name, sample)
+            if workspace is None and isinstance(agent, CommandAgent):  # a program always has a folder
+                workspace = workspace_for(self.out_dir, self.name, task_id, agent_name, sample, None)
             cfg = replace(self._dialogue_config(agent_name, sample, seed), workdir=workspace)
             tools = self._executor(task, workspace)
+            if isinstance(agent, CommandAgent) and workspace is not None:
+                program = await self._program(agent, caller.ctx, workspace, tools)
+                cfg = replace(cfg, program=program)
             done = await run_dialogue(task, sample, cfg, caller, tools, strategy=label)
             return await self._observed(task, done, workspace)
 
@@ -181,6 +189,21 @@ class SuiteRuntime:
         verdict = score(task.success_criteria, task.hard_constraints, transcript)
         rules = verdict.to_json(task.success_criteria, task.hard_constraints)
         return TranscriptResult(transcript, caller.spend, rules)
+
+    async def _program(
+        self, agent: CommandAgent, ctx: CallContext, workdir: Path, tools: ToolExecutor | None
+    ) -> ProgramSession:
+        """A program agent's session for one transcript: its working directory (the workspace), private
+        folder, proxy route and MCP servers (:mod:`.programs`)."""
+        host = self.programs
+        if host is None:
+            raise ProgramMissing(
+                f"agent {agent.name!r} is a program, and this run has no recording proxy for it",
+                "run it through the pytest plugin (program agents call their models through its proxy)",
+            )
+        mcp = host.mcp_servers(ctx, tools) if tools is not None else {}
+        setup = ProgramSetup(workdir, program_home(workdir), host.endpoint(ctx), ctx.work, mcp)
+        return await asyncio.to_thread(ProgramSession.open, agent, setup)
 
     async def _select(
         self, task: Task, candidates: list[Transcript], strategy: BestOf, caller: WorkCaller, sample: int

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from ..gateway.backends import network_client, sim_client
-from ..suite.declare import ModelAgent, Suite
+from ..suite.declare import CommandAgent, ModelAgent, Suite
 from ..suite.sim_profiles import SimAgent, SimJudge
 from ..suite.tasks import Task
 
@@ -23,7 +23,8 @@ def sim_world(suite: Suite, tasks: tuple[Task, ...], seed: int) -> SimWorld:
     """The simulator's world for one suite: its tasks and each of its models' profiles."""
     from .backend import SimWorld
 
-    agents = {a.model: (a.name, a.sim) for a in suite.agents if isinstance(a, ModelAgent)}
+    served = [a for a in suite.agents if isinstance(a, (ModelAgent, CommandAgent)) and a.model]
+    agents = {str(a.model): (a.name, a.sim) for a in served}
     judges: dict[str, SimJudge] = {suite.judge.model: suite.judge.sim, **dict(suite.judge.extra_sims)}
     return SimWorld(
         seed=seed, tasks=tasks, agents=agents, users={suite.user.model: suite.user.sim}, judges=judges

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from .programs import CommandAgent
 from .response_format import format_chain
 from .rules import RuleResult
 from .sim_profiles import SimAgent, SimJudge, SimUser
@@ -21,6 +22,7 @@ from .tools import Tool
 __all__ = [
     "BestOf",
     "CallableAgent",
+    "CommandAgent",
     "Judge",
     "ModelAgent",
     "Reflection",
@@ -128,7 +130,7 @@ class CallableAgent:
     model: str | None = None
 
 
-Agent = ModelAgent | CallableAgent
+Agent = ModelAgent | CallableAgent | CommandAgent
 
 
 @dataclass(frozen=True)

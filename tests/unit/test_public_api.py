@@ -9,6 +9,7 @@ PUBLIC = [
     "BestOf",
     "CallableAgent",
     "CaseRecord",
+    "CommandAgent",
     "Comparison",
     "GaugeBudgetExceeded",
     "GaugeClient",
@@ -35,6 +36,8 @@ PUBLIC = [
     "Usage",
     "UserSimulator",
     "best_of",
+    "claude_code",
+    "codex",
     "env_model",
     "reflection",
 ]
