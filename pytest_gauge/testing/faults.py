@@ -78,6 +78,17 @@ MALFORMED_BY_API: dict[str, dict[str, bytes]] = {
             b' "output_tokens": 1}}'
         ),
     },
+    "responses": {
+        **{k: MALFORMED_BODIES[k] for k in _SHARED_MALFORMED},
+        "output_not_list": b'{"id": "resp_x", "object": "response", "status": "completed", "output": "hi"}',
+        "output_empty": b'{"id": "resp_x", "object": "response", "status": "completed", "output": []}',
+        "usage_string": (
+            b'{"id": "resp_x", "object": "response", "status": "completed", "output": [{"type": "message",'
+            b' "id": "msg_x", "role": "assistant", "status": "completed", "content": [{"type": "output_text",'
+            b' "text": "hi", "annotations": []}]}], "usage": {"input_tokens": "many", "output_tokens": 1,'
+            b' "total_tokens": 1}}'
+        ),
+    },
 }
 """Each wire format's malformed 200 bodies by kind (a format without its own list gets the chat ones)."""
 
