@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 from ..gateway.errors import GatewayError
 from ..gateway.gateway import CallContext
+from ..gateway.wire.noise import register_folder
 from ..suite.programs import CommandAgent, ProgramEndpoint, ProgramSetup, fill, session_uuid
 from .program_output import PARSERS, ProgramReply
 
@@ -121,6 +122,9 @@ class ProgramSession:
     def open(cls, agent: CommandAgent, setup: ProgramSetup) -> ProgramSession:
         """A fresh private folder (whatever an earlier run left is removed), the preset's files, the
         environment."""
+        # the folders' paths differ between checkouts: the cache material names them by the work
+        register_folder(str(setup.home), f"<home:{setup.work}>")
+        register_folder(str(setup.workdir), f"<workspace:{setup.work}>")
         if setup.home.exists():
             shutil.rmtree(setup.home)
         (setup.home / "tmp").mkdir(parents=True)

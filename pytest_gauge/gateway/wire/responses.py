@@ -19,6 +19,7 @@ from ..redact import known_secrets, redact_known
 from ..response import BadResponse, body_snippet
 from .base import Api, StreamEvent
 from .chat import CHAT
+from .noise import quiet_material
 
 __all__ = ["RESPONSES", "ResponsesFormat"]
 
@@ -620,7 +621,7 @@ class ResponsesFormat:
         material = {k: body.get(k) for k in _CACHE_FIELDS}
         metadata = body.get("metadata")
         material["seed"] = metadata.get("seed") if isinstance(metadata, dict) else None
-        return material
+        return quiet_material(material)  # an agent program's per-run noise left out (wire/noise.py)
 
     def parse_response(self, content: bytes, secrets: tuple[str, ...] = ()) -> dict[str, Any]:
         try:

@@ -1,0 +1,85 @@
+"""What changes from run to run in an agent program's requests and never decides its answer, taken out of
+the cache material (docs/protocol.md#program-agents): the transcript's folders (a workspace under a
+different output folder in a clean checkout, and Claude Code's slug of it), today's date in the two CLIs'
+date lines, the machine's OS version line, and the per-session ids of input items.
+
+The folders are registered by the process that runs the program (:func:`register_folder`), before its
+first request, under a placeholder; every format's ``cache_material`` passes its material through
+:func:`quiet`. A request without such text is returned unchanged (the same key as before).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from typing import Any
+
+__all__ = ["quiet", "quiet_material", "register_folder", "registered_folders"]
+
+_FOLDERS: dict[str, str] = {}
+_LOCK = threading.Lock()
+_PATTERN: list[re.Pattern[str] | None] = [None]
+
+_DATES = (
+    (re.compile(r"(Today's date is )\d{4}-\d{2}-\d{2}"), r"\1<date>"),
+    (re.compile(r"(<current_date>)[^<]*(</current_date>)"), r"\1<date>\2"),
+    (re.compile(r"(OS Version: )[^\n\\]*"), r"\1<os>"),
+)
+
+
+def _slug(path: str) -> str:
+    """Claude Code's name for a folder's project memory: every character but letters and digits as ``-``."""
+    return re.sub(r"[^A-Za-z0-9]", "-", path)
+
+
+def register_folder(path: str, placeholder: str) -> None:
+    """From now on, ``path`` (and its slug) in a request's text reads as ``placeholder`` in its cache
+    material (a transcript's workspace as ``<workspace:task/agent/sample>``, say): the same request from
+    a checkout in another folder has the same key."""
+    with _LOCK:
+        _FOLDERS[path] = placeholder
+        _FOLDERS[_slug(path)] = _slug(placeholder)
+        names = sorted(_FOLDERS, key=len, reverse=True)  # the longest first: a folder's own subfolders
+        _PATTERN[0] = re.compile("|".join(re.escape(n) for n in names))
+
+
+def registered_folders() -> dict[str, str]:
+    """The folders registered so far and their placeholders (for tests and the miss message)."""
+    with _LOCK:
+        return dict(_FOLDERS)
+
+
+def _quiet_text(text: str) -> str:
+    pattern = _PATTERN[0]
+    if pattern is not None and pattern.search(text):
+        folders = _FOLDERS
+        text = pattern.sub(lambda m: folders[m.group(0)], text)
+    for regex, replacement in _DATES:
+        if regex.search(text):
+            text = regex.sub(replacement, text)
+    return text
+
+
+def quiet(value: Any) -> Any:
+    """``value`` (a request's cache material) with the run-to-run noise replaced: registered folders,
+    the date and OS lines; in lists of input items, each item's ``id`` (Codex's per-session message
+    ids) is left out."""
+    if isinstance(value, str):
+        return _quiet_text(value)
+    if isinstance(value, list):
+        return [quiet(v) for v in value]
+    if isinstance(value, dict):
+        drop_id = value.get("type") in _ITEM_TYPES and isinstance(value.get("id"), str)
+        return {k: quiet(v) for k, v in value.items() if not (drop_id and k == "id")}
+    return value
+
+
+def quiet_material(material: dict[str, Any]) -> dict[str, Any]:
+    """:func:`quiet` for a format's cache material (a JSON object in, a JSON object out)."""
+    return {k: quiet(v) for k, v in material.items()}
+
+
+_ITEM_TYPES = frozenset(
+    {"message", "function_call", "function_call_output", "reasoning", "custom_tool_call", "local_shell_call"}
+)
+"""Responses input items whose ``id`` a client makes up per session (not the answer's business)."""

@@ -1,0 +1,78 @@
+"""An agent program's per-run noise is out of the cache material (issue 28, point 8): two requests
+Claude Code or Codex send for the same transcript in two runs, from checkouts in different folders on
+different days, have one key; a request that differs in what decides the answer does not."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pytest_gauge.gateway.wire import wire_format
+from pytest_gauge.gateway.wire.noise import quiet, register_folder
+
+
+def _codex_body(root: str, day: str, ids: tuple[str, str], prompt: str = "Fix the bug") -> dict[str, Any]:
+    """A Codex request in the shape 0.169.0 sends (ids, metadata and paths as they vary per run)."""
+    work = f"{root}/gauge-out/s/work/t1/codex/0"
+    context = (
+        f"<environment_context>\n  <cwd>{work}</cwd>\n  <current_date>{day}</current_date>\n"
+        f"  <filesystem><workspace_roots><root>{work}</root></workspace_roots></filesystem>\n"
+        "</environment_context>"
+    )
+    return {
+        "model": "gpt-5.1-codex",
+        "stream": True,
+        "input": [
+            {
+                "type": "message",
+                "id": ids[0],
+                "role": "user",
+                "content": [{"type": "input_text", "text": context}],
+            },
+            {
+                "type": "message",
+                "id": ids[1],
+                "role": "user",
+                "content": [{"type": "input_text", "text": prompt}],
+            },
+        ],
+        "prompt_cache_key": ids[0],
+        "client_metadata": {"session_id": ids[1], "turn_started_at_unix_ms": 1},
+        "tools": [{"type": "function", "name": "exec_command", "parameters": {"type": "object"}}],
+    }
+
+
+def test_codex_requests_of_two_runs_in_two_checkouts_share_a_key() -> None:
+    for root in ("/tmp/run-a", "/srv/checkout-b"):
+        work = f"{root}/gauge-out/s/work/t1/codex/0"
+        register_folder(work + ".home", "<home:transcript/t1/codex/0>")
+        register_folder(work, "<workspace:transcript/t1/codex/0>")
+    fmt = wire_format("responses")
+    first = fmt.cache_material(_codex_body("/tmp/run-a", "2026-12-02", ("msg_1", "msg_2")))
+    second = fmt.cache_material(_codex_body("/srv/checkout-b", "2026-12-03", ("msg_9", "msg_8")))
+    assert first == second
+    assert "<workspace:transcript/t1/codex/0>" in str(first) and "/tmp/run-a" not in str(first)
+    other = fmt.cache_material(
+        _codex_body("/tmp/run-a", "2026-12-02", ("msg_1", "msg_2"), "Fix the other bug")
+    )
+    assert other != first
+
+
+def test_claude_codes_folders_slugs_dates_and_os_line() -> None:
+    work = "/tmp/x_1/gauge-out/s/work/t1/cc/0"
+    register_folder(work, "<workspace:transcript/t1/cc/0>")
+    text = (
+        f" - Primary working directory: {work}\n - OS Version: Linux 6.18.44-fc-v1045\n"
+        f"memory at `{work}.home/claude/projects/-tmp-x-1-gauge-out-s-work-t1-cc-0/memory/`\n"
+        "Today's date is 2026-12-02."
+    )
+    assert quiet(text) == (
+        " - Primary working directory: <workspace:transcript/t1/cc/0>\n - OS Version: <os>\n"
+        "memory at `<workspace:transcript/t1/cc/0>.home/claude/projects/"
+        "-workspace-transcript-t1-cc-0-/memory/`\n"
+        "Today's date is <date>."
+    )
+
+
+def test_a_request_without_noise_is_unchanged() -> None:
+    body = {"model": "m", "input": [{"type": "message", "role": "user", "content": "hi"}], "seed": None}
+    assert quiet(body) == body
