@@ -16,7 +16,7 @@ from pytest_gauge.gateway.wire.sse import encode_events, parse_events
 from pytest_gauge.suite.response_format import JSON_OBJECT, JSON_SCHEMA, VERDICT_SCHEMA
 from pytest_gauge.testing.faults import MALFORMED_BY_API
 
-LOOKUP = {
+LOOKUP: dict[str, Any] = {
     "type": "function",
     "function": {
         "name": "lookup",
@@ -333,7 +333,7 @@ def test_stop_reasons(stop: str | None, finish: str) -> None:
 
 
 def test_completion_joins_text_and_lists_tool_calls() -> None:
-    blocks = [
+    blocks: list[dict[str, Any]] = [
         {"type": "text", "text": "Let me "},
         {"type": "text", "text": "look."},
         {"type": "tool_use", "id": "toolu_9", "name": "lookup", "input": {"order_id": "123"}},
@@ -352,7 +352,7 @@ def test_completion_joins_text_and_lists_tool_calls() -> None:
 
 
 def test_usage_keeps_reads_and_writes_apart() -> None:
-    usage = {
+    usage: dict[str, Any] = {
         "input_tokens": 10,
         "output_tokens": 5,
         "cache_read_input_tokens": 200,
@@ -368,7 +368,7 @@ def test_usage_keeps_reads_and_writes_apart() -> None:
     }
     no_breakdown = usage_counts({**usage, "cache_creation": None})
     assert (no_breakdown["cache_write_tokens"], no_breakdown["cache_write_1h_tokens"]) == (40, 0)
-    got = MESSAGES.usage(message([{"type": "text", "text": "a"}], **usage))
+    got = MESSAGES.usage({**message([{"type": "text", "text": "a"}]), "usage": usage})
     assert got is not None
     assert (got.prompt_tokens, got.cached_tokens, got.completion_tokens) == (250, 200, 5)
     assert MESSAGES.usage({"content": []}) is None
