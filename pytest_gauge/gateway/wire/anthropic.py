@@ -1,7 +1,7 @@
 """Anthropic Messages (``api="anthropic"``, ``POST /v1/messages``): system prompt, content blocks,
 ``tool_use``/``tool_result``, ``stop_reason``, the cache's read and write counts, and its stream of named
 events (``message_start`` ... ``message_stop``). The mapping, both ways, is the table in
-docs/protocol.md#wire-formats.
+docs/protocol.md#wire-anthropic.
 
 The judge's JSON verdict has no ``response_format`` here: a ``json_schema`` format becomes one tool,
 :data:`JSON_TOOL`, whose input schema is the format's schema, forced with ``tool_choice``; its
@@ -19,11 +19,15 @@ from ..redact import known_secrets, redact_known
 from ..response import BadResponse, body_snippet
 from .base import Api, StreamEvent
 
-__all__ = ["DEFAULT_MAX_TOKENS", "JSON_TOOL", "MESSAGES", "MessagesFormat", "usage_counts"]
+__all__ = ["DEFAULT_MAX_TOKENS", "JSON_TOOL", "MESSAGES", "SEED_USER", "MessagesFormat", "usage_counts"]
 
 DEFAULT_MAX_TOKENS = 4096
 """``max_tokens`` of a Messages request whose chat body sets none (Messages requires it): the output
 limit of every current Claude model is at least this."""
+
+SEED_USER = "gauge-seed-"
+"""Messages has no ``seed``: a chat body's seed travels as ``metadata.user_id`` ``gauge-seed-<n>`` (an
+opaque id to the API), so the simulator reads it back and repeats of one request differ as over chat."""
 
 JSON_TOOL = "json_answer"
 """The forced tool a ``json_schema`` response format becomes; its ``tool_use`` input is the JSON answer."""
@@ -79,8 +83,10 @@ class MessagesFormat:
     def request_body(self, chat_body: dict[str, Any]) -> dict[str, Any]:
         """System messages joined into ``system``, the rest as content blocks (consecutive roles merged,
         tool results as the user's ``tool_result`` blocks), tools, ``tool_choice``, ``max_tokens``
-        (:data:`DEFAULT_MAX_TOKENS` when unset), ``stop_sequences``, temperature, top_p; a ``json_schema``
-        response format as the forced :data:`JSON_TOOL`."""
+        (:data:`DEFAULT_MAX_TOKENS` when unset), ``stop_sequences``; a ``json_schema`` response format as
+        the forced :data:`JSON_TOOL`; ``seed`` as ``metadata.user_id`` (:data:`SEED_USER`). No
+        ``temperature``/``top_p``: API version 2026-10-21 and the current models answer them with a 400
+        (even at their defaults)."""
         messages = [m for m in chat_body.get("messages") or () if isinstance(m, dict)]
         system = "\n\n".join(
             _text(m.get("content")) for m in messages if m.get("role") in ("system", "developer")
@@ -94,9 +100,9 @@ class MessagesFormat:
         stop = chat_body.get("stop")
         if stop:
             out["stop_sequences"] = [stop] if isinstance(stop, str) else list(stop)
-        for key in ("temperature", "top_p"):
-            if chat_body.get(key) is not None:
-                out[key] = chat_body[key]
+        seed = chat_body.get("seed")
+        if isinstance(seed, int) and not isinstance(seed, bool):
+            out["metadata"] = {"user_id": f"{SEED_USER}{seed}"}
         tools = [_to_tool(t) for t in chat_body.get("tools") or () if isinstance(t, dict)]
         choice = _to_tool_choice(chat_body.get("tool_choice"), chat_body.get("parallel_tool_calls"))
         forced = _json_tool(chat_body.get("response_format"))
@@ -110,8 +116,9 @@ class MessagesFormat:
         return out
 
     def cache_material(self, body: dict[str, Any]) -> dict[str, Any]:
-        """What decides the answer; never ``stream`` nor ``metadata`` (a client's per-session user id)."""
-        return {k: body.get(k) for k in _CACHE_FIELDS}
+        """What decides the answer and the seed (:data:`SEED_USER`); never ``stream`` nor another
+        ``metadata.user_id`` (a client's per-session id, e.g. Claude Code's)."""
+        return {**{k: body.get(k) for k in _CACHE_FIELDS}, "seed": _seed(body)}
 
     def parse_response(self, content: bytes, secrets: tuple[str, ...] = ()) -> dict[str, Any]:
         """The Message in ``content``, checked like ``gateway.response.parse_completion`` checks a chat
@@ -171,8 +178,9 @@ class MessagesFormat:
 
     # -- server side ---------------------------------------------------------------------------------
     def chat_request(self, body: dict[str, Any]) -> dict[str, Any]:
-        """The inverse of :meth:`request_body`; ValueError (a 400) without ``max_tokens``, as Messages
-        answers; thinking blocks and cache_control marks are dropped, images kept as ``image_url`` parts."""
+        """The inverse of :meth:`request_body` (an older client's ``temperature``/``top_p`` kept); ValueError
+        (a 400) without ``max_tokens``, as Messages answers; thinking blocks and cache_control marks are
+        dropped, images kept as ``image_url`` parts."""
         max_tokens = body.get("max_tokens")
         if not isinstance(max_tokens, int) or isinstance(max_tokens, bool):
             raise ValueError("max_tokens: Field required (an integer)")
@@ -194,6 +202,8 @@ class MessagesFormat:
             if body.get(key) is not None:
                 out[key] = body[key]
         _chat_tools(body, out)
+        if _seed(body) is not None:
+            out["seed"] = _seed(body)
         return out
 
     def from_completion(self, completion: dict[str, Any], request: dict[str, Any]) -> dict[str, Any]:
@@ -293,6 +303,13 @@ def _text(content: Any) -> str:
     if isinstance(content, list):
         return "".join(str(p.get("text") or "") for p in content if isinstance(p, dict) and "text" in p)
     return ""
+
+
+def _seed(body: dict[str, Any]) -> int | None:
+    """The seed a request carries as ``metadata.user_id`` ``gauge-seed-<n>``, else None."""
+    user = _obj(body.get("metadata")).get("user_id")
+    tail = user[len(SEED_USER) :] if isinstance(user, str) and user.startswith(SEED_USER) else ""
+    return int(tail) if tail.lstrip("-").isdigit() else None
 
 
 def _chat_max_tokens(body: dict[str, Any]) -> int:

@@ -92,8 +92,6 @@ def test_request_body_maps_every_part() -> None:
             {"role": "user", "content": "Thanks."},
         ],
         "stop_sequences": ["END"],
-        "temperature": 0.0,
-        "top_p": 0.9,
         "tools": [
             {
                 "name": "lookup",
@@ -102,7 +100,21 @@ def test_request_body_maps_every_part() -> None:
             }
         ],
         "tool_choice": {"type": "auto"},
+        "metadata": {"user_id": "gauge-seed-7"},
     }
+
+
+def test_the_seed_travels_as_metadata_user_id() -> None:
+    body = MESSAGES.request_body({**CHAT_BODY, "seed": 3})
+    assert MESSAGES.chat_request(body)["seed"] == 3
+    assert MESSAGES.cache_material(body) != MESSAGES.cache_material(
+        MESSAGES.request_body({**CHAT_BODY, "seed": 4})
+    )
+    claude_code = {**body, "metadata": {"user_id": '{"device_id": "d1", "session_id": "s1"}'}}
+    assert "seed" not in MESSAGES.chat_request(claude_code)
+    other_session = {**body, "metadata": {"user_id": '{"device_id": "d2", "session_id": "s2"}'}}
+    assert MESSAGES.cache_material(claude_code) == MESSAGES.cache_material(other_session)
+    assert "metadata" not in MESSAGES.request_body(CHAT_BODY)
 
 
 def test_consecutive_roles_merge_and_systems_join() -> None:
@@ -176,9 +188,11 @@ def test_max_tokens_stop_and_images() -> None:
 
 
 def test_chat_request_inverts_request_body() -> None:
-    chat = {k: v for k, v in CHAT_BODY.items()}
-    back = MESSAGES.chat_request(MESSAGES.request_body(chat))
-    assert back == chat
+    """All but the sampling settings, which current Messages refuses (an old client's are read)."""
+    back = MESSAGES.chat_request(MESSAGES.request_body(CHAT_BODY))
+    assert back == {k: v for k, v in CHAT_BODY.items() if k not in ("temperature", "top_p")}
+    old_client = MESSAGES.chat_request({**MESSAGES.request_body(CHAT_BODY), "temperature": 0.5, "top_p": 0.9})
+    assert (old_client["temperature"], old_client["top_p"]) == (0.5, 0.9)
 
 
 def test_chat_request_refuses_what_messages_refuses() -> None:
