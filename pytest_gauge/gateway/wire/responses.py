@@ -271,11 +271,12 @@ def _chat_usage(usage: Any) -> dict[str, Any] | None:
     return out
 
 
-def _ledger_usage(usage: dict[str, Any]) -> Usage:
+def _ledger_usage(usage: dict[str, Any]) -> Usage | None:
     """A Responses ``usage`` object as the ledger's :class:`~pytest_gauge.records.Usage`: Responses counts
     like Chat (``input_tokens`` includes ``input_tokens_details.cached_tokens``, ``output_tokens``
-    includes ``output_tokens_details.reasoning_tokens``)."""
-    return Usage.from_api(_chat_usage(usage) or {})
+    includes ``output_tokens_details.reasoning_tokens``), so Chat's mapping reads it (None without any
+    input token)."""
+    return CHAT.usage({"usage": _chat_usage(usage)})
 
 
 # -- server side: Responses request -> chat body ----------------------------------------------------
@@ -672,8 +673,7 @@ class ResponsesFormat:
         u = response.get("usage")
         if not isinstance(u, dict):
             return None
-        usage = _ledger_usage(u)
-        return usage if usage.prompt_tokens > 0 else None
+        return _ledger_usage(u)
 
     def chat_request(self, body: dict[str, Any]) -> dict[str, Any]:
         """The inverse of :meth:`request_body`; ``input`` may be a plain string (one user message).
