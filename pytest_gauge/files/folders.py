@@ -86,6 +86,11 @@ class SuiteFolder:
         configurations that name it stay the same bytes (and their cached calls keep answering)."""
         return self.workspaces / task_id / agent / str(sample)
 
+    def mcp(self, task_id: str, agent: str, sample: int) -> Path:
+        """One transcript's MCP folder (``spec.json``, ``calls.jsonl``, ``claude-mcp.json``): the suite's
+        tools offered to a program agent; beside the workspace, never in it (the agent would see it)."""
+        return self.path / "mcp" / task_id / agent / str(sample)
+
 
 @dataclass(frozen=True)
 class RunFolder:

@@ -179,6 +179,7 @@ class GaugeState:
                 opts.seed,
                 out_dir=Path(opts.out_dir),
                 workspace_source=entry.suite.workspace_source(entry.folder),
+                module_path=entry.module_path,
             )
         selected = {cid for ids in self.selected.values() for cid in ids}
         cases = [c for e in self.suites.values() for c in e.cases if f"{e.name}::{c.case_id}" in selected]

@@ -30,6 +30,7 @@ from ..suite.tools import ToolExecutor
 from .dialogue import REFLECTION_PROMPT, BodyCaller, ChatResult, DialogueConfig, run_dialogue
 from .judge import Redactor, build_judge_messages, judge_prompt, parse_verdict, slots
 from .judge_format import JudgeFormats, ask_judge
+from .mcp_tools import McpTools
 from .programs import ProgramHost, ProgramMissing, ProgramSession, program_home
 
 __all__ = ["SuiteRuntime", "WorkCaller", "build_record", "call_seed"]
@@ -88,6 +89,7 @@ class SuiteRuntime:
     out_dir: Path = Path("gauge-out")  # --gauge-out: where the transcripts' workspaces live
     workspace_source: Path | None = None  # Suite(workspace=...) resolved: copied into each workspace
     programs: ProgramHost | None = None  # program agents' folders and proxy routes (set by the plugin)
+    module_path: Path | None = None  # the suite's test module: the MCP server imports its tools from it
     redactor: Redactor = field(init=False)
     _scored: OrderedDict[tuple[str, str, int], Score] = field(init=False, default_factory=OrderedDict)
 
@@ -146,6 +148,27 @@ class SuiteRuntime:
         if self.workspace_source is None and not wanted:
             return None
         return workspace_for(self.out_dir, self.name, task_id, agent_name, sample, self.workspace_source)
+
+    def mcp_tools(
+        self, task_id: str, agent_name: str, sample: int, workspace: Path | None
+    ) -> McpTools | None:
+        """The task's tools offered to a program agent over MCP for (task, agent, sample)
+        (:class:`~.mcp_tools.McpTools`: its configuration for Claude Code and Codex, the calls it
+        recorded), or None when the task names no tool."""
+        task = self.tasks[task_id]
+        if not task.tools or self.module_path is None:
+            return None
+        return McpTools.create(
+            self.out_dir,
+            self.name,
+            task_id,
+            agent_name,
+            sample,
+            module=self.module_path,
+            tools=task.tools,
+            timeout=self.suite.tool_timeout,
+            workspace=workspace,
+        )
 
     async def _observed(self, task: Task, transcript: Transcript, workspace: Path | None) -> Transcript:
         """The transcript with what its task's workspace rules saw in the workspace after the dialogue

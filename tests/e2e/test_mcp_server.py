@@ -1,0 +1,147 @@
+"""The suite's tools over MCP (issue 28 point 4), driven by the ``mcp`` package's own client
+(``stdio_client`` / ``ClientSession``) against ``python -m pytest_gauge.run.mcp_server``: the tools
+listed with their schemas, calls run through the plugin's executor (schema errors, timeouts, return
+codes) and recorded in ``calls.jsonl``, read back into ToolCall records that the tool rules score; and
+the configuration that names the server to Claude Code and Codex."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from pytest_gauge.records import Transcript, Turn
+from pytest_gauge.run.mcp_tools import McpServerError, McpTools
+from pytest_gauge.suite.rules import parse_rules, score
+
+SUITE_DATA = Path(__file__).resolve().parents[1] / "data" / "mcp_suite"
+
+
+@pytest.fixture
+def mcp_tools(tmp_path: Path) -> McpTools:
+    (tmp_path / "suite").mkdir()
+    module = tmp_path / "suite" / "suite_mcp.py"
+    shutil.copy(SUITE_DATA / "suite_mcp.py", module)
+    (tmp_path / "ws").mkdir()
+    names = ["lookup_order", "track_shipment", "write_note"]
+    return McpTools.create(
+        tmp_path / "out",
+        "mcp",
+        "t1",
+        "agent_x",
+        0,
+        module=module,
+        tools=names,
+        timeout=5.0,
+        workspace=tmp_path / "ws",
+    )
+
+
+async def _session(tools: McpTools, work: Any) -> Any:
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    server = tools.claude_config()["mcpServers"]["gauge"]
+    params = StdioServerParameters(command=server["command"], args=server["args"], env=server["env"])
+    with anyio.fail_after(60):  # bounded: a server that never answers fails the test
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            return await work(session)
+
+
+def test_list_call_schema_error_and_timeout_through_the_mcp_client(
+    mcp_tools: McpTools, tmp_path: Path
+) -> None:
+    async def work(session: Any) -> dict[str, Any]:
+        listed = await session.list_tools()
+        return {
+            "tools": {t.name: t.input_schema for t in listed.tools},
+            "ok": await session.call_tool("lookup_order", {"order_id": "A123"}),
+            "code": await session.call_tool("lookup_order", {"order_id": "Z9"}),
+            "schema": await session.call_tool("lookup_order", {"order_id": 5}),
+            "hang": await session.call_tool("track_shipment", {"order_id": "A123"}),
+            "write": await session.call_tool("write_note", {"text": "hello"}),
+            "unknown": await session.call_tool("delete_all", {}),
+        }
+
+    got = anyio.run(_session, mcp_tools, work)
+    assert sorted(got["tools"]) == ["lookup_order", "track_shipment", "write_note"]
+    assert got["tools"]["write_note"]["properties"] == {"text": {"type": "string"}}  # no workspace in it
+    assert not got["ok"].is_error and json.loads(got["ok"].content[0].text)["status"] == "delivered"
+    assert got["code"].is_error and "no order Z9" in got["code"].content[0].text
+    assert got["schema"].is_error and "do not match the tool's schema" in got["schema"].content[0].text
+    assert got["hang"].is_error and got["hang"].content[0].text == "error: tool did not finish within 0.3s"
+    assert (tmp_path / "ws" / "notes.txt").read_text(encoding="utf-8") == "hello"
+    calls = mcp_tools.take_calls()
+    assert [(c.id, c.name, c.return_code) for c in calls] == [
+        ("mcp-1", "lookup_order", 0),
+        ("mcp-2", "lookup_order", 4),
+        ("mcp-3", "lookup_order", 2),
+        ("mcp-4", "track_shipment", 124),
+        ("mcp-5", "write_note", 0),
+        ("mcp-6", "delete_all", 127),
+    ]
+    assert calls[2].arguments == {"order_id": 5} and calls[3].error == "timeout"
+    assert mcp_tools.take_calls() == []  # taken once
+    rules = parse_rules(
+        [
+            {"type": "tool_args", "name": "lookup_order", "args": {"order_id": "A123"}},
+            {"type": "tool_return_code", "name": "track_shipment", "code": 124},
+            {"type": "no_call_after_failure", "precondition": "track_shipment", "then": "write_note"},
+        ],
+        field="success_criteria",
+    )
+    turns = [Turn("user", "go"), Turn("assistant", "", tool_calls=calls), Turn("assistant", "done")]
+    verdict = score(rules, (), Transcript("t1", "agent_x", 0, turns, "done", None, "user_done"))
+    assert [r.passed for r in verdict.criteria] == [True, True, False]
+
+
+@pytest.mark.slow  # three server processes (each imports the mcp package: ~3 s of CPU)
+def test_a_later_turn_continues_the_numbering_and_a_broken_suite_is_reported(mcp_tools: McpTools) -> None:
+    async def one(session: Any) -> Any:
+        return await session.call_tool("lookup_order", {"order_id": "A123"})
+
+    anyio.run(_session, mcp_tools, one)
+    anyio.run(_session, mcp_tools, one)  # the next turn: a new agent process, a new server
+    assert [c.id for c in mcp_tools.take_calls()] == ["mcp-1", "mcp-2"]
+    mcp_tools.module.write_text("raise RuntimeError('broken suite')\n", encoding="utf-8")
+    import subprocess
+
+    done = subprocess.run(mcp_tools.argv(), input=b"", capture_output=True, timeout=60, env=_env(mcp_tools))
+    assert done.returncode == 2 and b"broken suite" in done.stderr and done.stdout == b""
+    with pytest.raises(McpServerError, match="cannot load the suite's tools: RuntimeError: broken suite"):
+        mcp_tools.take_calls()
+
+
+def _env(tools: McpTools) -> dict[str, str]:
+    return {**tools.claude_config()["mcpServers"]["gauge"]["env"], "PATH": "/usr/bin:/bin"}
+
+
+def test_the_agents_configurations_name_the_same_server(mcp_tools: McpTools) -> None:
+    claude = json.loads(mcp_tools.claude_config_file.read_text(encoding="utf-8"))
+    server = claude["mcpServers"]["gauge"]
+    assert server["type"] == "stdio" and [server["command"], *server["args"]] == mcp_tools.argv()
+    assert mcp_tools.argv()[:3] == [sys.executable, "-m", "pytest_gauge.run.mcp_server"]
+    assert set(server["env"]) == {"PYTHONPATH"}  # never a key
+    codex = tomllib.loads(mcp_tools.codex_toml())["mcp_servers"]["gauge"]
+    assert [codex["command"], *codex["args"]] == mcp_tools.argv() and codex["env"] == server["env"]
+    assert codex["startup_timeout_sec"] == 30
+    assert mcp_tools.claude_tool_names() == [
+        "mcp__gauge__lookup_order",
+        "mcp__gauge__track_shipment",
+        "mcp__gauge__write_note",
+    ]
+    spec = json.loads(mcp_tools.spec.read_text(encoding="utf-8"))
+    assert spec["calls"] == str(mcp_tools.calls) and mcp_tools.folder.parts[-5:] == (
+        "mcp",
+        "mcp",
+        "t1",
+        "agent_x",
+        "0",
+    )
