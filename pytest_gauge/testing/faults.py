@@ -124,6 +124,10 @@ class FaultPlan:
     attempted_retries: int = 0  # x-litellm-attempted-retries on every 200
     response_cost: float | None = None  # x-litellm-response-cost on every 200
     cached_tokens: int = 0
+    cache_write_tokens: int = 0
+    """Cache writes, in ``prompt_tokens_details.cache_write_tokens`` (``cache_creation_input_tokens``)."""
+    cache_write_1h_tokens: int = 0
+    """Of the cache writes, those to the one-hour cache (``cache_write_1h_tokens``)."""
     reasoning_tokens: int = 0
     unknown_models: frozenset[str] = frozenset()
     rate_malformed: float = 0.0
@@ -385,7 +389,8 @@ def in_format(fmt: WireFormat, resp: Response) -> Response:
 
 def finish_completion(body: dict[str, Any], out: dict[str, Any], plan: FaultPlan, seq: int) -> dict[str, Any]:
     """A responder's answer made a full chat.completion (ids, indexes, usage), with the plan's
-    truncation, missing usage and cached/reasoning token details applied."""
+    truncation, missing usage and cached/cache-write/reasoning token details applied (prompt tokens
+    include the cache's reads and writes)."""
     out.setdefault("id", f"chatcmpl-loopback-{seq}")
     out.setdefault("object", "chat.completion")
     out.setdefault("created", int(time.time()))
@@ -419,6 +424,11 @@ def finish_completion(body: dict[str, Any], out: dict[str, Any], plan: FaultPlan
     if isinstance(usage, dict) and plan.cached_tokens > 0:
         cached = min(plan.cached_tokens, usage["prompt_tokens"])
         usage["prompt_tokens_details"] = {"cached_tokens": cached}
+    if isinstance(usage, dict) and plan.cache_write_tokens > 0:
+        details = usage.setdefault("prompt_tokens_details", {})
+        writes = min(plan.cache_write_tokens, usage["prompt_tokens"] - int(details.get("cached_tokens", 0)))
+        details["cache_write_tokens"] = writes
+        details["cache_write_1h_tokens"] = min(plan.cache_write_1h_tokens, writes)
     if isinstance(usage, dict) and plan.reasoning_tokens > 0:
         reasoning = min(plan.reasoning_tokens, usage["completion_tokens"])
         usage["completion_tokens_details"] = {"reasoning_tokens": reasoning}
