@@ -18,6 +18,7 @@ from ...records import Usage
 from ..redact import known_secrets, redact_known
 from ..response import BadResponse, body_snippet
 from .base import Api, StreamEvent
+from .noise import quiet_material
 
 __all__ = ["DEFAULT_MAX_TOKENS", "JSON_TOOL", "MESSAGES", "SEED_USER", "MessagesFormat", "usage_counts"]
 
@@ -117,8 +118,10 @@ class MessagesFormat:
 
     def cache_material(self, body: dict[str, Any]) -> dict[str, Any]:
         """What decides the answer and the seed (:data:`SEED_USER`); never ``stream`` nor another
-        ``metadata.user_id`` (a client's per-session id, e.g. Claude Code's)."""
-        return {**{k: body.get(k) for k in _CACHE_FIELDS}, "seed": _seed(body)}
+        ``metadata.user_id`` (a client's per-session id, e.g. Claude Code's), and without the run-to-run
+        noise of an agent program's text (its folders, today's date: :func:`.noise.quiet`)."""
+        material = {**{k: body.get(k) for k in _CACHE_FIELDS}, "seed": _seed(body)}
+        return quiet_material(material)  # an agent program's per-run noise left out (wire/noise.py)
 
     def parse_response(self, content: bytes, secrets: tuple[str, ...] = ()) -> dict[str, Any]:
         """The Message in ``content``, checked like ``gateway.response.parse_completion`` checks a chat

@@ -117,6 +117,16 @@ def test_the_seed_travels_as_metadata_user_id() -> None:
     assert "metadata" not in MESSAGES.request_body(CHAT_BODY)
 
 
+def test_cache_material_leaves_out_an_agent_programs_dates() -> None:
+    def dated(day: str) -> dict[str, Any]:
+        return {**MESSAGES.request_body(CHAT_BODY), "system": f"You are Claude Code. Today's date is {day}."}
+
+    assert MESSAGES.cache_material(dated("2026-12-01")) == MESSAGES.cache_material(dated("2026-12-02"))
+    assert MESSAGES.cache_material(dated("2026-12-01")) != MESSAGES.cache_material(
+        MESSAGES.request_body(CHAT_BODY)
+    )
+
+
 def test_consecutive_roles_merge_and_systems_join() -> None:
     chat = {
         "model": "m",
