@@ -54,6 +54,7 @@ class GaugeOptions:
     rpm_models: tuple[tuple[str, float], ...] = ()  # --gauge-rpm MODEL=N: one model's own limit
     tpm_models: tuple[tuple[str, float], ...] = ()
     retry_after_cap: float = 60.0
+    anthropic_auth: str = "bearer"  # --gauge-anthropic-auth: where Messages calls send the key
     close_threshold: float = 0.1
     gates: tuple[str, ...] = ()
     budget_usd: float | None = None
@@ -240,6 +241,14 @@ _SETTINGS: tuple[tuple[str, str, Any, str, tuple[str, ...] | None], ...] = (
         _positive_float,
         "longest Retry-After honoured, seconds (default 60)",
         None,
+    ),
+    (
+        "anthropic-auth",
+        "gauge_anthropic_auth",
+        str,
+        "where api='anthropic' calls send the key: bearer (default, Authorization: Bearer, as Claude Code's"
+        " ANTHROPIC_AUTH_TOKEN) or x-api-key",
+        ("bearer", "x-api-key"),
     ),
     (
         "close-threshold",
@@ -518,6 +527,7 @@ def resolve_options(config: pytest.Config) -> GaugeOptions:
         rpm_models=rpm_models,
         tpm_models=tpm_models,
         retry_after_cap=pick("gauge_retry_after_cap", 60.0),
+        anthropic_auth=pick("gauge_anthropic_auth", "bearer"),
         close_threshold=pick("gauge_close_threshold", 0.1),
         gates=gates,
         budget_usd=values["gauge_budget_usd"],

@@ -20,7 +20,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from ..records import CaseRecord, Judgment, LedgerRecord, SuiteMeta, content_hash, dumps
+from ..records import CaseRecord, Judgment, LedgerRecord, SuiteMeta, Usage, content_hash, dumps
 from ..records.run_side import RunSide, outcomes_from_records
 from ..version import __version__
 from .folders import SuiteFolder
@@ -348,10 +348,10 @@ def _ledger_summary(ledger: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any
     for x in ledger:
         empty = {"attempts": 0, "input_tokens": 0, "output_tokens": 0, "cost": 0.0}
         role = out.setdefault(str(x.get("role")), empty)
-        usage = x.get("usage") or {}
+        usage = Usage.from_json(x.get("usage") or {})  # a ledger line of any format version
         role["attempts"] += 1
-        role["input_tokens"] += int(usage.get("prompt_tokens", 0))
-        role["output_tokens"] += int(usage.get("completion_tokens", 0))
+        role["input_tokens"] += usage.prompt_tokens  # every input token, cached ones included
+        role["output_tokens"] += usage.completion_tokens
         if role["cost"] is not None:
             unpriced = x.get("cost") is None and x.get("usage")
             role["cost"] = None if unpriced else role["cost"] + float(x.get("cost") or 0)

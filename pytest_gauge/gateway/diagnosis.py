@@ -26,13 +26,14 @@ from .response import BadResponse, body_snippet
 if TYPE_CHECKING:
     import openai
 
-__all__ = ["diagnose", "final_error", "is_timeout", "server_message"]
+__all__ = ["diagnose", "error_type", "final_error", "is_timeout", "server_message"]
 
 
 def server_message(exc: openai.APIStatusError, limit: int = 300) -> str:
     """The gateway's own words on one line (whitespace folded, cut at ``limit`` characters, so a diagnosis
-    quoting it stays within two lines): the JSON error's message, else the start of a text or HTML body
-    (secrets go when the error quoting it is made, :mod:`.redact`)."""
+    quoting it stays within two lines): the JSON error's message (OpenAI's ``{"error": {"message"}}``,
+    Anthropic's ``{"type": "error", "error": {"type", "message"}}``), else the start of a text or HTML
+    body (secrets go when the error quoting it is made, :mod:`.redact`)."""
     body = exc.body
     text = str(exc.message)
     if isinstance(body, dict):
@@ -81,12 +82,26 @@ def _prompt_tokens(message: str) -> str:
     return f" (the prompt has {found.group(1)} tokens)" if found else ""
 
 
+def error_type(exc: openai.APIStatusError) -> str | None:
+    """The error body's ``type`` (Anthropic's ``rate_limit_error``, ``overloaded_error``, ...; OpenAI's
+    ``invalid_request_error``, ...), or None."""
+    body = exc.body
+    err = body.get("error", body) if isinstance(body, dict) else None
+    found = err.get("type") if isinstance(err, dict) else None
+    return found if isinstance(found, str) else None
+
+
+_FORMAT_PATH = re.compile(r"/(?:chat/completions|messages|responses)/?$")
+
+
 def _url_fix(url: str) -> str:
-    check = check_base_url(url.rsplit("/chat/completions", 1)[0])
+    found = _FORMAT_PATH.search(url.split("?", 1)[0])
+    path = found.group(0).rstrip("/") if found else "/chat/completions"
+    check = check_base_url(_FORMAT_PATH.sub("", url.split("?", 1)[0]))
     if check.errors or check.warnings:
         return " ".join(check.errors + check.warnings)
     return (
-        f"check {URL_VARIABLE}: the client appends /chat/completions to it; most gateways want the base "
+        f"check {URL_VARIABLE}: the client appends {path} to it; most gateways want the base "
         "ending in /v1 (or without it): run `python -m pytest_gauge doctor` to try both"
     )
 
@@ -192,6 +207,14 @@ def diagnose(exc: Exception, role: str, model: str, attempts: int, origin: str |
                 f"429 rate limited, still after {attempts} attempts",
                 "set the gateway's limits: --gauge-rpm/--gauge-tpm MODEL=N for this model (repeatable),"
                 " N for the whole run, or lower --gauge-max-concurrency",
+                status=status,
+                role=role,
+                model=model,
+            )
+        if status == 529 or error_type(exc) == "overloaded_error":  # Anthropic's overloaded
+            return GatewayError(
+                f"{status} the provider is overloaded, still after {attempts} attempts: {message}",
+                "retry later, raise --gauge-max-retries, or lower --gauge-max-concurrency",
                 status=status,
                 role=role,
                 model=model,

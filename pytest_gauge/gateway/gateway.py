@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..records import ChatResult, LedgerRecord, Usage
+from ..records import ChatResult, LedgerRecord
 from ..records.prices import PriceTable
 from ..records.work_key import parse_work
 from .diagnosis import final_error, is_timeout, server_message
@@ -47,8 +47,9 @@ from .limits import (
     prompt_tokens_estimate,
 )
 from .model_stops import ModelStops
-from .response import MAX_BODY_BYTES, BadResponse, parse_completion
+from .response import MAX_BODY_BYTES, BadResponse
 from .store import Store, content_key
+from .wire import Api, wire_format
 
 if TYPE_CHECKING:  # imported where a call is sent: a run served from the cache never needs them
     import openai
@@ -60,15 +61,31 @@ __all__ = [
     "GatewaySettings",
     "GatewayShared",
     "GatewayState",
+    "WireReply",
     "gateway_said",
     "live_keys",
-    "response_usage",
     "retry_delay",
     "served_model",
 ]
 
 CACHE_FORMAT_VERSION = 1
 RETRYABLE = frozenset({408, 409, 429})
+ANTHROPIC_VERSION = "2023-06-01"
+"""The ``anthropic-version`` header every Messages request carries (the API refuses a request without it)."""
+AUTHS = ("bearer", "x-api-key")
+"""Where a call sends the key: ``Authorization: Bearer`` (the default, as Claude Code's
+``ANTHROPIC_AUTH_TOKEN``) or an ``x-api-key`` header (Anthropic's own form, for a gateway that wants it)."""
+
+
+@dataclass(frozen=True)
+class WireReply:
+    """One logical call's answer in its wire format: the format's own response (as the server sent it,
+    checked), the same answer viewed as a chat completion, and the ledger line of the attempt that
+    answered (or of the cache hit)."""
+
+    response: dict[str, Any]
+    result: ChatResult
+    record: LedgerRecord
 
 
 @dataclass(frozen=True)
@@ -103,6 +120,7 @@ class GatewaySettings:
     model_variables: Mapping[str, str] = field(default_factory=dict)  # model -> the variable it came from
     key_variables: Mapping[str, str] | None = None  # live: role -> the variable whose key it sends
     role_keys: Mapping[str, str] = field(default_factory=dict)  # role -> its own key (never written anywhere)
+    anthropic_auth: str = "bearer"  # where Messages calls send the key (AUTHS): --gauge-anthropic-auth
 
 
 @dataclass(frozen=True)
@@ -237,16 +255,6 @@ def live_keys(backend: str, environ: Mapping[str, str]) -> dict[str, Any]:
     }
 
 
-def response_usage(response: Mapping[str, Any]) -> Usage | None:
-    """The response's usage, or None when it is missing: no ``usage`` object, or zero prompt tokens (every
-    request of a run has a prompt, so 0 is a proxy passing on usage it never got, never a $0 call)."""
-    u = response.get("usage")
-    if not isinstance(u, dict):
-        return None
-    usage = Usage.from_api(u)
-    return usage if usage.prompt_tokens > 0 else None
-
-
 def served_model(requested: str, answered: object) -> str | None:
     """The model that answered when it is not the one requested (a proxy's fallback), else None. A dated
     or provider-qualified name of the same model (``gpt-4o-2024-08-06`` for ``gpt-4o``,
@@ -318,29 +326,19 @@ class Gateway:
                     self._client = self._client_factory()
         return self._client
 
-    def cache_key(self, body: dict[str, Any], ctx: CallContext) -> str:
-        """The canonical request plus the sample index: never the key, headers, timeouts or retry settings,
-        nor which case or agent asked (identical requests share one entry and one gateway call)."""
+    def cache_key(self, body: dict[str, Any], ctx: CallContext, api: Api = "chat") -> str:
+        """The canonical request (its format's :meth:`~.wire.WireFormat.cache_material`) plus the sample
+        index: never the key, headers, timeouts or retry settings, nor which case or agent asked (identical
+        requests share one entry and one gateway call). A format other than chat is part of the key; chat
+        keys are those of every earlier version."""
         material = {
             "format_version": CACHE_FORMAT_VERSION,
             "backend": self.backend_id,
             "scope": ctx.cache_scope(),
-            **{
-                k: body.get(k)
-                for k in (
-                    "model",
-                    "messages",
-                    "temperature",
-                    "top_p",
-                    "seed",
-                    "max_tokens",
-                    "stop",
-                    "response_format",
-                    "tools",
-                    "tool_choice",
-                )
-            },
+            **wire_format(api).cache_material(body),
         }
+        if api != "chat":
+            material["api"] = api
         return content_key(material)
 
     def _usable(self, entry: dict[str, Any] | None) -> bool:
@@ -369,16 +367,20 @@ class Gateway:
         possibly_billed: bool = False,
         request: str | None = None,
         said: Mapping[str, Any] | None = None,
+        api: Api = "chat",
     ) -> LedgerRecord:
+        """The ledger line of one attempt or cache hit; ``response`` is the format's own (checked) one."""
         keys = self.settings.key_variables
         usage = None
         finish = None
         served = None
         if response is not None:
-            usage = response_usage(response)
-            choices = response.get("choices") or [{}]
+            fmt = wire_format(api)
+            usage = fmt.usage(response)
+            completion = fmt.completion(response)
+            choices = completion.get("choices") or [{}]
             finish = choices[0].get("finish_reason")
-            served = served_model(model, response.get("model"))  # warned once per pair at the end
+            served = served_model(model, completion.get("model"))  # warned once per pair at the end
         priced = served or model
         cost = self.resources.prices.usage_cost(priced, usage) if usage else None
         record = LedgerRecord(
@@ -405,69 +407,93 @@ class Gateway:
             request=request,
             served_model=served,
             key_variable=keys.get(role, KEY_VARIABLE) if keys is not None else None,
+            api=api,
             **(said or {}),
         )
         self.resources.ledger.append(record)
         return record
 
-    def _cache_hit(
-        self, cache: Store, key: str, ctx: CallContext, seq: int, role: str, model: str
-    ) -> ChatResult | None:
-        """The cached answer as this call's result (recorded with ``cache_hit``), or None if unusable."""
+    def _cache_hit(self, cache: Store, key: str, call: _Call) -> WireReply | None:
+        """The cached answer as this call's reply (recorded with ``cache_hit``), or None if unusable."""
         entry = cache.get(key)
         if entry is None and key in cache.unreadable:
             self.state.damaged_entry(key, "the file is not a JSON object")
         if not self._usable(entry):
             return None
         assert entry is not None
-        problem = self._entry_problem(entry, key, ctx)
+        problem = self._entry_problem(entry, key, call.ctx, call.api)
         if problem is not None:
             self.state.damaged_entry(key, problem)
             return None
+        response = entry["response"]
         record = self._record(
-            ctx, seq, 1, role, model, status="ok", response=entry["response"], cache_hit=True, request=key
-        )
-        return _to_result(entry["response"], record)
+            call.ctx, call.seq, 1, call.role, call.model, status="ok", response=response, cache_hit=True,
+            request=key, api=call.api,
+        )  # fmt: skip
+        return _reply(response, record)
 
-    def _entry_problem(self, entry: dict[str, Any], key: str, ctx: CallContext) -> str | None:
-        """Why a cache entry (or cassette) cannot be served, or None: its stored request must hash to the
-        key it is filed under (an entry copied over another, or edited, does not), and its response must
-        be a well-formed chat completion. The cache is trusted only as far as its folder."""
+    def _entry_problem(self, entry: dict[str, Any], key: str, ctx: CallContext, api: Api) -> str | None:
+        """Why a cache entry (or cassette) cannot be served, or None: it is of the call's wire format (an
+        entry without ``api`` is a chat one), its stored request must hash to the key it is filed under (an
+        entry copied over another, or edited, does not), and its response must be one the format's reader
+        accepts. The cache is trusted only as far as its folder."""
         request = entry.get("request")
         if not isinstance(request, dict):
             return "it stores no request"
+        stored = entry.get("api", "chat")
+        if stored != api:
+            return f"it stores a {stored!r} response, not a {api!r} one"
+        fmt = wire_format(api)
         try:
-            if self.cache_key(request, ctx) != key:
+            if self.cache_key(request, ctx, api) != key:
                 return "its stored request does not hash to the key it is filed under"
             response = entry.get("response")
             digest = entry.get("response_digest")
             if digest is not None and digest != content_key(response):
                 return "its response was changed after it was stored"
-            parse_completion(json.dumps(response).encode())
+            fmt.parse_response(json.dumps(response).encode())
         except BadResponse as exc:
-            return f"its response is not a chat completion ({exc.problem})"
+            what = "a chat completion" if api == "chat" else f"an {api} response"
+            return f"its response is not {what} ({exc.problem})"
         except (TypeError, ValueError):
             return "its stored request is not JSON data"
         return None
 
     async def chat(
-        self, ctx: CallContext, seq: int, role: str, model: str, body: dict[str, Any]
+        self, ctx: CallContext, seq: int, role: str, model: str, body: dict[str, Any], api: Api = "chat"
     ) -> ChatResult:
-        """One logical call: from the cache when allowed, else sent with retries. Raises GatewayError."""
+        """One logical call from a chat request body (the package's neutral shape), sent in the wire
+        format ``api`` (its :meth:`~.wire.WireFormat.request_body`), answered as a chat completion.
+        Raises GatewayError."""
+        if self.state.fatal is not None or self.state.stopping:
+            self.shared.check_open(role, model)
+        body = {k: v for k, v in body.items() if v is not None}
+        body["model"] = model
+        reply = await self.call(ctx, seq, role, model, api, wire_format(api).request_body(body))
+        return reply.result
+
+    async def call(
+        self, ctx: CallContext, seq: int, role: str, model: str, api: Api, body: dict[str, Any]
+    ) -> WireReply:
+        """One logical call with ``body`` already in the wire format ``api``'s request shape (no
+        ``stream``): from the cache when allowed, else sent with retries; the cache, limits, retries,
+        diagnoses and ledger (the format on each line) are the same for every format. Raises GatewayError."""
         shared = self.shared
         settings, res, state = self.settings, self.resources, self.state
         if state.fatal is not None or state.stopping:
             shared.check_open(role, model)
-        body = {k: v for k, v in body.items() if v is not None}
-        body["model"] = model
+        if body.get("model") != model:
+            body = {**body, "model": model}
+        wire_format(api)  # an unknown format is a ValueError naming the choices, before anything is sent
         cache = res.cache
         if (cache is None or settings.cache_mode == "off") and not settings.replay:
             # no key needed: skip hashing it
-            response, record = await self._send(_Call(ctx, seq, role, model, body, None))
-            return _to_result(response, record)
-        key = self.cache_key(body, ctx)
+            response, record = await self._send(_Call(ctx, seq, role, model, body, None, api))
+            return _reply(response, record)
+        key = self.cache_key(body, ctx, api)
+        call = _Call(ctx, seq, role, model, body, key, api)
         if cache is not None and settings.cache_mode != "off":
-            hit = self._cache_hit(cache, key, ctx, seq, role, model)
+            hit = self._cache_hit(cache, key, call)
             if hit is not None:
                 return hit
         if settings.replay:
@@ -482,31 +508,34 @@ class Gateway:
             )
         assert cache is not None  # without a cache (or with it off) only replay gets here, and it raised
         async with cache.lock(key):
-            hit = self._cache_hit(cache, key, ctx, seq, role, model)
+            hit = self._cache_hit(cache, key, call)
             if hit is not None:
                 return hit
-            response, record = await self._send(_Call(ctx, seq, role, model, body, key))
-            cache.put(
-                key,
-                {
-                    "format_version": CACHE_FORMAT_VERSION,
-                    "meta": {
-                        "suite": ctx.suite,
-                        "task_id": ctx.task_id,
-                        "work": ctx.work,
-                        "role": role,
-                        "model": model,
-                        "gateway": self.backend_id,
-                    },
-                    "request": body,
-                    "response": response,
-                    "response_digest": content_key(response),
-                    "persist": True,  # every 200 the rules score, truncated ones too (issue 25, point 6)
-                    "run_id": settings.run_id,
-                    "created": time.time(),
-                },
-            )
-        return _to_result(response, record)
+            response, record = await self._send(call)
+            cache.put(key, self._entry(call, response))
+        return _reply(response, record)
+
+    def _entry(self, call: _Call, response: dict[str, Any]) -> dict[str, Any]:
+        """The cache entry of a call's answer: the request and the format's own response (``api`` says
+        which format; every 200 the rules score is kept, truncated ones too: issue 25, point 6)."""
+        return {
+            "format_version": CACHE_FORMAT_VERSION,
+            "api": call.api,
+            "meta": {
+                "suite": call.ctx.suite,
+                "task_id": call.ctx.task_id,
+                "work": call.ctx.work,
+                "role": call.role,
+                "model": call.model,
+                "gateway": self.backend_id,
+            },
+            "request": call.body,
+            "response": response,
+            "response_digest": content_key(response),
+            "persist": True,
+            "run_id": self.settings.run_id,
+            "created": time.time(),
+        }
 
     async def _send(self, call: _Call) -> tuple[dict[str, Any], LedgerRecord]:
         """Send with retries behind two first-call gates: until one call of this process has worked
@@ -590,7 +619,7 @@ class Gateway:
                 state.in_flight += 1
                 state.peak_in_flight = max(state.peak_in_flight, state.in_flight)
                 try:
-                    response, headers = await self._post(a.body, a.role)
+                    response, headers = await self._post(a.body, a.role, a.api)
                 except asyncio.CancelledError:
                     self._record_failure(a, None, time.perf_counter() - start)
                     raise
@@ -605,7 +634,7 @@ class Gateway:
             record = self._record(
                 a.ctx, a.seq, a.attempt, a.role, a.model, status="ok", response=response,
                 latency=time.perf_counter() - start, http_status=200, request=a.request,
-                said=gateway_said(headers),
+                said=gateway_said(headers), api=a.api,
             )  # fmt: skip
             tokens = record.usage.total_tokens if record.usage else 0
             spent = record.cost or 0.0
@@ -636,39 +665,50 @@ class Gateway:
         elif isinstance(failure, openai.APIStatusError) and failure.status_code == 429:
             pacer.slowed(model)
 
-    async def _post(self, body: dict[str, Any], role: str = "") -> tuple[dict[str, Any], Mapping[str, str]]:
-        """The POST and the whole body, within ``--gauge-timeout`` in all (a server dripping bytes cannot
-        hold it longer), refused past :data:`MAX_BODY_BYTES`; the parsed, checked chat completion and the
-        response's headers."""
+    async def _post(
+        self, body: dict[str, Any], role: str = "", api: Api = "chat"
+    ) -> tuple[dict[str, Any], Mapping[str, str]]:
+        """The POST to the format's path and the whole body, within ``--gauge-timeout`` in all (a server
+        dripping bytes cannot hold it longer), refused past :data:`MAX_BODY_BYTES`; the format's parsed,
+        checked response and the response's headers."""
         import httpx2
 
         client = self.client
+        fmt = wire_format(api)
+        auth = self.settings.anthropic_auth if api == "anthropic" else "bearer"
         async with asyncio.timeout(self.settings.timeout):
             # The SDK's low-level POST: the same request, auth and errors as ``chat.completions.create``
             # without re-walking the body against its typed parameters (about 0.4 ms of CPU per call).
             # The raw-stream header leaves the body unread, so its size and time stay ours to bound.
             raw = await client.post(
-                "/chat/completions",
+                fmt.path,
                 body=body,
                 cast_to=httpx2.Response,
                 options={
                     "timeout": self.settings.timeout,
-                    "security": {"bearer_auth": True},
-                    "headers": self._headers(role),
+                    "security": {"bearer_auth": auth == "bearer"},
+                    "headers": self._headers(role, api, auth),
                 },
             )
             try:
                 content = await _read_bounded(raw)
             finally:
                 await raw.aclose()
-        return parse_completion(content, (client.api_key, *self.settings.role_keys.values())), raw.headers
+        return fmt.parse_response(content, (client.api_key, *self.settings.role_keys.values())), raw.headers
 
-    def _headers(self, role: str) -> dict[str, str]:
-        """The request's headers: the raw-stream marker, and the role's own key when it has one."""
+    def _headers(self, role: str, api: Api = "chat", auth: str = "bearer") -> dict[str, str]:
+        """The request's headers: the raw-stream marker, the role's own key when it has one (as a bearer
+        token or in ``x-api-key``), and a Messages request's ``anthropic-version``."""
         headers = {"X-Stainless-Raw-Response": "stream"}
         own = self.settings.role_keys.get(role)
-        if own:
+        if auth == "x-api-key":
+            key = own or self.client.api_key
+            if key:
+                headers["x-api-key"] = key
+        elif own:
             headers["Authorization"] = f"Bearer {own}"
+        if api == "anthropic":
+            headers["anthropic-version"] = ANTHROPIC_VERSION
         return headers
 
     def _ledger_record(self, a: _Attempt, status: str) -> LedgerRecord:
@@ -692,6 +732,7 @@ class Gateway:
             possibly_billed=True,
             ts=time.time(),
             request=a.request,
+            api=a.api,
         )
 
     def _record_failure(
@@ -723,7 +764,7 @@ class Gateway:
         return self._record(
             a.ctx, a.seq, a.attempt, a.role, a.model, status=status, latency=latency,
             http_status=status_code, error=error, request=a.request,
-            possibly_billed=status in ("timeout", "bad_response", INTERRUPTED), said=said,
+            possibly_billed=status in ("timeout", "bad_response", INTERRUPTED), said=said, api=a.api,
         )  # fmt: skip
 
     def _retry_wait(
@@ -855,18 +896,19 @@ class _Call:
     model: str
     body: dict[str, Any]
     request: str | None
+    api: Api = "chat"
 
 
 @dataclass(frozen=True)
 class _Attempt(_Call):
     """One attempt of one call: the call and which try this is."""
 
-    attempt: int
+    attempt: int = 1
 
     @classmethod
     def of(cls, call: _Call, attempt: int) -> _Attempt:
         """Try number ``attempt`` of ``call``."""
-        return cls(call.ctx, call.seq, call.role, call.model, call.body, call.request, attempt)
+        return cls(call.ctx, call.seq, call.role, call.model, call.body, call.request, call.api, attempt)
 
 
 @dataclass(frozen=True)
@@ -878,13 +920,16 @@ class _Outcome:
     failure: Exception | None
 
 
-def _to_result(response: dict[str, Any], record: LedgerRecord) -> ChatResult:
-    choice = (response.get("choices") or [{}])[0]
+def _reply(response: dict[str, Any], record: LedgerRecord) -> WireReply:
+    """A call's reply: the format's response, its chat-completion view as a ChatResult, and its line."""
+    completion = wire_format(record.api).completion(response)
+    choice = (completion.get("choices") or [{}])[0]
     message = choice.get("message") or {}
-    return ChatResult(
+    result = ChatResult(
         content=message.get("content") or "",
         tool_calls=tuple(message.get("tool_calls") or ()),
         finish_reason=choice.get("finish_reason"),
         usage=record.usage,
         cost=record.cost,
     )
+    return WireReply(response, result, record)

@@ -222,6 +222,7 @@ class GaugeState:
             max_retries=opts.max_retries,
             timeout=opts.timeout,
             retry_after_cap=opts.retry_after_cap,
+            anthropic_auth=opts.anthropic_auth,
             model_variables=MODEL_VARIABLES,
             **live_keys(opts.backend, os.environ),
         )

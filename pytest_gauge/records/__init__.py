@@ -47,7 +47,7 @@ __all__ = [
 ]
 
 CASE_FORMAT_VERSION = 1
-LEDGER_FORMAT_VERSION = 1
+LEDGER_FORMAT_VERSION = 2
 
 Role = Literal["agent", "user_sim", "judge"]
 ROLES: tuple[Role, ...] = ("agent", "user_sim", "judge")
@@ -67,51 +67,93 @@ def content_hash(text: str) -> str:
 
 @dataclass(frozen=True)
 class Usage:
-    """Token usage as the gateway reported it (``usage`` of a chat completion).
+    """Token usage in the ledger's one convention, whatever the wire format (docs/protocol.md#usage).
 
-    ``cached_tokens`` (``prompt_tokens_details.cached_tokens``, part of ``prompt_tokens``) and
-    ``reasoning_tokens`` (``completion_tokens_details.reasoning_tokens``, part of ``completion_tokens``)
-    are None (null) when the gateway did not send them.
+    ``input_tokens`` is the uncached input only; ``cached_input_tokens`` the input read from the
+    provider's prompt cache, ``cache_write_tokens`` the input written to it (all cache writes), and
+    ``cache_write_1h_tokens`` the part of those writes made to a one-hour cache (Anthropic's
+    ``ephemeral_1h_input_tokens``, priced at its own rate). ``output_tokens`` is every output token,
+    ``reasoning_tokens`` the part of them spent reasoning. A detail the format did not report is None
+    (null). ``raw`` is the format's own usage object as the server sent it (written on the ledger line;
+    never compared). Each wire format maps its usage here (``gateway/wire/<format>.py``'s ``usage``).
     """
 
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    total_tokens: int = 0
-    cached_tokens: int | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_input_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    cache_write_1h_tokens: int | None = None
     reasoning_tokens: int | None = None
+    raw: Mapping[str, Any] | None = field(default=None, compare=False, hash=False, repr=False)
+
+    @property
+    def prompt_tokens(self) -> int:
+        """Every input token: uncached, read from the cache and written to it (Chat's ``prompt_tokens``)."""
+        return self.input_tokens + (self.cached_input_tokens or 0) + (self.cache_write_tokens or 0)
+
+    @property
+    def completion_tokens(self) -> int:
+        """Every output token (Chat's ``completion_tokens``)."""
+        return self.output_tokens
+
+    @property
+    def total_tokens(self) -> int:
+        """Every input and output token."""
+        return self.prompt_tokens + self.output_tokens
+
+    @property
+    def cached_tokens(self) -> int | None:
+        """The cache reads under their Chat Completions name (``prompt_tokens_details.cached_tokens``)."""
+        return self.cached_input_tokens
+
+    def to_json(self) -> dict[str, Any]:
+        """The ledger's ``usage`` (format version 2): the counts, the details (null when not sent) and
+        the format's own object under ``raw`` (left out when there is none)."""
+        data = dict(vars(self))
+        if data["raw"] is None:
+            del data["raw"]
+        return data
 
     @classmethod
-    def from_api(cls, usage: dict[str, Any]) -> Usage:
-        """From a chat completion's ``usage`` object (missing counts are 0, missing details None)."""
-
-        def detail(section: str, key: str) -> int | None:
-            part = usage.get(section)
-            value = part.get(key) if isinstance(part, dict) else None
-            return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-        return cls(
-            int(usage.get("prompt_tokens") or 0),
-            int(usage.get("completion_tokens") or 0),
-            int(usage.get("total_tokens") or 0),
-            detail("prompt_tokens_details", "cached_tokens"),
-            detail("completion_tokens_details", "reasoning_tokens"),
-        )
-
-    def to_json(self) -> dict[str, int | None]:
-        """The ledger's ``usage``: the three counts and both details (null when not sent)."""
-        return dict(vars(self))
+    def from_json(cls, data: Mapping[str, Any]) -> Usage:
+        """A ledger line's ``usage``: format version 2 (this class's fields), or version 1's chat form
+        (``prompt_tokens`` with the cached tokens inside, ``cached_tokens``, ``completion_tokens``)."""
+        if "input_tokens" not in data and "prompt_tokens" in data:  # a version 1 line
+            prompt = int(data.get("prompt_tokens") or 0)
+            cached = data.get("cached_tokens")
+            cached = None if cached is None else min(int(cached), prompt)
+            return cls(
+                input_tokens=prompt - (cached or 0),
+                output_tokens=int(data.get("completion_tokens") or 0),
+                cached_input_tokens=cached,
+                reasoning_tokens=data.get("reasoning_tokens"),
+            )
+        known = {k: data[k] for k in _USAGE_FIELDS if k in data}
+        return cls(**known)
 
     def __add__(self, other: Usage) -> Usage:
         def both(a: int | None, b: int | None) -> int | None:
             return None if a is None and b is None else (a or 0) + (b or 0)
 
         return Usage(
-            self.prompt_tokens + other.prompt_tokens,
-            self.completion_tokens + other.completion_tokens,
-            self.total_tokens + other.total_tokens,
-            both(self.cached_tokens, other.cached_tokens),
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            both(self.cached_input_tokens, other.cached_input_tokens),
+            both(self.cache_write_tokens, other.cache_write_tokens),
+            both(self.cache_write_1h_tokens, other.cache_write_1h_tokens),
             both(self.reasoning_tokens, other.reasoning_tokens),
         )
+
+
+_USAGE_FIELDS = (
+    "input_tokens",
+    "output_tokens",
+    "cached_input_tokens",
+    "cache_write_tokens",
+    "cache_write_1h_tokens",
+    "reasoning_tokens",
+    "raw",
+)
 
 
 @dataclass(frozen=True)
@@ -375,6 +417,7 @@ class LedgerRecord:
     gateway_retries: int | None = None
     gateway_cost: float | None = None
     key_variable: str | None = None  # live calls: the variable whose key was sent (its name, never the key)
+    api: str = "chat"  # the wire format of the call (gateway/wire): chat, anthropic or responses
 
     def to_json(self) -> dict[str, Any]:
         """The JSON form (``dataclasses.asdict``'s result, without its deep copy: every gateway
@@ -388,8 +431,10 @@ class LedgerRecord:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> LedgerRecord:
-        usage = Usage(**data["usage"]) if data.get("usage") else None
-        fields = {k: v for k, v in data.items() if k != "usage"}
+        """A ledger line of this format version or an earlier one (version 1: chat usage, no ``api``),
+        read into this version's record (written back, it is a version-2 line)."""
+        usage = Usage.from_json(data["usage"]) if data.get("usage") else None
+        fields = {k: v for k, v in data.items() if k not in ("usage", "format_version")}
         return cls(usage=usage, **fields)
 
     def sort_key(self) -> tuple[str, str, int, int]:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from . import Usage
 
-__all__ = ["Price", "PriceRow", "PriceTable", "cost_of"]
+__all__ = ["WRITE_1H_MULTIPLIER", "WRITE_MULTIPLIER", "Price", "PriceRow", "PriceTable", "cost_of"]
 
 PriceRow = (
     tuple[str, float, float]
@@ -25,24 +25,54 @@ million tokens:
 the form options carry (hashable, picklable to xdist workers)."""
 
 
+WRITE_MULTIPLIER = 1.25
+"""A cache write's price as a multiple of the input price when the model has no ``cache_write`` price
+(Anthropic's five-minute cache writes; the only wire format that reports writes is Messages)."""
+WRITE_1H_MULTIPLIER = 2.0
+"""The same for writes to the one-hour cache when the model has no ``cache_write_1h`` price."""
+
+
 @dataclass(frozen=True)
 class Price:
     """One model's prices in USD per million tokens, and where they came from (named in cost reports).
 
-    ``cached_input`` prices the cached part of the prompt (``usage.cached_tokens``); None bills it as
-    ordinary input."""
+    ``cached_input`` prices the input read from the prompt cache (``usage.cached_input_tokens``); None
+    bills it as ordinary input. ``cache_write`` prices the input written to the cache
+    (``usage.cache_write_tokens``), ``cache_write_1h`` the part of those written to a one-hour cache;
+    None bills them at :data:`WRITE_MULTIPLIER` (:data:`WRITE_1H_MULTIPLIER`) times the input price."""
 
     input: float
     output: float
     cached_input: float | None = None
     source: str = "configured"
     context_tokens: int | None = None  # the model's context window, when the table knows it
+    cache_write: float | None = None
+    cache_write_1h: float | None = None
 
     def cost(self, usage: Usage) -> float:
-        """The cost of one call's usage: cached prompt tokens at the cached-input price when there is one."""
-        cached = min(usage.cached_tokens or 0, usage.prompt_tokens) if self.cached_input is not None else 0
-        fresh = cost_of(usage.prompt_tokens - cached, usage.completion_tokens, self.input, self.output)
-        return fresh + cached / 1e6 * (self.cached_input or 0.0)
+        """The cost of one call's usage (docs/protocol.md#costs): uncached input at the input price, cache
+        reads at the cached-input price (else the input price), cache writes at the write prices,
+        output at the output price."""
+        reads = usage.cached_input_tokens or 0
+        at_input = usage.input_tokens + (reads if self.cached_input is None else 0)
+        total = cost_of(at_input, usage.output_tokens, self.input, self.output)
+        if self.cached_input is not None:
+            total += reads / 1e6 * self.cached_input
+        writes = usage.cache_write_tokens or 0
+        if writes:
+            hour = min(usage.cache_write_1h_tokens or 0, writes)
+            total += (writes - hour) / 1e6 * self.write_price + hour / 1e6 * self.write_1h_price
+        return total
+
+    @property
+    def write_price(self) -> float:
+        """The price of a (five-minute) cache write: ``cache_write``, else 1.25 × input."""
+        return self.cache_write if self.cache_write is not None else WRITE_MULTIPLIER * self.input
+
+    @property
+    def write_1h_price(self) -> float:
+        """The price of a one-hour cache write: ``cache_write_1h``, else 2 × input."""
+        return self.cache_write_1h if self.cache_write_1h is not None else WRITE_1H_MULTIPLIER * self.input
 
 
 @dataclass(frozen=True)
@@ -88,7 +118,7 @@ class PriceTable:
 
     def cost(self, model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
         """est_cost (docs/protocol.md#costs) of plain token counts; None when the model has no price."""
-        return self.usage_cost(model, Usage(prompt_tokens, completion_tokens))
+        return self.usage_cost(model, Usage(input_tokens=prompt_tokens, output_tokens=completion_tokens))
 
     def usage_cost(self, model: str, usage: Usage) -> float | None:
         """The cost of a call's usage (cached input at its own price); None when the model has no price."""

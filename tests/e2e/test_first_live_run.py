@@ -23,6 +23,7 @@ from pytest_gauge.cli import main, suite_targets
 from pytest_gauge.gateway.endpoint import check_base_url, normalise_url
 from pytest_gauge.gateway.errors import GatewayError, ReplayMiss
 from pytest_gauge.gateway.prices import with_genai_prices
+from pytest_gauge.gateway.wire.chat import chat_usage
 from pytest_gauge.options import parse_price_lines
 from pytest_gauge.records import Usage
 from pytest_gauge.records.prices import Price, PriceRow, PriceTable
@@ -193,10 +194,11 @@ def test_usage_keeps_cached_and_reasoning_tokens_and_the_cached_price_applies() 
         "prompt_tokens_details": {"cached_tokens": 600},
         "completion_tokens_details": {"reasoning_tokens": 50},
     }
-    usage = Usage.from_api(api)
+    usage = chat_usage(api)
     assert (usage.cached_tokens, usage.reasoning_tokens) == (600, 50)
-    assert Usage.from_api({"prompt_tokens": 3}) == Usage(3, 0, 0, None, None)
-    assert (usage + Usage(1, 1, 2)).cached_tokens == 600
+    assert (usage.input_tokens, usage.prompt_tokens, usage.total_tokens) == (400, 1000, 1200)
+    assert chat_usage({"prompt_tokens": 3}) == Usage(3, 0, None, None, None, None)
+    assert (usage + Usage(1, 1)).cached_tokens == 600
     table = PriceTable.from_rows((("m", 2.0, 8.0, 0.5, "ini gauge_prices"), ("plain", 2.0, 8.0)))
     # 400 fresh input at $2/M + 600 cached at $0.5/M + 200 output at $8/M
     assert table.usage_cost("m", usage) == pytest.approx(400 * 2e-6 + 600 * 0.5e-6 + 200 * 8e-6)

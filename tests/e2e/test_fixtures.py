@@ -265,13 +265,13 @@ def _record(
 def test_spend_counts_calls_attempts_and_only_what_was_sent() -> None:
     records = [
         _record("t.py::a#1", 1, None, None),  # a 503, retried
-        _record("t.py::a#1", 2, Usage(10, 5, 15), 0.25),
-        _record("t.py::a#2", 1, Usage(10, 5, 15), 0.25, cached=True),  # costs nothing now
+        _record("t.py::a#1", 2, Usage(10, 5), 0.25),
+        _record("t.py::a#2", 1, Usage(10, 5), 0.25, cached=True),  # costs nothing now
     ]
     assert spent_of(records) == Spent(
         calls=2, attempts=2, cached=1, input_tokens=10, output_tokens=5, cost=0.25
     )
-    unpriced = [*records, _record("t.py::a#3", 1, Usage(1, 1, 2), None)]
+    unpriced = [*records, _record("t.py::a#3", 1, Usage(1, 1), None)]
     assert spent_of(unpriced).cost is None and spent_of(unpriced).tokens == 17
 
 

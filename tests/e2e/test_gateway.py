@@ -159,7 +159,7 @@ def test_an_error_inside_the_plugin_still_closes_its_attempt_in_the_ledger(
     def broken(content: bytes, keys: Any) -> Any:
         raise ValueError("a bug in the body check")
 
-    monkeypatch.setattr("pytest_gauge.gateway.gateway.parse_completion", broken)
+    monkeypatch.setattr("pytest_gauge.gateway.wire.chat.parse_completion", broken)
     gw = make_gateway(tmp_path, server)
     with pytest.raises(ValueError, match="a bug"):
         call(gw)

@@ -11,7 +11,7 @@ import pytest
 
 from pytest_gauge.process.roles import Controller, Standalone, role_key
 from pytest_gauge.process.state import render_worker_summaries, state_key
-from pytest_gauge.records import WorkerSummary
+from pytest_gauge.records import Usage, WorkerSummary
 from tests.helpers import read_jsonl, run_inprocess
 
 IDS_TEST = """
@@ -88,7 +88,7 @@ def test_two_workers_share_the_given_run_id_and_report_their_work(
     units, sent, cached, tokens = (sum(int(r[i]) for r in rows) for i in (1, 2, 3, 4))
     assert units == 5 * 3 + 30  # every transcript (tasks x agents) and every case's judgment, once
     assert (sent, cached) == (len(ledger), 0)  # cache off: every ledger line is a request sent
-    assert tokens == sum(r["usage"]["total_tokens"] for r in ledger if r["usage"])
+    assert tokens == sum(Usage.from_json(r["usage"]).total_tokens for r in ledger if r["usage"])
 
 
 def test_worker_lines_in_worker_order_with_unknown_costs_and_lost_workers() -> None:

@@ -165,7 +165,7 @@ def test_kept_entries_are_seen_by_every_store_of_the_folder_while_the_keeper_liv
     assert Store(tmp_path / "work").get("ab12") is None
 
 
-@pytest.mark.parametrize("usage", [Usage(12, 5, 17), None])
+@pytest.mark.parametrize("usage", [Usage(12, 5), None])
 def test_ledger_lines_are_the_records_json(tmp_path: Path, usage: Usage | None) -> None:
     record = LedgerRecord(
         run_id="r1", call_id="judge/c/0/0#1", attempt=2, status="ok", suite="s", task_id="t", role="judge",
@@ -178,8 +178,8 @@ def test_ledger_lines_are_the_records_json(tmp_path: Path, usage: Usage | None) 
     (line,) = (tmp_path / "ledger-gw3.jsonl").read_text().splitlines()
     assert json.loads(line) == record.to_json()
     assert json.loads(line)["worker"] == "gw3" and json.loads(line)["usage"] == (
-        {"prompt_tokens": 12, "completion_tokens": 5, "total_tokens": 17}
-        | {"cached_tokens": None, "reasoning_tokens": None}
+        {"input_tokens": 12, "output_tokens": 5, "reasoning_tokens": None}
+        | {"cached_input_tokens": None, "cache_write_tokens": None, "cache_write_1h_tokens": None}
         if usage
         else None
     )

@@ -4,13 +4,14 @@ the identity; the stream is ``chat.completion.chunk`` deltas ending in ``data: [
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from typing import Any
 
 from ...records import Usage
 from ..response import parse_completion
 from .base import Api, StreamEvent
 
-__all__ = ["CHAT", "ChatFormat"]
+__all__ = ["CHAT", "ChatFormat", "chat_usage"]
 
 _CACHE_FIELDS = (
     "model",
@@ -57,7 +58,7 @@ class ChatFormat:
         u = response.get("usage")
         if not isinstance(u, dict):
             return None
-        usage = Usage.from_api(u)
+        usage = chat_usage(u)
         return usage if usage.prompt_tokens > 0 else None
 
     def chat_request(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -112,6 +113,35 @@ class ChatFormat:
     def error_body(self, status: int, message: str, kind: str) -> dict[str, Any]:
         type_, code = _ERROR_TYPES.get(kind, ("invalid_request_error", None))
         return {"error": {"message": message, "type": type_, "param": None, "code": code}}
+
+
+def chat_usage(usage: Mapping[str, Any]) -> Usage:
+    """A chat completion's ``usage`` in the ledger's convention: its ``prompt_tokens`` include the cache
+    reads (``prompt_tokens_details.cached_tokens``), so the uncached input is the difference; Chat reports
+    no cache writes. Missing counts are 0, missing details None; the object itself is kept as ``raw``."""
+    prompt = _count(usage.get("prompt_tokens")) or 0
+    cached = _detail(usage, "prompt_tokens_details", "cached_tokens")
+    if cached is not None:
+        cached = min(cached, prompt)
+    return Usage(
+        input_tokens=prompt - (cached or 0),
+        output_tokens=_count(usage.get("completion_tokens")) or 0,
+        cached_input_tokens=cached,
+        reasoning_tokens=_detail(usage, "completion_tokens_details", "reasoning_tokens"),
+        raw=dict(usage),
+    )
+
+
+def _count(value: object) -> int | None:
+    """A token count from JSON: a non-negative number (floats truncated), else None."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
+        return int(value)
+    return None
+
+
+def _detail(usage: Mapping[str, Any], section: str, key: str) -> int | None:
+    part = usage.get(section)
+    return _count(part.get(key)) if isinstance(part, Mapping) else None
 
 
 def _merge_call(into: dict[str, Any], part: dict[str, Any]) -> None:

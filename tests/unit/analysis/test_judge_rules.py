@@ -61,7 +61,7 @@ def _ledger(model: str, n: int, cost: float) -> list[LedgerRecord]:
         LedgerRecord(
             run_id="r", call_id=f"judge/c{i}/{model}/0#1", attempt=1, status="ok", suite="s",
             task_id="t0", role="judge", model=model, strategy="single", work=f"judge/c{i}/{model}/0",
-            usage=Usage(10, 5, 15),
+            usage=Usage(10, 5),
             usage_missing=False, latency_s=0.1, finish_reason="stop", cache_hit=False, cost=cost,
         )
         for i in range(n)

@@ -332,7 +332,7 @@ def _ledger(role: str, call: str, attempt: int, cost: float | None, usage: Usage
 
 
 def test_costs_per_role_and_unknown() -> None:
-    u = Usage(100, 50, 150)
+    u = Usage(100, 50)
     ledger = [
         _ledger("agent", "transcript/t1/x/0#1", 1, 0.01, u),
         _ledger("agent", "transcript/t1/x/0#1", 2, 0.02, u),  # a retry counts
@@ -365,7 +365,7 @@ def test_cost_ratios_resample_tasks() -> None:
     """Cost per success and the judge's share vary with the task set: with cost on tasks whose successes
     differ, the task bootstrap gives an interval of non-zero width around the ledger's value, whose ends
     match the exact bootstrap distribution (all 27 equally likely draws of 3 tasks, enumerated)."""
-    u = Usage(100, 50, 150)
+    u = Usage(100, 50)
     ledger = [
         _ledger("agent", "transcript/t1/x/0#1", 1, 0.04, u),
         replace(_ledger("agent", "transcript/t2/x/0#1", 1, 0.01, u), task_id="t2"),

@@ -13,7 +13,7 @@ from pytest_gauge.records import LedgerRecord, Role, Usage
 from pytest_gauge.records.totals import LedgerTotals, TokenCost, ledger_totals
 from pytest_gauge.report.costs import Spend, model_costs, spent_this_run
 
-USAGE = Usage(100, 20, 120)
+USAGE = Usage(100, 20)
 
 
 def _rec(
@@ -121,7 +121,7 @@ def _totals_case() -> list[LedgerRecord]:
     """A call retried after a 503 (possibly billed), a cache hit and a call of a model without a price."""
     x, y, z = "transcript/t1/agent_x/0", "transcript/t2/agent_x/0", "transcript/t3/agent_x/0"
     failed = replace(_rec(x, 1, hit=False, status="http_503", ts=1.0), possibly_billed=True)
-    unpriced = replace(_rec(z, 1, hit=False, ts=4.0, request="k3"), cost=None, usage=Usage(7, 3, 10))
+    unpriced = replace(_rec(z, 1, hit=False, ts=4.0, request="k3"), cost=None, usage=Usage(7, 3))
     return [failed, _rec(x, 2, hit=False, ts=2.0), _rec(y, 1, hit=True, ts=3.0, request="k2"), unpriced]
 
 

@@ -114,7 +114,7 @@ def entry(
         model=f"{role}-model",
         strategy="single",
         work=work,
-        usage=None if tokens is None else Usage(tokens // 2, tokens - tokens // 2, tokens),
+        usage=None if tokens is None else Usage(tokens // 2, tokens - tokens // 2),
         usage_missing=tokens is None,
         latency_s=0.1,
         finish_reason="stop",

@@ -127,7 +127,7 @@ def _ledger(work: str, role: str) -> LedgerRecord:
         model="m-judge" if role == "judge" else "m-alpha",
         strategy="single",
         work=work,
-        usage=Usage(10, 2, 12),
+        usage=Usage(10, 2),
         usage_missing=False,
         latency_s=0.1,
         finish_reason="stop",

@@ -152,7 +152,7 @@ def build_ledger(
                         "agent",
                         MODELS[agent],
                         task,
-                        Usage(400 + 50 * n, 120, 520 + 50 * n),
+                        Usage(400 + 50 * n, 120),
                         table,
                         cached=cached,
                     )
@@ -177,7 +177,7 @@ def build_ledger(
                             "user_sim",
                             "user-m",
                             task,
-                            Usage(300, 40, 340),
+                            Usage(300, 40),
                             table,
                             cached=cached,
                         )
@@ -199,11 +199,9 @@ def build_ledger(
                     http_status=429,
                 )
             )
-            out.append(
-                _rec(call, "judge", "judge-m", task, Usage(900, 60, 960), table, cached=cached, attempt=2)
-            )
+            out.append(_rec(call, "judge", "judge-m", task, Usage(900, 60), table, cached=cached, attempt=2))
         else:
-            out.append(_rec(call, "judge", "judge-m", task, Usage(900, 60, 960), table, cached=cached))
+            out.append(_rec(call, "judge", "judge-m", task, Usage(900, 60), table, cached=cached))
     out.sort(key=LedgerRecord.sort_key)
     return out
 
