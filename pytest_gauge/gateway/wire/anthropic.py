@@ -177,7 +177,7 @@ class MessagesFormat:
         counts = usage_counts(u)
         if counts["input_tokens"] + counts["cached_input_tokens"] + _writes(counts) <= 0:
             return None
-        return _ledger_usage(counts)
+        return _ledger_usage(counts, u)
 
     # -- server side ---------------------------------------------------------------------------------
     def chat_request(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -524,12 +524,17 @@ def _writes(counts: dict[str, int]) -> int:
     return counts["cache_write_tokens"] + counts["cache_write_1h_tokens"]
 
 
-def _ledger_usage(counts: dict[str, int]) -> Usage:
-    """The ledger's Usage of Messages counts (today's records.Usage: chat terms, prompt including the
-    cache's reads and writes, cached = the reads)."""
-    prompt = counts["input_tokens"] + counts["cached_input_tokens"] + _writes(counts)
-    total = prompt + counts["output_tokens"]
-    return Usage(prompt, counts["output_tokens"], total, counts["cached_input_tokens"], None)
+def _ledger_usage(counts: dict[str, int], raw: dict[str, Any]) -> Usage:
+    """The ledger's Usage of Messages counts (docs/protocol.md#usage: ``cache_write_tokens`` is every
+    write, ``cache_write_1h_tokens`` the one-hour part of them), with the Messages usage object as raw."""
+    return Usage(
+        input_tokens=counts["input_tokens"],
+        output_tokens=counts["output_tokens"],
+        cached_input_tokens=counts["cached_input_tokens"],
+        cache_write_tokens=_writes(counts),
+        cache_write_1h_tokens=counts["cache_write_1h_tokens"],
+        raw=raw,
+    )
 
 
 def _chat_usage(u: Any) -> dict[str, Any] | None:
