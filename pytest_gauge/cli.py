@@ -1,5 +1,5 @@
-"""``python -m pytest_gauge``: ``doctor``, ``cassettes export``, ``cache prune``/``merge``, ``report`` and
-``merge`` (shards).
+"""``python -m pytest_gauge``: ``doctor``, ``cassettes export``, ``cache prune``/``merge``, ``report``,
+``labels sample`` and ``merge`` (shards).
 
 argparse and printing only: the doctor's logic lives in :mod:`pytest_gauge.gateway.doctor`, the
 cassettes export in :mod:`pytest_gauge.gateway.cassettes`, the cache's prune and merge in
@@ -171,6 +171,44 @@ def _add_report(commands: _Commands) -> None:
     )
 
 
+def _add_labels(commands: _Commands) -> None:
+    """``labels sample``: which cases people should label."""
+    labels_commands = _group(commands, "labels", "blind human labels of judged cases")
+    sample = labels_commands.add_parser(
+        "sample",
+        help="choose the cases to label: a stratified sample the HTML report offers first",
+        description="Write <suite>/labels/sample.jsonl for every suite of the output folder: N cases drawn "
+        "from the judge-rules disagreements, the flips, the close pairs and the rest, each with its weight "
+        "(stratum size / cases drawn) so the agreement estimates stay unbiased for the whole suite; then "
+        "rewrite the HTML reports, whose labelling mode offers the sample first.",
+    )
+    sample.add_argument(
+        "--from", dest="source", default="gauge-out", metavar="OUT", help="--gauge-out folder"
+    )
+    sample.add_argument("--n", type=int, default=40, help="cases to sample per suite (default 40)")
+    sample.add_argument("--seed", type=int, default=0, help="the sample's seed (default 0)")
+
+
+def _labels(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .files.html import ReportInputError
+    from .finish.labels import sample_labels
+
+    if args.n < 1:
+        err.write(f"error: --n must be a whole number >= 1, got {args.n}\n")
+        return 2
+    try:
+        samples, pages = sample_labels(Path(args.source), args.n, args.seed)
+    except ReportInputError as exc:
+        err.write(f"error: {exc}\n")
+        return 1
+    for s in samples:
+        strata = ", ".join(f"{k} {v}" for k, v in s.drawn.items()) or "no case"
+        out.write(f"wrote {s.path}: {sum(s.drawn.values())} of {s.cases} cases ({strata})\n")
+    for path in pages:
+        out.write(f"wrote {path}\n")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``python -m pytest_gauge`` argument parser with its commands."""
     parser = argparse.ArgumentParser(
@@ -183,6 +221,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_cache(commands)
     _add_baseline(commands)
     _add_report(commands)
+    _add_labels(commands)
     _add_merge(commands)
     return parser
 
@@ -317,5 +356,7 @@ def main(
         return _save_baseline(args, out, err)
     if args.command == "report":
         return _report(args, out, err)
+    if args.command == "labels":
+        return _labels(args, out, err)
     parser.print_help(out)
     return 2

@@ -74,6 +74,7 @@ class GaugeOptions:
     adaptive: bool = False  # --gauge-adaptive: looks of tasks, stop when every gate is decided (issue 18)
     adaptive_look: int = 5  # tasks per look
     familywise: str = "per-gate"  # --gauge-familywise: per-gate (each gate at 95%) or holm (issue 26)
+    labels: tuple[str, ...] = ()  # --gauge-labels FILE (repeatable): human labels.jsonl files (issue 29)
 
     def prices_for(self, models: Iterable[str]) -> tuple[PriceRow, ...]:
         """The prices a run with these ``models`` uses: the configured ones, plus genai-prices for the
@@ -97,6 +98,7 @@ class GaugeOptions:
         known = {f.name for f in dataclasses.fields(cls)} - {"extra"}
         values = {k: v for k, v in data.items() if k in known}
         values["gates"] = tuple(values.get("gates") or ())
+        values["labels"] = tuple(values.get("labels") or ())
         values["prices"] = tuple(tuple(row) for row in values.get("prices") or ())
         for name in ("rpm_models", "tpm_models"):
             if name in values:
@@ -322,6 +324,21 @@ def _add_rate_options(parser: pytest.Parser, group: Any) -> None:
         )
 
 
+def _add_labels_option(parser: pytest.Parser, group: Any) -> None:
+    """``--gauge-labels FILE`` (repeatable) and the ini's ``gauge_labels`` lines (issue 29)."""
+    group.addoption(
+        "--gauge-labels",
+        dest="gauge_labels",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="blind human labels (labels.jsonl from the HTML report) to check the judge against (repeatable)",
+    )
+    parser.addini(
+        "gauge_labels", "labels.jsonl files, one per line (like --gauge-labels)", type="linelist", default=[]
+    )
+
+
 def add_options(parser: pytest.Parser) -> None:
     """Register the ``--gauge-*`` flags and their ini twins."""
     group = parser.getgroup("gauge", "pytest-gauge: LLM-agent evaluations")
@@ -340,6 +357,7 @@ def add_options(parser: pytest.Parser) -> None:
         help='a suite gate, e.g. "flip_rate <= 0.15" or "upper(lrs_close) <= 0.5; min_n=20" (repeatable)',
     )
     parser.addini("gauge_gates", "gates applied to every suite, one per line", type="linelist", default=[])
+    _add_labels_option(parser, group)
     parser.addini(
         "gauge_prices",
         "model prices, one per line: MODEL INPUT_PER_M OUTPUT_PER_M",
@@ -547,7 +565,25 @@ def resolve_options(config: pytest.Config) -> GaugeOptions:
         adaptive=bool(config.getoption("gauge_adaptive") or config.getini("gauge_adaptive")),
         adaptive_look=_setting(config, "gauge_adaptive_look", _positive_int) or 5,
         familywise=pick("gauge_familywise", "per-gate"),
+        labels=_labels(config, invocation, root),
     )
+
+
+def _labels(config: pytest.Config, invocation: Path, root: Path) -> tuple[str, ...]:
+    """``--gauge-labels`` files (relative to the invocation folder) after the ini's (relative to the
+    rootdir), resolved and read once here so a bad file is a usage error naming its line."""
+    from .files.labels import LabelsError, read_labels
+
+    paths = [(root / str(p)).resolve() for p in config.getini("gauge_labels")]
+    paths += [(invocation / str(p)).resolve() for p in config.getoption("gauge_labels") or ()]
+    for path in paths:
+        if not path.is_file():
+            raise pytest.UsageError(f"--gauge-labels {path}: no such file")
+    try:
+        read_labels(paths)
+    except LabelsError as exc:
+        raise pytest.UsageError(f"--gauge-labels: {exc}") from None
+    return tuple(str(p) for p in paths)
 
 
 # Flags whose value may name a path: written with a space, pytest takes the value for a test path while it

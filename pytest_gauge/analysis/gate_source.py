@@ -13,6 +13,7 @@ from .baseline import BASELINE_METRICS, BaselineComparison
 from .elo import elo_difference, linear_interval
 from .elo_report import ELO_METRICS, NO_ELO, EloReport, finite, tier_rows
 from .gates import DELTA, GateSyntaxError, NoData, Term, parse_term
+from .human import HUMAN_METRICS
 from .metrics import Estimate, SuiteMetrics
 from .repeats import REPEAT_METRICS, RepeatCounts, flaky_tasks, pass_at_k, pass_hat_k
 
@@ -168,6 +169,8 @@ class GateSource:
             return self._baseline_term(name, tuple(args))
         if name in REPEAT_METRICS:
             return self._repeat_term(name, tuple(args))
+        if name in HUMAN_METRICS and self.metrics.human is None:
+            raise NoData(f"{name}: no human labels in this run: run with --gauge-labels FILE")
         if name == "mean_reward":
             if len(args) != 1 or args[0] not in self.rewards:
                 known = ", ".join(sorted(self.rewards)) or "none"

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 import numpy as np
 
 from ..records import CaseRecord, LedgerRecord
+from ..records.labels import Label
 from .costs import (
     COST_INCLUDES_RETRIES,
     COST_RATIOS,
@@ -59,6 +60,7 @@ from .estimates import (
     sum_stats,
     wilson,
 )
+from .human import HUMAN_METRICS, HumanFindings, human_findings
 from .intervals import Z95, cluster_difference_se, cluster_wilson, cluster_wilson_df
 from .judge_metrics import (
     AGREEMENT_KINDS,
@@ -292,6 +294,23 @@ METRICS: tuple[Metric, ...] = (
         "Spearman's rho of judge rewards vs rule rewards; judge_rank_corr(judge)",
         headline=False,
     ),
+    Metric(
+        "human_judge_agreement",
+        "judge verdicts equal to the blind human labels (--gauge-labels); human_judge_agreement(judge|panel)",
+        headline=False,
+    ),
+    Metric(
+        "human_judge_kappa",
+        "Cohen's kappa, judge vs human labels; human_judge_kappa(judge|panel)",
+        headline=False,
+    ),
+    Metric(
+        "human_rules_agreement",
+        "human labels equal to the rules' higher-reward slot (tie: equal)",
+        headline=False,
+    ),
+    Metric("labeller_agreement", "two labellers' labels of one case agreeing", headline=False),
+    Metric("labeller_kappa", "Cohen's kappa between labellers of one case", headline=False),
     Metric("cost_per_success", "total cost / successful transcripts"),
     Metric("total_cost", "agent + user_sim + judge cost"),
     Metric("agent_cost", "cost of agent calls"),
@@ -529,11 +548,16 @@ class SuiteMetrics:
     seed: int
     rounds: int
     _table: _Statistics = field(repr=False, compare=False)
+    human: HumanFindings | None = None  # --gauge-labels: the judge against people (None: no labels given)
 
     describe = _NAMES
 
     def lookup(self, name: str, args: tuple[str, ...] = ()) -> Estimate:
         """The estimate of a metric by gate name and arguments; KeyError (listing names) if unknown."""
+        if name in HUMAN_METRICS:
+            if self.human is None:  # no labels given: no number (a gate says why: GateSource)
+                return none_estimate(0)
+            return self.human.lookup(name, tuple(args))
         return self._table.estimate(self._table.resolve(name, tuple(args)))
 
     def without_usage(self, roles: tuple[str, ...] = ()) -> int:
@@ -566,7 +590,10 @@ class SuiteMetrics:
     def drivers(self, name: str, args: tuple[str, ...] = ()) -> list[str]:
         """What drove a metric, for gate messages: lower-reward cases (lrs*), flipped groups (flip_rate),
         error cases (judge_error_rate), slot-A verdicts (position_bias), failed transcripts
-        (success_rate), satisfied-but-failed transcripts, verbose reasons, longer-wins cases; else []."""
+        (success_rate), satisfied-but-failed transcripts, verbose reasons, longer-wins cases, labelled
+        cases where the compared sources disagree (human labels); else []."""
+        if name in HUMAN_METRICS:
+            return [] if self.human is None else self.human.driver_cases(name, tuple(args))
         try:
             key = self._table.resolve(name, tuple(args))
         except KeyError:
@@ -823,9 +850,10 @@ def compute_metrics(
     rounds: int = 2000,
     ledger: Sequence[LedgerRecord] = (),
     expected_cases: int | None = None,
+    labels: Sequence[Label] | None = None,
 ) -> SuiteMetrics:
     """All suite metrics (docs/protocol.md#metrics) from case records (and the ledger for costs);
-    deterministic in seed."""
+    deterministic in seed. ``labels``: the suite's human labels (``--gauge-labels``; None: not given)."""
     acc = Accumulator(sorted({r.task_id for r in records}))
     pairs = _pair_infos(records, close_threshold)
     verbosity = _case_rates(acc, records, pairs)
@@ -873,4 +901,5 @@ def compute_metrics(
         seed=seed,
         rounds=rounds,
         _table=table,
+        human=human_findings(records, labels) if labels is not None else None,
     )

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from ..records import CaseRecord, LedgerRecord, SuiteMeta
+from ..records.labels import Label
 
 if TYPE_CHECKING:
     from ..records.run_side import RunSide
@@ -20,12 +21,12 @@ if TYPE_CHECKING:
     from .power import VarianceComponents
     from .repeats import RepeatCounts
 
-__all__ = ["NumbersSettings", "SuiteNumbers", "compare_with_baseline", "gate_source"]
+__all__ = ["NumbersSettings", "SuiteNumbers", "compare_with_baseline", "gate_source", "suite_labels"]
 
 
 class NumbersSettings(Protocol):
     """The run's settings the numbers depend on (``GaugeOptions`` has them): the close-pair threshold,
-    the seed, the bootstrap rounds and the baseline folder (None: no baseline)."""
+    the seed, the bootstrap rounds, the baseline folder (None: no baseline) and the human labels' files."""
 
     @property
     def close_threshold(self) -> float: ...
@@ -35,6 +36,8 @@ class NumbersSettings(Protocol):
     def bootstrap_rounds(self) -> int: ...
     @property
     def baseline(self) -> str | None: ...
+    @property
+    def labels(self) -> tuple[str, ...]: ...
 
 
 def compare_with_baseline(
@@ -115,6 +118,7 @@ def gate_source(
         rounds=opts.bootstrap_rounds,
         ledger=ledger,
         expected_cases=len(records) if tasks is not None else len(meta.selected),
+        labels=suite_labels(meta.name, opts.labels),
     )
     families = {f: list(tiers) for f, tiers in meta.families.items()}
     elo = build_elo_report(
@@ -126,6 +130,15 @@ def gate_source(
     repeats, rewards, spread = _per_agent(records, opts)
     source = GateSource(metrics, elo, baseline=base, repeats=repeats, rewards=rewards, baseline_note=note)
     return SuiteNumbers(metrics, elo, base, note, repeats, spread, source)
+
+
+def suite_labels(suite: str, files: Sequence[str]) -> list[Label] | None:
+    """The labels of ``suite`` in the ``--gauge-labels`` files (None when none was given)."""
+    if not files:
+        return None
+    from ..files.labels import read_labels
+
+    return [x for x in read_labels(Path(f) for f in files) if x.suite == suite]
 
 
 def _look_comparison(

@@ -91,6 +91,11 @@ class SuiteFolder:
         tools offered to a program agent; beside the workspace, never in it (the agent would see it)."""
         return self.path / "mcp" / task_id / agent / str(sample)
 
+    @property
+    def label_sample(self) -> Path:
+        """``labels sample``'s stratified sample of cases to label (the HTML page offers them first)."""
+        return self.path / "labels" / "sample.jsonl"
+
 
 @dataclass(frozen=True)
 class RunFolder:

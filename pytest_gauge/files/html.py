@@ -21,7 +21,9 @@ from ..records.html import (
     TranscriptRow,
     WatchRow,
 )
+from ..records.labels import SampleCase
 from .folders import SuiteFolder
+from .labels import LabelsError, read_sample
 from .readwrite import read_json_object, read_jsonl
 
 __all__ = [
@@ -136,6 +138,7 @@ def _metrics_parts(doc: Mapping[str, Any]) -> dict[str, Any]:
         "total_cost": costs_doc.get("total_cost"),
         "usage_missing": int(costs_doc.get("usage_missing") or 0),
         "pair_class": {pid: p.get("class", "") for pid, p in doc.get("pairs", {}).items()},
+        "human": doc.get("human") if isinstance(doc.get("human"), dict) else None,
         "flipped": tuple(
             (f["task_id"], f["pair_id"], int(f["sample"]))
             for f in doc.get("flipped", ())
@@ -162,7 +165,16 @@ def load_suite(folder: Path) -> SuiteOutputs:
         ledger=[LedgerRecord.from_json(r) for r in _jsonl(ledger_path)] if ledger_path.is_file() else [],
         elo_svg=svg_path.read_text(encoding="utf-8") if svg_path.is_file() else None,
         metrics=_json(files.report("metrics.json")),
+        sample=_sample(files),
     )
+
+
+def _sample(files: SuiteFolder) -> tuple[SampleCase, ...]:
+    """The suite's ``labels sample`` (none when it was never drawn)."""
+    try:
+        return tuple(read_sample(files.label_sample))
+    except LabelsError as exc:
+        raise ReportInputError(str(exc)) from None
 
 
 def suite_outputs(
@@ -175,6 +187,7 @@ def suite_outputs(
     ledger: Sequence[LedgerRecord],
     elo_svg: str | None,
     metrics: Mapping[str, Any],
+    sample: tuple[SampleCase, ...] = (),
 ) -> SuiteOutputs:
     """The page's values from a suite's outputs as they are written (the manifest, tasks.jsonl's task
     rows, the records, the agents' transcript rows, the ledger, elo.svg, metrics.json): the one builder
@@ -190,6 +203,7 @@ def suite_outputs(
         transcripts=tuple(_transcript_row(row) for row in transcript_rows),
         ledger=tuple(ledger),
         elo_svg=elo_svg,
+        sample=sample,
         **_metrics_parts(metrics),
     )
 

@@ -7,8 +7,10 @@ values, so :mod:`.payload` and :mod:`.render` stay pure functions of them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from . import CaseRecord, LedgerRecord, Transcript
+from .labels import SampleCase
 
 __all__ = [
     "GateRow",
@@ -154,6 +156,8 @@ class SuiteOutputs:
     pair_class: dict[str, str] = field(default_factory=dict)
     flipped: tuple[FlipKey, ...] = ()  # the (task, pair, sample) groups whose verdict flipped with the order
     elo_svg: str | None = None
+    human: dict[str, Any] | None = None  # metrics.json's "human" block (--gauge-labels), None without labels
+    sample: tuple[SampleCase, ...] = ()  # labels/sample.jsonl: the cases the labelling mode offers first
 
 
 def redaction_names(outputs: SuiteOutputs) -> list[str]:

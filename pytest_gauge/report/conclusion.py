@@ -39,6 +39,7 @@ from .format import (
     md_text,
     shorten,
 )
+from .human import human_section
 from .judge_rules import judge_rules_section
 from .recommend import recommendations
 
@@ -490,6 +491,7 @@ def render_conclusion(ctx: ReportContext) -> str:
         _section_position(ctx),
         _section_judge(ctx),
         judge_rules_section(ctx),
+        human_section(ctx),
         _section_verbosity(ctx),
         _section_satisfaction(ctx),
         _section_cost(ctx),

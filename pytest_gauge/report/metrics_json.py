@@ -8,6 +8,7 @@ import numbers
 from collections.abc import Sequence
 from typing import Any
 
+from ..analysis.human import HumanFindings
 from ..analysis.judge_rules import PRIMARY
 from ..analysis.metrics import COST_INCLUDES_RETRIES, PAIR_METRICS, Estimate, FlippedGroup, SuiteMetrics
 from ..records import ROLES, CaseRecord
@@ -18,7 +19,7 @@ from .costs import key_variable_costs, latency_figures, model_costs, spent_this_
 from .format import VOLATILE_KEY, usd_at_least
 from .recommend import recommendations
 
-__all__ = ["METRICS_FORMAT_VERSION", "driver_cases", "render_metrics_json"]
+__all__ = ["METRICS_FORMAT_VERSION", "driver_cases", "human_metrics", "render_metrics_json"]
 
 METRICS_FORMAT_VERSION = 2
 
@@ -72,6 +73,21 @@ def _metrics_block(ctx: ReportContext) -> dict[str, Any]:
                 out[f"judge_accuracy({', '.join(named)})" if named else "judge_accuracy"] = _est_json(e)
     for judge, rho in m.judge_rules.rank_corr.items():
         out[f"judge_rank_corr({judge})"] = _est_json(rho)
+    if m.human is not None:
+        out |= human_metrics(m.human)
+    return out
+
+
+def human_metrics(h: HumanFindings) -> dict[str, dict[str, Any]]:
+    """The human-label metrics by gate name (``--gauge-labels``)."""
+    out: dict[str, dict[str, Any]] = {}
+    for who in h.agreement:
+        arg = "" if who == PRIMARY else f"({who})"
+        out[f"human_judge_agreement{arg}"] = _est_json(h.agreement[who])
+        out[f"human_judge_kappa{arg}"] = _est_json(h.kappa[who])
+    out["human_rules_agreement"] = _est_json(h.rules)
+    out["labeller_agreement"] = _est_json(h.labeller_agreement)
+    out["labeller_kappa"] = _est_json(h.labeller_kappa)
     return out
 
 
@@ -206,6 +222,7 @@ def render_metrics_json(ctx: ReportContext) -> str:
         "cost_includes_retries": COST_INCLUDES_RETRIES,
         "costs": _costs_json(ctx),
         "judge_rules": m.judge_rules.to_json(),
+        **({"human": m.human.to_json()} if m.human is not None else {}),
         "usage_missing_calls": sorted({x.call_id for x in ctx.ledger if x.usage_missing}),
         "cases": {"expected": expected, "recorded": recorded, "missing": expected - recorded},
         "missing_case_ids": missing,

@@ -38,7 +38,21 @@
   const noUsage = (lg) => lg.filter((i) => D.ledger[i][10]).length;
   const caseNoUsage = (c) => noUsage(c.lg) + (c.L >= 0 ? noUsage(D.transcripts[c.L].lg) : 0) + (c.R >= 0 ? noUsage(D.transcripts[c.R].lg) : 0);
   const yn = (v) => (v === null || v === undefined ? "unknown" : v ? "yes" : "no");
-  const interval = (lo, hi) => (lo === null || hi === null || lo === undefined ? "–" : "[" + fmt(lo) + ", " + fmt(hi) + "]");
+  const interval = (lo, hi, d) => (lo === null || hi === null || lo === undefined ? "–" : "[" + fmt(lo, d) + ", " + fmt(hi, d) + "]");
+  const given = (x) => x !== null && x !== undefined;
+  // the fewest decimals (at least d) at which a value prints as itself and its interval apart from it:
+  // a cost of 0.0005 in [0.0003, 0.0007] is never "0.0005 [0.000, 0.000]"
+  function places(v, lo, hi, d) {
+    const p = (x, k) => Number(Number(x).toFixed(k));
+    const ok = (k) => !(given(v) && v !== 0 && p(v, k) === 0) &&
+      !(given(lo) && given(hi) && lo < hi && p(lo, k) === p(hi, k)) &&
+      !(given(lo) && lo !== 0 && p(lo, k) === 0 && given(v) && v !== 0);
+    let k = d;
+    while (k < 12 && !ok(k)) k++;
+    return k;
+  }
+  const GLOSSARY = new Map((D.glossary || []).map((g) => [g[0], g[1]]));
+  const explain = (name) => GLOSSARY.get(String(name).split("(")[0]) || null;
   const table = (head, rows, id) =>
     el("div", { class: "scroll" }, el("table", { class: "grid", id: id },
       el("thead", null, el("tr", null, ...head.map((h) => el("th", { class: h[1] || null, scope: "col" }, h[0])))),
@@ -58,13 +72,16 @@
     else sec.append(table([["status"], ["gate"], ["value", "num"], ["95% interval", "num"], ["n", "num"], ["threshold", "num"], ["driving cases"]],
       D.gates.map((g, i) => el("tr", { "data-gate": i },
         td(el("span", { class: "status " + g.status }, g.status)), td(el("code", null, g.expr)),
-        td(fmt(g.value), "num"), td(interval(g.low, g.high), "num"), td(g.n, "num"), td(fmt(g.threshold, 4), "num"),
+        td(fmt(g.value, places(g.value, g.low, g.high, 3)), "num"), td(interval(g.low, g.high, places(g.value, g.low, g.high, 3)), "num"), td(g.n, "num"), td(fmt(g.threshold, places(g.threshold, null, null, 4)), "num"),
         td(g.drivers.length ? el("button", { type: "button", class: "drivers", onclick: () => showDrivers(i) },
           "show " + g.drivers.length + " case" + (g.drivers.length === 1 ? "" : "s")) : el("span", { class: "muted" }, "–")))), "gate-table"));
     const left = el("div", null), right = el("div", null);
     sec.append(el("div", { class: "ov" }, left, right));
     left.append(el("h3", null, "Metrics"), table([["metric"], ["value", "num"], ["95% interval", "num"], ["n", "num"], ["method", "hide-narrow nowrap"]],
-      D.metrics.map((m) => el("tr", null, td(el("code", null, m[0])), td(fmt(m[1], 4), "num"), td(interval(m[2], m[3]), "num"), td(m[4], "num"), td(m[5], "hide-narrow nowrap"))), "metric-table"));
+      D.metrics.map((m) => {
+        const k = places(m[1], m[2], m[3], 3);
+        return el("tr", null, td(el("code", { title: explain(m[0]) }, m[0])), td(fmt(m[1], Math.max(k, 4)), "num"), td(interval(m[2], m[3], k), "num"), td(m[4], "num"), td(m[5], "hide-narrow nowrap"));
+      }), "metric-table"));
     if (D.elo_svg) {
       right.append(el("h3", null, "Elo"), el("div", { class: "elo" },
         el("img", { alt: "Elo ratings with 95% intervals", src: "data:image/svg+xml;charset=utf-8," + encodeURIComponent(D.elo_svg) })));
@@ -72,6 +89,34 @@
     right.append(el("h3", null, "Cost by role"), table([["role"], ["calls", "num"], ["attempts", "num"], ["input tokens", "num"], ["output tokens", "num"], ["cost", "num"]],
       D.costs.map((c) => el("tr", null, td(c[0]), td(c[1], "num"), td(c[2], "num"), td(c[3], "num"), td(c[4], "num"), td(atLeast(c[5], c[6]), "num"))), "cost-table"));
     costPanel(sec);
+    humanPanel(sec);
+    glossary(sec);
+  }
+
+  // The judge against people (--gauge-labels): metrics.json's "human" block
+  function humanPanel(sec) {
+    const h = D.human;
+    if (!h) return;
+    const who = (w) => (w === "main" ? "main verdict" : w === "panel" ? "panel majority" : w);
+    const row = (label, a, k) => {
+      const ka = places(a.value, a.low, a.high, 3);
+      const kk = k ? places(k.value, k.low, k.high, 3) : 3;
+      return el("tr", null, td(label), td(fmt(a.value, ka), "num"), td(interval(a.low, a.high, ka), "num"), td(a.n, "num"),
+        td(k ? fmt(k.value, kk) : "", "num"), td(k ? interval(k.low, k.high, kk) : "", "num"));
+    };
+    const rows = Object.keys(h.agreement).map((w) => row(who(w), h.agreement[w], h.kappa[w]));
+    rows.push(row("the rules' higher-reward slot", h.rules_agreement, null));
+    if (h.labeller_agreement.n) rows.push(row("another labeller", h.labeller_agreement, h.labeller_kappa));
+    sec.append(el("h3", { id: "human-h" }, "The judge against people"),
+      el("p", { class: "facts" }, h.labels + " blind labels of " + h.cases + " cases by " + (h.labellers.join(", ") || "nobody") +
+        (h.unknown_cases.length ? "; labels of " + h.unknown_cases.length + " cases not in this run were ignored" : "")),
+      table([["compared with the labels"], ["agreement", "num"], ["95% interval", "num"], ["n", "num"], ["kappa", "num"], ["95% interval", "num"]], rows, "human-table"));
+  }
+
+  function glossary(sec) {
+    if (!D.glossary || !D.glossary.length) return;
+    sec.append(el("details", { id: "glossary" }, el("summary", null, "Metric glossary"),
+      el("dl", null, ...D.glossary.flatMap((g) => [el("dt", null, el("code", null, g[0])), el("dd", null, g[1])]))));
   }
 
   // What to watch per role and model: tokens per task, retry rate, rate-limit waits (stable) and the
@@ -304,6 +349,105 @@
       el("p", { class: "muted" }, "slot B transcript calls"), ledgerTable(slotB[0] >= 0 ? D.transcripts[slotB[0]].lg : []));
   }
 
+  // ------------------------------------------------------------------ labelling mode (blind)
+  // A case as the judge saw it: the task, slots A and B (names redacted), no reward, rule result or verdict.
+  // The answers stay in this browser (local storage, one entry per report) until exported as labels.jsonl.
+  const LKEY = ["gauge-labels", location.pathname, D.suite, D.seed, D.cases.length, D.cases.length ? D.cases[0].id : ""].join("\u0000");
+  const sampled = new Map((D.sample || []).map((s) => [s[0], s]));
+  const queue = [...(D.sample || []).map((s) => s[0]), ...D.cases.map((_, i) => i).filter((i) => !sampled.has(i))];
+  let labelAt = -1;
+  function loadLabels() {
+    try {
+      const x = JSON.parse(window.localStorage.getItem(LKEY) || "null");
+      if (x && typeof x === "object" && x.labels && typeof x.labels === "object") return { name: String(x.name || ""), labels: x.labels };
+    } catch (e) { /* storage off or unreadable: start empty */ }
+    return { name: "", labels: {} };
+  }
+  function saveLabels(st) {
+    try { window.localStorage.setItem(LKEY, JSON.stringify(st)); } catch (e) { /* storage off: kept for this page only */ }
+  }
+  function exportText(st) {
+    const byId = new Map(D.cases.map((c, i) => [c.id, i]));
+    return Object.keys(st.labels).filter((id) => byId.has(id)).sort((a, b) => byId.get(a) - byId.get(b)).map((id) => {
+      const s = sampled.get(byId.get(id));
+      const x = st.labels[id];
+      return JSON.stringify({ format_version: 1, suite: D.suite, case_id: id, label: x.label, labeller: st.name.trim() || "anonymous",
+        note: x.note || "", weight: s ? s[1] : 1, stratum: s ? s[2] : "" }) + "\n";
+    }).join("");
+  }
+  function refreshExport() {
+    const text = exportText(loadLabels());
+    const box = document.getElementById("label-export");
+    if (box) box.value = text;
+    const dl = document.getElementById("label-download");
+    if (dl) dl.setAttribute("href", "data:application/x-ndjson;charset=utf-8," + encodeURIComponent(text));
+  }
+  function nextToLabel(from) {
+    const st = loadLabels();
+    for (let k = 1; k <= queue.length; k++) {
+      const i = queue[(from + k) % queue.length];
+      if (!st.labels[D.cases[i].id]) return i;
+    }
+    return queue[Math.min(from + 1, queue.length - 1)];
+  }
+  function labelSlot(slot, ti) {
+    const t = ti >= 0 ? D.transcripts[ti] : null;
+    const box = el("div", { class: "slot", id: "lslot-" + slot }, el("h3", null, "Slot " + slot));
+    if (!t) { box.append(el("p", { class: "fail" }, "transcript missing")); return box; }
+    if (t.cut) box.append(el("p", { class: "muted" }, t.cut + " characters of this transcript are not on the page"));
+    box.append(el("div", { class: "transcript" }, ...t.turns.map(turnView)));
+    return box;
+  }
+  function pickLabel(choice) {
+    const c = D.cases[labelAt];
+    const st = loadLabels();
+    st.labels[c.id] = { label: choice, note: document.getElementById("label-note").value };
+    saveLabels(st);
+    location.hash = "#label=" + nextToLabel(queue.indexOf(labelAt));
+    route();
+  }
+  function labelView(i) {
+    labelAt = i;
+    const st = loadLabels();
+    const c = D.cases[i];
+    const task = c.t >= 0 ? D.tasks[c.t] : ["?", "", ""];
+    const aLeft = c.ao === "A=left";
+    const A = aLeft ? c.L : c.R, B = aLeft ? c.R : c.L;
+    const rules = A >= 0 ? D.transcripts[A] : B >= 0 ? D.transcripts[B] : null;
+    const mine = st.labels[c.id];
+    const pos = queue.indexOf(i);
+    const done = Object.keys(st.labels).length;
+    const note = el("textarea", { id: "label-note", rows: "2", "aria-label": "note (optional)", placeholder: "note (optional)" });
+    note.value = mine ? mine.note || "" : "";
+    const button = (key, choice, text) => el("button", { type: "button", id: "label-" + choice, "aria-pressed": String(!!mine && mine.label === choice), onclick: () => pickLabel(choice) }, key + " · " + text);
+    const go = (d) => { location.hash = "#label=" + queue[(pos + d + queue.length) % queue.length]; route(); };
+    document.getElementById("label").replaceChildren(
+      el("h2", { id: "label-h", tabindex: "-1" }, "Label: which response is better?"),
+      el("p", { class: "facts", id: "label-progress" }, done + " of " + D.cases.length + " cases labelled · case " + (pos + 1) + " of the queue" +
+        (sampled.size ? " (the " + sampled.size + " cases of the labelling sample first)" : "")),
+      el("p", null, el("label", null, "your name ", el("input", { id: "labeller", type: "text", value: st.name, "aria-label": "labeller's name",
+        oninput: (e) => { const s = loadLabels(); s.name = e.target.value; saveLabels(s); refreshExport(); } }))),
+      el("h3", null, "Task"), el("pre", { class: "text" }, task[2]),
+      rules && rules.crit.length ? el("div", null, el("strong", null, "Success criteria"), el("ul", null, ...rules.crit.map((r) => el("li", null, r[0])))) : null,
+      rules && rules.cons.length ? el("div", null, el("strong", null, "Hard constraints"), el("ul", null, ...rules.cons.map((r) => el("li", null, r[0])))) : null,
+      el("div", { class: "cols" }, labelSlot("A", A), labelSlot("B", B)),
+      el("p", { class: "label-keys" }, button("1", "A", "A is better"), " ", button("2", "B", "B is better"), " ", button("3", "tie", "tie"), " ",
+        el("button", { type: "button", onclick: () => go(-1) }, "← previous"), " ", el("button", { type: "button", onclick: () => go(1) }, "next →")),
+      el("p", null, note),
+      el("h3", null, "Export"),
+      el("p", { class: "muted" }, "labels.jsonl, one line per labelled case; give it to a run with --gauge-labels FILE."),
+      el("p", null, el("a", { id: "label-download", download: "labels.jsonl", href: "data:," }, "download labels.jsonl"), " ",
+        el("button", { type: "button", id: "label-copy", onclick: copyLabels }, "copy")),
+      el("textarea", { id: "label-export", rows: "6", readonly: true, "aria-label": "labels.jsonl" }));
+    refreshExport();
+  }
+  function copyLabels() {
+    const box = document.getElementById("label-export");
+    const fallback = () => { box.select(); try { document.execCommand("copy"); } catch (e) { /* selected: copy by hand */ } };
+    if (navigator.clipboard && navigator.clipboard.writeText) navigator.clipboard.writeText(box.value).catch(fallback);
+    else fallback();
+  }
+
   let routed = null;
   let lastCase = -1;
   function route() {
@@ -312,10 +456,18 @@
     const m = /^#case=(\d+)$/.exec(location.hash);
     const sec = document.getElementById("case");
     const inCase = m !== null && Number(m[1]) < D.cases.length;
-    document.getElementById("overview").hidden = inCase;
-    document.getElementById("cases").hidden = inCase;
+    const lm = /^#label(?:=(\d+))?$/.exec(location.hash);
+    const inLabel = lm !== null && D.cases.length > 0;
+    document.getElementById("overview").hidden = inCase || inLabel;
+    document.getElementById("cases").hidden = inCase || inLabel;
+    document.getElementById("label").hidden = !inLabel;
     sec.hidden = !inCase;
-    if (inCase) {
+    if (inLabel) {
+      const want = lm[1] !== undefined && Number(lm[1]) < D.cases.length ? Number(lm[1]) : nextToLabel(-1);
+      labelView(want);
+      window.scrollTo(0, 0);
+      document.getElementById("label-h").focus();
+    } else if (inCase) {
       lastCase = Number(m[1]);
       caseView(lastCase);
       window.scrollTo(0, 0);
@@ -334,6 +486,10 @@
 
   document.addEventListener("keydown", (e) => {
     if (e.key === "Escape" && !document.getElementById("case").hidden) location.hash = "#cases";
+    const typing = e.target && (e.target.tagName === "INPUT" || e.target.tagName === "TEXTAREA" || e.target.tagName === "SELECT");
+    if (document.getElementById("label").hidden || typing || e.ctrlKey || e.metaKey || e.altKey) return;
+    const choice = { 1: "A", 2: "B", 3: "tie" }[e.key];
+    if (choice) { e.preventDefault(); pickLabel(choice); }
   });
   window.addEventListener("hashchange", route);
   overview();

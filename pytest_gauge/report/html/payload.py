@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ...analysis.metrics import METRICS
 from ...records import CaseRecord, LedgerRecord, Transcript
 from ...records.html import GateRow, RuleRow, SuiteOutputs, TranscriptRow
 from ...records.work_key import parse_work
@@ -292,12 +293,15 @@ def build_payload(out: SuiteOutputs, redact: Redact) -> dict[str, Any]:
         ],
         "elo_svg": out.elo_svg,
         "gates": [_gate(g, by_id) for g in gates],
+        "glossary": [[m.name, m.description] for m in METRICS],
+        "human": out.human,
         "ledger": [_ledger_line(x) for x in out.ledger],
         "metrics": [[m.name, m.value, m.low, m.high, m.n, m.method] for m in out.metrics],
         "pairs": [
             [pid, firsts[pid].agent_left, firsts[pid].agent_right, out.pair_class.get(pid, "")]
             for pid in pair_ids
         ],
+        "sample": [[by_id[c.case_id], c.weight, c.stratum] for c in out.sample if c.case_id in by_id],
         "seed": out.seed,
         "suite": out.name,
         "tasks": [[t.task_id, t.category, redact(t.prompt)] for t in out.tasks],

@@ -1,0 +1,91 @@
+"""``labels.jsonl`` (the HTML report's export of blind human labels) and ``labels/sample.jsonl`` (the
+cases ``labels sample`` chose): their one reader and writer, errors naming the file and line
+(docs/protocol.md#human-labels)."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..records.labels import LABEL_CHOICES, LABEL_STRATA, Label, SampleCase
+from .readwrite import FileFormatError, read_jsonl_lines, write_atomic
+
+__all__ = ["LabelsError", "read_labels", "read_sample", "write_labels", "write_sample"]
+
+
+class LabelsError(FileFormatError):
+    """A labels or sample file that cannot be read; the message names the file and line."""
+
+
+def _text(row: dict[str, Any], key: str, where: str, *, required: bool = True) -> str:
+    value = row.get(key, None if required else "")
+    if not isinstance(value, str) or (required and not value.strip()):
+        raise LabelsError(f"{where}: field {key!r} must be a non-empty string, got {value!r}")
+    return value
+
+
+def _weight(row: dict[str, Any], where: str) -> float:
+    value = row.get("weight", 1.0)
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value <= 0
+    ):
+        raise LabelsError(f"{where}: field 'weight' must be a positive number, got {value!r}")
+    return float(value)
+
+
+def _label(row: dict[str, Any], where: str) -> Label:
+    label = row.get("label")
+    if label not in LABEL_CHOICES:
+        raise LabelsError(f"{where}: field 'label' must be one of A, B, tie, got {label!r}")
+    return Label(
+        suite=_text(row, "suite", where),
+        case_id=_text(row, "case_id", where),
+        label=str(label),
+        labeller=_text(row, "labeller", where),
+        note=_text(row, "note", where, required=False),
+        weight=_weight(row, where),
+        stratum=_text(row, "stratum", where, required=False),
+    )
+
+
+def read_labels(paths: Iterable[Path]) -> list[Label]:
+    """Every label of every file, in file then line order; a later line of the same (suite, case,
+    labeller) replaces an earlier one (a labeller who changed their mind)."""
+    found: dict[tuple[str, str, str], Label] = {}
+    for path in paths:
+        for number, row in read_jsonl_lines(path, error=LabelsError):
+            lab = _label(row, f"{path}:{number}")
+            found.pop((lab.suite, lab.case_id, lab.labeller), None)
+            found[(lab.suite, lab.case_id, lab.labeller)] = lab
+    return list(found.values())
+
+
+def write_labels(path: Path, labels: Sequence[Label]) -> None:
+    """``labels.jsonl``: one line per label (tests and tools; the page writes the same lines)."""
+    write_atomic(path, "".join(json.dumps(x.to_json(), ensure_ascii=False) + "\n" for x in labels))
+
+
+def read_sample(path: Path) -> list[SampleCase]:
+    """A suite's ``labels/sample.jsonl`` (``[]`` when there is none), in the order the page offers it."""
+    rows: list[SampleCase] = []
+    for number, row in read_jsonl_lines(path, missing_ok=True, error=LabelsError):
+        where = f"{path}:{number}"
+        stratum = _text(row, "stratum", where)
+        if stratum not in LABEL_STRATA:
+            raise LabelsError(f"{where}: field 'stratum' must be one of {', '.join(LABEL_STRATA)}")
+        position = row.get("position")
+        if not isinstance(position, int) or isinstance(position, bool):
+            raise LabelsError(f"{where}: field 'position' must be a whole number, got {position!r}")
+        rows.append(SampleCase(_text(row, "case_id", where), stratum, _weight(row, where), position))
+    return sorted(rows, key=lambda c: c.position)
+
+
+def write_sample(path: Path, sample: Sequence[SampleCase]) -> None:
+    """Write a suite's ``labels/sample.jsonl``."""
+    write_atomic(path, "".join(json.dumps(c.to_json(), ensure_ascii=False) + "\n" for c in sample))
