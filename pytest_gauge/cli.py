@@ -19,7 +19,7 @@ from typing import Any, TextIO, TypeAlias
 from .files.folders import SuiteFolder
 from .gateway.cache import merge_caches, prune_cache
 from .gateway.cassettes import export_cassettes
-from .gateway.doctor import CONFIG_KINDS, DEFAULT_TIMEOUT, Target, print_config, run_doctor
+from .gateway.doctor import CONFIG_KINDS, DEFAULT_TIMEOUT, Program, Target, print_config, run_doctor
 from .gateway.endpoint import KEY_VARIABLE
 from .suite.discover import configured_testpaths, find_suites
 
@@ -232,23 +232,49 @@ def _doctor(args: argparse.Namespace, environ: Mapping[str, str], out: TextIO) -
         return 0
     models = [m for m in args.models.split(",") if m.strip()] if args.models else None
     paths = args.paths or configured_testpaths(Path.cwd())
-    targets = suite_targets(paths) if paths and not models else None
+    found = find_suites(paths) if paths else []
+    targets = targets_of(found) if paths and not models else None
     from .suite.declare import MODEL_VARIABLES  # filled by the suites' env_model as they are imported
 
     return run_doctor(
-        environ, out, models=models, timeout=args.timeout, targets=targets, origins=MODEL_VARIABLES
+        environ,
+        out,
+        models=models,
+        timeout=args.timeout,
+        targets=targets,
+        origins=MODEL_VARIABLES,
+        programs=programs_of(found),
     )
 
 
+def programs_of(found: Sequence[tuple[str, Any]]) -> list[Program]:
+    """Every program the suites' program agents run (``argv[0]``), with the agents using it and, for
+    the presets' CLIs, the install command."""
+    from .run.programs import INSTALL
+    from .suite.programs import CommandAgent
+
+    users: dict[str, list[str]] = {}
+    for name, suite in found:
+        for agent in suite.agents:
+            if isinstance(agent, CommandAgent):
+                users.setdefault(agent.argv[0], []).append(f"{name}/{agent.name}")
+    return [Program(c, tuple(who), INSTALL.get(Path(c).name)) for c, who in users.items()]
+
+
 def suite_targets(paths: Sequence[str]) -> list[Target]:
-    """One doctor target per distinct (role, model) of the suites under ``paths``, labelled with the
-    suites (and agents) that use it; judge models are tried in their JSON-mode chain."""
+    """One doctor target per distinct (role, model) of the suites under ``paths`` (:func:`targets_of`)."""
+    return targets_of(find_suites(paths))
+
+
+def targets_of(found: Sequence[tuple[str, Any]]) -> list[Target]:
+    """One doctor target per distinct (role, model) of the suites found, labelled with the suites (and
+    agents) that use it; judge models are tried in their JSON-mode chain."""
     from .suite.declare import MODEL_VARIABLES, ModelAgent
     from .suite.response_format import format_chain
 
     users: dict[tuple[str, str], list[str]] = {}
     chains: dict[str, tuple[dict[str, Any] | None, ...]] = {}
-    for name, suite in find_suites(paths):
+    for name, suite in found:
         for agent in suite.agents:
             if isinstance(agent, ModelAgent):
                 users.setdefault(("agent", agent.model), []).append(f"{name}/{agent.name}")

@@ -42,12 +42,16 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
         return None
     import sys
 
-    from .cli import suite_targets
+    from .cli import programs_of, targets_of
     from .gateway.doctor import run_doctor
     from .suite.declare import MODEL_VARIABLES
+    from .suite.discover import find_suites
 
-    targets = suite_targets([str(a).split("::")[0] for a in config.args]) or None
-    return run_doctor(os.environ, sys.stdout, targets=targets, origins=MODEL_VARIABLES)
+    found = find_suites([str(a).split("::")[0] for a in config.args])
+    targets = targets_of(found) or None
+    return run_doctor(
+        os.environ, sys.stdout, targets=targets, origins=MODEL_VARIABLES, programs=programs_of(found)
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:

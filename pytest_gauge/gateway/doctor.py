@@ -34,6 +34,13 @@ from .endpoint import (
 )
 from .endpoint import read_key as _read_key
 from .errors import rejects_format
+from .program_doctor import (
+    Finding,
+    Program,
+    anthropic_setting_findings,
+    codex_provider_findings,
+    program_findings,
+)
 from .redact import redact as _redact
 
 __all__ = [
@@ -43,6 +50,7 @@ __all__ = [
     "KEY_PLACEHOLDER",
     "ROLE_VARIABLES",
     "Check",
+    "Program",
     "Target",
     "anthropic_checks",
     "base_url_checks",
@@ -200,7 +208,8 @@ def base_url_checks(environ: Mapping[str, str]) -> tuple[UrlCheck, list[Check]]:
 
 
 def anthropic_checks(environ: Mapping[str, str]) -> list[Check]:
-    """Claude Code's variables are not read here; warn when set, and name the classic 401 when mixed."""
+    """Claude Code's variables are not read here: noted when set, a warning naming the classic 401 when
+    they stand in for the gateway key (program_checks looks at their values' agreement)."""
     present = [name for name in ANTHROPIC_VARIABLES if environ.get(name, "").strip()]
     if not present:
         return []
@@ -209,13 +218,13 @@ def anthropic_checks(environ: Mapping[str, str]) -> list[Check]:
         f"{', '.join(present)} {'is' if one else 'are'} set: Claude Code reads {'it' if one else 'those'},"
         f" pytest-gauge does not (it reads {KEY_VARIABLE} and {URL_VARIABLE})"
     )
-    fix = "nothing to do if you also use Claude Code; keep the two configurations separate"
-    if not environ.get(KEY_VARIABLE, "").strip():
-        message += (
-            f"; {KEY_VARIABLE} is not set, and mixing the Anthropic variables into an OpenAI-compatible"
-            " client is the classic 401"
-        )
-        fix = f"export {KEY_VARIABLE}=<your gateway key> (the gateway key, under the name this plugin reads)"
+    if environ.get(KEY_VARIABLE, "").strip():  # both configured: fine (program_checks looks closer)
+        return [Check("ok", "ANTHROPIC_*", message)]
+    message += (
+        f"; {KEY_VARIABLE} is not set, and mixing the Anthropic variables into an OpenAI-compatible"
+        " client is the classic 401"
+    )
+    fix = f"export {KEY_VARIABLE}=<your gateway key> (the gateway key, under the name this plugin reads)"
     return [Check("warn", "ANTHROPIC_*", message, fix)]
 
 
@@ -247,7 +256,14 @@ def codex_checks(environ: Mapping[str, str], base_url: str) -> list[Check]:
             env_key = table.get("env_key")
             url = table.get("base_url")
             where = f"[model_providers.{name}]"
-            if env_key == KEY_VARIABLE and isinstance(url, str) and not _same_url(url, base_url):
+            found += [_check(f) for f in codex_provider_findings(where, table)]
+            fixed = isinstance(url, str) and _same_url(fixed_path_url(url), base_url)  # said above
+            if (
+                env_key == KEY_VARIABLE
+                and isinstance(url, str)
+                and not _same_url(url, base_url)
+                and not fixed
+            ):
                 found.append(
                     Check(
                         "warn",
@@ -258,7 +274,7 @@ def codex_checks(environ: Mapping[str, str], base_url: str) -> list[Check]:
                         f" or change {URL_VARIABLE}",
                     )
                 )
-            elif isinstance(url, str) and _same_url(url, base_url) and env_key != KEY_VARIABLE:
+            elif isinstance(url, str) and _same_url(url, base_url) and env_key not in (KEY_VARIABLE, None):
                 other = f"env_key = {env_key!r}" if isinstance(env_key, str) else "no env_key"
                 anthropic = str(env_key).startswith("ANTHROPIC")
                 classic = " (an ANTHROPIC_* key in Codex is the classic 401)" if anthropic else ""
@@ -271,6 +287,21 @@ def codex_checks(environ: Mapping[str, str], base_url: str) -> list[Check]:
                     )
                 )
     return found or [Check("ok", topic, "no provider disagrees with this configuration")]
+
+
+def _check(finding: Finding) -> Check:
+    """A program-doctor finding as a doctor line."""
+    return Check(finding.status, finding.topic, finding.message, finding.fix)
+
+
+def program_checks(environ: Mapping[str, str], base_url: str, programs: Sequence[Program]) -> list[Check]:
+    """The agent programs the suites run (path and version, or the install command) and Claude Code's
+    settings; ``ANTHROPIC_*`` is checked against Codex when a suite runs it or a Codex config exists."""
+    names = {Path(p.command).name for p in programs}
+    codex_used = "codex" in names or codex_config_path(environ).is_file()
+    found = program_findings(programs, environ)
+    found += anthropic_setting_findings(environ, base_url, codex_used)
+    return [_check(f) for f in found]
 
 
 def targets_for(
@@ -430,13 +461,16 @@ def run_checks(
     timeout: float = DEFAULT_TIMEOUT,
     targets: Sequence[Target] | None = None,
     origins: Mapping[str, str] | None = None,
+    programs: Sequence[Program] = (),
 ) -> list[Check]:
-    """Every doctor check in order: key, base URL, Claude Code and Codex settings, then live requests."""
+    """Every doctor check in order: key, base URL, Claude Code and Codex settings, the agent programs,
+    then live requests."""
     checks = key_checks(environ)
     url_check, url_found = base_url_checks(environ)
     checks += url_found
     checks += anthropic_checks(environ)
     checks += codex_checks(environ, url_check.url)
+    checks += program_checks(environ, url_check.url, programs)
     scheme = urllib.parse.urlsplit(url_check.url).scheme
     if check_key(environ) is not None:
         checks.append(Check("warn", "requests", "not sent: fix the key first"))
@@ -451,12 +485,12 @@ def run_checks(
 
 
 def format_checks(checks: Sequence[Check], secrets: Sequence[str] = ()) -> str:
-    """The report: one ``ok``/``warn``/``fail`` line per check, its fix beneath, then a summary line."""
+    """The report: one ``ok``/``warn``/``fail`` line per check ending with its fix (``; fix: ...``),
+    then a summary line: a finding and its fix are one line to copy or grep."""
     lines = ["pytest-gauge doctor"]
     for check in checks:
-        lines.append(f"{check.status:<4}  {check.topic}: {check.message}")
-        if check.fix and check.status != "ok":
-            lines.append(f"      fix: {check.fix}")
+        fix = f"; fix: {check.fix}" if check.fix and check.status != "ok" else ""
+        lines.append(f"{check.status:<4}  {check.topic}: {check.message}{fix}")
     counts = {s: sum(c.status == s for c in checks) for s in ("ok", "warn", "fail")}
     verdict = "FAILED" if counts["fail"] else "passed"
     lines.append(f"doctor {verdict}: {counts['ok']} ok, {counts['warn']} warn, {counts['fail']} fail")
@@ -470,11 +504,13 @@ def run_doctor(
     timeout: float = DEFAULT_TIMEOUT,
     targets: Sequence[Target] | None = None,
     origins: Mapping[str, str] | None = None,
+    programs: Sequence[Program] = (),
 ) -> int:
     """Run every check, print the report to ``out``; 1 when anything failed, else 0 (for CLI and plugin).
 
-    ``targets`` (the (role, model) pairs of collected suites) replace the role variables when given."""
-    checks = run_checks(environ, models, timeout, targets, origins)
+    ``targets`` (the (role, model) pairs of collected suites) replace the role variables when given;
+    ``programs``: the agent programs the suites run."""
+    checks = run_checks(environ, models, timeout, targets, origins, programs)
     secrets = [environ.get(n, "") for n in key_variables()] + [
         environ.get(n, "") for n in ANTHROPIC_VARIABLES[1:]
     ]
@@ -505,16 +541,16 @@ def _codex(base_url: str) -> str:
         'name = "TaoToken"\n'
         f"base_url = {json.dumps(base_url)}\n"
         f'env_key = "{KEY_VARIABLE}"\n'
-        'wire_api = "chat"\n'
+        'wire_api = "responses"  # current Codex refuses "chat"\n'
     )
 
 
 def _cc_switch(base_url: str) -> str:
     return (
-        "# CC Switch: add a provider with these fields.\n"
-        "name: TaoToken\n"
+        "# CC Switch: add a provider with these fields (paste the key from the variable yourself).\n"
+        "provider name: TaoToken\n"
         f"base URL: {base_url}\n"
-        f"API key: {KEY_PLACEHOLDER}\n"
+        f"key variable: {KEY_VARIABLE}\n"
     )
 
 

@@ -61,7 +61,7 @@ def doctor(env: dict[str, str], models: list[str] | None = None, *secrets: str) 
 
 
 def lines(text: str, status: str) -> list[str]:
-    """Report lines of one status, each joined with its ``fix:`` line."""
+    """Report lines of one status (each carries its fix), with a newline after each."""
     rows = text.splitlines()
     found = []
     for i, row in enumerate(rows):
@@ -220,14 +220,16 @@ def test_connection_refused_is_reported_as_a_connection_error(tmp_path: Path) ->
     assert "connection error" in fail and "TAOTOKEN_BASE_URL" in fail
 
 
-def test_anthropic_variables_warn_but_do_not_fail(tmp_path: Path, server: LoopbackServer) -> None:
+def test_anthropic_variables_agreeing_with_the_gateway_are_only_noted(
+    tmp_path: Path, server: LoopbackServer
+) -> None:
     token = "anthropic-token-secret-1"
-    env = environ(tmp_path, server.base_url, ANTHROPIC_AUTH_TOKEN=token, ANTHROPIC_BASE_URL="https://a.test")
+    root = server.base_url.removesuffix("/v1")
+    env = environ(tmp_path, server.base_url, ANTHROPIC_AUTH_TOKEN=token, ANTHROPIC_BASE_URL=root)
     status, text = doctor(env, None, token)
-    assert status == 0
-    [warn] = lines(text, "warn")
-    assert "ANTHROPIC_BASE_URL, ANTHROPIC_AUTH_TOKEN are set" in warn and "Claude Code" in warn
-    assert "classic 401" not in warn
+    assert status == 0 and not lines(text, "warn"), text
+    [note] = [line for line in lines(text, "ok") if "ANTHROPIC" in line]
+    assert "ANTHROPIC_BASE_URL, ANTHROPIC_AUTH_TOKEN are set" in note and "Claude Code" in note
 
 
 def test_anthropic_key_without_taotoken_key_names_the_classic_401(
@@ -252,7 +254,7 @@ def test_codex_provider_with_our_key_pointing_elsewhere_warns(tmp_path: Path, se
     write_codex(
         tmp_path,
         '[model_providers.tt]\nname = "TT"\nbase_url = "https://elsewhere.test/v1"\n'
-        'env_key = "TAOTOKEN_API_KEY"\nwire_api = "chat"\n',
+        'env_key = "TAOTOKEN_API_KEY"\nwire_api = "responses"\n',
     )
     status, text = doctor(environ(tmp_path, server.base_url))
     assert status == 0
@@ -300,7 +302,7 @@ def test_print_config_has_placeholders_and_never_the_key() -> None:
     env = {"TAOTOKEN_API_KEY": KEY, "TAOTOKEN_BASE_URL": "https://gw.example/v1/?utm_source=x"}
     text = print_config("all", env)
     assert KEY not in text
-    assert text.count("<your TAOTOKEN_API_KEY>") == 2  # Claude Code token and the CC Switch key
+    assert text.count("<your TAOTOKEN_API_KEY>") == 1  # Claude Code's token (CC Switch names the variable)
     claude = json.loads(text[text.index("{") : text.index("}\n}") + 3])
     assert claude == {
         "env": {"ANTHROPIC_BASE_URL": "https://gw.example", "ANTHROPIC_AUTH_TOKEN": "<your TAOTOKEN_API_KEY>"}
@@ -313,13 +315,13 @@ def test_print_config_has_placeholders_and_never_the_key() -> None:
                 "name": "TaoToken",
                 "base_url": "https://gw.example/v1",
                 "env_key": "TAOTOKEN_API_KEY",
-                "wire_api": "chat",
+                "wire_api": "responses",
             }
         },
     }
     switch = print_config("cc-switch", env)
-    assert "name: TaoToken" in switch and "base URL: https://gw.example/v1" in switch
-    assert "API key: <your TAOTOKEN_API_KEY>" in switch
+    assert "provider name: TaoToken" in switch and "base URL: https://gw.example/v1" in switch
+    assert "key variable: TAOTOKEN_API_KEY" in switch
     assert "taotoken.net/api" in print_config("codex", {})  # the default gateway when nothing is set
     with pytest.raises(ValueError, match="claude-code"):
         print_config("vscode", env)
@@ -355,8 +357,7 @@ def test_format_checks_summary_and_fix_lines() -> None:
     assert text.splitlines() == [
         "pytest-gauge doctor",
         "ok    a: fine",
-        "fail  b: broken",
-        "      fix: do x",
+        "fail  b: broken; fix: do x",
         "doctor FAILED: 1 ok, 0 warn, 1 fail",
     ]
 

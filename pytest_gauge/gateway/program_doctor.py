@@ -1,0 +1,195 @@
+"""Doctor for agent programs and their configuration (issue 28 point 6, docs/protocol.md#doctor-programs):
+each program a suite runs found on ``PATH`` with its version (or its install command), and the
+settings the method's setup guide names as the usual sources of 401 and 404 when Claude Code or Codex
+share the gateway. Every finding is one line with its fix (``format_checks``); no value of a key is ever read
+into a message (only variable names and URLs, shown without credentials)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import urllib.parse
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from .endpoint import KEY_VARIABLE, URL_VARIABLE, check_base_url, fixed_path_url
+
+__all__ = [
+    "Finding",
+    "Program",
+    "anthropic_setting_findings",
+    "codex_provider_findings",
+    "program_findings",
+    "url_problem",
+]
+
+VERSION_TIMEOUT = 10.0  # seconds a program's --version may take
+
+
+@dataclass(frozen=True)
+class Program:
+    """A program a suite's agent runs: its command (``argv[0]``), who uses it, how to install it."""
+
+    command: str
+    users: tuple[str, ...] = ()
+    install: str | None = None
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One doctor line: status, topic, what was found and its fix (empty when ok)."""
+
+    status: Literal["ok", "warn", "fail"]
+    topic: str
+    message: str
+    fix: str = ""
+
+
+def _line(status: Literal["ok", "warn", "fail"], topic: str, message: str, fix: str) -> Finding:
+    return Finding(status, topic, message, fix)
+
+
+def show_url(url: str) -> str:
+    """A URL without any user:password part."""
+    parts = urllib.parse.urlsplit(url.strip())
+    host = parts.netloc.rsplit("@", 1)[-1]
+    return urllib.parse.urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
+
+
+def url_problem(url: str) -> tuple[str, str] | None:
+    """(what is wrong, the corrected URL) when ``url`` carries tracking parameters or a fragment, a
+    doubled ``/v1/v1`` or ``//``, or a pasted endpoint path; None when it is clean."""
+    check = check_base_url(url)
+    if not check.errors and not check.warnings:
+        return None
+    parts = urllib.parse.urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        return "is not an http(s) URL", "an http(s) URL"
+    reasons = []
+    if check.errors:
+        reasons.append("tracking parameters or a fragment (pasted from a link)")
+    if "/v1/v1" in parts.path:
+        reasons.append("a doubled '/v1/v1'")
+    elif check.warnings:
+        reasons.append("an odd path")
+    kept = f"?{urllib.parse.urlencode(check.query)}" if check.query else ""
+    return " and ".join(reasons), show_url(fixed_path_url(url)) + kept
+
+
+def _version(path: str) -> str:
+    """The first line ``path --version`` prints, or why there is none."""
+    try:
+        done = subprocess.run(
+            [path, "--version"], capture_output=True, timeout=VERSION_TIMEOUT, stdin=subprocess.DEVNULL
+        )
+    except subprocess.TimeoutExpired:
+        return f"no version: --version took over {VERSION_TIMEOUT:g}s"
+    except OSError as exc:
+        return f"no version: {exc.strerror or exc}"
+    text = (done.stdout or done.stderr).decode("utf-8", errors="replace").strip()
+    return text.splitlines()[0] if text else f"no version (exit status {done.returncode})"
+
+
+def program_findings(
+    programs: Sequence[Program], environ: Mapping[str, str], which: Callable[..., str | None] = shutil.which
+) -> list[Finding]:
+    """Each program found on the environment's ``PATH`` with its path and version, or a failure with
+    its install command (a missing program fails every case of the agents that run it)."""
+    found: list[Finding] = []
+    for program in programs:
+        users = f" (used by {', '.join(program.users)})" if program.users else ""
+        topic = f"program {program.command}"
+        path = which(program.command, path=environ.get("PATH", os.defpath))
+        if path is None:
+            fix = program.install or f"install {program.command!r} or put it on PATH"
+            found.append(_line("fail", topic, f"not found on PATH{users}", fix))
+            continue
+        found.append(Finding("ok", topic, f"{path} ({_version(path)}){users}"))
+    return found
+
+
+def _gateway_root(base_url: str) -> str:
+    """The gateway's URL without a trailing ``/v1``: where Claude Code (which adds ``/v1/messages``) goes."""
+    base = fixed_path_url(base_url)
+    return base[: -len("/v1")] if base.endswith("/v1") else base
+
+
+def anthropic_setting_findings(environ: Mapping[str, str], base_url: str, codex_used: bool) -> list[Finding]:
+    """Claude Code's variables: both auth variables set, a base URL elsewhere than the gateway or with
+    tracking parameters / ``/v1/v1``, and any ``ANTHROPIC_*`` exported where Codex runs."""
+    found: list[Finding] = []
+    set_ = sorted(k for k, v in environ.items() if k.startswith("ANTHROPIC_") and v.strip())
+    if "ANTHROPIC_API_KEY" in set_ and "ANTHROPIC_AUTH_TOKEN" in set_:
+        message = (
+            "both ANTHROPIC_API_KEY and ANTHROPIC_AUTH_TOKEN are set: Claude Code sends two credentials"
+            " and the gateway rejects one (401)"
+        )
+        fix = "unset ANTHROPIC_API_KEY; keep the gateway key in ANTHROPIC_AUTH_TOKEN only"
+        found.append(_line("warn", "ANTHROPIC_*", message, fix))
+    raw = environ.get("ANTHROPIC_BASE_URL", "").strip()
+    if raw:
+        problem = url_problem(raw)
+        gateway = _gateway_root(base_url)
+        if problem is not None:
+            found.append(
+                _line(
+                    "warn",
+                    "ANTHROPIC_BASE_URL",
+                    f"{show_url(raw)} has {problem[0]}",
+                    f"export ANTHROPIC_BASE_URL={_gateway_root(problem[1])}",
+                )
+            )
+        elif _gateway_root(raw).rstrip("/").lower() != gateway.rstrip("/").lower():
+            message = (
+                f"{show_url(raw)} is not the configured gateway {gateway} ({URL_VARIABLE}):"
+                " Claude Code's calls go elsewhere (401/404)"
+            )
+            found.append(_line("warn", "ANTHROPIC_BASE_URL", message, f"export ANTHROPIC_BASE_URL={gateway}"))
+    if codex_used and set_:
+        message = (
+            f"{', '.join(set_)} exported where Codex runs: a provider reading them sends an Anthropic key"
+        )
+        fix = f"unset {' '.join(set_)} in Codex's shell (keep them in Claude Code's settings.json env block)"
+        found.append(
+            _line("warn", "ANTHROPIC_* and Codex", message + " to an OpenAI-style endpoint (401)", fix)
+        )
+    return found
+
+
+def codex_provider_findings(where: str, table: Mapping[str, Any]) -> list[Finding]:
+    """One ``[model_providers.<name>]`` table: no ``env_key`` (Codex sends no key: 401), ``wire_api =
+    "chat"`` (refused by current Codex), a base URL with tracking parameters or ``/v1/v1``."""
+    topic = f"Codex {where}"
+    found: list[Finding] = []
+    if not isinstance(table.get("env_key"), str) or not str(table.get("env_key")).strip():
+        found.append(
+            _line(
+                "warn",
+                topic,
+                "has no env_key: Codex sends no key to the gateway (401)",
+                f'add env_key = "{KEY_VARIABLE}" to {where}',
+            )
+        )
+    if table.get("wire_api") == "chat":
+        found.append(
+            _line(
+                "warn",
+                topic,
+                'has wire_api = "chat", which Codex (0.169) refuses',
+                f'set wire_api = "responses" in {where}',
+            )
+        )
+    url = table.get("base_url")
+    problem = url_problem(url) if isinstance(url, str) else None
+    if problem is not None:
+        found.append(
+            _line(
+                "warn",
+                topic,
+                f"base_url {show_url(str(url))} has {problem[0]}",
+                f'base_url = "{problem[1]}" in {where}',
+            )
+        )
+    return found
