@@ -23,7 +23,7 @@ from pytest_gauge.gateway.gateway import (
 from pytest_gauge.gateway.ledger import Ledger, read_ledger_file
 from pytest_gauge.gateway.limits import Budget, ConcurrencySlots, ModelPacer, RateLimiter, SharedState
 from pytest_gauge.gateway.store import Store
-from pytest_gauge.records.prices import PriceTable
+from pytest_gauge.records.prices import Price, PriceTable
 from pytest_gauge.suite.declare import MODEL_VARIABLES
 from pytest_gauge.testing import FaultPlan, LoopbackServer, ResponderError, completion
 
@@ -39,7 +39,7 @@ def make_gateway(
     timeout: float = 5.0,
     cap: float = 5.0,
     cache: str = "off",
-    prices: dict[str, tuple[float, float]] | None = None,
+    prices: dict[str, Price | tuple[float, float]] | None = None,
     budget_usd: float | None = None,
     replay: bool = False,
     run_id: str = "run1",

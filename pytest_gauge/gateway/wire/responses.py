@@ -271,12 +271,35 @@ def _chat_usage(usage: Any) -> dict[str, Any] | None:
     return out
 
 
+def _count(value: object) -> int | None:
+    """A token count from JSON: a non-negative number (floats truncated), else None."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
+        return int(value)
+    return None
+
+
 def _ledger_usage(usage: dict[str, Any]) -> Usage | None:
-    """A Responses ``usage`` object as the ledger's :class:`~pytest_gauge.records.Usage`: Responses counts
-    like Chat (``input_tokens`` includes ``input_tokens_details.cached_tokens``, ``output_tokens``
-    includes ``output_tokens_details.reasoning_tokens``), so Chat's mapping reads it (None without any
-    input token)."""
-    return CHAT.usage({"usage": _chat_usage(usage)})
+    """A Responses ``usage`` object in the ledger's convention (None without any input token):
+    ``input_tokens`` counts all input, ``input_tokens_details.cached_tokens`` (cache reads) and
+    ``cache_write_tokens`` (cache writes) are parts of it, so the uncached input is what is left;
+    ``output_tokens`` includes ``output_tokens_details.reasoning_tokens``. The object is kept as ``raw``."""
+    total_in = _count(usage.get("input_tokens")) or 0
+    if total_in <= 0:
+        return None
+    ins, outs = usage.get("input_tokens_details"), usage.get("output_tokens_details")
+    ins = ins if isinstance(ins, dict) else {}
+    cached = _count(ins.get("cached_tokens"))
+    cached = None if cached is None else min(cached, total_in)
+    writes = _count(ins.get("cache_write_tokens"))
+    writes = None if writes is None else min(writes, total_in - (cached or 0))
+    return Usage(
+        input_tokens=total_in - (cached or 0) - (writes or 0),
+        output_tokens=_count(usage.get("output_tokens")) or 0,
+        cached_input_tokens=cached,
+        cache_write_tokens=writes,
+        reasoning_tokens=_count(outs.get("reasoning_tokens")) if isinstance(outs, dict) else None,
+        raw=dict(usage),
+    )
 
 
 # -- server side: Responses request -> chat body ----------------------------------------------------
@@ -669,7 +692,8 @@ class ResponsesFormat:
         return out
 
     def usage(self, response: dict[str, Any]) -> Usage | None:
-        """None when missing or when it counts no input token (as :meth:`ChatFormat.usage`)."""
+        """The ledger's convention (uncached input = ``input_tokens`` - cache reads - cache writes); None
+        when missing or when it counts no input token (as :meth:`ChatFormat.usage`)."""
         u = response.get("usage")
         if not isinstance(u, dict):
             return None

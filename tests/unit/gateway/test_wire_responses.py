@@ -325,13 +325,35 @@ def test_incomplete_with_only_reasoning_is_an_empty_truncated_answer() -> None:
     assert choice["message"]["content"] == "" and choice["finish_reason"] == "length"
 
 
-def test_usage_counts_cached_and_reasoning_tokens() -> None:
+def test_usage_is_the_ledger_convention_with_the_raw_object() -> None:
+    raw = response()["usage"]
     usage = R.usage(response())
-    assert usage is not None
+    assert usage is not None and usage.raw == raw
+    assert (usage.input_tokens, usage.cached_input_tokens, usage.cache_write_tokens) == (30, 20, None)
+    assert (usage.output_tokens, usage.reasoning_tokens, usage.cache_write_1h_tokens) == (12, 7, None)
     assert (usage.prompt_tokens, usage.completion_tokens, usage.total_tokens) == (50, 12, 62)
-    assert (usage.cached_tokens, usage.reasoning_tokens) == (20, 7)
     assert R.usage(response(usage=None)) is None
     assert R.usage(response(usage={"input_tokens": 0, "output_tokens": 0, "total_tokens": 0})) is None
+
+
+def test_usage_cache_writes_are_part_of_the_input() -> None:
+    details = {"cached_tokens": 100, "cache_write_tokens": 300}
+    usage = R.usage(
+        response(usage={"input_tokens": 1000, "input_tokens_details": details, "output_tokens": 5})
+    )
+    assert usage is not None
+    assert (usage.input_tokens, usage.cached_input_tokens, usage.cache_write_tokens) == (600, 100, 300)
+    assert usage.prompt_tokens == 1000 and usage.reasoning_tokens is None
+    bare = R.usage(response(usage={"input_tokens": 9, "output_tokens": 2}))
+    assert bare is not None and (bare.input_tokens, bare.cached_input_tokens, bare.output_tokens) == (
+        9,
+        None,
+        2,
+    )
+    odd = R.usage(
+        response(usage={"input_tokens": 5, "input_tokens_details": {"cached_tokens": 50}, "output_tokens": 1})
+    )
+    assert odd is not None and (odd.input_tokens, odd.cached_input_tokens) == (0, 5)  # never negative
 
 
 @pytest.mark.parametrize(
