@@ -696,15 +696,19 @@ class Gateway:
                 await raw.aclose()
         return fmt.parse_response(content, (client.api_key, *self.settings.role_keys.values())), raw.headers
 
-    def _headers(self, role: str, api: Api = "chat", auth: str = "bearer") -> dict[str, str]:
+    def _headers(self, role: str, api: Api = "chat", auth: str = "bearer") -> dict[str, Any]:
         """The request's headers: the raw-stream marker, the role's own key when it has one (as a bearer
-        token or in ``x-api-key``), and a Messages request's ``anthropic-version``."""
-        headers = {"X-Stainless-Raw-Response": "stream"}
+        token, or in ``x-api-key`` with no Authorization header at all), and a Messages request's
+        ``anthropic-version``."""
+        import openai
+
+        headers: dict[str, Any] = {"X-Stainless-Raw-Response": "stream"}
         own = self.settings.role_keys.get(role)
         if auth == "x-api-key":
             key = own or self.client.api_key
             if key:
                 headers["x-api-key"] = key
+            headers["Authorization"] = openai.omit  # the SDK's own check wants it omitted explicitly
         elif own:
             headers["Authorization"] = f"Bearer {own}"
         if api == "anthropic":

@@ -23,9 +23,11 @@ if TYPE_CHECKING:  # only for annotations: the records themselves never import n
     """The float arrays of the statistics (per-task sums, resamples): one alias for every module."""
 
 __all__ = [
+    "APIS",
     "CASE_FORMAT_VERSION",
     "LEDGER_FORMAT_VERSION",
     "ROLES",
+    "Api",
     "CaseKey",
     "CaseRecord",
     "ChatResult",
@@ -48,6 +50,10 @@ __all__ = [
 
 CASE_FORMAT_VERSION = 1
 LEDGER_FORMAT_VERSION = 2
+
+Api = Literal["chat", "anthropic", "responses"]
+APIS: tuple[Api, ...] = ("chat", "anthropic", "responses")
+"""The wire formats a model is called in (``api=`` on every model role; gateway/wire has one module each)."""
 
 Role = Literal["agent", "user_sim", "judge"]
 ROLES: tuple[Role, ...] = ("agent", "user_sim", "judge")

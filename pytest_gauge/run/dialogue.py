@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..records import ChatResult, ToolCall, Transcript, Turn
+from ..records import Api, ChatResult, ToolCall, Transcript, Turn
 from ..suite.tasks import Task
 from ..suite.tools import cut_text
 from .programs import ProgramFailed, ProgramSession
@@ -87,6 +87,7 @@ class ChatCaller(Protocol):
         tools: list[dict[str, Any]] | None = None,
         seed: int | None = None,
         response_format: dict[str, Any] | None = None,
+        api: Api = "chat",
     ) -> ChatResult: ...
 
 
@@ -106,6 +107,7 @@ class BodyCaller(ABC):
         tools: list[dict[str, Any]] | None = None,
         seed: int | None = None,
         response_format: dict[str, Any] | None = None,
+        api: Api = "chat",
     ) -> ChatResult:
         body = {
             "messages": messages,
@@ -116,11 +118,11 @@ class BodyCaller(ABC):
             "seed": seed,
             "response_format": response_format,
         }
-        return await self.send(role, model, body)
+        return await self.send(role, model, body, api)
 
     @abstractmethod
-    async def send(self, role: str, model: str, body: dict[str, Any]) -> ChatResult:
-        """Send one call's body as the caller's next call."""
+    async def send(self, role: str, model: str, body: dict[str, Any], api: Api = "chat") -> ChatResult:
+        """Send one call's chat body as the caller's next call, in the wire format ``api``."""
 
 
 AgentFn = Callable[[list[dict[str, Any]], "ToolRunner"], Awaitable[str] | str]
@@ -154,6 +156,8 @@ class DialogueConfig:
     user_seed: int | None = None
     max_reply_chars: int = 0  # a longer reply is cut with a marker (0: no limit); Suite(max_reply_chars=)
     workdir: Path | None = None  # the transcript's workspace (files/workspace.py), when it has one
+    agent_api: Api = "chat"  # the wire format of the agent's calls (ModelAgent(api=))
+    user_api: Api = "chat"  # the wire format of the user simulator's calls (UserSimulator(api=))
     program: ProgramSession | None = None  # a CommandAgent's transcript: one process per turn
 
 
@@ -191,6 +195,7 @@ async def _agent_reply(
             max_tokens=cfg.agent_max_tokens,
             tools=tools.schemas if tools and tools.schemas else None,
             seed=cfg.agent_seed,
+            api=cfg.agent_api,
         )
         content = cut_text(result.content, cfg.max_reply_chars)
         if not result.tool_calls or tools is None:
@@ -306,6 +311,7 @@ async def run_dialogue(
                 temperature=cfg.user_temperature,
                 max_tokens=cfg.user_max_tokens,
                 seed=cfg.user_seed,
+                api=cfg.user_api,
             )
             message, done, sat = parse_user_reply(result.content)
             message = cut_text(message, cfg.max_reply_chars)

@@ -180,6 +180,7 @@ async def _ask_judge(
                 max_tokens=judge.max_tokens,
                 seed=seed,
                 response_format=fmt,
+                api=judge.api,
             )
         except ReplayMiss as exc:  # the recording may have fallen back: look for it, remember nothing
             missed = missed or exc

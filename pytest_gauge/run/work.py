@@ -19,7 +19,7 @@ from typing import Any
 
 from ..files.workspace import workspace_for
 from ..gateway.gateway import CallContext, Gateway
-from ..records import CaseRecord, JudgmentResult, Transcript, TranscriptResult, Turn, UnitSpend, Usage
+from ..records import Api, CaseRecord, JudgmentResult, Transcript, TranscriptResult, Turn, UnitSpend, Usage
 from ..records.work_key import WorkKey
 from ..suite.cases import Case
 from ..suite.declare import BestOf, CallableAgent, CommandAgent, ModelAgent, Reflection, Suite
@@ -61,9 +61,9 @@ class WorkCaller(BodyCaller):
         self.seq = 0
         self.spend = UnitSpend()
 
-    async def send(self, role: str, model: str, body: dict[str, Any]) -> ChatResult:
+    async def send(self, role: str, model: str, body: dict[str, Any], api: Api = "chat") -> ChatResult:
         self.seq += 1
-        result = await self.gateway.chat(self.ctx, self.seq, role, model, body)
+        result = await self.gateway.chat(self.ctx, self.seq, role, model, body, api)
         self.spend += _spend_of(result.usage, result.cost)
         return result
 
@@ -132,6 +132,8 @@ class SuiteRuntime:
             max_reply_chars=self.suite.max_reply_chars,
             agent_seed=seed,
             user_seed=seed,
+            agent_api=agent.api if isinstance(agent, ModelAgent) else "chat",
+            user_api=user.api,
         )
 
     def _executor(self, task: Task, workspace: Path | None = None) -> ToolExecutor | None:
@@ -261,6 +263,7 @@ class SuiteRuntime:
                 temperature=agent.temperature,
                 max_tokens=agent.max_tokens,
                 seed=seed,
+                api=agent.api,
             )
             history += [
                 {"role": "user", "content": REFLECTION_PROMPT},

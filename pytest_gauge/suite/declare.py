@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ..records import APIS, Api
 from .programs import CommandAgent
 from .response_format import format_chain
 from .rules import RuleResult
@@ -84,9 +85,17 @@ class Reflection:
 Strategy = BestOf | Reflection
 
 
+def _check_api(role: str, api: object) -> None:
+    """``api=`` names a wire format (docs/protocol.md#wire-formats), else a :class:`SuiteError`."""
+    if api not in APIS:
+        raise SuiteError(f"{role}(api={api!r}): use one of {', '.join(repr(a) for a in APIS)}")
+
+
 @dataclass(frozen=True)
 class ModelAgent:
-    """An agent served by a model through the gateway; ``strategy`` spends more compute per task."""
+    """An agent served by a model through the gateway; ``strategy`` spends more compute per task.
+    ``api``: the wire format its model is called in (``"chat"``, the default: Chat Completions;
+    ``"anthropic"``: Messages; ``"responses"``: OpenAI Responses), at the same base URL and key."""
 
     name: str
     model: str
@@ -95,6 +104,10 @@ class ModelAgent:
     max_tokens: int = 800
     sim: SimAgent = field(default_factory=SimAgent)
     strategy: Strategy | None = None
+    api: Api = "chat"
+
+    def __post_init__(self) -> None:
+        _check_api("ModelAgent", self.api)
 
     @property
     def family(self) -> str:
@@ -135,7 +148,8 @@ Agent = ModelAgent | CallableAgent | CommandAgent
 
 @dataclass(frozen=True)
 class UserSimulator:
-    """The simulated user: its own model, prompt extension and temperature; never the judge."""
+    """The simulated user: its own model, prompt extension and temperature; never the judge. ``api``:
+    the wire format its model is called in (as :class:`ModelAgent`'s)."""
 
     model: str = "gauge-sim-user"
     temperature: float = 0.7
@@ -143,6 +157,10 @@ class UserSimulator:
     max_turns: int = 3
     extra_prompt: str = ""
     sim: SimUser = field(default_factory=SimUser)
+    api: Api = "chat"
+
+    def __post_init__(self) -> None:
+        _check_api("UserSimulator", self.api)
 
 
 @dataclass(frozen=True)
@@ -155,7 +173,9 @@ class Judge:
     none. ``context_tokens``: the judge model's context window (else the price table's, when it knows
     one: a ``context_tokens`` column or genai-prices' data); each transcript is then shortened to fit
     it (task, rules and final replies kept whole, middle turns elided with a marker), else to 12,000
-    characters. ``sim``: the offline simulator's judge profile (:class:`SimJudge`).
+    characters. ``sim``: the offline simulator's judge profile (:class:`SimJudge`). ``api``: the wire
+    format its models are called in (as :class:`ModelAgent`'s; with ``"anthropic"`` the JSON verdict is
+    a forced tool call with the verdict's schema, falling back the same way).
     """
 
     model: str = "gauge-sim-judge"
@@ -167,6 +187,10 @@ class Judge:
     sim: SimJudge = field(default_factory=SimJudge)
     extra_sims: Mapping[str, SimJudge] = field(default_factory=dict)
     context_tokens: int | None = None  # the judge model's context window: transcripts shortened to fit
+    api: Api = "chat"
+
+    def __post_init__(self) -> None:
+        _check_api("Judge", self.api)
 
     def models(self) -> tuple[str, ...]:
         return (self.model, *self.extra_models)

@@ -3,15 +3,14 @@ format module implements (the package docstring of :mod:`pytest_gauge.gateway.wi
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ...records import APIS, Api
 
 if TYPE_CHECKING:
     from ...records import Usage
 
 __all__ = ["APIS", "Api", "StreamEvent", "WireFormat"]
-
-Api = Literal["chat", "anthropic", "responses"]
-APIS: tuple[Api, ...] = ("chat", "anthropic", "responses")
 
 StreamEvent = tuple[str | None, dict[str, Any]]
 """One server-sent event: its ``event:`` name (None for Chat Completions' unnamed chunks) and JSON data."""

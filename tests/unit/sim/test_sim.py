@@ -217,6 +217,7 @@ def caller(client: openai.AsyncOpenAI) -> Any:
         tools: list[dict[str, Any]] | None = None,
         seed: int | None = None,
         response_format: dict[str, Any] | None = None,
+        api: str = "chat",
     ) -> ChatResult:
         extra: dict[str, Any] = {}
         if tools:
