@@ -82,12 +82,12 @@ class MessagesFormat:
 
     # -- client side ---------------------------------------------------------------------------------
     def request_body(self, chat_body: dict[str, Any]) -> dict[str, Any]:
-        """System messages joined into ``system``, the rest as content blocks (consecutive roles merged,
-        tool results as the user's ``tool_result`` blocks), tools, ``tool_choice``, ``max_tokens``
-        (:data:`DEFAULT_MAX_TOKENS` when unset), ``stop_sequences``; a ``json_schema`` response format as
-        the forced :data:`JSON_TOOL`; ``seed`` as ``metadata.user_id`` (:data:`SEED_USER`). No
-        ``temperature``/``top_p``: API version 2026-10-21 and the current models answer them with a 400
-        (even at their defaults)."""
+        """System messages joined into ``system``, the rest as content blocks (empty messages left out,
+        consecutive roles merged, tool results as the user's ``tool_result`` blocks), tools,
+        ``tool_choice``, ``max_tokens`` (:data:`DEFAULT_MAX_TOKENS` when unset), ``stop_sequences``; a
+        ``json_schema`` response format as the forced :data:`JSON_TOOL`; ``seed`` as ``metadata.user_id``
+        (:data:`SEED_USER`). No ``temperature``/``top_p``: API version 2026-10-21 and the current models
+        answer them with a 400 (even at their defaults)."""
         messages = [m for m in chat_body.get("messages") or () if isinstance(m, dict)]
         system = "\n\n".join(
             _text(m.get("content")) for m in messages if m.get("role") in ("system", "developer")
@@ -95,9 +95,8 @@ class MessagesFormat:
         out: dict[str, Any] = {"model": chat_body.get("model"), "max_tokens": _chat_max_tokens(chat_body)}
         if system:
             out["system"] = system
-        out["messages"] = _merge_roles(
-            [_to_message(m) for m in messages if m.get("role") not in ("system", "developer")]
-        )
+        turns = [_to_message(m) for m in messages if m.get("role") not in ("system", "developer")]
+        out["messages"] = _merge_roles([t for t in turns if t["content"]])  # Messages refuses empty ones
         stop = chat_body.get("stop")
         if stop:
             out["stop_sequences"] = [stop] if isinstance(stop, str) else list(stop)

@@ -155,6 +155,21 @@ def test_consecutive_roles_merge_and_systems_join() -> None:
     assert "tools" not in body and "tool_choice" not in body
 
 
+def test_empty_messages_are_left_out() -> None:
+    chat = {
+        "model": "m",
+        "messages": [
+            {"role": "user", "content": "a"},
+            {"role": "assistant", "content": ""},
+            {"role": "user", "content": [{"type": "text", "text": ""}]},
+            {"role": "user", "content": "b"},
+        ],
+    }
+    assert MESSAGES.request_body(chat)["messages"] == [
+        {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}
+    ]
+
+
 @pytest.mark.parametrize(
     ("choice", "parallel", "expected"),
     [
