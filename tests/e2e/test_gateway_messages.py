@@ -179,13 +179,6 @@ def test_a_repeat_is_answered_from_the_cache(tmp_path: Path) -> None:
     assert [r.usage for r in rows] == [first.usage, first.usage] and first.usage is not None
 
 
-@pytest.mark.xfail(
-    reason="gateway.py's x-api-key mode leaves the openai client without an Authorization header it was"
-    " told to omit (TypeError 'Could not resolve authentication method'): its headers need"
-    " 'Authorization': openai.omit beside x-api-key (core27's file)",
-    raises=TypeError,
-    strict=False,
-)
 def test_the_key_as_x_api_key(tmp_path: Path) -> None:
     with LoopbackServer(faults=FaultPlan(expected_key=KEY)) as srv:
         result = chat(
