@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from .endpoint import check_base_url, configured_base_url, normalise_url, read_key
 
@@ -30,20 +30,30 @@ SIM_BASE_URL = "http://gauge-sim.invalid/v1"
 
 
 class _ReplayGuard:
-    """An audit hook that refuses socket connections while a replay run is active (tested)."""
+    """An audit hook that refuses socket connections while a replay run is active (tested), except to
+    ``allowed`` addresses: the process's own recording proxy on loopback (:mod:`.proxy`)."""
 
     active = False
     installed = False
+    allowed: ClassVar[set[tuple[str, int]]] = set()
 
     @classmethod
     def hook(cls, event: str, args: tuple[Any, ...]) -> None:
-        if cls.active and event == "socket.connect":
+        if cls.active and event == "socket.connect" and _address(args) not in cls.allowed:
             raise ConnectionRefusedError(
                 "pytest-gauge replay backend: network access is disabled (a socket connect was attempted)"
             )
 
 
 replay_guard = _ReplayGuard
+
+
+def _address(args: tuple[Any, ...]) -> tuple[str, int] | None:
+    """The (host, port) of a ``socket.connect`` audit event (None for other address families)."""
+    address = args[1] if len(args) > 1 else None
+    if isinstance(address, tuple) and len(address) >= 2:
+        return str(address[0]), int(address[1])
+    return None
 
 
 def install_replay_guard() -> None:

@@ -29,10 +29,17 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, cast
 import pytest
 
 from ..gateway.errors import BudgetExhausted
+from ..gateway.redact import register_secret
 from ..options import GaugeOptions
 from ..records import CaseRecord, WorkerSummary
 from .state import GaugeState, render_worker_summaries
-from .workers import controller_paths, mark_controller, remote_worker_problem, worker_options
+from .workers import (
+    PROXY_TOKEN_KEY,
+    controller_paths,
+    mark_controller,
+    remote_worker_problem,
+    worker_options,
+)
 
 if TYPE_CHECKING:
     from ..run.engine import Engine
@@ -297,7 +304,7 @@ class Controller(_EndsTheRun):
     def configure_node(self, node: Any) -> None:
         """Every worker joins the controller's run folder (the run id reaches it as xdist's
         ``testrunuid``, see :func:`choose_role`)."""
-        node.workerinput.update(controller_paths(self.state.options))
+        node.workerinput.update(controller_paths(self.state.options, self.state.proxy_token))
         mark_controller(self.state.run_dir)
 
     def publish_looks(self, looks: LookState) -> None:
@@ -450,6 +457,9 @@ def choose_role(config: pytest.Config, options: GaugeOptions, ending: RunEnding)
             worker_index=int(worker_id.lstrip("gw") or 0),
             worker_count=int(workerinput.get("workercount", 1)),
         )
+        if isinstance(workerinput.get(PROXY_TOKEN_KEY), str):  # the controller's: one token per run
+            state.proxy_token = workerinput[PROXY_TOKEN_KEY]
+            register_secret(state.proxy_token)
         return Worker(config, state, ending)
     state = GaugeState(options, run_id=started_run_id(config, options))
     # xdist distributes only with workers to start (--tx, set by -n; absent with -p no:xdist) and not

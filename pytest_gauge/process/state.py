@@ -23,6 +23,8 @@ import pytest
 
 from ..files.folders import OutFolder, RunFolder
 from ..files.readwrite import FileFormatError, read_json_object, write_atomic
+from ..gateway.proxy import new_proxy_token
+from ..gateway.redact import register_secret
 from ..gateway.store import Store
 from ..options import GaugeOptions
 from ..records import CaseKey, CaseRecord, SuiteMeta, WorkerSummary, dumps
@@ -33,6 +35,7 @@ from ..suite.tasks import Task
 
 if TYPE_CHECKING:  # the engine imports openai; the xdist controller, which runs no case, never needs it
     from ..gateway.gateway import GatewayShared
+    from ..gateway.proxy import RecordingProxy
     from ..records.prices import PriceRow
     from ..run.engine import Engine
     from ..run.looks import LookGate
@@ -112,6 +115,11 @@ class GaugeState:
     gate_notes: list[tuple[bool, str]] = field(default_factory=list)  # (loud, line): gates not checked
     looks: LookGate | None = None  # --gauge-adaptive, where cases run: the look each may start
     adaptive: AdaptiveRun | None = None  # --gauge-adaptive, where the run ends: the looks' evaluation
+    proxy_token: str = field(default_factory=new_proxy_token, repr=False)  # the run's (the controller's)
+    proxy: RecordingProxy | None = None  # made with the engine; its server starts with its first route
+
+    def __post_init__(self) -> None:
+        register_secret(self.proxy_token)  # redacted from every output like a key
 
     @property
     def run_dir(self) -> Path:
@@ -193,8 +201,23 @@ class GaugeState:
             progress=self.write_progress,
             looks=self.looks,
         )
+        self.proxy = self._recording_proxy(self.engine)
         self.engine.start()
         return self.engine
+
+    def _recording_proxy(self, engine: Engine) -> RecordingProxy:
+        """This process's recording proxy on the engine's loop, serving every suite's gateway (the tests'
+        own gateway adds itself); a route gets it through its unit's caller (``WorkCaller.proxy_route``)."""
+        from ..gateway.proxy import RecordingProxy
+        from .program_host import ProxyProgramHost
+
+        proxy = RecordingProxy(self.proxy_token, engine.loop)
+        host = ProxyProgramHost(proxy)
+        for runtime in engine.runtimes.values():
+            proxy.add_gateway(runtime.gateway)
+            runtime.proxy = proxy
+            runtime.programs = host
+        return proxy
 
     def gateway_shared(self) -> GatewayShared:
         """What every suite's gateway of this process shares: the run's settings (from the options and
@@ -299,7 +322,10 @@ class GaugeState:
         return max(own, others)
 
     def close(self) -> None:
-        """Stop this process's engine and close its ledger (idempotent); its last counters written."""
+        """Stop this process's proxy and engine and close its ledger (idempotent); its last counters
+        written."""
+        if self.proxy is not None:
+            self.proxy.close()
         if self.engine is not None:
             self.engine.stop()
             self.write_progress()

@@ -21,6 +21,7 @@ from ..options import GaugeOptions
 
 __all__ = [
     "OPTIONS_KEY",
+    "PROXY_TOKEN_KEY",
     "controller_paths",
     "mark_controller",
     "remote_worker_problem",
@@ -29,6 +30,9 @@ __all__ = [
 
 
 OPTIONS_KEY = "gauge_options"
+PROXY_TOKEN_KEY = "gauge_proxy_token"
+"""The run's recording-proxy token in ``workerinput``: made once on the controller, the same in every
+worker (docs/protocol.md#the-recording-proxy); never in the options, which are written to files."""
 # Settings a worker's own view of the ini and command line must agree on with the controller's: they
 # change records or reports (folders and per-machine settings may differ, e.g. ``--tx popen//chdir=``).
 _AGREED = (
@@ -47,10 +51,12 @@ _AGREED = (
 )
 
 
-def controller_paths(options: GaugeOptions) -> dict[str, Any]:
+def controller_paths(options: GaugeOptions, proxy_token: str | None = None) -> dict[str, Any]:
     """What the controller passes each worker (``workerinput``): every resolved option (the worker runs
-    with these, never with its own reading of the ini) and its absolute output folder."""
-    return {"gauge_out_dir": options.out_dir, OPTIONS_KEY: options.to_json()}
+    with these, never with its own reading of the ini), its absolute output folder and the run's proxy
+    token."""
+    given = {"gauge_out_dir": options.out_dir, OPTIONS_KEY: options.to_json()}
+    return given if proxy_token is None else {**given, PROXY_TOKEN_KEY: proxy_token}
 
 
 def _disagreement(own: GaugeOptions, given: GaugeOptions) -> list[str]:

@@ -257,6 +257,11 @@ class Engine:
         return [u for look in sorted(looks) for u in _rotated(looks[look], worker_index, worker_count)]
 
     # ----- loop and thread ------------------------------------------------------------------
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        """The engine's event loop, where the process's gateways (and its recording proxy) run."""
+        return self._loop
+
     def _run_loop(self) -> None:
         asyncio.set_event_loop(self._loop)
         self._loop.run_forever()

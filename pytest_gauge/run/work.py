@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from ..files.workspace import workspace_for
-from ..gateway.gateway import CallContext, Gateway
+from ..gateway.gateway import CallContext, Gateway, WireReply
+from ..gateway.proxy import ProxyRoute, RecordingProxy, gateway_call
 from ..records import Api, CaseRecord, JudgmentResult, Transcript, TranscriptResult, Turn, UnitSpend, Usage
 from ..records.work_key import WorkKey
 from ..suite.cases import Case
@@ -53,19 +54,40 @@ def call_seed(run_seed: int, *unit: str | int) -> int:
 
 
 class WorkCaller(BodyCaller):
-    """The :class:`~.dialogue.ChatCaller` of one unit of work: numbers its calls, sums their spend."""
+    """The :class:`~.dialogue.ChatCaller` of one unit of work: numbers its calls, sums their spend. It is
+    also the unit's way into the process's recording proxy (:meth:`proxy_route`): a program's calls
+    through the route are this unit's calls, numbered with its own and in its spend."""
 
-    def __init__(self, gateway: Gateway, ctx: CallContext) -> None:
+    def __init__(self, gateway: Gateway, ctx: CallContext, proxy: RecordingProxy | None = None) -> None:
         self.gateway = gateway
         self.ctx = ctx
         self.seq = 0
         self.spend = UnitSpend()
+        self.proxy = proxy
+
+    def next_seq(self) -> int:
+        """The number of the unit's next call (its own calls and its proxied ones share it)."""
+        self.seq += 1
+        return self.seq
 
     async def send(self, role: str, model: str, body: dict[str, Any], api: Api = "chat") -> ChatResult:
-        self.seq += 1
-        result = await self.gateway.chat(self.ctx, self.seq, role, model, body, api)
+        result = await self.gateway.chat(self.ctx, self.next_seq(), role, model, body, api)
         self.spend += _spend_of(result.usage, result.cost)
         return result
+
+    async def call(self, seq: int, role: str, model: str, api: Api, body: dict[str, Any]) -> WireReply:
+        """One proxied call of this unit (:class:`~pytest_gauge.gateway.proxy.WorkCalls`)."""
+        reply = await gateway_call(self.gateway, self.ctx, seq, role, model, api, body)
+        self.spend += _spend_of(reply.result.usage, reply.result.cost)
+        return reply
+
+    def proxy_route(self, role: str = "agent", seed: int | None = None) -> ProxyRoute:
+        """A route of the process's recording proxy for this unit of work (close it when the program is
+        done); ``seed`` is added to Chat Completions requests that send none. For program agents: give the
+        program :func:`~pytest_gauge.gateway.proxy.client_environment` of it."""
+        if self.proxy is None:
+            raise RuntimeError("no recording proxy in this process (the unit is not run by an engine)")
+        return self.proxy.register(self.ctx, role, calls=self, seed=seed)
 
 
 def _spend_of(usage: Usage | None, cost: float | None) -> UnitSpend:
@@ -90,6 +112,7 @@ class SuiteRuntime:
     workspace_source: Path | None = None  # Suite(workspace=...) resolved: copied into each workspace
     programs: ProgramHost | None = None  # program agents' folders and proxy routes (set by the plugin)
     module_path: Path | None = None  # the suite's test module: the MCP server imports its tools from it
+    proxy: RecordingProxy | None = None  # the process's recording proxy (set with the engine)
     redactor: Redactor = field(init=False)
     _scored: OrderedDict[tuple[str, str, int], Score] = field(init=False, default_factory=OrderedDict)
 
@@ -188,7 +211,7 @@ class SuiteRuntime:
         strategy = agent.strategy if isinstance(agent, ModelAgent) else None
         label = strategy.label if strategy is not None else "single"
         work = str(WorkKey.transcript(task_id, agent_name, sample))
-        caller = WorkCaller(self.gateway, CallContext(self.name, task_id, work, label))
+        caller = WorkCaller(self.gateway, CallContext(self.name, task_id, work, label), self.proxy)
         base_seed = call_seed(self.seed, "transcript", self.name, task_id, sample, 0)
 
         async def one(candidate: int) -> Transcript:
@@ -199,7 +222,7 @@ class SuiteRuntime:
             cfg = replace(self._dialogue_config(agent_name, sample, seed), workdir=workspace)
             tools = self._executor(task, workspace)
             if isinstance(agent, CommandAgent) and workspace is not None:
-                program = await self._program(agent, caller.ctx, workspace, tools)
+                program = await self._program(agent, caller, workspace, tools)
                 cfg = replace(cfg, program=program)
             done = await run_dialogue(task, sample, cfg, caller, tools, strategy=label)
             return await self._observed(task, done, workspace)
@@ -216,10 +239,12 @@ class SuiteRuntime:
         return TranscriptResult(transcript, caller.spend, rules)
 
     async def _program(
-        self, agent: CommandAgent, ctx: CallContext, workdir: Path, tools: ToolExecutor | None
+        self, agent: CommandAgent, caller: WorkCaller, workdir: Path, tools: ToolExecutor | None
     ) -> ProgramSession:
         """A program agent's session for one transcript: its working directory (the workspace), private
-        folder, proxy route and MCP servers (:mod:`.programs`)."""
+        folder, proxy route (its calls numbered with the transcript's own, in its spend) and MCP servers
+        (:mod:`.programs`)."""
+        ctx = caller.ctx
         host = self.programs
         if host is None:
             raise ProgramMissing(
@@ -227,7 +252,7 @@ class SuiteRuntime:
                 "run it through the pytest plugin (program agents call their models through its proxy)",
             )
         mcp = host.mcp_servers(ctx, tools) if tools is not None else {}
-        setup = ProgramSetup(workdir, program_home(workdir), host.endpoint(ctx), ctx.work, mcp)
+        setup = ProgramSetup(workdir, program_home(workdir), host.endpoint(ctx, caller), ctx.work, mcp)
         return await asyncio.to_thread(ProgramSession.open, agent, setup)
 
     async def _select(

@@ -1,0 +1,427 @@
+"""The recording proxy (docs/protocol.md#the-recording-proxy): a small HTTP/1.1 server on 127.0.0.1 that
+takes Chat Completions, Responses and Messages requests from a program that is not Python in this
+process (an agent CLI, a service under test) and sends each through the run's gateway, so its calls are
+cached, limited, budgeted, seeded and in the ledger like every other call of the run.
+
+- One server per process, on the event loop of the process's gateways (the engine's), its socket made
+  with the first route and closed at the end of the process.
+- A route (:meth:`RecordingProxy.register`) is one unit of work: its path prefix ``/w/<work token>``
+  tells which transcript (or test) a request belongs to; its requests are numbered with the unit's own
+  calls (``<work>#<n>``).
+- The client holds only the run's proxy token (``Authorization: Bearer`` or ``x-api-key``), never the
+  gateway key: the gateway adds that. A request without it, or with another run's, gets 401.
+- A request asking for a stream gets the whole answer re-sent as the format's events; a gateway error
+  comes back in the format's error shape with the upstream status, and ``x-should-retry: false`` (the
+  gateway has made its retries already).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import hmac
+import json
+import os
+import re
+import secrets
+import socket
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from .endpoint import ROLE_KEY_VARIABLES, key_variables
+from .errors import GatewayError
+from .http1 import HttpRequest, MalformedRequest, read_request, response_bytes
+from .redact import MIN_RUN, known_secrets, redact
+from .wire import APIS, Api, WireFormat, wire_format
+from .wire.sse import encode_events
+
+if TYPE_CHECKING:
+    from types import TracebackType
+
+    from .gateway import CallContext, Gateway, WireReply
+
+__all__ = [
+    "HOST",
+    "ProxyRoute",
+    "RecordingProxy",
+    "WorkCalls",
+    "client_environment",
+    "gateway_call",
+    "new_proxy_token",
+    "parse_route_path",
+    "presented_tokens",
+]
+
+HOST = "127.0.0.1"
+_WORK_PATH = re.compile(r"/w/(?P<work>[0-9a-f]{16})(?P<rest>/[^?#]*)?")
+_ENDPOINTS: dict[str, Api] = {wire_format(api).path: api for api in APIS}
+_KINDS = {
+    400: "invalid_request",
+    401: "authentication",
+    404: "not_found",
+    429: "rate_limit",
+    529: "overloaded",
+}
+_CLIENT_VARIABLES = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN")
+
+
+def new_proxy_token() -> str:
+    """A run's proxy token: random, made once per run (the controller's, handed to its workers)."""
+    return "gauge-proxy-" + secrets.token_hex(24)
+
+
+class WorkCalls(Protocol):
+    """How a route's requests become calls of its unit of work: the unit's call numbering and its way to
+    the gateway (the engine's :class:`~pytest_gauge.run.work.WorkCaller`, a test's calls, or
+    :class:`GatewayCalls`)."""
+
+    def next_seq(self) -> int:
+        """The number of the unit's next call (shared with its other calls)."""
+        ...
+
+    async def call(self, seq: int, role: str, model: str, api: Api, body: dict[str, Any]) -> WireReply:
+        """One call through the gateway (``body`` in the format's request shape, no ``stream``)."""
+        ...
+
+
+async def gateway_call(
+    gateway: Gateway, ctx: CallContext, seq: int, role: str, model: str, api: Api, body: dict[str, Any]
+) -> WireReply:
+    """One call of ``api``'s format through ``gateway`` (:meth:`~.gateway.Gateway.call`): the cache,
+    limits, retries, diagnoses and ledger of every call."""
+    return await gateway.call(ctx, seq, role, model, api, body)
+
+
+class GatewayCalls:
+    """A route's calls straight through a gateway in one call context, numbered 1, 2, ... by the route."""
+
+    def __init__(self, gateway: Gateway, ctx: CallContext) -> None:
+        self.gateway = gateway
+        self.ctx = ctx
+        self._seq = 0
+        self._lock = threading.Lock()
+
+    def next_seq(self) -> int:
+        with self._lock:
+            self._seq += 1
+            return self._seq
+
+    async def call(self, seq: int, role: str, model: str, api: Api, body: dict[str, Any]) -> WireReply:
+        return await gateway_call(self.gateway, self.ctx, seq, role, model, api, body)
+
+
+@dataclass(frozen=True)
+class ProxyRoute:
+    """One registered unit of work: base URLs for both SDK styles, the run's proxy token, ``close()``.
+
+    ``openai_base_url`` ends in ``/v1`` (the openai SDK appends ``/chat/completions`` or ``/responses``);
+    ``anthropic_base_url`` does not (the anthropic SDK appends ``/v1/messages``)."""
+
+    ctx: CallContext
+    role: str
+    port: int
+    work_token: str
+    token: str = field(repr=False)
+    proxy: RecordingProxy = field(repr=False, compare=False)
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:<port>/w/<work token>``: the route's prefix (and the anthropic SDK's base)."""
+        return f"http://{HOST}:{self.port}/w/{self.work_token}"
+
+    @property
+    def openai_base_url(self) -> str:
+        return self.base_url + "/v1"
+
+    @property
+    def anthropic_base_url(self) -> str:
+        return self.base_url
+
+    def close(self) -> None:
+        """Refuse this route's requests from now on (404); its calls already made stay in the ledger."""
+        self.proxy.unregister(self.work_token)
+
+    def __enter__(self) -> ProxyRoute:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+@dataclass(frozen=True)
+class _Work:
+    ctx: CallContext
+    role: str
+    calls: WorkCalls
+    seed: int | None
+
+
+def parse_route_path(path: str) -> tuple[str, Api | None] | None:
+    """``/w/<work token>[/v1]/<endpoint>`` as (work token, the endpoint's format or None); None when the
+    path is not under a work token."""
+    match = _WORK_PATH.fullmatch(path)
+    if match is None:
+        return None
+    rest = (match["rest"] or "").rstrip("/")
+    if rest.startswith("/v1/"):
+        rest = rest[3:]
+    return match["work"], _ENDPOINTS.get(rest)
+
+
+def presented_tokens(headers: Mapping[str, str]) -> list[str]:
+    """The tokens a request presents: ``Authorization: Bearer <t>`` and ``x-api-key: <t>``."""
+    found = []
+    auth = headers.get("authorization", "").strip()
+    if auth[:7].lower() == "bearer ":
+        found.append(auth[7:].strip())
+    if headers.get("x-api-key", "").strip():
+        found.append(headers["x-api-key"].strip())
+    return found
+
+
+class RecordingProxy:
+    """The process's recording proxy (see the module docstring): routes, the server, its connections."""
+
+    def __init__(self, token: str, loop: asyncio.AbstractEventLoop) -> None:
+        self.token = token
+        self.loop = loop
+        self._gateways: dict[str, Gateway] = {}
+        self._works: dict[str, _Work] = {}
+        self._lock = threading.Lock()
+        self._sock: socket.socket | None = None
+        self._serving: concurrent.futures.Future[asyncio.Server] | None = None
+        self._writers: set[asyncio.StreamWriter] = set()
+        self._closed = False
+
+    @property
+    def port(self) -> int | None:
+        """The server's port, None before the first route."""
+        return None if self._sock is None else int(self._sock.getsockname()[1])
+
+    def add_gateway(self, gateway: Gateway) -> None:
+        """Serve routes of ``gateway.suite`` through ``gateway`` (each suite's, the tests' own)."""
+        with self._lock:
+            self._gateways[gateway.suite] = gateway
+
+    def register(
+        self,
+        ctx: CallContext,
+        role: str = "agent",
+        *,
+        calls: WorkCalls | None = None,
+        seed: int | None = None,
+    ) -> ProxyRoute:
+        """A route for the unit of work ``ctx``: its requests are ``role`` calls of that work, numbered
+        by ``calls`` (default: through the suite's gateway, numbered by the route), with ``seed`` added to
+        Chat Completions requests that send none. Starts the server on first use; safe from any thread."""
+        if calls is None:
+            gateway = self._gateways.get(ctx.suite)
+            if gateway is None:
+                raise ValueError(f"the recording proxy has no gateway for suite {ctx.suite!r} here")
+            calls = GatewayCalls(gateway, ctx)
+        port = self._start()
+        work_token = secrets.token_hex(8)
+        with self._lock:
+            self._works[work_token] = _Work(ctx, role, calls, seed)
+        return ProxyRoute(ctx, role, port, work_token, self.token, self)
+
+    def unregister(self, work_token: str) -> None:
+        with self._lock:
+            self._works.pop(work_token, None)
+
+    def _start(self) -> int:
+        """The listening socket, made now (so the port is known at once, from any thread); the loop
+        starts accepting on it as soon as it runs the server's start."""
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the recording proxy of this process is closed (the run is ending)")
+            if self._sock is None:
+                sock = socket.create_server((HOST, 0), backlog=128)
+                sock.setblocking(False)
+                self._sock = sock
+                self._serving = asyncio.run_coroutine_threadsafe(self._serve(sock), self.loop)
+                from .backends import replay_guard
+
+                replay_guard.allowed.add((HOST, int(sock.getsockname()[1])))
+            return int(self._sock.getsockname()[1])
+
+    async def _serve(self, sock: socket.socket) -> asyncio.Server:
+        return await asyncio.start_server(self._connection, sock=sock, limit=64 << 10)
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Stop serving and close every connection (idempotent); waits up to ``timeout`` seconds unless
+        called on the loop itself."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._works.clear()
+            serving, sock = self._serving, self._sock
+        if serving is None or sock is None:
+            return
+        from .backends import replay_guard
+
+        replay_guard.allowed.discard((HOST, int(sock.getsockname()[1])))
+        done = asyncio.run_coroutine_threadsafe(self._shutdown(serving, sock), self.loop)
+        if _on_loop(self.loop):
+            return
+        try:
+            done.result(timeout)
+        except (concurrent.futures.TimeoutError, concurrent.futures.CancelledError, RuntimeError):
+            pass
+
+    async def _shutdown(
+        self, serving: concurrent.futures.Future[asyncio.Server], sock: socket.socket
+    ) -> None:
+        if not serving.done() or serving.exception() is not None:
+            sock.close()
+            return
+        server = serving.result()
+        server.close()
+        for writer in list(self._writers):
+            writer.close()
+        try:
+            await asyncio.wait_for(server.wait_closed(), 2.0)
+        except TimeoutError:
+            pass
+
+    # ----- serving ------------------------------------------------------------------------------
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """One client connection: requests one after another (keep-alive) until it closes."""
+        self._writers.add(writer)
+        try:
+            while True:
+                try:
+                    request = await read_request(reader)
+                except MalformedRequest as exc:
+                    body = _json(wire_format("chat").error_body(400, str(exc), "invalid_request"))
+                    writer.write(response_bytes(400, body, {"content-type": "application/json"}, False))
+                    break
+                if request is None:
+                    break
+                status, body, headers = await self.answer(request)
+                writer.write(response_bytes(status, body, headers, request.keep_alive))
+                await writer.drain()
+                if not request.keep_alive:
+                    break
+        except ConnectionError:
+            pass
+        finally:
+            self._writers.discard(writer)
+            writer.close()
+
+    async def answer(self, request: HttpRequest) -> tuple[int, bytes, dict[str, str]]:
+        """A request's (status, body, headers): refused (404, 401, 400) or sent through the gateway."""
+        route = parse_route_path(request.path)
+        api = route[1] if route is not None else None
+        fmt = wire_format(api or _api_of_path(request.path))
+        if request.method != "POST" or route is None or api is None:
+            where = f"{request.method} {request.path}"
+            return _error(fmt, 404, f"pytest-gauge proxy: no such endpoint ({where}): POST to {_USAGE}")
+        if not self._authorized(request.headers):
+            return _error(
+                fmt,
+                401,
+                "pytest-gauge proxy: the request carries no proxy token of this run (Authorization: Bearer"
+                " or x-api-key): use the token the plugin set in the client's environment",
+            )
+        with self._lock:
+            work = self._works.get(route[0])
+        if work is None:
+            return _error(fmt, 404, "pytest-gauge proxy: no unit of work is registered at this path (closed)")
+        try:
+            body = json.loads(request.body.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            return _error(fmt, 400, "pytest-gauge proxy: the request body is not JSON")
+        if not isinstance(body, dict) or not isinstance(body.get("model"), str) or not body["model"]:
+            return _error(fmt, 400, "pytest-gauge proxy: the request body must be a JSON object with a model")
+        return await self._forward(work, fmt, body)
+
+    def _authorized(self, headers: Mapping[str, str]) -> bool:
+        return any(hmac.compare_digest(t.encode(), self.token.encode()) for t in presented_tokens(headers))
+
+    async def _forward(
+        self, work: _Work, fmt: WireFormat, body: dict[str, Any]
+    ) -> tuple[int, bytes, dict[str, str]]:
+        """The request through the gateway, as the unit's next call; the answer whole or as events."""
+        stream = body.get("stream") is True
+        sent = {k: v for k, v in body.items() if k not in ("stream", "stream_options")}
+        if fmt.api == "chat" and work.seed is not None and sent.get("seed") is None:
+            sent["seed"] = work.seed
+        seq = work.calls.next_seq()
+        try:
+            reply = await work.calls.call(seq, work.role, str(sent["model"]), fmt.api, sent)
+        except GatewayError as exc:
+            status = exc.status if isinstance(exc.status, int) and 400 <= exc.status <= 599 else 502
+            return _error(fmt, status, str(exc))
+        headers = {"x-gauge-seq": str(seq)}
+        headers["x-gauge-cache"] = "hit" if reply.record.cache_hit else "miss"
+        if stream:
+            events = fmt.stream_events(reply.response)
+            data = encode_events(events, done_marker=fmt.api == "chat")
+            return 200, data, {"content-type": "text/event-stream", "cache-control": "no-cache", **headers}
+        return 200, _json(reply.response), {"content-type": "application/json", **headers}
+
+
+_USAGE = "/w/<work token>[/v1]/chat/completions, /responses or /messages"
+
+
+def _api_of_path(path: str) -> Api:
+    """The format whose error shape a refused request gets: the one its path names, else Chat's."""
+    clean = path.split("?", 1)[0].rstrip("/")
+    for suffix, api in _ENDPOINTS.items():
+        if clean.endswith(suffix):
+            return api
+    return "chat"
+
+
+def _error(fmt: WireFormat, status: int, message: str) -> tuple[int, bytes, dict[str, str]]:
+    """An error in the format's shape, redacted; ``x-should-retry: false`` (the gateway has retried)."""
+    kind = _KINDS.get(status, "server" if status >= 500 else "invalid_request")
+    body = _json(fmt.error_body(status, redact(message), kind))
+    return status, body, {"content-type": "application/json", "x-should-retry": "false"}
+
+
+def _json(payload: Any) -> bytes:
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def _on_loop(loop: asyncio.AbstractEventLoop) -> bool:
+    try:
+        return asyncio.get_running_loop() is loop
+    except RuntimeError:
+        return False
+
+
+def client_environment(route: ProxyRoute, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment for a client of the proxy: ``environ`` (default ``os.environ``) without any
+    gateway key (the key variables, per-role keys, ``ANTHROPIC_API_KEY``, any variable holding a known
+    secret), with the route's base URLs and the run's proxy token for both SDK styles, and loopback
+    exempt from any HTTP proxy."""
+    env = dict(os.environ if environ is None else environ)
+    held = {s for s in (*known_secrets(env), *known_secrets()) if s != route.token}
+    held |= {env[n].strip() for n in key_variables() if env.get(n, "").strip()}
+    dropped = {*key_variables(), *ROLE_KEY_VARIABLES.values(), "ANTHROPIC_API_KEY", *_CLIENT_VARIABLES}
+    for name in list(env):
+        if name in dropped or _holds(env[name], held):
+            del env[name]
+    env.update(
+        OPENAI_BASE_URL=route.openai_base_url,
+        OPENAI_API_KEY=route.token,
+        ANTHROPIC_BASE_URL=route.anthropic_base_url,
+        ANTHROPIC_AUTH_TOKEN=route.token,
+    )
+    for name in ("NO_PROXY", "no_proxy"):
+        kept = [h for h in env.get(name, "").split(",") if h.strip()]
+        env[name] = ",".join([*kept, *(h for h in (HOST, "localhost") if h not in kept)])
+    return env
+
+
+def _holds(value: str, held: set[str]) -> bool:
+    """Whether ``value`` is, or contains, one of the ``held`` secrets (short ones only whole)."""
+    value = value.strip()
+    return any(s == value or (len(s) >= MIN_RUN and s in value) for s in held)
