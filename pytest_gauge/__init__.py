@@ -30,6 +30,7 @@ from .suite.declare import (
     env_model,
     reflection,
 )
+from .suite.http_agent import HttpAgent
 from .suite.programs import CommandAgent, claude_code, codex
 from .suite.rules import RuleResult
 from .suite.sim_profiles import SimAgent, SimJudge, SimUser
@@ -46,6 +47,7 @@ __all__ = [
     "GaugeClient",
     "GaugeJudge",
     "GaugeLedger",
+    "HttpAgent",
     "Judge",
     "JudgedOrder",
     "Judgment",

@@ -26,7 +26,7 @@ from .response import BadResponse, body_snippet
 if TYPE_CHECKING:
     import openai
 
-__all__ = ["diagnose", "error_type", "final_error", "is_timeout", "server_message"]
+__all__ = ["diagnose", "diagnose_http_agent", "error_type", "final_error", "is_timeout", "server_message"]
 
 
 def server_message(exc: openai.APIStatusError, limit: int = 300) -> str:
@@ -290,3 +290,69 @@ def is_timeout(failure: Exception) -> bool:
     import openai
 
     return isinstance(failure, openai.APITimeoutError | TimeoutError | httpx2.TimeoutException)
+
+
+def _service_message(body: bytes) -> str:
+    """What an agent service said in an error body: its JSON ``error.message`` / ``message`` /
+    ``detail``, else the body's start (secrets removed)."""
+    import json
+
+    try:
+        data = json.loads(body.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return body_snippet(body)
+    err = data.get("error", data) if isinstance(data, dict) else data
+    for key in ("message", "detail"):
+        if isinstance(err, dict) and isinstance(err.get(key), str):
+            return " ".join(str(err[key]).split())[:300]
+    return body_snippet(body)
+
+
+def diagnose_http_agent(
+    agent: str,
+    url: str,
+    attempts: int,
+    *,
+    status: int | None = None,
+    body: bytes = b"",
+    failure: Exception | None = None,
+    timeout: float = 0.0,
+    variables: tuple[str, ...] = (),
+) -> GatewayError:
+    """An ``HttpAgent`` turn that failed after its last attempt, as the gateway's failures are told:
+    cause and fix, the service's own words quoted on one line, never a header's value (the error
+    redacts every known key; the plugin registers the headers' values as secrets)."""
+    role, said = f"agent {agent}", _service_message(body) if body else ""
+    quoted = f": {said}" if said else ""
+    if status is None:
+        if failure is not None and is_timeout(failure):
+            cause = f"the agent service did not answer within {timeout:g}s, {attempts} attempts"
+            return GatewayError(
+                cause, "raise HttpAgent(timeout=...), or check the service", role=role, url=url
+            )
+        kind = type(failure).__name__ if failure is not None else "no response"
+        return GatewayError(
+            f"could not reach the agent service after {attempts} attempts: {kind}",
+            "start the service, or check HttpAgent(url=...)",
+            role=role,
+            url=url,
+        )
+    head = f"{status} {_phrase(status)} from the agent service"
+    if status in (401, 403):
+        names = ", ".join(variables) or "(none: HttpAgent(headers=...) sends no credential)"
+        fix = f"check the variables its headers read: {names} (set, current, no spaces)"
+        return GatewayError(
+            f"{head}: it rejected the request's credentials{quoted}", fix, status=status, role=role, url=url
+        )
+    if status == 404:
+        return GatewayError(f"{head}{quoted}", "check HttpAgent(url=...)", status=status, role=role, url=url)
+    if status in (400, 415, 422):
+        fix = "check HttpAgent(body=...) against the service's API"
+        return GatewayError(f"{head}: it refused the body{quoted}", fix, status=status, role=role, url=url)
+    if status == 429:
+        fix = "raise HttpAgent(retries=...) or lower --gauge-max-concurrency"
+        return GatewayError(
+            f"{head}, still after {attempts} attempts{quoted}", fix, status=status, role=role, url=url
+        )
+    fix = "the agent service is failing: see its logs, or retry later"
+    return GatewayError(f"{head} after {attempts} attempts{quoted}", fix, status=status, role=role, url=url)

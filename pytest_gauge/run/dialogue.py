@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from ..records import Api, ChatResult, ToolCall, Transcript, Turn
 from ..suite.tasks import Task
 from ..suite.tools import cut_text
+from .http_agent import HttpSession
 from .programs import ProgramFailed, ProgramSession
 
 __all__ = [
@@ -159,6 +160,7 @@ class DialogueConfig:
     agent_api: Api = "chat"  # the wire format of the agent's calls (ModelAgent(api=))
     user_api: Api = "chat"  # the wire format of the user simulator's calls (UserSimulator(api=))
     program: ProgramSession | None = None  # a CommandAgent's transcript: one process per turn
+    http: HttpSession | None = None  # an HttpAgent's transcript: one POST per turn
 
 
 async def _agent_reply(
@@ -174,6 +176,8 @@ async def _agent_reply(
     """
     if cfg.program is not None:
         return await _program_reply(cfg, cfg.program, history, turns)
+    if cfg.http is not None:  # the service's own tools are its business: only its reply is recorded
+        return cut_text((await cfg.http.turn(history)).reply, cfg.max_reply_chars), False, False
     if cfg.agent_fn is not None:
         recorder = _RecordingRunner(tools) if tools is not None else None
         produced = cfg.agent_fn(list(history), recorder)  # type: ignore[arg-type]
@@ -350,7 +354,8 @@ async def run_dialogue(
         ended_by=ended_by,
         error=error,
         strategy=strategy,
-        program_turns=_program_turns(cfg.program),
+        program_turns=_program_turns(cfg.program)
+        or ([t.record() for t in cfg.http.turns] if cfg.http else []),
     )
 
 
@@ -359,6 +364,11 @@ def _program_turns(program: ProgramSession | None) -> list[dict[str, Any]]:
     if program is None:
         return []
     return [{"session": r.session, "usage": r.usage, "cost_usd": r.cost_usd} for r in program.replies]
+
+
+def _http_turns(http: HttpSession | None) -> list[dict[str, Any]]:
+    """An HTTP agent's turns as recorded: status, latency, attempts, session, the usage it reported."""
+    return [t.record() for t in http.turns] if http is not None else []
 
 
 def tool_arguments(raw: str) -> dict[str, Any] | None:

@@ -23,12 +23,13 @@ from ..gateway.proxy import ProxyRoute, RecordingProxy, gateway_call
 from ..records import Api, CaseRecord, JudgmentResult, Transcript, TranscriptResult, Turn, UnitSpend, Usage
 from ..records.work_key import WorkKey
 from ..suite.cases import Case
-from ..suite.declare import BestOf, CallableAgent, CommandAgent, ModelAgent, Reflection, Suite
+from ..suite.declare import BestOf, CallableAgent, CommandAgent, HttpAgent, ModelAgent, Reflection, Suite
 from ..suite.programs import ProgramSetup
 from ..suite.rules import Score, observe_workspace, score, workspace_rules
 from ..suite.tasks import Task
 from ..suite.tools import ToolExecutor
 from .dialogue import REFLECTION_PROMPT, BodyCaller, ChatResult, DialogueConfig, run_dialogue
+from .http_agent import HttpSession
 from .judge import Redactor, build_judge_messages, judge_prompt, parse_verdict, slots
 from .judge_format import JudgeFormats, ask_judge
 from .mcp_tools import McpTools
@@ -224,6 +225,8 @@ class SuiteRuntime:
             if isinstance(agent, CommandAgent) and workspace is not None:
                 program = await self._program(agent, caller, workspace, tools)
                 cfg = replace(cfg, program=program)
+            if isinstance(agent, HttpAgent):
+                cfg = replace(cfg, http=HttpSession(agent))
             done = await run_dialogue(task, sample, cfg, caller, tools, strategy=label)
             return await self._observed(task, done, workspace)
 

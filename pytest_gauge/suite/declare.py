@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..records import APIS, Api
+from .http_agent import HttpAgent
 from .programs import CommandAgent
 from .response_format import format_chain
 from .rules import RuleResult
@@ -24,6 +25,7 @@ __all__ = [
     "BestOf",
     "CallableAgent",
     "CommandAgent",
+    "HttpAgent",
     "Judge",
     "ModelAgent",
     "Reflection",
@@ -143,7 +145,7 @@ class CallableAgent:
     model: str | None = None
 
 
-Agent = ModelAgent | CallableAgent | CommandAgent
+Agent = ModelAgent | CallableAgent | CommandAgent | HttpAgent
 
 
 @dataclass(frozen=True)

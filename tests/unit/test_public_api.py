@@ -15,6 +15,7 @@ PUBLIC = [
     "GaugeClient",
     "GaugeJudge",
     "GaugeLedger",
+    "HttpAgent",
     "Judge",
     "JudgedOrder",
     "Judgment",
