@@ -37,7 +37,6 @@ import argparse
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -53,7 +52,7 @@ from pytest_gauge.analysis.intervals import (
     cluster_wilson_df,
     t_quantile,
 )
-from pytest_gauge.analysis.resampling import bootstrap_means, percentile_bounds, task_counts
+from pytest_gauge.analysis.paired import paired_interval
 from pytest_gauge.analysis.sequential import RHO, Look, decide, equal_looks
 
 Array = npt.NDArray[np.float64]
@@ -63,7 +62,6 @@ PER_LOOK = 5
 SIZES = (44, 100, 200)
 """The example suite's 44 tasks, and larger suites of 100 and 200."""
 SPREAD = 4.0  # Beta concentration of the tasks' rates
-BOOT_ROUNDS = 2000  # analysis/baseline.py's rounds
 REWARD_NOISE = 0.15  # sd of a task's mean reward between two runs of the same agent
 SCENARIOS = ("clear pass", "borderline", "clear fail")
 MAX_WRONG = 0.05
@@ -103,8 +101,12 @@ class Kind:
     at: Callable[[Data, int], Quantities]
 
 
-def _rates(rng: np.random.Generator, p: float, shape: tuple[int, int], spread: float = SPREAD) -> Array:
-    return rng.beta(spread * p, spread * (1.0 - p), shape)
+_SPREAD = [SPREAD]  # the concentration in use (--spreads runs the grid at each)
+
+
+def _rates(rng: np.random.Generator, p: float, shape: tuple[int, int], spread: float | None = None) -> Array:
+    c = _SPREAD[0] if spread is None else spread
+    return rng.beta(c * p, c * (1.0 - p), shape)
 
 
 def _rate_data(rng: np.random.Generator, p: float, runs: int, tasks: int) -> Data:
@@ -115,6 +117,13 @@ def _rate_data(rng: np.random.Generator, p: float, runs: int, tasks: int) -> Dat
 def _rare_data(rng: np.random.Generator, p: float, runs: int, tasks: int) -> Data:
     """A rare rate on very skewed tasks (c = 1: most tasks never, a few often), 4 cases per task."""
     k = rng.binomial(4, _rates(rng, p, (runs, tasks), spread=1.0)).astype(np.float64)
+    return (k, np.full((runs, tasks), 4.0))
+
+
+def _always_data(rng: np.random.Generator, p: float, runs: int, tasks: int) -> Data:
+    """A rare rate on always/never tasks (issue 26, point 1): a share ``p`` of the tasks always has the
+    event, the others never, 4 cases per task; many 20-task looks see no event or one task's."""
+    k = 4.0 * (rng.random((runs, tasks)) < p)
     return (k, np.full((runs, tasks), 4.0))
 
 
@@ -142,21 +151,17 @@ def _lrs_at(data: Data, m: int) -> Quantities:
 
 def _paired_data(rng: np.random.Generator, delta: float, runs: int, tasks: int) -> Data:
     difficulty = _rates(rng, 0.6, (runs, tasks))
-    baseline = difficulty + rng.normal(0.0, REWARD_NOISE, (runs, tasks))
-    current = difficulty + delta + rng.normal(0.0, REWARD_NOISE, (runs, tasks))
+    noise = REWARD_NOISE * np.sqrt(SPREAD / _SPREAD[0])  # more heterogeneous suites change more per task
+    baseline = difficulty + rng.normal(0.0, noise, (runs, tasks))
+    current = difficulty + delta + rng.normal(0.0, noise, (runs, tasks))
     return (current - baseline,)
 
 
-@cache
-def _counts(m: int) -> Array:
-    return task_counts(m, BOOT_ROUNDS, seed=0)
-
-
 def _paired_at(data: Data, m: int) -> Quantities:
-    """The paired task bootstrap's percentile interval (q95 = 1.96); the boundary's quantile is taken on
-    tasks - 1 df, as for every interval over tasks (docs/protocol.md#adaptive-runs)."""
+    """The paired score interval of analysis/paired.py (``paired-score``, widened like the bootstrap it
+    replaced: q95 = 1.96, the boundary's quantile on tasks - 1 df; docs/protocol.md#adaptive-runs)."""
     d = data[0][:, :m]
-    low, high = percentile_bounds(bootstrap_means(np.ascontiguousarray(d.T), _counts(m)))
+    low, high = paired_interval(d)
     return Quantities(
         d.mean(axis=1), low, high, m, np.full(d.shape[0], float(m - 1)), np.full(d.shape[0], Z95)
     )
@@ -186,6 +191,9 @@ KINDS = (
 )
 STRESS = (
     _kind("rare rate, skewed tasks", "upper(lrs_distant) <= 0.1", (0.0, 0.1, 0.2), _rare_data, _rate_at),
+    _kind(
+        "rare rate, always/never tasks", "upper(lrs_distant) <= 0.1", (0.0, 0.1, 0.2), _always_data, _rate_at
+    ),
 )
 """Reported, not held to the targets: the example suite's kind of ``upper(lrs_distant)`` gate on tasks
 as skewed as tests/unit/analysis/test_interval_coverage.py's hardest cell."""
@@ -292,7 +300,9 @@ def simulate(
     seed: int = 18,
 ) -> tuple[Outcome, Outcome]:
     """(adaptive, full) outcomes of ``runs`` seeded suites of ``tasks`` tasks in one scenario."""
-    rng = np.random.default_rng([seed, tasks, SCENARIOS.index(scenario), [*KINDS, *STRESS].index(kind)])
+    rng = np.random.default_rng(
+        [seed, tasks, SCENARIOS.index(scenario), [*KINDS, *STRESS].index(kind), round(_SPREAD[0] * 100)]
+    )
     truth = kind.truths[scenario]
     data = kind.simulate(rng, truth, runs, tasks)
     looks = equal_looks(tasks, PER_LOOK, rho=rho)
@@ -369,14 +379,9 @@ def _clear_row(kind: Kind, scenario: str, tasks: int, runs: int, rho: float) -> 
     return row, misses
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--runs", type=int, default=RUNS)
-    parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
-    parser.add_argument("--rho", type=float, default=RHO)
-    args = parser.parse_args(argv)
+def _grid(args: argparse.Namespace) -> list[str]:
+    """Print the three tables at the concentration in use; the targets missed."""
     misses: list[str] = []
-    print(f"rho = {args.rho}, looks of {PER_LOOK} tasks, {args.runs} seeded runs per cell\n")
     print("Borderline (true value at the threshold): wrong verdicts, and intervals that exclude the truth")
     print(
         "| gate | tasks | adaptive wrong | fixed wrong | MC SE of the difference | adaptive excludes "
@@ -397,15 +402,46 @@ def main(argv: list[str] | None = None) -> int:
                 row, missed = _clear_row(kind, scenario, tasks, args.runs, args.rho)
                 print(row, flush=True)
                 misses += missed
-    print("\nStress (not among the targets): a rare rate on very skewed tasks, at its threshold")
+    return misses
+
+
+def _stress(args: argparse.Namespace) -> list[str]:
+    """The rare-rate rows; the always/never one is held to "not above the full run + 1 MC SE"."""
+    print("\nStress: a rare rate at its threshold (always/never tasks held to the full run + 1 MC SE)")
     print(
         "| gate | tasks | adaptive wrong | fixed wrong | MC SE | adaptive excludes | fixed excludes "
         "| median tasks run |"
     )
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    misses: list[str] = []
     for kind in STRESS:
         for tasks in args.sizes:
-            print(_borderline_row(kind, tasks, args.runs, args.rho)[0].rsplit(" | ", 1)[0] + " |", flush=True)
+            row, missed = _borderline_row(kind, tasks, args.runs, args.rho)
+            print(row.rsplit(" | ", 1)[0] + " |", flush=True)
+            misses += [m for m in missed if "always/never" in m and "wrong" in m]
+    return misses
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--runs", type=int, default=RUNS)
+    parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
+    parser.add_argument("--rho", type=float, default=RHO)
+    parser.add_argument(
+        "--spreads", type=float, nargs="+", default=[SPREAD], help="Beta concentrations of the tasks (1 4 16)"
+    )
+    args = parser.parse_args(argv)
+    misses: list[str] = []
+    print(f"rho = {args.rho}, looks of {PER_LOOK} tasks, {args.runs} seeded runs per cell")
+    for spread in args.spreads:
+        _SPREAD[0] = spread
+        print(
+            f"\n## task heterogeneity: Beta concentration c = {spread:g} (paired: change sd "
+            f"{REWARD_NOISE * np.sqrt(SPREAD / spread):.3f})\n"
+        )
+        misses += _grid(args)
+    _SPREAD[0] = SPREAD
+    misses += _stress(args)
     print()
     for line in misses:
         print(f"FAIL {line}")

@@ -192,9 +192,10 @@ async def _records(runtime: Any, cases: list[Any]) -> list[Any]:
     return list(await asyncio.gather(*(record(c) for c in cases)))
 
 
-def direct_run(suite: str, seed: int, work: str) -> Outcomes:
+def direct_results(suite: str, seed: int, work: str, extra: tuple[str, ...] = ()) -> list[Any]:
     """The suite at a seed without pytest: its cases made by the run's own gateway, runtime and record
-    code (no pytest items, no engine thread, no reports), its gates by the end of the run's analysis."""
+    code (no pytest items, no engine thread, no reports), its gate results by the end of the run's
+    analysis (``GateResult``s, as ``metrics.json`` shows them), with ``extra`` gates as ``--gauge-gate``."""
     import asyncio
     from dataclasses import replace
 
@@ -210,7 +211,7 @@ def direct_run(suite: str, seed: int, work: str) -> Outcomes:
     from pytest_gauge.suite.cases import build_cases
 
     options, entry = _collected(suite)
-    opts = replace(options, seed=seed)
+    opts = replace(options, seed=seed, gates=(*options.gates, *extra))  # extra: --gauge-gate ones
     s = entry.suite
     cases = build_cases(entry.name, entry.tasks, s.pairs, orders=s.orders, samples=s.samples, seed=seed)
     entry = replace(entry, cases=cases)
@@ -252,9 +253,14 @@ def direct_run(suite: str, seed: int, work: str) -> Outcomes:
     ledger = [r for r in merge_ledgers(sorted(run.glob("ledger-*.jsonl"))) if r.suite == entry.name]
     subprocess.run(["rm", "-rf", str(run)], check=False)
     numbers = gate_source(meta, records, ledger, opts)
-    results = gate_results(
+    return gate_results(
         meta, opts, numbers.source, False, 0, deferred=False, interrupted=None, spread=numbers.spread
     )
+
+
+def direct_run(suite: str, seed: int, work: str) -> Outcomes:
+    """The suite at a seed without pytest (:func:`direct_results`): its gates' statuses."""
+    results = direct_results(suite, seed, work)
     dump = os.environ.get("BENCH_SEEDS_DUMP")
     if dump:  # every gate's value and interval, for choosing thresholds
         rows = [

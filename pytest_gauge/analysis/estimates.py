@@ -52,6 +52,7 @@ class Estimate:
     high: float | None
     method: str
     df: float | None = field(default=None, compare=False)  # a t interval's degrees of freedom (not in JSON)
+    counts: tuple[FloatArray, ...] | None = field(default=None, compare=False, repr=False)  # per-task k, n
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON form: value, n, low, high and the interval method."""

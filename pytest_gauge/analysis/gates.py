@@ -9,10 +9,12 @@ One grammar serves the suite module, the ini key ``gauge_gates`` and the CLI ``-
     TERM       := NAME ( '(' ARG (',' ARG)* ')' )? | 'delta' '(' TERM ')'
     OP         := '<=' | '>=' | '<' | '>' | '=='
     OPTION     := 'min_n' '=' INT | 'allow_inconclusive' | 'allow_unpriced'
+                | 'reproducible' '=' NUMBER [':' ('fail' | 'inconclusive')]
 
 A gate on a cost (``total_cost``, ``cost_per_success``, a role's cost, the judge's share) is inconclusive
 while any call of the run reported no usage (its cost is then a lower bound), unless it says
-``allow_unpriced``.
+``allow_unpriced``. A gate with ``reproducible=0.9`` fails (``:inconclusive``: is inconclusive) when its
+PASS would repeat on a rerun of the same tasks less than 90% of the time (analysis/reproducibility.py).
 """
 
 from __future__ import annotations
@@ -23,7 +25,10 @@ import operator
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
+
+if TYPE_CHECKING:
+    from .reproducibility import Reproducibility
 
 __all__ = [
     "COST_METRICS",
@@ -51,7 +56,8 @@ __all__ = [
 ]
 
 GRAMMAR = (
-    "(EXPR | lower(EXPR) | upper(EXPR)) OP NUMBER [; min_n=INT] [; allow_inconclusive] [; allow_unpriced], "
+    "(EXPR | lower(EXPR) | upper(EXPR)) OP NUMBER [; min_n=INT] [; allow_inconclusive] [; allow_unpriced] "
+    "[; reproducible=P[:inconclusive]], "
     "EXPR = METRIC[(ARG, ...)] [- METRIC[(ARG, ...)]] or delta(METRIC[(ARG, ...)]), "
     "OP = <= >= < > ==, "
     "e.g. 'upper(lrs_close) <= 0.5; min_n=20'"
@@ -69,7 +75,7 @@ OPS: dict[str, Callable[[float, float], bool]] = {
 }
 _NEGATED = {"<=": ">", ">=": "<", "<": ">=", ">": "<=", "==": "!="}
 _BOUNDS = ("lower", "upper")
-_OPTIONS = "min_n=INT, allow_inconclusive, allow_unpriced"
+_OPTIONS = "min_n=INT, allow_inconclusive, allow_unpriced, reproducible=P[:inconclusive]"
 _FLAGS = ("allow_inconclusive", "allow_unpriced")
 _MAX_DRIVERS = 10
 DELTA = "delta"
@@ -148,6 +154,8 @@ class Gate:
     min_n: int | None = None
     allow_inconclusive: bool = False
     allow_unpriced: bool = False
+    reproducible: float | None = None  # a PASS must repeat on at least this share of same-task reruns
+    unreproducible: Literal["fail", "inconclusive"] = "fail"  # what a PASS below it becomes
 
     def __post_init__(self) -> None:
         if self.op not in OPS:
@@ -171,6 +179,9 @@ class Gate:
             text += "; allow_inconclusive"
         if self.allow_unpriced:
             text += "; allow_unpriced"
+        if self.reproducible is not None:
+            text += f"; reproducible={_number_text(self.reproducible)}"
+            text += "" if self.unreproducible == "fail" else f":{self.unreproducible}"
         return text
 
 
@@ -237,7 +248,7 @@ class _Parser:
             left, right = self.expr()
         op = self.op()
         threshold = self.number()
-        min_n, flags = self.options()
+        min_n, flags, reproducible = self.options()
         return Gate(
             self.s.strip(),
             bound,
@@ -248,6 +259,8 @@ class _Parser:
             min_n,
             "allow_inconclusive" in flags,
             "allow_unpriced" in flags,
+            None if reproducible is None else reproducible[0],
+            "fail" if reproducible is None else reproducible[1],
         )
 
     def expr(self) -> tuple[Term, Term | None]:
@@ -349,14 +362,15 @@ class _Parser:
         self.i = m.end()
         return value
 
-    def options(self) -> tuple[int | None, set[str]]:
-        """The options after the threshold: ``min_n`` and the flags that were given."""
+    def options(self) -> tuple[int | None, set[str], tuple[float, Literal["fail", "inconclusive"]] | None]:
+        """The options after the threshold: ``min_n``, the flags that were given and ``reproducible``."""
         min_n: int | None = None
+        reproducible: tuple[float, Literal["fail", "inconclusive"]] | None = None
         seen: set[str] = set()
         while True:
             self.ws()
             if self.at_end():
-                return min_n, seen - {"min_n"}
+                return min_n, seen - {"min_n", "reproducible"}, reproducible
             if self.peek() != ";":
                 what = "option" if seen else "threshold"
                 raise self.error(
@@ -372,6 +386,8 @@ class _Parser:
                 raise self.error(self.i, f"option {name!r} given twice")
             if name == "min_n":
                 min_n = self.min_n(m.end())
+            elif name == "reproducible":
+                reproducible = self.reproducible(m.end())
             elif name in _FLAGS:
                 self.i = m.end()
                 save = self.i
@@ -382,6 +398,35 @@ class _Parser:
             else:
                 raise self.error(self.i, f"unknown option {name!r} (known: {_OPTIONS})")
             seen.add(name)
+
+    def reproducible(self, at: int) -> tuple[float, Literal["fail", "inconclusive"]]:
+        """``reproducible=P`` (a share in (0, 1)) and its optional ``:fail`` / ``:inconclusive``."""
+        self.i = at
+        self.ws()
+        if self.peek() != "=":
+            raise self.error(
+                self.i, f"expected '=' after reproducible (reproducible=0.9), found {self.found()}"
+            )
+        self.i += 1
+        self.ws()
+        v = _NUMBER_RE.match(self.s, self.i)
+        if not v or not 0.0 < float(v.group(0)) < 1.0:
+            raise self.error(
+                self.i, f"reproducible needs a share between 0 and 1 (e.g. 0.9), found {self.found()}"
+            )
+        self.i = v.end()
+        self.ws()
+        if self.peek() != ":":
+            return float(v.group(0)), "fail"
+        self.i += 1
+        self.ws()
+        w = _OPTION_RE.match(self.s, self.i)
+        if not w or w.group(0) not in ("fail", "inconclusive"):
+            raise self.error(
+                self.i, f"expected 'fail' or 'inconclusive' after 'reproducible=P:', found {self.found()}"
+            )
+        self.i = w.end()
+        return float(v.group(0)), "fail" if w.group(0) == "fail" else "inconclusive"
 
     def min_n(self, at: int) -> int:
         """``min_n=INT`` from after its name."""
@@ -573,6 +618,7 @@ class GateResult:
     needed_samples: int | None = None
     holm_level: float | None = None  # --gauge-familywise holm: the one-sided level it was tested at
     needed_range: tuple[int | None, int | None] = (None, None)  # needed_n at the effect's 50% interval ends
+    reproducibility: Reproducibility | None = None  # how often a rerun would give the same verdict
 
     def to_json(self) -> dict[str, object]:
         """The JSON report row: canonical expression, status, numbers, message and the suite size that
@@ -591,6 +637,8 @@ class GateResult:
         }
         if self.holm_level is not None:
             row["holm_level"] = self.holm_level
+        if self.reproducibility is not None:
+            row["reproducibility"] = self.reproducibility.to_json()
         return row
 
 

@@ -471,7 +471,8 @@ class _Statistics:
             d, se, df = _cluster_t(sa, sb)
             half = critical_quantile(Z95, df) * se
             low_c, high_c = max(d - half, -1.0), min(d + half, 1.0)
-            return Estimate(ea.value - eb.value, n, low_c, high_c, "cluster-t", df)
+            counts = (sa.per_task[:, 0], sa.per_task[:, 1], sb.per_task[:, 0], sb.per_task[:, 1])
+            return Estimate(ea.value - eb.value, n, low_c, high_c, "cluster-t", df, counts)
         low, high = percentile_interval(self.diff_samples(ka, kb))
         return Estimate(ea.value - eb.value, n, low, high, "bootstrap-tasks")
 
@@ -488,9 +489,8 @@ class _Statistics:
         if _agent_over_tasks(key, st):  # several samples per task: the transcripts are clustered
             k, m = st.per_task[:, 0], st.per_task[:, 1]
             _, low_c, high_c = cluster_wilson(k, m)
-            return Estimate(
-                value, n, float(low_c), float(high_c), "cluster-wilson", float(cluster_wilson_df(k, m))
-            )
+            df = float(cluster_wilson_df(k, m))
+            return Estimate(value, n, float(low_c), float(high_c), "cluster-wilson", df, (k, m))
         if st.interval == "wilson":
             tot = st.per_task.sum(axis=0)
             low, high = wilson(round(float(tot[0])), n)
@@ -499,7 +499,7 @@ class _Statistics:
             k, m = st.per_task[:, 0], st.per_task[:, 1]
             _, low_c, high_c = cluster_wilson(k, m)
             df = float(cluster_wilson_df(k, m))
-            return Estimate(value, n, float(low_c), float(high_c), "cluster-wilson", df)
+            return Estimate(value, n, float(low_c), float(high_c), "cluster-wilson", df, (k, m))
         low_b, high_b = percentile_interval(self.boot(key))
         return Estimate(value, n, low_b, high_b, "bootstrap-tasks")
 

@@ -99,7 +99,39 @@ def gate_results(
             return None
         return by_agent.get(g.left.args[0])
 
-    return [with_needed_n(r, components(r.gate), tasks if isinstance(tasks, int) else None) for r in results]
+    sized = [with_needed_n(r, components(r.gate), tasks if isinstance(tasks, int) else None) for r in results]
+    return [_with_reproducibility(r, source, components(r.gate)) for r in sized]
+
+
+def _with_reproducibility(result: GateResult, source: Any, spread: VarianceComponents | None) -> GateResult:
+    """The result with how often its verdict would repeat, from its quantity's interval df and the
+    within-task share of its variance (docs/protocol.md#reproducibility)."""
+    from .gates import is_count
+    from .reproducibility import (
+        case_rate_reproducibility,
+        components_within_share,
+        gate_reproducibility,
+        with_reproducibility,
+    )
+
+    if result.status not in ("pass", "fail"):
+        return result
+    gate = result.gate
+    try:
+        q = (
+            source.lookup(gate.left.name, gate.left.args)
+            if gate.right is None
+            else source.difference(gate.left, gate.right)
+        )
+    except KeyError:
+        return result
+    counts = getattr(q, "counts", None)
+    if counts is not None:
+        rep = case_rate_reproducibility(result, counts)
+    else:
+        within = components_within_share(spread)
+        rep = gate_reproducibility(result, df=getattr(q, "df", None), within=within, count=is_count(gate))
+    return with_reproducibility(result, rep)
 
 
 def analyse_suite(

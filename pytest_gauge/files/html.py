@@ -78,6 +78,13 @@ def _transcript_row(data: Mapping[str, Any]) -> TranscriptRow:
     )
 
 
+def _reproducibility(doc: Any) -> tuple[float, float] | None:
+    """A gate's ``reproducibility`` (same tasks, fresh tasks) from ``metrics.json``, when it has one."""
+    if not isinstance(doc, Mapping):
+        return None
+    return float(doc["same_tasks"]), float(doc["fresh_tasks"])
+
+
 def _metrics_parts(doc: Mapping[str, Any]) -> dict[str, Any]:
     gates = tuple(
         GateRow(
@@ -91,6 +98,7 @@ def _metrics_parts(doc: Mapping[str, Any]) -> dict[str, Any]:
             message=g.get("message", ""),
             drivers=tuple(g.get("drivers", ())),
             driver_cases=tuple(g.get("driver_cases", ())),
+            reproducibility=_reproducibility(g.get("reproducibility")),
         )
         for g in doc.get("gates", [])
     )

@@ -82,6 +82,7 @@ class GateRow:
     message: str
     drivers: tuple[str, ...] = ()
     driver_cases: tuple[str, ...] = ()
+    reproducibility: tuple[float, float] | None = None  # (same tasks, fresh tasks): a rerun's same verdict
 
 
 @dataclass(frozen=True)

@@ -110,6 +110,7 @@ def _gates_json(ctx: ReportContext) -> list[dict[str, Any]]:
         }
         | ({} if g.holm_level is None else {"holm_level": g.holm_level})  # --gauge-familywise holm
         | ({} if g.needed_n is None else {"needed_n_range": list(g.needed_range)})  # 50% effect ends
+        | ({} if g.reproducibility is None else {"reproducibility": g.reproducibility.to_json()})
         for g in ctx.gates
     ]
 

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from ..analysis.familywise import family_of
 from ..analysis.metrics import SUMMARY_METRICS
+from ..analysis.reproducibility import reproducibility_text
 from ..records import ROLES, LedgerRecord
 from .adaptive import adaptive_lines
 from .baseline import baseline_summary, gate_ci, gate_value, needed_lines
@@ -97,12 +98,14 @@ def _gate_lines(ctx: ReportContext) -> list[str]:
     ]
     shown = ctx.gates[:_MAX_SUMMARY_GATES]
     holm = any(g.holm_level is not None for g in shown)  # the one-sided level Holm tested it at
+    repeats = any(g.reproducibility is not None for g in shown)  # how often the verdict would repeat
     grows = [
         [g.status.upper(), g.gate.canonical(), gate_value(g), gate_ci(g), f"n={g.n}"]
         + ([] if not holm else ["" if g.holm_level is None else f"holm level {g.holm_level:.3g}"])
+        + ([] if not repeats else [reproducibility_text(g.reproducibility)])
         for g in shown
     ]
-    lines += ["  " + ln for ln in text_table(grows, "llrlrl"[: len(grows[0])])]
+    lines += ["  " + ln for ln in text_table(grows, "llrlrll"[: len(grows[0])])]
     if len(ctx.gates) > _MAX_SUMMARY_GATES:
         lines.append(f"  … and {len(ctx.gates) - _MAX_SUMMARY_GATES} more (see conclusion.md)")
     lines += [f"  needed: {line}" for line in needed_lines(ctx.gates)]

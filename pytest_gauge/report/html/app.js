@@ -38,6 +38,8 @@
   const noUsage = (lg) => lg.filter((i) => D.ledger[i][10]).length;
   const caseNoUsage = (c) => noUsage(c.lg) + (c.L >= 0 ? noUsage(D.transcripts[c.L].lg) : 0) + (c.R >= 0 ? noUsage(D.transcripts[c.R].lg) : 0);
   const yn = (v) => (v === null || v === undefined ? "unknown" : v ? "yes" : "no");
+  const pct = (p) => (p >= 0.995 ? ">99%" : "~" + Math.max(1, Math.round(100 * p)) + "%");
+  const repeats = (r) => (!r ? "–" : pct(r[0]) + (pct(r[0]) === pct(r[1]) ? "" : " (" + pct(r[1]) + " fresh tasks)"));
   const interval = (lo, hi, d) => (lo === null || hi === null || lo === undefined ? "–" : "[" + fmt(lo, d) + ", " + fmt(hi, d) + "]");
   const given = (x) => x !== null && x !== undefined;
   // the fewest decimals (at least d) at which a value prints as itself and its interval apart from it:
@@ -69,10 +71,10 @@
         " pairs; backend " + D.backend + ", seed " + D.seed + "; total cost " + atLeast(D.total_cost, D.um)));
     sec.append(el("h3", null, "Gates"));
     if (!D.gates.length) sec.append(el("p", { class: "muted" }, "No gates declared."));
-    else sec.append(table([["status"], ["gate"], ["value", "num"], ["95% interval", "num"], ["n", "num"], ["threshold", "num"], ["driving cases"]],
+    else sec.append(table([["status"], ["gate"], ["value", "num"], ["95% interval", "num"], ["n", "num"], ["threshold", "num"], ["repeats on reruns", "num"], ["driving cases"]],
       D.gates.map((g, i) => el("tr", { "data-gate": i },
         td(el("span", { class: "status " + g.status }, g.status)), td(el("code", null, g.expr)),
-        td(fmt(g.value, places(g.value, g.low, g.high, 3)), "num"), td(interval(g.low, g.high, places(g.value, g.low, g.high, 3)), "num"), td(g.n, "num"), td(fmt(g.threshold, places(g.threshold, null, null, 4)), "num"),
+        td(fmt(g.value, places(g.value, g.low, g.high, 3)), "num"), td(interval(g.low, g.high, places(g.value, g.low, g.high, 3)), "num"), td(g.n, "num"), td(fmt(g.threshold, places(g.threshold, null, null, 4)), "num"), td(repeats(g.repeats), "num"),
         td(g.drivers.length ? el("button", { type: "button", class: "drivers", onclick: () => showDrivers(i) },
           "show " + g.drivers.length + " case" + (g.drivers.length === 1 ? "" : "s")) : el("span", { class: "muted" }, "–")))), "gate-table"));
     const left = el("div", null), right = el("div", null);

@@ -155,6 +155,7 @@ def _gate(g: GateRow, by_id: dict[str, int]) -> dict[str, Any]:
         "low": g.low,
         "message": g.message,
         "n": g.n,
+        "repeats": None if g.reproducibility is None else list(g.reproducibility),
         "status": g.status,
         "threshold": g.threshold,
         "value": g.value,

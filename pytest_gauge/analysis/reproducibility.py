@@ -1,0 +1,237 @@
+"""How often a gate's verdict would repeat (issue 26, point 10; docs/protocol.md#reproducibility).
+
+A verdict compares a bound (or the value) with a threshold. Rerun the suite and the estimate moves, and
+with it the bound: its predictive distribution given this run, under a flat prior on the true value, is
+normal around this run's bound with variance ``2 se_x^2`` (the unknown truth's uncertainty plus the new
+run's own noise), where ``se_x`` is the part of the estimate's standard error a rerun redraws:
+
+* **same tasks** (new model samples and judge draws): the within-task part, ``se^2 * w`` with ``w`` the
+  within-task share of the estimate's variance (:func:`components_within_share` for per-task means of
+  samples), ``w = 1`` where one run cannot separate it (then both figures are the same);
+* **fresh tasks** of the same number: the whole ``se``, read off the gate's own interval.
+
+The verdict repeats with probability ``Phi(|bound - threshold| / (sqrt(2) se_x))``. Case rates and their
+differences, whose intervals are far from normal when events are few, are rerun instead
+(:func:`case_rate_reproducibility`): the same predictive, drawn from the per-task counts. This is calibrated
+where gates' thresholds are spread around their truths (of the verdicts printed as ~80%, about 80% repeat);
+for one fixed truth it is an estimate from one run, as uncertain as the run. Pure functions."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .intervals import Z95, cluster_difference, cluster_wilson, t_quantile
+
+if TYPE_CHECKING:
+    from ..records import FloatArray
+    from .gates import Gate, GateResult
+    from .power import VarianceComponents
+
+__all__ = [
+    "REPLAYS",
+    "Reproducibility",
+    "case_rate_reproducibility",
+    "components_within_share",
+    "gate_reproducibility",
+    "repeat_probability",
+    "reproducibility_text",
+    "with_reproducibility",
+]
+
+
+@dataclass(frozen=True)
+class Reproducibility:
+    """The estimated probability that a rerun gives the same verdict: on the same tasks (new samples and
+    judge draws) and on a fresh task sample of the same size."""
+
+    same_tasks: float
+    fresh_tasks: float
+
+    def to_json(self) -> dict[str, float]:
+        """``metrics.json``'s ``reproducibility`` of a gate (rounded to 3 decimals: an estimate)."""
+        return {"same_tasks": round(self.same_tasks, 3), "fresh_tasks": round(self.fresh_tasks, 3)}
+
+
+def _phi(x: float) -> float:
+    return 0.5 * (1.0 + math.erf(x / math.sqrt(2.0)))
+
+
+def repeat_probability(margin: float, se: float) -> float:
+    """``Phi(|margin| / (sqrt(2) se))``: the chance a rerun's bound lands on the same side of the
+    threshold, ``margin`` being this run's bound minus the threshold (1 when nothing varies)."""
+    if se <= 0 or not math.isfinite(se):
+        return 1.0 if margin != 0 else 0.5
+    return _phi(abs(margin) / (math.sqrt(2.0) * se))
+
+
+_ARRAY_OPS = {"<=": np.less_equal, ">=": np.greater_equal, "<": np.less, ">": np.greater, "==": np.equal}
+REPLAYS = 400
+"""Simulated reruns per case-rate gate (:func:`case_rate_reproducibility`): Monte Carlo error about 2
+points at 80%."""
+
+
+def _replay_rng(result: GateResult) -> np.random.Generator:
+    """A generator seeded by the gate's text, so the figure is the same on every run of the same data."""
+    digest = hashlib.sha256(result.gate.canonical().encode()).digest()
+    return np.random.default_rng(int.from_bytes(digest[:8], "big"))
+
+
+def _same_tasks(k: FloatArray, n: FloatArray, rng: np.random.Generator, shape: tuple[int, int]) -> FloatArray:
+    """Reruns on the same tasks: each task's cases drawn from its binomial at a rate drawn around its
+    observed one, scaled so that a rerun's count varies by twice the task's unbiased within-task variance
+    ``k (n - k) / (n - 1)`` (the truth's uncertainty plus the rerun's noise): the predictive of a rerun.
+    A task whose cases all agreed (always or never) reruns the same."""
+    cases = n.astype(np.int64)
+    safe = np.maximum(n, 2.0)
+    p = np.where(n > 0, k / np.maximum(n, 1.0), 0.0)
+    scale = (safe + 1.0) * safe / (safe - 1.0) ** 2  # the rate's spread, in p (1 - p) / n, for 2 n / (n - 1)
+    first = np.clip(p + rng.standard_normal(shape) * np.sqrt(scale * p * (1.0 - p) / safe), 0.0, 1.0)
+    return rng.binomial(cases, first).astype(np.float64)
+
+
+def _fresh_tasks(
+    counts: tuple[FloatArray, ...], rng: np.random.Generator, shape: tuple[int, int]
+) -> tuple[FloatArray, ...]:
+    """Reruns on fresh tasks: the task bootstrap of a task bootstrap (the population is uncertain too).
+    A rate with no event on any task (or events on every case) gets, in each rerun, event tasks (every
+    case an event) at a share drawn from Jeffreys' posterior of the share of such tasks, Beta(1/2, T +
+    1/2): the bootstrap alone would never draw a task unlike the ones seen."""
+    first = rng.integers(0, shape[1], shape)
+    picks = np.take_along_axis(first, rng.integers(0, shape[1], shape), axis=1)
+    out = [c[picks] for c in counts]
+    for i in range(0, len(counts), 2):
+        k, n = counts[i], counts[i + 1]
+        events, total = float(np.sum(k)), float(np.sum(n))
+        if total > 0 and events in (0.0, total):
+            share = rng.beta(0.5, shape[1] + 0.5, (shape[0], 1))
+            odd = rng.random(shape) < share
+            out[i] = np.where(odd, out[i + 1] - out[i], out[i])  # every case flips: an event task
+    return tuple(out)
+
+
+def _compared(gate: Gate, counts: tuple[FloatArray, ...]) -> FloatArray:
+    """The gate's compared number (bound or value) for each row of per-task counts: a case rate's
+    ``cluster_wilson``, a difference of two the ``cluster_difference``."""
+    value, low, high = cluster_wilson(*counts) if len(counts) == 2 else cluster_difference(*counts)
+    return {"upper": high, "lower": low}.get(gate.bound, value)
+
+
+def case_rate_reproducibility(result: GateResult, counts: tuple[FloatArray, ...]) -> Reproducibility | None:
+    """A case rate's (or a difference of two's) reproducibility by simulated reruns: its interval
+    recomputed on :data:`REPLAYS` predictive reruns of the per-task counts (``(k, n)`` or ``(k1, n1, k2,
+    n2)``), the share that gives this run's verdict. A task whose cases all agreed reruns the same on
+    the same tasks (an always or never task); the same-task figure is at least the fresh-task one."""
+    if result.status not in ("pass", "fail"):
+        return None
+    rng = _replay_rng(result)
+    shape = (REPLAYS, counts[0].shape[-1])
+    same = tuple(
+        _same_tasks(c, counts[i + 1], rng, shape) if i % 2 == 0 else np.broadcast_to(c, shape)
+        for i, c in enumerate(counts)
+    )
+    fresh = _fresh_tasks(counts, rng, shape)
+    op, threshold, passed = _ARRAY_OPS[result.gate.op], result.gate.threshold, result.status == "pass"
+    shares = []
+    for rerun in (same, fresh):
+        verdict = op(_compared(result.gate, rerun), threshold)
+        shares.append(float(np.mean(verdict == passed)))
+    # A fresh-task rerun redraws all a same-task one does and more: the binomial within tasks overstates
+    # the noise where a task's cases are negatively correlated (slot A in both orders of one pair).
+    return Reproducibility(max(shares), shares[1])
+
+
+def components_within_share(spread: VarianceComponents | None) -> float | None:
+    """The within-task share of a mean over tasks of per-task sample means: ``(s2_w / k) / (s2_b +
+    s2_w / k)`` from the one-way variance components (``k`` the samples per task)."""
+    if spread is None or spread.samples <= 0:
+        return None
+    within = spread.within / spread.samples
+    total = spread.between + within
+    return None if total <= 0 else min(1.0, within / total)
+
+
+def _standard_error(result: GateResult, df: float | None) -> float | None:
+    """The estimate's standard error read off the gate's interval: the compared side's distance from
+    the value over the interval's quantile (t on its df, else normal); both sides for a point gate."""
+    value, low, high = result.value, result.low, result.high
+    if value is None or low is None or high is None or high <= low:
+        return None
+    q = float(t_quantile(df)) if df is not None and math.isfinite(df) else Z95
+    side = {"upper": high - value, "lower": value - low}.get(result.gate.bound, (high - low) / 2.0)
+    if side <= 0:  # a bound at the value (a rate at 0 has no lower side): use the other one
+        side = max(high - value, value - low)
+    return side / q
+
+
+def _count_reproducibility(result: GateResult) -> Reproducibility | None:
+    """An exact count (``regressions``, ``fixes``): a rerun's count is about as noisy as a Poisson count
+    of this one's size, and this one is one such draw (variance ``2 max(c, 1)``, continuity 0.5)."""
+    if result.value is None:
+        return None
+    c, t = result.value, result.gate.threshold
+    edge = t + 0.5 if result.gate.op in ("<=", ">") else t - 0.5  # "<=": c' <= t passes; "<": c' < t
+    if result.gate.op == "==":
+        return None
+    p = repeat_probability(c - edge, math.sqrt(max(c, 1.0)))
+    return Reproducibility(p, p)
+
+
+def gate_reproducibility(
+    result: GateResult, *, df: float | None = None, within: float | None = None, count: bool = False
+) -> Reproducibility | None:
+    """The verdict's reproducibility: None unless the gate passed or failed on a number with an interval
+    (an exact accounting figure, such as a cost, has no sampling spread to rerun). ``df``: the
+    interval's t df; ``within``: the within-task share of its variance (None: not separable, 1)."""
+    if result.status not in ("pass", "fail"):
+        return None
+    if count:
+        return _count_reproducibility(result)
+    se = _standard_error(result, df)
+    bound = {"upper": result.high, "lower": result.low}.get(result.gate.bound, result.value)
+    if se is None or bound is None:
+        return None
+    margin = bound - result.gate.threshold
+    share = 1.0 if within is None else min(max(within, 0.0), 1.0)
+    fresh = repeat_probability(margin, se)
+    same = repeat_probability(margin, se * math.sqrt(share))
+    return Reproducibility(same, fresh)
+
+
+def _percent(p: float) -> str:
+    if p >= 0.995:
+        return ">99%"
+    return f"~{max(1, round(100 * p))}%"
+
+
+def reproducibility_text(rep: Reproducibility | None) -> str:
+    """``holds on ~64% of reruns (~58% on fresh tasks)``, or the first part alone when both agree."""
+    if rep is None:
+        return ""
+    same, fresh = _percent(rep.same_tasks), _percent(rep.fresh_tasks)
+    return f"holds on {same} of reruns" + ("" if same == fresh else f" ({fresh} on fresh tasks)")
+
+
+def with_reproducibility(result: GateResult, rep: Reproducibility | None) -> GateResult:
+    """The result with its reproducibility (message and field); a PASS whose gate says
+    ``reproducible=P`` and that would repeat on the same tasks less often than P fails, or is
+    inconclusive with ``reproducible=P:inconclusive``."""
+    if rep is None:
+        return result
+    text = reproducibility_text(rep)
+    gate = result.gate
+    required = gate.reproducible
+    if required is None or result.status != "pass" or rep.same_tasks >= required:
+        return replace(result, reproducibility=rep, message=f"{result.message}; {text}")
+    status = gate.unreproducible
+    head = result.message.split(":", 1)
+    rest = head[1] if len(head) > 1 else ""
+    message = (
+        f"{status.upper()} {gate.expression()}: the pass {text}, below reproducible={required:g}"
+        f" (as computed:{rest})"
+    )
+    return replace(result, status=status, reproducibility=rep, message=message)

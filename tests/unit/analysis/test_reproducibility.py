@@ -1,0 +1,219 @@
+"""How often a verdict would repeat (issue 26, point 10): the figure's arithmetic, the gate option
+``reproducible=P``, and its calibration against simulated reruns (docs/protocol.md#reproducibility)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+from scipy.special import expit, logit
+
+from pytest_gauge.analysis.gates import OPS, Gate, GateResult, GateSyntaxError, parse_gate
+from pytest_gauge.analysis.intervals import cluster_wilson, t_quantile
+from pytest_gauge.analysis.power import variance_components
+from pytest_gauge.analysis.reproducibility import (
+    Reproducibility,
+    case_rate_reproducibility,
+    components_within_share,
+    gate_reproducibility,
+    repeat_probability,
+    reproducibility_text,
+    with_reproducibility,
+)
+
+Array = np.ndarray
+Process = Callable[[np.random.Generator, int], tuple[Array, Array]]
+
+
+def _result(text: str, status: str, value: float, low: float, high: float, n: int = 44) -> GateResult:
+    return GateResult(parse_gate(text), status, value, low, high, n, f"{status.upper()} {text}: detail")  # type: ignore[arg-type]
+
+
+def test_repeat_probability_is_one_half_on_the_threshold_and_grows_with_the_margin() -> None:
+    assert repeat_probability(0.0, 0.1) == pytest.approx(0.5)
+    assert repeat_probability(0.1414, 0.1) == pytest.approx(0.841, abs=1e-3)  # one predictive sd
+    assert repeat_probability(-0.1414, 0.1) == repeat_probability(0.1414, 0.1)
+    assert repeat_probability(0.05, 0.0) == 1.0
+
+
+def test_gate_reproducibility_reads_the_compared_side_and_separates_within_task_noise() -> None:
+    r = _result("upper(x) <= 0.5", "pass", 0.3, 0.2, 0.4 + 0.0)
+    rep = gate_reproducibility(r, within=0.25)
+    assert rep is not None
+    se = 0.1 / 1.959963984540054
+    assert rep.fresh_tasks == pytest.approx(repeat_probability(0.1, se))
+    assert rep.same_tasks == pytest.approx(repeat_probability(0.1, se * 0.5))
+    assert gate_reproducibility(_result("upper(x) <= 0.5", "inconclusive", 0.3, 0.2, 0.4)) is None
+    exact = _result("total_cost <= 1", "pass", 0.5, 0.5, 0.5)
+    assert gate_reproducibility(exact) is None  # an accounting figure has no sampling spread
+
+
+def test_a_count_gate_repeats_like_a_poisson_count() -> None:
+    r = _result("regressions(a) <= 2", "pass", 0.0, 0.0, 0.0)
+    rep = gate_reproducibility(r, count=True)
+    assert rep is not None and rep.same_tasks == pytest.approx(repeat_probability(-2.5, 1.0))
+
+
+def test_always_or_never_tasks_rerun_the_same_on_the_same_tasks() -> None:
+    k = np.array([0.0] * 18 + [12.0, 12.0])
+    n = np.full(20, 12.0)
+    _, low, high = cluster_wilson(k, n)
+    r = _result("upper(x) <= 0.4", "pass", 0.1, float(low), float(high), 240)
+    assert float(high) < 0.4
+    rep = case_rate_reproducibility(r, (k, n))
+    assert rep is not None and rep.same_tasks == 1.0 and rep.fresh_tasks < 1.0
+    assert case_rate_reproducibility(r, (k, n)) == rep  # seeded by the gate: the same every run
+
+
+def test_reproducible_option_parses_and_round_trips() -> None:
+    g = parse_gate("upper(lrs_distant) <= 0.2; reproducible=0.9")
+    assert (g.reproducible, g.unreproducible) == (0.9, "fail")
+    soft = parse_gate("upper(lrs_distant) <= 0.2; min_n=5; reproducible = 0.8 : inconclusive")
+    assert (soft.reproducible, soft.unreproducible) == (0.8, "inconclusive")
+    for gate in (g, soft):
+        assert parse_gate(gate.canonical()) == gate
+    assert soft.canonical() == "upper(lrs_distant) <= 0.2; min_n=5; reproducible=0.8:inconclusive"
+    for bad in ("x <= 1; reproducible=1.5", "x <= 1; reproducible", "x <= 1; reproducible=0.9:warn"):
+        with pytest.raises(GateSyntaxError, match="reproducible"):
+            parse_gate(bad)
+
+
+@pytest.mark.parametrize("mode", ["fail", "inconclusive"])
+def test_a_pass_that_would_not_repeat_enough_fails_or_is_inconclusive(mode: str) -> None:
+    suffix = "" if mode == "fail" else ":inconclusive"
+    r = _result(f"upper(x) <= 0.5; reproducible=0.9{suffix}", "pass", 0.4, 0.3, 0.48)
+    out = with_reproducibility(r, Reproducibility(0.64, 0.58))
+    assert out.status == mode
+    assert "holds on ~64% of reruns (~58% on fresh tasks), below reproducible=0.9" in out.message
+    kept = with_reproducibility(r, Reproducibility(0.95, 0.9))
+    assert kept.status == "pass" and kept.message.endswith("holds on ~95% of reruns (~90% on fresh tasks)")
+    plain = with_reproducibility(
+        _result("upper(x) <= 0.5", "pass", 0.4, 0.3, 0.48), Reproducibility(0.64, 0.64)
+    )
+    assert plain.status == "pass" and plain.message.endswith("; holds on ~64% of reruns")
+    assert reproducibility_text(Reproducibility(0.999, 0.999)) == "holds on >99% of reruns"
+
+
+# --- calibration: predicted against actual rerun agreement (slow tier) ---------------------------------
+
+
+def _always(share: float, cases: int) -> Process:
+    def draw(rng: np.random.Generator, tasks: int) -> tuple[Array, Array]:
+        return (rng.random(tasks) < share).astype(float), np.full(tasks, float(cases))
+
+    return draw
+
+
+def _unequal(rng: np.random.Generator, tasks: int) -> tuple[Array, Array]:
+    return expit(logit(0.1) + rng.normal(0.0, 2.0, tasks)), rng.choice([4.0, 12.0], tasks)
+
+
+def _temperature_zero(rng: np.random.Generator, tasks: int) -> tuple[Array, Array]:
+    u = rng.random(tasks)
+    p = np.where(u < 0.425, 0.01, np.where(u < 0.85, 0.99, rng.uniform(0.2, 0.8, tasks)))
+    return p, np.full(tasks, 4.0)
+
+
+PROCESSES: dict[str, Process] = {
+    "always 10% / never 90%, 12 cases": _always(0.1, 12),
+    "always 30% / never 70%, 4 cases": _always(0.3, 4),
+    "mostly zero events: always 2% / never 98%, 6 cases": _always(0.02, 6),
+    "logit-normal sd 2, 4 or 12 cases": _unequal,
+    "temperature 0: 85% of tasks at 0.01 or 0.99": _temperature_zero,
+}
+RUNS = 500
+TOLERANCE = 0.05
+
+
+def _rate_gate(rng: np.random.Generator, k: Array, n: Array, run: int) -> tuple[Gate, bool]:
+    """A random-side gate whose threshold sits within about 3 standard errors of this run's bound (a
+    quarter of the interval's width each), where a verdict is not sure to repeat: the predictive figure
+    is calibrated whatever the threshold's distance; a plug-in one is 6-8 points too high."""
+    _, low, high = (float(x) for x in cluster_wilson(k, n))
+    bound = "upper" if rng.random() < 0.5 else "lower"
+    threshold = (high if bound == "upper" else low) + rng.uniform(-3.0, 3.0) * max((high - low) / 4.0, 0.01)
+    op = "<=" if bound == "upper" else ">="
+    gate = parse_gate(f"{bound}(x{run}) {op} {threshold!r}")
+    return gate, bool(OPS[op](high if bound == "upper" else low, threshold))
+
+
+def _passes(gate: Gate, k: Array, n: Array) -> bool:
+    _, low, high = (float(x) for x in cluster_wilson(k, n))
+    return bool(OPS[gate.op](high if gate.bound == "upper" else low, gate.threshold))
+
+
+def _rate_cell(process: Process, tasks: int, seed: int) -> tuple[float, float, float, float]:
+    """(predicted same, actual same, predicted fresh, actual fresh) over RUNS simulated suites."""
+    rng = np.random.default_rng([seed, tasks])
+    rows = []
+    for run in range(RUNS):
+        p, n = process(rng, tasks)
+        k = rng.binomial(n.astype(int), p).astype(float)
+        gate, passed = _rate_gate(rng, k, n, run)
+        value, low, high = (float(x) for x in cluster_wilson(k, n))
+        result = GateResult(gate, "pass" if passed else "fail", value, low, high, int(n.sum()), "")
+        rep = case_rate_reproducibility(result, (k, n))
+        assert rep is not None
+        same = _passes(gate, rng.binomial(n.astype(int), p).astype(float), n) == passed
+        p2, n2 = process(rng, tasks)
+        fresh = _passes(gate, rng.binomial(n2.astype(int), p2).astype(float), n2) == passed
+        rows.append((rep.same_tasks, same, rep.fresh_tasks, fresh))
+    return tuple(float(x) for x in np.mean(np.array(rows, dtype=float), axis=0))  # type: ignore[return-value]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("tasks", [20, 44])
+@pytest.mark.parametrize("name", list(PROCESSES))
+def test_case_rate_reproducibility_matches_simulated_reruns(name: str, tasks: int) -> None:
+    """Within 5 points of the share of simulated reruns that repeat the verdict, on the same tasks and
+    on fresh ones (measured: within 4.7 points, the skewed unequal-cluster process the farthest; MC
+    error about 2 points at 500 runs; docs/protocol.md#reproducibility)."""
+    ps, a_s, pf, a_f = _rate_cell(PROCESSES[name], tasks, seed=26)
+    assert abs(ps - a_s) <= TOLERANCE, (
+        f"{name}, {tasks} tasks, same tasks: predicted {ps:.3f}, actual {a_s:.3f}"
+    )
+    assert abs(pf - a_f) <= TOLERANCE, (
+        f"{name}, {tasks} tasks, fresh tasks: predicted {pf:.3f}, actual {a_f:.3f}"
+    )
+
+
+def _interval(x: Array) -> tuple[float, float, float]:
+    means = x.mean(axis=1)
+    se = float(means.std(ddof=1)) / np.sqrt(len(means))
+    q = float(t_quantile(len(means) - 1))
+    v = float(means.mean())
+    return v, v - q * se, v + q * se
+
+
+def _mean_passes(gate: Gate, y: Array) -> bool:
+    _, low, high = _interval(y)
+    return bool(OPS[gate.op](high if gate.bound == "upper" else low, gate.threshold))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("tasks", [20, 44])
+def test_mean_of_samples_reproducibility_matches_simulated_reruns(tasks: int) -> None:
+    """The normal path (a mean over tasks of 3 samples each, between- and within-task sd 0.2): the
+    within share from the variance components separates a same-task rerun from a fresh one."""
+    rng = np.random.default_rng([26, tasks])
+    rows = []
+    for run in range(1000):
+        mu = rng.normal(0.5, 0.2, tasks)
+        x = mu[:, None] + rng.normal(0.0, 0.2, (tasks, 3))
+        v, low, high = _interval(x)
+        bound = "upper" if run % 2 else "lower"
+        threshold = float((high if bound == "upper" else low) + rng.uniform(-3.0, 3.0) * (high - low) / 4.0)
+        op = "<=" if bound == "upper" else ">="
+        gate = parse_gate(f"{bound}(mean_reward(a)) {op} {threshold!r}")
+        passed = _mean_passes(gate, x)
+        result = GateResult(gate, "pass" if passed else "fail", v, low, high, tasks, "")
+        within = components_within_share(variance_components([list(r) for r in x]))
+        rep = gate_reproducibility(result, df=tasks - 1, within=within)
+        assert rep is not None
+        same = _mean_passes(gate, mu[:, None] + rng.normal(0.0, 0.2, (tasks, 3))) == passed
+        again = rng.normal(0.5, 0.2, tasks)[:, None] + rng.normal(0.0, 0.2, (tasks, 3))
+        fresh = _mean_passes(gate, again) == passed
+        rows.append((rep.same_tasks, same, rep.fresh_tasks, fresh))
+    ps, a_s, pf, a_f = (float(x) for x in np.mean(np.array(rows, dtype=float), axis=0))
+    assert abs(ps - a_s) <= TOLERANCE and abs(pf - a_f) <= TOLERANCE, (ps, a_s, pf, a_f)
