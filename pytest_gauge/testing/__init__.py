@@ -1,4 +1,5 @@
-"""Test helpers shipped with pytest-gauge: a loopback OpenAI-compatible server that injects gateway faults.
+"""Test helpers shipped with pytest-gauge: a loopback model server (Chat Completions, Messages, Responses)
+that injects gateway faults.
 
 ``server`` (the server), ``faults`` (the fault catalogue), ``responders`` (what it answers with),
 ``wire`` (its HTTP/1.1), ``process`` (the server in a child process), ``simserver`` (a suite's simulator
@@ -12,7 +13,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .faults import MALFORMED_BODIES, FaultPlan, scheduled_fault
+    from .faults import MALFORMED_BODIES, MALFORMED_BY_API, FaultPlan, scheduled_fault
     from .process import ServerProcess
     from .responders import (
         Responder,
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MALFORMED_BODIES",
+    "MALFORMED_BY_API",
     "FaultPlan",
     "LoopbackServer",
     "RequestRecord",
@@ -41,6 +43,7 @@ __all__ = [
 
 _HOMES = {
     "MALFORMED_BODIES": ".faults",
+    "MALFORMED_BY_API": ".faults",
     "FaultPlan": ".faults",
     "scheduled_fault": ".faults",
     "ServerProcess": ".process",

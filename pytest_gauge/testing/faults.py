@@ -97,8 +97,9 @@ MALFORMED_BY_API: dict[str, dict[str, bytes]] = {
 class FaultPlan:
     """Which faults to inject; each probabilistic choice comes from an RNG seeded by (seed, request index).
 
-    Auth faults (``status_401``, ``expected_key``) apply to both model routes (chat completions and
-    models); all other faults apply to chat completions only.
+    Auth faults (``status_401``, ``expected_key``) apply to every route of a model (its wire formats'
+    routes and ``/models``); all other faults to the wire formats' routes (chat completions, messages,
+    responses), one schedule for all of them.
     """
 
     status_401: bool = False
