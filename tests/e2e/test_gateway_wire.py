@@ -109,7 +109,16 @@ def test_each_format_has_its_cache_entry_and_chat_keys_are_unchanged(tmp_path: P
     assert [r.api for r in hits] == ["chat", "anthropic", "responses"]
     body = {**BODY, "model": "claude-x"}
     material = {"format_version": CACHE_FORMAT_VERSION, "backend": gw.backend_id, "scope": 0}
-    fields = ("model", "messages", "temperature", "top_p", "seed", "max_tokens", "stop", "response_format")
+    fields: tuple[str, ...] = (
+        "model",
+        "messages",
+        "temperature",
+        "top_p",
+        "seed",
+        "max_tokens",
+        "stop",
+        "response_format",
+    )
     fields = (*fields, "tools", "tool_choice")
     chat_key = content_key({**material, **{k: body.get(k) for k in fields}})  # the key of every version
     assert gw.cache_key(body, CTX) == chat_key
