@@ -444,8 +444,8 @@ def _json_tool(fmt: Any) -> dict[str, Any] | None:
 
 
 def _content_problem(data: dict[str, Any]) -> str | None:
-    """What makes ``data`` no usable Message (an error body, content not a list of blocks, no text and
-    no tool call, a block of the wrong types), or None."""
+    """What makes ``data`` no usable Message (an error body, content not a list of blocks, a block of
+    the wrong types, no text and no tool call unless it was cut by ``max_tokens``), or None."""
     if data.get("type") == "error":
         err = _obj(data.get("error"))
         return f"the body is an error: {err.get('type')}: {err.get('message')}"
@@ -463,6 +463,8 @@ def _content_problem(data: dict[str, Any]) -> str | None:
             isinstance(b.get("name"), str) and isinstance(b.get("input"), dict)
         ):
             return "a tool_use block has no string 'name' or no object 'input'"
+    if data.get("stop_reason") == "max_tokens":
+        return None  # cut before any text (say, while thinking): a truncated answer, not a malformed one
     if not any(b.get("type") == "tool_use" or (b.get("type") == "text" and b.get("text")) for b in content):
         return "'content' has no text and no tool_use block"
     return None

@@ -342,6 +342,15 @@ def test_each_problem_is_named(body: dict[str, Any], problem: str) -> None:
         MESSAGES.parse_response(json.dumps(body).encode())
 
 
+def test_an_answer_cut_before_any_text_is_truncated_not_malformed() -> None:
+    thinking = [{"type": "thinking", "thinking": "Let me think", "signature": "s"}]
+    data = MESSAGES.parse_response(json.dumps(message(thinking, "max_tokens")).encode())
+    choice = MESSAGES.completion(data)["choices"][0]
+    assert choice["finish_reason"] == "length" and choice["message"]["content"] is None
+    with pytest.raises(BadResponse, match="no text and no tool_use"):
+        MESSAGES.parse_response(json.dumps(message(thinking, "end_turn")).encode())
+
+
 def test_secrets_are_removed_and_good_bodies_pass() -> None:
     key = "sk-ant-secret-0123456789abcdef"
     raw = json.dumps(message([{"type": "text", "text": f"the key is {key}"}])).encode()
