@@ -20,6 +20,7 @@ from ..records import Api, ChatResult, ToolCall, Transcript, Turn
 from ..suite.tasks import Task
 from ..suite.tools import cut_text
 from .http_agent import HttpSession
+from .mcp_tools import McpTools, merge_calls
 from .programs import ProgramFailed, ProgramSession
 
 __all__ = [
@@ -161,6 +162,7 @@ class DialogueConfig:
     user_api: Api = "chat"  # the wire format of the user simulator's calls (UserSimulator(api=))
     program: ProgramSession | None = None  # a CommandAgent's transcript: one process per turn
     http: HttpSession | None = None  # an HttpAgent's transcript: one POST per turn
+    mcp: McpTools | None = None  # a program agent's MCP server of the suite's tools (its recorded calls)
 
 
 async def _agent_reply(
@@ -222,6 +224,8 @@ async def _program_reply(
     """A program agent's turn: run it on the user's last message; the tool calls its output reports
     (its own tools and the suite's over MCP) are recorded before its reply."""
     reply = await program.turn(str(history[-1]["content"]))
+    if cfg.mcp is not None:  # the suite's tools as the MCP server ran them (McpServerError: see take_calls)
+        reply.tool_calls = merge_calls(reply.tool_calls, cfg.mcp.take_calls(), cfg.mcp.tools)
     if reply.tool_calls:
         raw_calls = [_openai_call(c) for c in reply.tool_calls]
         _append_tool_activity("", reply.tool_calls, raw_calls, turns, history, None)

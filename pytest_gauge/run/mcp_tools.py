@@ -23,8 +23,9 @@ from typing import Any
 from ..files.folders import OutFolder
 from ..files.readwrite import write_atomic
 from ..records import ToolCall
+from .programs import ProgramFailed
 
-__all__ = ["MCP_SERVER_NAME", "SPEC_FORMAT", "McpServerError", "McpTools", "server_env"]
+__all__ = ["MCP_SERVER_NAME", "SPEC_FORMAT", "McpServerError", "McpTools", "merge_calls", "server_env"]
 
 MCP_SERVER_NAME = "gauge"
 """The server's name in the agents' configuration: Claude Code calls its tools ``mcp__gauge__<tool>``."""
@@ -32,8 +33,9 @@ SPEC_FORMAT = 1
 _STARTUP_TIMEOUT_S = 30  # Codex's default (10 s) is short for an interpreter importing a suite module
 
 
-class McpServerError(RuntimeError):
-    """The MCP server could not serve (its specification, the suite module, a tool name): cause and fix."""
+class McpServerError(ProgramFailed):
+    """The MCP server could not serve (its specification, the suite module, a tool name): cause and
+    fix; the program agent's transcript ends with it, as with any failed turn."""
 
 
 def server_env(module_folder: Path) -> dict[str, str]:
@@ -104,9 +106,10 @@ class McpTools:
         return [sys.executable, "-m", "pytest_gauge.run.mcp_server", str(self.spec)]
 
     def claude_config(self) -> dict[str, Any]:
-        """Claude Code's ``--mcp-config`` JSON (use with ``--strict-mcp-config``)."""
+        """Claude Code's ``--mcp-config`` JSON (use with ``--strict-mcp-config``); each server entry is
+        also what a Codex ``[mcp_servers.<name>]`` table holds (a stdio server: no ``type`` key)."""
         command, *args = self.argv()
-        server = {"type": "stdio", "command": command, "args": args, "env": server_env(self.module.parent)}
+        server = {"command": command, "args": args, "env": server_env(self.module.parent)}
         return {"mcpServers": {MCP_SERVER_NAME: server}}
 
     def claude_tool_names(self) -> list[str]:
@@ -143,3 +146,32 @@ class McpTools:
                 raise McpServerError(str(row["server_error"]))
             found.append(ToolCall(**row))
         return found
+
+
+def _served(call: ToolCall, tools: Sequence[str]) -> bool:
+    """Whether a call a program's own output reports is one of the suite's tools through this server:
+    Claude Code names them ``mcp__gauge__<tool>``, Codex's ``mcp_tool_call`` items the bare tool."""
+    prefix = f"mcp__{MCP_SERVER_NAME}__"
+    name = call.name[len(prefix) :] if call.name.startswith(prefix) else call.name
+    return name in tools
+
+
+def merge_calls(
+    reported: Sequence[ToolCall], recorded: Sequence[ToolCall], tools: Sequence[str]
+) -> list[ToolCall]:
+    """A program turn's tool calls for the transcript: the calls of the suite's tools as the server
+    recorded them (the executor's arguments, result, return code, latency: what the tool rules score),
+    in place of the program's own view of them, the program's other calls (its shell, its own tools)
+    kept where they were. With nothing recorded the program's view is kept whole (a server that never
+    started is no reason to lose what the program said it did)."""
+    if not recorded:
+        return list(reported)
+    merged: list[ToolCall] = []
+    placed = False
+    for call in reported:
+        if not _served(call, tools):
+            merged.append(call)
+        elif not placed:
+            merged.extend(recorded)
+            placed = True
+    return merged if placed else [*merged, *recorded]

@@ -223,8 +223,9 @@ class SuiteRuntime:
             cfg = replace(self._dialogue_config(agent_name, sample, seed), workdir=workspace)
             tools = self._executor(task, workspace)
             if isinstance(agent, CommandAgent) and workspace is not None:
-                program = await self._program(agent, caller, workspace, tools)
-                cfg = replace(cfg, program=program)
+                mcp = self.mcp_tools(task_id, agent_name, sample, workspace)
+                program = await self._program(agent, caller, workspace, tools, mcp)
+                cfg = replace(cfg, program=program, mcp=mcp)
             if isinstance(agent, HttpAgent):
                 cfg = replace(cfg, http=HttpSession(agent))
             done = await run_dialogue(task, sample, cfg, caller, tools, strategy=label)
@@ -242,7 +243,12 @@ class SuiteRuntime:
         return TranscriptResult(transcript, caller.spend, rules)
 
     async def _program(
-        self, agent: CommandAgent, caller: WorkCaller, workdir: Path, tools: ToolExecutor | None
+        self,
+        agent: CommandAgent,
+        caller: WorkCaller,
+        workdir: Path,
+        tools: ToolExecutor | None,
+        mcp_tools: McpTools | None = None,
     ) -> ProgramSession:
         """A program agent's session for one transcript: its working directory (the workspace), private
         folder, proxy route (its calls numbered with the transcript's own, in its spend) and MCP servers
@@ -254,7 +260,9 @@ class SuiteRuntime:
                 f"agent {agent.name!r} is a program, and this run has no recording proxy for it",
                 "run it through the pytest plugin (program agents call their models through its proxy)",
             )
-        mcp = host.mcp_servers(ctx, tools) if tools is not None else {}
+        mcp = dict(host.mcp_servers(ctx, tools)) if tools is not None else {}
+        if mcp_tools is not None:  # the suite's tools, served per turn by run/mcp_server.py
+            mcp.update(mcp_tools.claude_config()["mcpServers"])
         setup = ProgramSetup(workdir, program_home(workdir), host.endpoint(ctx, caller), ctx.work, mcp)
         return await asyncio.to_thread(ProgramSession.open, agent, setup)
 

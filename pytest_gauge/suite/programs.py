@@ -227,7 +227,8 @@ def codex_config(model: str, base_url: str, mcp_servers: Mapping[str, Mapping[st
     ]
     for server, spec in mcp_servers.items():
         lines += ["", f"[mcp_servers.{json.dumps(str(server))}]"]
-        lines += [f"{key} = {_toml(value)}" for key, value in spec.items()]
+        # Codex waits 10 s for a server by default: an interpreter importing a suite may take longer
+        lines += [f"{key} = {_toml(value)}" for key, value in {"startup_timeout_sec": 30, **spec}.items()]
     return "\n".join(lines) + "\n"
 
 

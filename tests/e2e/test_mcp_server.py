@@ -126,7 +126,7 @@ def _env(tools: McpTools) -> dict[str, str]:
 def test_the_agents_configurations_name_the_same_server(mcp_tools: McpTools) -> None:
     claude = json.loads(mcp_tools.claude_config_file.read_text(encoding="utf-8"))
     server = claude["mcpServers"]["gauge"]
-    assert server["type"] == "stdio" and [server["command"], *server["args"]] == mcp_tools.argv()
+    assert [server["command"], *server["args"]] == mcp_tools.argv()
     assert mcp_tools.argv()[:3] == [sys.executable, "-m", "pytest_gauge.run.mcp_server"]
     assert set(server["env"]) == {"PYTHONPATH"}  # never a key
     codex = tomllib.loads(mcp_tools.codex_toml())["mcp_servers"]["gauge"]
@@ -145,3 +145,37 @@ def test_the_agents_configurations_name_the_same_server(mcp_tools: McpTools) -> 
         "agent_x",
         "0",
     )
+
+
+def test_merge_keeps_the_programs_other_calls_and_takes_the_servers_records() -> None:
+    from pytest_gauge.records import ToolCall
+    from pytest_gauge.run.mcp_tools import merge_calls
+
+    shell = ToolCall("t1", "Bash", '{"command": "ls"}', {"command": "ls"}, "a.txt")
+    claude_view = ToolCall("t2", "mcp__gauge__lookup_order", "{}", {}, "…", 0)
+    recorded = ToolCall("mcp-1", "lookup_order", '{"order_id": "A123"}', {"order_id": "A123"}, "{}", 4)
+    tools = ["lookup_order"]
+    assert merge_calls([shell, claude_view], [recorded], tools) == [shell, recorded]
+    assert merge_calls([claude_view, shell], [recorded], tools) == [recorded, shell]
+    assert merge_calls([shell], [recorded], tools) == [shell, recorded]  # the program did not say
+    assert merge_calls([shell, claude_view], [], tools) == [shell, claude_view]  # nothing recorded
+
+
+@pytest.mark.slow  # a program agent that starts the MCP server: two interpreters importing mcp
+def test_a_program_agents_mcp_calls_are_in_its_transcript_and_scored(pytester: pytest.Pytester) -> None:
+    from tests.helpers import read_jsonl, run_inprocess
+
+    data = SUITE_DATA.parent / "mcp_program"
+    folder = pytester.path / "suites" / "mcpprog"
+    folder.mkdir(parents=True)
+    shutil.copy(data / "tasks.jsonl", folder / "tasks.jsonl")
+    shutil.copy(data / "mcp_client_agent.py", folder / "mcp_client_agent.py")
+    shutil.copy(data / "suite_mcp_program.py", folder / "test_mcp_program.py")
+    pytester.makeini("[pytest]\ngauge_backend = sim\ngauge_seed = 5\n")
+    run_inprocess(pytester, "suites", "--gauge-cache", "off").assert_outcomes(passed=2)
+    [row] = read_jsonl(pytester.path / "gauge-out" / "mcpprog" / "agents" / "program.jsonl")
+    calls = [c for t in row["turns"] if t["role"] == "assistant" for c in t["tool_calls"]]
+    assert [(c["id"], c["name"], c["arguments"], c["return_code"]) for c in calls] == [
+        ("mcp-1", "lookup_order", {"order_id": "A123"}, 0)
+    ]
+    assert '"delivered"' in row["final_reply"] and row["score"]["task_success"], row["score"]

@@ -164,7 +164,12 @@ def test_codex_preset_config_toml_and_environment(tmp_path: Path) -> None:
     assert provider["base_url"] == ENDPOINT.base_urls["responses"]
     assert provider["wire_api"] == "responses"
     assert env[provider["env_key"]] == ENDPOINT.token
-    assert config["mcp_servers"]["gauge"] == {"command": "python", "args": ["-m", "x"], "env": {"A": "1"}}
+    assert config["mcp_servers"]["gauge"] == {
+        "startup_timeout_sec": 30,
+        "command": "python",
+        "args": ["-m", "x"],
+        "env": {"A": "1"},
+    }
     assert config["analytics"]["enabled"] is False
     assert env["CODEX_HOME"] == str(setup.home / "codex")
     assert not any(k.startswith(("ANTHROPIC_", "OPENAI_", "CLAUDECODE")) for k in env)
