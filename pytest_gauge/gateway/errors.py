@@ -21,7 +21,14 @@ __all__ = [
     "rejects_format",
 ]
 
-_FORMAT_MARKERS = ("response_format", "json_schema", "json_object", "response format", "grammar")
+_FORMAT_MARKERS = (
+    "response_format",
+    "json_schema",
+    "json_object",
+    "response format",
+    "grammar",
+    "text.format",
+)
 # statuses with which servers refuse a request's parameters (llama.cpp-style servers answer 500 or 501)
 FORMAT_REFUSAL_STATUSES = (400, 415, 422, 500, 501)
 

@@ -10,9 +10,15 @@ from typing import Any
 
 import pytest
 
+from pytest_gauge.gateway.errors import GatewayError, rejects_format
 from pytest_gauge.gateway.gateway import CallContext
 from pytest_gauge.gateway.wire import wire_format
+from pytest_gauge.records import Transcript, Turn
 from pytest_gauge.records.prices import Price
+from pytest_gauge.run.judge import JUDGE_SYSTEM_PROMPT, Redactor, build_judge_messages, parse_verdict
+from pytest_gauge.suite.response_format import JSON_SCHEMA
+from pytest_gauge.suite.rules import parse_rules
+from pytest_gauge.suite.tasks import Task
 from pytest_gauge.testing import FaultPlan, LoopbackServer, scheduled_fault
 
 from .test_gateway import ledger, make_gateway
@@ -84,3 +90,38 @@ def test_a_cut_responses_answer_is_length(tmp_path: Path) -> None:
         )
     assert reply.response["status"] == "incomplete" and reply.result.finish_reason == "length"
     assert reply.result.content == "ok: hello there, gateway"[: len("ok: hello there, gateway") // 2]
+
+
+def judge_body() -> dict[str, Any]:
+    side = Transcript(
+        "t1", "x", 0, [Turn("user", "Say hi."), Turn("assistant", "hi")], "hi", None, "user_done"
+    )
+    task = Task(
+        task_id="t1",
+        category="constraint",
+        task_prompt="Say hi.",
+        success_criteria=parse_rules([{"type": "contains_all", "phrases": ["hi"]}], field="success_criteria"),
+        hard_constraints=(),
+    )
+    messages = build_judge_messages(task, side, side, Redactor([]))
+    return {"messages": messages, "max_tokens": 300, "temperature": 0.0, "response_format": JSON_SCHEMA}
+
+
+def judge(gw: Any) -> Any:
+    return asyncio.run(
+        gw.chat(CallContext("s", "t1", "judgment/t1/0"), 1, "judge", "m", judge_body(), api="responses")
+    )
+
+
+def test_a_judge_verdict_over_responses_and_its_format_refusal(tmp_path: Path) -> None:
+    with LoopbackServer(faults=FaultPlan(judge_prefers="B")) as srv:
+        result = judge(make_gateway(tmp_path, srv))
+        sent = srv.bodies[-1]
+    verdict = parse_verdict(result.content, result.finish_reason)
+    assert verdict.error is None and verdict.choice == "B"
+    assert sent["text"]["format"]["type"] == "json_schema" and "response_format" not in sent
+    assert sent["instructions"] == JUDGE_SYSTEM_PROMPT
+    refusing = FaultPlan(reject_response_formats=frozenset({"json_schema"}))
+    with LoopbackServer(faults=refusing) as srv, pytest.raises(GatewayError) as exc:
+        judge(make_gateway(tmp_path / "refused", srv))
+    assert rejects_format(exc.value)  # the judge's chain falls back to json_object, then to plain text

@@ -12,6 +12,7 @@ import pytest
 from openai.types.responses import Response, ResponseStreamEvent
 from pydantic import TypeAdapter
 
+from pytest_gauge.gateway.errors import names_format
 from pytest_gauge.gateway.response import BadResponse
 from pytest_gauge.gateway.wire import format_for_path, wire_format
 from pytest_gauge.gateway.wire.sse import encode_events, parse_events
@@ -529,3 +530,7 @@ def test_error_body_is_openais_shape(status: int, kind: str, type_: str) -> None
     body = R.error_body(status, "nope", kind)
     assert body["error"]["message"] == "nope" and body["error"]["type"] == type_
     assert set(body["error"]) == {"message", "type", "param", "code"}
+
+
+def test_a_refused_text_format_reads_as_a_format_refusal() -> None:
+    assert names_format("Unsupported parameter: 'text.format' is not supported with this model.")
