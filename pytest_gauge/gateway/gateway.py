@@ -44,6 +44,7 @@ from .limits import (
     RateLimit,
     SpendLimit,
     model_wait,
+    output_tokens_cap,
     prompt_tokens_estimate,
 )
 from .model_stops import ModelStops
@@ -601,10 +602,10 @@ class Gateway:
         by ``--gauge-timeout`` from connect to last byte), the body's check, and the outcome's line."""
         shared = self.shared
         res, state = self.resources, self.state
-        estimate = prompt_tokens_estimate(a.body) + int(a.body.get("max_tokens") or 0)
+        estimate = prompt_tokens_estimate(a.body) + output_tokens_cap(a.body)
         reservation = None
         if res.budget.active:
-            worst = res.prices.cost(a.model, estimate, int(a.body.get("max_tokens") or 0)) or 0.0
+            worst = res.prices.cost(a.model, estimate, output_tokens_cap(a.body)) or 0.0
             reservation = res.budget.reserve(a.ctx.task_id, worst, estimate)
         spent, tokens = 0.0, 0
         try:

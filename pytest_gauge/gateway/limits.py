@@ -49,6 +49,7 @@ __all__ = [
     "StateStore",
     "model_key",
     "model_wait",
+    "output_tokens_cap",
     "prompt_tokens_estimate",
     "reset_model_wait_hook",
     "set_model_wait_hook",
@@ -118,12 +119,25 @@ class StateStore(Protocol):
 
 
 def prompt_tokens_estimate(body: Mapping[str, Any]) -> int:
-    """The prompt tokens of a chat request body before it is sent (its messages' text and its tools'
-    JSON, four characters a token): what the rate limits and the budgets reserve with ``max_tokens``."""
+    """The prompt tokens of a request body of any wire format before it is sent (its messages' text,
+    Messages' ``system``, Responses' ``instructions`` and ``input``, its tools' JSON; four characters a
+    token): what the rate limits and the budgets reserve with :func:`output_tokens_cap`. A chat body's
+    estimate is its messages' and tools' alone, as it always was."""
     messages = body.get("messages") or []
     tools = body.get("tools")
     chars = sum(len(str(m.get("content") or "")) for m in messages) + (len(json.dumps(tools)) if tools else 0)
+    for key in ("system", "instructions", "input"):  # never in a chat body
+        part = body.get(key)
+        if part:
+            chars += len(part) if isinstance(part, str) else len(json.dumps(part))
     return chars // 4 + 1
+
+
+def output_tokens_cap(body: Mapping[str, Any]) -> int:
+    """The most output tokens a request body allows: ``max_tokens`` (Chat, Messages) or
+    ``max_output_tokens`` (Responses); 0 when it sets none."""
+    cap = body.get("max_tokens") or body.get("max_output_tokens") or 0
+    return int(cap) if isinstance(cap, int | float) and not isinstance(cap, bool) else 0
 
 
 class ConcurrencySlots:

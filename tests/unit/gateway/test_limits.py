@@ -66,3 +66,20 @@ def test_shared_rate_limit_spaces_requests(tmp_path: Path) -> None:
     assert elapsed >= 0.4  # 10 from the full bucket, then 5 more at 10/s
     assert limiter.waited_s > 0
     assert json.loads((tmp_path / "rate.json").read_text())["req_level"] < 1
+
+
+def test_estimates_read_every_wire_formats_body() -> None:
+    """What limits and budgets reserve for a request of each format (a chat body's as before)."""
+    from pytest_gauge.gateway.limits import output_tokens_cap, prompt_tokens_estimate
+
+    text = "x" * 400
+    chat = {
+        "messages": [{"role": "system", "content": text}, {"role": "user", "content": text}],
+        "max_tokens": 50,
+    }
+    messages = {"system": text, "messages": [{"role": "user", "content": text}], "max_tokens": 50}
+    responses = {"instructions": text, "input": text, "max_output_tokens": 50}
+    assert prompt_tokens_estimate(chat) == 201
+    assert 200 <= prompt_tokens_estimate(messages) <= 205 and prompt_tokens_estimate(responses) == 201
+    assert output_tokens_cap(chat) == output_tokens_cap(messages) == output_tokens_cap(responses) == 50
+    assert output_tokens_cap({}) == 0 and output_tokens_cap({"max_tokens": True}) == 0
