@@ -17,6 +17,7 @@ from .fixtures import (
     Reply,
     Spent,
 )
+from .gateway.proxy import ProxyRoute, client_environment
 from .records import CaseRecord, Judgment, LedgerRecord, ToolCall, Transcript, Turn, Usage
 from .suite.declare import (
     BestOf,
@@ -53,6 +54,7 @@ __all__ = [
     "Judgment",
     "LedgerRecord",
     "ModelAgent",
+    "ProxyRoute",
     "Reflection",
     "Reply",
     "RuleResult",
@@ -70,6 +72,7 @@ __all__ = [
     "UserSimulator",
     "best_of",
     "claude_code",
+    "client_environment",
     "codex",
     "env_model",
     "reflection",

@@ -11,6 +11,7 @@ import asyncio
 import http.client
 import json
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -375,3 +376,58 @@ def test_a_program_agents_calls_go_through_the_proxy_as_its_transcripts(pytester
     assert len(set(ids)) == len(ids)  # the program's calls are numbered with the transcript's own
     program_calls = [r for r in mine if r.role == "agent"]
     assert [r.model for r in program_calls] == ["sim-prog"] and program_calls[0].usage is not None
+
+
+def test_on_replay_a_client_reaches_its_own_proxy_and_nothing_else(proxy: RecordingProxy) -> None:
+    from pytest_gauge.gateway import backends
+
+    other = socket.create_server(("127.0.0.1", 0))
+    route = proxy.register(CTX, calls=FakeCalls())
+    was_active = backends.replay_guard.active
+    try:
+        backends.install_replay_guard()
+        reply = _openai(route).chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
+        assert reply.choices[0].message.content == "Refunds take 30 days."
+        with pytest.raises(ConnectionRefusedError):
+            socket.create_connection(("127.0.0.1", other.getsockname()[1]), timeout=5)
+    finally:
+        backends.replay_guard.active = was_active
+        other.close()
+    proxy.close()
+    assert ("127.0.0.1", route.port) not in backends.replay_guard.allowed  # a closed proxy is no exception
+
+
+TWO_WORKERS = """
+import hashlib
+import os
+from pathlib import Path
+
+import openai
+import pytest
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4])
+def test_route(gauge_proxy, n: int) -> None:
+    client = openai.OpenAI(base_url=gauge_proxy.openai_base_url, api_key=gauge_proxy.token)
+    ask = [{"role": "user", "content": f"Question {n}?"}]
+    assert client.chat.completions.create(model="sim-agent", messages=ask, max_tokens=32).choices
+    seen = Path("tokens") / f"{n}-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"
+    seen.parent.mkdir(exist_ok=True)
+    seen.write_text(hashlib.sha256(gauge_proxy.token.encode()).hexdigest())
+"""
+
+
+@pytest.mark.slow
+def test_every_worker_serves_the_controllers_token(pytester: pytest.Pytester) -> None:
+    """Under xdist each worker has its own proxy, all with the one token the controller made."""
+    pytester.makeini("[pytest]\ngauge_backend = sim\n")
+    pytester.makepyfile(test_two=TWO_WORKERS)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", "--gauge-no-progress")
+    result.assert_outcomes(passed=4)
+    tokens = {p.name: p.read_text() for p in (pytester.path / "tokens").iterdir()}
+    assert len({name.split("-")[1] for name in tokens}) == 2 and len(set(tokens.values())) == 1
+    rows = [
+        LedgerRecord.from_json(r)
+        for r in read_jsonl(pytester.path / "gauge-out" / "_tests" / "agent_runs.jsonl")
+    ]
+    assert sorted(r.call_id for r in rows) == [f"test_two.py::test_route[{n}]#1" for n in range(1, 5)]
