@@ -16,6 +16,7 @@ from typing import Any
 
 from ..records import Transcript, Turn
 from ..run.dialogue import REFLECTION_PROMPT
+from ..run.mcp_tools import MCP_SERVER_NAME
 from ..suite.rules import Rule, SimHint
 from ..suite.sim_profiles import SimAgent
 from ..suite.tasks import Task
@@ -85,13 +86,24 @@ def _clip(u: float) -> float:
     return min(max(u, 1e-12), 1 - 1e-12)
 
 
+_MCP_PREFIXES = (f"mcp__{MCP_SERVER_NAME}__", f"{MCP_SERVER_NAME}__")
+"""How program agents name the suite's tools served over MCP: Claude Code ``mcp__gauge__<tool>``,
+Codex ``gauge__<tool>`` (docs/protocol.md#mcp)."""
+
+
 def _offered_tools(body: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """The request's tools by name; a suite tool a program agent offers under its MCP name is also
+    found under the suite's name (the rules' hints name it so), its function keeping the offered name."""
     offered: dict[str, dict[str, Any]] = {}
     for tool in body.get("tools") or []:
         if isinstance(tool, dict):
             fn = tool.get("function") or {}
             if isinstance(fn, dict) and isinstance(fn.get("name"), str):
                 offered[fn["name"]] = fn
+    for name, fn in list(offered.items()):
+        bare = next((name[len(p) :] for p in _MCP_PREFIXES if name.startswith(p)), None)
+        if bare and bare not in offered:
+            offered[bare] = fn
     return offered
 
 
@@ -159,7 +171,7 @@ def _tool_plan(
     r_extra, r_where, r_which = rng.random(), rng.random(), rng.random()
     planned = {c.name for c in merged.tool_calls()}
     avoided = merged.avoid_strong | merged.avoid_weak
-    others = sorted(n for n in offered if n not in planned and n not in avoided)
+    others = sorted(n for n in offered if n == offered[n]["name"] and n not in planned and n not in avoided)
     if others and r_extra < 0.2 * err:
         extra = others[int(r_which * len(others))]
         raw = json.dumps(_example_args(offered[extra]), ensure_ascii=False)
@@ -248,6 +260,7 @@ def agent_reply(
         made = len(tool_msgs)
         if made < len(plan) and not _blocked(plan[made][0], plan[:made], tool_msgs, guarded):
             name, raw = plan[made]
+            name = str(offered[name]["name"])  # the name the request offered it under (an MCP name)
             call = {"id": f"call_{made}", "type": "function", "function": {"name": name, "arguments": raw}}
             return AgentOutput(None, (call,))
 

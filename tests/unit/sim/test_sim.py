@@ -434,6 +434,23 @@ def test_tool_calls_have_the_openai_shape_one_per_response() -> None:
     assert "The tool returned" in tr.final_reply  # the final reply mentions the results
 
 
+@pytest.mark.parametrize("prefix", ["mcp__gauge__", "gauge__"])  # Claude Code's and Codex's MCP names
+def test_tools_offered_under_their_mcp_names_are_called_so(prefix: str) -> None:
+    renamed = [
+        {**t, "function": {**t["function"], "name": prefix + t["function"]["name"]}}
+        for t in FakeTools.SCHEMAS
+    ]
+
+    async def go() -> Any:
+        c = client_for(world())
+        return await create(c, **agent_body(TOOLS.task_prompt, model="m-perfect", tools=renamed))
+
+    (call,) = run(go).choices[0].message.tool_calls
+    assert call.function.name == prefix + "lookup" and json.loads(call.function.arguments) == {
+        "order_id": "123"
+    }
+
+
 def test_agent_stops_calling_after_a_failed_precondition_when_it_keeps_that_rule() -> None:
     tr = run(lambda: dialogue(client_for(world()), GUARDED, "m-perfect"))
     assert [c.name for c in tr.tool_calls()] == ["lookup"]
