@@ -322,13 +322,13 @@ class GaugeState:
         return max(own, others)
 
     def close(self) -> None:
-        """Stop this process's proxy and engine and close its ledger (idempotent); its last counters
-        written."""
-        if self.proxy is not None:
-            self.proxy.close()
+        """Stop this process's engine, then its proxy (the units the engine lets finish may be program
+        agents still calling it), and close its ledger (idempotent); its last counters written."""
         if self.engine is not None:
             self.engine.stop()
             self.write_progress()
+        if self.proxy is not None:
+            self.proxy.close()
         if self.shared is not None:
             self.shared.resources.ledger.close()
 

@@ -431,3 +431,38 @@ def test_every_worker_serves_the_controllers_token(pytester: pytest.Pytester) ->
         for r in read_jsonl(pytester.path / "gauge-out" / "_tests" / "agent_runs.jsonl")
     ]
     assert sorted(r.call_id for r in rows) == [f"test_two.py::test_route[{n}]#1" for n in range(1, 5)]
+
+
+def test_a_bug_behind_the_proxy_is_a_500_naming_it(proxy: RecordingProxy) -> None:
+    class Broken(FakeCalls):
+        async def call(self, seq: int, role: str, model: str, api: Api, body: dict[str, Any]) -> WireReply:
+            raise RuntimeError("boom")
+
+    route = proxy.register(CTX, calls=Broken())
+    with pytest.raises(openai.InternalServerError, match="internal error \\(RuntimeError: boom\\)"):
+        _openai(route).chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
+
+
+async def _cancel_all() -> None:
+    tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def test_closed_once_the_loop_has_stopped() -> None:
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    served = RecordingProxy(new_proxy_token(), loop)
+    route = served.register(CTX, calls=FakeCalls())
+    assert _openai(route).chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
+    asyncio.run_coroutine_threadsafe(_cancel_all(), loop).result(5)  # the engine ended first: its
+    loop.call_soon_threadsafe(loop.stop)  # tasks cancelled (the connections' too), its loop stopped
+    thread.join(5)
+    served.close()
+    loop.close()
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(("127.0.0.1", route.port), timeout=5)
+    with pytest.raises(RuntimeError, match="closed"):
+        served.register(CTX, calls=FakeCalls())
