@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -295,6 +296,26 @@ def test_case_view_lists_every_verdict_and_the_ledger(page: Any, tmp_path: Path)
     assert verdicts[1][6] == "{oops malformed verdict"
     assert [r[0] for r in judge_calls] == ["judge/t1-alpha-vs-beta-AB/0/0#1"]
     assert [r[0] for r in slot_a_calls] == ["transcript/t1/alpha/0#1"] and slot_b_calls == []
+
+
+def test_ledger_tables_show_cache_reads_and_writes_when_a_call_used_the_cache(
+    page: Any, tmp_path: Path
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    from pytest_gauge.records import Usage
+
+    out = tiny_outputs()
+    cached = Usage(10, 2, cached_input_tokens=300, cache_write_tokens=40)
+    out = replace(out, ledger=tuple(replace(x, usage=cached) if x.role == "judge" else x for x in out.ledger))
+    path = tmp_path / "index.html"
+    path.write_text(render_suite_html(out, redactor_of(tiny_outputs())), encoding="utf-8")
+    _open(page, path, "#case=0")
+    judge_calls = page.find_elements(By.CSS_SELECTOR, "#case table")[1]
+    head = [th.text for th in judge_calls.find_elements(By.CSS_SELECTOR, "thead th")]
+    assert head[5:8] == ["in", "cache read", "cache write"]
+    cells = [td.text for td in judge_calls.find_elements(By.CSS_SELECTOR, "tbody td")]
+    assert cells[5:9] == ["350", "300", "40", "2"]  # every input token, then the cache's parts, then out
 
 
 def test_a_cut_transcript_names_its_file_only_once_the_agents_are_revealed(page: Any, tmp_path: Path) -> None:

@@ -291,9 +291,13 @@
         el("span", { class: "status" }, r[1] ? "pass " : "fail "), r[0], el("span", { class: "muted" }, " — " + r[2])))));
   }
 
+  // ledger lines carry cache reads and writes (x[11], x[12]) only when some call used the prompt cache
+  const cacheCols = D.ledger.some((x) => x.length > 11);
+  const count = (v) => td(v === null || v === undefined ? "–" : v, "num");
   function ledgerTable(idx) {
-    return table([["call"], ["attempt", "num"], ["status"], ["role"], ["model"], ["in", "num"], ["out", "num"], ["cost", "num"], ["finish"], ["error"]],
-      idx.map((i) => { const x = D.ledger[i]; return el("tr", null, td(x[0]), td(x[1], "num"), td(x[2]), td(x[3]), td(x[4]), td(x[5] === null ? "–" : x[5], "num"), td(x[6] === null ? "–" : x[6], "num"), td(x[10] ? "unknown (no usage)" : money(x[7]), "num"), td(x[8] || ""), td(x[9] || "")); }));
+    const cache = cacheCols ? [["cache read", "num"], ["cache write", "num"]] : [];
+    return table([["call"], ["attempt", "num"], ["status"], ["role"], ["model"], ["in", "num"], ...cache, ["out", "num"], ["cost", "num"], ["finish"], ["error"]],
+      idx.map((i) => { const x = D.ledger[i]; return el("tr", null, td(x[0]), td(x[1], "num"), td(x[2]), td(x[3]), td(x[4]), count(x[5]), ...(cacheCols ? [count(x[11]), count(x[12])] : []), count(x[6]), td(x[10] ? "unknown (no usage)" : money(x[7]), "num"), td(x[8] || ""), td(x[9] || "")); }));
   }
 
   function slotView(slot, ti, agent, side, reward) {

@@ -111,9 +111,11 @@ def _transcript(row: TranscriptRow, task_index: dict[str, int], redact: Redact, 
     return doc
 
 
-def _ledger_line(x: LedgerRecord) -> list[Any]:
+def _ledger_line(x: LedgerRecord, cache: bool = False) -> list[Any]:
+    """One ledger line of the page; with ``cache`` (some call of the suite read or wrote the provider's
+    prompt cache) its cache reads and writes last, so a page without any keeps its bytes."""
     usage = x.usage
-    return [
+    line = [
         x.call_id,
         x.attempt,
         x.status,
@@ -126,6 +128,14 @@ def _ledger_line(x: LedgerRecord) -> list[Any]:
         x.error,
         x.usage_missing,
     ]
+    if cache:
+        line += [usage.cached_input_tokens, usage.cache_write_tokens] if usage else [None, None]
+    return line
+
+
+def _caching(ledger: Sequence[LedgerRecord]) -> bool:
+    """Whether a call of the ledger read from or wrote to the provider's prompt cache."""
+    return any(x.usage and (x.usage.cached_input_tokens or x.usage.cache_write_tokens) for x in ledger)
 
 
 def _work_owner(work: str) -> tuple[str, str | TranscriptKey] | None:
@@ -285,6 +295,7 @@ def build_payload(out: SuiteOutputs, redact: Redact) -> dict[str, Any]:
     _link_ledger(out.ledger, ix.where, cases, transcripts)
     gates = sorted(out.gates, key=lambda g: gate_rank(g.status))
     by_id = {r.case_id: i for i, r in enumerate(out.records)}
+    caching = _caching(out.ledger)
     return {
         "backend": out.backend,
         "cases": cases,
@@ -296,7 +307,7 @@ def build_payload(out: SuiteOutputs, redact: Redact) -> dict[str, Any]:
         "gates": [_gate(g, by_id) for g in gates],
         "glossary": [[m.name, m.description] for m in METRICS],
         "human": out.human,
-        "ledger": [_ledger_line(x) for x in out.ledger],
+        "ledger": [_ledger_line(x, caching) for x in out.ledger],
         "metrics": [[m.name, m.value, m.low, m.high, m.n, m.method] for m in out.metrics],
         "pairs": [
             [pid, firsts[pid].agent_left, firsts[pid].agent_right, out.pair_class.get(pid, "")]
