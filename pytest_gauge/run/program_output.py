@@ -138,8 +138,9 @@ def _codex_item(item: dict[str, Any], out: ProgramReply) -> None:
         code = item.get("exit_code")
         call.return_code = code if isinstance(code, int) else 1
         out.tool_calls.append(call)
-    elif kind == "mcp_tool_call":
-        call = _call(call_id, str(item.get("tool", "")), item.get("arguments"))
+    elif kind == "mcp_tool_call":  # named as Claude Code names an MCP tool: mcp__<server>__<tool>
+        name = f"mcp__{item.get('server', '')}__{item.get('tool', '')}"
+        call = _call(call_id, name, item.get("arguments"))
         result = item.get("result")
         call.result = _text_of(result.get("content")) if isinstance(result, dict) else ""
         error = item.get("error")

@@ -53,11 +53,13 @@ def find_task(tasks: Sequence[Task], prompt: str) -> Task | None:
     return None
 
 
-def _first_user_text(messages: Sequence[Mapping[str, Any]]) -> str:
-    for m in messages:
-        if m.get("role") == "user":
-            return message_text(dict(m))
-    return ""
+def _opening(tasks: Sequence[Task], users: Sequence[Mapping[str, Any]]) -> int:
+    """Which user message opens the task: the first that holds a task's prompt (an agent program sends
+    its own context as user messages before it: Codex's AGENTS.md and environment), else the first."""
+    for i, m in enumerate(users):
+        if find_task(tasks, message_text(dict(m))) is not None:
+            return i
+    return 0
 
 
 REFLECTION_KEEP = 0.7
@@ -229,7 +231,9 @@ def agent_reply(
     """The agent's next message for the conversation in ``body`` (a pure function of its arguments)."""
     model = str(body.get("model", ""))
     messages: list[dict[str, Any]] = [m for m in body.get("messages") or [] if isinstance(m, dict)]
-    first_user = _first_user_text(messages)
+    users = [m for m in messages if m.get("role") == "user"]
+    opening = _opening(tasks, users)
+    first_user = message_text(users[opening]) if users else ""
     task = find_task(tasks, first_user)
     zh = has_cjk(task.task_prompt if task else first_user)
     key: tuple[Any, ...] = (world_seed, model, task.task_id if task else "", body.get("seed") or 0)
@@ -249,7 +253,7 @@ def agent_reply(
                 hints.append((_adjusted_hint(rule, satisfy, zh, guarded), satisfy))
     merged = merge_hints(hints)
 
-    user_turns = [m for m in messages if m.get("role") == "user"]
+    user_turns = users[opening:]
     tool_msgs = [message_text(m) for m in messages if m.get("role") == "tool"]
     if merged.ask_first and len(user_turns) <= 1:
         return AgentOutput(clarifying_question(zh))

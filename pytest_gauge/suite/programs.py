@@ -177,6 +177,9 @@ def claude_code(
             "DISABLE_AUTOUPDATER": "1",
             "DISABLE_TELEMETRY": "1",
             "DISABLE_ERROR_REPORTING": "1",
+            # the suite's MCP tools in every request, not deferred behind ToolSearch (which a model
+            # must call first: the simulator, and a test of tool use, want the tool offered as such)
+            "ENABLE_TOOL_SEARCH": "false",
         }
 
     return CommandAgent(
@@ -207,6 +210,9 @@ def _toml(value: Any) -> str:
     return json.dumps(str(value))
 
 
+CODEX_MCP_DEFAULTS = {"startup_timeout_sec": 30, "required": True, "default_tools_approval_mode": "approve"}
+
+
 def codex_config(model: str, base_url: str, mcp_servers: Mapping[str, Mapping[str, Any]]) -> str:
     """Codex's ``config.toml`` for one transcript: the model, a provider for the proxy (``base_url``,
     ``env_key``, ``wire_api = "responses"``: Codex refuses ``"chat"``), no update check, no
@@ -226,9 +232,11 @@ def codex_config(model: str, base_url: str, mcp_servers: Mapping[str, Mapping[st
         'wire_api = "responses"',
     ]
     for server, spec in mcp_servers.items():
+        # a server Codex waits for (else a slow start leaves its tools out of the first request), its
+        # tools approved (else "requires approval, but approval policy is never" in exec)
+        block = {k: v for k, v in spec.items() if k != "type"} | CODEX_MCP_DEFAULTS
         lines += ["", f"[mcp_servers.{json.dumps(str(server))}]"]
-        # Codex waits 10 s for a server by default: an interpreter importing a suite may take longer
-        lines += [f"{key} = {_toml(value)}" for key, value in {"startup_timeout_sec": 30, **spec}.items()]
+        lines += [f"{key} = {_toml(value)}" for key, value in block.items()]
     return "\n".join(lines) + "\n"
 
 

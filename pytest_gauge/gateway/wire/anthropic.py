@@ -570,8 +570,13 @@ def _from_message(m: dict[str, Any]) -> list[dict[str, Any]]:
         if calls:
             out["tool_calls"] = calls
         return [out]
+    if role == "system":  # Claude Code sends some context (its MCP servers' instructions) this way
+        text = "".join(
+            str(b.get("text") or "") for b in blocks if isinstance(b, dict) and b.get("type") == "text"
+        )
+        return [{"role": "system", "content": text}]
     if role != "user":
-        raise ValueError(f"messages: role {role!r} is not 'user' or 'assistant'")
+        raise ValueError(f"messages: role {role!r} is not 'user', 'assistant' or 'system'")
     results = [
         {"role": "tool", "tool_call_id": str(b.get("tool_use_id") or ""), "content": _text(b.get("content"))}
         for b in blocks

@@ -346,10 +346,13 @@ def _add_item(messages: list[dict[str, Any]], i: int, item: Any) -> None:
             raise ValueError(f"'input[{i}].role' must be user, assistant, system or developer")
         messages.append({"role": item["role"], "content": _chat_content(item.get("content"))})
     elif kind == "function_call":
+        name = item.get("name")
+        if isinstance(item.get("namespace"), str):  # a namespace tool's call, by its chat name
+            name = f"{item['namespace']}__{name}"
         call = {
             "id": item.get("call_id"),
             "type": "function",
-            "function": {"name": item.get("name"), "arguments": item.get("arguments") or ""},
+            "function": {"name": name, "arguments": item.get("arguments") or ""},
         }
         _call_message(messages).setdefault("tool_calls", []).append(call)
     elif kind == "function_call_output":
@@ -382,11 +385,36 @@ def _messages(body: dict[str, Any]) -> list[dict[str, Any]]:
     return messages
 
 
-def _tools_in(tools: Any) -> list[dict[str, Any]]:
-    """Responses function tools as chat tools (other tool types, hosted ones, are left out: nothing
-    here can run them)."""
-    out: list[dict[str, Any]] = []
+def _namespaced(tools: Any) -> dict[str, tuple[str, str]]:
+    """The chat names of the functions inside ``namespace`` tools (Codex offers an MCP server's tools as
+    ``{"type": "namespace", "name": "mcp__gauge", "tools": [...]}``): ``<namespace>__<name>`` ->
+    (namespace, name)."""
+    out: dict[str, tuple[str, str]] = {}
     for tool in tools if isinstance(tools, list) else []:
+        if isinstance(tool, dict) and tool.get("type") == "namespace" and isinstance(tool.get("name"), str):
+            for inner in tool.get("tools") or []:
+                if isinstance(inner, dict) and isinstance(inner.get("name"), str):
+                    out[f"{tool['name']}__{inner['name']}"] = (tool["name"], inner["name"])
+    return out
+
+
+def _flat_tools(tools: Any) -> list[Any]:
+    """The function tools, a namespace's as ``<namespace>__<name>`` (see :func:`_namespaced`)."""
+    out: list[Any] = []
+    for tool in tools if isinstance(tools, list) else []:
+        if isinstance(tool, dict) and tool.get("type") == "namespace" and isinstance(tool.get("name"), str):
+            inner = [t for t in tool.get("tools") or [] if isinstance(t, dict)]
+            out += [{**t, "name": f"{tool['name']}__{t.get('name')}"} for t in inner]
+        else:
+            out.append(tool)
+    return out
+
+
+def _tools_in(tools: Any) -> list[dict[str, Any]]:
+    """Responses function tools as chat tools, a namespace's functions included (other tool types,
+    hosted ones, are left out: nothing here can run them)."""
+    out: list[dict[str, Any]] = []
+    for tool in _flat_tools(tools):
         if not isinstance(tool, dict) or tool.get("type") != "function":
             continue
         fn: dict[str, Any] = {"name": tool.get("name")}
@@ -463,9 +491,12 @@ def _responses_usage(usage: Any) -> dict[str, Any] | None:
     }
 
 
-def _output_items(completion: dict[str, Any], status: str) -> list[dict[str, Any]]:
+def _output_items(
+    completion: dict[str, Any], status: str, namespaced: dict[str, tuple[str, str]] | None = None
+) -> list[dict[str, Any]]:
     """The completion's message as output items: its text as a ``message`` item, its tool calls as
-    ``function_call`` items (``call_id`` the chat call's id)."""
+    ``function_call`` items (``call_id`` the chat call's id; a namespace tool's call with its
+    ``namespace`` and own name, as the client offered it)."""
     choice = (completion.get("choices") or [{}])[0]
     message = choice.get("message") or {}
     calls = message.get("tool_calls") or []
@@ -495,6 +526,9 @@ def _output_items(completion: dict[str, Any], status: str) -> list[dict[str, Any
                 "arguments": fn.get("arguments") or "",
             }
         )
+        space = (namespaced or {}).get(str(fn.get("name")))
+        if space is not None:
+            items[-1].update(namespace=space[0], name=space[1])
     return items
 
 
@@ -517,7 +551,9 @@ def _response(completion: dict[str, Any], request: dict[str, Any]) -> dict[str, 
         "max_output_tokens": request.get("max_output_tokens"),
         "metadata": request.get("metadata") or {},
         "model": completion.get("model") or request.get("model"),
-        "output": _output_items(completion, "incomplete" if incomplete else "completed"),
+        "output": _output_items(
+            completion, "incomplete" if incomplete else "completed", _namespaced(request.get("tools"))
+        ),
         "parallel_tool_calls": request.get("parallel_tool_calls", True),
         "previous_response_id": None,
         "reasoning": request.get("reasoning") or {"effort": None, "summary": None},

@@ -98,7 +98,11 @@ def test_codex_stream_gives_reply_thread_commands_mcp_calls_and_usage() -> None:
     assert out.reply == "Hello from the recorder."
     shell, lookup = out.tool_calls
     assert shell.name == "command_execution" and shell.return_code == 0
-    assert (lookup.name, lookup.arguments, lookup.result) == ("lookup_order", {"order_id": "A1"}, "shipped")
+    assert (lookup.name, lookup.arguments, lookup.result) == (
+        "mcp__gauge__lookup_order",
+        {"order_id": "A1"},
+        "shipped",
+    )
     assert out.usage == {
         "input_tokens": 60,
         "cached_input_tokens": 0,
@@ -164,12 +168,10 @@ def test_codex_preset_config_toml_and_environment(tmp_path: Path) -> None:
     assert provider["base_url"] == ENDPOINT.base_urls["responses"]
     assert provider["wire_api"] == "responses"
     assert env[provider["env_key"]] == ENDPOINT.token
-    assert config["mcp_servers"]["gauge"] == {
-        "startup_timeout_sec": 30,
-        "command": "python",
-        "args": ["-m", "x"],
-        "env": {"A": "1"},
-    }
+    server = config["mcp_servers"]["gauge"]
+    assert (server["command"], server["args"], server["env"]) == ("python", ["-m", "x"], {"A": "1"})
+    assert server["startup_timeout_sec"] == 30
+    assert server["required"] is True and server["default_tools_approval_mode"] == "approve"
     assert config["analytics"]["enabled"] is False
     assert env["CODEX_HOME"] == str(setup.home / "codex")
     assert not any(k.startswith(("ANTHROPIC_", "OPENAI_", "CLAUDECODE")) for k in env)
