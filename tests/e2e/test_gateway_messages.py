@@ -12,6 +12,7 @@ from typing import Any
 import openai
 import pytest
 
+from pytest_gauge.gateway.errors import GatewayError, rejects_format
 from pytest_gauge.gateway.gateway import (
     CallContext,
     Gateway,
@@ -27,7 +28,7 @@ from pytest_gauge.records import Transcript, Turn
 from pytest_gauge.records.prices import Price, PriceTable
 from pytest_gauge.run.judge import Redactor, build_judge_messages, parse_verdict
 from pytest_gauge.suite.declare import MODEL_VARIABLES
-from pytest_gauge.suite.response_format import JSON_SCHEMA
+from pytest_gauge.suite.response_format import JSON_OBJECT, JSON_SCHEMA
 from pytest_gauge.suite.rules import parse_rules
 from pytest_gauge.suite.tasks import Task
 from pytest_gauge.testing import FaultPlan, LoopbackServer, completion, scheduled_fault
@@ -188,3 +189,32 @@ def test_the_key_as_x_api_key(tmp_path: Path) -> None:
         headers = srv.headers_seen
     assert result.content == "ok: hi"
     assert headers[0]["x-api-key"] == KEY and "authorization" not in headers[0]
+
+
+def test_a_refused_verdict_tool_is_a_format_refusal_and_json_object_is_the_prompt_alone(
+    tmp_path: Path,
+) -> None:
+    """The judge's fallback over Messages: a server refusing the forced tool (here: the loopback server
+    refusing the json_schema format it stands for) is a format refusal, not retried; the next step,
+    json_object, has no Messages form and is answered."""
+    plan = FaultPlan(reject_response_formats=frozenset({"json_schema"}), judge_prefers="B")
+    with LoopbackServer(faults=plan) as srv:
+        gw = gateway(tmp_path, srv)
+        ctx = CallContext("s", "t1", "judgment/t1/0")
+
+        async def both() -> tuple[BaseException | None, Any]:
+            try:
+                await gw.chat(ctx, 1, "judge", MODEL, judge_body(), api="anthropic")
+            except GatewayError as exc:
+                error: BaseException | None = exc
+            else:
+                error = None
+            body = {**judge_body(), "response_format": JSON_OBJECT}
+            return error, await gw.chat(ctx, 2, "judge", MODEL, body, api="anthropic")
+
+        refused, fallback = asyncio.run(both())
+        bodies = srv.bodies
+    assert isinstance(refused, GatewayError) and rejects_format(refused) and refused.status == 400
+    assert [r.status for r in ledger(tmp_path)] == ["http_400", "ok"]  # the refusal is not retried
+    assert bodies[0]["tool_choice"]["name"] == JSON_TOOL and "tools" not in bodies[1]
+    assert parse_verdict(fallback.content, fallback.finish_reason).choice == "B"
