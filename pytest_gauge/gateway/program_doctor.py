@@ -130,23 +130,7 @@ def anthropic_setting_findings(environ: Mapping[str, str], base_url: str, codex_
         found.append(_line("warn", "ANTHROPIC_*", message, fix))
     raw = environ.get("ANTHROPIC_BASE_URL", "").strip()
     if raw:
-        problem = url_problem(raw)
-        gateway = _gateway_root(base_url)
-        if problem is not None:
-            found.append(
-                _line(
-                    "warn",
-                    "ANTHROPIC_BASE_URL",
-                    f"{show_url(raw)} has {problem[0]}",
-                    f"export ANTHROPIC_BASE_URL={_gateway_root(problem[1])}",
-                )
-            )
-        elif _gateway_root(raw).rstrip("/").lower() != gateway.rstrip("/").lower():
-            message = (
-                f"{show_url(raw)} is not the configured gateway {gateway} ({URL_VARIABLE}):"
-                " Claude Code's calls go elsewhere (401/404)"
-            )
-            found.append(_line("warn", "ANTHROPIC_BASE_URL", message, f"export ANTHROPIC_BASE_URL={gateway}"))
+        found += _anthropic_url(raw, _gateway_root(base_url))
     if codex_used and set_:
         message = (
             f"{', '.join(set_)} exported where Codex runs: a provider reading them sends an Anthropic key"
@@ -156,6 +140,34 @@ def anthropic_setting_findings(environ: Mapping[str, str], base_url: str, codex_
             _line("warn", "ANTHROPIC_* and Codex", message + " to an OpenAI-style endpoint (401)", fix)
         )
     return found
+
+
+def _same(a: str, b: str) -> bool:
+    return a.rstrip("/").lower() == b.rstrip("/").lower()
+
+
+def _anthropic_url(raw: str, gateway: str) -> list[Finding]:
+    """``ANTHROPIC_BASE_URL``: tracking parameters or ``/v1/v1`` (fixed to the clean URL), or another
+    host than the gateway (fixed to the gateway's root); one line either way."""
+    problem = url_problem(raw)
+    clean = _gateway_root(problem[1]) if problem is not None else _gateway_root(raw)
+    elsewhere = not _same(clean, gateway)
+    if problem is None and not elsewhere:
+        return []
+    what = [f"has {problem[0]}"] if problem is not None else []
+    if elsewhere:
+        what.append(
+            f"is not the configured gateway {gateway} ({URL_VARIABLE}): Claude Code's calls go elsewhere"
+        )
+    message = f"{show_url(raw)} {' and '.join(what)} (401/404)"
+    return [
+        _line(
+            "warn",
+            "ANTHROPIC_BASE_URL",
+            message,
+            f"export ANTHROPIC_BASE_URL={gateway if elsewhere else clean}",
+        )
+    ]
 
 
 def codex_provider_findings(where: str, table: Mapping[str, Any]) -> list[Finding]:

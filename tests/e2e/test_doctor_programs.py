@@ -161,3 +161,12 @@ def test_the_cli_finds_the_programs_of_a_suite(tmp_path: Path, server: LoopbackS
     [missing] = lines(out.getvalue(), "fail")
     assert "program gauge-no-such-program: not found on PATH (used by prog/tool)" in missing
     assert "fix: install 'gauge-no-such-program' or put it on PATH" in missing
+
+
+def test_anthropic_base_url_with_a_doubled_v1_elsewhere_is_fixed_to_the_gateway(
+    tmp_path: Path, server: LoopbackServer
+) -> None:
+    env = environ(tmp_path, server.base_url, ANTHROPIC_BASE_URL="https://api.anthropic.com/v1/v1")
+    line = only_warning(doctor(env))
+    assert "has a doubled '/v1/v1' and is not the configured gateway" in line
+    assert line.endswith(f"fix: export ANTHROPIC_BASE_URL={server.base_url.removesuffix('/v1')}")
