@@ -98,10 +98,11 @@ class HttpSession:
         async with httpx2.AsyncClient(timeout=agent.timeout, transport=self.transport) as client:
             for attempt in range(1, attempts + 1):
                 started = time.perf_counter()
-                try:
-                    response = await client.post(agent.url, content=body, headers=sent)
+                try:  # the timeout bounds the whole attempt (a service dripping its answer too)
+                    post = client.post(agent.url, content=body, headers=sent)
+                    response = await asyncio.wait_for(post, agent.timeout)
                     data = response.content[:MAX_BODY]
-                except (httpx2.TimeoutException, httpx2.TransportError) as exc:
+                except (TimeoutError, httpx2.TimeoutException, httpx2.TransportError) as exc:
                     if attempt == attempts:
                         raise self._failed(attempt, failure=exc) from None
                     await asyncio.sleep(agent.retry_wait * 2 ** (attempt - 1))
