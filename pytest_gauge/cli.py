@@ -272,15 +272,15 @@ def targets_of(found: Sequence[tuple[str, Any]]) -> list[Target]:
     from .suite.declare import MODEL_VARIABLES, ModelAgent
     from .suite.response_format import format_chain
 
-    users: dict[tuple[str, str], list[str]] = {}
+    users: dict[tuple[str, str, str], list[str]] = {}  # (role, model, api) -> who uses it
     chains: dict[str, tuple[dict[str, Any] | None, ...]] = {}
     for name, suite in found:
         for agent in suite.agents:
             if isinstance(agent, ModelAgent):
-                users.setdefault(("agent", agent.model), []).append(f"{name}/{agent.name}")
-        users.setdefault(("user_sim", suite.user.model), []).append(name)
+                users.setdefault(("agent", agent.model, agent.api), []).append(f"{name}/{agent.name}")
+        users.setdefault(("user_sim", suite.user.model, suite.user.api), []).append(name)
         for model in suite.judge.models():
-            users.setdefault(("judge", model), []).append(name)
+            users.setdefault(("judge", model, suite.judge.api), []).append(name)
             chains.setdefault(model, format_chain(suite.judge.response_format))
     return [
         Target(
@@ -288,8 +288,9 @@ def targets_of(found: Sequence[tuple[str, Any]]) -> list[Target]:
             f"{role} ({', '.join(dict.fromkeys(who))})",
             chains[model] if role == "judge" else (None,),
             origin=MODEL_VARIABLES.get(model),
+            api=api,
         )
-        for (role, model), who in users.items()
+        for (role, model, api), who in users.items()
     ]
 
 

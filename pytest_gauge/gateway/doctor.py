@@ -34,6 +34,7 @@ from .endpoint import (
 )
 from .endpoint import read_key as _read_key
 from .errors import rejects_format
+from .gateway import ANTHROPIC_VERSION
 from .program_doctor import (
     Finding,
     Program,
@@ -42,6 +43,7 @@ from .program_doctor import (
     program_findings,
 )
 from .redact import redact as _redact
+from .wire import wire_format
 
 __all__ = [
     "ANTHROPIC_VARIABLES",
@@ -104,6 +106,8 @@ class Target:
     """The formats to try in order (a judge's JSON-mode chain); the first one accepted is reported."""
     origin: str | None = None
     """The environment variable the model name was read from (``env_model``), for the fix."""
+    api: str = "chat"
+    """The wire format the role calls the model in (``api=``): the probe is sent in it."""
 
 
 # ------------------------------------------------------------------------------------------ helpers
@@ -333,10 +337,24 @@ def _client(base_url: str, key: str, timeout: float) -> openai.OpenAI:
     return openai.OpenAI(api_key=key, base_url=base, max_retries=0, timeout=timeout, default_query=params)
 
 
-def _ping(client: openai.OpenAI, model: str | None, response_format: dict[str, Any] | None = None) -> None:
-    """One minimal chat call (``max_tokens=1``) or, without a model, ``GET /models``. Raises on failure."""
+_PING_TOKENS = {"responses": 16}  # the least max_output_tokens OpenAI's Responses API takes
+
+
+def _ping(
+    client: openai.OpenAI, model: str | None, response_format: dict[str, Any] | None = None, api: str = "chat"
+) -> None:
+    """One minimal call (``max_tokens=1``) in the wire format ``api`` or, without a model, ``GET /models``.
+    Raises on failure."""
     if model is None:
         client.models.list()
+    elif api != "chat":
+        chat: dict[str, Any] = {"model": model, "messages": [{"role": "user", "content": "ping"}]}
+        chat["max_tokens"] = _PING_TOKENS.get(api, 1)
+        if response_format:
+            chat["response_format"] = response_format
+        fmt = wire_format(api)
+        headers = {"anthropic-version": ANTHROPIC_VERSION} if api == "anthropic" else {}
+        client.post(fmt.path, body=fmt.request_body(chat), cast_to=object, options={"headers": headers})
     else:
         client.chat.completions.create(
             model=model,
@@ -353,7 +371,7 @@ def _ping_formats(client: openai.OpenAI, target: Target, role: str) -> list[str]
     refused: list[str] = []
     for i, fmt in enumerate(target.response_formats):
         try:
-            _ping(client, target.model, fmt)
+            _ping(client, target.model, fmt, target.api)
             return refused
         except openai.APIStatusError as exc:
             error = diagnose(exc, role, target.model, 1, target.origin)
@@ -429,7 +447,8 @@ def _probe(base_url: str, key: str, target: Target | None, timeout: float) -> Ch
     if target is None:
         return Check("ok", topic, "answered")
     fmt = target.response_formats[len(refused)]
-    what = "answered a 1-token chat call" + (f" with response_format {fmt['type']}" if fmt else "")
+    call = {"chat": "chat", "anthropic": "Messages (api=anthropic)", "responses": "Responses"}[target.api]
+    what = f"answered a 1-token {call} call" + (f" with response_format {fmt['type']}" if fmt else "")
     if refused:
         fix = "nothing to do: the judge falls back the same way once per run (said in the summary)"
         return Check("warn", topic, f"{what}; {'; '.join(refused)}", fix)

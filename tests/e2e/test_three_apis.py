@@ -4,12 +4,15 @@ same records and reports with ``-n 0`` and ``-n 2``; each role's ledger lines na
 
 from __future__ import annotations
 
+import io
 import shutil
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from pytest_gauge.cli import main, suite_targets
+from pytest_gauge.testing import LoopbackServer
 from tests.helpers import DATA, MINI_INI, SharedRun, SharedRuns, normalised, read_jsonl, stable_report
 
 CASES = 5 * 1 * 2  # tasks x pairs x orders
@@ -88,3 +91,26 @@ def test_records_and_reports_are_the_same_with_two_workers(
             ), name
     tasks = [normalised(read_jsonl(out / "tasks.jsonl")) for out in outs.values()]
     assert tasks[0] == tasks[1]
+
+
+def test_doctor_probes_each_role_in_its_own_format(tmp_path: Path) -> None:
+    three_apis(tmp_path)
+    targets = {(t.roles.split(" ")[0], t.api) for t in suite_targets([str(tmp_path / "suites")])}
+    assert targets == {
+        ("agent", "chat"),
+        ("agent", "responses"),
+        ("user_sim", "chat"),
+        ("judge", "anthropic"),
+    }
+    with LoopbackServer() as srv:
+        env = {"TAOTOKEN_API_KEY": "sk-doctor-key", "TAOTOKEN_BASE_URL": srv.base_url}
+        out = io.StringIO()
+        status = main(["doctor", str(tmp_path / "suites")], environ=env, out=out, err=io.StringIO())
+        paths = srv.by_path
+        versions = [h.get("anthropic-version") for h in srv.headers_seen]
+    assert status == 0, out.getvalue()
+    assert paths == {"/v1/chat/completions": 2, "/v1/responses": 1, "/v1/messages": 1}
+    assert versions.count("2023-06-01") == 1
+    assert (
+        "answered a 1-token Messages (api=anthropic) call with response_format json_schema" in out.getvalue()
+    )
