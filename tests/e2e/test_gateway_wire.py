@@ -147,4 +147,22 @@ def test_anthropic_529_is_retried_then_named_overloaded(tmp_path: Path) -> None:
         sent = server.requests_total
     assert sent == 3  # a server fault: retried
     assert "529 the provider is overloaded, still after 3 attempts" in caught.value.cause
+    assert caught.value.cause.endswith(": Overloaded")  # Anthropic's error body, read
     assert [r.status for r in ledger(tmp_path) if r.status != "sent"] == ["http_529"] * 3
+
+
+def test_anthropic_error_bodies_are_read_for_the_diagnosis() -> None:
+    import httpx2
+    import openai
+
+    from pytest_gauge.gateway.diagnosis import error_type, server_message
+
+    body = {
+        "type": "error",
+        "error": {"type": "rate_limit_error", "message": "Number of request tokens  exceeded"},
+    }
+    request = httpx2.Request("POST", "http://127.0.0.1/v1/messages")
+    response = httpx2.Response(429, json=body, request=request)
+    exc = openai.APIStatusError("Error code: 429", response=response, body=body)
+    assert server_message(exc) == "Number of request tokens exceeded"  # whitespace folded
+    assert error_type(exc) == "rate_limit_error"
