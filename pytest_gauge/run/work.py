@@ -25,7 +25,7 @@ from ..records.work_key import WorkKey
 from ..suite.cases import Case
 from ..suite.declare import BestOf, CallableAgent, CommandAgent, HttpAgent, ModelAgent, Reflection, Suite
 from ..suite.programs import ProgramSetup
-from ..suite.rules import Score, observe_workspace, score, workspace_rules
+from ..suite.rules import Score, observe_workspace_async, score, workspace_rules
 from ..suite.tasks import Task
 from ..suite.tools import ToolExecutor
 from .dialogue import REFLECTION_PROMPT, BodyCaller, ChatResult, DialogueConfig, run_dialogue
@@ -198,11 +198,11 @@ class SuiteRuntime:
 
     async def _observed(self, task: Task, transcript: Transcript, workspace: Path | None) -> Transcript:
         """The transcript with what its task's workspace rules saw in the workspace after the dialogue
-        (commands run in a thread: the engine's loop keeps serving the other units)."""
+        (without blocking the engine's loop: the other units go on while a command runs)."""
         rules = (*task.success_criteria, *task.hard_constraints)
         if workspace is None or not workspace_rules(rules):
             return transcript
-        checks = await asyncio.to_thread(observe_workspace, rules, workspace)
+        checks = await observe_workspace_async(rules, workspace)
         return replace(transcript, workspace_checks=checks)
 
     async def transcript(self, task_id: str, agent_name: str, sample: int) -> TranscriptResult:

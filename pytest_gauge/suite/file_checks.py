@@ -5,6 +5,7 @@ folder, so the rules in :mod:`.rules` stay values and the engine runs these once
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import signal
@@ -21,6 +22,7 @@ __all__ = [
     "inside",
     "read_text",
     "run_command",
+    "run_command_async",
 ]
 
 MAX_FILE_BYTES = 8 * 1024 * 1024
@@ -95,7 +97,36 @@ def run_command(argv: Sequence[str], workspace: Path, timeout: float) -> Command
     return CommandOutcome(proc.returncode, _tail(out))
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+async def run_command_async(argv: Sequence[str], workspace: Path, timeout: float) -> CommandOutcome:
+    """:func:`run_command` on the running event loop (what the engine uses): past ``timeout``, or when
+    the unit is cancelled (Ctrl-C), the command's whole process group is killed, so no test runner is
+    left behind by a stopped run."""
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *argv,
+            cwd=workspace,
+            env=command_env(os.environ),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        return CommandOutcome(127, f"cannot start {argv[0]!r}: {exc.strerror or exc}")
+    try:
+        out, _ = await asyncio.wait_for(proc.communicate(), timeout)
+    except TimeoutError:
+        _kill_group(proc)
+        await proc.wait()
+        return CommandOutcome(None, "")
+    except asyncio.CancelledError:
+        _kill_group(proc)
+        await proc.wait()  # reaped before the loop goes (its transport closed with it)
+        raise
+    return CommandOutcome(proc.returncode, _tail(out))
+
+
+def _kill_group(proc: subprocess.Popen[bytes] | asyncio.subprocess.Process) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except ProcessLookupError:

@@ -15,6 +15,7 @@ message joined with newlines.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import json
 import math
@@ -28,7 +29,15 @@ from types import MappingProxyType
 from typing import Any, ClassVar
 
 from ..records import ToolCall, Transcript
-from .file_checks import MAX_FILE_BYTES, check_relative, inside, read_text, run_command
+from .file_checks import (
+    MAX_FILE_BYTES,
+    CommandOutcome,
+    check_relative,
+    inside,
+    read_text,
+    run_command,
+    run_command_async,
+)
 from .regex_bound import REGEX_TIMEOUT, PatternTimeout, bounded_search
 from .schema import CompiledSchema, SchemaError, compile_schema
 
@@ -68,6 +77,7 @@ __all__ = [
     "bounded_search",
     "count_words",
     "observe_workspace",
+    "observe_workspace_async",
     "parse_rule",
     "parse_rules",
     "score",
@@ -1148,6 +1158,10 @@ class WorkspaceRule(Rule):
         """Decide the rule on the workspace as the dialogue left it."""
         raise NotImplementedError
 
+    async def aobserve(self, workspace: Path) -> RuleResult:
+        """:meth:`observe` without blocking the engine's loop (in a thread; a command on the loop)."""
+        return await asyncio.to_thread(self.observe, workspace)
+
     def check(self, transcript: Transcript) -> RuleResult:
         seen = transcript.workspace_checks.get(self.key)
         if seen is None:
@@ -1294,7 +1308,12 @@ class CommandSucceeds(WorkspaceRule):
         return cls(command=argv, timeout=float(timeout), code=code, **common)
 
     def observe(self, workspace: Path) -> RuleResult:
-        outcome = run_command(self.command, workspace, self.timeout)
+        return self._result(run_command(self.command, workspace, self.timeout))
+
+    async def aobserve(self, workspace: Path) -> RuleResult:
+        return self._result(await run_command_async(self.command, workspace, self.timeout))
+
+    def _result(self, outcome: CommandOutcome) -> RuleResult:
         shown = _quote(shlex.join(self.command))
         if outcome.code is None:
             return RuleResult(
@@ -1313,6 +1332,18 @@ class CommandSucceeds(WorkspaceRule):
 def workspace_rules(rules: Sequence[Rule]) -> tuple[WorkspaceRule, ...]:
     """The workspace rules among ``rules`` (what the engine observes after a dialogue)."""
     return tuple(r for r in rules if isinstance(r, WorkspaceRule))
+
+
+async def observe_workspace_async(rules: Sequence[Rule], workspace: Path) -> dict[str, dict[str, Any]]:
+    """:func:`observe_workspace` on the engine's loop (a cancelled unit kills a running command)."""
+    seen: dict[str, dict[str, Any]] = {}
+    for rule in workspace_rules(rules):
+        try:
+            result = await rule.aobserve(workspace)
+        except OSError as exc:
+            result = RuleResult(False, f"{rule.type}: cannot check the workspace: {exc.strerror or exc}")
+        seen[rule.key] = {"passed": result.passed, "detail": result.detail}
+    return seen
 
 
 def observe_workspace(rules: Sequence[Rule], workspace: Path) -> dict[str, dict[str, Any]]:

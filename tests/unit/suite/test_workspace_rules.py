@@ -15,7 +15,7 @@ import pytest
 
 from pytest_gauge.files.workspace import workspace_for, workspace_path
 from pytest_gauge.records import Transcript
-from pytest_gauge.suite.file_checks import command_env
+from pytest_gauge.suite.file_checks import command_env, run_command_async
 from pytest_gauge.suite.rules import (
     CommandSucceeds,
     FileContains,
@@ -128,6 +128,53 @@ def test_command_timeout_kills_the_process_group(ws: Path, tmp_path: Path) -> No
         time.sleep(0.05)
     else:
         pytest.fail(f"the command's child {child} outlived the timeout")
+
+
+def _gone(pid: int) -> bool:
+    """The process has exited (or is a zombie waiting to be reaped)."""
+    for _ in range(100):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        status = Path(f"/proc/{pid}/status")
+        if status.exists() and "State:\tZ" in status.read_text():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _sleeper(pidfile: Path) -> list[str]:
+    script = (
+        "import subprocess, sys, time\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+        f"open({str(pidfile)!r}, 'w').write(str(child.pid))\n"
+        "time.sleep(60)\n"
+    )
+    return [sys.executable, "-c", script]
+
+
+def test_the_engines_command_is_killed_at_its_timeout_and_when_cancelled(ws: Path, tmp_path: Path) -> None:
+    timed = tmp_path / "timed.pid"
+    outcome = asyncio.run(run_command_async(_sleeper(timed), ws, 1.5))
+    assert outcome.code is None and _gone(int(timed.read_text()))
+    ok = asyncio.run(run_command_async([sys.executable, "-c", "print('fine')"], ws, 30))
+    assert (ok.code, ok.output) == (0, "fine")
+
+    cancelled = tmp_path / "cancelled.pid"
+
+    async def cancel_it() -> None:
+        task = asyncio.ensure_future(run_command_async(_sleeper(cancelled), ws, 60))
+        for _ in range(200):  # until the child has started
+            await asyncio.sleep(0.05)
+            if cancelled.exists() and cancelled.read_text():
+                break
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(cancel_it())
+    assert _gone(int(cancelled.read_text()))  # Ctrl-C leaves no test runner behind
 
 
 def test_command_env_has_no_key_variables() -> None:
