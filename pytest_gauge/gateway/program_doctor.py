@@ -7,6 +7,7 @@ into a message (only variable names and URLs, shown without credentials)."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import urllib.parse
@@ -106,8 +107,21 @@ def program_findings(
             fix = program.install or f"install {program.command!r} or put it on PATH"
             found.append(_line("fail", topic, f"not found on PATH{users}", fix))
             continue
-        found.append(Finding("ok", topic, f"{path} ({_version(path)}){users}"))
+        version = _version(path)
+        pinned = _pinned(program.install)
+        have = re.search(r"\d+\.\d+\.\d+", version)
+        if pinned and have and have.group(0) != pinned:
+            message = f"{path} is {have.group(0)}, the presets are set up and tested for {pinned}{users}"
+            found.append(_line("warn", topic, message, str(program.install)))
+            continue
+        found.append(Finding("ok", topic, f"{path} ({version}){users}"))
     return found
+
+
+def _pinned(install: str | None) -> str | None:
+    """The version an install command pins (``npm install -g pkg@1.2.3``), if any."""
+    match = re.search(r"@(\d+\.\d+\.\d+)\b", install or "")
+    return match.group(1) if match else None
 
 
 def _gateway_root(base_url: str) -> str:

@@ -139,6 +139,11 @@ def test_programs_found_with_version_or_named_with_their_install(
     text = doctor(env, programs)
     [found] = [line for line in lines(text, "ok") if "program claude" in line]
     assert f"{tmp_path / 'bin' / 'claude'} (2.1.328 (Claude Code)) (used by s/cc)" in found
+    fake_program(tmp_path / "old", "codex", "codex-cli 0.100.0")
+    old = doctor(environ(tmp_path, server.base_url, PATH=str(tmp_path / "old")), programs[1:])
+    outdated = only_warning(old)
+    assert "codex is 0.100.0, the presets are set up and tested for 0.169.0 (used by s/cx)" in outdated
+    assert outdated.endswith("fix: npm install -g @openai/codex@0.169.0")
     [missing] = lines(text, "fail")
     assert missing.rstrip("\n").endswith(
         "program codex: not found on PATH (used by s/cx); fix: npm install -g @openai/codex@0.169.0"
