@@ -69,7 +69,8 @@ def quiet(value: Any) -> Any:
     if isinstance(value, list):
         return [quiet(v) for v in value]
     if isinstance(value, dict):
-        drop_id = value.get("type") in _ITEM_TYPES and isinstance(value.get("id"), str)
+        kind = value.get("type")  # a JSON Schema may have a property named "type": not an item's type
+        drop_id = isinstance(kind, str) and kind in _ITEM_TYPES and isinstance(value.get("id"), str)
         return {k: quiet(v) for k, v in value.items() if not (drop_id and k == "id")}
     return value
 

@@ -76,3 +76,12 @@ def test_claude_codes_folders_slugs_dates_and_os_line() -> None:
 def test_a_request_without_noise_is_unchanged() -> None:
     body = {"model": "m", "input": [{"type": "message", "role": "user", "content": "hi"}], "seed": None}
     assert quiet(body) == body
+
+
+def test_a_tool_schema_with_a_property_named_type_is_material_too() -> None:
+    """Codex's tools have parameters whose properties include one named ``type`` (a dict there, not an
+    item's type): quiet keeps it whole (it raised TypeError, a 500 from the proxy to every request)."""
+    from pytest_gauge.gateway.wire.noise import quiet
+
+    tool = {"type": "function", "parameters": {"properties": {"type": {"type": "string"}}, "id": "kept"}}
+    assert quiet([tool]) == [tool]
