@@ -19,7 +19,15 @@ from typing import Any, TextIO, TypeAlias
 from .files.folders import SuiteFolder
 from .gateway.cache import merge_caches, prune_cache
 from .gateway.cassettes import export_cassettes
-from .gateway.doctor import CONFIG_KINDS, DEFAULT_TIMEOUT, Program, Target, print_config, run_doctor
+from .gateway.doctor import (
+    CONFIG_KINDS,
+    DEFAULT_TIMEOUT,
+    Program,
+    Service,
+    Target,
+    print_config,
+    run_doctor,
+)
 from .gateway.endpoint import KEY_VARIABLE
 from .suite.discover import configured_testpaths, find_suites
 
@@ -244,7 +252,20 @@ def _doctor(args: argparse.Namespace, environ: Mapping[str, str], out: TextIO) -
         targets=targets,
         origins=MODEL_VARIABLES,
         programs=programs_of(found),
+        services=services_of(found),
     )
+
+
+def services_of(found: Sequence[tuple[str, Any]]) -> list[Service]:
+    """Every HTTP agent of the suites, with the environment variables its headers read."""
+    from .suite.http_agent import HttpAgent, env_references
+
+    return [
+        Service(f"{name}/{agent.name}", agent.url, tuple(env_references(agent.headers)))
+        for name, suite in found
+        for agent in suite.agents
+        if isinstance(agent, HttpAgent)
+    ]
 
 
 def programs_of(found: Sequence[tuple[str, Any]]) -> list[Program]:

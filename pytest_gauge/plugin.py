@@ -42,7 +42,7 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
         return None
     import sys
 
-    from .cli import programs_of, targets_of
+    from .cli import programs_of, services_of, targets_of
     from .gateway.doctor import run_doctor
     from .suite.declare import MODEL_VARIABLES
     from .suite.discover import find_suites
@@ -50,7 +50,12 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
     found = find_suites([str(a).split("::")[0] for a in config.args])
     targets = targets_of(found) or None
     return run_doctor(
-        os.environ, sys.stdout, targets=targets, origins=MODEL_VARIABLES, programs=programs_of(found)
+        os.environ,
+        sys.stdout,
+        targets=targets,
+        origins=MODEL_VARIABLES,
+        programs=programs_of(found),
+        services=services_of(found),
     )
 
 

@@ -38,9 +38,11 @@ from .gateway import ANTHROPIC_VERSION
 from .program_doctor import (
     Finding,
     Program,
+    Service,
     anthropic_setting_findings,
     codex_provider_findings,
     program_findings,
+    service_findings,
 )
 from .redact import redact as _redact
 from .wire import wire_format
@@ -53,6 +55,7 @@ __all__ = [
     "ROLE_VARIABLES",
     "Check",
     "Program",
+    "Service",
     "Target",
     "anthropic_checks",
     "base_url_checks",
@@ -298,12 +301,14 @@ def _check(finding: Finding) -> Check:
     return Check(finding.status, finding.topic, finding.message, finding.fix)
 
 
-def program_checks(environ: Mapping[str, str], base_url: str, programs: Sequence[Program]) -> list[Check]:
+def program_checks(
+    environ: Mapping[str, str], base_url: str, programs: Sequence[Program], services: Sequence[Service] = ()
+) -> list[Check]:
     """The agent programs the suites run (path and version, or the install command) and Claude Code's
     settings; ``ANTHROPIC_*`` is checked against Codex when a suite runs it or a Codex config exists."""
     names = {Path(p.command).name for p in programs}
     codex_used = "codex" in names or codex_config_path(environ).is_file()
-    found = program_findings(programs, environ)
+    found = program_findings(programs, environ) + service_findings(services, environ)
     found += anthropic_setting_findings(environ, base_url, codex_used)
     return [_check(f) for f in found]
 
@@ -481,6 +486,7 @@ def run_checks(
     targets: Sequence[Target] | None = None,
     origins: Mapping[str, str] | None = None,
     programs: Sequence[Program] = (),
+    services: Sequence[Service] = (),
 ) -> list[Check]:
     """Every doctor check in order: key, base URL, Claude Code and Codex settings, the agent programs,
     then live requests."""
@@ -489,7 +495,7 @@ def run_checks(
     checks += url_found
     checks += anthropic_checks(environ)
     checks += codex_checks(environ, url_check.url)
-    checks += program_checks(environ, url_check.url, programs)
+    checks += program_checks(environ, url_check.url, programs, services)
     scheme = urllib.parse.urlsplit(url_check.url).scheme
     if check_key(environ) is not None:
         checks.append(Check("warn", "requests", "not sent: fix the key first"))
@@ -524,12 +530,13 @@ def run_doctor(
     targets: Sequence[Target] | None = None,
     origins: Mapping[str, str] | None = None,
     programs: Sequence[Program] = (),
+    services: Sequence[Service] = (),
 ) -> int:
     """Run every check, print the report to ``out``; 1 when anything failed, else 0 (for CLI and plugin).
 
     ``targets`` (the (role, model) pairs of collected suites) replace the role variables when given;
-    ``programs``: the agent programs the suites run."""
-    checks = run_checks(environ, models, timeout, targets, origins, programs)
+    ``programs`` / ``services``: the agent programs the suites run and the HTTP agents they call."""
+    checks = run_checks(environ, models, timeout, targets, origins, programs, services)
     secrets = [environ.get(n, "") for n in key_variables()] + [
         environ.get(n, "") for n in ANTHROPIC_VARIABLES[1:]
     ]

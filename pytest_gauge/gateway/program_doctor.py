@@ -20,9 +20,11 @@ from .endpoint import KEY_VARIABLE, URL_VARIABLE, check_base_url, fixed_path_url
 __all__ = [
     "Finding",
     "Program",
+    "Service",
     "anthropic_setting_findings",
     "codex_provider_findings",
     "program_findings",
+    "service_findings",
     "url_problem",
 ]
 
@@ -36,6 +38,15 @@ class Program:
     command: str
     users: tuple[str, ...] = ()
     install: str | None = None
+
+
+@dataclass(frozen=True)
+class Service:
+    """An agent behind HTTP a suite talks to (``HttpAgent``): its URL and the variables its headers read."""
+
+    name: str
+    url: str
+    variables: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -115,6 +126,21 @@ def program_findings(
             found.append(_line("warn", topic, message, str(program.install)))
             continue
         found.append(Finding("ok", topic, f"{path} ({version}){users}"))
+    return found
+
+
+def service_findings(services: Sequence[Service], environ: Mapping[str, str]) -> list[Finding]:
+    """Each HTTP agent's header variables: set (names only, never values), or the one to export."""
+    found: list[Finding] = []
+    for service in services:
+        topic = f"HttpAgent {service.name}"
+        missing = [v for v in service.variables if not environ.get(v, "").strip()]
+        if missing:
+            message = f"its headers read {', '.join(missing)}, not set: every turn of it would fail"
+            found.append(_line("fail", topic, message, f"export {missing[0]}=... (the service's credential)"))
+        else:
+            reads = f", headers read {', '.join(service.variables)} (set)" if service.variables else ""
+            found.append(Finding("ok", topic, f"{show_url(service.url)}{reads}"))
     return found
 
 

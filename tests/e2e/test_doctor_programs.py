@@ -156,16 +156,32 @@ def test_the_cli_finds_the_programs_of_a_suite(tmp_path: Path, server: LoopbackS
     (suite / "tasks.jsonl").write_text('{"format_version": 1}\n', encoding="utf-8")
     (suite / "test_prog.py").write_text(
         "from pytest_gauge import ModelAgent, Suite\nfrom pytest_gauge.suite.programs import CommandAgent\n"
+        "from pytest_gauge import HttpAgent\n"
         "suite = Suite(agents=[ModelAgent('m', 'model-m'),"
-        " CommandAgent('tool', ('gauge-no-such-program', '{prompt}'))])\n",
+        " CommandAgent('tool', ('gauge-no-such-program', '{prompt}')),"
+        " HttpAgent('svc', 'http://127.0.0.1:9/chat',"
+        " headers={'Authorization': 'Bearer ${SVC_GAUGE_TOKEN}'})])\n",
         encoding="utf-8",
     )
     env = environ(tmp_path, server.base_url, PATH="/usr/bin:/bin")
     out = io.StringIO()
     main(["doctor", str(suite), "--models", "loopback-model"], environ=env, out=out)
-    [missing] = lines(out.getvalue(), "fail")
+    [missing, unset] = lines(out.getvalue(), "fail")
     assert "program gauge-no-such-program: not found on PATH (used by prog/tool)" in missing
     assert "fix: install 'gauge-no-such-program' or put it on PATH" in missing
+    assert "HttpAgent prog/svc: its headers read SVC_GAUGE_TOKEN, not set" in unset
+    assert "fix: export SVC_GAUGE_TOKEN=..." in unset
+    out = io.StringIO()
+    main(
+        ["doctor", str(suite), "--models", "loopback-model"],
+        environ={**env, "SVC_GAUGE_TOKEN": TOKEN},
+        out=out,
+    )
+    assert (
+        "ok    HttpAgent prog/svc: http://127.0.0.1:9/chat, headers read SVC_GAUGE_TOKEN (set)"
+        in out.getvalue()
+    )
+    assert TOKEN not in out.getvalue()
 
 
 def test_anthropic_base_url_with_a_doubled_v1_elsewhere_is_fixed_to_the_gateway(
