@@ -32,8 +32,12 @@ class MalformedRequest(Exception):
     """Not well-formed HTTP/1.1, or past the bounds: answered 400, then the connection is closed."""
 
 
-async def read_request(reader: asyncio.StreamReader) -> HttpRequest | None:
-    """Read one request; None on a clean end of the connection between requests."""
+async def read_request(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter | None = None
+) -> HttpRequest | None:
+    """Read one request; None on a clean end of the connection between requests. A client asking
+    ``Expect: 100-continue`` (curl, for bodies over 1 KiB) is told to go on (through ``writer``) before
+    its body is read, instead of waiting its own timeout."""
     try:
         head = await reader.readuntil(b"\r\n\r\n")
     except asyncio.IncompleteReadError as exc:
@@ -53,6 +57,9 @@ async def read_request(reader: asyncio.StreamReader) -> HttpRequest | None:
         if not sep:
             raise MalformedRequest("malformed header line")
         headers[name.strip().lower()] = value.strip()
+    if writer is not None and headers.get("expect", "").lower() == "100-continue":
+        writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+        await writer.drain()
     body = await _read_body(reader, headers)
     conn = headers.get("connection", "").lower()
     keep_alive = conn != "close" if version == "HTTP/1.1" else conn == "keep-alive"

@@ -306,7 +306,7 @@ class RecordingProxy:
         try:
             while True:
                 try:
-                    request = await read_request(reader)
+                    request = await read_request(reader, writer)
                 except MalformedRequest as exc:
                     body = _json(wire_format("chat").error_body(400, str(exc), "invalid_request"))
                     writer.write(response_bytes(400, body, {"content-type": "application/json"}, False))

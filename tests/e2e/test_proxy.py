@@ -466,3 +466,24 @@ def test_closed_once_the_loop_has_stopped() -> None:
         socket.create_connection(("127.0.0.1", route.port), timeout=5)
     with pytest.raises(RuntimeError, match="closed"):
         served.register(CTX, calls=FakeCalls())
+
+
+def test_a_client_expecting_100_continue_is_told_to_go_on(proxy: RecordingProxy) -> None:
+    calls = FakeCalls()
+    route = proxy.register(CTX, calls=calls)
+    body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "x" * 2000}]}).encode()
+    path = route.base_url.split(str(route.port), 1)[1] + "/v1/chat/completions"
+    head = (
+        f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {route.token}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\nExpect: 100-continue\r\n"
+        "Connection: close\r\n\r\n"
+    )
+    with socket.create_connection(("127.0.0.1", route.port), timeout=10) as conn:
+        conn.sendall(head.encode())
+        assert conn.recv(64).startswith(b"HTTP/1.1 100 Continue\r\n\r\n")  # before any body was sent
+        conn.sendall(body)
+        answer = b""
+        while chunk := conn.recv(65536):
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.1 200 OK") and b"Refunds take 30 days." in answer
+    assert len(calls.seen) == 1
