@@ -26,7 +26,8 @@ class ProxyProgramHost:
         environment (no gateway key); its requests are role ``agent`` calls of the transcript."""
         route = self.proxy.register(ctx, "agent", calls=calls)
         urls = {"chat": route.openai_base_url, "responses": route.openai_base_url}
-        env = client_environment(route)
+        env = client_environment(route, environ={})  # the route's variables only: the program's
+        # environment is built from nothing (run/programs.py), never from the test process's
         return ProgramEndpoint({**urls, "anthropic": route.anthropic_base_url}, route.token, env)
 
     def mcp_servers(self, ctx: CallContext, tools: Any) -> Mapping[str, Mapping[str, Any]]:

@@ -23,7 +23,6 @@ from typing import Any, Protocol
 from ..gateway.errors import GatewayError
 from ..gateway.gateway import CallContext
 from ..gateway.proxy import WorkCalls
-from ..gateway.wire.noise import register_folder
 from ..suite.programs import CommandAgent, ProgramEndpoint, ProgramSetup, fill, session_uuid
 from .program_output import PARSERS, ProgramReply
 
@@ -89,9 +88,9 @@ def build_environment(
     source = os.environ if inherited is None else inherited
     env = {k: source[k] for k in BASE_VARIABLES if k in source}
     env.setdefault("LANG", "C.UTF-8")
+    env.update(setup.endpoint.env)
     env["HOME"] = str(setup.home)
     env["TMPDIR"] = str(setup.home / "tmp")
-    env.update(setup.endpoint.env)
     env = {k: v for k, v in env.items() if not k.startswith(agent.drop_env)} if agent.drop_env else env
     if agent.configure is not None:
         env.update(agent.configure(setup))
@@ -126,9 +125,6 @@ class ProgramSession:
     def open(cls, agent: CommandAgent, setup: ProgramSetup) -> ProgramSession:
         """A fresh private folder (whatever an earlier run left is removed), the preset's files, the
         environment."""
-        # the folders' paths differ between checkouts: the cache material names them by the work
-        register_folder(str(setup.home), f"<home:{setup.work}>")
-        register_folder(str(setup.workdir), f"<workspace:{setup.work}>")
         if setup.home.exists():
             shutil.rmtree(setup.home)
         (setup.home / "tmp").mkdir(parents=True)

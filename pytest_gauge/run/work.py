@@ -20,6 +20,7 @@ from typing import Any
 from ..files.workspace import workspace_for
 from ..gateway.gateway import CallContext, Gateway, WireReply
 from ..gateway.proxy import ProxyRoute, RecordingProxy, gateway_call
+from ..gateway.wire.noise import register_suite
 from ..records import Api, CaseRecord, JudgmentResult, Transcript, TranscriptResult, Turn, UnitSpend, Usage
 from ..records.work_key import WorkKey
 from ..suite.cases import Case
@@ -263,6 +264,9 @@ class SuiteRuntime:
         mcp = dict(host.mcp_servers(ctx, tools)) if tools is not None else {}
         if mcp_tools is not None:  # the suite's tools, served per turn by run/mcp_server.py
             mcp.update(mcp_tools.claude_config()["mcpServers"])
+        # the output folder in a program's requests (its MCP server's files, its workspace) reads the same
+        # from any checkout in the cache material (gateway/wire/noise.py)
+        register_suite(self.name)
         setup = ProgramSetup(workdir, program_home(workdir), host.endpoint(ctx, caller), ctx.work, mcp)
         return await asyncio.to_thread(ProgramSession.open, agent, setup)
 

@@ -1,7 +1,8 @@
 """What changes from run to run in an agent program's requests and never decides its answer, taken out of
 the cache material (docs/protocol.md#program-agents): the transcript's folders (a workspace under a
 different output folder in a clean checkout, and Claude Code's slug of it), today's date in the two CLIs'
-date lines, the machine's OS version line, and the per-session ids of input items.
+date lines, the machine's OS version line, Codex's wall time and chunk id around each tool output, and
+the per-session ids of input items.
 
 The folders are registered by the process that runs the program (:func:`register_folder`), before its
 first request, under a placeholder; every format's ``cache_material`` passes its material through
@@ -14,9 +15,10 @@ import re
 import threading
 from typing import Any
 
-__all__ = ["quiet", "quiet_material", "register_folder", "registered_folders"]
+__all__ = ["quiet", "quiet_material", "register_folder", "register_suite", "registered_folders"]
 
 _FOLDERS: dict[str, str] = {}
+_SUITES: dict[str, tuple[re.Pattern[str], re.Pattern[str], str]] = {}
 _LOCK = threading.Lock()
 _PATTERN: list[re.Pattern[str] | None] = [None]
 
@@ -24,6 +26,9 @@ _DATES = (
     (re.compile(r"(Today's date is )\d{4}-\d{2}-\d{2}"), r"\1<date>"),
     (re.compile(r"(<current_date>)[^<]*(</current_date>)"), r"\1<date>\2"),
     (re.compile(r"(OS Version: )[^\n\\]*"), r"\1<os>"),
+    # Codex wraps every tool output (its shell's and MCP tools') with these
+    (re.compile(r"(Wall time: )[0-9.]+( seconds)"), r"\1<t>\2"),
+    (re.compile(r"(Chunk ID: )[0-9a-f]+"), r"\1<id>"),
 )
 
 
@@ -34,13 +39,32 @@ def _slug(path: str) -> str:
 
 def register_folder(path: str, placeholder: str) -> None:
     """From now on, ``path`` (and its slug) in a request's text reads as ``placeholder`` in its cache
-    material (a transcript's workspace as ``<workspace:task/agent/sample>``, say): the same request from
-    a checkout in another folder has the same key."""
+    material. Only for a path that is the same in every run and checkout (a suite's output folders are
+    not: :func:`register_suite` matches those by their shape, so that an entry stored by another checkout
+    still hashes to its key)."""
     with _LOCK:
         _FOLDERS[path] = placeholder
         _FOLDERS[_slug(path)] = _slug(placeholder)
-        names = sorted(_FOLDERS, key=len, reverse=True)  # the longest first: a folder's own subfolders
-        _PATTERN[0] = re.compile("|".join(re.escape(n) for n in names))
+        _compile()
+
+
+def register_suite(suite: str) -> None:
+    """From now on, any absolute path into suite ``suite``'s output folders (``.../<suite>/work/...``,
+    ``.../<suite>/mcp/...``, where a program agent's workspace, private folder and MCP server live)
+    reads as ``<gauge-out>/<suite>/...`` in the cache material, whatever the output folder and checkout
+    (and likewise Claude Code's slug of such a path)."""
+    name, slug = re.escape(suite), re.escape(_slug(suite))
+    with _LOCK:
+        _SUITES[suite] = (
+            re.compile(rf"(?<![\w./-])(?:/[\w.+-]+)+?/{name}/(work|mcp)/"),
+            re.compile(rf"(?<![\w-])-[\w-]*?-{slug}-(work|mcp)-"),
+            suite,
+        )
+
+
+def _compile() -> None:
+    names = sorted(_FOLDERS, key=len, reverse=True)  # the longest first: a folder's own subfolders
+    _PATTERN[0] = re.compile("|".join(re.escape(n) for n in names)) if names else None
 
 
 def registered_folders() -> dict[str, str]:
@@ -50,6 +74,12 @@ def registered_folders() -> dict[str, str]:
 
 
 def _quiet_text(text: str) -> str:
+    for path, slug, suite in list(_SUITES.values()):
+        plain, dashed = suite.replace("\\", "\\\\"), _slug(suite)
+        if f"/{suite}/" in text:
+            text = path.sub(rf"<gauge-out>/{plain}/\1/", text)
+        if f"-{dashed}-" in text:
+            text = slug.sub(rf"-gauge-out--{dashed}-\1-", text)
     pattern = _PATTERN[0]
     if pattern is not None and pattern.search(text):
         folders = _FOLDERS

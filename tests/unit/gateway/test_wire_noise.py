@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_gauge.gateway.wire import wire_format
-from pytest_gauge.gateway.wire.noise import quiet, register_folder
+from pytest_gauge.gateway.wire.noise import quiet, register_folder, register_suite
 
 
 def _codex_body(root: str, day: str, ids: tuple[str, str], prompt: str = "Fix the bug") -> dict[str, Any]:
@@ -85,3 +85,27 @@ def test_a_tool_schema_with_a_property_named_type_is_material_too() -> None:
 
     tool = {"type": "function", "parameters": {"properties": {"type": {"type": "string"}}, "id": "kept"}}
     assert quiet([tool]) == [tool]
+
+
+def test_codexs_tool_output_wrapper() -> None:
+    wrapped = "Chunk ID: 59fe38\nWall time: 0.0122 seconds\nProcess exited with code 0\nOutput:\nok"
+    assert quiet(wrapped) == "Chunk ID: <id>\nWall time: <t> seconds\nProcess exited with code 0\nOutput:\nok"
+
+
+def test_a_suites_output_folders_read_the_same_from_any_checkout() -> None:
+    """A program's workspace, private folder and MCP files live under ``<gauge-out>/<suite>/``; an entry
+    stored by a run in another folder still hashes to its key (its stored request is quieted too)."""
+    register_suite("program_agents")
+    for out in ("/tmp/a/cold", "/srv/checkout/gauge-out"):
+        text = (
+            f"Primary working directory: {out}/program_agents/work/t1/codex/0\n"
+            f"args: {out}/program_agents/mcp/t1/codex/0/spec.json\n"
+            f"memory: {out}/program_agents/work/t1/codex/0.home/claude/projects/"
+            f"{out.replace('/', '-')}-program-agents-work-t1-codex-0/memory/"
+        )
+        assert quiet(text) == (
+            "Primary working directory: <gauge-out>/program_agents/work/t1/codex/0\n"
+            "args: <gauge-out>/program_agents/mcp/t1/codex/0/spec.json\n"
+            "memory: <gauge-out>/program_agents/work/t1/codex/0.home/claude/projects/"
+            "-gauge-out--program-agents-work-t1-codex-0/memory/"
+        ), quiet(text)
