@@ -431,47 +431,33 @@ def _setting(config: pytest.Config, ini: str, kind: Any) -> Any:
         raise pytest.UsageError(f"ini key {ini} = {raw!r}: {exc}") from None
 
 
-_PRICE_USAGE = (
-    "gauge_prices: expected 'MODEL INPUT_PER_M OUTPUT_PER_M [CACHED_INPUT_PER_M] [context=TOKENS]"
-    " [cache_write=PER_M] [cache_write_1h=PER_M]'"
-)
-_PRICE_KEYS = ("context", "cache_write", "cache_write_1h")
-
-
 def parse_price_lines(lines: list[str]) -> list[PriceRow]:
-    """``MODEL INPUT_PER_M OUTPUT_PER_M [CACHED_INPUT_PER_M] [context=TOKENS] [cache_write=PER_M]
-    [cache_write_1h=PER_M]`` lines (ini ``gauge_prices``) as price rows (``context=`` is the model's
-    context window, which a judge's prompt is shortened to fit; ``cache_write=`` / ``cache_write_1h=`` the
-    prices of prompt-cache writes, docs/protocol.md#costs)."""
+    """``MODEL INPUT_PER_M OUTPUT_PER_M [CACHED_INPUT_PER_M] [context=TOKENS]`` lines (ini ``gauge_prices``)
+    as price rows (``context=`` is the model's context window, which a judge's prompt is shortened to fit)."""
     prices: list[PriceRow] = []
+    usage = "gauge_prices: expected 'MODEL INPUT_PER_M OUTPUT_PER_M [CACHED_INPUT_PER_M] [context=TOKENS]'"
     for line in lines:
         if not line.strip() or line.lstrip().startswith("#"):
             continue
-        parts = [p for p in line.split() if "=" not in p]
-        named = [p.split("=", 1) for p in line.split() if "=" in p]
-        keys = [k for k, _ in named]
-        if len(parts) not in (3, 4) or len(set(keys)) != len(keys) or not set(keys) <= set(_PRICE_KEYS):
-            raise pytest.UsageError(f"{_PRICE_USAGE}, got {line!r}")
+        parts = line.split()
+        window_parts = [p for p in parts[1:] if p.startswith("context=")]
+        parts = [p for p in parts if not p.startswith("context=")]
+        if len(parts) not in (3, 4) or len(window_parts) > 1:
+            raise pytest.UsageError(f"{usage}, got {line!r}")
         try:
             numbers = [float(p) for p in parts[1:]]
-            window = int(dict(named)["context"]) if "context" in keys else None
-            writes = [float(dict(named)[k]) if k in keys else None for k in _PRICE_KEYS[1:]]
+            window = int(window_parts[0].split("=", 1)[1]) if window_parts else None
         except ValueError:
             raise pytest.UsageError(
-                f"gauge_prices: prices and {'/'.join(_PRICE_KEYS)}= must be numbers in {line!r}"
+                f"gauge_prices: prices and context= must be numbers in {line!r}"
             ) from None
         if window is not None and window <= 0:
             raise pytest.UsageError(f"gauge_prices: context= must be a positive number of tokens in {line!r}")
-        if any(p < 0 for p in numbers) or any(w is not None and w < 0 for w in writes):
-            raise pytest.UsageError(f"gauge_prices: prices must be non-negative in {line!r}")
         cached = numbers[2] if len(numbers) == 3 else None
-        row = (parts[0], numbers[0], numbers[1], cached, "ini gauge_prices")
-        if writes != [None, None]:
-            prices.append((*row, window, writes[0], writes[1]))
-        elif window is None:
-            prices.append(row)
+        if window is None:
+            prices.append((parts[0], numbers[0], numbers[1], cached, "ini gauge_prices"))
         else:
-            prices.append((*row, window))
+            prices.append((parts[0], numbers[0], numbers[1], cached, "ini gauge_prices", window))
     return prices
 
 

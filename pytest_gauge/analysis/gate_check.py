@@ -12,15 +12,16 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from ..run.user_audit import USER_AUDIT_KINDS
 from .baseline import DELTA_METRICS
 from .gates import DELTA, Gate, Term, parse_term
 
 __all__ = ["SIGNATURES", "ArgKind", "SuiteShape", "check_gate", "check_gates"]
 
-ArgKind = Literal["agent", "tier", "class", "agreement", "judge", "k"]
+ArgKind = Literal["agent", "tier", "class", "agreement", "judge", "k", "user_error"]
 """``agent``: an agent of the suite; ``tier``: an agent in a compute family; ``class``: close | distant;
-``agreement``: repeats | judges; ``judge``: a judge model; ``k``: a whole number >= 1. Two ``agent``
-arguments name a declared pair."""
+``agreement``: repeats | judges; ``judge``: a judge model; ``k``: a whole number >= 1; ``user_error``: a
+kind of the user audit. Two ``agent`` arguments name a declared pair."""
 
 SIGNATURES: dict[str, tuple[tuple[ArgKind, ...], ...]] = {
     "lrs": ((), ("class",), ("agent", "agent")),
@@ -33,6 +34,7 @@ SIGNATURES: dict[str, tuple[tuple[ArgKind, ...], ...]] = {
     "sat_but_failed_rate": ((), ("agent",)),
     "success_rate": ((), ("agent",)),
     "empty_turn_rate": ((), ("agent",)),
+    "user_sim_error_rate": ((), ("user_error",)),
     "verbosity_word_rate": ((),),
     "longer_wins_rate": ((),),
     "judge_agreement": ((), ("agreement",)),
@@ -63,7 +65,11 @@ SIGNATURES: dict[str, tuple[tuple[ArgKind, ...], ...]] = {
 """Metric name -> the argument lists it accepts (the same rules as ``SuiteMetrics._resolve`` and
 ``GateSource``)."""
 
-_FIXED = {"class": ("close", "distant"), "agreement": ("repeats", "judges", "all")}
+_FIXED = {
+    "class": ("close", "distant"),
+    "agreement": ("repeats", "judges", "all"),
+    "user_error": USER_AUDIT_KINDS,
+}
 
 
 @dataclass(frozen=True)

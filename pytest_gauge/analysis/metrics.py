@@ -38,6 +38,7 @@ import numpy as np
 
 from ..records import CaseRecord, LedgerRecord
 from ..records.labels import Label
+from ..run.user_audit import USER_AUDIT_KINDS
 from .costs import (
     COST_INCLUDES_RETRIES,
     COST_RATIOS,
@@ -279,6 +280,11 @@ METRICS: tuple[Metric, ...] = (
         headline=False,
         per="agent",
     ),
+    Metric(
+        "user_sim_error_rate",
+        "transcripts whose simulated user erred (leaked a fact, ended early, stayed silent, never stated "
+        "the task, or was satisfied with a failure it never questioned); user_sim_error_rate(kind)",
+    ),
     Metric("verbosity_word_rate", "share of judge reasons with length/style words"),
     Metric("longer_wins_rate", "longer response chosen among equal-reward, unequal-length cases"),
     Metric("judge_agreement", "observed agreement; judge_agreement(repeats|judges)"),
@@ -425,6 +431,12 @@ class _Statistics:
             return self._resolve_agent(name, args)
         if name in ("verbosity_word_rate", "longer_wins_rate") and not args:
             return (name,)
+        if name == "user_sim_error_rate":
+            if not args:
+                return (name,)
+            if len(args) == 1 and args[0] in USER_AUDIT_KINDS:
+                return (name, "kind", args[0])
+            raise KeyError(f"user_sim_error_rate takes no argument or one of {', '.join(USER_AUDIT_KINDS)}")
         if name in ("judge_agreement", "judge_kappa", "judge_accuracy", "judge_rank_corr"):
             return self._resolve_judge(name, args)
         if name == "lrs_close_minus_distant" and not args:
@@ -765,6 +777,27 @@ def _empty_turns(acc: Accumulator, records: Sequence[CaseRecord]) -> None:
             acc.add(key, acc.t_index[task_id], float(count > 0))
 
 
+def _user_audit(acc: Accumulator, records: Sequence[CaseRecord]) -> None:
+    """``user_sim_error_rate`` and per kind: distinct transcripts whose simulated user erred
+    (docs/protocol.md#user-audit)."""
+    flags: dict[tuple[str, str, int], list[str]] = {}
+    for r in records:
+        flags.setdefault((r.task_id, r.agent_left, r.sample), r.user_flags_left)
+        flags.setdefault((r.task_id, r.agent_right, r.sample), r.user_flags_right)
+    acc.ensure(("user_sim_error_rate",))
+    for kind in USER_AUDIT_KINDS:
+        acc.ensure(("user_sim_error_rate", "kind", kind))
+    for (task_id, agent, sample), kinds in sorted(flags.items()):
+        t = acc.t_index[task_id]
+        acc.add(("user_sim_error_rate",), t, float(bool(kinds)))
+        if kinds:
+            acc.drive([("user_sim_error_rate",)], f"{task_id}/{agent}#{sample}: {', '.join(kinds)}")
+        for kind in USER_AUDIT_KINDS:
+            acc.add(("user_sim_error_rate", "kind", kind), t, float(kind in kinds))
+            if kind in kinds:
+                acc.drive([("user_sim_error_rate", "kind", kind)], f"{task_id}/{agent}#{sample}")
+
+
 def _agent_over_tasks(key: Key, st: Stat) -> bool:
     """``success_rate(agent)`` with several samples on some task: its estimand is the agent's success rate
     over the suite's tasks (successes / transcripts, the mean of the task rates with equal samples), and
@@ -787,6 +820,7 @@ def _transcript_rates(acc: Accumulator, records: Sequence[CaseRecord]) -> _Trans
         for a in agents:
             acc.ensure((name, "agent", a))
     _empty_turns(acc, records)
+    _user_audit(acc, records)
     sat_failed: list[tuple[str, str, int]] = []
     successes = 0
     for (task_id, agent, sample), (success, sat) in sorted(transcripts.items()):
@@ -819,7 +853,7 @@ def _statistics(acc: Accumulator, found: JudgeFindings) -> dict[Key, Stat]:
         moments = rank_moments(found.points.get(judge, []), acc.n_tasks)
         stats[("judge_rank_corr", judge)] = Stat("corr", moments)
     for key, arr in acc.data.items():
-        interval = "wilson" if key[0] in _AGENT_METRICS else "bootstrap"
+        interval = "wilson" if key[0] in (*_AGENT_METRICS, "user_sim_error_rate") else "bootstrap"
         stats[key] = Stat("ratio", arr, interval)
     diag = np.array([0, 4, 8])
     for kind, conf in confusion.items():

@@ -147,6 +147,7 @@ def _metrics_parts(doc: Mapping[str, Any]) -> dict[str, Any]:
         "usage_missing": int(costs_doc.get("usage_missing") or 0),
         "pair_class": {pid: p.get("class", "") for pid, p in doc.get("pairs", {}).items()},
         "human": doc.get("human") if isinstance(doc.get("human"), dict) else None,
+        "baseline": doc.get("baseline") if isinstance(doc.get("baseline"), dict) else None,
         "flipped": tuple(
             (f["task_id"], f["pair_id"], int(f["sample"]))
             for f in doc.get("flipped", ())

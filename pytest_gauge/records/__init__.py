@@ -313,7 +313,8 @@ class CaseRecord:
     the (first) judge was asked for JSON: ``json_schema``, ``json_object`` or ``none``.
     ``empty_turns_*``: the side's turns with nothing said; ``judge_prompt_cut``: characters of the two
     transcripts elided from the judge's prompt to fit its context; ``unpriced_calls``: the case's calls
-    answered without usage (``est_cost`` is then a lower bound); all written only when not 0.
+    answered without usage (``est_cost`` is then a lower bound); ``user_flags_*``: the user simulator's
+    errors on that side's transcript (docs/protocol.md#user-audit); all written only when not 0 or empty.
     """
 
     suite: str
@@ -352,6 +353,8 @@ class CaseRecord:
     empty_turns_right: int = 0
     judge_prompt_cut: int = 0  # characters of the transcripts left out to fit the judge's context
     unpriced_calls: int = 0  # calls without usage among the case's: est_cost is a lower bound
+    user_flags_left: list[str] = field(default_factory=list)  # the user simulator's errors (user audit)
+    user_flags_right: list[str] = field(default_factory=list)
 
     @property
     def preferred_agent(self) -> str | None:
@@ -365,7 +368,14 @@ class CaseRecord:
         """The JSON form (``dataclasses.asdict``'s result, without its deep copy)."""
         data = dict(vars(self))
         data["judgments"] = [dict(vars(j)) for j in self.judgments]
-        for name in ("empty_turns_left", "empty_turns_right", "judge_prompt_cut", "unpriced_calls"):
+        for name in (
+            "empty_turns_left",
+            "empty_turns_right",
+            "judge_prompt_cut",
+            "unpriced_calls",
+            "user_flags_left",
+            "user_flags_right",
+        ):
             if not data[name]:
                 del data[name]
         return data

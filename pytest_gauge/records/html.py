@@ -157,6 +157,7 @@ class SuiteOutputs:
     pair_class: dict[str, str] = field(default_factory=dict)
     flipped: tuple[FlipKey, ...] = ()  # the (task, pair, sample) groups whose verdict flipped with the order
     elo_svg: str | None = None
+    baseline: dict[str, Any] | None = None  # metrics.json's "baseline" block (--gauge-baseline), or None
     human: dict[str, Any] | None = None  # metrics.json's "human" block (--gauge-labels), None without labels
     sample: tuple[SampleCase, ...] = ()  # labels/sample.jsonl: the cases the labelling mode offers first
 

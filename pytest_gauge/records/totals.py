@@ -18,9 +18,7 @@ class TokenCost:
     """Tokens and cost of some ledger records. Tokens come from each record's ``usage`` (a record without
     usage adds none); ``cost`` is the exact sum (``math.fsum``) of the records' costs, or None (unknown,
     never $0) when a record reported usage for a model without a price; ``priced_cost`` is the sum of the
-    known costs either way, ``unpriced`` the number of records whose cost is unknown. ``input_tokens``
-    counts every input token; ``cache_read_tokens`` and ``cache_write_tokens`` are the parts of them read
-    from and written to the provider's prompt cache (docs/protocol.md#usage)."""
+    known costs either way, ``unpriced`` the number of records whose cost is unknown."""
 
     records: int
     input_tokens: int
@@ -29,8 +27,6 @@ class TokenCost:
     cost: float | None
     priced_cost: float
     unpriced: int
-    cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
 
 
 def token_cost(records: Sequence[LedgerRecord]) -> TokenCost:
@@ -45,8 +41,6 @@ def token_cost(records: Sequence[LedgerRecord]) -> TokenCost:
         cost=None if unpriced else priced,
         priced_cost=priced,
         unpriced=unpriced,
-        cache_read_tokens=sum(r.usage.cached_input_tokens or 0 for r in records if r.usage is not None),
-        cache_write_tokens=sum(r.usage.cache_write_tokens or 0 for r in records if r.usage is not None),
     )
 
 

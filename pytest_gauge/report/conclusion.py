@@ -42,6 +42,7 @@ from .format import (
 from .human import human_section
 from .judge_rules import judge_rules_section
 from .recommend import recommendations
+from .user_audit import user_audit_section
 
 __all__ = ["render_conclusion"]
 
@@ -494,6 +495,7 @@ def render_conclusion(ctx: ReportContext) -> str:
         human_section(ctx),
         _section_verbosity(ctx),
         _section_satisfaction(ctx),
+        user_audit_section(ctx),
         _section_cost(ctx),
         _section_truncation(ctx),
         _section_empty_turns(ctx),

@@ -59,8 +59,6 @@ class ModelCost:
     unpriced_attempts: int
     usage_missing: int
     cached_attempts: int
-    cache_read_tokens: int = 0  # of input_tokens: read from the provider's prompt cache
-    cache_write_tokens: int = 0  # of input_tokens: written to it
 
 
 @dataclass(frozen=True)
@@ -241,8 +239,6 @@ def model_costs(ledger: Sequence[LedgerRecord]) -> list[ModelCost]:
                 unpriced_attempts=nominal.unpriced,
                 usage_missing=totals.usage_missing,
                 cached_attempts=totals.cached.records,
-                cache_read_tokens=nominal.cache_read_tokens,
-                cache_write_tokens=nominal.cache_write_tokens,
             )
         )
     return out
@@ -423,29 +419,39 @@ def _by_role(ctx: ReportContext, per_model: list[ModelCost], prices: dict[str, P
 
 
 def _by_model(per_model: list[ModelCost], prices: dict[str, Price]) -> list[str]:
-    """The per-(role, model) table and a line per unpriced model; nothing without ledger records. The
-    prompt cache's reads and writes (parts of the input tokens) get their columns when a call had any."""
+    """The per-(role, model) table and a line per unpriced model; nothing without ledger records."""
     if not per_model:
         return []
-    caching = any(c.cache_read_tokens or c.cache_write_tokens for c in per_model)
     lines = ["", "## By model", ""]
-    mrows = []
-    for c in per_model:
-        cache = [fmt_int(c.cache_read_tokens), fmt_int(c.cache_write_tokens)] if caching else []
-        head = [c.role, c.model, fmt_int(c.calls), fmt_int(c.attempts), fmt_int(c.failed)]
-        tail = [fmt_int(c.output_tokens), price_basis(prices, c.model), fmt_usd(c.cost)]
-        mrows.append([*head, fmt_int(c.input_tokens), *cache, *tail])
-    header = ["role", "model", "calls", "attempts", "failed", "input tokens"]
-    header += ["cache reads", "cache writes"] if caching else []
-    header += ["output tokens", "price basis", "cost"]
-    lines += md_table(header, mrows, "llrrrr" + ("rr" if caching else "") + "rlr")
-    if caching:
-        lines += [
-            "",
-            "- Input tokens count every input token; cache reads and writes are the parts of them read from"
-            " and written to the provider's prompt cache, priced at the cached-input and cache-write"
-            " prices (see docs/protocol.md#costs).",
+    mrows = [
+        [
+            c.role,
+            c.model,
+            fmt_int(c.calls),
+            fmt_int(c.attempts),
+            fmt_int(c.failed),
+            fmt_int(c.input_tokens),
+            fmt_int(c.output_tokens),
+            price_basis(prices, c.model),
+            fmt_usd(c.cost),
         ]
+        for c in per_model
+    ]
+    lines += md_table(
+        [
+            "role",
+            "model",
+            "calls",
+            "attempts",
+            "failed",
+            "input tokens",
+            "output tokens",
+            "price basis",
+            "cost",
+        ],
+        mrows,
+        "llrrrrrlr",
+    )
     unpriced = [c for c in per_model if c.unpriced_attempts]
     if unpriced:
         lines.append("")

@@ -19,6 +19,7 @@ __all__ = [
     "VOLATILE_END",
     "VOLATILE_KEY",
     "estimate_cells",
+    "fitted",
     "fmt_bool",
     "fmt_ci",
     "fmt_int",
@@ -118,6 +119,8 @@ def fmt_usd(x: float | None) -> str:
         return f"${x:,.2f}"
     if abs(x) >= 1:
         return f"${x:.4f}"
+    if 0 < abs(x) < 0.000001:  # six decimals would print a real cost as $0.000000
+        return "$" + fmt_num(x)
     return "$" + unsign_zero(f"{x:.6f}")
 
 
@@ -152,7 +155,7 @@ def fmt_task_ci(e: Estimate | None, fmt: Callable[[float | None], str]) -> str:
     """`` [low, high]`` (95%, resampling tasks) after a cost ratio, or nothing without an interval."""
     if e is None or e.low is None or e.high is None or e.method == "exact":
         return ""
-    return f" {fmt_ci(e.low, e.high, fmt)}"
+    return f" {fmt_ci(e.low, e.high, fitted(fmt, e.value, e.low, e.high))}"
 
 
 # What could start markup in any markdown renderer: a tag, comment, declaration or autolink (``<`` before a
@@ -213,8 +216,40 @@ def text_table(rows: Sequence[Sequence[str]], align: str) -> list[str]:
     return lines
 
 
+def _usd_fine(x: float | None) -> str:
+    """Dollars with three significant digits below a cent's hundredth (``$0.000000523``)."""
+    if x is None or not math.isfinite(x) or x == 0 or abs(x) >= 0.0001:
+        return fmt_usd(x)
+    return "$" + fmt_num(x)
+
+
+_FINER: dict[Callable[[float | None], str], Callable[[float | None], str]] = {}
+
+
+def fitted(fmt: Callable[[float | None], str], *values: float | None) -> Callable[[float | None], str]:
+    """``fmt``, or a finer one (significant digits) when ``fmt`` would print the nonzero value (the first
+    of ``values``) as zero or an interval (the next two) of some width as one number: a cost of 0.0005
+    in [0.0003, 0.0004] never prints as ``0.001 [0.000, 0.000]``."""
+    finer = _FINER.get(fmt)
+    if finer is None or not values:
+        return fmt
+    value, *bounds = values
+    if value is not None and math.isfinite(value) and value != 0 and fmt(value) == fmt(0.0):
+        return finer
+    if len(bounds) == 2 and None not in bounds:
+        low, high = bounds
+        assert low is not None and high is not None
+        if high - low > 1e-12 and fmt(low) == fmt(high):
+            return finer
+    return fmt
+
+
 def estimate_cells(e: Estimate | None, fmt: Callable[[float | None], str] = fmt_rate) -> list[str]:
-    """An estimate's table cells: value, n and interval."""
+    """An estimate's table cells: value, n and interval (digits enough to tell them apart: :func:`fitted`)."""
     if e is None:
         return [DASH, "0", DASH]
+    fmt = fitted(fmt, e.value, e.low, e.high)
     return [fmt(e.value), str(e.n), fmt_ci(e.low, e.high, fmt)]
+
+
+_FINER.update({fmt_rate: fmt_num, fmt_usd: _usd_fine})

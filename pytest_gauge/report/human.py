@@ -53,5 +53,6 @@ def human_section(ctx: ReportContext) -> list[str]:
     if h.unknown:
         shown = ", ".join(md_code(c) for c in h.unknown[:_LISTED])
         more = f" and {len(h.unknown) - _LISTED} more" if len(h.unknown) > _LISTED else ""
-        lines += ["", f"Labels of {len(h.unknown)} cases not in this run were ignored: {shown}{more}."]
+        cases = "case" if len(h.unknown) == 1 else "cases"
+        lines += ["", f"Labels of {len(h.unknown)} {cases} not in this run were ignored: {shown}{more}."]
     return lines

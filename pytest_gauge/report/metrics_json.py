@@ -12,6 +12,7 @@ from ..analysis.human import HumanFindings
 from ..analysis.judge_rules import PRIMARY
 from ..analysis.metrics import COST_INCLUDES_RETRIES, PAIR_METRICS, Estimate, FlippedGroup, SuiteMetrics
 from ..records import ROLES, CaseRecord
+from ..run.user_audit import USER_AUDIT_KINDS
 from .adaptive import adaptive_json
 from .baseline import repeats_json
 from .common import ReportContext, case_counts, category_counts, prices_of, suite_name, task_count
@@ -73,6 +74,8 @@ def _metrics_block(ctx: ReportContext) -> dict[str, Any]:
                 out[f"judge_accuracy({', '.join(named)})" if named else "judge_accuracy"] = _est_json(e)
     for judge, rho in m.judge_rules.rank_corr.items():
         out[f"judge_rank_corr({judge})"] = _est_json(rho)
+    for kind in USER_AUDIT_KINDS:
+        out[f"user_sim_error_rate({kind})"] = _est_json(m.lookup("user_sim_error_rate", (kind,)))
     if m.human is not None:
         out |= human_metrics(m.human)
     return out

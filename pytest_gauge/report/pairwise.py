@@ -44,6 +44,7 @@ def render_pairwise_table(ctx: ReportContext) -> str:
     suite = suite_name(ctx)
     expected, recorded, missing = case_counts(ctx)
     with_sample = any(r.sample != 0 for r in ctx.records)
+    with_flags = any(r.user_flags_left or r.user_flags_right for r in ctx.records)
     lines = [
         f"# Pairwise results: {suite}",
         "",
@@ -64,6 +65,9 @@ def render_pairwise_table(ctx: ReportContext) -> str:
     ]
     header = list(_PAIR_COLUMNS)
     align = "llllll" + "rrr" + "l" * 5 + "rrr" + "rr" + "l"
+    if with_flags:  # the user audit flagged a transcript: its cases rest on it (docs/protocol.md#user-audit)
+        header.insert(14, "user_flags")
+        align = align[:14] + "l" + align[14:]
     if with_sample:
         header.insert(2, "sample")
         align = align[:2] + "r" + align[2:]
@@ -91,6 +95,8 @@ def render_pairwise_table(ctx: ReportContext) -> str:
             fmt_rate(r.judge_reward_b),
             _reason(r),
         ]
+        if with_flags:
+            row.insert(14, _flags(r))
         if with_sample:
             row.insert(2, str(r.sample))
         rows.append(row)
@@ -104,6 +110,14 @@ def render_pairwise_table(ctx: ReportContext) -> str:
         lines.append("")
         lines += [f"- {md_code(c)}" for c in missing]
     return "\n".join(lines) + "\n"
+
+
+def _flags(r: CaseRecord) -> str:
+    """The user audit's flags of a case's two transcripts, ``left: kind; right: kind``, or a dash."""
+    sides = [
+        (side, flags) for side, flags in (("left", r.user_flags_left), ("right", r.user_flags_right)) if flags
+    ]
+    return "; ".join(f"{side}: {', '.join(flags)}" for side, flags in sides) or DASH
 
 
 def _est_cost(r: CaseRecord) -> str:

@@ -35,6 +35,7 @@ from .judge import Redactor, build_judge_messages, judge_prompt, parse_verdict, 
 from .judge_format import JudgeFormats, ask_judge
 from .mcp_tools import McpTools
 from .programs import ProgramHost, ProgramMissing, ProgramSession, program_home
+from .user_audit import audit_user
 
 __all__ = ["SuiteRuntime", "WorkCaller", "build_record", "call_seed"]
 
@@ -137,6 +138,12 @@ class SuiteRuntime:
         if len(self._scored) > keep:
             self._scored.popitem(last=False)
         return hit
+
+    def user_flags(self, transcript: Transcript) -> list[str]:
+        """The user simulator's errors in ``transcript`` (docs/protocol.md#user-audit)."""
+        task = self.tasks[transcript.task_id]
+        limit = task.max_turns or self.suite.user.max_turns
+        return list(audit_user(task, transcript, self.scored(transcript).task_success, limit))
 
     def _dialogue_config(self, agent_name: str, sample: int, seed: int | None) -> DialogueConfig:
         agent = self.suite.agent(agent_name)
@@ -419,4 +426,6 @@ def build_record(
         empty_turns_left=sum(1 for t in left.turns if t.empty),
         empty_turns_right=sum(1 for t in right.turns if t.empty),
         judge_prompt_cut=runtime.judge_cut(task, left, right),
+        user_flags_left=runtime.user_flags(left),
+        user_flags_right=runtime.user_flags(right),
     )

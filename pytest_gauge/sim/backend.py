@@ -31,6 +31,12 @@ __all__ = ["SimBackend", "SimWorld", "dump_response", "error_body"]
 _CREATED = 0
 
 
+def _user_parts(profile: SimUser) -> dict[str, Any]:
+    """A user profile in the fingerprint; its mistake knobs only when set, so worlds without them keep
+    their fingerprints (and their cached answers)."""
+    return {k: v for k, v in asdict(profile).items() if not (k.endswith("_tasks") and not v)}
+
+
 @dataclass(frozen=True)
 class SimWorld:
     """Everything the simulator's answers depend on: the run seed, the tasks and each model's profile.
@@ -65,7 +71,7 @@ class SimWorld:
             SIM_VERSION,
             self.seed,
             {m: [name, asdict(p)] for m, (name, p) in sorted(self.agents.items())},
-            {m: asdict(p) for m, p in sorted(self.users.items())},
+            {m: _user_parts(p) for m, p in sorted(self.users.items())},
             {m: asdict(p) for m, p in sorted(self.judges.items())},
             tasks,
         ]
@@ -148,7 +154,9 @@ class SimBackend:
                 self.world.seed, self.world.tasks, profile_j, body, exact=self._learned
             )
         elif is_user_sim_request(messages):
-            content = user_reply(self.world.seed, self.world.users.get(model, SimUser()), body)
+            content = user_reply(
+                self.world.seed, self.world.users.get(model, SimUser()), body, self.world.tasks
+            )
         else:
             known = self.world.agents.get(model)
             if known is None and self.world.any_agent is None:

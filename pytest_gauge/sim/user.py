@@ -18,6 +18,8 @@ from typing import Any
 from ..run.dialogue import USER_SIM_LAST_TURN, USER_SIM_OPENING
 from ..suite.rules import count_words
 from ..suite.sim_profiles import SimUser
+from ..suite.tasks import Task
+from .agent import find_task
 from .common import has_cjk, message_text, seeded, stable_hash
 
 __all__ = [
@@ -144,8 +146,21 @@ def satisfaction_probability(task: str, agent_replies: Sequence[str], leniency: 
     return 1.0 / (1.0 + math.exp(-logit))
 
 
-def user_reply(world_seed: int, profile: SimUser, body: Mapping[str, Any]) -> str:
-    """The user simulator's next message for the flipped conversation in ``body``."""
+def _mistake(profile: SimUser, task_id: str) -> str:
+    """Which of its own mistakes the profile makes on this task ("" for none)."""
+    for kind, tasks in (
+        ("leak", profile.leak_tasks),
+        ("early", profile.end_early_tasks),
+        ("silent", profile.silent_tasks),
+    ):
+        if task_id and task_id in tasks:
+            return kind
+    return ""
+
+
+def user_reply(world_seed: int, profile: SimUser, body: Mapping[str, Any], tasks: Sequence[Task] = ()) -> str:
+    """The user simulator's next message for the flipped conversation in ``body`` (``tasks``: the
+    world's, to find which task it plays for the profile's mistakes)."""
     messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
     system = next((message_text(m) for m in messages if m.get("role") == "system"), "")
     prompt = parse_user_prompt(system)
@@ -173,10 +188,16 @@ def user_reply(world_seed: int, profile: SimUser, body: Mapping[str, Any]) -> st
         return verdict()
     if not agent_replies:
         return prompt.task
+    task = find_task(tasks, prompt.task) if tasks else None
+    mistake = _mistake(profile, task.task_id if task else "")
+    if mistake == "silent" and len(agent_replies) == 1:
+        return ""
+    if mistake == "early" and len(agent_replies) == 1:
+        return "[DONE] satisfied=yes"
     latest = agent_replies[-1]
-    if "?" in latest or "？" in latest:
-        said = "\n".join(own)
-        new = [f for f in prompt.hidden_facts if f not in said]
+    said = "\n".join(own)
+    new = [f for f in prompt.hidden_facts if f not in said]
+    if "?" in latest or "？" in latest or (mistake == "leak" and new):
         if new:
             return ("" if zh else " ").join(new)
         return _NO_MORE_ZH if zh else _NO_MORE_EN

@@ -27,9 +27,17 @@ class SimAgent:
 @dataclass(frozen=True)
 class SimUser:
     """A simulated user: satisfaction follows politeness and apparent effort more than task success,
-    so it can disagree with the rule verdict (docs/protocol.md#why: satisfaction is not completion)."""
+    so it can disagree with the rule verdict (docs/protocol.md#why: satisfaction is not completion).
+
+    The user's own mistakes, on the tasks named (for the user audit's tests, docs/protocol.md#user-audit):
+    ``leak_tasks``: it volunteers its hidden facts when the agent answered without asking;
+    ``end_early_tasks``: it ends satisfied at its first reply, even to a question; ``silent_tasks``: its
+    first reply says nothing."""
 
     leniency: float = 0.6
+    leak_tasks: tuple[str, ...] = ()
+    end_early_tasks: tuple[str, ...] = ()
+    silent_tasks: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

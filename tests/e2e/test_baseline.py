@@ -96,6 +96,16 @@ def test_example_suite_against_its_baseline(pytester: pytest.Pytester) -> None:
     conclusion = (pytester.path / "gauge-out" / "example" / "reports" / "conclusion.md").read_text()
     assert conclusion.split("\n\n")[1] == "## Against the baseline"
     assert f"- agent_x: `{regressed[0]}`" in conclusion
+    # the HTML report's "Since the baseline" lists the same regressed tasks as baseline.md (issue 29)
+    reports = pytester.path / "gauge-out" / "example" / "reports"
+    page = (reports / "index.html").read_text(encoding="utf-8")
+    data = json.loads(page.split('id="gauge-data">', 1)[1].split("</script>", 1)[0])
+    md = (reports / "baseline.md").read_text(encoding="utf-8")
+    for agent, comp in data["baseline"]["agents"].items():
+        section = md.split(f"### {agent}\n", 1)[1].split("Passed before, fails now", 1)[1].split("\n\n", 1)[0]
+        listed = [line.split("`")[1] for line in section.splitlines()[1:] if line.startswith("- `")]
+        assert [f["task_id"] for f in comp["regressions"]] == listed
+    assert [f["task_id"] for f in data["baseline"]["agents"]["agent_x"]["regressions"]] == regressed
 
     itself = _run(pytester, "example", "--gauge-baseline", "gauge-out")
     assert itself.ret == pytest.ExitCode.USAGE_ERROR and "which the run overwrites" in itself.stderr.str()

@@ -450,3 +450,70 @@ def test_labels_sample_writes_a_weighted_sample_the_page_offers_first(
     assert exported["case_id"] == sample[0]["case_id"] and exported["weight"] == sample[0]["weight"]
     assert exported["stratum"] == sample[0]["stratum"] and exported["label"] == "tie"
     assert main(["labels", "sample", "--from", str(tmp_path / "nothing")], out=Capture(), err=Capture()) == 1
+
+
+def test_since_the_baseline_lists_the_regressed_and_fixed_tasks_with_both_transcripts(
+    page: Any, tmp_path: Path
+) -> None:
+    """The overview's "Since the baseline" section from metrics.json's baseline block (as the end of a
+    run and `report` both read it): per-agent deltas, each regressed and fixed task linked to both
+    transcripts, the judge and cost deltas; a tiny cost sits inside its interval."""
+    import dataclasses
+
+    from selenium.webdriver.common.by import By
+
+    def est(value: float, low: float, high: float) -> dict[str, Any]:
+        return {"value": value, "n": 6, "low": low, "high": high, "method": "paired-bootstrap"}
+
+    def flip(task: str, before: float, now: float) -> dict[str, Any]:
+        return {
+            "reward_before": before,
+            "reward_now": now,
+            "sample": 0,
+            "task_id": task,
+            "transcript_before": f"../../base/alpha.jsonl#{task}",
+            "transcript_now": f"../agents/alpha.jsonl#{task}",
+        }
+
+    agent = {
+        "changed": ["model"],
+        "delta(mean_reward)": est(-0.2, -0.4, 0.0),
+        "delta(success_rate)": est(-0.333, -0.6, -0.05),
+        "fixes": [flip("t9", 0.0, 1.0)],
+        "mcnemar_p": 0.5,
+        "min_detectable_regression": 0.3,
+        "noise_floor": None,
+        "regressions": [flip("t1", 1.0, 0.5), flip("t4", 1.0, 0.0)],
+        "success_rate_before": 0.9,
+        "success_rate_now": 0.6,
+    }
+    baseline: dict[str, Any] = {
+        "added_agents": [],
+        "added_tasks": [],
+        "agents": {"alpha": agent},
+        "delta(cost_per_success)": est(0.0005, 0.0003, 0.0007),
+        "elo": {},
+        "elo_reference": None,
+        "judge": {"delta(flip_rate)": est(0.1, -0.1, 0.3)},
+        "removed_agents": [],
+        "removed_tasks": [],
+        "shared_tasks": 6,
+    }
+    out = dataclasses.replace(tiny_outputs(), baseline=baseline)
+    path = tmp_path / "index.html"
+    path.write_text(render_suite_html(out, redactor_of(tiny_outputs())), encoding="utf-8")
+    _open(page, path)
+    items = page.find_elements(By.CSS_SELECTOR, "#baseline-regressed li")
+    assert [i.get_attribute("data-task") for i in items] == ["t1", "t4"]
+    links = items[0].find_elements(By.TAG_NAME, "a")
+    assert [a.get_attribute("href").rsplit("/", 2)[-2:] for a in links] == [
+        ["base", "alpha.jsonl#t1"],
+        ["agents", "alpha.jsonl#t1"],
+    ]
+    assert [
+        i.get_attribute("data-task") for i in page.find_elements(By.CSS_SELECTOR, "#baseline-fixed li")
+    ] == ["t9"]
+    cost = page.find_element(
+        By.XPATH, "//table[@id='baseline-judge']//tr[td/code[text()='delta(cost_per_success)']]"
+    )
+    assert cost.text.split()[1:] == ["+0.0005", "[0.0003,", "0.0007]"]

@@ -11,6 +11,7 @@
     ["flip", "flip", "b-flip", "the preferred agent changed with the A/B order"],
     ["err", "error", "b-err", "the judge's verdict was an error"],
     ["sbf", "sat-but-failed", "b-sbf", "a user was satisfied but the task failed"],
+    ["usr", "user", "b-usr", "the simulated user erred in a transcript of this case (user audit): its verdict rests on it"],
   ];
   const state = { sort: null, desc: false, markers: new Set(), pair: "", cat: "", cls: "", q: "", drivers: null, shown: PAGE };
   let visible = [];
@@ -91,8 +92,48 @@
     right.append(el("h3", null, "Cost by role"), table([["role"], ["calls", "num"], ["attempts", "num"], ["input tokens", "num"], ["output tokens", "num"], ["cost", "num"]],
       D.costs.map((c) => el("tr", null, td(c[0]), td(c[1], "num"), td(c[2], "num"), td(c[3], "num"), td(c[4], "num"), td(atLeast(c[5], c[6]), "num"))), "cost-table"));
     costPanel(sec);
+    baselinePanel(sec);
     humanPanel(sec);
     glossary(sec);
+  }
+
+  // Since the baseline (--gauge-baseline): metrics.json's "baseline" block, the tasks linked to both
+  // transcripts as reports/baseline.md links them (the paths are relative to reports/, as this page is)
+  function baselinePanel(sec) {
+    const b = D.baseline;
+    if (!b) return;
+    const delta = (e) => {
+      if (!e) return ["–", "–"];
+      const k = places(e.value, e.low, e.high, 3);
+      const v = given(e.value) ? (e.value > 0 ? "+" : "") + fmt(e.value, k) : "–";
+      return [v, interval(e.low, e.high, k)];
+    };
+    const agents = Object.keys(b.agents);
+    const flips = (title, id, key) => {
+      const items = agents.flatMap((a) => b.agents[a][key].map((f) => el("li", { "data-agent": a, "data-task": f.task_id },
+        el("code", null, a + ": " + (f.sample ? f.task_id + "#" + f.sample : f.task_id)),
+        " reward " + fmt(f.reward_before) + " → " + fmt(f.reward_now) + " ",
+        f.transcript_before ? el("a", { href: f.transcript_before }, "before") : null, " ",
+        f.transcript_now ? el("a", { href: f.transcript_now }, "now") : null)));
+      return el("div", null, el("strong", null, title + " (" + items.length + ")"),
+        items.length ? el("ul", { id: id }, ...items) : el("p", { class: "muted", id: id }, "none"));
+    };
+    sec.append(el("h3", { id: "baseline-h" }, "Since the baseline"),
+      el("p", { class: "facts" }, b.shared_tasks + " shared tasks" + (b.added_tasks.length ? ", " + b.added_tasks.length + " added" : "") +
+        (b.removed_tasks.length ? ", " + b.removed_tasks.length + " removed" : "") +
+        (b.added_agents.length ? "; new agents " + b.added_agents.join(", ") : "") + (b.removed_agents.length ? "; agents gone " + b.removed_agents.join(", ") : "")),
+      table([["agent"], ["success before → now", "num"], ["Δ success", "num"], ["95% interval", "num"], ["Δ mean reward", "num"], ["95% interval", "num"], ["regressed / fixed", "num"]],
+        agents.map((a) => {
+          const x = b.agents[a];
+          return el("tr", null, td(a), td(fmt(x.success_rate_before) + " → " + fmt(x.success_rate_now), "num"),
+            ...delta(x["delta(success_rate)"]).map((v) => td(v, "num")), ...delta(x["delta(mean_reward)"]).map((v) => td(v, "num")),
+            td(x.regressions.length + " / " + x.fixes.length, "num"));
+        }), "baseline-table"),
+      flips("Passed before, fails now", "baseline-regressed", "regressions"),
+      flips("Failed before, passes now", "baseline-fixed", "fixes"),
+      table([["judge and cost"], ["delta", "num"], ["95% interval", "num"]],
+        [...Object.entries(b.judge), ["delta(cost_per_success)", b["delta(cost_per_success)"]]].map(([name, e]) =>
+          el("tr", null, td(el("code", null, name)), ...delta(e).map((v) => td(v, "num")))), "baseline-judge"));
   }
 
   // The judge against people (--gauge-labels): metrics.json's "human" block
@@ -300,7 +341,7 @@
       idx.map((i) => { const x = D.ledger[i]; return el("tr", null, td(x[0]), td(x[1], "num"), td(x[2]), td(x[3]), td(x[4]), count(x[5]), ...(cacheCols ? [count(x[11]), count(x[12])] : []), count(x[6]), td(x[10] ? "unknown (no usage)" : money(x[7]), "num"), td(x[8] || ""), td(x[9] || "")); }));
   }
 
-  function slotView(slot, ti, agent, side, reward) {
+  function slotView(slot, ti, agent, side, reward, flags) {
     const t = ti >= 0 ? D.transcripts[ti] : null;
     const box = el("div", { class: "slot", id: "slot-" + slot },
       el("h3", null, "Slot " + slot + " ", el("span", { class: "who", hidden: true }, agent + " (" + side + ")")));
@@ -308,6 +349,7 @@
     box.append(el("p", { class: "facts" }, "reward " + fmt(reward, 3) + " · task success " + yn(t.ok) + " · user satisfied " + yn(t.sat) +
       " · ended by " + t.end + " · " + t.tok[0] + " in / " + t.tok[1] + " out tokens · " + atLeast(t.cost, noUsage(t.lg))));
     if (t.err) box.append(el("p", { class: "fail" }, t.err));
+    if (flags && flags.length) box.append(el("p", { class: "fail user-flags" }, "simulated user erred: " + flags.join(", ")));
     if (t.cut) { // the page embeds a bounded part of each transcript; its JSONL line has it all (blind until revealed)
       box.append(el("p", { class: "fail cut" }, t.cut + " characters of this transcript are not on the page; the whole transcript is ",
         el("span", { class: "who", hidden: true }, "line " + t.line + " of ", el("a", { href: t.src }, t.src.replace("../", ""))),
@@ -324,8 +366,9 @@
     const task = c.t >= 0 ? D.tasks[c.t] : ["?", "", ""];
     const pair = D.pairs[c.p];
     const aLeft = c.ao === "A=left";
-    const slotA = aLeft ? [c.L, pair[1], "left", c.rl] : [c.R, pair[2], "right", c.rr];
-    const slotB = aLeft ? [c.R, pair[2], "right", c.rr] : [c.L, pair[1], "left", c.rl];
+    const uf = c.uf || [[], []];
+    const slotA = aLeft ? [c.L, pair[1], "left", c.rl, uf[0]] : [c.R, pair[2], "right", c.rr, uf[1]];
+    const slotB = aLeft ? [c.R, pair[2], "right", c.rr, uf[1]] : [c.L, pair[1], "left", c.rl, uf[0]];
     const pos = visible.indexOf(i);
     const nav = (d) => (pos >= 0 && visible[pos + d] !== undefined ? el("a", { href: "#case=" + visible[pos + d] }, d < 0 ? "← previous" : "next →") : null);
     const reveal = el("button", { type: "button", id: "reveal", "aria-pressed": "false", onclick: () => {

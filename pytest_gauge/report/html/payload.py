@@ -214,6 +214,8 @@ def _case(r: CaseRecord, ix: _Index, redact: Redact) -> dict[str, Any]:
         "sbf": _sat_but_failed(r),
         "t": ix.tasks.get(r.task_id, -1),
         "tok": r.input_tokens + r.output_tokens,
+        "uf": [list(r.user_flags_left), list(r.user_flags_right)],
+        "usr": bool(r.user_flags_left or r.user_flags_right),
     }
 
 
@@ -298,6 +300,7 @@ def build_payload(out: SuiteOutputs, redact: Redact) -> dict[str, Any]:
     caching = _caching(out.ledger)
     return {
         "backend": out.backend,
+        "baseline": out.baseline,
         "cases": cases,
         "costs": [
             [c.role, c.calls, c.attempts, c.input_tokens, c.output_tokens, c.cost, c.usage_missing]

@@ -36,3 +36,22 @@ def test_md_text_escapes_every_html_character_and_md_cell_keeps_it() -> None:
 )
 def test_md_code_fence_is_longer_than_any_backtick_run(text: str, span: str) -> None:
     assert md_code(text) == span
+
+
+def test_tiny_values_print_inside_their_intervals() -> None:
+    """Issue 29: a cost of 0.0005 printed as ``0.0005 [0.000, 0.000]``; a nonzero value that would print
+    as zero, or an interval that would print as one number, now gets significant digits, and ordinary
+    rates keep three decimals."""
+    from pytest_gauge.analysis.estimates import Estimate
+    from pytest_gauge.report.format import estimate_cells, fmt_task_ci, fmt_usd
+
+    tiny = Estimate(0.00035, 10, 0.0003, 0.0004, "x")
+    assert estimate_cells(tiny) == ["0.000350", "10", "[0.000300, 0.000400]"]
+    assert estimate_cells(Estimate(0.0002, 10, 0.0, 0.0009, "x")) == ["0.000200", "10", "[0.000, 0.000900]"]
+    assert estimate_cells(Estimate(0.3, 10, 0.00003, 0.9, "x")) == ["0.300", "10", "[0.000, 0.900]"]
+    assert estimate_cells(Estimate(0.25, 10, 0.1, 0.5, "x")) == ["0.250", "10", "[0.100, 0.500]"]
+    assert estimate_cells(Estimate(0.0, 10, 0.0, 0.16, "x")) == ["0.000", "10", "[0.000, 0.160]"]
+    assert fmt_usd(0.0000005) == "$0.000000500"
+    assert fmt_task_ci(Estimate(0.00002, 9, 0.00001, 0.00003, "b"), fmt_usd) == " [$0.000010, $0.000030]"
+    tight = Estimate(0.0000013, 9, 0.0000012, 0.0000014, "b")
+    assert fmt_task_ci(tight, fmt_usd) == " [$0.00000120, $0.00000140]"

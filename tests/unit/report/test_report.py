@@ -376,6 +376,28 @@ def test_summary_snapshot(snapshot: SnapshotAssertion) -> None:
     assert render_summary(build_ctx()) == snapshot(extension_class=MarkdownSnapshot)
 
 
+def test_people_sections_snapshot(snapshot: SnapshotAssertion) -> None:
+    """conclusion.md's "The judge against people" (two labellers, sample weights, a label of a case not
+    in the run) and "The simulated user audited" (flagged transcripts), as issue 29 adds them."""
+    from pytest_gauge.records.labels import Label
+    from pytest_gauge.report.human import human_section
+    from pytest_gauge.report.user_audit import user_audit_section
+
+    ctx = build_ctx()
+    kinds: tuple[list[str], ...] = (["leaked_fact"], ["ended_early", "cooperative"], [])
+    records = [dataclasses.replace(r, user_flags_left=kinds[i % 3]) for i, r in enumerate(ctx.records)]
+    labels = [
+        Label(r.suite, r.case_id, ("A", "B", "tie")[i % 3], "ada", weight=1.0 + i % 2)
+        for i, r in enumerate(records)
+    ]
+    labels += [Label(r.suite, r.case_id, "A", "bob") for r in records[:4]]
+    labels.append(Label(records[0].suite, "no-such-case", "A", "ada"))
+    metrics = compute_metrics(records, seed=7, rounds=200, ledger=ctx.ledger, labels=labels)
+    people = dataclasses.replace(ctx, records=records, metrics=metrics)
+    text = "\n".join([*human_section(people), "", *user_audit_section(people)]) + "\n"
+    assert text == snapshot(extension_class=MarkdownSnapshot)
+
+
 # --------------------------------------------------------------------------------------------------
 # Direct checks
 
