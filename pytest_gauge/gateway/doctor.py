@@ -15,9 +15,7 @@ import urllib.parse
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TextIO
-
-import openai
+from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from .diagnosis import diagnose
 from .endpoint import (
@@ -46,6 +44,9 @@ from .program_doctor import (
 )
 from .redact import redact as _redact
 from .wire import wire_format
+
+if TYPE_CHECKING:  # openai is imported where a check runs: the CLI's other commands start without it
+    import openai
 
 __all__ = [
     "ANTHROPIC_VARIABLES",
@@ -337,6 +338,8 @@ def targets_for(
 
 def _client(base_url: str, key: str, timeout: float) -> openai.OpenAI:
     """A client for ``base_url``; a query it carries (``?api-version=...``) is sent on every request."""
+    import openai  # deferred: about 1 s of imports every CLI command would pay
+
     base, _, query = base_url.partition("?")
     params = dict(urllib.parse.parse_qsl(query)) or None
     return openai.OpenAI(api_key=key, base_url=base, max_retries=0, timeout=timeout, default_query=params)
@@ -373,6 +376,8 @@ def _ping_formats(client: openai.OpenAI, target: Target, role: str) -> list[str]
     """Try the target's formats in order until one is accepted; the formats refused on the way (as
     ``'json_schema' refused: <cause>``). Raises the last failure when none is accepted or on any other
     error."""
+    import openai  # deferred: about 1 s of imports every CLI command would pay
+
     refused: list[str] = []
     for i, fmt in enumerate(target.response_formats):
         try:
@@ -388,6 +393,8 @@ def _ping_formats(client: openai.OpenAI, target: Target, role: str) -> list[str]
 
 def _answers(base_url: str, key: str, model: str | None, timeout: float) -> bool:
     """Does ``base_url`` answer 2xx on ``GET /models`` or on the chat call?"""
+    import openai  # deferred: about 1 s of imports every CLI command would pay
+
     with _client(base_url, key, timeout) as client:
         for attempt in (None, model) if model is not None else (None,):
             try:
@@ -412,6 +419,8 @@ def _url_not_found(exc: openai.APIStatusError, model: str | None) -> bool:
 
 
 def _probe(base_url: str, key: str, target: Target | None, timeout: float) -> Check:
+    import openai  # deferred: about 1 s of imports every CLI command would pay
+
     model = target.model if target is not None else None
     if target is not None:
         topic = f"{target.roles} model {target.model}" if target.roles else f"model {target.model} (--models)"
