@@ -36,6 +36,32 @@ TIERS = ("unit", "e2e", "acceptance")
 HERE = Path(__file__).parent
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Under xdist the controller rewrites the test modules' asserts once before the workers start."""
+    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
+        _rewrite_test_modules_once(config)
+
+
+def _rewrite_test_modules_once(config: pytest.Config) -> None:
+    """Write pytest's cached rewritten bytecode of every test module and conftest (when missing or out of
+    date), so that the workers read it instead of each rewriting all of them: on a clean clone that is
+    about 9 s of CPU per worker. A cache only: on any failure the workers rewrite as they would anyway."""
+    try:
+        from _pytest.assertion import rewrite
+
+        state = config.stash[rewrite.assertstate_key]
+        for source in sorted([*HERE.rglob("test_*.py"), *HERE.rglob("conftest.py")]):
+            if "data" in source.relative_to(HERE).parts:
+                continue
+            cache_dir = rewrite.get_cache_dir(source)
+            pyc = cache_dir / (source.name[:-3] + rewrite.PYC_TAIL)
+            if rewrite._read_pyc(source, pyc, state.trace) is None and rewrite.try_makedirs(cache_dir):
+                source_stat, code = rewrite._rewrite_test(source, config)
+                rewrite._write_pyc(state, code, source_stat, pyc)
+    except Exception:  # a cache only: the workers rewrite what is missing themselves
+        return
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Each test gets the marker of its tier's folder (``-m unit``, ``-m e2e``, ``-m acceptance``)."""
     for item in items:
