@@ -48,6 +48,7 @@ from .limits import (
     prompt_tokens_estimate,
 )
 from .model_stops import ModelStops
+from .replay_diff import explain_miss
 from .response import MAX_BODY_BYTES, BadResponse
 from .store import Store, content_key
 from .wire import Api, wire_format
@@ -498,9 +499,11 @@ class Gateway:
             if hit is not None:
                 return hit
         if settings.replay:
+            nearest = explain_miss(cache, ctx.work, model, api, body) if cache is not None else None
             raise ReplayMiss(
                 f"no recorded response for {role} call #{seq} of {ctx.work} (suite {ctx.suite},"
-                f" task {ctx.task_id}, model {model}, gateway {self.backend_id})",
+                f" task {ctx.task_id}, model {model}, gateway {self.backend_id})"
+                + (f"; {nearest}" if nearest else ""),
                 "record it: run once with --gauge-backend=live (or sim) and the cache on, then "
                 "`python -m pytest_gauge cassettes export` into the cassettes folder; recordings are"
                 f" keyed by the gateway too, so replay with the {URL_VARIABLE} they were recorded with",
