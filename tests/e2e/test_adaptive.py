@@ -128,6 +128,7 @@ def test_a_gate_only_the_last_look_decides_keeps_the_run_going_and_says_so(
     assert block["waits_for_last_look"] == ["judge_error_rate == 0: '==' is only decided at the last look"]
 
 
+@pytest.mark.slow  # the full tier only: a baseline run and an adaptive run (~4.3 s CPU)
 def test_a_baseline_delta_gate_is_decided_look_by_look(pytester: pytest.Pytester, suite_module: Path) -> None:
     assert run_inprocess(pytester, "suites", "--gauge-out", "base", "--gauge-no-progress").ret == 0
     gate = "lower(delta(success_rate(agent_x))) >= -0.5"

@@ -425,6 +425,7 @@ def test_truncated_answers_are_cached_and_replay_from_exported_cassettes(
     assert case_results(suite_out(pytester, "replayed")) == case_results(suite_out(pytester, "live"))
 
 
+@pytest.mark.slow  # the full tier only: five plugin runs in one test (~5 s CPU)
 def test_a_poisoned_or_damaged_cache_entry_is_a_miss_reported_once(
     pytester: pytest.Pytester, server: LoopbackServer
 ) -> None:

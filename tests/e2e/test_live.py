@@ -114,6 +114,7 @@ def test_global_concurrency_limit_holds_across_workers(
     assert (server.max_in_flight, server.gather_timed_out) == (2, False)
 
 
+@pytest.mark.slow  # the full tier only: a subprocess live run with -vv and junit (~5 s CPU)
 def test_key_never_appears_in_any_output(pytester: pytest.Pytester, server: LoopbackServer) -> None:
     server.faults = FaultPlan(rate_429=0.1, retry_after="0", seed=1)
     result = pytester.runpytest_subprocess(

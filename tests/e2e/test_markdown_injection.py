@@ -71,6 +71,7 @@ def _page(markdown_text: str) -> str:
     return f'<!DOCTYPE html><html><head><meta charset="utf-8"></head><body>{body}</body></html>'
 
 
+@pytest.mark.slow  # the full tier only: a plugin run and a Chromium session (~4 s CPU)
 def test_markdown_reports_show_injected_markup_as_text_and_run_nothing(reports: Path) -> None:
     pytest.importorskip("markdown")
     texts = {p.name: p.read_text(encoding="utf-8") for p in sorted(reports.glob("*.md"))}

@@ -55,6 +55,7 @@ async def _session(tools: McpTools, work: Any) -> Any:
             return await work(session)
 
 
+@pytest.mark.slow  # the full tier only: the mcp client's imports and a tool timeout (~5.6 s CPU)
 def test_list_call_schema_error_and_timeout_through_the_mcp_client(
     mcp_tools: McpTools, tmp_path: Path
 ) -> None:
