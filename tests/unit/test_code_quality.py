@@ -3,6 +3,8 @@ absent)."""
 
 from __future__ import annotations
 
+import ast
+import functools
 import shutil
 import subprocess
 import sys
@@ -12,6 +14,16 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 CHECKED = ["pytest_gauge", "tests", "benchmarks", "eval_suites", "conftest.py"]
+
+
+@functools.cache
+def _tree(path: Path, mtime_ns: int) -> ast.Module:
+    """``path`` parsed, once per test process and version of the file (two checks walk the package)."""
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
+def parsed(path: Path) -> ast.Module:
+    return _tree(path, path.stat().st_mtime_ns)
 
 
 def _run(*cmd: str) -> subprocess.CompletedProcess[str]:
@@ -37,13 +49,11 @@ def test_mypy_strict() -> None:
 def test_no_function_is_longer_than_80_lines() -> None:
     """Functions short enough to read at once: none over 80 lines outside the shipped test
     helpers (``testing/``) and the simulator (``sim/``)."""
-    import ast
-
     long = []
     for path in sorted((ROOT / "pytest_gauge").rglob("*.py")):
         if {"testing", "sim"} & set(path.relative_to(ROOT / "pytest_gauge").parts):
             continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(parsed(path)):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.end_lineno is not None:
                 lines = node.end_lineno - node.lineno + 1
                 if lines > 80:
@@ -54,11 +64,9 @@ def test_no_function_is_longer_than_80_lines() -> None:
 def private_imports(root: Path) -> list[str]:
     """``file:line`` of every ``from X import _name`` in the package under ``root``: a name another module
     keeps private, imported across modules (dunders and ``import public as _alias`` are fine)."""
-    import ast
-
     found = []
     for path in sorted(root.rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(parsed(path)):
             if not isinstance(node, ast.ImportFrom):
                 continue
             for alias in node.names:

@@ -7,6 +7,7 @@ program, never when it is imported), the two blocks whose code never runs on imp
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -97,6 +98,12 @@ def _named(stmt: ast.Import | ast.ImportFrom, source: str, is_package: bool) -> 
 
 
 def package_imports() -> list[Import]:
+    """Every import of the package, read once per test process (three tests check the same graph)."""
+    return list(_package_imports())
+
+
+@functools.cache
+def _package_imports() -> tuple[Import, ...]:
     files = sorted(PACKAGE.rglob("*.py"))
     modules = {_module_name(p) for p in files}
     found: dict[Import, None] = {}  # one per statement and module reached, in file order
@@ -108,7 +115,7 @@ def package_imports() -> list[Import]:
                     name = name.rsplit(".", 1)[0]
                 if name in modules and name != source and name.startswith("pytest_gauge"):
                     found[Import(source, str(path.relative_to(ROOT)), stmt.lineno, name)] = None
-    return list(found)
+    return tuple(found)
 
 
 def layer_of(module: str) -> str:
