@@ -51,7 +51,7 @@ from .model_stops import ModelStops
 from .replay_diff import explain_miss
 from .response import MAX_BODY_BYTES, BadResponse
 from .store import Store, content_key
-from .wire import Api, wire_format
+from .wire import Api, WireFormat, wire_format
 
 if TYPE_CHECKING:  # imported where a call is sent: a run served from the cache never needs them
     import openai
@@ -328,7 +328,9 @@ class Gateway:
                     self._client = self._client_factory()
         return self._client
 
-    def cache_key(self, body: dict[str, Any], ctx: CallContext, api: Api = "chat") -> str:
+    def cache_key(
+        self, body: dict[str, Any], ctx: CallContext, api: Api = "chat", headers: PassedHeaders = ()
+    ) -> str:
         """The canonical request (its format's :meth:`~.wire.WireFormat.cache_material`) plus the sample
         index: never the key, headers, timeouts or retry settings, nor which case or agent asked (identical
         requests share one entry and one gateway call). A format other than chat is part of the key; chat
@@ -341,6 +343,8 @@ class Gateway:
         }
         if api != "chat":
             material["api"] = api
+        if headers:  # only then: keys of calls without passed headers stay those of earlier versions
+            material["headers"] = dict(headers)
         return content_key(material)
 
     def _usable(self, entry: dict[str, Any] | None) -> bool:
@@ -446,8 +450,11 @@ class Gateway:
         if stored != api:
             return f"it stores a {stored!r} response, not a {api!r} one"
         fmt = wire_format(api)
+        passed = entry.get("headers") or {}
+        if not isinstance(passed, dict) or not all(isinstance(v, str) for v in passed.values()):
+            return "its stored headers are not an object of strings"
         try:
-            if self.cache_key(request, ctx, api) != key:
+            if self.cache_key(request, ctx, api, tuple(sorted(passed.items()))) != key:
                 return "its stored request does not hash to the key it is filed under"
             response = entry.get("response")
             digest = entry.get("response_digest")
@@ -475,25 +482,34 @@ class Gateway:
         return reply.result
 
     async def call(
-        self, ctx: CallContext, seq: int, role: str, model: str, api: Api, body: dict[str, Any]
+        self,
+        ctx: CallContext,
+        seq: int,
+        role: str,
+        model: str,
+        api: Api,
+        body: dict[str, Any],
+        headers: Mapping[str, str] | None = None,
     ) -> WireReply:
         """One logical call with ``body`` already in the wire format ``api``'s request shape (no
         ``stream``): from the cache when allowed, else sent with retries; the cache, limits, retries,
-        diagnoses and ledger (the format on each line) are the same for every format. Raises GatewayError."""
+        diagnoses and ledger (the format on each line) are the same for every format. ``headers``: a
+        client's own request headers of the format's ``passed_headers`` (the recording proxy's), sent
+        beside the gateway's and part of the cache key. Raises GatewayError."""
         shared = self.shared
         settings, res, state = self.settings, self.resources, self.state
         if state.fatal is not None or state.stopping:
             shared.check_open(role, model)
         if body.get("model") != model:
             body = {**body, "model": model}
-        wire_format(api)  # an unknown format is a ValueError naming the choices, before anything is sent
+        passed = _passed_headers(wire_format(api), headers)  # an unknown api: ValueError, nothing sent
         cache = res.cache
         if (cache is None or settings.cache_mode == "off") and not settings.replay:
             # no key needed: skip hashing it
-            response, record = await self._send(_Call(ctx, seq, role, model, body, None, api))
+            response, record = await self._send(_Call(ctx, seq, role, model, body, None, api, passed))
             return _reply(response, record)
-        key = self.cache_key(body, ctx, api)
-        call = _Call(ctx, seq, role, model, body, key, api)
+        key = self.cache_key(body, ctx, api, passed)
+        call = _Call(ctx, seq, role, model, body, key, api, passed)
         if cache is not None and settings.cache_mode != "off":
             hit = self._cache_hit(cache, key, call)
             if hit is not None:
@@ -534,6 +550,7 @@ class Gateway:
                 "gateway": self.backend_id,
             },
             "request": call.body,
+            **({"headers": dict(call.headers)} if call.headers else {}),  # passed ones, part of the key
             "response": response,
             "response_digest": content_key(response),
             "persist": True,
@@ -623,7 +640,7 @@ class Gateway:
                 state.in_flight += 1
                 state.peak_in_flight = max(state.peak_in_flight, state.in_flight)
                 try:
-                    response, headers = await self._post(a.body, a.role, a.api)
+                    response, headers = await self._post(a.body, a.role, a.api, a.headers)
                 except asyncio.CancelledError:
                     self._record_failure(a, None, time.perf_counter() - start)
                     raise
@@ -670,7 +687,7 @@ class Gateway:
             pacer.slowed(model)
 
     async def _post(
-        self, body: dict[str, Any], role: str = "", api: Api = "chat"
+        self, body: dict[str, Any], role: str = "", api: Api = "chat", passed: PassedHeaders = ()
     ) -> tuple[dict[str, Any], Mapping[str, str]]:
         """The POST to the format's path and the whole body, within ``--gauge-timeout`` in all (a server
         dripping bytes cannot hold it longer), refused past :data:`MAX_BODY_BYTES`; the format's parsed,
@@ -691,7 +708,7 @@ class Gateway:
                 options={
                     "timeout": self.settings.timeout,
                     "security": {"bearer_auth": auth == "bearer"},
-                    "headers": self._headers(role, api, auth),
+                    "headers": {**dict(passed), **self._headers(role, api, auth)},
                 },
             )
             try:
@@ -894,6 +911,18 @@ def _attempt_failures() -> tuple[type[Exception], ...]:
     )
 
 
+PassedHeaders = tuple[tuple[str, str], ...]
+"""A proxied client's own request headers the format passes on (lower-case names, sorted)."""
+
+
+def _passed_headers(fmt: WireFormat, headers: Mapping[str, str] | None) -> PassedHeaders:
+    """The client headers of ``fmt.passed_headers`` found in ``headers`` (any case), sorted by name."""
+    if not headers:
+        return ()
+    found = {str(k).lower(): str(v) for k, v in headers.items()}
+    return tuple(sorted((name, found[name]) for name in fmt.passed_headers if name in found))
+
+
 @dataclass(frozen=True)
 class _Call:
     """One logical call as sent: which call, what is sent, and its cache key (None without a cache)."""
@@ -905,6 +934,7 @@ class _Call:
     body: dict[str, Any]
     request: str | None
     api: Api = "chat"
+    headers: PassedHeaders = ()  # a proxied client's own headers of the format's passed_headers
 
 
 @dataclass(frozen=True)
@@ -916,7 +946,8 @@ class _Attempt(_Call):
     @classmethod
     def of(cls, call: _Call, attempt: int) -> _Attempt:
         """Try number ``attempt`` of ``call``."""
-        return cls(call.ctx, call.seq, call.role, call.model, call.body, call.request, call.api, attempt)
+        c = call
+        return cls(c.ctx, c.seq, c.role, c.model, c.body, c.request, c.api, c.headers, attempt)
 
 
 @dataclass(frozen=True)

@@ -82,17 +82,33 @@ class WorkCalls(Protocol):
         """The number of the unit's next call (shared with its other calls)."""
         ...
 
-    async def call(self, seq: int, role: str, model: str, api: Api, body: dict[str, Any]) -> WireReply:
-        """One call through the gateway (``body`` in the format's request shape, no ``stream``)."""
+    async def call(
+        self,
+        seq: int,
+        role: str,
+        model: str,
+        api: Api,
+        body: dict[str, Any],
+        headers: Mapping[str, str] | None = None,
+    ) -> WireReply:
+        """One call through the gateway (``body`` in the format's request shape, no ``stream``;
+        ``headers``: the client's own, of which the gateway sends the format's ``passed_headers``)."""
         ...
 
 
 async def gateway_call(
-    gateway: Gateway, ctx: CallContext, seq: int, role: str, model: str, api: Api, body: dict[str, Any]
+    gateway: Gateway,
+    ctx: CallContext,
+    seq: int,
+    role: str,
+    model: str,
+    api: Api,
+    body: dict[str, Any],
+    headers: Mapping[str, str] | None = None,
 ) -> WireReply:
     """One call of ``api``'s format through ``gateway`` (:meth:`~.gateway.Gateway.call`): the cache,
     limits, retries, diagnoses and ledger of every call."""
-    return await gateway.call(ctx, seq, role, model, api, body)
+    return await gateway.call(ctx, seq, role, model, api, body, headers)
 
 
 class GatewayCalls:
@@ -109,8 +125,16 @@ class GatewayCalls:
             self._seq += 1
             return self._seq
 
-    async def call(self, seq: int, role: str, model: str, api: Api, body: dict[str, Any]) -> WireReply:
-        return await gateway_call(self.gateway, self.ctx, seq, role, model, api, body)
+    async def call(
+        self,
+        seq: int,
+        role: str,
+        model: str,
+        api: Api,
+        body: dict[str, Any],
+        headers: Mapping[str, str] | None = None,
+    ) -> WireReply:
+        return await gateway_call(self.gateway, self.ctx, seq, role, model, api, body, headers)
 
 
 @dataclass(frozen=True)
@@ -349,22 +373,24 @@ class RecordingProxy:
             return _error(fmt, 400, "pytest-gauge proxy: the request body is not JSON")
         if not isinstance(body, dict) or not isinstance(body.get("model"), str) or not body["model"]:
             return _error(fmt, 400, "pytest-gauge proxy: the request body must be a JSON object with a model")
-        return await self._forward(work, fmt, body)
+        return await self._forward(work, fmt, body, request.headers)
 
     def _authorized(self, headers: Mapping[str, str]) -> bool:
         return any(hmac.compare_digest(t.encode(), self.token.encode()) for t in presented_tokens(headers))
 
     async def _forward(
-        self, work: _Work, fmt: WireFormat, body: dict[str, Any]
+        self, work: _Work, fmt: WireFormat, body: dict[str, Any], client_headers: Mapping[str, str]
     ) -> tuple[int, bytes, dict[str, str]]:
-        """The request through the gateway, as the unit's next call; the answer whole or as events."""
+        """The request through the gateway, as the unit's next call (with the client's headers of the
+        format's ``passed_headers``, e.g. ``anthropic-beta``); the answer whole or as events."""
         stream = body.get("stream") is True
         sent = {k: v for k, v in body.items() if k not in ("stream", "stream_options")}
         if fmt.api == "chat" and work.seed is not None and sent.get("seed") is None:
             sent["seed"] = work.seed
         seq = work.calls.next_seq()
         try:
-            reply = await work.calls.call(seq, work.role, str(sent["model"]), fmt.api, sent)
+            passed = {k: v for k, v in client_headers.items() if k.lower() in fmt.passed_headers}
+            reply = await work.calls.call(seq, work.role, str(sent["model"]), fmt.api, sent, passed or None)
         except GatewayError as exc:
             status = exc.status if isinstance(exc.status, int) and 400 <= exc.status <= 599 else 502
             return _error(fmt, status, str(exc))

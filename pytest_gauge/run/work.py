@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -78,9 +78,17 @@ class WorkCaller(BodyCaller):
         self.spend += _spend_of(result.usage, result.cost)
         return result
 
-    async def call(self, seq: int, role: str, model: str, api: Api, body: dict[str, Any]) -> WireReply:
+    async def call(
+        self,
+        seq: int,
+        role: str,
+        model: str,
+        api: Api,
+        body: dict[str, Any],
+        headers: Mapping[str, str] | None = None,
+    ) -> WireReply:
         """One proxied call of this unit (:class:`~pytest_gauge.gateway.proxy.WorkCalls`)."""
-        reply = await gateway_call(self.gateway, self.ctx, seq, role, model, api, body)
+        reply = await gateway_call(self.gateway, self.ctx, seq, role, model, api, body, headers)
         self.spend += _spend_of(reply.result.usage, reply.result.cost)
         return reply
 

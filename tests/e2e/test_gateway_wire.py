@@ -126,6 +126,28 @@ def test_each_format_has_its_cache_entry_and_chat_keys_are_unchanged(tmp_path: P
     assert entry["api"] == "anthropic" and entry["response"]["type"] == "message"
 
 
+def test_a_passed_header_is_sent_and_keys_the_cache_and_others_are_not(tmp_path: Path) -> None:
+    """A proxied client's ``anthropic-beta`` goes to the gateway beside its own headers and is part of the
+    cache key (the flag changes what the body means); a header the format does not pass is dropped."""
+    with LoopbackServer() as server:
+        gw = gateway(tmp_path, server, cache="use")
+        body = wire_format("anthropic").request_body({**BODY, "model": "claude-x"})
+        beta = {"Anthropic-Beta": "context-management-2025-06-27", "x-session": "s-1"}
+
+        async def calls() -> list[WireReply]:
+            plain = await gw.call(CTX, 1, "agent", "claude-x", "anthropic", dict(body))
+            flagged = await gw.call(CTX, 2, "agent", "claude-x", "anthropic", dict(body), beta)
+            again = await gw.call(CTX, 3, "agent", "claude-x", "anthropic", dict(body), beta)
+            return [plain, flagged, again]
+
+        plain, flagged, again = asyncio.run(calls())
+        seen = server.headers_seen
+    assert len(seen) == 2 and "anthropic-beta" not in seen[0]  # the third call was a cache hit
+    assert seen[1]["anthropic-beta"] == "context-management-2025-06-27" and "x-session" not in seen[1]
+    assert seen[1]["authorization"] == f"Bearer {KEY}"  # the gateway's key, never the client's
+    assert plain.record.request != flagged.record.request == again.record.request and again.record.cache_hit
+
+
 def test_an_entry_of_another_format_is_refused_as_damaged(tmp_path: Path) -> None:
     with LoopbackServer() as server:
         gw = gateway(tmp_path, server, cache="use")

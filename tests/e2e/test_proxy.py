@@ -15,7 +15,7 @@ import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -90,13 +90,23 @@ class FakeCalls:
         self.fail = fail
         self.seq = 0
         self.seen: list[tuple[int, str, str, Api, dict[str, Any]]] = []
+        self.headers: list[dict[str, str]] = []
 
     def next_seq(self) -> int:
         self.seq += 1
         return self.seq
 
-    async def call(self, seq: int, role: str, model: str, api: Api, body: dict[str, Any]) -> WireReply:
+    async def call(
+        self,
+        seq: int,
+        role: str,
+        model: str,
+        api: Api,
+        body: dict[str, Any],
+        headers: Mapping[str, str] | None = None,
+    ) -> WireReply:
         self.seen.append((seq, role, model, api, body))
+        self.headers.append(dict(headers or {}))
         if self.fail is not None:
             raise self.fail
         response = wire_format(api).from_completion(_completion(model, self.tool), body)
@@ -183,6 +193,24 @@ def test_a_stream_is_the_whole_answer_resent_as_events(proxy: RecordingProxy, ap
     assert _text(api, whole) == _text(api, streamed) == "Refunds take 30 days."
     assert all("stream" not in s[4] and "stream_options" not in s[4] for s in calls.seen)
     assert [s[0] for s in calls.seen] == [1, 2]
+
+
+def test_a_clients_beta_header_is_passed_on_and_nothing_else(proxy: RecordingProxy) -> None:
+    """Claude Code sends beta body fields with ``anthropic-beta``: the proxy passes that header to the
+    gateway (the format's ``passed_headers``); the client's other headers, its token above all, stay."""
+    anthropic = _anthropic()
+    calls = FakeCalls()
+    route = proxy.register(CTX, calls=calls)
+    client = anthropic.Anthropic(
+        base_url=route.anthropic_base_url,
+        auth_token=route.token,
+        default_headers={"anthropic-beta": "context-management-2025-06-27", "x-session": "s-1"},
+    )
+    client.messages.create(model="m", max_tokens=64, messages=[{"role": "user", "content": "hi"}])
+    _openai(route).chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "hi"}], extra_headers={"anthropic-beta": "x"}
+    )
+    assert calls.headers == [{"anthropic-beta": "context-management-2025-06-27"}, {}]
 
 
 def _text(api: Api, reply: Any) -> str:
@@ -435,7 +463,15 @@ def test_every_worker_serves_the_controllers_token(pytester: pytest.Pytester) ->
 
 def test_a_bug_behind_the_proxy_is_a_500_naming_it(proxy: RecordingProxy) -> None:
     class Broken(FakeCalls):
-        async def call(self, seq: int, role: str, model: str, api: Api, body: dict[str, Any]) -> WireReply:
+        async def call(
+            self,
+            seq: int,
+            role: str,
+            model: str,
+            api: Api,
+            body: dict[str, Any],
+            headers: Mapping[str, str] | None = None,
+        ) -> WireReply:
             raise RuntimeError("boom")
 
     route = proxy.register(CTX, calls=Broken())

@@ -79,6 +79,7 @@ class MessagesFormat:
 
     api: Api = "anthropic"
     path = "/messages"
+    passed_headers: tuple[str, ...] = ("anthropic-beta",)  # beta body fields need their flag
 
     # -- client side ---------------------------------------------------------------------------------
     def request_body(self, chat_body: dict[str, Any]) -> dict[str, Any]:

@@ -23,6 +23,9 @@ class WireFormat(Protocol):
     path: str
     """The request path below an OpenAI-style base URL ending in ``/v1``: ``/chat/completions``,
     ``/messages``, ``/responses``."""
+    passed_headers: tuple[str, ...]
+    """Request headers (lower case) that change what a request means, so the recording proxy passes a
+    client's own on to the gateway (Messages' ``anthropic-beta``: Claude Code's body fields need it)."""
 
     # -- client side: the gateway -------------------------------------------------------------------
     def request_body(self, chat_body: dict[str, Any]) -> dict[str, Any]:

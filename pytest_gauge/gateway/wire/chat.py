@@ -39,6 +39,7 @@ class ChatFormat:
 
     api: Api = "chat"
     path = "/chat/completions"
+    passed_headers: tuple[str, ...] = ()
 
     def request_body(self, chat_body: dict[str, Any]) -> dict[str, Any]:
         return {k: v for k, v in chat_body.items() if k not in ("stream", "stream_options")}

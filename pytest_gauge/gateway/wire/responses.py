@@ -669,6 +669,7 @@ class ResponsesFormat:
 
     api: Api = "responses"
     path = "/responses"
+    passed_headers: tuple[str, ...] = ("openai-beta",)
 
     def request_body(self, chat_body: dict[str, Any]) -> dict[str, Any]:
         """Leading system messages as ``instructions``, the rest as ``input`` items (assistant tool calls
