@@ -114,17 +114,32 @@ def _damage_compact(out: Path) -> str:
     return f"{out / 'mini' / 'baseline.json'}: records[3]: not a case record of this version: judgments[0]"
 
 
+@pytest.fixture(scope="module")
+def clean_base(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the undamaged baseline is kept: one sim run of the mini suite per module and process."""
+    return tmp_path_factory.mktemp("hostile-baseline") / "base"
+
+
+def _clean_base(pytester: pytest.Pytester, kept: Path) -> Path:
+    """A fresh copy of the undamaged baseline in this test's folder (the run made by the first test that
+    needs it, in process; the suite and seed are the same in every test, so is the run)."""
+    if not kept.is_dir():
+        made = run_inprocess(pytester, "suites", "--gauge-backend", "sim", "--gauge-out", str(kept))
+        assert made.ret == 0 and (kept / "mini" / "manifest.json").is_file()
+    base = pytester.path / "base"
+    shutil.copytree(kept, base)
+    return base
+
+
 @pytest.mark.parametrize(
     "damage", [_damage_pairs_truncated, _damage_ledger_garbage, _damage_wrong_type, _damage_compact]
 )
 def test_a_damaged_baseline_is_refused_naming_the_file_and_line_before_any_request(
-    pytester: pytest.Pytester, server: LoopbackServer, damage: Callable[[Path], str]
+    pytester: pytest.Pytester, server: LoopbackServer, clean_base: Path, damage: Callable[[Path], str]
 ) -> None:
     """Issue 30, point 6: the baseline is read whole at startup (every file the comparison will use, and
     its types), so a damaged one is one line naming the file and line, and nothing is paid."""
-    base = pytester.path / "base"
-    made = run_inprocess(pytester, "suites", "--gauge-backend", "sim", "--gauge-out", str(base))
-    assert made.ret == 0 and (base / "mini" / "manifest.json").is_file()
+    base = _clean_base(pytester, clean_base)
     expected = damage(base)
     result = run_inprocess(pytester, "suites", "--gauge-backend", "live", "--gauge-baseline", str(base))
     assert result.ret == pytest.ExitCode.USAGE_ERROR
