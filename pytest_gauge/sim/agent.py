@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from statistics import NormalDist
 from typing import Any
 
+from ..gateway.wire.noise import quiet_text
 from ..records import Transcript, Turn
 from ..run.dialogue import REFLECTION_PROMPT
 from ..run.mcp_tools import MCP_SERVER_NAME
@@ -254,7 +255,9 @@ def agent_reply(
     merged = merge_hints(hints)
 
     user_turns = users[opening:]
-    tool_msgs = [message_text(m) for m in messages if m.get("role") == "tool"]
+    # a tool's output as an agent program passed it on, without its per-run noise (Codex's wall time):
+    # the simulated reply that quotes it is then the same in every run
+    tool_msgs = [quiet_text(message_text(m)) for m in messages if m.get("role") == "tool"]
     if merged.ask_first and len(user_turns) <= 1:
         return AgentOutput(clarifying_question(zh))
 

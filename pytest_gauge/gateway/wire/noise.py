@@ -15,7 +15,7 @@ import re
 import threading
 from typing import Any
 
-__all__ = ["quiet", "quiet_material", "register_folder", "register_suite", "registered_folders"]
+__all__ = ["quiet", "quiet_material", "quiet_text", "register_folder", "register_suite", "registered_folders"]
 
 _FOLDERS: dict[str, str] = {}
 _SUITES: dict[str, tuple[re.Pattern[str], re.Pattern[str], str]] = {}
@@ -73,7 +73,8 @@ def registered_folders() -> dict[str, str]:
         return dict(_FOLDERS)
 
 
-def _quiet_text(text: str) -> str:
+def quiet_text(text: str) -> str:
+    """One text without the run-to-run noise (see :func:`quiet`)."""
     for path, slug, suite in list(_SUITES.values()):
         plain, dashed = suite.replace("\\", "\\\\"), _slug(suite)
         if f"/{suite}/" in text:
@@ -95,7 +96,7 @@ def quiet(value: Any) -> Any:
     the date and OS lines; in lists of input items, each item's ``id`` (Codex's per-session message
     ids) is left out."""
     if isinstance(value, str):
-        return _quiet_text(value)
+        return quiet_text(value)
     if isinstance(value, list):
         return [quiet(v) for v in value]
     if isinstance(value, dict):
