@@ -17,8 +17,9 @@ KEY = "sk-gauge-SECRET-three-7d1e"
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("workers", ["0", "2"])
 def test_live_with_faults_equals_offline(
-    pytester: pytest.Pytester, shared_runs: SharedRuns, monkeypatch: pytest.MonkeyPatch
+    pytester: pytest.Pytester, shared_runs: SharedRuns, monkeypatch: pytest.MonkeyPatch, workers: str
 ) -> None:
     three_apis(pytester.path)
     module = pytester.path / "suites" / "three" / "test_three.py"
@@ -26,7 +27,11 @@ def test_live_with_faults_equals_offline(
     with LoopbackServer(sim_responder(module, seed=7), faults=plan) as srv:
         monkeypatch.setenv("TAOTOKEN_API_KEY", KEY)
         monkeypatch.setenv("TAOTOKEN_BASE_URL", srv.base_url)
-        result = run_inprocess(pytester, "suites", "--gauge-backend", "live", "--gauge-cache", "off")
+        live = ("suites", "--gauge-backend", "live", "--gauge-cache", "off")
+        if workers == "0":
+            result = run_inprocess(pytester, *live)
+        else:  # two xdist workers sharing the server's faults in whatever order their calls come
+            result = pytester.runpytest_subprocess("-p", "no:randomly", *live, "-n", workers)
         by_path, by_status, total = srv.by_path, srv.requests_by_status, srv.requests_total
     result.assert_outcomes(passed=CASES)
     assert set(by_path) == {"/v1/chat/completions", "/v1/messages", "/v1/responses"}
