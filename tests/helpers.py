@@ -49,7 +49,9 @@ MINI_INI = "[pytest]\ngauge_backend = sim\ngauge_seed = 7\n"
 # The pytest runs the tests start (in this process or as subprocesses) do not load third-party plugins
 # that machines here have installed and these tests never use: importing them costs about 0.4 s per
 # started pytest process (hypothesis, pytest-benchmark), over a hundred such processes per test session.
-UNUSED_PLUGINS = "-p no:hypothesispytest -p no:benchmark"
+# anyio's plugin imports trio when it loads (its backend list: about 0.7 s CPU per process); the one
+# run with an anyio test asks for it back with ``-p anyio``.
+UNUSED_PLUGINS = "-p no:hypothesispytest -p no:benchmark -p no:anyio"
 
 # Fields that may legitimately differ between runs of the same seed (docs/protocol.md#ledger: only latencies,
 # timestamps, run and worker ids).

@@ -129,7 +129,9 @@ def test_plain_tests_on_the_sim_backend(pytester: pytest.Pytester) -> None:
     pytester.makeini(f"[pytest]\ngauge_backend = sim\ngauge_seed = 7\n{PRICES}")
     pytester.makepyfile(test_plain=PLAIN.format(model="sim-agent-x", winner="first", tokens=400) + EXTRA_SIM)
     junit = pytester.path / "junit.xml"
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "0", f"--junitxml={junit}")
+    result = pytester.runpytest_subprocess(  # its async test runs under anyio's plugin, on both backends
+        "-p", "no:cacheprovider", "-p", "anyio", "-n", "0", f"--junitxml={junit}"
+    )
     result.assert_outcomes(passed=4, failed=2)
     out = result.stdout.str()
     calls, _ = _refusal(out)
