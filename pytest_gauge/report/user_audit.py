@@ -15,6 +15,7 @@ _WHAT = {
     "ended_early": "ended (or was satisfied) while the agent's last reply was still a question",
     "silent": "said nothing in a turn",
     "no_task": "never stated the task",
+    "contradicted": "gave a fact a value other than its persona's or hidden facts' (or its own earlier one)",
     "cooperative": "was satisfied though the rules failed and the agent asked nothing",
 }
 

@@ -152,10 +152,17 @@ def _mistake(profile: SimUser, task_id: str) -> str:
         ("leak", profile.leak_tasks),
         ("early", profile.end_early_tasks),
         ("silent", profile.silent_tasks),
+        ("contradict", profile.contradict_tasks),
     ):
         if task_id and task_id in tasks:
             return kind
     return ""
+
+
+def _changed(fact: str) -> str:
+    """``fact`` with its first digit changed (the same fact when it has none): a contradiction."""
+    m = re.search(r"[0-9]", fact)
+    return fact if m is None else f"{fact[: m.start()]}{(int(m.group()) + 1) % 10}{fact[m.end() :]}"
 
 
 def user_reply(world_seed: int, profile: SimUser, body: Mapping[str, Any], tasks: Sequence[Task] = ()) -> str:
@@ -194,6 +201,9 @@ def user_reply(world_seed: int, profile: SimUser, body: Mapping[str, Any], tasks
         return ""
     if mistake == "early" and len(agent_replies) == 1:
         return "[DONE] satisfied=yes"
+    changed = [_changed(f) for f in prompt.hidden_facts if _changed(f) != f]
+    if mistake == "contradict" and len(agent_replies) == 1 and changed:
+        return ("" if zh else " ").join(changed)
     latest = agent_replies[-1]
     said = "\n".join(own)
     new = [f for f in prompt.hidden_facts if f not in said]

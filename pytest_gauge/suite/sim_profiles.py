@@ -32,12 +32,14 @@ class SimUser:
     The user's own mistakes, on the tasks named (for the user audit's tests, docs/protocol.md#user-audit):
     ``leak_tasks``: it volunteers its hidden facts when the agent answered without asking;
     ``end_early_tasks``: it ends satisfied at its first reply, even to a question; ``silent_tasks``: its
-    first reply says nothing."""
+    first reply says nothing; ``contradict_tasks``: its first reply gives each hidden fact that has a digit
+    with that digit changed (``Party of 4`` as ``Party of 5``)."""
 
     leniency: float = 0.6
     leak_tasks: tuple[str, ...] = ()
     end_early_tasks: tuple[str, ...] = ()
     silent_tasks: tuple[str, ...] = ()
+    contradict_tasks: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

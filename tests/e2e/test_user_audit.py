@@ -1,7 +1,7 @@
 """The simulated user audited end to end (issue 29, point 4): a suite whose simulated user is made to
-leak its hidden facts, end early or stay silent on known tasks gets exactly those transcripts flagged,
-``user_sim_error_rate`` equal to the known share, the flags on the case records, a conclusion.md section
-and the HTML marker data; a gate on it decides the run."""
+leak its hidden facts, end early, stay silent or contradict its facts on known tasks gets exactly those
+transcripts flagged, ``user_sim_error_rate`` equal to the known share, the flags on the case records, a
+conclusion.md section and the HTML marker data; a gate on it decides the run."""
 
 from __future__ import annotations
 
@@ -27,6 +27,13 @@ TASKS = [
         "task_prompt": "Plan my trip to Rome.",
         "hidden_facts": ["Three days in May"],
         "success_criteria": [{"type": "asks_clarification"}, {"type": "contains_all", "phrases": ["Rome"]}],
+    },
+    {
+        "task_id": "c3",
+        "category": "clarification",
+        "task_prompt": "Order a birthday cake.",
+        "hidden_facts": ["Cake for 8 people", "Pick up at 5pm"],
+        "success_criteria": [{"type": "asks_clarification"}, {"type": "contains_all", "phrases": ["cake"]}],
     },
     # answered at once: a normal user says thanks and ends
     {
@@ -69,13 +76,15 @@ suite = Suite(
     judge=Judge("sim-judge", sim=SimJudge(noise=0.1)),
     user=UserSimulator(
         "sim-user",
-        sim=SimUser(leak_tasks=("p1",), end_early_tasks=("c1",), silent_tasks=("p2",)),
+        sim=SimUser(
+            leak_tasks=("p1",), end_early_tasks=("c1",), silent_tasks=("p2",), contradict_tasks=("c3",)
+        ),
     ),
     gates=["user_sim_error_rate <= 0.2", "upper(user_sim_error_rate(leaked_fact)) <= 0.9"],
 )
 """
 
-KNOWN = {"p1": "leaked_fact", "c1": "ended_early", "p2": "silent"}
+KNOWN = {"p1": "leaked_fact", "c1": "ended_early", "p2": "silent", "c3": "contradicted"}
 
 
 def test_a_user_made_to_err_on_known_tasks_gets_exactly_those_transcripts_flagged(
@@ -96,10 +105,10 @@ def test_a_user_made_to_err_on_known_tasks_gets_exactly_those_transcripts_flagge
     expected = {(t, a): [KNOWN[t]] if t in KNOWN else [] for t, a in flags}
     assert flags == expected
     metrics = json.loads((out / "reports" / "metrics.json").read_text(encoding="utf-8"))["metrics"]
-    assert metrics["user_sim_error_rate"]["value"] == pytest.approx(6 / 12, abs=1e-6)
-    assert metrics["user_sim_error_rate"]["n"] == 12
-    for kind in ("leaked_fact", "ended_early", "silent"):
-        assert metrics[f"user_sim_error_rate({kind})"]["value"] == pytest.approx(2 / 12, abs=1e-6)
+    assert metrics["user_sim_error_rate"]["value"] == pytest.approx(8 / 14, abs=1e-6)
+    assert metrics["user_sim_error_rate"]["n"] == 14
+    for kind in ("leaked_fact", "ended_early", "silent", "contradicted"):
+        assert metrics[f"user_sim_error_rate({kind})"]["value"] == pytest.approx(2 / 14, abs=1e-6)
     assert metrics["user_sim_error_rate(cooperative)"]["value"] == 0.0
     conclusion = (out / "reports" / "conclusion.md").read_text(encoding="utf-8")
     assert "## The simulated user audited" in conclusion

@@ -365,6 +365,29 @@ def test_fingerprint_follows_the_configuration() -> None:
     assert base != world(seed=12).fingerprint()
     assert base != world(judges={"j": SimJudge(noise=0.3)}).fingerprint()
     assert base != world(tasks=ALL_TASKS[:-1]).fingerprint()
+    # the user's mistake knobs enter the fingerprint only when set: existing suites keep their keys
+    users = world(users={"u": SimUser(leniency=0.5)}).fingerprint()
+    assert users == world(users={"u": SimUser(leniency=0.5, contradict_tasks=())}).fingerprint()
+    assert users != world(users={"u": SimUser(leniency=0.5, contradict_tasks=("text",))}).fingerprint()
+
+
+def test_a_user_made_to_contradict_gives_its_facts_with_a_digit_changed_at_its_first_reply() -> None:
+    asked = [
+        {"role": "assistant", "content": CLARIFY.task_prompt},
+        {"role": "user", "content": "What is your budget?"},
+    ]
+
+    async def go(profile: SimUser) -> str:
+        c = client_for(world(users={"u": profile}))
+        resp = await create(c, model="u", messages=user_messages(CLARIFY, *asked))
+        return resp.choices[0].message.content or ""
+
+    assert run(lambda: go(SimUser())) == "My budget is 800 dollars. I mostly edit video."
+    assert run(lambda: go(SimUser(contradict_tasks=(CLARIFY.task_id,)))) == "My budget is 900 dollars."
+    assert (
+        run(lambda: go(SimUser(contradict_tasks=("other",))))
+        == "My budget is 800 dollars. I mostly edit video."
+    )
 
 
 # ---------------------------------------------------------------------------------------------------
