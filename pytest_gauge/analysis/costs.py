@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..records import ROLES, LedgerRecord
+from ..records import LedgerRecord, roles_in
 from ..records.totals import ledger_totals
 from .estimates import Accumulator, Estimate, Key, Stat, exact_estimate
 
@@ -94,7 +94,7 @@ class CostSummary:
 def cost_summary(ledger: Sequence[LedgerRecord], successes: int) -> CostSummary:
     """Per-role ledger totals, the total (None: unknown), cost per success and the judge's share."""
     per_role: dict[str, RoleCost] = {}
-    for role in ROLES:
+    for role in roles_in(ledger):
         totals = ledger_totals(x for x in ledger if x.role == role)
         nominal = totals.nominal
         per_role[role] = RoleCost(

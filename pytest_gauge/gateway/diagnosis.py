@@ -68,6 +68,7 @@ def _names_rejected_key(message: str) -> bool:
 _CONTEXT_FIXES = {
     "agent": "lower the task's max_turns or the agent's max_tokens (each turn adds the replies before it)",
     "user_sim": "lower UserSimulator(max_tokens=...) or the task's max_turns",
+    "user_audit": "lower UserSimulator(max_tokens=...) or the task's max_turns (it reads the dialogue)",
     "judge": "give Judge(context_tokens=...) the judge's window, or lower UserSimulator(max_tokens=...)"
     " and max_turns (the judge reads both transcripts)",
 }

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -45,6 +45,7 @@ __all__ = [
     "WorkerSummary",
     "content_hash",
     "dumps",
+    "roles_in",
     "work_result_from_json",
 ]
 
@@ -55,8 +56,17 @@ Api = Literal["chat", "anthropic", "responses"]
 APIS: tuple[Api, ...] = ("chat", "anthropic", "responses")
 """The wire formats a model is called in (``api=`` on every model role; gateway/wire has one module each)."""
 
-Role = Literal["agent", "user_sim", "judge"]
-ROLES: tuple[Role, ...] = ("agent", "user_sim", "judge")
+Role = Literal["agent", "user_sim", "judge", "user_audit"]
+ROLES: tuple[Role, ...] = ("agent", "user_sim", "judge", "user_audit")
+_OPTIONAL_ROLES = ("user_audit",)  # in cost tables only when a run made such calls (older bytes kept)
+
+
+def roles_in(ledger: Iterable[LedgerRecord]) -> tuple[str, ...]:
+    """The roles a run's cost tables list, in order: the three always, ``user_audit`` when it was called."""
+    seen = {x.role for x in ledger}
+    return tuple(r for r in ROLES if r not in _OPTIONAL_ROLES or r in seen)
+
+
 """Every role of a model call, in the order reports list them."""
 JudgeChoice = Literal["A", "B", "tie", "error"]
 
@@ -247,6 +257,9 @@ class Transcript:
     # a program agent's own view of each turn ({"session", "usage", "cost_usd"}), beside the ledger's;
     # written only when there is one
     program_turns: list[dict[str, Any]] = field(default_factory=list)
+    # the judge-model audit's finding on the simulated user's turns (its reason), when it found an error;
+    # written only then (docs/protocol.md#user-audit)
+    user_audit: str | None = None
 
     def agent_turns(self) -> list[str]:
         return [t.content for t in self.turns if t.role == "assistant"]
@@ -263,6 +276,8 @@ class Transcript:
             del data["workspace_checks"]
         if not self.program_turns:
             del data["program_turns"]
+        if self.user_audit is None:
+            del data["user_audit"]
         return data
 
     @classmethod

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..analysis.metrics import COST_INCLUDES_RETRIES
-from ..records import ROLES, LedgerRecord
+from ..records import ROLES, LedgerRecord, roles_in
 from ..records.prices import Price
 from ..records.totals import ledger_totals
 from .common import ReportContext, price_basis, prices_of, suite_name
@@ -484,7 +484,7 @@ def _spent(ledger: Sequence[LedgerRecord]) -> list[str]:
     lines.append("")
     total = spent_this_run(ledger)
     srows = [
-        *(_spend_row(role, spent_this_run(ledger, role)) for role in ROLES),
+        *(_spend_row(role, spent_this_run(ledger, role)) for role in roles_in(ledger)),
         _spend_row("**total**", total),
     ]
     lines += md_table(

@@ -11,7 +11,7 @@ from typing import Any
 from ..analysis.human import HumanFindings
 from ..analysis.judge_rules import PRIMARY
 from ..analysis.metrics import COST_INCLUDES_RETRIES, PAIR_METRICS, Estimate, FlippedGroup, SuiteMetrics
-from ..records import ROLES, CaseRecord
+from ..records import CaseRecord, roles_in
 from ..run.user_audit import USER_AUDIT_KINDS
 from .adaptive import adaptive_json
 from .baseline import repeats_json
@@ -220,7 +220,7 @@ def render_metrics_json(ctx: ReportContext) -> str:
         "repeats": repeats_json(ctx.repeats, m.rounds, m.seed),
         "spent_this_run": {
             **spend.to_json(),
-            "per_role": {role: spent_this_run(ctx.ledger, role).to_json() for role in ROLES},
+            "per_role": {role: spent_this_run(ctx.ledger, role).to_json() for role in roles_in(ctx.ledger)},
             "per_key_variable": {k.key_variable: k.to_json() for k in key_variable_costs(ctx.ledger)},
         },
         "cost_includes_retries": COST_INCLUDES_RETRIES,

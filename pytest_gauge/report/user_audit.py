@@ -17,6 +17,7 @@ _WHAT = {
     "no_task": "never stated the task",
     "contradicted": "gave a fact a value other than its persona's or hidden facts' (or its own earlier one)",
     "cooperative": "was satisfied though the rules failed and the agent asked nothing",
+    "judged": "erred in the audit model's reading of its turns (UserSimulator(audit_model=...))",
 }
 
 

@@ -8,20 +8,38 @@ while the agent's last reply was still a question or the agent had said nothing,
 ``silent`` (a user turn after the opening with nothing said), ``no_task`` (no user turn states the
 task), ``contradicted`` (a user turn states a value for one of the task's facts, hidden or of its persona,
 other than the true one: so it also catches two different values across turns), ``cooperative``
-(satisfied while the rules failed and the agent asked nothing).
+(satisfied while the rules failed and the agent asked nothing), ``judged`` (the optional audit model,
+``UserSimulator(audit_model=...)``, found an error in the user's turns: :func:`user_audit_messages`).
 """
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
 
 from ..records import Transcript
 from ..suite.tasks import Task
 
-__all__ = ["USER_AUDIT_KINDS", "audit_user", "contradicted", "fact_slots"]
+__all__ = [
+    "USER_AUDIT_KINDS",
+    "USER_AUDIT_MARKER",
+    "audit_user",
+    "contradicted",
+    "fact_slots",
+    "parse_user_audit",
+    "user_audit_messages",
+]
 
-USER_AUDIT_KINDS = ("leaked_fact", "ended_early", "silent", "no_task", "contradicted", "cooperative")
+USER_AUDIT_KINDS = (
+    "leaked_fact",
+    "ended_early",
+    "silent",
+    "no_task",
+    "contradicted",
+    "cooperative",
+    "judged",
+)
 """The user simulator's errors checked per transcript, in report order."""
 
 _SPACE = re.compile(r"\s+")
@@ -156,5 +174,42 @@ def audit_user(task: Task, t: Transcript, task_success: bool, max_turns: int) ->
         "no_task": bool(task.task_prompt.strip()) and not stated,
         "contradicted": contradicted(task, t),
         "cooperative": t.user_satisfied is True and not task_success and not asked,
+        "judged": t.user_audit is not None,
     }
     return tuple(k for k in USER_AUDIT_KINDS if found[k])
+
+
+USER_AUDIT_MARKER = "You audit a simulated user"
+_AUDIT_SYSTEM = (
+    USER_AUDIT_MARKER + ": a model that played a customer talking to an AI agent. It was given a task,"
+    " hidden facts (to reveal only when asked) and a persona. Judge only the user's conduct, not the"
+    " agent's: did it reveal a hidden fact before the agent asked, end before the agent addressed the"
+    " task, never state the task, contradict its facts, persona or an earlier turn, or say nothing?"
+    ' Answer with JSON only: {"erred": true|false, "reason": "<one sentence>"}.'
+)
+
+
+def user_audit_messages(task: Task, t: Transcript) -> list[dict[str, str]]:
+    """The audit model's request for transcript ``t``: the user's brief and the conversation, each turn
+    on lines starting ``[user]`` / ``[agent]`` (tool turns left out)."""
+    facts = "\n".join(f"- {f}" for f in task.hidden_facts) or "- (none)"
+    lines = [f"[{'user' if x.role == 'user' else 'agent'}] {x.content}" for x in t.turns if x.role != "tool"]
+    brief = (
+        f"<task>\n{task.task_prompt}\n</task>\n<hidden_facts>\n{facts}\n</hidden_facts>\n"
+        f"<persona>\n{task.persona or 'an ordinary customer'}\n</persona>\n"
+        "<conversation>\n" + "\n".join(lines) + "\n</conversation>"
+    )
+    return [{"role": "system", "content": _AUDIT_SYSTEM}, {"role": "user", "content": brief}]
+
+
+def parse_user_audit(text: str) -> str | None:
+    """The audit model's finding: its reason when it says the user erred, else None (also for an answer
+    that is not the JSON asked for: an unreadable audit flags nothing)."""
+    start, end = text.find("{"), text.rfind("}")
+    try:
+        data = json.loads(text[start : end + 1]) if 0 <= start < end else None
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or data.get("erred") is not True:
+        return None
+    return str(data.get("reason") or "").strip() or "erred"

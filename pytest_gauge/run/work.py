@@ -35,7 +35,7 @@ from .judge import Redactor, build_judge_messages, judge_prompt, parse_verdict, 
 from .judge_format import JudgeFormats, ask_judge
 from .mcp_tools import McpTools
 from .programs import ProgramHost, ProgramMissing, ProgramSession, program_home
-from .user_audit import audit_user
+from .user_audit import audit_user, parse_user_audit, user_audit_messages
 
 __all__ = ["SuiteRuntime", "WorkCaller", "build_record", "call_seed"]
 
@@ -254,9 +254,29 @@ class SuiteRuntime:
             transcript = await one(0)
             if isinstance(strategy, Reflection) and isinstance(agent, ModelAgent):
                 transcript = await self._reflect(agent, transcript, strategy.rounds, caller, base_seed)
+        transcript = await self._audit_user(task, transcript, caller, base_seed)
         verdict = score(task.success_criteria, task.hard_constraints, transcript)
         rules = verdict.to_json(task.success_criteria, task.hard_constraints)
         return TranscriptResult(transcript, caller.spend, rules)
+
+    async def _audit_user(
+        self, task: Task, transcript: Transcript, caller: WorkCaller, seed: int | None
+    ) -> Transcript:
+        """The judge-model audit of the user's turns, with ``UserSimulator(audit_model=...)``: one call
+        (role ``user_audit``, in the transcript's spend) whose finding flags ``judged``."""
+        user = self.suite.user
+        if not user.audit_model or transcript.error is not None:
+            return transcript
+        result = await caller(
+            "user_audit",
+            user.audit_model,
+            user_audit_messages(task, transcript),
+            temperature=0.0,
+            max_tokens=user.max_tokens,
+            seed=seed,
+            api=user.api,
+        )
+        return replace(transcript, user_audit=parse_user_audit(result.content))
 
     async def _program(
         self,

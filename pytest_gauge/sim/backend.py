@@ -24,7 +24,7 @@ from ..suite.tasks import Task
 from .agent import agent_reply
 from .common import SIM_VERSION, count_tokens, message_text, stable_hash, truncate_to_tokens
 from .judge import is_judge_request, judge_reply
-from .user import is_user_sim_request, user_reply
+from .user import is_user_audit_request, is_user_sim_request, user_audit_reply, user_reply
 
 __all__ = ["SimBackend", "SimWorld", "dump_response", "error_body"]
 
@@ -148,11 +148,11 @@ class SimBackend:
                 "messages",
             )
         tool_calls: tuple[dict[str, Any], ...] = ()
-        if is_judge_request(messages):
+        if is_user_audit_request(messages):
+            content: str | None = user_audit_reply(self.world.tasks, body)
+        elif is_judge_request(messages):
             profile_j = self.world.judges.get(model, SimJudge())
-            content: str | None = judge_reply(
-                self.world.seed, self.world.tasks, profile_j, body, exact=self._learned
-            )
+            content = judge_reply(self.world.seed, self.world.tasks, profile_j, body, exact=self._learned)
         elif is_user_sim_request(messages):
             content = user_reply(
                 self.world.seed, self.world.users.get(model, SimUser()), body, self.world.tasks

@@ -15,7 +15,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..records import Transcript, Turn
 from ..run.dialogue import USER_SIM_LAST_TURN, USER_SIM_OPENING
+from ..run.user_audit import USER_AUDIT_MARKER, contradicted
 from ..suite.rules import count_words
 from ..suite.sim_profiles import SimUser
 from ..suite.tasks import Task
@@ -24,10 +26,12 @@ from .common import has_cjk, message_text, seeded, stable_hash
 
 __all__ = [
     "UserPrompt",
+    "is_user_audit_request",
     "is_user_sim_request",
     "parse_user_prompt",
     "satisfaction_probability",
     "surface_signals",
+    "user_audit_reply",
     "user_reply",
 ]
 
@@ -213,3 +217,31 @@ def user_reply(world_seed: int, profile: SimUser, body: Mapping[str, Any], tasks
         return _NO_MORE_ZH if zh else _NO_MORE_EN
     thanks = "谢谢。" if zh else "Thanks."
     return f"{thanks}\n{verdict()}"
+
+
+def is_user_audit_request(messages: Sequence[Mapping[str, Any]]) -> bool:
+    """A user-audit request (``UserSimulator(audit_model=...)``) has the audit's system message."""
+    return any(m.get("role") == "system" and USER_AUDIT_MARKER in message_text(dict(m)) for m in messages)
+
+
+def user_audit_reply(tasks: Sequence[Task], body: Mapping[str, Any]) -> str:
+    """The simulated audit model's JSON finding: the user erred when it contradicted the task's facts or
+    said nothing after its opening (what the rules see of it: a model that reads as the rules do)."""
+    messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
+    brief = "\n".join(message_text(m) for m in messages if m.get("role") == "user")
+    task = find_task(tasks, _tag(brief, "task")) if tasks else None
+    turns: list[Turn] = []
+    for line in _tag(brief, "conversation").splitlines():
+        for tag, role in (("[user] ", "user"), ("[agent] ", "assistant")):
+            if line.startswith(tag) or line == tag.strip():
+                turns.append(Turn("user" if role == "user" else "assistant", line[len(tag) :]))
+                break
+        else:
+            if turns:
+                turns[-1] = Turn(turns[-1].role, f"{turns[-1].content}\n{line}")
+    said = [t.content for t in turns if t.role == "user"]
+    if any(not x.strip() for x in said[1:]):
+        return json.dumps({"erred": True, "reason": "the user said nothing in a turn"})
+    if task is not None and contradicted(task, Transcript(task.task_id, "", 0, turns, "", None, "")):
+        return json.dumps({"erred": True, "reason": "the user contradicted its own facts"})
+    return json.dumps({"erred": False, "reason": "the user played its part"})

@@ -151,7 +151,9 @@ Agent = ModelAgent | CallableAgent | CommandAgent | HttpAgent
 @dataclass(frozen=True)
 class UserSimulator:
     """The simulated user: its own model, prompt extension and temperature; never the judge. ``api``:
-    the wire format its model is called in (as :class:`ModelAgent`'s)."""
+    the wire format its model is called in (as :class:`ModelAgent`'s). ``audit_model``: a model that
+    audits the user's turns of every transcript (role ``user_audit``, flag ``judged``; off by default,
+    docs/protocol.md#user-audit), called in ``api`` too."""
 
     model: str = "gauge-sim-user"
     temperature: float = 0.7
@@ -160,6 +162,7 @@ class UserSimulator:
     extra_prompt: str = ""
     sim: SimUser = field(default_factory=SimUser)
     api: Api = "chat"
+    audit_model: str | None = None
 
     def __post_init__(self) -> None:
         _check_api("UserSimulator", self.api)
@@ -326,6 +329,8 @@ class Suite:
         """Model per role and agent, for the manifest."""
         out: dict[str, str | None] = {f"agent:{a.name}": a.model for a in self.agents}
         out["user_sim"] = self.user.model
+        if self.user.audit_model:
+            out["user_audit"] = self.user.audit_model
         for i, m in enumerate(self.judge.models()):
             out[f"judge:{i}"] = m
         return out

@@ -1,7 +1,9 @@
 """The simulated user audited end to end (issue 29, point 4): a suite whose simulated user is made to
 leak its hidden facts, end early, stay silent or contradict its facts on known tasks gets exactly those
 transcripts flagged, ``user_sim_error_rate`` equal to the known share, the flags on the case records, a
-conclusion.md section and the HTML marker data; a gate on it decides the run."""
+conclusion.md section and the HTML marker data; a gate on it decides the run. The optional audit model
+(``UserSimulator(audit_model=...)``) flags ``judged``, one call per transcript on the ledger under role
+``user_audit``, priced as the others."""
 
 from __future__ import annotations
 
@@ -76,6 +78,7 @@ suite = Suite(
     judge=Judge("sim-judge", sim=SimJudge(noise=0.1)),
     user=UserSimulator(
         "sim-user",
+        audit_model="sim-audit",
         sim=SimUser(
             leak_tasks=("p1",), end_early_tasks=("c1",), silent_tasks=("p2",), contradict_tasks=("c3",)
         ),
@@ -85,6 +88,8 @@ suite = Suite(
 """
 
 KNOWN = {"p1": "leaked_fact", "c1": "ended_early", "p2": "silent", "c3": "contradicted"}
+# what the (simulated) audit model also finds: the silent turn and the contradiction
+JUDGED = {"p2", "c3"}
 
 
 def test_a_user_made_to_err_on_known_tasks_gets_exactly_those_transcripts_flagged(
@@ -94,7 +99,8 @@ def test_a_user_made_to_err_on_known_tasks_gets_exactly_those_transcripts_flagge
     folder.mkdir(parents=True)
     (folder / "tasks.jsonl").write_text("".join(json.dumps(t) + "\n" for t in TASKS), encoding="utf-8")
     (folder / "test_audit.py").write_text(SUITE, encoding="utf-8")
-    pytester.makeini("[pytest]\ngauge_backend = sim\ngauge_seed = 3\n")
+    prices = "gauge_prices =\n    sim-user 1 2\n    sim-audit 1 4\n"
+    pytester.makeini(f"[pytest]\ngauge_backend = sim\ngauge_seed = 3\n{prices}")
     result = run_inprocess(pytester, "suites", "-n", "0")
     out = pytester.path / "gauge-out" / "audit"
     records = read_jsonl(out / "pairs" / "pair_results.jsonl")
@@ -102,7 +108,9 @@ def test_a_user_made_to_err_on_known_tasks_gets_exactly_those_transcripts_flagge
     for r in records:
         flags[(r["task_id"], r["agent_left"])] = r.get("user_flags_left", [])
         flags[(r["task_id"], r["agent_right"])] = r.get("user_flags_right", [])
-    expected = {(t, a): [KNOWN[t]] if t in KNOWN else [] for t, a in flags}
+    expected = {
+        (t, a): ([KNOWN[t]] if t in KNOWN else []) + (["judged"] if t in JUDGED else []) for t, a in flags
+    }
     assert flags == expected
     metrics = json.loads((out / "reports" / "metrics.json").read_text(encoding="utf-8"))["metrics"]
     assert metrics["user_sim_error_rate"]["value"] == pytest.approx(8 / 14, abs=1e-6)
@@ -110,6 +118,18 @@ def test_a_user_made_to_err_on_known_tasks_gets_exactly_those_transcripts_flagge
     for kind in ("leaked_fact", "ended_early", "silent", "contradicted"):
         assert metrics[f"user_sim_error_rate({kind})"]["value"] == pytest.approx(2 / 14, abs=1e-6)
     assert metrics["user_sim_error_rate(cooperative)"]["value"] == 0.0
+    assert metrics["user_sim_error_rate(judged)"]["value"] == pytest.approx(4 / 14, abs=1e-6)
+    # one audit call per transcript, on the ledger under its role and priced as the user's calls are
+    ledger = read_jsonl(out / "agent_runs.jsonl")
+    audits = [x for x in ledger if x["role"] == "user_audit"]
+    users = [x for x in ledger if x["role"] == "user_sim"]
+    assert len(audits) == 14 and {x["model"] for x in audits} == {"sim-audit"}
+    assert all(x["cost"] is not None for x in users)
+    for x in audits:  # sim-audit at 1 and 4 per million tokens
+        usage = x["usage"]
+        assert x["cost"] == pytest.approx(
+            (usage["input_tokens"] + 4 * usage["output_tokens"]) / 1e6, rel=1e-3
+        )
     conclusion = (out / "reports" / "conclusion.md").read_text(encoding="utf-8")
     assert "## The simulated user audited" in conclusion
     assert "p1/agent_a#0" in conclusion and "leaked_fact" in conclusion

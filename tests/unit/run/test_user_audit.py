@@ -1,13 +1,25 @@
 """The user audit's rule checks on hand-made transcripts (issue 29, point 4): ``contradicted`` flags a
 user turn that gives a fact (hidden or of the persona) a value other than the true one, and nothing
-else; the other kinds stay as they were."""
+else; the other kinds stay as they were. The optional audit model's request, the simulator's answer to
+it and the reading of its answer (``judged``)."""
 
 from __future__ import annotations
+
+import json
+from dataclasses import replace
 
 import pytest
 
 from pytest_gauge.records import Transcript, Turn
-from pytest_gauge.run.user_audit import USER_AUDIT_KINDS, audit_user, contradicted, fact_slots
+from pytest_gauge.run.user_audit import (
+    USER_AUDIT_KINDS,
+    audit_user,
+    contradicted,
+    fact_slots,
+    parse_user_audit,
+    user_audit_messages,
+)
+from pytest_gauge.sim import SimBackend, SimWorld
 from pytest_gauge.suite.tasks import Task
 
 _TASK = Task(
@@ -84,3 +96,38 @@ def test_facts_sharing_a_key_allow_each_value_and_a_task_without_facts_is_never_
 def test_the_work_is_bounded_on_a_huge_turn() -> None:
     huge = "party of 4 " * 50_000 + "party of 5"
     assert not contradicted(_TASK, _said("Book me a table for dinner.", huge))
+
+
+def _ask_sim(task: Task, transcript: Transcript) -> str | None:
+    """The simulator's audit model on ``transcript`` (the request the run sends), parsed as the run does."""
+    body = {"model": "sim-audit", "messages": user_audit_messages(task, transcript), "temperature": 0.0}
+    world = SimWorld(seed=1, tasks=(task,))
+    status, payload = SimBackend(world).handle("POST", "/v1/chat/completions", json.dumps(body).encode())
+    assert status == 200
+    return parse_user_audit(payload["choices"][0]["message"]["content"])
+
+
+def test_the_simulated_audit_model_finds_a_contradiction_or_a_silent_turn_and_nothing_else() -> None:
+    contradicting = _said("Book me a table for dinner.", "Party of 5.")
+    assert _ask_sim(_TASK, contradicting) == "the user contradicted its own facts"
+    assert _ask_sim(_TASK, _said("Book me a table for dinner.", "")) == "the user said nothing in a turn"
+    assert _ask_sim(_TASK, _said("Book me a table for dinner.", "Party of 4,\nFriday at 7pm.")) is None
+    flagged = replace(contradicting, user_audit="the user contradicted its own facts")
+    assert audit_user(_TASK, flagged, True, 10) == ("contradicted", "judged")
+    assert Transcript.from_json(flagged.to_json()) == flagged
+    assert "user_audit" not in contradicting.to_json()  # unchanged bytes without the audit
+
+
+@pytest.mark.parametrize(
+    ("answer", "found"),
+    [
+        ('{"erred": true, "reason": "It leaked the date."}', "It leaked the date."),
+        ('Sure: {"erred": true}', "erred"),
+        ('{"erred": false, "reason": "fine"}', None),
+        ('{"erred": "yes"}', None),
+        ("no JSON here", None),
+        ("{not json}", None),
+    ],
+)
+def test_the_audit_answer_is_read_strictly(answer: str, found: str | None) -> None:
+    assert parse_user_audit(answer) == found
