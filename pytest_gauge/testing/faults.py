@@ -145,6 +145,10 @@ class FaultPlan:
     """``"STATUS:SHAPE"`` answers taken in turn by the chat requests (shape ``json``, ``text`` or
     ``html``): an error body quoting the request's Authorization header back, as some proxies do."""
     seed: int = 0
+    fault_apis: frozenset[str] = frozenset()
+    """Only requests of these wire formats (``chat``, ``anthropic``, ``responses``) draw the rate faults
+    (429, 5xx, malformed, reset, 529), and their fault index ``n`` counts only them, so the schedule they
+    meet is the same whatever the other formats' requests do; empty: every format's, indexed together."""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-JSON form (the model sets as sorted lists), as served by the admin stats route."""
@@ -153,6 +157,7 @@ class FaultPlan:
         d["reject_response_formats"] = sorted(self.reject_response_formats)
         d["unknown_models"] = sorted(self.unknown_models)
         d["drip_models"] = sorted(self.drip_models)
+        d["fault_apis"] = sorted(self.fault_apis)
         return d
 
     @classmethod
@@ -163,7 +168,8 @@ class FaultPlan:
         if unknown:
             raise ValueError(f"unknown FaultPlan fields: {sorted(unknown)}")
         kwargs = dict(data)
-        for name in ("status_400_models", "reject_response_formats", "unknown_models", "drip_models"):
+        sets = ("status_400_models", "reject_response_formats", "unknown_models", "drip_models", "fault_apis")
+        for name in sets:
             if name in kwargs:
                 kwargs[name] = frozenset(kwargs[name])
         return cls(**kwargs)
@@ -298,7 +304,7 @@ def chat_response(
         msg = f"Invalid parameter: 'response_format' of type '{kind}' is not supported with this model."
         status = plan.reject_format_status
         return Response(status, error_body(msg, "invalid_request_error", None, "response_format"))
-    fault = scheduled_fault(plan, n)
+    fault = scheduled_fault(plan, n) if not plan.fault_apis or api in plan.fault_apis else None
     if fault == "429":
         headers: dict[str, str] = {}
         if plan.retry_after is not None:

@@ -180,6 +180,7 @@ class LoopbackServer(Served):
         self._records: list[RequestRecord] = []
         self._requests_total = 0
         self._chat_total = 0
+        self._faulted_total = 0  # model requests of the plan's fault_apis (their own fault index)
         self._by_status: dict[int, int] = {}
         self._by_path: dict[str, int] = {}
         self._max_in_flight = self._in_flight
@@ -424,6 +425,8 @@ class LoopbackServer(Served):
             if is_model:
                 self._chat_total += 1
                 chat_index = self._chat_total
+                if plan.fault_apis and fmt is not None and fmt.api in plan.fault_apis:
+                    self._faulted_total += 1
             record = RequestRecord(
                 self._requests_total, req.method, req.path, req.headers, body, chat_index, query=req.query
             )
@@ -456,9 +459,8 @@ class LoopbackServer(Served):
             if is_model and plan.hold_after and (chat_index or 0) > plan.hold_after:
                 await self._hold()  # a request that reached the server and waits: tests stop runs here
             if fmt is not None:
-                resp = model_response(
-                    fmt, req, body, body_error, plan, chat_index or 0, record.seq, self.responder
-                )
+                n = self._faulted_total if plan.fault_apis and fmt.api in plan.fault_apis else chat_index
+                resp = model_response(fmt, req, body, body_error, plan, n or 0, record.seq, self.responder)
             elif req.method == "GET" and req.path == models_path:
                 resp = auth_fault(req, plan) or Response(200, self._models_payload())
             else:

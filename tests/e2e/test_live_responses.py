@@ -16,7 +16,18 @@ from tests.helpers import DATA, MINI_INI, read_jsonl, run_inprocess
 
 KEY = "sk-gauge-SECRET-responses-7d1e"
 CASES = 5 * 1 * 2  # tasks x pairs x orders
-PLAN = FaultPlan(rate_429=0.15, retry_after="0", cached_tokens=2, reasoning_tokens=1, seed=3)
+# 429s on the Responses route only, drawn by that route's own request index (fault_apis): drawn over
+# every request they could all fall on the chat calls when concurrent calls arrive in another order,
+# leaving the Responses agent's retries untested; this seed's schedule 429s Responses requests 1, 3, 7,
+# 11, 13, 17 (the first call is always retried), and --gauge-max-retries 10 outlasts any run of them
+PLAN = FaultPlan(
+    rate_429=0.3,
+    retry_after="0",
+    cached_tokens=2,
+    reasoning_tokens=1,
+    seed=11,
+    fault_apis=frozenset({"responses"}),
+)
 
 
 @pytest.fixture
@@ -39,13 +50,15 @@ def server(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Iterat
 
 
 def test_a_responses_agent_live(pytester: pytest.Pytester, server: LoopbackServer) -> None:
-    result = run_inprocess(pytester, "suites", "--gauge-backend", "live", "--gauge-cache", "off")
+    live = ("suites", "--gauge-backend", "live", "--gauge-cache", "off", "--gauge-max-retries", "10")
+    result = run_inprocess(pytester, *live)
     result.assert_outcomes(passed=CASES)
     out = pytester.path / "gauge-out" / "mini"
     ledger = read_jsonl(out / "agent_runs.jsonl")
     mine = [r for r in ledger if r["role"] == "agent" and r["work"].split("/")[2] == "agent_y"]
     assert mine and {r["api"] for r in mine} == {"responses"}
     assert {r["api"] for r in ledger if r not in mine} == {"chat"}
+    assert all(r["status"] == "ok" for r in ledger if r not in mine)  # the faults hit only /v1/responses
     assert server.by_path["/v1/responses"] == len(mine)  # every attempt on the ledger, none twice
     retried = {r["call_id"] for r in mine if r["status"] == "http_429"}
     assert retried and retried <= {r["call_id"] for r in mine if r["status"] == "ok" and r["attempt"] > 1}
