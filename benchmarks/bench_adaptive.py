@@ -123,7 +123,7 @@ def _rare_data(rng: np.random.Generator, p: float, runs: int, tasks: int) -> Dat
 def _always_data(rng: np.random.Generator, p: float, runs: int, tasks: int) -> Data:
     """A rare rate on always/never tasks (issue 26, point 1): a share ``p`` of the tasks always has the
     event, the others never, 4 cases per task; many 20-task looks see no event or one task's."""
-    k = 4.0 * (rng.random((runs, tasks)) < p)
+    k = np.asarray(4.0 * (rng.random((runs, tasks)) < p), dtype=np.float64)
     return (k, np.full((runs, tasks), 4.0))
 
 

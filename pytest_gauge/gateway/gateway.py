@@ -450,7 +450,7 @@ class Gateway:
         if stored != api:
             return f"it stores a {stored!r} response, not a {api!r} one"
         fmt = wire_format(api)
-        passed = entry.get("headers") or {}
+        passed = entry.get("passed_header_values") or {}
         if not isinstance(passed, dict) or not all(isinstance(v, str) for v in passed.values()):
             return "its stored headers are not an object of strings"
         try:
@@ -550,7 +550,8 @@ class Gateway:
                 "gateway": self.backend_id,
             },
             "request": call.body,
-            **({"headers": dict(call.headers)} if call.headers else {}),  # passed ones, part of the key
+            # the passed headers, part of the key (not named "headers": a cassette drops such fields)
+            **({"passed_header_values": dict(call.headers)} if call.headers else {}),
             "response": response,
             "response_digest": content_key(response),
             "persist": True,

@@ -270,9 +270,10 @@ def test_cassettes_replay_without_the_recording_environment(
     ledger = read_jsonl(rec / "agent_runs.jsonl")
     line = next(r for r in ledger if r["role"] == "judge")
     usage = line["usage"]
-    assert usage["cached_tokens"] == 10 and usage["reasoning_tokens"] is None
-    fresh = usage["prompt_tokens"] - 10
-    assert line["cost"] == pytest.approx(fresh * 1e-6 + 10 * 0.25e-6 + usage["completion_tokens"] * 4e-6)
+    assert usage["cached_input_tokens"] == 10 and usage["reasoning_tokens"] is None
+    assert usage["raw"]["prompt_tokens"] == usage["input_tokens"] + 10  # Chat counts cached inside prompt
+    fresh = usage["input_tokens"]  # the ledger's input is the uncached part
+    assert line["cost"] == pytest.approx(fresh * 1e-6 + 10 * 0.25e-6 + usage["output_tokens"] * 4e-6)
     assert "(ini gauge_prices)" in (rec / "reports" / "token_cost.md").read_text(encoding="utf-8")
 
     export = io.StringIO()

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from pytest_gauge.gateway.cassettes import scrub_entry
 from pytest_gauge.gateway.errors import GatewayError
 from pytest_gauge.gateway.gateway import CACHE_FORMAT_VERSION, CallContext, Gateway, WireReply
 from pytest_gauge.gateway.store import content_key
@@ -146,6 +147,9 @@ def test_a_passed_header_is_sent_and_keys_the_cache_and_others_are_not(tmp_path:
     assert seen[1]["anthropic-beta"] == "context-management-2025-06-27" and "x-session" not in seen[1]
     assert seen[1]["authorization"] == f"Bearer {KEY}"  # the gateway's key, never the client's
     assert plain.record.request != flagged.record.request == again.record.request and again.record.cache_hit
+    entry = json.loads(next((tmp_path / "cache").rglob(f"{flagged.record.request}.json")).read_text())
+    exported = scrub_entry(entry)  # what a cassette keeps: the passed headers too, or its replay misses
+    assert exported["passed_header_values"] == {"anthropic-beta": "context-management-2025-06-27"}
 
 
 def test_an_entry_of_another_format_is_refused_as_damaged(tmp_path: Path) -> None:

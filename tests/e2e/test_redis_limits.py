@@ -239,5 +239,6 @@ def test_two_pytest_processes_share_one_concurrency_limit_and_one_budget(
     for i in range(2):
         for line in (pytester.path / f"b{i}" / "mini" / "agent_runs.jsonl").read_text().splitlines():
             usage = json.loads(line).get("usage") or {}
-            spent += int(usage.get("total_tokens") or 0)
+            parts = ("input_tokens", "cached_input_tokens", "cache_write_tokens", "output_tokens")
+            spent += sum(int(usage.get(name) or 0) for name in parts)  # the ledger's usage convention
     assert 0 < spent <= budget + 4 * 2048  # the budget plus at most the 4 calls in flight
