@@ -14,7 +14,7 @@ from typing import Any
 
 from .redact import known_secrets, redact, redact_known
 
-__all__ = ["MAX_BODY_BYTES", "BadResponse", "body_snippet", "parse_completion"]
+__all__ = ["MAX_BODY_BYTES", "BadResponse", "body_snippet", "parse_completion", "usage_problem"]
 
 MAX_BODY_BYTES = 8 << 20
 """Largest response body read (8 MiB); a longer one is refused without being read whole."""
@@ -44,12 +44,14 @@ def body_snippet(body: bytes, secrets: tuple[str, ...] = ()) -> str:
     return text[:SNIPPET_CHARS] + ("..." if len(text) > SNIPPET_CHARS else "")
 
 
-def _usage_problem(usage: Any) -> str | None:
+def usage_problem(usage: Any, counts: tuple[str, ...] = USAGE_FIELDS) -> str | None:
+    """What is wrong with a response's ``usage`` object, or None: not an object, or one of ``counts``
+    present but not a number (every wire format's check; each names its own counts)."""
     if usage is None:
         return None
     if not isinstance(usage, dict):
         return f"'usage' is {type(usage).__name__}, not an object"
-    for name in USAGE_FIELDS:
+    for name in counts:
         value = usage.get(name)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
             return f"'usage.{name}' is {type(value).__name__}, not a number"
@@ -91,7 +93,7 @@ def parse_completion(body: bytes, secrets: tuple[str, ...] = ()) -> dict[str, An
     if not isinstance(data, dict):
         kind = type(data).__name__
         raise BadResponse(f"the body is a JSON {kind}, not an object", body_snippet(body, secrets))
-    wrong = _choice_problem(data.get("choices")) or _usage_problem(data.get("usage"))
+    wrong = _choice_problem(data.get("choices")) or usage_problem(data.get("usage"))
     if wrong is not None:
         raise BadResponse(wrong, body_snippet(body, secrets))
     return data

@@ -16,7 +16,7 @@ from typing import Any
 
 from ...records import Usage
 from ..redact import known_secrets, redact_known
-from ..response import BadResponse, body_snippet
+from ..response import BadResponse, body_snippet, usage_problem
 from .base import Api, StreamEvent
 from .noise import quiet_material
 
@@ -472,14 +472,9 @@ def _content_problem(data: dict[str, Any]) -> str | None:
 
 
 def _usage_problem(usage: Any) -> str | None:
-    if usage is None:
-        return None
-    if not isinstance(usage, dict):
-        return f"'usage' is {type(usage).__name__}, not an object"
-    for name in _USAGE_FIELDS:
-        value = usage.get(name)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
-            return f"'usage.{name}' is {type(value).__name__}, not a number"
+    wrong = usage_problem(usage, _USAGE_FIELDS)
+    if wrong is not None or usage is None:
+        return wrong
     parts = usage.get("cache_creation")
     if parts is not None and not isinstance(parts, dict):
         return f"'usage.cache_creation' is {type(parts).__name__}, not an object"

@@ -16,7 +16,7 @@ from typing import Any
 
 from ...records import Usage
 from ..redact import known_secrets, redact_known
-from ..response import BadResponse, body_snippet
+from ..response import BadResponse, body_snippet, usage_problem
 from .base import Api, StreamEvent
 from .chat import CHAT
 from .noise import quiet_material
@@ -202,14 +202,9 @@ def _item_problem(i: int, item: Any) -> str | None:
 
 
 def _usage_problem(usage: Any) -> str | None:
-    if usage is None:
-        return None
-    if not isinstance(usage, dict):
-        return f"'usage' is {type(usage).__name__}, not an object"
-    for name in _USAGE_COUNTS:
-        value = usage.get(name)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
-            return f"'usage.{name}' is {type(value).__name__}, not a number"
+    wrong = usage_problem(usage, _USAGE_COUNTS)
+    if wrong is not None or usage is None:
+        return wrong
     for section in ("input_tokens_details", "output_tokens_details"):
         if usage.get(section) is not None and not isinstance(usage[section], dict):
             return f"'usage.{section}' is not an object"
