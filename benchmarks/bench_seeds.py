@@ -39,22 +39,20 @@ Outcomes = dict[str, str]  # entry (gate expression or test name) -> pass / fail
 
 
 class _DirectClient:
-    """What the gateway needs of an ``openai.AsyncOpenAI`` (``api_key`` and the low-level ``post``),
-    answered by the simulator without the SDK's request building or the httpx mock transport."""
+    """What the gateway needs of its :class:`~pytest_gauge.gateway.transport.ModelClient` (``api_key``
+    and ``post``), answered by the simulator without HTTP or the httpx mock transport."""
 
     def __init__(self, backend: Any) -> None:
         self.backend = backend
         self.api_key = "sim-backend-no-key"
 
-    async def post(self, path: str, *, body: dict[str, Any], **_: Any) -> Any:
-        import httpx2
-
+    async def post(self, path: str, content: bytes, *_: Any, **__: Any) -> tuple[bytes, dict[str, str]]:
         from pytest_gauge.sim.backend import dump_response
 
-        status, payload = self.backend.respond(json.loads(json.dumps(body)))
+        status, payload = self.backend.respond(json.loads(content))
         if status != 200:  # the simulator's fault modes are not used by the examples
             raise RuntimeError(f"the simulator answered {status}: {payload}")
-        return httpx2.Response(200, content=dump_response(payload))
+        return dump_response(payload), {}
 
 
 def _fast_sim() -> None:

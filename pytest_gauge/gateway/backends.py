@@ -1,9 +1,9 @@
-"""Building the ``openai`` client for a backend: live (the real gateway), sim (a simulator behind an
-in-process transport; the simulator's world is built by :mod:`pytest_gauge.sim.world`) and replay (no
-network at all: a socket connect is refused).
+"""Building the model client (:class:`~.transport.ModelClient`) for a backend: live (the real gateway),
+sim (a simulator behind an in-process transport; the simulator's world is built by
+:mod:`pytest_gauge.sim.world`) and replay (no network at all: a socket connect is refused).
 
 Clients are built on first use (factories): a run answered entirely from the cache or from cassettes
-never imports ``openai``."""
+never builds one, nor imports ``httpx2``; no backend imports ``openai``."""
 
 from __future__ import annotations
 
@@ -13,10 +13,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from .endpoint import check_base_url, configured_base_url, normalise_url, read_key
+from .transport import ModelClient
 
 if TYPE_CHECKING:
-    import openai
-
     from ..sim.backend import SimBackend
 
 __all__ = [
@@ -64,53 +63,32 @@ def install_replay_guard() -> None:
     _ReplayGuard.active = True
 
 
-def sim_client(backend: SimBackend) -> Callable[[], openai.AsyncOpenAI]:
-    """A factory for an ``openai.AsyncOpenAI`` answered in-process by the simulator ``backend``."""
+def sim_client(backend: SimBackend) -> Callable[[], ModelClient]:
+    """A factory for a :class:`ModelClient` answered in-process by the simulator ``backend``."""
 
-    def make() -> openai.AsyncOpenAI:
-        import httpx2
-        import openai
-
-        return openai.AsyncOpenAI(
-            api_key="sim-backend-no-key",
-            base_url=SIM_BASE_URL,
-            http_client=httpx2.AsyncClient(transport=backend.transport()),
-            max_retries=0,
-        )
+    def make() -> ModelClient:
+        return ModelClient(SIM_BASE_URL, "sim-backend-no-key", transport=backend.transport())
 
     return make
 
 
 def network_client(
     backend: str, timeout: float, max_connections: int
-) -> tuple[Callable[[], openai.AsyncOpenAI], str]:
+) -> tuple[Callable[[], ModelClient], str]:
     """A factory for the live (or replay) client and the gateway's identity (its normalised URL)."""
     check = check_base_url(configured_base_url(os.environ))
     url, query = check.url, dict(check.query)  # kept parameters (api-version) go on every request
     identity = normalise_url(url, check.query)
     if backend == "replay":
 
-        def replay_client() -> openai.AsyncOpenAI:
-            import openai
-
-            return openai.AsyncOpenAI(api_key="replay-no-key", base_url=url, max_retries=0)
+        def replay_client() -> ModelClient:
+            return ModelClient(url, "replay-no-key", timeout=timeout, max_connections=max_connections)
 
         return replay_client, identity
 
-    def live_client() -> openai.AsyncOpenAI:
-        import httpx2
-        import openai
-
-        # The pool sized to the concurrency cap: the slots never let more attempts out at once, and each
-        # request's pool pass probes every idle connection's socket, so spare ones only cost CPU.
-        limits = httpx2.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
-        return openai.AsyncOpenAI(
-            api_key=read_key(os.environ),
-            base_url=url,
-            max_retries=0,
-            timeout=timeout,
-            default_query=query or None,
-            http_client=httpx2.AsyncClient(limits=limits, timeout=timeout),
+    def live_client() -> ModelClient:
+        return ModelClient(
+            url, read_key(os.environ), query=query, timeout=timeout, max_connections=max_connections
         )
 
     return live_client, identity

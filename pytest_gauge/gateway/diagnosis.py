@@ -1,4 +1,5 @@
-"""Diagnosis of a failed gateway call: the SDK's exception or the attempt's failure mapped to a typed
+"""Diagnosis of a failed gateway call: the transport's typed failure (:mod:`.transport`) or the attempt's
+failure mapped to a typed
 :class:`GatewayError` with its cause and fix (docs/protocol.md#gateway-failures), never the key.
 
 Apart from the call path (:mod:`.gateway`), which decides when a call has failed; this module only says
@@ -10,7 +11,6 @@ from __future__ import annotations
 import os
 import re
 from http import HTTPStatus
-from typing import TYPE_CHECKING
 
 from .endpoint import URL_VARIABLE, check_base_url, key_variable
 from .errors import (
@@ -22,14 +22,12 @@ from .errors import (
     names_format,
 )
 from .response import BadResponse, body_snippet
-
-if TYPE_CHECKING:
-    import openai
+from .transport import APIConnectionError, APIStatusError, APITimeoutError
 
 __all__ = ["diagnose", "diagnose_http_agent", "error_type", "final_error", "is_timeout", "server_message"]
 
 
-def server_message(exc: openai.APIStatusError, limit: int = 300) -> str:
+def server_message(exc: APIStatusError, limit: int = 300) -> str:
     """The gateway's own words on one line (whitespace folded, cut at ``limit`` characters, so a diagnosis
     quoting it stays within two lines): the JSON error's message (OpenAI's ``{"error": {"message"}}``,
     Anthropic's ``{"type": "error", "error": {"type", "message"}}``), else the start of a text or HTML
@@ -83,7 +81,7 @@ def _prompt_tokens(message: str) -> str:
     return f" (the prompt has {found.group(1)} tokens)" if found else ""
 
 
-def error_type(exc: openai.APIStatusError) -> str | None:
+def error_type(exc: APIStatusError) -> str | None:
     """The error body's ``type`` (Anthropic's ``rate_limit_error``, ``overloaded_error``, ...; OpenAI's
     ``invalid_request_error``, ...), or None."""
     body = exc.body
@@ -114,7 +112,7 @@ def _phrase(status: int) -> str:
         return "error"
 
 
-def _names_missing_model(exc: openai.APIStatusError, message: str, model: str) -> bool:
+def _names_missing_model(exc: APIStatusError, message: str, model: str) -> bool:
     """Whether a 400/404 says the model does not exist (``model_not_found``, "model ... does not
     exist", "unknown model", "no such model", "model not found")."""
     body = exc.body
@@ -139,7 +137,7 @@ def _model_origin(variable: str | None) -> str:
 
 
 def _request_error(
-    exc: openai.APIStatusError, message: str, role: str, model: str, url: str | None, origin: str | None
+    exc: APIStatusError, message: str, role: str, model: str, url: str | None, origin: str | None
 ) -> GatewayError:
     """A 400/404/422: an unknown model (stops that role and model), a wrong URL (404, fatal), a context
     too long, or another bad request; each named by its own status phrase (404 is never "Bad Request")."""
@@ -174,13 +172,12 @@ def _request_error(
 
 
 def diagnose(exc: Exception, role: str, model: str, attempts: int, origin: str | None = None) -> GatewayError:
-    """Map an SDK exception to a typed error with cause and fix (docs/protocol.md#gateway-failures).
-    ``origin``: the environment variable the model name was read from (``env_model``), if any."""
-    import openai
-
-    if isinstance(exc, openai.APIStatusError):
+    """Map an attempt's failure (:mod:`.transport`'s typed errors) to a GatewayError with cause and fix
+    (docs/protocol.md#gateway-failures). ``origin``: the environment variable the model name was read
+    from (``env_model``), if any."""
+    if isinstance(exc, APIStatusError):
         status = exc.status_code
-        url = str(exc.request.url) if exc.request is not None else None
+        url = exc.url or None
         message = server_message(exc)
         if status in (401, 403) or (status in (400, 500) and _names_rejected_key(message)):
             said = f" ({message})" if status not in (401, 403) else ""
@@ -227,14 +224,14 @@ def diagnose(exc: Exception, role: str, model: str, attempts: int, origin: str |
             role=role,
             model=model,
         )
-    if isinstance(exc, openai.APITimeoutError):
+    if isinstance(exc, APITimeoutError):
         return GatewayError(
             f"timed out after {attempts} attempts (the request may still have been billed)",
             "raise --gauge-timeout, or lower max_tokens",
             role=role,
             model=model,
         )
-    if isinstance(exc, openai.APIConnectionError):
+    if isinstance(exc, APIConnectionError):
         return GatewayError(
             f"could not connect after {attempts} attempts: {type(exc.__cause__ or exc).__name__}",
             f"check {URL_VARIABLE} and the network",
@@ -286,11 +283,11 @@ def final_error(
 
 
 def is_timeout(failure: Exception) -> bool:
-    """Whether an attempt's failure is a timeout (the SDK's, asyncio's whole-request one, the transport's)."""
+    """Whether an attempt's failure is a timeout (the client's, asyncio's whole-request one, httpx2's while
+    the body is read)."""
     import httpx2
-    import openai
 
-    return isinstance(failure, openai.APITimeoutError | TimeoutError | httpx2.TimeoutException)
+    return isinstance(failure, APITimeoutError | TimeoutError | httpx2.TimeoutException)
 
 
 def _service_message(body: bytes) -> str:

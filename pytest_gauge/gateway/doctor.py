@@ -43,6 +43,7 @@ from .program_doctor import (
     service_findings,
 )
 from .redact import redact as _redact
+from .transport import APIConnectionError, APITimeoutError, CallError, status_error
 from .wire import wire_format
 
 if TYPE_CHECKING:  # openai is imported where a check runs: the CLI's other commands start without it
@@ -384,7 +385,7 @@ def _ping_formats(client: openai.OpenAI, target: Target, role: str) -> list[str]
             _ping(client, target.model, fmt, target.api)
             return refused
         except openai.APIStatusError as exc:
-            error = diagnose(exc, role, target.model, 1, target.origin)
+            error = diagnose(_typed(exc), role, target.model, 1, target.origin)
             if i + 1 == len(target.response_formats) or not rejects_format(error):
                 raise
             refused.append(f"response_format {(fmt or {}).get('type', 'none')} refused ({error.cause})")
@@ -403,6 +404,20 @@ def _answers(base_url: str, key: str, model: str | None, timeout: float) -> bool
                 continue
             return True
     return False
+
+
+def _typed(exc: openai.APIError) -> Exception:
+    """The SDK's error as the gateway's own (:mod:`.transport`), so :func:`diagnose` reads it alike."""
+    import openai
+
+    url = str(exc.request.url) if exc.request is not None else ""
+    if isinstance(exc, openai.APIStatusError):
+        kind = type(status_error(exc.status_code, {}, "", url))
+        return kind(exc.message, url, exc.status_code, exc.response.headers, exc.body)
+    timed_out = isinstance(exc, openai.APITimeoutError)
+    typed: CallError = APITimeoutError(url) if timed_out else APIConnectionError(url)
+    typed.__cause__ = exc.__cause__
+    return typed if isinstance(exc, openai.APIConnectionError) else exc
 
 
 def _status_message(exc: openai.APIStatusError) -> str:
@@ -435,7 +450,7 @@ def _probe(base_url: str, key: str, target: Target | None, timeout: float) -> Ch
                 refused = _ping_formats(client, target, target.roles or "--models")
     except openai.APIError as exc:
         role = (target.roles or "--models") if target is not None else ""
-        error = diagnose(exc, role, model or "", 1, target.origin if target is not None else None)
+        error = diagnose(_typed(exc), role, model or "", 1, target.origin if target is not None else None)
         if isinstance(exc, openai.APIStatusError) and exc.status_code == 404 and _url_not_found(exc, model):
             shown = _show_url(str(exc.request.url))
             tries = (sibling_url(base_url), fixed_path_url(base_url), *host_urls(base_url))

@@ -1,9 +1,10 @@
 """The OpenAI-compatible gateway: the response cache, shared limits, retries owned by the plugin
 (every attempt a ledger record), and typed, actionable errors (docs/protocol.md#gateway-failures).
 
-Every gateway call of every role goes through :meth:`Gateway.chat`. The ``openai`` SDK's own retries
-are off (``max_retries=0``) so each attempt is visible. The sim backend is the same path with an
-in-process HTTP transport, so offline runs exercise this module for real.
+Every gateway call of every role goes through :meth:`Gateway.chat`. Each attempt is one POST of the
+package's own HTTP client (:mod:`.transport`: no SDK, no retries of its own), so each attempt is visible.
+The sim backend is the same path with an in-process HTTP transport, so offline runs exercise this module
+for real.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import email.utils
-import functools
 import json
 import random
 import re
@@ -49,12 +49,13 @@ from .limits import (
 )
 from .model_stops import ModelStops
 from .replay_diff import explain_miss
-from .response import MAX_BODY_BYTES, BadResponse
+from .response import BadResponse
 from .store import Store, content_key
+from .transport import APIStatusError, attempt_failures, encode_body
 from .wire import Api, WireFormat, wire_format
 
-if TYPE_CHECKING:  # imported where a call is sent: a run served from the cache never needs them
-    import openai
+if TYPE_CHECKING:
+    from .transport import ModelClient
 
 __all__ = [
     "CallContext",
@@ -292,7 +293,7 @@ class Gateway:
         self,
         *,
         suite: str,
-        client_factory: Callable[[], openai.AsyncOpenAI],
+        client_factory: Callable[[], ModelClient],
         backend_id: str,
         shared: GatewayShared,
     ) -> None:
@@ -300,7 +301,7 @@ class Gateway:
         self.backend_id = backend_id
         self.shared = shared
         self._client_factory = client_factory
-        self._client: openai.AsyncOpenAI | None = None
+        self._client: ModelClient | None = None
         self._client_lock = threading.Lock()
 
     @property
@@ -319,9 +320,9 @@ class Gateway:
         return self.shared.state
 
     @property
-    def client(self) -> openai.AsyncOpenAI:
-        """The suite's ``openai.AsyncOpenAI``, built on first use (the engine's thread or a fixture): a run
-        answered entirely from the cache never builds one, nor imports openai."""
+    def client(self) -> ModelClient:
+        """The suite's :class:`~.transport.ModelClient`, built on first use (the engine's thread or a
+        fixture): a run answered entirely from the cache never builds one, nor imports httpx2."""
         if self._client is None:
             with self._client_lock:
                 if self._client is None:
@@ -637,11 +638,11 @@ class Gateway:
                 shared.check_open(a.role, a.model)  # a stop may have come while waiting for the slot
                 res.ledger.begin(self._ledger_record(a, SENT))
                 start = time.perf_counter()
-                outcomes = _attempt_failures()
+                outcomes = attempt_failures()
                 state.in_flight += 1
                 state.peak_in_flight = max(state.peak_in_flight, state.in_flight)
                 try:
-                    response, headers = await self._post(a.body, a.role, a.api, a.headers)
+                    response, headers = await self._post(a, a.content())
                 except asyncio.CancelledError:
                     self._record_failure(a, None, time.perf_counter() - start)
                     raise
@@ -677,65 +678,28 @@ class Gateway:
 
     def _paced_outcome(self, model: str, failure: Exception | None) -> None:
         """Tell the pacer: a 429 halves the model's concurrency, a success grows it by one."""
-        import openai
-
         pacer = self.resources.pacer
         if pacer is None:
             return
         if failure is None:
             pacer.succeeded(model)
-        elif isinstance(failure, openai.APIStatusError) and failure.status_code == 429:
+        elif isinstance(failure, APIStatusError) and failure.status_code == 429:
             pacer.slowed(model)
 
-    async def _post(
-        self, body: dict[str, Any], role: str = "", api: Api = "chat", passed: PassedHeaders = ()
-    ) -> tuple[dict[str, Any], Mapping[str, str]]:
-        """The POST to the format's path and the whole body, within ``--gauge-timeout`` in all (a server
-        dripping bytes cannot hold it longer), refused past :data:`MAX_BODY_BYTES`; the format's parsed,
-        checked response and the response's headers."""
-        import httpx2
-
-        client = self.client
-        fmt = wire_format(api)
-        auth = self.settings.anthropic_auth if api == "anthropic" else "bearer"
-        async with asyncio.timeout(self.settings.timeout):
-            # The SDK's low-level POST: the same request, auth and errors as ``chat.completions.create``
-            # without re-walking the body against its typed parameters (about 0.4 ms of CPU per call).
-            # The raw-stream header leaves the body unread, so its size and time stay ours to bound.
-            raw = await client.post(
-                fmt.path,
-                body=body,
-                cast_to=httpx2.Response,
-                options={
-                    "timeout": self.settings.timeout,
-                    "security": {"bearer_auth": auth == "bearer"},
-                    "headers": {**dict(passed), **self._headers(role, api, auth)},
-                },
-            )
-            try:
-                content = await _read_bounded(raw)
-            finally:
-                await raw.aclose()
-        return fmt.parse_response(content, (client.api_key, *self.settings.role_keys.values())), raw.headers
-
-    def _headers(self, role: str, api: Api = "chat", auth: str = "bearer") -> dict[str, Any]:
-        """The request's headers: the raw-stream marker, the role's own key when it has one (as a bearer
-        token, or in ``x-api-key`` with no Authorization header at all), and a Messages request's
-        ``anthropic-version``."""
-        import openai
-
-        headers: dict[str, Any] = {"X-Stainless-Raw-Response": "stream"}
-        own = self.settings.role_keys.get(role)
-        if auth == "x-api-key":
-            key = own or self.client.api_key
-            if key:
-                headers["x-api-key"] = key
-            headers["Authorization"] = openai.omit  # the SDK's own check wants it omitted explicitly
-        elif own:
-            headers["Authorization"] = f"Bearer {own}"
-        if api == "anthropic":
+    async def _post(self, a: _Attempt, content: bytes) -> tuple[dict[str, Any], Mapping[str, str]]:
+        """The POST of ``content`` (the call's body, encoded once) to the format's path and the whole
+        body, within ``--gauge-timeout`` in all, refused past the body bound (:mod:`.transport`); the
+        format's parsed, checked response and the response's headers."""
+        client, fmt = self.client, wire_format(a.api)
+        auth = self.settings.anthropic_auth if a.api == "anthropic" else "bearer"
+        headers = dict(a.headers)
+        if a.api == "anthropic":
             headers["anthropic-version"] = ANTHROPIC_VERSION
-        return headers
+        own = self.settings.role_keys.get(a.role)  # the role's own key, else the client's
+        body, answered = await client.post(
+            fmt.path, content, headers, key=own, auth=auth, timeout=self.settings.timeout
+        )
+        return fmt.parse_response(body, (client.api_key, *self.settings.role_keys.values())), answered
 
     def _ledger_record(self, a: _Attempt, status: str) -> LedgerRecord:
         return LedgerRecord(
@@ -766,9 +730,7 @@ class Gateway:
     ) -> LedgerRecord:
         """The ledger line of a failed attempt (None: cancelled in flight by a stop, or ``broken`` by an
         error inside pytest-gauge), with its status and whether the server may have billed it."""
-        import openai
-
-        status_code = failure.status_code if isinstance(failure, openai.APIStatusError) else None
+        status_code = failure.status_code if isinstance(failure, APIStatusError) else None
         if broken is not None:
             status, error = INTERRUPTED, f"ended by an error inside pytest-gauge ({type(broken).__name__})"
         elif failure is None:
@@ -782,9 +744,9 @@ class Gateway:
         else:
             status, error = "connection_error", type(failure).__name__
         said: dict[str, Any] = {}
-        if isinstance(failure, openai.APIStatusError):
-            said = gateway_said(failure.response.headers)
-            wait = retry_delay(failure.response.headers, a.attempt, random.Random(0))
+        if isinstance(failure, APIStatusError):
+            said = gateway_said(failure.headers)
+            wait = retry_delay(failure.headers, a.attempt, random.Random(0))
             if wait is not None:
                 said["retry_after"] = round(wait, 3)
         return self._record(
@@ -805,18 +767,14 @@ class Gateway:
     ) -> float:
         """Seconds to wait before the next attempt, or the GatewayError that ends the call (a 5xx refusing
         the request's ``response_format`` is not retried: the same request gets the same answer)."""
-        import openai
-
         settings, res, state = self.settings, self.resources, self.state
-        status_code = failure.status_code if isinstance(failure, openai.APIStatusError) else None
-        headers: Mapping[str, str] = (
-            failure.response.headers if isinstance(failure, openai.APIStatusError) else {}
-        )
+        status_code = failure.status_code if isinstance(failure, APIStatusError) else None
+        headers: Mapping[str, str] = failure.headers if isinstance(failure, APIStatusError) else {}
         should = headers.get("x-should-retry")
         retryable = status_code is None or status_code in RETRYABLE or status_code >= 500
         if should in ("true", "false"):
             retryable = should == "true"
-        if isinstance(failure, openai.APIStatusError) and asked_format:
+        if isinstance(failure, APIStatusError) and asked_format:
             message = server_message(failure)
             retryable = retryable and not (status_code in FORMAT_REFUSAL_STATUSES and names_format(message))
         if not retryable or attempt == attempts:
@@ -880,38 +838,6 @@ def _rate_limited(failure: Exception) -> bool:
     return getattr(failure, "status_code", None) == 429
 
 
-async def _read_bounded(raw: Any, limit: int = MAX_BODY_BYTES) -> bytes:
-    """The response body, refused (:class:`BadResponse`) as soon as it passes ``limit`` bytes."""
-    declared = raw.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise BadResponse(f"the body is {int(declared)} bytes, more than the {limit} accepted", "")
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in raw.aiter_bytes():
-        size += len(chunk)
-        if size > limit:
-            raise BadResponse(f"the body is more than the {limit} bytes accepted", "")
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-@functools.cache
-def _attempt_failures() -> tuple[type[Exception], ...]:
-    """The errors that are an attempt's outcome (anything else is a bug and propagates): the SDK's,
-    the transport's while the body is read, a bad body, and the whole-request timeout."""
-    import httpx2
-    import openai
-
-    return (
-        openai.APIStatusError,
-        openai.APITimeoutError,
-        openai.APIConnectionError,
-        httpx2.HTTPError,
-        BadResponse,
-        TimeoutError,
-    )
-
-
 PassedHeaders = tuple[tuple[str, str], ...]
 """A proxied client's own request headers the format passes on (lower-case names, sorted)."""
 
@@ -936,6 +862,13 @@ class _Call:
     request: str | None
     api: Api = "chat"
     headers: PassedHeaders = ()  # a proxied client's own headers of the format's passed_headers
+    encoded: list[bytes] = field(default_factory=list, compare=False)  # the body's JSON, once made
+
+    def content(self) -> bytes:
+        """The body as JSON bytes, encoded on the first attempt and reused by the others."""
+        if not self.encoded:
+            self.encoded.append(encode_body(self.body))
+        return self.encoded[0]
 
 
 @dataclass(frozen=True)
@@ -946,9 +879,9 @@ class _Attempt(_Call):
 
     @classmethod
     def of(cls, call: _Call, attempt: int) -> _Attempt:
-        """Try number ``attempt`` of ``call``."""
+        """Try number ``attempt`` of ``call`` (sharing its encoded body)."""
         c = call
-        return cls(c.ctx, c.seq, c.role, c.model, c.body, c.request, c.api, c.headers, attempt)
+        return cls(c.ctx, c.seq, c.role, c.model, c.body, c.request, c.api, c.headers, c.encoded, attempt)
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,7 @@ from ..suite.sim_profiles import SimAgent, SimJudge
 from ..suite.tasks import Task
 
 if TYPE_CHECKING:
-    import openai
-
+    from ..gateway.transport import ModelClient
     from .backend import SimWorld
 
 __all__ = ["build_client", "sim_world", "tests_world"]
@@ -49,11 +48,10 @@ def tests_world(suites: Iterable[tuple[Suite, tuple[Task, ...]]], seed: int) -> 
 
 def build_client(
     backend: str, suite: Suite, tasks: tuple[Task, ...], seed: int, timeout: float, max_connections: int
-) -> tuple[Callable[[], openai.AsyncOpenAI], str]:
+) -> tuple[Callable[[], ModelClient], str]:
     """A factory for the suite's client, and the backend's identity (part of every cache key).
 
-    The identity is known now; the client (and the ``openai`` import, about 0.4 s and 30 MB) waits
-    until a call has to be sent.
+    The identity is known now; the client (and the ``httpx2`` import) waits until a call has to be sent.
     """
     if backend == "sim":
         from .backend import SimBackend

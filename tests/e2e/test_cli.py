@@ -9,7 +9,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import openai
 import pytest
 
 from pytest_gauge.cli import main
@@ -23,6 +22,7 @@ from pytest_gauge.gateway.gateway import (
 from pytest_gauge.gateway.ledger import Ledger
 from pytest_gauge.gateway.limits import Budget, ConcurrencySlots, RateLimiter, SharedState
 from pytest_gauge.gateway.store import Store
+from pytest_gauge.gateway.transport import ModelClient
 from pytest_gauge.records.prices import PriceTable
 from pytest_gauge.testing import FaultPlan, LoopbackServer
 from tests.unit.gateway.test_cache import DAY
@@ -57,7 +57,7 @@ def test_exported_cassettes_replay_through_the_gateway_without_network(tmp_path:
     body: dict[str, Any] = {"messages": [{"role": "user", "content": "recorded question"}], "max_tokens": 8}
     ctx = CallContext("suite-r", "t1", "transcript/t1/a/0")
     with LoopbackServer() as srv:
-        client = openai.AsyncOpenAI(api_key=KEY, base_url=srv.base_url, max_retries=0)
+        client = ModelClient(srv.base_url, KEY)
         recorder = Gateway(
             suite="suite-r",
             client_factory=lambda: client,

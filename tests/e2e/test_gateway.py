@@ -1,5 +1,5 @@
-"""The gateway's retry, diagnosis and accounting rules, one behaviour at a time, through the real
-``openai`` client against the fault-injecting loopback server."""
+"""The gateway's retry, diagnosis and accounting rules, one behaviour at a time, through the
+package's own HTTP client (gateway/transport.py) against the fault-injecting loopback server."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import openai
 import pytest
 
 from pytest_gauge.gateway.errors import BudgetExhausted, ConfigurationError, GatewayError, ReplayMiss
@@ -23,6 +22,7 @@ from pytest_gauge.gateway.gateway import (
 from pytest_gauge.gateway.ledger import Ledger, read_ledger_file
 from pytest_gauge.gateway.limits import Budget, ConcurrencySlots, ModelPacer, RateLimiter, SharedState
 from pytest_gauge.gateway.store import Store
+from pytest_gauge.gateway.transport import ModelClient
 from pytest_gauge.records.prices import Price, PriceTable
 from pytest_gauge.suite.declare import MODEL_VARIABLES
 from pytest_gauge.testing import FaultPlan, LoopbackServer, ResponderError, completion
@@ -66,7 +66,7 @@ def make_gateway(
             pacer=pacer,
         ),
     )
-    client = openai.AsyncOpenAI(api_key=KEY, base_url=server.base_url, max_retries=0)
+    client = ModelClient(server.base_url, KEY)
     return Gateway(suite="s", client_factory=lambda: client, backend_id=server.base_url, shared=shared)
 
 

@@ -9,7 +9,6 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-import openai
 import pytest
 
 from pytest_gauge.gateway.errors import GatewayError, rejects_format
@@ -23,6 +22,7 @@ from pytest_gauge.gateway.gateway import (
 from pytest_gauge.gateway.ledger import Ledger, read_ledger_file
 from pytest_gauge.gateway.limits import Budget, ConcurrencySlots, RateLimiter, SharedState
 from pytest_gauge.gateway.store import Store
+from pytest_gauge.gateway.transport import ModelClient
 from pytest_gauge.gateway.wire.anthropic import JSON_TOOL
 from pytest_gauge.records import Transcript, Turn
 from pytest_gauge.records.prices import Price, PriceTable
@@ -69,7 +69,7 @@ def gateway(
             cache=Store(tmp_path / "cache"),
         ),
     )
-    client = openai.AsyncOpenAI(api_key=KEY, base_url=server.base_url, max_retries=0)
+    client = ModelClient(server.base_url, KEY)
     return Gateway(suite="s", client_factory=lambda: client, backend_id=server.base_url, shared=shared)
 
 

@@ -1,5 +1,5 @@
 """One gateway path for three wire formats (issue 27, points 1-2): ``Gateway.call`` / ``Gateway.chat(api=)``
-through the real ``openai`` client against the loopback server's /v1/messages and /v1/responses: the
+through the gateway's own HTTP client against the loopback server's /v1/messages and /v1/responses: the
 format's path and headers, the one usage convention and its cost by hand, the ledger's ``api``, the
 cache (keys, entries, hits), and Anthropic's error shapes and 529."""
 
@@ -178,17 +178,15 @@ def test_anthropic_529_is_retried_then_named_overloaded(tmp_path: Path) -> None:
 
 
 def test_anthropic_error_bodies_are_read_for_the_diagnosis() -> None:
-    import httpx2
-    import openai
-
     from pytest_gauge.gateway.diagnosis import error_type, server_message
+    from pytest_gauge.gateway.transport import RateLimitError, status_error
 
     body = {
         "type": "error",
         "error": {"type": "rate_limit_error", "message": "Number of request tokens  exceeded"},
     }
-    request = httpx2.Request("POST", "http://127.0.0.1/v1/messages")
-    response = httpx2.Response(429, json=body, request=request)
-    exc = openai.APIStatusError("Error code: 429", response=response, body=body)
+    exc = status_error(429, {}, json.dumps(body), "http://127.0.0.1/v1/messages")
+    assert isinstance(exc, RateLimitError)
+    assert str(exc) == "Error code: 429 - Number of request tokens  exceeded"  # as the SDK said it
     assert server_message(exc) == "Number of request tokens exceeded"  # whitespace folded
     assert error_type(exc) == "rate_limit_error"

@@ -19,12 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import openai
 import pytest
 
 from pytest_gauge.gateway.errors import GatewayError, KeyRejected, ModelNotFound, ModelStopped
 from pytest_gauge.gateway.gateway import CallContext, Gateway
 from pytest_gauge.gateway.limits import ModelPacer
+from pytest_gauge.gateway.transport import ModelClient
 from pytest_gauge.testing import FaultPlan, LoopbackServer
 from tests.e2e.test_gateway import BODY, ledger, make_gateway
 
@@ -129,7 +129,7 @@ def proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proxy]:
 def gateway(tmp_path: Path, proxy: Proxy, key: str = MASTER, **kw: Any) -> Gateway:
     kw.setdefault("timeout", 120.0)  # a loaded machine's proxy can take seconds per answer
     gw = make_gateway(tmp_path, proxy, **kw)  # type: ignore[arg-type]  # only its base_url is read
-    client = openai.AsyncOpenAI(api_key=key, base_url=proxy.base_url, max_retries=0, timeout=120)
+    client = ModelClient(proxy.base_url, key, timeout=120)
     gw._client_factory = lambda: client
     return gw
 

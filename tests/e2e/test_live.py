@@ -154,3 +154,28 @@ def test_requests_seen_equal_ledger_and_one_generation_per_transcript(
     agent_and_user = [b for b in server.bodies if b["messages"][0]["content"] != JUDGE_SYSTEM_PROMPT]
     assert len(agent_and_user) == sum(1 for r in ledger if r["role"] in ("agent", "user_sim"))
     assert len({r["work"] for r in ledger if r["role"] != "judge"}) == 15
+
+
+RECORD_IMPORTS = """
+import os, sys
+from pathlib import Path
+
+
+def pytest_sessionfinish(session):
+    name = os.environ.get("PYTEST_XDIST_WORKER", "controller")
+    Path("imports-" + name + ".txt").write_text(f"openai={'openai' in sys.modules}")
+"""
+
+
+@pytest.mark.slow  # a subprocess -n 2 live run (~6 s CPU)
+def test_live_workers_make_their_calls_without_importing_openai(
+    pytester: pytest.Pytester, server: LoopbackServer
+) -> None:
+    """The call path is the package's own HTTP client: a live -n 2 run's workers answer every case over
+    the network and never import the SDK (about a second of CPU per process), nor does the controller."""
+    pytester.makeconftest(RECORD_IMPORTS)
+    live(pytester, "-n", "2").assert_outcomes(passed=CASES)
+    assert server.requests_total > 0
+    seen = {p.name: p.read_text() for p in pytester.path.glob("imports-*.txt")}
+    assert set(seen) == {"imports-gw0.txt", "imports-gw1.txt", "imports-controller.txt"}
+    assert set(seen.values()) == {"openai=False"}
