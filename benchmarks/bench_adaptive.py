@@ -12,11 +12,12 @@ tasks, every gate re-evaluated with the plugin's own interval functions and ``de
   difference); and the share of runs whose deciding interval (the anytime-valid one where the adaptive
   run stopped, the nominal 95% one of the full run) excludes the truth on either side (nominal 5%;
   target: adaptive not above fixed + one MC standard error);
-* clear: the share of runs where the adaptive verdict equals the full run's (target >= 95%) and the
-  median share of the full run's gateway calls the adaptive run made (calls = tasks run x calls per
-  task, so the share is tasks run / tasks; target <= 60%). Both targets hold a cell where the full run
-  is itself sure of the clear verdict (its interval wholly on the truth's side in >= 95% of runs,
-  :data:`MIN_SURE`); the other cells are printed as "not clear at this size".
+* clear: the share of runs where the adaptive verdict equals the full run's (target >= 95% where the
+  full run is itself sure of the clear verdict, its interval wholly on the truth's side in >= 95% of
+  runs, :data:`MIN_SURE`; the other cells are printed as "not clear at this size") and the median share
+  of the full run's gateway calls the adaptive run made (calls = tasks run x calls per task, so the share
+  is tasks run / tasks; target: not above the figure the docs state for the cell plus one look,
+  :data:`STATED_CALLS`, at the default rho).
 
 Exits 1 when a target is missed. The three gate kinds and their simulated suites follow the example
 suite (6 judged cases per task: 3 pairs x 2 orders, 2 of them on the close pair), tasks' rates drawn from
@@ -66,7 +67,29 @@ REWARD_NOISE = 0.15  # sd of a task's mean reward between two runs of the same a
 SCENARIOS = ("clear pass", "borderline", "clear fail")
 MAX_WRONG = 0.05
 MIN_AGREEMENT = 0.95
-MAX_CALLS = 0.60
+STATED_CALLS: dict[float, dict[str, dict[int, tuple[float, float]]]] = {
+    1.0: {
+        "rate": {100: (0.80, 0.80), 200: (0.50, 0.50)},
+        "close-distant LRS": {100: (1.00, 0.80), 200: (0.70, 0.57)},
+        "paired regression": {100: (1.00, 1.00), 200: (0.90, 0.92)},
+    },
+    4.0: {
+        "rate": {100: (0.60, 0.60), 200: (0.35, 0.38)},
+        "close-distant LRS": {100: (0.90, 0.70), 200: (0.61, 0.48)},
+        "paired regression": {100: (1.00, 1.00), 200: (0.65, 0.62)},
+    },
+    16.0: {
+        "rate": {100: (0.45, 0.45), 200: (0.28, 0.28)},
+        "close-distant LRS": {100: (0.85, 0.65), 200: (0.55, 0.45)},
+        "paired regression": {100: (0.75, 0.70), 200: (0.45, 0.45)},
+    },
+}
+"""The median share of the full run's calls an adaptive run made 0.1 from the threshold (clear pass,
+clear fail), as docs/guide.md, docs/protocol.md#choosing-the-spending-power and benchmarks/README.md state
+them (rho = 2, 500 runs, by Beta concentration c, gate kind and tasks): a cell is held to its stated
+figure plus one look (a median moves by whole looks). Issue 18's fixed target (60% of the calls wherever
+the full run is sure) is no longer claimed: the paired kind on the paired score interval takes 62-65% of
+200 tasks at c = 4 and 70-75% of 100 at c = 16 (docs/protocol.md#adaptive-runs)."""
 MIN_SURE = 0.95
 """A clear cell is held to the agreement and savings targets when the full run is sure of the clear
 verdict (its 95% interval wholly on the truth's side of the threshold) in at least this share of runs;
@@ -367,16 +390,25 @@ def _clear_row(kind: Kind, scenario: str, tasks: int, runs: int, rho: float) -> 
     share = float(np.median(ad.tasks)) / tasks
     sure = float(full.sure.mean())
     misses = []
+    where = f"{kind.name}, {scenario}, {tasks} tasks, c = {_SPREAD[0]:g}"
     if sure >= MIN_SURE and agree < MIN_AGREEMENT:
-        misses.append(f"{kind.name}, {scenario}, {tasks} tasks: agreement {agree:.1%} < {MIN_AGREEMENT:.0%}")
-    if sure >= MIN_SURE and share > MAX_CALLS:
-        misses.append(f"{kind.name}, {scenario}, {tasks} tasks: median calls {share:.0%} > {MAX_CALLS:.0%}")
+        misses.append(f"{where}: agreement {agree:.1%} < {MIN_AGREEMENT:.0%}")
+    stated = _stated_calls(kind, scenario, tasks) if rho == RHO else None
+    if stated is not None and share > stated + PER_LOOK / tasks + 1e-9:
+        misses.append(f"{where}: median calls {share:.0%} > the stated {stated:.0%} + one look")
     verdict = "MISS" if misses else ("ok" if sure >= MIN_SURE else "not clear at this size")
+    said = "-" if stated is None else f"{stated:.0%}"
     row = (
         f"| {kind.name} | {scenario} | {tasks} | {sure:.1%} | {agree:.1%} | {share:.0%} "
-        f"| {float(np.mean(ad.tasks)) / tasks:.0%} | {verdict} |"
+        f"| {said} | {float(np.mean(ad.tasks)) / tasks:.0%} | {verdict} |"
     )
     return row, misses
+
+
+def _stated_calls(kind: Kind, scenario: str, tasks: int) -> float | None:
+    """The median calls the docs state for this cell (:data:`STATED_CALLS`), or None."""
+    cell = STATED_CALLS.get(_SPREAD[0], {}).get(kind.name, {}).get(tasks)
+    return None if cell is None else cell[0 if scenario == "clear pass" else 1]
 
 
 def _grid(args: argparse.Namespace) -> list[str]:
@@ -394,8 +426,11 @@ def _grid(args: argparse.Namespace) -> list[str]:
             print(row, flush=True)
             misses += missed
     print("\nClear (true value 0.1 from the threshold): adaptive vs full run")
-    print("| gate | truth | tasks | full run sure | agreement | median calls | mean calls | targets |")
-    print("|---|---|---:|---:|---:|---:|---:|---|")
+    print(
+        "| gate | truth | tasks | full run sure | agreement | median calls | stated median | mean calls "
+        "| targets |"
+    )
+    print("|---|---|---:|---:|---:|---:|---:|---:|---|")
     for kind in KINDS:
         for scenario in ("clear pass", "clear fail"):
             for tasks in args.sizes:
