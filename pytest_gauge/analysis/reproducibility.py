@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 
 from .intervals import Z95, cluster_difference, cluster_wilson, t_quantile
 
@@ -94,13 +95,39 @@ def _same_tasks(k: FloatArray, n: FloatArray, rng: np.random.Generator, shape: t
     return rng.binomial(cases, first).astype(np.float64)
 
 
+def _log_beta_binomial(cases: int, events: int) -> float:
+    """log P(``events`` of ``cases``) when the task's rate has Jeffreys' prior Beta(1/2, 1/2)."""
+    lg = math.lgamma
+    choose = lg(cases + 1) - lg(events + 1) - lg(cases - events + 1)
+    return choose + lg(events + 0.5) + lg(cases - events + 0.5) - lg(cases + 1.0) - math.log(math.pi)
+
+
+def _event_task_counts(n: FloatArray, rng: np.random.Generator) -> FloatArray:
+    """A fresh task's events among its ``n`` cases given that it has one at least: the beta-binomial of
+    a rate with Jeffreys' prior Beta(1/2, 1/2), conditioned on one event or more. A suite with no event
+    says nothing of how many cases an event task would have (every case, as an always task, or one);
+    the prior's U shape puts weight on both."""
+    cases = n.astype(np.int64)
+    out = np.zeros(n.shape)
+    u = rng.random(n.shape)
+    for size in (int(s) for s in np.unique(cases) if s > 0):
+        logs = np.array([_log_beta_binomial(size, j) for j in range(1, size + 1)])
+        cdf = np.cumsum(np.exp(logs - logs.max()))
+        where = cases == size
+        picked = np.searchsorted(cdf / cdf[-1], u[where], side="left") + 1
+        out[where] = np.minimum(picked, size)
+    return out
+
+
 def _fresh_tasks(
     counts: tuple[FloatArray, ...], rng: np.random.Generator, shape: tuple[int, int]
 ) -> tuple[FloatArray, ...]:
     """Reruns on fresh tasks: the task bootstrap of a task bootstrap (the population is uncertain too).
-    A rate with no event on any task (or events on every case) gets, in each rerun, event tasks (every
-    case an event) at a share drawn from Jeffreys' posterior of the share of such tasks, Beta(1/2, T +
-    1/2): the bootstrap alone would never draw a task unlike the ones seen."""
+    A rate with no event on any task (or events on every case) gets, in each rerun, event tasks at a
+    share drawn from Jeffreys' posterior of the share of tasks that show one, Beta(1/2, T + 1/2) over
+    its T tasks with cases (the interval's own rule: one trial per task), each with the events of
+    :func:`_event_task_counts`: the bootstrap alone would never draw a task unlike the ones seen, and
+    making every case of such a task an event assumed the most clustered population of all."""
     first = rng.integers(0, shape[1], shape)
     picks = np.take_along_axis(first, rng.integers(0, shape[1], shape), axis=1)
     out = [c[picks] for c in counts]
@@ -108,9 +135,11 @@ def _fresh_tasks(
         k, n = counts[i], counts[i + 1]
         events, total = float(np.sum(k)), float(np.sum(n))
         if total > 0 and events in (0.0, total):
-            share = rng.beta(0.5, shape[1] + 0.5, (shape[0], 1))
-            odd = rng.random(shape) < share
-            out[i] = np.where(odd, out[i + 1] - out[i], out[i])  # every case flips: an event task
+            share = rng.beta(0.5, float(np.sum(n > 0)) + 0.5, (shape[0], 1))
+            odd = (rng.random(shape) < share) & (out[i + 1] > 0)
+            drawn = _event_task_counts(out[i + 1], rng)
+            flipped = drawn if events == 0.0 else out[i + 1] - drawn
+            out[i] = np.where(odd, flipped, out[i])
     return tuple(out)
 
 
@@ -119,6 +148,17 @@ def _compared(gate: Gate, counts: tuple[FloatArray, ...]) -> FloatArray:
     ``cluster_wilson``, a difference of two the ``cluster_difference``."""
     value, low, high = cluster_wilson(*counts) if len(counts) == 2 else cluster_difference(*counts)
     return {"upper": high, "lower": low}.get(gate.bound, value)
+
+
+def _repeats(result: GateResult, rerun: tuple[FloatArray, ...]) -> npt.NDArray[np.bool_]:
+    """Which reruns give this run's verdict: a rerun with no number to compare or fewer cases than the
+    gate's ``min_n`` would be inconclusive, not the same verdict."""
+    gate = result.gate
+    compared = _compared(gate, rerun)
+    verdict = _ARRAY_OPS[gate.op](compared, gate.threshold)
+    cases = np.min(np.stack([np.sum(c, axis=-1) for c in rerun[1::2]]), axis=0)
+    decided = np.isfinite(compared) & (cases >= (gate.min_n or 0))
+    return np.asarray(decided & (verdict == (result.status == "pass")), dtype=np.bool_)
 
 
 def case_rate_reproducibility(result: GateResult, counts: tuple[FloatArray, ...]) -> Reproducibility | None:
@@ -135,11 +175,7 @@ def case_rate_reproducibility(result: GateResult, counts: tuple[FloatArray, ...]
         for i, c in enumerate(counts)
     )
     fresh = _fresh_tasks(counts, rng, shape)
-    op, threshold, passed = _ARRAY_OPS[result.gate.op], result.gate.threshold, result.status == "pass"
-    shares = []
-    for rerun in (same, fresh):
-        verdict = op(_compared(result.gate, rerun), threshold)
-        shares.append(float(np.mean(verdict == passed)))
+    shares = [float(np.mean(_repeats(result, rerun))) for rerun in (same, fresh)]
     # A fresh-task rerun redraws all a same-task one does and more: the binomial within tasks overstates
     # the noise where a task's cases are negatively correlated (slot A in both orders of one pair).
     return Reproducibility(max(shares), shares[1])

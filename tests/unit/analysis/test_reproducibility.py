@@ -66,6 +66,44 @@ def test_always_or_never_tasks_rerun_the_same_on_the_same_tasks() -> None:
     assert case_rate_reproducibility(r, (k, n)) == rep  # seeded by the gate: the same every run
 
 
+@pytest.mark.parametrize(("tasks", "cases", "far"), [(44, 6, 0.2), (20, 6, 0.4), (44, 12, 0.2)])
+def test_a_suite_with_no_event_repeats_far_from_its_threshold_and_not_near_it(
+    tasks: int, cases: int, far: float
+) -> None:
+    """No event on any task (the example's judge gate: 44 tasks x 6 cases, bound 8.0%, threshold 0.2):
+    a rate that is truly 0 reruns with no event every time, so a threshold 2.4-2.5 times the bound must
+    show >= 90% on fresh tasks (Jeffreys' share of event tasks with every case an event showed 74%);
+    a threshold just above the bound, which one event in a rerun would cross, must not look safe."""
+    k, n = np.zeros(tasks), np.full(tasks, float(cases))
+    _, low, high = (float(x) for x in cluster_wilson(k, n))
+    assert high < far
+    for text, floor in ((f"upper(x) <= {far!r}", 0.9), (f"upper(x) <= {1.25 * high!r}", None)):
+        rep = case_rate_reproducibility(_result(text, "pass", 0.0, low, high, tasks * cases), (k, n))
+        assert rep is not None and rep.same_tasks == 1.0
+        if floor is None:
+            assert rep.fresh_tasks <= 0.85, (text, rep)
+        else:
+            assert rep.fresh_tasks >= floor, (text, rep)
+    # the mirror: every case an event
+    _, low1, high1 = (float(x) for x in cluster_wilson(n.copy(), n))
+    mirror = _result(f"lower(x) >= {1 - far!r}", "pass", 1.0, low1, high1)
+    rep = case_rate_reproducibility(mirror, (n.copy(), n))
+    assert rep is not None and rep.fresh_tasks >= 0.9
+
+
+def test_a_rerun_below_min_n_or_without_a_bound_is_not_the_same_verdict() -> None:
+    """A rerun with fewer cases than ``min_n`` (or none) would be inconclusive: it does not repeat."""
+    k = np.array([1.0, 0.0, 2.0, 0.0] * 5)
+    n = np.array([2.0, 0.0, 2.0, 2.0] * 5)
+    _, low, high = (float(x) for x in cluster_wilson(k, n))
+    plain = case_rate_reproducibility(_result("upper(x) <= 0.9", "pass", 0.3, low, high, 30), (k, n))
+    gate = "upper(x) <= 0.9; min_n=30"
+    needy = case_rate_reproducibility(_result(gate, "pass", 0.3, low, high, 30), (k, n))
+    assert plain is not None and needy is not None
+    assert plain.same_tasks == 1.0 and needy.same_tasks == 1.0  # the same tasks keep their 30 cases
+    assert needy.fresh_tasks < plain.fresh_tasks - 0.2  # fresh tasks hold fewer than 30 cases half the time
+
+
 def test_reproducible_option_parses_and_round_trips() -> None:
     g = parse_gate("upper(lrs_distant) <= 0.2; reproducible=0.9")
     assert (g.reproducible, g.unreproducible) == (0.9, "fail")
@@ -105,6 +143,12 @@ def _always(share: float, cases: int) -> Process:
     return draw
 
 
+def _rare_partial(rng: np.random.Generator, tasks: int) -> tuple[Array, Array]:
+    """Rare events spread within their tasks: 5% of tasks at 0.3, the rest never, 6 cases each (many
+    runs see no event; the fresh-task figure of a run with none must not be over-confident)."""
+    return np.where(rng.random(tasks) < 0.05, 0.3, 0.0), np.full(tasks, 6.0)
+
+
 def _unequal(rng: np.random.Generator, tasks: int) -> tuple[Array, Array]:
     return expit(logit(0.1) + rng.normal(0.0, 2.0, tasks)), rng.choice([4.0, 12.0], tasks)
 
@@ -119,6 +163,7 @@ PROCESSES: dict[str, Process] = {
     "always 10% / never 90%, 12 cases": _always(0.1, 12),
     "always 30% / never 70%, 4 cases": _always(0.3, 4),
     "mostly zero events: always 2% / never 98%, 6 cases": _always(0.02, 6),
+    "rare events within tasks: 5% of tasks at 0.3, 6 cases": _rare_partial,
     "logit-normal sd 2, 4 or 12 cases": _unequal,
     "temperature 0: 85% of tasks at 0.01 or 0.99": _temperature_zero,
 }
