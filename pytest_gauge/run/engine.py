@@ -126,9 +126,14 @@ class _JudgeUnit:
 _Unit = _TranscriptUnit | _JudgeUnit
 
 
+async def _nothing() -> None:
+    """An awaitable with no result: a look-ahead unit that has nothing to do."""
+
+
 class _Place:
     """One of the look-ahead driver's places, held by one unit: given back while the unit waits for
-    its transcripts or its model's own limit, taken again before it goes on, freed when it ends."""
+    its transcripts (taken again before it starts) or its model's own limit (taken again only if one
+    is free), freed when it ends."""
 
     def __init__(self, gate: asyncio.Semaphore) -> None:
         self.gate = gate
@@ -158,7 +163,15 @@ class _Place:
         finally:
             self.waiting -= 1
             if self.waiting == 0:
-                await self.take()
+                await self.take_if_free()
+
+    async def take_if_free(self) -> None:
+        """Take the place back only if one is free now (never suspends): a unit that has started may
+        hold what the places' holders wait for (the judge's format lock, a claim another process polls),
+        so waiting for a place here can deadlock; the unit goes on without one instead."""
+        if not self.held and not self.closed and not self.gate.locked():
+            await self.gate.acquire()  # free: returns at once
+            self.held = True
 
     def close(self) -> None:
         self.closed = True
@@ -380,13 +393,17 @@ class Engine:
 
     # ----- claims: each unit is produced once in the whole run --------------------------------
     def _obtain(self, unit: _Unit, *, wait: bool = True) -> Awaitable[WorkResult | None]:
-        """The unit's result; shared by every local caller. ``wait=False``: skip if another process
-        holds the claim (look-ahead moves on; the demand path will wait for it)."""
+        """The unit's result; shared by every local caller. ``wait=False`` (the look-ahead): skip if
+        another process holds the claim, or another task of this one already produces it (the
+        look-ahead moves on; the demand path will wait for it)."""
         future = self._futures.get(unit.key)
-        if future is not None:
+        if future is not None and wait:
             return future
         if not wait:
-            return self._try_claim(unit)
+            # Never hold a look-ahead place while waiting for work another task produces: that task
+            # may itself wait for a place (after a 429's lent wait), or poll a claim another process
+            # holds whose producer waits for one of that process's places: a deadlock across workers.
+            return _nothing() if future is not None else self._try_claim(unit)
         future = asyncio.ensure_future(self._claim_or_wait(unit))
         self._futures[unit.key] = future
         return future

@@ -82,3 +82,54 @@ def test_the_pacers_waiters_lend_their_places_and_are_woken_without_polling() ->
 
     assert asyncio.run(main()) == 1
     assert lent >= 2  # the two that found the model full waited inside model_wait()
+
+
+def test_a_unit_back_from_its_models_wait_never_waits_for_a_place() -> None:
+    """The hang of a live ``-n 2`` run under 429s: a judgment holding the judge's format lock came back
+    from a 429's lent wait and waited for a place, while both places were held by judgments waiting
+    for that lock. Back from a wait, a unit takes a place only if one is free, else goes on without."""
+
+    async def main() -> tuple[list[str], int]:
+        gate = asyncio.Semaphore(2)
+        lock = asyncio.Lock()  # e.g. the judge's format lock (run/judge_format.py)
+        done: list[str] = []
+
+        async def unit(name: str, wait_first: bool) -> None:
+            await gate.acquire()
+            place = _Place(gate)
+            token = set_model_wait_hook(place.lent)
+            try:
+                async with lock:
+                    if wait_first:
+                        async with model_wait():  # a 429's wait: the place goes to the others
+                            await asyncio.sleep(0.05)
+                    done.append(name)
+            finally:
+                reset_model_wait_hook(token)
+                place.close()
+
+        first = asyncio.ensure_future(unit("first", True))
+        await asyncio.sleep(0.01)
+        others = [asyncio.ensure_future(unit(f"other{i}", False)) for i in range(2)]  # take both places
+        await asyncio.wait_for(asyncio.gather(first, *others), 5.0)  # deadlocked before: timed out
+        return done, gate._value
+
+    done, free = asyncio.run(main())
+    assert done == ["first", "other0", "other1"]
+    assert free == 2  # every place given back, none leaked or doubled
+
+
+def test_take_if_free_takes_a_free_place_and_never_suspends() -> None:
+    async def main() -> tuple[bool, bool, int]:
+        gate = asyncio.Semaphore(1)
+        await gate.acquire()
+        place = _Place(gate)
+        place.give_back()
+        await place.take_if_free()
+        taken = place.held
+        place.give_back()
+        await gate.acquire()  # someone else has it now
+        await asyncio.wait_for(place.take_if_free(), 0.5)
+        return taken, place.held, gate._value
+
+    assert asyncio.run(main()) == (True, False, 0)
