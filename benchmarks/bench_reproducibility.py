@@ -6,7 +6,9 @@ Run: ``python benchmarks/bench_reproducibility.py`` (``--seeds 50`` by default, 
 a pool of worker processes). For every gate it prints the reproducibility the default seed's run states
 ("holds on ~X% of reruns (~Y% on fresh tasks)") beside the share of seeds 1..N whose verdict equals the
 default seed's (the suite's gates and a few nearer their thresholds, :data:`PROBES`), and exits 1 when
-a gate's figure is more than ``--tolerance`` (10 points) from that share.
+a suite gate's figure is more than ``--tolerance`` (10 points) from that share (the issue's acceptance;
+the probes are information). The default seed is the project's ``gauge_seed``, the run
+``pytest eval_suites/`` prints.
 
 Which figure is held to the target: a new seed redraws everything the simulator draws, each task's
 latent difficulty (keyed by seed, task and sample) included, so a reseeded run is a rerun on a fresh
@@ -60,7 +62,9 @@ def _pct(x: float | None) -> str:
 
 
 def report(default: list[Row], others: dict[int, list[Row]], tolerance: float) -> bool:
-    """Print the table; True when every gate's fresh-tasks figure is within ``tolerance`` of the share."""
+    """Print the table; True when every suite gate's fresh-tasks figure is within ``tolerance`` of the
+    share (the probes, :data:`PROBES`, are printed as information: their truths sit at their thresholds,
+    where one run's figure is as uncertain as the run)."""
     ok = True
     print(
         "| gate | default verdict | stated: same tasks | stated: fresh tasks | seeds agreeing "
@@ -71,23 +75,38 @@ def report(default: list[Row], others: dict[int, list[Row]], tolerance: float) -
         verdicts = [dict((e, s) for e, s, _, _ in rows).get(expr) for rows in others.values()]
         share = sum(v == status for v in verdicts) / max(len(verdicts), 1)
         held = fresh is not None and abs(fresh - share) <= tolerance
-        ok = ok and (held or fresh is None)
+        probe = expr in PROBES
+        ok = ok and (held or fresh is None or probe)
         mark = "ok" if held else ("no figure" if fresh is None else "MISS")
+        label = f"`{expr}` (probe)" if probe else f"`{expr}`"
         print(
-            f"| `{expr}` | {status} | {_pct(same)} | {_pct(fresh)} | {share:.0%} ({len(verdicts)}) | {mark} |"
+            f"| {label} | {status} | {_pct(same)} | {_pct(fresh)} | {share:.0%} ({len(verdicts)}) | {mark} |"
         )
     return ok
+
+
+def configured_seed() -> int:
+    """The seed ``pytest eval_suites/`` runs with: the project's ``gauge_seed`` ini key."""
+    import tomllib
+
+    with open(bench_seeds.ROOT / "pyproject.toml", "rb") as f:
+        return int(tomllib.load(f)["tool"]["pytest"]["ini_options"]["gauge_seed"])
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--seeds", type=int, default=50, help="seeds 1..N (default 50)")
-    parser.add_argument("--default-seed", type=int, default=0, help="the run whose figures are checked (0)")
+    parser.add_argument(
+        "--default-seed", type=int, default=None,
+        help="the run whose figures are checked (default: the project's gauge_seed, as eval_suites/ runs)",
+    )  # fmt: skip
     parser.add_argument("--jobs", type=int, default=2, help="worker processes")
     parser.add_argument("--suite", default="example", choices=bench_seeds.SUITES)
     parser.add_argument("--tolerance", type=float, default=0.10)
     args = parser.parse_args(argv)
     started = time.perf_counter()
+    if args.default_seed is None:
+        args.default_seed = configured_seed()
     seeds = [args.default_seed, *(s for s in range(1, args.seeds + 1) if s != args.default_seed)]
     found: dict[int, list[Row]] = {}
     with tempfile.TemporaryDirectory(prefix="bench-repro-") as work:
@@ -102,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     ok = report(default, found, args.tolerance)
     print(
-        f"\n{'PASS' if ok else 'FAIL'}: every gate's fresh-tasks figure within "
+        f"\n{'PASS' if ok else 'FAIL'}: every suite gate's fresh-tasks figure within "
         f"{args.tolerance:.0%} of the share"
     )
     return 0 if ok else 1
