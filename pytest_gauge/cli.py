@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO, TypeAlias
 
-from .files.folders import SuiteFolder
+from .files.folders import CACHE_DIR, SuiteFolder
 from .gateway.cache import merge_caches, prune_cache
 from .gateway.cassettes import export_cassettes
 from .gateway.doctor import (
@@ -33,11 +33,11 @@ from .suite.discover import configured_testpaths, find_suites
 
 __all__ = ["build_parser", "main", "suite_targets"]
 
-DEFAULT_CACHE_DIR = ".gauge-cache"
+DEFAULT_CACHE_DIR = CACHE_DIR
 
 
 _Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"  # subscriptable only for mypy
-_CACHE_DIR_HELP = "cache folder (default .gauge-cache)"
+_CACHE_DIR_HELP = f"cache folder (default {CACHE_DIR})"
 
 
 def _group(commands: _Commands, name: str, help: str) -> _Commands:

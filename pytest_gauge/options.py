@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from .files.folders import CACHE_DIR
+
 if TYPE_CHECKING:
     from .records.prices import PriceRow
 
@@ -43,7 +45,7 @@ class GaugeOptions:
     seed: int = 0
     out_dir: str = "gauge-out"
     cache_mode: str = "use"
-    cache_dir: str = ".gauge-cache"
+    cache_dir: str = CACHE_DIR
     cassettes: str | None = None
     timeout: float = 60.0
     max_retries: int = 4
@@ -211,7 +213,7 @@ _SETTINGS: tuple[tuple[str, str, Any, str, tuple[str, ...] | None], ...] = (
         "cache-dir",
         "gauge_cache_dir",
         str,
-        "response cache folder (default .gauge-cache under the rootdir)",
+        f"response cache folder (default {CACHE_DIR} under the rootdir)",
         None,
     ),
     ("cassettes", "gauge_cassettes", str, "replay reads only from this folder of exported cassettes", None),
@@ -502,7 +504,7 @@ def resolve_options(config: pytest.Config) -> GaugeOptions:
     root = Path(config.rootpath)
     out = values["gauge_out"] or "gauge-out"
     check_out_dir((invocation / out).resolve())
-    cache_dir = values["gauge_cache_dir"] or str(root / ".gauge-cache")
+    cache_dir = values["gauge_cache_dir"] or str(root / CACHE_DIR)
     from .analysis.gates import GateSyntaxError, parse_gates
 
     ini_gates = [str(g) for g in config.getini("gauge_gates")]

@@ -8,10 +8,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["INDEX_FILE", "OutFolder", "RunFolder", "SuiteFolder"]
+__all__ = ["CACHE_DIR", "INDEX_FILE", "OutFolder", "RunFolder", "SuiteFolder"]
 
 INDEX_FILE = "index.html"
 """The HTML page's file name: the output folder's index and each suite's reports/ page."""
+CACHE_DIR = ".gauge-cache"
+"""The response cache's default folder (``--gauge-cache-dir``, the CLI's ``--cache-dir``), under the
+rootdir: its layout is :mod:`pytest_gauge.gateway.store`'s."""
 
 
 @dataclass(frozen=True)
