@@ -345,8 +345,9 @@ def add_options(parser: pytest.Parser) -> None:
     """Register the ``--gauge-*`` flags and their ini twins."""
     group = parser.getgroup("gauge", "pytest-gauge: LLM-agent evaluations")
     for suffix, ini, kind, help_text, choices in _SETTINGS:
+        help_flag = help_text.replace("%", "%%")  # argparse formats a flag's help (%(default)s); not an ini's
         group.addoption(
-            f"--gauge-{suffix}", dest=ini, type=kind, default=None, choices=choices, help=help_text
+            f"--gauge-{suffix}", dest=ini, type=kind, default=None, choices=choices, help=help_flag
         )
         parser.addini(ini, help_text, default=None)
     group.addoption(

@@ -150,3 +150,16 @@ def test_plugin_can_be_disabled(pytester: pytest.Pytester, mini_suite: Path) -> 
     result = run(pytester, "-p", "no:gauge")
     result.assert_outcomes()
     assert not (pytester.path / "gauge-out").exists()
+
+
+def test_pytest_help_lists_every_flag_and_ini_key(pytester: pytest.Pytester) -> None:
+    """``pytest --help`` works and shows each ``--gauge-*`` flag and ini key with its help (a help text
+    with a bare ``%``, such as "95%", made argparse raise instead)."""
+    from pytest_gauge.options import _SETTINGS
+
+    result = pytester.runpytest("--help")
+    assert result.ret == 0, result.stderr.str()
+    text = result.stdout.str()
+    for suffix, ini, _kind, _help, _choices in _SETTINGS:
+        assert f"--gauge-{suffix}" in text and ini in text, suffix
+    assert "each gate at its own 95%)" in text
