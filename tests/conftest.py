@@ -12,12 +12,16 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 import pytest
 
 from tests.helpers import DATA, MINI_INI, UNUSED_PLUGINS, SharedRuns, normalised, read_jsonl
+from tests.sdks import ANTHROPIC_INSTALL, require_sdk
 
 # Machine images often set PYTHONDONTWRITEBYTECODE=1 (this project's do): then each of the run's
 # hundreds of Python processes (xdist workers, pytester subprocess runs, servers) compiles the package
@@ -34,6 +38,15 @@ if UNUSED_PLUGINS not in os.environ.get("PYTEST_ADDOPTS", ""):
 
 TIERS = ("unit", "e2e", "acceptance")
 HERE = Path(__file__).parent
+
+ONE_WORKER: dict[str, str] = {
+    "tests/e2e/test_html_report.py": "chromium",
+    "tests/e2e/test_loopback_messages.py": "anthropic",
+    "tests/e2e/test_proxy.py": "anthropic",
+    "tests/unit/sim/test_sim_messages.py": "anthropic",
+}
+"""Test files whose tests share a setup each xdist worker would otherwise pay again, run on one worker:
+a headless Chromium session (about 6 s of CPU to start), the ``anthropic`` SDK's import (about 3 s)."""
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -60,6 +73,39 @@ def _rewrite_test_modules_once(config: pytest.Config) -> None:
                 rewrite._write_pyc(state, code, source_stat, pyc)
     except Exception:  # a cache only: the workers rewrite what is missing themselves
         return
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Under ``-n`` (xdist's default ``--dist load``), the tests go out by file: one file's module and
+    session fixtures (a loopback server, a parsed package, a shared run) are set up on one worker, not on
+    both, and the files of ``ONE_WORKER`` share a worker. The heaviest go first (those groups, then the
+    end-to-end files, the unit files last), so the workers finish together. Another ``--dist`` is kept."""
+    if config.getoption("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling  # type: ignore[import-untyped]
+
+    class ByFile(LoadScopeScheduling):  # type: ignore[misc]
+        ordered = False
+        workqueue: OrderedDict[str, dict[str, bool]]
+
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return ONE_WORKER.get(path, path)
+
+        def _assign_work_unit(self, node: Any) -> None:
+            if not self.ordered:  # the first call, right after the queue of files is made
+                self.ordered = True
+                units = sorted(self.workqueue.items(), key=lambda unit: _heaviest_first(*unit))
+                self.workqueue = OrderedDict(units)
+            super()._assign_work_unit(node)
+
+    return ByFile(config, log)
+
+
+def _heaviest_first(scope: str, tests: dict[str, bool]) -> tuple[int, int]:
+    """The groups first, then the end-to-end and acceptance files, then the unit files; more tests first."""
+    tier = 0 if scope in ONE_WORKER.values() else 2 if scope.startswith("tests/unit/") else 1
+    return tier, -len(tests)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -129,6 +175,13 @@ def read_outputs() -> Callable[[Path], dict[str, list[str]]]:
         }
 
     return read
+
+
+@pytest.fixture(scope="session")
+def anthropic_sdk() -> ModuleType:
+    """The ``anthropic`` SDK, imported once per worker before a test's ``pytester`` snapshot of
+    ``sys.modules`` (which would drop a module first imported during the test)."""
+    return require_sdk("anthropic", ANTHROPIC_INSTALL)
 
 
 @pytest.fixture(scope="session")

@@ -16,9 +16,9 @@ from pytest_gauge.gateway.response import BadResponse
 from pytest_gauge.gateway.wire.anthropic import MESSAGES
 from pytest_gauge.testing import FaultPlan, LoopbackServer, completion, scheduled_fault, tool_call
 from pytest_gauge.testing.faults import MALFORMED_BY_API
-from tests.sdks import require_sdk
+from tests.sdks import ANTHROPIC_INSTALL, LazySDK
 
-anthropic = require_sdk("anthropic", "pip install 'anthropic>=0.40' (in the test extra)")
+anthropic = LazySDK("anthropic", ANTHROPIC_INSTALL)  # imported by the first test that uses it
 
 KEY = "sk-loopback-test"
 HELLO = [{"role": "user", "content": "hello world"}]

@@ -316,11 +316,11 @@ def test_sdk_calls(gauge_proxy: ProxyRoute) -> None:
 
 
 def test_a_tests_sdk_calls_through_gauge_proxy_are_in_the_ledger_then_cached(
-    pytester: pytest.Pytester,
+    anthropic_sdk: ModuleType, pytester: pytest.Pytester
 ) -> None:
+    """(``anthropic_sdk``, a session fixture, imports the SDK before ``pytester``'s snapshot of
+    ``sys.modules``, so the in-process run's test finds it imported and it stays for later tests.)"""
     responses, messages = _written("responses"), _written("anthropic")
-    if messages:
-        _anthropic()
     pytester.makeini("[pytest]\ngauge_backend = sim\ngauge_prices =\n    sim-agent 1 2\n")
     pytester.makepyfile(test_client=CLIENT_TEST.format(responses=responses, messages=messages))
     calls = 2 + 2 * responses + 2 * messages

@@ -16,7 +16,7 @@ from pytest_gauge.run.dialogue import ChatResult, run_dialogue
 from pytest_gauge.run.judge import Redactor, build_judge_messages, parse_verdict
 from pytest_gauge.sim import SimBackend, SimJudge
 from pytest_gauge.suite.response_format import JSON_SCHEMA
-from tests.sdks import require_sdk
+from tests.sdks import ANTHROPIC_INSTALL, LazySDK
 from tests.unit.sim.test_sim import (
     AGENTS,
     GRID,
@@ -30,7 +30,7 @@ from tests.unit.sim.test_sim import (
     world,
 )
 
-anthropic = require_sdk("anthropic", "pip install 'anthropic>=0.40' (in the test extra)")
+anthropic = LazySDK("anthropic", ANTHROPIC_INSTALL)  # imported by the first test that uses it
 
 
 def sdk(backend: SimBackend) -> Any:
