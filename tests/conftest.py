@@ -76,11 +76,13 @@ def _rewrite_test_modules_once(config: pytest.Config) -> None:
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """Under ``-n`` (xdist's default ``--dist load``), the tests go out by file: one file's module and
-    session fixtures (a loopback server, a parsed package, a shared run) are set up on one worker, not on
-    both, and the files of ``ONE_WORKER`` share a worker. The heaviest go first (those groups, then the
-    end-to-end files, the unit files last), so the workers finish together. Another ``--dist`` is kept."""
-    if config.getoption("dist") != "load":
+    """Under ``-n`` with ``-m "not slow"`` (and xdist's default ``--dist load``), the tests go out by
+    file: one file's module and session fixtures (a loopback server, a parsed package, a shared run) are
+    set up on one worker, not on both, and the files of ``ONE_WORKER`` share a worker. The heaviest go
+    first (those groups, then the end-to-end files, the unit files last), so the workers finish together.
+    The full run keeps xdist's test-by-test ``load`` in :func:`_run_order`'s order (a file of slow tests
+    as one unit would end the run alone); another ``--dist`` is kept."""
+    if config.getoption("dist") != "load" or "not slow" not in (config.option.markexpr or ""):
         return None
     from xdist.scheduler import LoadScopeScheduling  # type: ignore[import-untyped]
 
