@@ -51,8 +51,9 @@ def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
 def main_job(shared_runs: SharedRuns, workers: str, pytester: pytest.Pytester | None = None) -> SharedRun:
     """``pytest eval_suites/ -n WORKERS`` with a cold response cache, once per session for every test
     that reads it: the main CI job (junit XML, the GitHub step summary) with ``-n 0`` (in the calling
-    test's process when it gives its ``pytester``), and the same run with ``-n 4`` to compare against
-    (a subprocess: it starts workers)."""
+    test's process when it gives its ``pytester``), and the same run with ``-n 2`` to compare against
+    (a subprocess: it starts workers; two workers on the machine's two cores prove the same thing as four,
+    and cost two interpreters less)."""
     return shared_runs.get(
         f"eval-suites-n{workers}",
         copy_suites,
@@ -151,20 +152,20 @@ def test_github_step_summary_gets_the_summary(shared_runs: SharedRuns, pytester:
 
 
 @pytest.mark.slow
-def test_outputs_are_identical_with_zero_and_four_workers_and_the_cache_on(
+def test_outputs_are_identical_with_zero_and_two_workers_and_the_cache_on(
     shared_runs: SharedRuns, pytester: pytest.Pytester
 ) -> None:
     """Both suites with a cold cache: every report is the same bytes, the records and the ledger the same
     apart from volatile fields. The tiers suite's strategies send many identical requests (best-of-N
     shares its first samples): each is sent once and answered from the cache for the others, whichever
-    worker got there first; the merged ledger attributes them the same way with -n 0 and -n 4."""
-    n0, n4 = main_job(shared_runs, "0", pytester), main_job(shared_runs, "4")
-    assert (n0.ret, n4.ret) == (0, 0), n4.stdout[-3000:]
-    assert re.search(r"\b4 workers\b", n4.stdout)
+    worker got there first; the merged ledger attributes them the same way with -n 0 and -n 2."""
+    n0, n2 = main_job(shared_runs, "0", pytester), main_job(shared_runs, "2")
+    assert (n0.ret, n2.ret) == (0, 0), n2.stdout[-3000:]
+    assert re.search(r"\b2 workers\b", n2.stdout)
     hits = [r for r in read_jsonl(n0.path / "out" / "tiers" / "agent_runs.jsonl") if r["cache_hit"]]
     assert len(hits) > 50  # shared requests do occur in one cold run
     for suite in SUITES:
-        a, b = n0.path / "out" / suite, n4.path / "out" / suite
+        a, b = n0.path / "out" / suite, n2.path / "out" / suite
         for name in ("agent_runs.jsonl", "pairs/pair_results.jsonl"):
             assert normalised(read_jsonl(a / name)) == normalised(read_jsonl(b / name)), (suite, name)
         for name in ALL_REPORTS:
@@ -232,26 +233,33 @@ def test_a_regression_makes_the_matching_gate_fail(
     assert gate in failed
 
 
+def lrs_close_beats_distant(example: Path) -> bool:
+    """Whether a run's example suite has LRS(close) at least 0.15 above LRS(distant)."""
+    metrics = json.loads((example / "reports" / "metrics.json").read_text())["metrics"]
+    close, distant = metrics["lrs_close"]["value"], metrics["lrs_distant"]["value"]
+    return close is not None and distant is not None and close - distant >= 0.15
+
+
 @pytest.mark.slow
-def test_lrs_close_exceeds_lrs_distant_across_seeds(pytester: pytest.Pytester, suites: Path) -> None:
+def test_lrs_close_exceeds_lrs_distant_across_seeds(
+    shared_runs: SharedRuns, pytester: pytest.Pytester, suites: Path
+) -> None:
     """The study's headline on the simulator: the judge picks the lower-reward side far more often for
-    the close pair than for the distant ones (at least 3 of 4 seeds by at least 0.15)."""
-    wins = 0
-    for seed in range(1, 5):
+    the close pair than for the distant ones (at least 3 of 4 seeds by at least 0.15). The fourth seed is
+    the main job's (the repo's seed), read from its shared run instead of running the suite again."""
+    main = main_job(shared_runs, "0", pytester)
+    assert main.ret == 0, main.stdout[-3000:]
+    wins = int(lrs_close_beats_distant(main.path / "out" / "example"))
+    for seed in range(1, 4):
         out = f"seed{seed}"
         result = run(
             pytester, "eval_suites/example", "--gauge-seed", str(seed), "--gauge-out", out,
             "--gauge-bootstrap-rounds", "300",
         )  # fmt: skip
         assert result.ret in (0, 1)  # gates may fail on some seeds; the numbers are what matter here
-        metrics = json.loads((pytester.path / out / "example" / "reports" / "metrics.json").read_text())[
-            "metrics"
-        ]
-        close, distant = metrics["lrs_close"]["value"], metrics["lrs_distant"]["value"]
-        if close is not None and distant is not None and close - distant >= 0.15:
-            wins += 1
+        wins += lrs_close_beats_distant(pytester.path / out / "example")
     assert wins >= 3
-    conclusion = (pytester.path / "seed4" / "example" / "reports" / "conclusion.md").read_text()
+    conclusion = (pytester.path / "seed3" / "example" / "reports" / "conclusion.md").read_text()
     assert re.search(r"p[- ]?value|p = |p=", conclusion)
     assert "95%" in conclusion
 
