@@ -139,10 +139,13 @@ class SharedRuns:
         *args: str,
         env: dict[str, str] | None = None,
         pytester: pytest.Pytester | None = None,
+        after: Callable[[Path], None] | None = None,
     ) -> SharedRun:
         """Run ``pytest *args`` in a fresh folder prepared by ``setup`` (once per session and name): in a
         subprocess, or in this process when the calling test gives its ``pytester`` (seconds cheaper:
-        no interpreter start, no imports; only for runs without xdist workers)."""
+        no interpreter start, no imports; only for runs without xdist workers). ``after(folder)`` runs
+        once the run is done, before any other test reads it (to save what a server the caller started
+        saw, say)."""
         folder = self.base / name
         done = self.base / f"{name}.result.json"
         with open(self.base / f"{name}.lock", "w") as lock:
@@ -159,6 +162,8 @@ class SharedRuns:
                             mp.setenv(key, value)
                         result = run_inprocess(pytester, *args, folder=folder)
                     ret, out = int(result.ret), f"{result.stdout.str()}\n{result.stderr.str()}"
+                if after is not None:
+                    after(folder)
                 done.write_text(json.dumps({"ret": ret, "stdout": out}), encoding="utf-8")
         result_ = json.loads(done.read_text(encoding="utf-8"))
         return SharedRun(result_["ret"], result_["stdout"], folder)

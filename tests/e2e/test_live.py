@@ -4,15 +4,17 @@ answers like the simulator, and injects faults."""
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from pytest_gauge.run.judge import JUDGE_SYSTEM_PROMPT
 from pytest_gauge.testing import FaultPlan, LoopbackServer
 from pytest_gauge.testing.simserver import sim_responder
-from tests.helpers import normalised, read_jsonl, run_inprocess
+from tests.helpers import DATA, MINI_INI, SharedRun, SharedRuns, normalised, read_jsonl, run_inprocess
 
 CASES = 5 * 3 * 2
 KEY = "sk-gauge-SECRET-4f9c2a7e1b"
@@ -102,18 +104,6 @@ def test_tracking_query_in_base_url_is_refused_before_any_request(
     assert server.requests_total == 0
 
 
-@pytest.mark.slow
-def test_global_concurrency_limit_holds_across_workers(
-    pytester: pytest.Pytester, server: LoopbackServer
-) -> None:
-    """Two workers share two request slots: never more than two in flight, and two are reached (the
-    server holds requests after the first until two are open, so this does not depend on load): a cap
-    kept per worker would let both workers open two each."""
-    server.gather(2, after=1, timeout=120.0)
-    live(pytester, "-n", "2", "--gauge-max-concurrency", "2").assert_outcomes(passed=CASES)
-    assert (server.max_in_flight, server.gather_timed_out) == (2, False)
-
-
 @pytest.mark.slow  # the full tier only: a subprocess live run with -vv and junit (~5 s CPU)
 def test_key_never_appears_in_any_output(pytester: pytest.Pytester, server: LoopbackServer) -> None:
     server.faults = FaultPlan(rate_429=0.1, retry_after="0", seed=1)
@@ -144,18 +134,6 @@ def test_judge_never_sees_agent_or_model_names(pytester: pytest.Pytester, server
             assert name not in text
 
 
-@pytest.mark.slow
-def test_requests_seen_equal_ledger_and_one_generation_per_transcript(
-    pytester: pytest.Pytester, server: LoopbackServer
-) -> None:
-    live(pytester, "-n", "2").assert_outcomes(passed=CASES)
-    ledger = read_jsonl(pytester.path / "gauge-out" / "mini" / "agent_runs.jsonl")
-    assert len(ledger) == server.requests_total
-    agent_and_user = [b for b in server.bodies if b["messages"][0]["content"] != JUDGE_SYSTEM_PROMPT]
-    assert len(agent_and_user) == sum(1 for r in ledger if r["role"] in ("agent", "user_sim"))
-    assert len({r["work"] for r in ledger if r["role"] != "judge"}) == 15
-
-
 RECORD_IMPORTS = """
 import os, sys
 from pathlib import Path
@@ -167,15 +145,71 @@ def pytest_sessionfinish(session):
 """
 
 
-@pytest.mark.slow  # a subprocess -n 2 live run (~6 s CPU)
+def shared_live_run(shared_runs: SharedRuns, server: LoopbackServer) -> tuple[SharedRun, dict[str, Any]]:
+    """One fault-free live ``-n 2`` run under a two-slot cap (each worker's imports recorded by its
+    conftest), made once per session for the three tests that read it (a subprocess -n 2 run costs about
+    6 s CPU), with what its server saw: requests, agent and user bodies, the most in flight. The server
+    holds requests after the first until two are open, so two in flight is reached whatever the load."""
+
+    def setup(folder: Path) -> None:
+        shutil.copytree(DATA / "mini", folder / "suites" / "mini")
+        (folder / "pytest.ini").write_text(MINI_INI, encoding="utf-8")
+        (folder / "conftest.py").write_text(RECORD_IMPORTS, encoding="utf-8")
+        server.reset_counters()
+        server.gather(2, after=1, timeout=120.0)
+
+    def after(folder: Path) -> None:
+        seen = {
+            "requests_total": server.requests_total,
+            "agent_and_user": sum(
+                1 for b in server.bodies if b["messages"][0]["content"] != JUDGE_SYSTEM_PROMPT
+            ),
+            "max_in_flight": server.max_in_flight,
+            "gather_timed_out": server.gather_timed_out,
+        }
+        (folder / "server.json").write_text(json.dumps(seen), encoding="utf-8")
+
+    run = shared_runs.get(
+        "live-n2-cap2", setup, "suites", "--gauge-backend", "live", "--gauge-cache", "off", "-n", "2",
+        "--gauge-max-concurrency", "2", env={"TAOTOKEN_API_KEY": KEY, "TAOTOKEN_BASE_URL": server.base_url},
+        after=after,
+    )  # fmt: skip
+    outcomes = pytest.RunResult(run.ret, run.stdout.splitlines(), [], 0.0).parseoutcomes()
+    assert (run.ret, {k: v for k, v in outcomes.items() if k != "warnings"}) == (0, {"passed": CASES}), (
+        run.stdout[-3000:]
+    )
+    return run, json.loads((run.path / "server.json").read_text(encoding="utf-8"))
+
+
+@pytest.mark.slow
+def test_global_concurrency_limit_holds_across_workers(
+    shared_runs: SharedRuns, server: LoopbackServer
+) -> None:
+    """Two workers share two request slots: never more than two in flight, and two are reached: a cap
+    kept per worker would let both workers open two each."""
+    _, seen = shared_live_run(shared_runs, server)
+    assert (seen["max_in_flight"], seen["gather_timed_out"]) == (2, False)
+
+
+@pytest.mark.slow
+def test_requests_seen_equal_ledger_and_one_generation_per_transcript(
+    shared_runs: SharedRuns, server: LoopbackServer
+) -> None:
+    run, seen = shared_live_run(shared_runs, server)
+    ledger = read_jsonl(run.path / "gauge-out" / "mini" / "agent_runs.jsonl")
+    assert len(ledger) == seen["requests_total"]
+    assert seen["agent_and_user"] == sum(1 for r in ledger if r["role"] in ("agent", "user_sim"))
+    assert len({r["work"] for r in ledger if r["role"] != "judge"}) == 15
+
+
+@pytest.mark.slow
 def test_live_workers_make_their_calls_without_importing_openai(
-    pytester: pytest.Pytester, server: LoopbackServer
+    shared_runs: SharedRuns, server: LoopbackServer
 ) -> None:
     """The call path is the package's own HTTP client: a live -n 2 run's workers answer every case over
     the network and never import the SDK (about a second of CPU per process), nor does the controller."""
-    pytester.makeconftest(RECORD_IMPORTS)
-    live(pytester, "-n", "2").assert_outcomes(passed=CASES)
-    assert server.requests_total > 0
-    seen = {p.name: p.read_text() for p in pytester.path.glob("imports-*.txt")}
-    assert set(seen) == {"imports-gw0.txt", "imports-gw1.txt", "imports-controller.txt"}
-    assert set(seen.values()) == {"openai=False"}
+    run, seen = shared_live_run(shared_runs, server)
+    assert seen["requests_total"] > 0
+    records = {p.name: p.read_text() for p in run.path.glob("imports-*.txt")}
+    assert set(records) == {"imports-gw0.txt", "imports-gw1.txt", "imports-controller.txt"}
+    assert set(records.values()) == {"openai=False"}

@@ -28,9 +28,9 @@ def copy_mini(folder: Path) -> None:
 
 
 def mini_run(shared_runs: SharedRuns, mode: str, pytester: pytest.Pytester | None = None) -> SharedRun:
-    """The small suite run once per session in each mode (without xdist, -n 0, -n 2), cache off. Four
-    workers against -n 0 are compared on the example suites (tests/acceptance/test_eval_suites.py): each
-    worker costs a process start and the package's imports, so this suite compares one worker count."""
+    """The small suite run once per session in each mode (without xdist, -n 0, -n 2), cache off. The
+    example suites compare -n 2 with -n 0 too (tests/acceptance/test_eval_suites.py): each worker costs a
+    process start and the package's imports, so both compare the one worker count the issue names."""
     inprocess = pytester if mode != "n2" else None  # the runs without workers: in this process
     return shared_runs.get(
         f"mini-{mode}", copy_mini, "suites", *MODES[mode], "--gauge-cache", "off", pytester=inprocess
