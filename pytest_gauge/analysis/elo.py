@@ -201,7 +201,12 @@ def fit_bradley_terry(
         problems = check_graph(agents, w)
         if problems:
             raise ValueError("Bradley-Terry MLE does not exist: " + "; ".join(problems) + " (pass l2 > 0)")
-    k = len(agents)
+    return _fit_one(w, l2, tol, max_iter)
+
+
+def _fit_one(w: FloatArray, l2: float, tol: float, max_iter: int) -> FloatArray:
+    """:func:`fit_bradley_terry`'s Newton fit of one checked wins matrix."""
+    k = w.shape[0]
     theta, _ = _newton(w[None], np.zeros((1, k)), np.array([float(l2)]), tol, max_iter)
     return np.asarray(theta[0], dtype=np.float64)
 
@@ -219,10 +224,10 @@ def _wins_matrix(agents: Sequence[str], wins: npt.ArrayLike) -> FloatArray:
 
 def _components(adj: npt.NDArray[np.bool_]) -> list[list[int]]:
     """Connected components of a symmetric boolean adjacency matrix, in index order."""
-    k = adj.shape[0]
-    seen = [False] * k
+    linked = [[j for j, edge in enumerate(row) if edge] for row in adj.tolist()]  # lists: k is small
+    seen = [False] * len(linked)
     comps: list[list[int]] = []
-    for s in range(k):
+    for s in range(len(linked)):
         if seen[s]:
             continue
         stack, comp = [s], []
@@ -230,10 +235,10 @@ def _components(adj: npt.NDArray[np.bool_]) -> list[list[int]]:
         while stack:
             i = stack.pop()
             comp.append(i)
-            for j in np.flatnonzero(adj[i]):
+            for j in linked[i]:
                 if not seen[j]:
                     seen[j] = True
-                    stack.append(int(j))
+                    stack.append(j)
         comps.append(sorted(comp))
     return comps
 
@@ -438,6 +443,33 @@ def cluster_t_halfwidth(cov: npt.ArrayLike, tasks: int) -> FloatArray:
     return np.asarray(t_quantile(max(tasks - 1, 1)) * np.sqrt(var), dtype=np.float64)
 
 
+def _per_task_elo(
+    agents: list[str],
+    tasks: list[str],
+    tensor: FloatArray,
+    *,
+    l2: float,
+    tol: float,
+    max_iter: int,
+    anchor: float,
+) -> dict[str, dict[str, float]]:
+    """Each task's own Elo fit, over the agents it compared, where its MLE exists."""
+    per_task: dict[str, dict[str, float]] = {}
+    for t, task in enumerate(tasks):
+        w_t = tensor[t]
+        present = np.flatnonzero((w_t + w_t.T).sum(axis=1) > 0)
+        names = [agents[i] for i in present]
+        sub = w_t[np.ix_(present, present)]
+        if len(names) < 2 or check_graph(names, sub):
+            continue
+        if l2 == 0.0:  # checked just above: fit_bradley_terry would only check it again
+            th = _fit_one(_wins_matrix(names, sub), l2, tol, max_iter)
+        else:
+            th = fit_bradley_terry(names, sub, l2=l2, tol=tol, max_iter=max_iter)
+        per_task[task] = {a: float(v) for a, v in zip(names, elo_scale(th, anchor), strict=True)}
+    return per_task
+
+
 def fit_elo(
     comparisons: Sequence[Comparison],
     *,
@@ -488,16 +520,7 @@ def fit_elo(
     low = {a: float(lo[i]) for i, a in enumerate(agents)}
     high = {a: float(hi[i]) for i, a in enumerate(agents)}
 
-    per_task: dict[str, dict[str, float]] = {}
-    for t, task in enumerate(tasks):
-        w_t = tensor[t]
-        present = np.flatnonzero((w_t + w_t.T).sum(axis=1) > 0)
-        names = [agents[i] for i in present]
-        sub = w_t[np.ix_(present, present)]
-        if len(names) < 2 or check_graph(names, sub):
-            continue
-        th = fit_bradley_terry(names, sub, l2=l2, tol=tol, max_iter=max_iter)
-        per_task[task] = {a: float(v) for a, v in zip(names, elo_scale(th, anchor), strict=True)}
+    per_task = _per_task_elo(agents, tasks, tensor, l2=l2, tol=tol, max_iter=max_iter, anchor=anchor)
 
     return EloResult(
         agents=tuple(agents),

@@ -68,11 +68,14 @@ def _residual_var(k: FloatArray, n: FloatArray, p: FloatArray, total: FloatArray
     with the residuals ``r = k - p n`` and each task's leverage ``h = n / N``. With equal cases per task
     it is the CR1 ``T / (T - 1) sum(r^2) / N^2``; with unequal ones it corrects the big tasks' residuals,
     which the fit pulls towards 0 the most (Bell & McCaffrey 2002)."""
-    tasks = np.sum(n > 0, axis=-1)
-    safe = np.maximum(total, 1.0)[..., None]
-    lever = np.where(n > 0, np.minimum(n / safe, 1.0 - 1e-12), 0.0)
-    resid = k - p[..., None] * n
-    var = np.sum(resid * resid / (1.0 - lever), axis=-1) / np.maximum(total, 1.0) ** 2
+    return _cr2_var(n, k - p[..., None] * n, np.sum(n > 0, axis=-1), total)
+
+
+def _cr2_var(n: FloatArray, resid: FloatArray, tasks: FloatArray, total: FloatArray) -> FloatArray:
+    """:func:`_residual_var` from its residuals and task count (computed once by the caller)."""
+    safe = np.maximum(total, 1.0)
+    lever = np.where(n > 0, np.minimum(n / safe[..., None], 1.0 - 1e-12), 0.0)
+    var = np.sum(resid * resid / (1.0 - lever), axis=-1) / safe**2
     return np.asarray(np.where(tasks > 1, var, np.nan), dtype=np.float64)
 
 
@@ -86,7 +89,11 @@ def satterthwaite_df(k: FloatArray, n: FloatArray, p: FloatArray) -> FloatArray:
     """
     present = n > 0
     tasks = np.sum(present, axis=-1).astype(np.float64)
-    resid = np.where(present, k - p[..., None] * n, 0.0)
+    return _satterthwaite(np.where(present, k - p[..., None] * n, 0.0), tasks)
+
+
+def _satterthwaite(resid: FloatArray, tasks: FloatArray) -> FloatArray:
+    """:func:`satterthwaite_df` from the present tasks' residuals (0 elsewhere) and their count."""
     safe = np.maximum(tasks, 1.0)
     m2 = np.sum(resid**2, axis=-1) / safe
     m4 = np.sum(resid**4, axis=-1) / safe
@@ -121,22 +128,37 @@ def _effective_count(k: FloatArray, n: FloatArray) -> tuple[FloatArray, FloatArr
     ``sum(k) / sum(n)``: the design-effect adjusted count on the Satterthwaite df, or at most one trial per
     task on tasks - 1 df when :data:`FEW_TASKS` tasks or fewer hold the events (a bound on the
     clustering, not an estimate of it) or when no task varies."""
+    return _effective_parts(k, n)[:4]
+
+
+def _effective_parts(
+    k: FloatArray, n: FloatArray
+) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, FloatArray]:
+    """:func:`_effective_count` and ``sum(n)``; the residuals, task counts and totals are computed once,
+    and the Satterthwaite df only where some row uses it (the results are those of the plain formulas)."""
     total = np.sum(n, axis=-1)
     safe = np.maximum(total, 1.0)
     p = np.sum(k, axis=-1) / safe
-    var_cluster = _residual_var(k, n, p, total)
+    present = n > 0
+    counted = np.sum(present, axis=-1)
+    resid = k - p[..., None] * n
+    var_cluster = _cr2_var(n, resid, counted, total)
     var_binomial = p * (1.0 - p) / safe
     varies = var_binomial > 0
     deff = np.where(varies, np.maximum(1.0, var_cluster / np.where(varies, var_binomial, 1.0)), 1.0)
     deff = np.where(np.isfinite(deff), deff, 1.0)
     kish = np.maximum(safe * safe / np.maximum(np.sum(n * n, axis=-1), 1.0), 1.0)
-    present = n > 0
     rarer = np.minimum(np.sum(present & (k > 0), axis=-1), np.sum(present & (k < n), axis=-1))
     n_eff = np.where(varies, safe / deff, kish)
     few = (rarer <= FEW_TASKS) & (kish < n_eff)
-    tasks = np.sum(present, axis=-1).astype(np.float64)
-    df = np.where(few | ~varies, np.maximum(tasks - 1.0, 1.0), satterthwaite_df(k, n, p))
-    return p, np.where(few, kish, n_eff), np.asarray(df, dtype=np.float64), kish
+    tasks = counted.astype(np.float64)
+    plain = few | ~varies
+    fallback = np.maximum(tasks - 1.0, 1.0)
+    if np.all(plain):
+        df = np.where(plain, fallback, fallback)
+    else:
+        df = np.where(plain, fallback, _satterthwaite(np.where(present, resid, 0.0), tasks))
+    return p, np.where(few, kish, n_eff), np.asarray(df, dtype=np.float64), kish, total
 
 
 def cluster_wilson_df(k: FloatArray, n: FloatArray) -> FloatArray:
@@ -156,8 +178,7 @@ def cluster_wilson(k: FloatArray, n: FloatArray) -> tuple[FloatArray, FloatArray
     however many cases each task has, where treating the cases as independent gave 1.8% at 12 cases per
     task.
     """
-    total = np.sum(n, axis=-1)
-    p, n_eff, df, kish = _effective_count(k, n)
+    p, n_eff, df, kish, total = _effective_parts(k, n)
     varies = p * (1.0 - p) > 0
     z = t_quantile(df)
     low = np.where(p > 0, _wilson_side(p, n_eff, z, -1.0), 0.0)

@@ -408,3 +408,18 @@ def test_success_rate_of_an_agent_with_samples_is_clustered_over_tasks() -> None
                 covered[(a, samples, tasks)] = (was, now)
     assert all(now >= 0.93 for _, now in covered.values()), covered
     assert min(was for was, _ in covered.values()) < 0.9, covered  # the transcripts are not independent
+
+
+def test_cluster_wilson_of_a_batch_equals_it_row_by_row() -> None:
+    """The batched call (the simulations and the reproducibility reruns) and one suite at a time give the
+    same bits, rows without events (which skip the Satterthwaite df) mixed with rows that use it."""
+    rng = np.random.default_rng(24)
+    n = rng.choice([0.0, 2.0, 4.0, 12.0], (60, 30))
+    rates = np.where(rng.random((60, 1)) < 0.3, 0.0, rng.beta(0.5, 2.0, (60, 30)))
+    k = rng.binomial(n.astype(int), rates).astype(np.float64)
+    k[:5] = n[:5]  # every case an event
+    batch = cluster_wilson(k, n)
+    for row in range(k.shape[0]):
+        one = cluster_wilson(k[row], n[row])
+        for got, want in zip(one, batch, strict=True):
+            assert np.array_equal(got, want[row], equal_nan=True), row

@@ -171,11 +171,11 @@ RUNS = 500
 TOLERANCE = 0.05
 
 
-def _rate_gate(rng: np.random.Generator, k: Array, n: Array, run: int) -> tuple[Gate, bool]:
-    """A random-side gate whose threshold sits within about 3 standard errors of this run's bound (a
-    quarter of the interval's width each), where a verdict is not sure to repeat: the predictive figure
-    is calibrated whatever the threshold's distance; a plug-in one is 6-8 points too high."""
-    _, low, high = (float(x) for x in cluster_wilson(k, n))
+def _rate_gate(rng: np.random.Generator, low: float, high: float, run: int) -> tuple[Gate, bool]:
+    """A random-side gate whose threshold sits within about 3 standard errors of this run's bound
+    ``(low, high)`` (a quarter of the interval's width each), where a verdict is not sure to repeat: the
+    predictive figure is calibrated whatever the threshold's distance; a plug-in one is 6-8 points too
+    high."""
     bound = "upper" if rng.random() < 0.5 else "lower"
     threshold = (high if bound == "upper" else low) + rng.uniform(-3.0, 3.0) * max((high - low) / 4.0, 0.01)
     op = "<=" if bound == "upper" else ">="
@@ -195,8 +195,8 @@ def _rate_cell(process: Process, tasks: int, seed: int) -> tuple[float, float, f
     for run in range(RUNS):
         p, n = process(rng, tasks)
         k = rng.binomial(n.astype(int), p).astype(float)
-        gate, passed = _rate_gate(rng, k, n, run)
         value, low, high = (float(x) for x in cluster_wilson(k, n))
+        gate, passed = _rate_gate(rng, low, high, run)
         result = GateResult(gate, "pass" if passed else "fail", value, low, high, int(n.sum()), "")
         rep = case_rate_reproducibility(result, (k, n))
         assert rep is not None
