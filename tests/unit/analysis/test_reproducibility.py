@@ -183,15 +183,21 @@ def _rate_gate(rng: np.random.Generator, low: float, high: float, run: int) -> t
     return gate, bool(OPS[op](high if bound == "upper" else low, threshold))
 
 
-def _passes(gate: Gate, k: Array, n: Array) -> bool:
-    _, low, high = (float(x) for x in cluster_wilson(k, n))
-    return bool(OPS[gate.op](high if gate.bound == "upper" else low, gate.threshold))
+def _passes(gates: list[Gate], k: Array, n: Array) -> Array:
+    """Whether each row's suite (rows of ``k``, ``n``) passes its gate: one batched ``cluster_wilson``,
+    the same numbers as one suite at a time (tests/unit/analysis/test_interval_coverage.py)."""
+    _, low, high = cluster_wilson(k, n)
+    sides = zip(gates, low, high, strict=True)
+    return np.array([OPS[g.op](float(hi if g.bound == "upper" else lo), g.threshold) for g, lo, hi in sides])
 
 
 def _rate_cell(process: Process, tasks: int, seed: int) -> tuple[float, float, float, float]:
-    """(predicted same, actual same, predicted fresh, actual fresh) over RUNS simulated suites."""
+    """(predicted same, actual same, predicted fresh, actual fresh) over RUNS simulated suites; the
+    reruns' verdicts are computed at the end in one batch (the draws are made in the same order)."""
     rng = np.random.default_rng([seed, tasks])
-    rows = []
+    gates, verdicts, predicted = [], [], []
+    same_runs: list[tuple[Array, Array]] = []
+    fresh_runs: list[tuple[Array, Array]] = []
     for run in range(RUNS):
         p, n = process(rng, tasks)
         k = rng.binomial(n.astype(int), p).astype(float)
@@ -200,11 +206,19 @@ def _rate_cell(process: Process, tasks: int, seed: int) -> tuple[float, float, f
         result = GateResult(gate, "pass" if passed else "fail", value, low, high, int(n.sum()), "")
         rep = case_rate_reproducibility(result, (k, n))
         assert rep is not None
-        same = _passes(gate, rng.binomial(n.astype(int), p).astype(float), n) == passed
+        same_runs.append((rng.binomial(n.astype(int), p).astype(float), n))
         p2, n2 = process(rng, tasks)
-        fresh = _passes(gate, rng.binomial(n2.astype(int), p2).astype(float), n2) == passed
-        rows.append((rep.same_tasks, same, rep.fresh_tasks, fresh))
-    return tuple(float(x) for x in np.mean(np.array(rows, dtype=float), axis=0))  # type: ignore[return-value]
+        fresh_runs.append((rng.binomial(n2.astype(int), p2).astype(float), n2))
+        gates.append(gate)
+        verdicts.append(passed)
+        predicted.append((rep.same_tasks, rep.fresh_tasks))
+    passed_now = np.array(verdicts)
+    same, fresh = (
+        _passes(gates, np.stack([r[0] for r in runs]), np.stack([r[1] for r in runs])) == passed_now
+        for runs in (same_runs, fresh_runs)
+    )
+    pred = np.array(predicted, dtype=float)
+    return float(pred[:, 0].mean()), float(same.mean()), float(pred[:, 1].mean()), float(fresh.mean())
 
 
 @pytest.mark.slow
