@@ -12,9 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any
-
-import httpx2
+from typing import TYPE_CHECKING, Any
 
 from ..gateway.wire import WireFormat, format_for_path
 from ..gateway.wire.sse import encode_events
@@ -25,6 +23,9 @@ from .agent import agent_reply
 from .common import SIM_VERSION, count_tokens, message_text, stable_hash, truncate_to_tokens
 from .judge import is_judge_request, judge_reply
 from .user import is_user_audit_request, is_user_sim_request, user_audit_reply, user_reply
+
+if TYPE_CHECKING:
+    import httpx2
 
 __all__ = ["SimBackend", "SimWorld", "dump_response", "error_body"]
 
@@ -252,7 +253,9 @@ class SimBackend:
         return status, "application/json", dump_response(payload)
 
     def transport(self) -> httpx2.AsyncBaseTransport:
-        """An async mock transport for ``httpx2.AsyncClient`` (hence for ``openai.AsyncOpenAI``)."""
+        """An async mock transport for ``httpx2.AsyncClient`` (hence for ``openai.AsyncOpenAI``); httpx2 is
+        imported here, so a run answered from the cache never imports it."""
+        import httpx2
 
         async def handler(request: httpx2.Request) -> httpx2.Response:
             status, kind, content = self.serve(request.method, request.url.path, await request.aread())
