@@ -80,11 +80,15 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     file: one file's module and session fixtures (a loopback server, a parsed package, a shared run) are
     set up on one worker, not on both, and the files of ``ONE_WORKER`` share a worker. The heaviest go
     first (those groups, then the end-to-end files, the unit files last), so the workers finish together.
-    The full run keeps xdist's test-by-test ``load`` in :func:`_run_order`'s order (a file of slow tests
-    as one unit would end the run alone); another ``--dist`` is kept."""
-    if config.getoption("dist") != "load" or "not slow" not in (config.option.markexpr or ""):
+    The full run goes test by test in :func:`_run_order`'s order (a file of slow tests as one unit would
+    end the run alone), with work stealing: a worker that runs out takes half of the longest queue left,
+    instead of idling while one worker works through its share of slow tests. Another ``--dist`` is kept."""
+    if config.getoption("dist") != "load":
         return None
-    from xdist.scheduler import LoadScopeScheduling  # type: ignore[import-untyped]
+    from xdist.scheduler import LoadScopeScheduling, WorkStealingScheduling  # type: ignore[import-untyped]
+
+    if "not slow" not in (config.option.markexpr or ""):
+        return WorkStealingScheduling(config, log)
 
     class ByFile(LoadScopeScheduling):  # type: ignore[misc]
         ordered = False
@@ -120,10 +124,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=_run_order)  # stable: the collection order within each group
 
 
+LONGEST = ("tests/unit/test_code_quality.py::test_mypy_strict", "tests/e2e/test_litellm_proxy.py")
+"""The longest by wall time: the type check (a minute of CPU from a clean clone) and LiteLLM's proxy
+(a minute to start, then a clock minute of its rpm limit)."""
+
+
 def _run_order(item: pytest.Item) -> int:
     """Longest first, so that xdist's workers end together instead of one finishing a long test alone:
-    the type check (a minute of CPU from a clean clone), then the ``slow`` tests, then the rest."""
-    if item.name == "test_mypy_strict":
+    :data:`LONGEST`, then the ``slow`` tests, then the rest."""
+    if any(item.nodeid.startswith(prefix) for prefix in LONGEST):
         return 0
     return 1 if item.get_closest_marker("slow") is not None else 2
 
