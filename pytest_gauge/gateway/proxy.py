@@ -47,6 +47,7 @@ __all__ = [
     "HOST",
     "ProxyRoute",
     "RecordingProxy",
+    "WireRequest",
     "WorkCalls",
     "client_environment",
     "gateway_call",
@@ -73,6 +74,20 @@ def new_proxy_token() -> str:
     return "gauge-proxy-" + secrets.token_hex(24)
 
 
+@dataclass(frozen=True)
+class WireRequest:
+    """One request of a route as a call of its unit: the unit's call number, the route's role, the model,
+    the wire format, the body in the format's request shape (no ``stream``) and the client's headers (of
+    which the gateway sends the format's ``passed_headers``)."""
+
+    seq: int
+    role: str
+    model: str
+    api: Api
+    body: dict[str, Any]
+    headers: Mapping[str, str] | None = None
+
+
 class WorkCalls(Protocol):
     """How a route's requests become calls of its unit of work: the unit's call numbering and its way to
     the gateway (the engine's :class:`~pytest_gauge.run.work.WorkCaller`, a test's calls, or
@@ -82,33 +97,16 @@ class WorkCalls(Protocol):
         """The number of the unit's next call (shared with its other calls)."""
         ...
 
-    async def call(
-        self,
-        seq: int,
-        role: str,
-        model: str,
-        api: Api,
-        body: dict[str, Any],
-        headers: Mapping[str, str] | None = None,
-    ) -> WireReply:
-        """One call through the gateway (``body`` in the format's request shape, no ``stream``;
-        ``headers``: the client's own, of which the gateway sends the format's ``passed_headers``)."""
+    async def call(self, request: WireRequest) -> WireReply:
+        """One call through the gateway."""
         ...
 
 
-async def gateway_call(
-    gateway: Gateway,
-    ctx: CallContext,
-    seq: int,
-    role: str,
-    model: str,
-    api: Api,
-    body: dict[str, Any],
-    headers: Mapping[str, str] | None = None,
-) -> WireReply:
-    """One call of ``api``'s format through ``gateway`` (:meth:`~.gateway.Gateway.call`): the cache,
-    limits, retries, diagnoses and ledger of every call."""
-    return await gateway.call(ctx, seq, role, model, api, body, headers)
+async def gateway_call(gateway: Gateway, ctx: CallContext, request: WireRequest) -> WireReply:
+    """One request through ``gateway`` (:meth:`~.gateway.Gateway.call`): the cache, limits, retries,
+    diagnoses and ledger of every call."""
+    r = request
+    return await gateway.call(ctx, r.seq, r.role, r.model, r.api, r.body, r.headers)
 
 
 class GatewayCalls:
@@ -125,16 +123,8 @@ class GatewayCalls:
             self._seq += 1
             return self._seq
 
-    async def call(
-        self,
-        seq: int,
-        role: str,
-        model: str,
-        api: Api,
-        body: dict[str, Any],
-        headers: Mapping[str, str] | None = None,
-    ) -> WireReply:
-        return await gateway_call(self.gateway, self.ctx, seq, role, model, api, body, headers)
+    async def call(self, request: WireRequest) -> WireReply:
+        return await gateway_call(self.gateway, self.ctx, request)
 
 
 @dataclass(frozen=True)
@@ -390,7 +380,8 @@ class RecordingProxy:
         seq = work.calls.next_seq()
         try:
             passed = {k: v for k, v in client_headers.items() if k.lower() in fmt.passed_headers}
-            reply = await work.calls.call(seq, work.role, str(sent["model"]), fmt.api, sent, passed or None)
+            request = WireRequest(seq, work.role, str(sent["model"]), fmt.api, sent, passed or None)
+            reply = await work.calls.call(request)
         except GatewayError as exc:
             status = exc.status if isinstance(exc.status, int) and 400 <= exc.status <= 599 else 502
             return _error(fmt, status, str(exc))

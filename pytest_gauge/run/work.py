@@ -12,14 +12,14 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from ..files.workspace import workspace_for
 from ..gateway.gateway import CallContext, Gateway, WireReply
-from ..gateway.proxy import ProxyRoute, RecordingProxy, gateway_call
+from ..gateway.proxy import ProxyRoute, RecordingProxy, WireRequest, gateway_call
 from ..gateway.wire.noise import register_suite
 from ..records import Api, CaseRecord, JudgmentResult, Transcript, TranscriptResult, Turn, UnitSpend, Usage
 from ..records.work_key import WorkKey
@@ -78,17 +78,9 @@ class WorkCaller(BodyCaller):
         self.spend += _spend_of(result.usage, result.cost)
         return result
 
-    async def call(
-        self,
-        seq: int,
-        role: str,
-        model: str,
-        api: Api,
-        body: dict[str, Any],
-        headers: Mapping[str, str] | None = None,
-    ) -> WireReply:
+    async def call(self, request: WireRequest) -> WireReply:
         """One proxied call of this unit (:class:`~pytest_gauge.gateway.proxy.WorkCalls`)."""
-        reply = await gateway_call(self.gateway, self.ctx, seq, role, model, api, body, headers)
+        reply = await gateway_call(self.gateway, self.ctx, request)
         self.spend += _spend_of(reply.result.usage, reply.result.cost)
         return reply
 

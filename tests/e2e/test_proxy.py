@@ -15,7 +15,7 @@ import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -28,6 +28,7 @@ from pytest_gauge.gateway.gateway import CallContext, WireReply
 from pytest_gauge.gateway.proxy import (
     ProxyRoute,
     RecordingProxy,
+    WireRequest,
     client_environment,
     new_proxy_token,
 )
@@ -96,17 +97,10 @@ class FakeCalls:
         self.seq += 1
         return self.seq
 
-    async def call(
-        self,
-        seq: int,
-        role: str,
-        model: str,
-        api: Api,
-        body: dict[str, Any],
-        headers: Mapping[str, str] | None = None,
-    ) -> WireReply:
+    async def call(self, request: WireRequest) -> WireReply:
+        seq, role, model, api, body = request.seq, request.role, request.model, request.api, request.body
         self.seen.append((seq, role, model, api, body))
-        self.headers.append(dict(headers or {}))
+        self.headers.append(dict(request.headers or {}))
         if self.fail is not None:
             raise self.fail
         response = wire_format(api).from_completion(_completion(model, self.tool), body)
@@ -463,15 +457,7 @@ def test_every_worker_serves_the_controllers_token(pytester: pytest.Pytester) ->
 
 def test_a_bug_behind_the_proxy_is_a_500_naming_it(proxy: RecordingProxy) -> None:
     class Broken(FakeCalls):
-        async def call(
-            self,
-            seq: int,
-            role: str,
-            model: str,
-            api: Api,
-            body: dict[str, Any],
-            headers: Mapping[str, str] | None = None,
-        ) -> WireReply:
+        async def call(self, request: WireRequest) -> WireReply:
             raise RuntimeError("boom")
 
     route = proxy.register(CTX, calls=Broken())
