@@ -33,8 +33,6 @@ from .suite.discover import configured_testpaths, find_suites
 
 __all__ = ["build_parser", "main", "suite_targets"]
 
-DEFAULT_CACHE_DIR = CACHE_DIR
-
 
 _Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"  # subscriptable only for mypy
 _CACHE_DIR_HELP = f"cache folder (default {CACHE_DIR})"
@@ -48,7 +46,7 @@ def _group(commands: _Commands, name: str, help: str) -> _Commands:
 
 def _cache_dir_option(parser: argparse.ArgumentParser, help: str = _CACHE_DIR_HELP) -> None:
     """``--cache-dir``: the response cache a command reads or writes."""
-    parser.add_argument("--cache-dir", default=DEFAULT_CACHE_DIR, help=help)
+    parser.add_argument("--cache-dir", default=CACHE_DIR, help=help)
 
 
 def _positive_float(text: str) -> float:
