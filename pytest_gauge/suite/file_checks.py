@@ -13,6 +13,7 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 __all__ = [
     "MAX_FILE_BYTES",
@@ -73,19 +74,25 @@ def command_env(environ: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in environ.items() if not _SECRET_NAME.search(k.upper())}
 
 
+def _spawn_options(workspace: Path) -> dict[str, Any]:
+    """How a rule's command starts, sync or async alike: in the workspace, with :func:`command_env` (no
+    key variable), no stdin, output and errors together, in a session of its own (its whole process
+    group can be killed)."""
+    return {
+        "cwd": workspace,
+        "env": command_env(os.environ),
+        "stdin": subprocess.DEVNULL,
+        "stdout": subprocess.PIPE,
+        "stderr": subprocess.STDOUT,
+        "start_new_session": True,
+    }
+
+
 def run_command(argv: Sequence[str], workspace: Path, timeout: float) -> CommandOutcome:
     """Run ``argv`` in ``workspace`` in its own session; past ``timeout`` seconds the whole process
     group is killed (a test runner's children too) and the code is None."""
     try:
-        proc = subprocess.Popen(
-            list(argv),
-            cwd=workspace,
-            env=command_env(os.environ),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        proc = subprocess.Popen(list(argv), **_spawn_options(workspace))
     except OSError as exc:
         return CommandOutcome(127, f"cannot start {argv[0]!r}: {exc.strerror or exc}")
     try:
@@ -102,15 +109,7 @@ async def run_command_async(argv: Sequence[str], workspace: Path, timeout: float
     the unit is cancelled (Ctrl-C), the command's whole process group is killed, so no test runner is
     left behind by a stopped run."""
     try:
-        proc = await asyncio.create_subprocess_exec(
-            *argv,
-            cwd=workspace,
-            env=command_env(os.environ),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        proc = await asyncio.create_subprocess_exec(*argv, **_spawn_options(workspace))
     except OSError as exc:
         return CommandOutcome(127, f"cannot start {argv[0]!r}: {exc.strerror or exc}")
     try:
