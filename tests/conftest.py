@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import sys
 from collections import OrderedDict
 from collections.abc import Callable
@@ -29,6 +30,12 @@ from tests.sdks import ANTHROPIC_INSTALL, require_sdk
 # collection CPU). The test run writes its bytecode caches (__pycache__/, git-ignored) instead.
 sys.dont_write_bytecode = False
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
+# A run started in the background of a script or under nohup has SIGINT ignored, and every process it
+# starts inherits that: the tests that press Ctrl-C on an inner run (e2e/test_interrupt.py,
+# e2e/test_worker_kill_and_signals.py) could not. Their children get Python's own handler back instead.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # tests/data holds suites that the tests copy into pytester folders; they are not tests of this project.
 collect_ignore = ["data"]

@@ -36,4 +36,6 @@ class LazySDK:
         self._install = install
 
     def __getattr__(self, attribute: str) -> Any:
+        if attribute.startswith("__"):  # pytest's collection probes module attributes (``__bases__``,
+            raise AttributeError(attribute)  # ``__call__``...): answering would import the SDK there
         return getattr(require_sdk(self._name, self._install), attribute)

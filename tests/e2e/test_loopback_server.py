@@ -203,7 +203,7 @@ def test_429_carries_retry_after_headers() -> None:
 
 def test_with_raw_response_sees_headers_on_success(server: LoopbackServer) -> None:
     with client(server) as c:
-        raw = c.chat.completions.with_raw_response.create(model="m", messages=HELLO)  # type: ignore[arg-type]
+        raw = c.chat.completions.with_raw_response.create(model="m", messages=HELLO)
     assert raw.status_code == 200
     assert raw.headers["x-request-id"] == "req_loopback_1"
     assert raw.parse().choices[0].message.content == "ok: hello world"

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import http.client
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -35,6 +34,7 @@ from pytest_gauge.gateway.proxy import (
 from pytest_gauge.gateway.wire import Api, wire_format
 from pytest_gauge.records import ChatResult, LedgerRecord
 from tests.helpers import read_jsonl, run_inprocess
+from tests.sdks import ANTHROPIC_INSTALL, require_sdk
 
 CTX = CallContext("suite", "t1", "transcript/t1/agent-a/0")
 TOOL_CALL = {
@@ -59,13 +59,7 @@ def _needs(api: Api) -> None:
 
 
 def _anthropic() -> ModuleType:
-    try:
-        import anthropic
-    except ImportError:
-        if os.environ.get("CI"):
-            pytest.fail("the anthropic SDK is missing: pip install anthropic (the test extras)")
-        pytest.skip("the anthropic SDK is not installed (pip install anthropic)")
-    return anthropic
+    return require_sdk("anthropic", ANTHROPIC_INSTALL)
 
 
 def _completion(model: str, tool: bool) -> dict[str, Any]:
@@ -171,8 +165,8 @@ def _send(api: Api, route: ProxyRoute, key: str, *, stream: bool) -> Any:
                 return events.get_final_response()
         return client.responses.create(model="m", input="How long for a refund?")
     if stream:
-        return list(client.chat.completions.create(model="m", messages=ask, stream=True))  # type: ignore[arg-type]
-    return client.chat.completions.create(model="m", messages=ask)  # type: ignore[arg-type]
+        return list(client.chat.completions.create(model="m", messages=ask, stream=True))
+    return client.chat.completions.create(model="m", messages=ask)
 
 
 @pytest.mark.parametrize("api", ["chat", "responses", "anthropic"])
@@ -223,14 +217,14 @@ def test_tool_calls_pass_through_streaming_or_not(proxy: RecordingProxy) -> None
     tools = [{"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}]
     client = _openai(route)
     ask = [{"role": "user", "content": "refund?"}]
-    whole = client.chat.completions.create(model="m", messages=ask, tools=tools)  # type: ignore[arg-type]
-    assert whole.choices[0].message.tool_calls[0].model_dump() == TOOL_CALL  # type: ignore[index]
-    with client.chat.completions.stream(model="m", messages=ask, tools=tools) as events:  # type: ignore[arg-type]
+    whole = client.chat.completions.create(model="m", messages=ask, tools=tools)
+    assert whole.choices[0].message.tool_calls[0].model_dump() == TOOL_CALL
+    with client.chat.completions.stream(model="m", messages=ask, tools=tools) as events:
         final = events.get_final_completion()
-    call = final.choices[0].message.tool_calls[0]  # type: ignore[index]
+    call = final.choices[0].message.tool_calls[0]
     assert (call.id, call.function.name, call.function.arguments) == ("call_1", "lookup", '{"q": "refund"}')
     assert calls.seen[0][4]["tools"] == tools and calls.seen[0][4]["seed"] == 42  # the route's seed added
-    seeded = client.chat.completions.create(model="m", messages=ask, seed=7)  # type: ignore[arg-type]
+    seeded = client.chat.completions.create(model="m", messages=ask, seed=7)
     assert seeded and calls.seen[-1][4]["seed"] == 7  # the client's own kept
 
 
