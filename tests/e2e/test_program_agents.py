@@ -8,8 +8,9 @@ tool calls are in the transcripts and scored by the ``tool_args`` rule, cost per
 report's tokens include theirs, no process saw the gateway key or an inherited ``ANTHROPIC_*`` variable,
 and a replay of the exported cassettes with ``-n 2``, in a folder of its own and without a key, is
 answered wholly from them (the CLIs' requests are the same bytes run to run) with the same records. The
-CLIs and their MCP servers are heavy (about 4 s of CPU a transcript): two tasks, one turn each, two runs. Without them the test is skipped with the install command,
-and under CI (``CI`` / ``GAUGE_REQUIRE_BROWSER``) it fails instead (``.ci/run`` installs them).
+CLIs and their MCP servers are heavy (about 4 s of CPU a transcript): two tasks, one turn each, two
+runs. Without them the test is skipped with the install command, and under CI (``CI`` /
+``GAUGE_REQUIRE_BROWSER``) it fails instead (``.ci/run`` installs them).
 """
 
 from __future__ import annotations
