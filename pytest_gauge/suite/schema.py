@@ -15,19 +15,17 @@ inside it, e.g. ``tool check_stock.parameters.properties.sku.type: 'strnig' is n
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
-
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import ValidationError, best_match
-from jsonschema.protocols import Validator
-from jsonschema.validators import extend
-from referencing import Registry
-from referencing.exceptions import Unresolvable
-from referencing.jsonschema import DRAFT202012
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import regex_bound
+
+if TYPE_CHECKING:  # jsonschema is imported when the first schema is compiled (:func:`_kit`)
+    from jsonschema.exceptions import ValidationError
+    from jsonschema.protocols import Validator
+    from referencing import Registry
 
 __all__ = ["JSON_TYPES", "CompiledSchema", "SchemaError", "compile_schema"]
 
@@ -55,6 +53,8 @@ def _bounded_pattern(
     validator: Validator, pattern: str, instance: Any, schema: Mapping[str, Any]
 ) -> Iterator[ValidationError]:
     """``pattern`` with the regex rules' time bound (``re.search`` semantics, as the draft asks)."""
+    from jsonschema.exceptions import ValidationError
+
     if not validator.is_type(instance, "string"):
         return
     try:
@@ -68,13 +68,30 @@ def _bounded_pattern(
         yield ValidationError(f"{instance!r} does not match {pattern!r}")
 
 
-_Draft: type[Validator] = extend(  # type: ignore[no-untyped-call]  # untyped in types-jsonschema
-    Draft202012Validator, {"pattern": _bounded_pattern}
-)
-_REGISTRY: Registry[Any] = Registry()  # the schema itself only, and no ``retrieve``: nothing remote
-_META = Draft202012Validator(
-    Draft202012Validator.META_SCHEMA, format_checker=Draft202012Validator.FORMAT_CHECKER
-)
+class _Kit(NamedTuple):
+    """The draft's validator class with the bounded ``pattern``, an empty registry (the schema itself
+    only, and no ``retrieve``: nothing remote) and the meta-schema's validator."""
+
+    draft: type[Validator]
+    registry: Registry[Any]
+    meta: Validator
+
+
+@functools.cache
+def _kit() -> _Kit:
+    """Built at the first schema, not at import: ``jsonschema`` and ``referencing`` cost about 90 ms of
+    imports in every process, and most runs (every xdist worker of a suite without tools) compile none."""
+    from jsonschema import Draft202012Validator
+    from jsonschema.validators import extend
+    from referencing import Registry
+
+    draft: type[Validator] = extend(  # type: ignore[no-untyped-call]  # untyped in types-jsonschema
+        Draft202012Validator, {"pattern": _bounded_pattern}
+    )
+    meta = Draft202012Validator(
+        Draft202012Validator.META_SCHEMA, format_checker=Draft202012Validator.FORMAT_CHECKER
+    )
+    return _Kit(draft, Registry(), meta)
 
 
 def _shown(value: Any) -> str:
@@ -122,6 +139,8 @@ class CompiledSchema:
     def errors(self, value: Any, where: str = "arguments") -> list[str]:
         """Every way ``value`` breaks the schema (the validator's messages, each after its JSON path
         under ``where``); empty when it conforms."""
+        from referencing.exceptions import Unresolvable
+
         try:
             found = list(self.validator.iter_errors(value))
         except Unresolvable as exc:  # a $ref below a nested $id that does not resolve
@@ -130,6 +149,9 @@ class CompiledSchema:
 
     def first_error(self, value: Any, where: str = "arguments") -> str | None:
         """The most relevant way ``value`` breaks the schema (``jsonschema``'s best match), or None."""
+        from jsonschema.exceptions import best_match
+        from referencing.exceptions import Unresolvable
+
         try:
             error = best_match(self.validator.iter_errors(value))
         except Unresolvable as exc:
@@ -144,13 +166,18 @@ def compile_schema(schema: object, where: str) -> CompiledSchema:
     Raises :class:`SchemaError` for a schema that is not an object, breaks the meta-schema, or refers
     to something it does not contain.
     """
+    from jsonschema.exceptions import best_match
+    from referencing.exceptions import Unresolvable
+    from referencing.jsonschema import DRAFT202012
+
     if not isinstance(schema, Mapping):
         raise SchemaError(where, "", f"a JSON Schema must be an object, got {type(schema).__name__}")
-    problem = best_match(_META.iter_errors(schema))
+    kit = _kit()
+    problem = best_match(kit.meta.iter_errors(schema))
     if problem is not None:
         path, message = _schema_problem(problem)
         raise SchemaError(where, _dotted("", path), message)
-    resolver = _REGISTRY.resolver_with_root(DRAFT202012.create_resource(schema))
+    resolver = kit.registry.resolver_with_root(DRAFT202012.create_resource(schema))
     for ref in _references(schema):
         try:
             resolver.lookup(ref)
@@ -161,5 +188,5 @@ def compile_schema(schema: object, where: str) -> CompiledSchema:
                 f"$ref {ref!r} does not resolve to a part of this schema ({type(exc).__name__}); use "
                 "'#/$defs/NAME' with the definition under $defs (nothing is fetched over the network)",
             ) from None
-    validator = _Draft(schema, registry=_REGISTRY, format_checker=_Draft.FORMAT_CHECKER)
+    validator = kit.draft(schema, registry=kit.registry, format_checker=kit.draft.FORMAT_CHECKER)
     return CompiledSchema(schema, validator)
