@@ -97,7 +97,7 @@ def _backend_explicit(config: pytest.Config) -> bool:
 
 def _check_baseline(options: GaugeOptions) -> None:
     """Refuse before any request a baseline that cannot be read, and baseline gates without a baseline."""
-    from .analysis.baseline import missing_baseline
+    from .analysis.gate_check import missing_baseline
     from .files.baseline import BaselineError, check_baseline_dir
 
     if options.baseline:
@@ -390,8 +390,7 @@ def gate_problems(suite: Suite, name: str, extra: tuple[str, ...], *, baseline: 
     """Every gate of the suite (its own, the ini's and ``--gauge-gate``) checked against what the suite
     declares; one line per problem, naming the suite, the gate and the nearest valid name. Without a
     baseline, gates on one (``delta``, ``regressions``, ``fixes``) are problems too."""
-    from .analysis.baseline import missing_baseline
-    from .analysis.gate_check import check_gates
+    from .analysis.gate_check import check_gates, missing_baseline
     from .analysis.gates import GateSyntaxError, parse_gate
 
     problems: list[str] = []

@@ -28,7 +28,7 @@ from ..records import CaseRecord
 from ..records.run_side import Outcome, RunSide, Unit, outcomes_from_records
 from .elo import fit_elo
 from .elo_report import comparisons_from_records
-from .gates import parse_gates
+from .gates import BASELINE_METRICS, DELTA_METRICS
 from .metrics import Estimate, classify_pairs
 from .paired import PairedTally, mcnemar_exact, paired_mean_delta, paired_ratio_delta
 from .power import min_detectable, noise_floor
@@ -38,8 +38,6 @@ if TYPE_CHECKING:
     from ..records import FloatArray
 
 __all__ = [
-    "BASELINE_METRICS",
-    "DELTA_METRICS",
     "AgentComparison",
     "BaselineComparison",
     "Outcome",
@@ -47,25 +45,9 @@ __all__ = [
     "TaskFlip",
     "compare_runs",
     "mean_rewards",
-    "missing_baseline",
     "outcomes_from_records",
 ]
 
-BASELINE_METRICS: tuple[str, ...] = ("delta", "regressions", "fixes")
-"""Gate terms served by a baseline comparison (every one needs ``--gauge-baseline``)."""
-DELTA_METRICS: tuple[str, ...] = (
-    "success_rate",
-    "mean_reward",
-    "flip_rate",
-    "lrs",
-    "lrs_close",
-    "lrs_distant",
-    "position_bias",
-    "cost_per_success",
-    "elo",
-)
-"""What ``delta(...)`` accepts: ``success_rate(agent)``, ``mean_reward(agent)``, ``elo(agent)`` and the
-suite-level judge metrics and cost per success."""
 _JUDGE = ("flip_rate", "lrs", "lrs_close", "lrs_distant", "position_bias")
 _AGENT = ("success_rate", "mean_reward", "elo")
 
@@ -401,23 +383,6 @@ def compare_runs(
         cost_per_success=cost,
         elo_reference=ref,
         elo=elo,
-    )
-
-
-def missing_baseline(gates: Sequence[str], where: str) -> str | None:
-    """The usage error for gates that need a baseline when none is given (None when no gate needs one)."""
-    needing = [
-        g.canonical()
-        for g in parse_gates(list(gates))
-        if any(t is not None and t.name in BASELINE_METRICS for t in (g.left, g.right))
-    ]
-    if not needing:
-        return None
-    shown = "; ".join(repr(g) for g in needing)
-    return (
-        f"{where}: {shown} compares with a baseline, but none was given: run with --gauge-baseline DIR "
-        "(an earlier --gauge-out folder or a 'python -m pytest_gauge baseline save' folder), "
-        "or set the ini key gauge_baseline"
     )
 
 

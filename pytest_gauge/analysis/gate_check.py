@@ -13,10 +13,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ..run.user_audit import USER_AUDIT_KINDS
-from .baseline import DELTA_METRICS
-from .gates import DELTA, Gate, Term, parse_term
+from .gates import BASELINE_METRICS, DELTA, DELTA_METRICS, Gate, Term, parse_gates, parse_term
 
-__all__ = ["SIGNATURES", "ArgKind", "SuiteShape", "check_gate", "check_gates"]
+__all__ = ["SIGNATURES", "ArgKind", "SuiteShape", "check_gate", "check_gates", "missing_baseline"]
 
 ArgKind = Literal["agent", "tier", "class", "agreement", "judge", "k", "user_error"]
 """``agent``: an agent of the suite; ``tier``: an agent in a compute family; ``class``: close | distant;
@@ -164,3 +163,20 @@ def check_gates(gates: Iterable[Gate], shape: SuiteShape) -> list[str]:
         for gate in gates
         if (problem := check_gate(gate, shape)) is not None
     ]
+
+
+def missing_baseline(gates: Sequence[str], where: str) -> str | None:
+    """The usage error for gates that need a baseline when none is given (None when no gate needs one)."""
+    needing = [
+        g.canonical()
+        for g in parse_gates(list(gates))
+        if any(t is not None and t.name in BASELINE_METRICS for t in (g.left, g.right))
+    ]
+    if not needing:
+        return None
+    shown = "; ".join(repr(g) for g in needing)
+    return (
+        f"{where}: {shown} compares with a baseline, but none was given: run with --gauge-baseline DIR "
+        "(an earlier --gauge-out folder or a 'python -m pytest_gauge baseline save' folder), "
+        "or set the ini key gauge_baseline"
+    )

@@ -9,10 +9,10 @@ from dataclasses import replace
 
 import numpy as np
 
-from .baseline import BASELINE_METRICS, BaselineComparison
+from .baseline import BaselineComparison
 from .elo import elo_difference, linear_interval
 from .elo_report import ELO_METRICS, NO_ELO, EloReport, finite, tier_rows
-from .gates import DELTA, GateSyntaxError, NoData, Term, parse_term
+from .gates import BASELINE_METRICS, DELTA, GateSyntaxError, NoData, Term, parse_term
 from .human import HUMAN_METRICS
 from .metrics import Estimate, SuiteMetrics
 from .repeats import REPEAT_METRICS, RepeatCounts, flaky_tasks, pass_at_k, pass_hat_k

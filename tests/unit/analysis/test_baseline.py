@@ -9,7 +9,6 @@ from pytest_gauge.analysis.baseline import (
     RunSide,
     compare_runs,
     mean_rewards,
-    missing_baseline,
     outcomes_from_records,
 )
 from pytest_gauge.analysis.elo import fit_elo
@@ -158,9 +157,3 @@ def test_needed_n_is_attached_to_gates_across_their_threshold() -> None:
     assert res.needed.startswith("upper(success_rate(x)) <= 0.7: fail, interval across the threshold at n=")
     clear = with_needed_n(evaluate_gate(parse_gate("success_rate(x) >= 0"), src))
     assert clear.needed_n is None and clear.needed == ""
-
-
-def test_missing_baseline_names_the_gates() -> None:
-    assert missing_baseline(["flip_rate <= 0.2"], "here") is None
-    text = missing_baseline(["regressions(x) <= 2", "lower(delta(success_rate(x))) >= -0.05"], "ini")
-    assert text is not None and "'regressions(x) <= 2'" in text and "--gauge-baseline DIR" in text

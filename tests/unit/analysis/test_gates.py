@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from pytest_gauge.analysis.gate_check import missing_baseline
 from pytest_gauge.analysis.gates import (
     GRAMMAR,
     Gate,
@@ -800,3 +801,9 @@ def test_evaluate_gates_keeps_order_and_passes_options() -> None:
     skipped = evaluate_gates(gates, ExplodingSource(), partial_run=True)
     assert [r.status for r in skipped] == ["skipped"] * 3
     assert not any(fails_run(r) for r in skipped)
+
+
+def test_missing_baseline_names_the_gates() -> None:
+    assert missing_baseline(["flip_rate <= 0.2"], "here") is None
+    text = missing_baseline(["regressions(x) <= 2", "lower(delta(success_rate(x))) >= -0.05"], "ini")
+    assert text is not None and "'regressions(x) <= 2'" in text and "--gauge-baseline DIR" in text
