@@ -7,8 +7,9 @@ together), renders ``reports/index.html`` from them, and opens it from disk in h
 (``pytest_gauge.testing.browser``). Prints the file size, the render time in Python, the first render
 in the browser (navigation start to the end of the page's first render: overview and the first 500 case
 rows, its ``gauge-ready`` mark; and the first contentful paint, which is the static header), and how
-long a filter, a sort and opening a case take at that size; exits 1 when the file is over 30 MB or the
-first render over 2 s (best of 3).
+long a filter, a sort and opening a case take at that size; exits 1 when the file is over 30 MB, the
+render in Python over 0.5 s (the first render of the process, as a run renders once) or the first render
+in the browser over 2 s (best of 3).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from pytest_gauge.testing.browser import chromium
 ROOT = Path(__file__).resolve().parents[1]
 MAX_BYTES = 30_000_000
 MAX_FIRST_RENDER_MS = 2000.0
+MAX_RENDER_MS = 500.0  # issue 24: the page at 5,000 cases rendered in Python in at most 0.5 s
 REPEATS = 3
 
 
@@ -175,12 +177,13 @@ def main(argv: list[str] | None = None) -> int:
     counts = (len(outputs.records), len(outputs.transcripts), len(outputs.ledger))
     print("cases {}, transcripts {}, ledger lines {}".format(*counts))
     print(f"file size              {size / 1e6:8.2f} MB   (target < {MAX_BYTES / 1e6:.0f} MB)")
-    print(f"render in Python       {render_s * 1000:8.0f} ms")
+    print(f"render in Python       {render_s * 1000:8.0f} ms   (target < {MAX_RENDER_MS:.0f} ms)")
     for name, ms in figures.items():
         print(
             f"{name:<22} {ms:8.0f} ms" + ("   (target < 2000 ms)" if name.startswith("first render") else "")
         )
-    ok = size < MAX_BYTES and figures["first render (gauge-ready)"] < MAX_FIRST_RENDER_MS
+    ok = size < MAX_BYTES and render_s * 1000 < MAX_RENDER_MS
+    ok = ok and figures["first render (gauge-ready)"] < MAX_FIRST_RENDER_MS
     print("PASS" if ok else "FAIL")
     return 0 if ok else 1
 
