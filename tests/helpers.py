@@ -143,7 +143,8 @@ class SharedRuns:
     ) -> SharedRun:
         """Run ``pytest *args`` in a fresh folder prepared by ``setup`` (once per session and name): in a
         subprocess, or in this process when the calling test gives its ``pytester`` (seconds cheaper:
-        no interpreter start, no imports; only for runs without xdist workers). ``after(folder)`` runs
+        no interpreter start, no imports; with ``-n 2`` the controller runs here and only its workers are
+        processes). ``after(folder)`` runs
         once the run is done, before any other test reads it (to save what a server the caller started
         saw, say)."""
         folder = self.base / name

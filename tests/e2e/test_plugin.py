@@ -30,10 +30,11 @@ def copy_mini(folder: Path) -> None:
 def mini_run(shared_runs: SharedRuns, mode: str, pytester: pytest.Pytester | None = None) -> SharedRun:
     """The small suite run once per session in each mode (without xdist, -n 0, -n 2), cache off. The
     example suites compare -n 2 with -n 0 too (tests/acceptance/test_eval_suites.py): each worker costs a
-    process start and the package's imports, so both compare the one worker count the issue names."""
-    inprocess = pytester if mode != "n2" else None  # the runs without workers: in this process
+    process start and the package's imports, so both compare the one worker count the issue names.
+    Every mode runs in this process when a ``pytester`` is given; with ``-n 2`` only the two workers are
+    processes of their own (the way xdist's own tests run its controller)."""
     return shared_runs.get(
-        f"mini-{mode}", copy_mini, "suites", *MODES[mode], "--gauge-cache", "off", pytester=inprocess
+        f"mini-{mode}", copy_mini, "suites", *MODES[mode], "--gauge-cache", "off", pytester=pytester
     )
 
 
@@ -78,8 +79,8 @@ def test_results_identical_without_xdist_and_with_two_workers(
 
 
 @pytest.mark.slow
-def test_each_transcript_is_generated_once(shared_runs: SharedRuns) -> None:
-    run = mini_run(shared_runs, "n2")
+def test_each_transcript_is_generated_once(shared_runs: SharedRuns, pytester: pytest.Pytester) -> None:
+    run = mini_run(shared_runs, "n2", pytester)
     assert run.ret == 0, run.stdout[-3000:]
     out = run.path / "gauge-out" / "mini"
     ledger = read_jsonl(out / "agent_runs.jsonl")

@@ -26,6 +26,7 @@ import pytest
 
 from pytest_gauge.testing import FaultPlan, LoopbackServer
 from pytest_gauge.testing.simserver import sim_responder
+from tests.helpers import run_inprocess
 
 pytestmark = pytest.mark.slow
 
@@ -64,9 +65,7 @@ def _start(
         "TAOTOKEN_BASE_URL": server.base_url,
         "PYTHONPATH": str(ROOT),
     }
-    command = [sys.executable, "-m", "pytest", "suites", "-p", "no:cacheprovider", "-n", str(workers)]
-    command += ["--gauge-backend", "live", "--gauge-max-concurrency", str(CONCURRENCY), "--gauge-no-progress"]
-    command += ["--gauge-max-retries", "8", *extra]
+    command = [sys.executable, "-m", "pytest", "suites", "-p", "no:cacheprovider", *_options(workers), *extra]
     return subprocess.Popen(
         command, cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         start_new_session=group,
@@ -78,12 +77,40 @@ def _finish(proc: subprocess.Popen[bytes]) -> tuple[int, str]:
     return proc.returncode, output.decode(errors="replace")
 
 
-def _run(folder: Path, server: LoopbackServer, faults: FaultPlan, workers: int = 2) -> tuple[int, str, int]:
-    """A whole run against a fresh fault plan: exit code, output, chat requests the server received."""
+def _run(
+    folder: Path,
+    server: LoopbackServer,
+    faults: FaultPlan,
+    workers: int = 2,
+    pytester: pytest.Pytester | None = None,
+) -> tuple[int, str, int]:
+    """A whole run against a fresh fault plan: exit code, output, chat requests the server received. With
+    ``pytester`` the run (its controller under ``-n 2``) is made in this process: a run that no test
+    signals or kills needs no process of its own, and saves an interpreter start and the imports."""
     server.faults = faults
     server.reset_counters()
-    code, text = _finish(_start(folder, server, workers))
+    if pytester is None:
+        code, text = _finish(_start(folder, server, workers))
+    else:
+        code, text = _inprocess(pytester, folder, server, workers)
     return code, text, server.stats()["chat_requests_total"]
+
+
+def _inprocess(
+    pytester: pytest.Pytester, folder: Path, server: LoopbackServer, workers: int
+) -> tuple[int, str]:
+    """``_start``'s run inside this process: its variables set for the run only, output and errors joined."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TAOTOKEN_API_KEY", "sk-stops")
+        mp.setenv("TAOTOKEN_BASE_URL", server.base_url)
+        result = run_inprocess(pytester, "suites", *_options(workers), folder=folder)
+    return int(result.ret), f"{result.stdout.str()}\n{result.stderr.str()}"
+
+
+def _options(workers: int) -> list[str]:
+    """The run's options after ``suites``: workers, the live backend against the server, its limits."""
+    command = ["-n", str(workers), "--gauge-backend", "live", "--gauge-max-concurrency", str(CONCURRENCY)]
+    return [*command, "--gauge-no-progress", "--gauge-max-retries", "8"]
 
 
 def _wait_until_held(server: LoopbackServer, proc: subprocess.Popen[bytes]) -> None:
@@ -170,10 +197,13 @@ def fault_free(server: LoopbackServer, tmp_path_factory: pytest.TempPathFactory)
     return _results(folder)
 
 
-def _resumes_from_cache(folder: Path, server: LoopbackServer, fault_free: dict[str, list[Any]]) -> None:
-    """A re-run completes the suite with the fault-free results, and pays no finished call again."""
+def _resumes_from_cache(
+    folder: Path, server: LoopbackServer, fault_free: dict[str, list[Any]], pytester: pytest.Pytester
+) -> None:
+    """A re-run (in this process) completes the suite with the fault-free results, and pays no finished
+    call again."""
     paid = {r["request"] for r in _live_attempts(folder) if r["status"] == "ok"}
-    code, text, received = _run(folder, server, FaultPlan(), workers=0)
+    code, text, received = _run(folder, server, FaultPlan(), workers=0, pytester=pytester)
     assert code == 0, text[-3000:]
     manifest = _check_run(folder, received)
     assert "interrupted" not in manifest
@@ -182,13 +212,13 @@ def _resumes_from_cache(folder: Path, server: LoopbackServer, fault_free: dict[s
 
 
 def test_a_fault_mix_loses_nothing_and_gives_the_fault_free_results(
-    server: LoopbackServer, fault_free: dict[str, list[Any]], tmp_path: Path
+    server: LoopbackServer, fault_free: dict[str, list[Any]], tmp_path: Path, pytester: pytest.Pytester
 ) -> None:
     folder = _folder(tmp_path, "faults")
     mix = FaultPlan(
         rate_429=0.10, retry_after="0", rate_500=0.05, rate_malformed=0.02, rate_reset=0.01, seed=5
     )
-    code, text, received = _run(folder, server, mix)
+    code, text, received = _run(folder, server, mix, pytester=pytester)
     assert code == 0, text[-3000:]
     _check_run(folder, received)
     statuses = {r["status"] for r in _live_attempts(folder)}
@@ -199,7 +229,11 @@ def test_a_fault_mix_loses_nothing_and_gives_the_fault_free_results(
 
 @pytest.mark.parametrize("how", ["SIGINT", "SIGTERM"])
 def test_a_signal_to_pytest_stops_the_run_with_reports_and_a_resumable_cache(
-    server: LoopbackServer, fault_free: dict[str, list[Any]], tmp_path: Path, how: str
+    server: LoopbackServer,
+    fault_free: dict[str, list[Any]],
+    tmp_path: Path,
+    pytester: pytest.Pytester,
+    how: str,
 ) -> None:
     folder = _folder(tmp_path, how)
     code, text, at_signal, received = _stopped_run(
@@ -215,12 +249,16 @@ def test_a_signal_to_pytest_stops_the_run_with_reports_and_a_resumable_cache(
     assert label[0].upper() + label[1:] in conclusion
     interrupted = [r for r in _live_attempts(folder) if r["status"] == "interrupted"]
     assert len(interrupted) == CONCURRENCY and all(r["possibly_billed"] for r in interrupted)
-    _resumes_from_cache(folder, server, fault_free)
+    _resumes_from_cache(folder, server, fault_free, pytester)
 
 
 @pytest.mark.parametrize("signals", [("SIGINT", "SIGINT"), ("SIGINT", "SIGTERM", "SIGINT")])
 def test_a_second_signal_during_the_stop_loses_nothing(
-    server: LoopbackServer, fault_free: dict[str, list[Any]], tmp_path: Path, signals: tuple[str, ...]
+    server: LoopbackServer,
+    fault_free: dict[str, list[Any]],
+    tmp_path: Path,
+    pytester: pytest.Pytester,
+    signals: tuple[str, ...],
 ) -> None:
     """Issue 30, point 2: Ctrl-C pressed twice (0.3 s apart, to the process group, controller and
     workers): the second is absorbed ("stopping, please wait"), a third forces the exit; either way the
@@ -241,11 +279,11 @@ def test_a_second_signal_during_the_stop_loses_nothing(
     manifest = _check_run(folder, received)
     assert manifest["interrupted"].startswith("interrupted: ") and manifest["interrupted"] in text
     assert "Traceback" not in text
-    _resumes_from_cache(folder, server, fault_free)
+    _resumes_from_cache(folder, server, fault_free, pytester)
 
 
 def test_kill_9_of_a_worker_loses_no_ledger_line(
-    server: LoopbackServer, fault_free: dict[str, list[Any]], tmp_path: Path
+    server: LoopbackServer, fault_free: dict[str, list[Any]], tmp_path: Path, pytester: pytest.Pytester
 ) -> None:
     folder = _folder(tmp_path, "kill")
 
@@ -266,14 +304,16 @@ def test_kill_9_of_a_worker_loses_no_ledger_line(
     assert code != 0 and "crashed" in text, text[-3000:]
     _check_run(folder, received)
     assert any(r["status"] == "interrupted" for r in _live_attempts(folder))
-    _resumes_from_cache(folder, server, fault_free)
+    _resumes_from_cache(folder, server, fault_free, pytester)
 
 
 def test_an_unknown_model_sends_at_most_one_request_per_worker(
-    server: LoopbackServer, tmp_path: Path
+    server: LoopbackServer, tmp_path: Path, pytester: pytest.Pytester
 ) -> None:
     folder = _folder(tmp_path, "unknown")
-    code, text, _ = _run(folder, server, FaultPlan(unknown_models=frozenset({"sim-agent-z"})))
+    code, text, _ = _run(
+        folder, server, FaultPlan(unknown_models=frozenset({"sim-agent-z"})), pytester=pytester
+    )
     assert code != 0
     assert sum(1 for b in server.bodies if b["model"] == "sim-agent-z") <= 2
     assert "does not know the agent model 'sim-agent-z'" in text and "Bad Request" not in text

@@ -12,9 +12,9 @@ import pytest
 
 from pytest_gauge.options import GaugeOptions, nearest_config_file
 from pytest_gauge.process.workers import OPTIONS_KEY, controller_paths, worker_options
-from tests.helpers import read_jsonl
+from tests.helpers import read_jsonl, run_inprocess
 
-ARGS = ("-p", "no:cacheprovider", "-p", "no:randomly", "--gauge-cache", "off")
+ARGS = ("--gauge-cache", "off")  # run_inprocess adds -p no:cacheprovider -p no:randomly
 
 
 def test_options_travel_to_workers_whole() -> None:
@@ -54,7 +54,7 @@ def test_a_space_form_path_that_hides_the_ini_stops_before_any_request(
     workers: str,
 ) -> None:
     outside = tmp_path_factory.mktemp("outside")
-    result = pytester.runpytest_subprocess(*ARGS, "-n", workers, flag, str(outside))
+    result = run_inprocess(pytester, *ARGS, "-n", workers, flag, str(outside))
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
         [f"*{flag} {outside}: pytest took * for a test path*found no ini file instead of *tox.ini*"
@@ -73,7 +73,7 @@ def test_the_equals_form_reads_the_ini_in_every_process(
 ) -> None:
     outside = tmp_path_factory.mktemp("outside")
     for workers in ("0", "2"):
-        result = pytester.runpytest_subprocess(*ARGS, "-n", workers, f"--gauge-out={outside}/n{workers}")
+        result = run_inprocess(pytester, *ARGS, "-n", workers, f"--gauge-out={outside}/n{workers}")
         result.assert_outcomes(passed=30)
     one, two = (outside / f"n{n}" / "mini" for n in ("0", "2"))
     assert read_outputs(one) == read_outputs(two)
@@ -97,7 +97,8 @@ def test_a_worker_that_resolves_other_results_refuses_to_start(
     pytester: pytest.Pytester, mini_suite: Path
 ) -> None:
     pytester.makeconftest(WORKER_READS_ANOTHER_SEED)
-    result = pytester.runpytest_subprocess(*ARGS, "-n", "2")
+    # no replacement workers: xdist would start 8 more, each refusing the same way
+    result = run_inprocess(pytester, *ARGS, "-n", "2", "--max-worker-restart", "0")
     assert result.ret != 0
     assert "reads other settings than the controller: seed 99 (controller 7)" in result.stdout.str() + (
         result.stderr.str()
