@@ -229,12 +229,12 @@ def test_should_retry_false_stops_client_retries() -> None:
 
 
 def test_slow_response_beyond_client_timeout() -> None:
-    # a timeout long enough for the fast request on a loaded machine, far below the slow one
+    # the fast request with a timeout long enough on a loaded machine, the slow one far below its sleep
     plan = FaultPlan(slow_every=2, slow_seconds=60.0)
-    with LoopbackServer(faults=plan) as srv, client(srv, timeout=1.5) as c:
+    with LoopbackServer(faults=plan) as srv, client(srv, timeout=30) as c, client(srv, timeout=0.2) as short:
         assert chat(c).choices[0].message.content == "ok: hello world"  # request 1 is not slow
         with pytest.raises(openai.APITimeoutError):
-            chat(c)  # request 2 sleeps 60 s (cancelled when the server stops)
+            chat(short)  # request 2 sleeps 60 s (cancelled when the server stops)
         assert srv.requests_total == 2
     assert srv.by_path == {"/v1/chat/completions": 2}
 
