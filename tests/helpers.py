@@ -14,6 +14,7 @@ import pkgutil
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -272,3 +273,28 @@ def _one_request_each_way() -> None:
                 await c.chat.completions.create(model="m", messages=messages)
 
         asyncio.run(call())
+
+
+KILL_TIMEOUTS = (0.3, 1.0, 3.0, 10.0)
+"""Timeouts for the process-group kill tests, shortest first: one that ends a program before it has
+started its child proves nothing, so the next is longer (the pass condition does not depend on the
+machine's speed)."""
+
+
+def process_ended(pid: int, wait: float = 5.0) -> bool:
+    """Whether ``pid`` ends within ``wait`` seconds: gone, or a zombie (dead, its exit status not yet read
+    by the init process that inherited it, which in a container may take a second or more)."""
+    end = time.monotonic() + wait
+    while True:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        try:
+            if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+                return True
+        except OSError:  # no /proc (macOS), or reaped meanwhile: the next look tells
+            pass
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.02)

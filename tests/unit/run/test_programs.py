@@ -10,7 +10,6 @@ import json
 import os
 import re
 import sys
-import time
 import tomllib
 from pathlib import Path
 
@@ -26,6 +25,7 @@ from pytest_gauge.suite.programs import (
     codex,
     session_uuid,
 )
+from tests.helpers import KILL_TIMEOUTS, process_ended
 
 STREAMS = Path(__file__).parent / "program_streams"
 ENDPOINT = ProgramEndpoint(
@@ -237,9 +237,7 @@ def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
         f"open({str(pidfile)!r}, 'w').write(str(child.pid))\n"
         "time.sleep(60)\n"
     )
-    # A short timeout first; a timeout that ends the program before it has started its child proves
-    # nothing, so the next one is longer (the pass condition does not depend on the machine's speed).
-    for timeout in (0.3, 1.0, 3.0, 10.0):
+    for timeout in KILL_TIMEOUTS:
         agent = CommandAgent(name="slow", argv=(sys.executable, str(script), "{prompt}"), timeout=timeout)
         session = ProgramSession.open(agent, _setup(tmp_path))
         with pytest.raises(ProgramFailed, match=f"timeout of {timeout:g}s; its process group was killed"):
@@ -247,26 +245,7 @@ def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
         if pidfile.exists() and pidfile.read_text():
             break
     child = int(pidfile.read_text())
-    for _ in range(200):  # bounded: the kill was sent, the child's exit may take a moment
-        if _exited(child):
-            break
-        time.sleep(0.02)
-    else:
-        pytest.fail(f"the program's child {child} outlived the turn's timeout")
-
-
-def _exited(pid: int) -> bool:
-    """Whether ``pid`` has ended: gone, or a zombie (dead, its exit status not yet read by the init
-    process that inherited it, which in a container may take a second or more)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:  # no /proc (macOS), or reaped meanwhile: the next look tells
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] == "Z"
+    assert process_ended(child), f"the program's child {child} outlived the turn's timeout"
 
 
 def test_failed_exit_without_reply_names_status_and_stderr(tmp_path: Path) -> None:

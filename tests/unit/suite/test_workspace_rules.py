@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -29,6 +27,7 @@ from pytest_gauge.suite.rules import (
 )
 from pytest_gauge.suite.tasks import TaskFileError, load_tasks
 from pytest_gauge.suite.tools import Tool, ToolExecutor
+from tests.helpers import KILL_TIMEOUTS, process_ended
 
 
 def rule(obj: dict[str, object]) -> WorkspaceRule:
@@ -107,14 +106,9 @@ def test_command_succeeds_pass_fail_and_code(ws: Path) -> None:
     assert not absent.passed and "exited with 127" in absent.detail
 
 
-TIMEOUTS = (0.3, 1.0, 3.0, 10.0)
-"""A short timeout first; one that ends the command before it has started its child proves nothing,
-so the next is longer: the pass condition does not depend on the machine's speed."""
-
-
 def test_command_timeout_kills_the_process_group(ws: Path, tmp_path: Path) -> None:
     pidfile = tmp_path / "child.pid"
-    for timeout in TIMEOUTS:
+    for timeout in KILL_TIMEOUTS:
         hung = rule({"type": "command_succeeds", "command": _sleeper(pidfile), "timeout": timeout})
         result = hung.observe(ws)
         assert not result.passed
@@ -122,26 +116,12 @@ def test_command_timeout_kills_the_process_group(ws: Path, tmp_path: Path) -> No
         if _started(pidfile):
             break
     # the grandchild was in the group: it is gone (or a zombie reaped by init)
-    assert _gone(int(pidfile.read_text())), "the command's child outlived the timeout"
+    assert process_ended(int(pidfile.read_text())), "the command's child outlived the timeout"
 
 
 def _started(pidfile: Path) -> bool:
     """The sleeper had started its child (and written its pid) before it was killed."""
     return pidfile.exists() and pidfile.read_text() != ""
-
-
-def _gone(pid: int) -> bool:
-    """The process has exited (or is a zombie waiting to be reaped)."""
-    for _ in range(100):
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        status = Path(f"/proc/{pid}/status")
-        if status.exists() and "State:\tZ" in status.read_text():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def _sleeper(pidfile: Path) -> list[str]:
@@ -156,12 +136,12 @@ def _sleeper(pidfile: Path) -> list[str]:
 
 def test_the_engines_command_is_killed_at_its_timeout_and_when_cancelled(ws: Path, tmp_path: Path) -> None:
     timed = tmp_path / "timed.pid"
-    for timeout in TIMEOUTS:
+    for timeout in KILL_TIMEOUTS:
         outcome = asyncio.run(run_command_async(_sleeper(timed), ws, timeout))
         assert outcome.code is None
         if _started(timed):
             break
-    assert _gone(int(timed.read_text()))
+    assert process_ended(int(timed.read_text()))
     ok = asyncio.run(run_command_async([sys.executable, "-c", "print('fine')"], ws, 30))
     assert (ok.code, ok.output) == (0, "fine")
 
@@ -178,7 +158,7 @@ def test_the_engines_command_is_killed_at_its_timeout_and_when_cancelled(ws: Pat
             await task
 
     asyncio.run(cancel_it())
-    assert _gone(int(cancelled.read_text()))  # Ctrl-C leaves no test runner behind
+    assert process_ended(int(cancelled.read_text()))  # Ctrl-C leaves no test runner behind
 
 
 def test_command_env_has_no_key_variables() -> None:
