@@ -30,14 +30,27 @@ class TokenCost:
 
 
 def token_cost(records: Sequence[LedgerRecord]) -> TokenCost:
-    """The tokens and cost of ``records`` (see :class:`TokenCost`)."""
-    unpriced = sum(1 for r in records if r.cost is None and r.usage is not None)
-    priced = math.fsum(r.cost for r in records if r.cost is not None)
+    """The tokens and cost of ``records`` (see :class:`TokenCost`), in one pass: the report sums every
+    (role, model) group of a ledger several times, so this is on the end of every run's path."""
+    input_tokens = output_tokens = total_tokens = unpriced = 0
+    costs: list[float] = []
+    for r in records:
+        usage = r.usage
+        if usage is not None:
+            prompt = usage.prompt_tokens
+            input_tokens += prompt
+            output_tokens += usage.output_tokens
+            total_tokens += prompt + usage.output_tokens
+        if r.cost is not None:
+            costs.append(r.cost)
+        elif usage is not None:
+            unpriced += 1
+    priced = math.fsum(costs)  # exact: the same figure whatever the records' order
     return TokenCost(
         records=len(records),
-        input_tokens=sum(r.usage.prompt_tokens for r in records if r.usage is not None),
-        output_tokens=sum(r.usage.completion_tokens for r in records if r.usage is not None),
-        total_tokens=sum(r.usage.total_tokens for r in records if r.usage is not None),
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        total_tokens=total_tokens,
         cost=None if unpriced else priced,
         priced_cost=priced,
         unpriced=unpriced,
@@ -69,14 +82,24 @@ class LedgerTotals:
 def ledger_totals(records: Iterable[LedgerRecord]) -> LedgerTotals:
     """Sum ``records`` (see :class:`LedgerTotals`)."""
     everything = list(records)
-    live = [r for r in everything if not r.cache_hit]
+    live: list[LedgerRecord] = []
+    cached: list[LedgerRecord] = []
+    failed = possibly_billed = usage_missing = 0
+    for r in everything:
+        if r.cache_hit:
+            cached.append(r)
+        else:
+            live.append(r)
+            # failed attempts that may have been billed, and retries a proxy made upstream within one
+            possibly_billed += (1 if r.possibly_billed else 0) + (r.gateway_retries or 0)
+        failed += 1 if r.status != "ok" else 0
+        usage_missing += 1 if r.usage_missing else 0
     return LedgerTotals(
         calls=len({r.call_id for r in everything}),
         live=token_cost(live),
-        cached=token_cost([r for r in everything if r.cache_hit]),
+        cached=token_cost(cached),
         nominal=token_cost(everything),
-        failed=sum(1 for r in everything if r.status != "ok"),
-        # failed attempts that may have been billed, and retries a proxy made upstream within an attempt
-        possibly_billed=sum(1 for r in live if r.possibly_billed) + sum(r.gateway_retries or 0 for r in live),
-        usage_missing=sum(1 for r in everything if r.usage_missing),
+        failed=failed,
+        possibly_billed=possibly_billed,
+        usage_missing=usage_missing,
     )
