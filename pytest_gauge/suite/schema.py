@@ -16,7 +16,7 @@ inside it, e.g. ``tool check_stock.parameters.properties.sku.type: 'strnig' is n
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -25,7 +25,7 @@ from . import regex_bound
 if TYPE_CHECKING:  # jsonschema is imported when the first schema is compiled (:func:`_kit`)
     from jsonschema.exceptions import ValidationError
     from jsonschema.protocols import Validator
-    from referencing import Registry
+    from referencing import Registry, Resource
 
 __all__ = ["JSON_TYPES", "CompiledSchema", "SchemaError", "compile_schema"]
 
@@ -53,28 +53,34 @@ def _bounded_pattern(
     validator: Validator, pattern: str, instance: Any, schema: Mapping[str, Any]
 ) -> Iterator[ValidationError]:
     """``pattern`` with the regex rules' time bound (``re.search`` semantics, as the draft asks)."""
-    from jsonschema.exceptions import ValidationError
+    error = _kit().validation_error  # the class of the kit's own import (see _Kit)
 
     if not validator.is_type(instance, "string"):
         return
     try:
         found = regex_bound.bounded_search(pattern, instance)
     except regex_bound.PatternTimeout:
-        yield ValidationError(
+        yield error(
             f"the pattern {pattern!r} ran for more than {regex_bound.REGEX_TIMEOUT:g}s on {_shown(instance)}"
         )
         return
     if found is None:
-        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+        yield error(f"{instance!r} does not match {pattern!r}")
 
 
 class _Kit(NamedTuple):
     """The draft's validator class with the bounded ``pattern``, an empty registry (the schema itself
-    only, and no ``retrieve``: nothing remote) and the meta-schema's validator."""
+    only, and no ``retrieve``: nothing remote), the meta-schema's validator, and the names of the same
+    import this module uses: an exception class caught here must be the one the cached validators raise,
+    even after ``sys.modules`` lost the packages (pytest's ``pytester`` drops modules a test imported)."""
 
     draft: type[Validator]
     registry: Registry[Any]
     meta: Validator
+    unresolvable: type[Exception]
+    validation_error: type[ValidationError]
+    best_match: Callable[..., ValidationError | None]
+    resource: Callable[[Any], Resource[Any]]
 
 
 @functools.cache
@@ -82,8 +88,11 @@ def _kit() -> _Kit:
     """Built at the first schema, not at import: ``jsonschema`` and ``referencing`` cost about 90 ms of
     imports in every process, and most runs (every xdist worker of a suite without tools) compile none."""
     from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import ValidationError, best_match
     from jsonschema.validators import extend
     from referencing import Registry
+    from referencing.exceptions import Unresolvable
+    from referencing.jsonschema import DRAFT202012
 
     draft: type[Validator] = extend(  # type: ignore[no-untyped-call]  # untyped in types-jsonschema
         Draft202012Validator, {"pattern": _bounded_pattern}
@@ -91,7 +100,9 @@ def _kit() -> _Kit:
     meta = Draft202012Validator(
         Draft202012Validator.META_SCHEMA, format_checker=Draft202012Validator.FORMAT_CHECKER
     )
-    return _Kit(draft, Registry(), meta)
+    return _Kit(
+        draft, Registry(), meta, Unresolvable, ValidationError, best_match, DRAFT202012.create_resource
+    )
 
 
 def _shown(value: Any) -> str:
@@ -139,22 +150,18 @@ class CompiledSchema:
     def errors(self, value: Any, where: str = "arguments") -> list[str]:
         """Every way ``value`` breaks the schema (the validator's messages, each after its JSON path
         under ``where``); empty when it conforms."""
-        from referencing.exceptions import Unresolvable
-
         try:
             found = list(self.validator.iter_errors(value))
-        except Unresolvable as exc:  # a $ref below a nested $id that does not resolve
+        except _kit().unresolvable as exc:  # a $ref below a nested $id that does not resolve
             return [f"{where}: the schema's reference cannot be resolved ({exc})"]
         return [f"{_dotted(where, list(e.absolute_path))}: {e.message}" for e in found]
 
     def first_error(self, value: Any, where: str = "arguments") -> str | None:
         """The most relevant way ``value`` breaks the schema (``jsonschema``'s best match), or None."""
-        from jsonschema.exceptions import best_match
-        from referencing.exceptions import Unresolvable
-
+        kit = _kit()
         try:
-            error = best_match(self.validator.iter_errors(value))
-        except Unresolvable as exc:
+            error = kit.best_match(self.validator.iter_errors(value))
+        except kit.unresolvable as exc:
             return f"{where}: the schema's reference cannot be resolved ({exc})"
         return None if error is None else f"{_dotted(where, list(error.absolute_path))}: {error.message}"
 
@@ -166,22 +173,18 @@ def compile_schema(schema: object, where: str) -> CompiledSchema:
     Raises :class:`SchemaError` for a schema that is not an object, breaks the meta-schema, or refers
     to something it does not contain.
     """
-    from jsonschema.exceptions import best_match
-    from referencing.exceptions import Unresolvable
-    from referencing.jsonschema import DRAFT202012
-
     if not isinstance(schema, Mapping):
         raise SchemaError(where, "", f"a JSON Schema must be an object, got {type(schema).__name__}")
     kit = _kit()
-    problem = best_match(kit.meta.iter_errors(schema))
+    problem = kit.best_match(kit.meta.iter_errors(schema))
     if problem is not None:
         path, message = _schema_problem(problem)
         raise SchemaError(where, _dotted("", path), message)
-    resolver = kit.registry.resolver_with_root(DRAFT202012.create_resource(schema))
+    resolver = kit.registry.resolver_with_root(kit.resource(schema))
     for ref in _references(schema):
         try:
             resolver.lookup(ref)
-        except Unresolvable as exc:
+        except kit.unresolvable as exc:
             raise SchemaError(
                 where,
                 "",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 import threading
 from typing import Any
 
@@ -257,6 +258,24 @@ def test_compile_schema_rejects_schemas_that_break_the_draft(schema: object, mes
     with pytest.raises(SchemaError) as info:
         compile_schema(schema, "parameters")
     assert str(info.value).startswith(message)
+
+
+def test_schema_errors_are_caught_after_the_validator_packages_left_sys_modules(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """pytest's ``pytester`` removes the modules a test imported: the validator built before must still
+    have its own exceptions caught (a fresh ``referencing`` import would define another Unresolvable)."""
+    compile_schema({"type": "object"}, "warm-up")  # the validator packages imported and cached
+    for name in [m for m in sys.modules if m.split(".")[0] in ("jsonschema", "referencing")]:
+        monkeypatch.delitem(sys.modules, name)
+    with pytest.raises(SchemaError, match="does not resolve"):
+        compile_schema({"$ref": "https://example.com/s.json"}, "parameters")
+    compiled = compile_schema(
+        {"$defs": {"x": {"$id": "urn:x", "$ref": "urn:missing"}}, "$ref": "#/$defs/x"}, "p"
+    )
+    assert compiled.errors(1) and "cannot be resolved" in compiled.errors(1)[0]
+    first = compiled.first_error(1)
+    assert first is not None and "cannot be resolved" in first
 
 
 def test_compile_schema_accepts_a_nested_function_schema_with_defs() -> None:
