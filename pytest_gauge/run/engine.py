@@ -98,6 +98,9 @@ def _produce_again(exc: BaseException) -> bool:
 STOP_GRACE = 2.0
 """Seconds a stopping process waits for its attempts in flight before it abandons them."""
 
+ENGINE_SWITCH_INTERVAL = 0.001
+"""The interpreter's thread switch interval (seconds) while an engine runs (see :meth:`Engine.start`)."""
+
 _LOCAL_CLAIM = -1  # the "file descriptor" of a claim that needs no lock file (see Engine._exclusive)
 
 
@@ -213,6 +216,11 @@ class Engine:
         self._stopping = False
         self._interrupted = False  # Ctrl-C reached a test item's wait
         self._producing: dict[str, asyncio.Future[None]] = {}  # units this process is producing now
+        # Outcomes of cases whose every unit this process already holds, made on the engine's loop when
+        # the last one finished: a test item takes its outcome from here without a round trip through
+        # the loop (each round trip waits for the busy engine thread to hand over the GIL).
+        self._ready: dict[str, CaseOutcome] = {}
+        self._switch_interval: float | None = None
         self.done_units = 0
         self.total_units = len(self._order)
         self._progress = progress
@@ -280,6 +288,11 @@ class Engine:
         self._loop.run_forever()
 
     def start(self) -> None:
+        # The test items' thread hands work to this loop and waits for its answers; while the engine
+        # thread is busy, each hand-over waits for the interpreter's switch interval (5 ms by default):
+        # about 10 ms per test item, so the items fell a second behind the calls. 1 ms while it runs.
+        self._switch_interval = sys.getswitchinterval()
+        sys.setswitchinterval(min(self._switch_interval, ENGINE_SWITCH_INTERVAL))
         self._thread.start()
         self._driver = asyncio.run_coroutine_threadsafe(self._drive(), self._loop)
 
@@ -336,6 +349,9 @@ class Engine:
             pass
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout)
+        if self._switch_interval is not None:
+            sys.setswitchinterval(self._switch_interval)
+            self._switch_interval = None
         if not self._thread.is_alive():
             self._loop.close()  # now, not from a finalizer after the interpreter closed its file descriptors
 
@@ -405,8 +421,14 @@ class Engine:
             # holds whose producer waits for one of that process's places: a deadlock across workers.
             return _nothing() if future is not None else self._try_claim(unit)
         future = asyncio.ensure_future(self._claim_or_wait(unit))
-        self._futures[unit.key] = future
+        self._hold(unit, future)
         return future
+
+    def _hold(self, unit: _Unit, future: asyncio.Future[WorkResult]) -> None:
+        """Keep the unit's shared result; once a judgment's is in, its case may be ready (:meth:`_note`)."""
+        self._futures[unit.key] = future
+        if isinstance(unit, _JudgeUnit):
+            future.add_done_callback(lambda _: self._note(unit.case))
 
     def _lock(self, key: str) -> int | None:
         """The key's cross-process claim (a lock file descriptor), or None if another process holds it."""
@@ -431,8 +453,8 @@ class Engine:
         fd = self._lock(unit.key)
         if fd is None:
             return None
-        future = asyncio.get_running_loop().create_future()
-        self._futures[unit.key] = future
+        future: asyncio.Future[WorkResult] = asyncio.get_running_loop().create_future()
+        self._hold(unit, future)
         try:
             result = self._stored(unit.key) or await self._produce_and_store(unit)
             future.set_result(result)
@@ -508,9 +530,27 @@ class Engine:
             return right
         return await runtime.judgment(unit.case, unit.judge, unit.repeat, left.transcript, right.transcript)
 
+    def _note(self, case: Case) -> None:
+        """If this process holds every result of the case, make its outcome now, for :meth:`outcome`."""
+        keys = [u.key for u in self._case_transcripts(case)] + [u.key for u in self._judge_units(case)]
+        results: list[WorkResult] = []
+        for key in keys:
+            future = self._futures.get(key)
+            if future is None or not future.done() or future.cancelled() or future.exception() is not None:
+                return  # not all here yet, or produced by another process: the item asks the loop
+            results.append(future.result())
+        left, right, *judges = results
+        self._ready[f"{case.suite}::{case.case_id}"] = self._outcome_of(case, left, right, judges)
+
     async def _case_outcome(self, case: Case) -> CaseOutcome:
         left, right = await self._transcripts_of(case)
         judges = [await self._obtain(u) for u in self._judge_units(case)]
+        return self._outcome_of(case, left, right, judges)
+
+    def _outcome_of(
+        self, case: Case, left: WorkResult, right: WorkResult, judges: Sequence[WorkResult | None]
+    ) -> CaseOutcome:
+        """The case's record from its two transcripts and its verdicts, or the first failure among them."""
         verdicts: list[JudgmentResult] = []
         for result in (left, right, *judges):
             if isinstance(result, WorkFailure):
@@ -526,6 +566,9 @@ class Engine:
     ) -> CaseOutcome:
         """Block until the case's record is ready (Ctrl-C interrupts the wait at once); ``waiting`` is
         called every ``poll`` seconds meanwhile (the progress line of a case that takes minutes)."""
+        ready = self._ready.pop(case_id, None)
+        if ready is not None:
+            return ready
         future = self.submit(self._case_outcome(self.cases[case_id]))
         while True:
             try:
