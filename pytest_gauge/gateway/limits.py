@@ -486,53 +486,98 @@ def model_wait() -> AbstractAsyncContextManager[None]:
     return hook() if hook is not None else contextlib.nullcontext()
 
 
+class _PacerWaiter:
+    """A call in line for one of its model's slots: ``handed`` once a freed slot was given to it
+    (counted as active for it already); ``wake`` resolves on that, or on a nudge to look again."""
+
+    __slots__ = ("handed", "wake")
+
+    def __init__(self) -> None:
+        self.handed = False
+        self.wake: asyncio.Future[None] | None = None
+
+    def nudge(self) -> None:
+        if self.wake is not None and not self.wake.done():
+            self.wake.set_result(None)
+
+
 class ModelPacer:
     """Adaptive concurrency per model in this process: a model's requests in flight are capped at its
     own limit, halved on each 429 it gets and grown back one slot per success (up to ``ceiling``), so a
-    rate-limited model slows itself, not the other models of the run. Waiters wait on a future each (no
-    polling) inside :func:`model_wait`."""
+    rate-limited model slows itself, not the other models of the run.
+
+    Calls wait in line, first come first served: a freed slot is handed to the oldest waiter, never taken
+    by a later arrival (a waiter could otherwise lose its turn again and again: on the 3,156-call
+    benchmark suite some waited 12 s, and their test items with them). Only while the model is slowed
+    (its limit below the ceiling) is the wait a wait for the model's own limit, inside
+    :func:`model_wait` (its look-ahead place lent to other models' work); at the ceiling the model
+    already has as many requests going as the whole run may send, and a lent place would only let the
+    look-ahead queue up more work behind it."""
 
     def __init__(self, ceiling: int) -> None:
         self.ceiling = max(1, ceiling)
         self.limit: dict[str, int] = {}
         self.active: dict[str, int] = {}
-        self._waiters: dict[str, collections.deque[asyncio.Future[None]]] = {}
+        self._waiters: dict[str, collections.deque[_PacerWaiter]] = {}
 
     def _full(self, model: str) -> bool:
         return self.active.get(model, 0) >= self.limit.get(model, self.ceiling)
 
-    def _wake(self, model: str) -> None:
-        """Wake the model's first waiter (a slot was freed or its limit grew)."""
+    def _slowed(self, model: str) -> bool:
+        return self.limit.get(model, self.ceiling) < self.ceiling
+
+    def _hand_over(self, model: str) -> None:
+        """Give the model's free slots to its oldest waiters (a slot was freed or its limit grew)."""
         waiters = self._waiters.get(model)
-        while waiters:
+        while waiters and not self._full(model):
             waiter = waiters.popleft()
-            if not waiter.done():
-                waiter.set_result(None)
-                break
+            waiter.handed = True
+            self.active[model] = self.active.get(model, 0) + 1
+            waiter.nudge()
+
+    async def _wait_in_line(self, model: str) -> None:
+        """Queue for a slot; return once one was handed over (a nudge after a 429 only re-decides whether
+        the wait lends its place)."""
+        waiter = _PacerWaiter()
+        self._waiters.setdefault(model, collections.deque()).append(waiter)
+        try:
+            while not waiter.handed:
+                waiter.wake = asyncio.get_running_loop().create_future()
+                async with model_wait() if self._slowed(model) else contextlib.nullcontext():
+                    await waiter.wake
+        except BaseException:
+            if waiter.handed:  # handed a slot, then cancelled: pass it on
+                self._release(model)
+            else:
+                with contextlib.suppress(ValueError):
+                    self._waiters[model].remove(waiter)
+            raise
+
+    def _release(self, model: str) -> None:
+        self.active[model] -= 1
+        self._hand_over(model)
 
     @contextlib.asynccontextmanager
     async def slot(self, model: str) -> AsyncIterator[None]:
-        while self._full(model):  # checked again once the wait's place is back
-            async with model_wait():
-                while self._full(model):
-                    waiter = asyncio.get_running_loop().create_future()
-                    self._waiters.setdefault(model, collections.deque()).append(waiter)
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(waiter, 0.5)  # a lost wake-up costs at most 0.5 s
-        self.active[model] = self.active.get(model, 0) + 1
+        if self._full(model) or self._waiters.get(model):
+            await self._wait_in_line(model)
+        else:
+            self.active[model] = self.active.get(model, 0) + 1
         try:
             yield
         finally:
-            self.active[model] -= 1
-            self._wake(model)
+            self._release(model)
 
     def slowed(self, model: str) -> None:
-        """A 429 for ``model``: halve its limit (at least one request in flight)."""
+        """A 429 for ``model``: halve its limit (at least one request in flight); its waiters now lend
+        their places while they wait (nudged to look again)."""
         self.limit[model] = max(1, self.limit.get(model, self.ceiling) // 2)
+        for waiter in self._waiters.get(model, ()):
+            waiter.nudge()
 
     def succeeded(self, model: str) -> None:
         """A success for ``model``: one more slot, up to the ceiling."""
         current = self.limit.get(model, self.ceiling)
         if current < self.ceiling:
             self.limit[model] = current + 1
-            self._wake(model)
+            self._hand_over(model)
