@@ -454,7 +454,6 @@ def choose_role(config: pytest.Config, options: GaugeOptions, ending: RunEnding)
             worker_options(options, workerinput),
             run_id=str(workerinput.get("testrunuid") or GaugeState.new_run_id()),
             worker_id=worker_id,
-            worker_index=int(worker_id.lstrip("gw") or 0),
             worker_count=int(workerinput.get("workercount", 1)),
         )
         if isinstance(workerinput.get(PROXY_TOKEN_KEY), str):  # the controller's: one token per run

@@ -99,7 +99,6 @@ class GaugeState:
     options: GaugeOptions
     run_id: str
     worker_id: str = "main"
-    worker_index: int = 0
     worker_count: int = 1
     suites: dict[str, SuiteEntry] = field(default_factory=dict)
     selected: dict[str, list[str]] = field(default_factory=dict)
@@ -196,7 +195,6 @@ class GaugeState:
             cases,
             Store(RunFolder(run).work),
             lookahead=2 * opts.max_concurrency,
-            worker_index=self.worker_index,
             worker_count=self.worker_count,
             progress=self.write_progress,
             looks=self.looks,

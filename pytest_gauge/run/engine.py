@@ -6,18 +6,18 @@ table), so each process runs an asyncio loop in a background thread:
 
 * **work units** are transcripts (task, agent, sample) and judgments (case, judge, repeat); a
   judgment depends on its case's two transcripts;
-* a **look-ahead driver** walks every selected case's work in collection order (each worker starting
-  at a different offset) and keeps up to ``2 × max_concurrency`` units in progress; a judgment waits
-  for its transcripts, and any unit for its own model's rate limit (a 429's wait, its bucket, its
-  adaptive slot), without holding one of those places; the gateway's shared slots bound the
-  requests actually in flight;
+* a **look-ahead driver** walks every selected case's work in collection order, going on from the
+  case a test item last asked for (so each xdist worker works ahead of its own items), and keeps up
+  to ``2 × max_concurrency`` units in progress; a judgment waits for its transcripts, and a unit of
+  a model slowed by 429s for that model's limit (its wait, its bucket, its adaptive slot), without
+  holding one of those places; the gateway's shared slots bound the requests actually in flight;
 * every unit is **claimed through the run's work store** (:mod:`pytest_gauge.gateway.store`): the process
   that takes the key's lock produces it, writes the result, and every other process waits for the
   file. So no work is done twice across workers, and the outcome does not depend on which worker
   ran which test. A process alone in its run (no xdist, or one worker) claims in memory and keeps
   entries in memory (:meth:`Store.keep`): no file is created per unit;
-* a test item asks for its case with :meth:`Engine.outcome`, which bumps the case's work to the front
-  and blocks until its record is ready;
+* a test item asks for its case with :meth:`Engine.outcome`, which produces the case's work now if
+  nobody has claimed it, moves the look-ahead there, and blocks until its record is ready;
 * at the end, a worker lets the units it has started finish before it stops (unless Ctrl-C), since
   another worker may be waiting for them.
 
@@ -69,14 +69,6 @@ class CaseOutcome:
     error: str | None = None
     fatal: bool = False
     kind: str | None = None  # the gateway error's class name (e.g. BudgetExhausted)
-
-
-def _rotated(units: list[_Unit], worker_index: int, worker_count: int) -> list[_Unit]:
-    """The units starting at this worker's share of them, so that workers start on different work."""
-    if worker_count <= 1 or not units:
-        return units
-    start = len(units) * worker_index // worker_count
-    return units[start:] + units[:start]
 
 
 async def _cancel_others() -> None:
@@ -191,7 +183,6 @@ class Engine:
         work_store: Store,
         *,
         lookahead: int,
-        worker_index: int = 0,
         worker_count: int = 1,
         progress: Callable[[], None] | None = None,
         looks: LookGate | None = None,
@@ -205,7 +196,9 @@ class Engine:
         self._background: set[asyncio.Future[object]] = set()
         self._transcripts: dict[tuple[str, str, str, int], _TranscriptUnit] = {}
         self._judges: dict[str, list[_JudgeUnit]] = {}
-        self._order = self._plan(cases, worker_index, worker_count)
+        self._order = self._plan(cases)
+        self._first_unit = self._case_positions(cases)
+        self._demanded: int | None = None  # where the look-ahead goes next: a test item's case (any thread)
         # The only process of the run doing work (no xdist, or one worker): a claim is the local future
         # alone and entries stay in memory (Store.keep), so no lock file and no entry file is created
         # per unit (file creation is the slow part of the store on many disks).
@@ -260,10 +253,9 @@ class Engine:
         task_id = unit.task_id if isinstance(unit, _TranscriptUnit) else unit.case.task_id
         return self.looks.plan.look_of(unit.suite, task_id)
 
-    def _plan(self, cases: Sequence[Case], worker_index: int, worker_count: int) -> list[_Unit]:
+    def _plan(self, cases: Sequence[Case]) -> list[_Unit]:
         """Every selected case's units in collection order (each transcript once, before its first
-        judgment), look by look in an adaptive run, each look rotated so that each worker starts at a
-        different offset."""
+        judgment), look by look in an adaptive run."""
         order: list[_Unit] = []
         seen: set[str] = set()
         for case in cases:
@@ -275,7 +267,16 @@ class Engine:
         looks: dict[int, list[_Unit]] = {}
         for planned in order:
             looks.setdefault(self._look(planned), []).append(planned)
-        return [u for look in sorted(looks) for u in _rotated(looks[look], worker_index, worker_count)]
+        return [u for look in sorted(looks) for u in looks[look]]
+
+    def _case_positions(self, cases: Sequence[Case]) -> dict[str, int]:
+        """Each case's first unit's place in the plan (where the look-ahead goes when its item asks)."""
+        place = {unit.key: i for i, unit in enumerate(self._order)}
+        first: dict[str, int] = {}
+        for c in cases:
+            keys = [u.key for u in self._case_transcripts(c)] + [u.key for u in self._judge_units(c)]
+            first[f"{c.suite}::{c.case_id}"] = min(place[k] for k in keys)
+        return first
 
     # ----- loop and thread ------------------------------------------------------------------
     @property
@@ -369,14 +370,35 @@ class Engine:
             await asyncio.sleep(every)
 
     async def _drive(self) -> None:
-        """The look-ahead driver: walk the plan, keeping at most ``lookahead`` units in progress."""
+        """The look-ahead driver: walk the plan, keeping at most ``lookahead`` units in progress.
+
+        It goes on from the case a test item last asked for (:meth:`outcome`), so under xdist each
+        worker works ahead of the items it runs (xdist hands each worker its own stretch of the
+        collection), then takes up the units it passed over; a unit another worker has is skipped at
+        its claim. In an adaptive run it walks the looks in order and never jumps."""
         gate = asyncio.Semaphore(self.lookahead)
         self._keep(asyncio.ensure_future(self._report_progress()))
-        for unit in self._order:
+        visited = bytearray(len(self._order))
+        cursor = 0
+        for _ in range(len(self._order)):
+            cursor = self._next_unvisited(visited, cursor)
+            unit = self._order[cursor]
+            visited[cursor] = 1
             if self._stopping or not await self._look_open(unit):
                 break  # in look order: once a look is not needed, neither is any later one
             await gate.acquire()
             self._keep(asyncio.ensure_future(self._ahead(unit, gate)))
+
+    def _next_unvisited(self, visited: bytearray, cursor: int) -> int:
+        """The next unit to dispatch: from the case a test item asked for since (if any), else from
+        ``cursor``; the first not yet dispatched, going round the plan."""
+        demanded, self._demanded = self._demanded, None
+        if demanded is not None and self.looks is None:
+            cursor = demanded
+        n = len(visited)
+        while visited[cursor % n]:
+            cursor += 1
+        return cursor % n
 
     async def _ahead(self, unit: _Unit, gate: asyncio.Semaphore) -> None:
         """Produce one unit ahead of demand, holding one of the driver's places (released at the end)."""
@@ -569,6 +591,7 @@ class Engine:
         ready = self._ready.pop(case_id, None)
         if ready is not None:
             return ready
+        self._demanded = self._first_unit[case_id]  # the look-ahead goes on from here
         future = self.submit(self._case_outcome(self.cases[case_id]))
         while True:
             try:
