@@ -118,6 +118,8 @@ def _check_baseline(options: GaugeOptions) -> None:
 
 
 def _check_adaptive(options: GaugeOptions) -> None:
+    if not options.adaptive:
+        return  # nothing to check (and no numpy to import before the workers start)
     from .process.adaptive import adaptive_problem
 
     problem = adaptive_problem(options)

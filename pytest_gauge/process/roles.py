@@ -73,6 +73,10 @@ class RunEnding(Protocol):
     """The end of the run as the layers above give it (finish/ and fixtures/, wired by ``plugin.py``), so
     the process layer calls it without importing them."""
 
+    def prepare(self) -> None:
+        """Get ready to end the run (an xdist controller calls it with the first record, while the workers
+        still run cases)."""
+
     def write(self, session: pytest.Session, state: GaugeState, *, interrupted: bool) -> None:
         """Write every suite's outputs and reports, evaluate its gates, report them as test entries."""
 
@@ -315,6 +319,8 @@ class Controller(_EndsTheRun):
     def record_report(self, report: pytest.TestReport) -> None:
         for key, value in report.user_properties:
             if key == RECORD_PROPERTY:
+                if not self.state.records:
+                    self.ending.prepare()  # the first record: the workers are busy for a while yet
                 self.state.add_record(CaseRecord.from_json(json.loads(str(value))))
         self.progress()
 

@@ -361,8 +361,6 @@ class GaugeState:
         """The suite-level test entries this run will report after its cases: one per gate of every suite
         with selected cases (a skipped gate is an entry too) and, with ``--gauge-snapshot-reports`` on a
         whole run, one per snapshot report; so pytest's progress counter can count them from the start."""
-        from ..report import SNAPSHOT_REPORTS
-
         total = 0
         for entry in self.suites.values():
             selected = self.selected.get(entry.name, [])
@@ -370,6 +368,8 @@ class GaugeState:
                 continue
             total += len(entry.suite.gates) + len(self.options.gates)
             if self.options.snapshot_reports and len(selected) == len(entry.cases):
+                from ..report import SNAPSHOT_REPORTS  # only then: it imports every report (and numpy)
+
                 total += len(SNAPSHOT_REPORTS)
         return total
 
