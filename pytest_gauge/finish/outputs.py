@@ -27,8 +27,9 @@ from ..analysis.suite import AdaptiveGates, analyse_suite
 from ..files.folders import OutFolder, SuiteFolder
 from ..files.readwrite import write_atomic
 from ..files.shards import write_shard_manifest
+from ..files.work_store import WorkStore
 from ..gateway.ledger import merge_ledgers
-from ..gateway.store import Store, content_key
+from ..gateway.store import content_key
 from ..process.state import GaugeState
 from ..records import (
     CaseRecord,
@@ -84,7 +85,7 @@ def _git_commit(folder: Path) -> str | None:
     return done.stdout.strip() or None if done.returncode == 0 else None
 
 
-def _agent_rows(work: Store, meta: SuiteMeta) -> dict[str, list[dict[str, Any]]]:
+def _agent_rows(work: WorkStore, meta: SuiteMeta) -> dict[str, list[dict[str, Any]]]:
     """Each agent's transcripts (or their errors) of the selected cases, in task then sample order."""
     task_rank = {str(t["task_id"]): i for i, t in enumerate(meta.tasks)}
     needed: dict[str, set[tuple[str, int]]] = {a: set() for a in meta.agents}
@@ -130,7 +131,7 @@ def write_outputs(
     folder = SuiteFolder(out)
     tasks_text = _jsonl([{"format_version": 1}, *meta.tasks])
     write_atomic(folder.tasks, tasks_text)
-    agent_rows = _agent_rows(Store(state.run_folder.work), meta)
+    agent_rows = _agent_rows(WorkStore(state.run_folder.work), meta)
     for agent, rows in agent_rows.items():
         write_atomic(folder.transcripts(agent), _jsonl(rows))
     write_atomic(folder.pairs, _jsonl([r.to_json() for r in records]))

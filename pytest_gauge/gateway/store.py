@@ -1,21 +1,13 @@
 """A content-addressed JSON store with one lock per key, safe for many processes at once.
 
-This one mechanism serves two purposes:
-
-* the run's **work store** (``<out>/.gauge-run/<run id>/work``): a transcript for (task, agent,
-  sample) or a judgment is produced once per run by whichever process first takes the key's lock;
-  every other process (xdist worker) that needs it waits for the file and reads it, so both orders of
-  a pair judge byte-identical transcripts and an agent in three pairs runs once;
-* the **response cache** (``.gauge-cache/responses``): a gateway response keyed by its canonical
-  request, so re-runs cost nothing and CI can replay.
+It serves the **response cache** (``.gauge-cache/responses``: a gateway response keyed by its canonical
+request, so re-runs cost nothing and CI can replay) and the run's once-per-model judge format decisions
+(``<run folder>/formats``). The run's work store, where thousands of units would each cost a file, is
+:mod:`pytest_gauge.files.work_store` instead.
 
 Locks are ``fcntl.flock`` on a ``<key>.lock`` file beside the entry: the kernel drops them when a
 process dies, so a crashed worker never leaves a stale lock. Entries are written to a temporary file
 and renamed into place, so a reader sees either nothing or a whole entry. POSIX only.
-
-When no other process reads a store (a run without xdist), :meth:`Store.keep` holds an entry in this
-process's memory instead of a file: every ``Store`` over the same folder in the process sees it, as long
-as the instance that kept it lives. Creating files is the slow part of the store on many disks.
 """
 
 from __future__ import annotations
@@ -26,7 +18,6 @@ import fcntl
 import hashlib
 import json
 import os
-import weakref
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -42,13 +33,6 @@ def content_key(material: Any) -> str:
     return hashlib.sha256(dumps(material).encode("utf-8")).hexdigest()
 
 
-class _Kept(dict[str, dict[str, Any]]):
-    """Entries of one store folder held in this process's memory (a dict that can be weakly referenced)."""
-
-
-_KEPT: weakref.WeakValueDictionary[str, _Kept] = weakref.WeakValueDictionary()
-
-
 class Store:
     """JSON entries under ``root``, sharded by the first two hex digits of their key."""
 
@@ -56,15 +40,7 @@ class Store:
         self.root = Path(root)
         self._root = os.fspath(self.root)  # plain strings on the hot paths: pathlib costs more than the I/O
         self._made: set[str] = set()  # shard folders known to exist (saves a mkdir per call)
-        self._kept: _Kept | None = None  # entries this instance keeps in memory (see keep)
         self.unreadable: set[str] = set()  # keys whose file exists but is not a JSON object (damaged)
-
-    def keep(self, key: str, value: dict[str, Any]) -> None:
-        """Hold the entry in memory instead of writing it, for a store no other process reads; every
-        ``Store`` over this folder in this process sees it while this instance lives."""
-        if self._kept is None:
-            self._kept = _KEPT.setdefault(self._root, _Kept())
-        self._kept[key] = value
 
     def _shard(self, key: str, *, fresh: bool = False) -> str:
         """The key's shard folder, created on first use (``fresh``: check again, it may have been removed)."""
@@ -79,9 +55,6 @@ class Store:
 
     def get(self, key: str) -> dict[str, Any] | None:
         """The entry, or None when absent (or unreadable, which counts as absent)."""
-        kept = _KEPT.get(self._root)
-        if kept is not None and key in kept:
-            return kept[key]
         try:
             with open(os.path.join(self._root, key[:2], key + ".json"), encoding="utf-8") as fh:
                 value = json.load(fh)

@@ -23,6 +23,7 @@ import pytest
 
 from ..files.folders import OutFolder, RunFolder
 from ..files.readwrite import FileFormatError, read_json_object, write_atomic
+from ..files.work_store import WorkStore
 from ..gateway.proxy import new_proxy_token
 from ..gateway.redact import register_secret
 from ..gateway.store import Store
@@ -193,7 +194,7 @@ class GaugeState:
         self.engine = Engine(
             runtimes,
             cases,
-            Store(RunFolder(run).work),
+            WorkStore(RunFolder(run).work, self.worker_id),
             lookahead=2 * opts.max_concurrency,
             worker_count=self.worker_count,
             progress=self.write_progress,

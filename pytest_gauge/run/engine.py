@@ -11,11 +11,12 @@ table), so each process runs an asyncio loop in a background thread:
   to ``2 × max_concurrency`` units in progress; a judgment waits for its transcripts, and a unit of
   a model slowed by 429s for that model's limit (its wait, its bucket, its adaptive slot), without
   holding one of those places; the gateway's shared slots bound the requests actually in flight;
-* every unit is **claimed through the run's work store** (:mod:`pytest_gauge.gateway.store`): the process
-  that takes the key's lock produces it, writes the result, and every other process waits for the
-  file. So no work is done twice across workers, and the outcome does not depend on which worker
-  ran which test. A process alone in its run (no xdist, or one worker) claims in memory and keeps
-  entries in memory (:meth:`Store.keep`): no file is created per unit;
+* every unit is **claimed through the run's work store** (:mod:`pytest_gauge.files.work_store`): the
+  process that takes the key's claim produces it, appends the result to its log, and every other
+  process waits for the entry. So no work is done twice across workers, and the outcome does not
+  depend on which worker ran which test. No file is created per unit: claims are byte-range locks on
+  one file, entries lines of one log per process. A process alone in its run (no xdist, or one
+  worker) claims in memory and keeps entries in memory (:meth:`WorkStore.keep`);
 * a test item asks for its case with :meth:`Engine.outcome`, which produces the case's work now if
   nobody has claimed it, moves the look-ahead there, and blocks until its record is ready;
 * at the end, a worker lets the units it has started finish before it stops (unless Ctrl-C), since
@@ -36,9 +37,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..files.work_store import WorkStore
 from ..gateway.errors import GatewayError, RunStopped
 from ..gateway.limits import reset_model_wait_hook, set_model_wait_hook
-from ..gateway.store import Store, content_key
+from ..gateway.store import content_key
 from ..records import (
     CaseRecord,
     JudgmentResult,
@@ -93,7 +95,7 @@ STOP_GRACE = 2.0
 ENGINE_SWITCH_INTERVAL = 0.001
 """The interpreter's thread switch interval (seconds) while an engine runs (see :meth:`Engine.start`)."""
 
-_LOCAL_CLAIM = -1  # the "file descriptor" of a claim that needs no lock file (see Engine._exclusive)
+_LOCAL_CLAIM = -1  # the token of a claim that needs no lock (see Engine._exclusive)
 
 
 @dataclass(frozen=True)
@@ -180,7 +182,7 @@ class Engine:
         self,
         runtimes: dict[str, SuiteRuntime],
         cases: Sequence[Case],
-        work_store: Store,
+        work_store: WorkStore,
         *,
         lookahead: int,
         worker_count: int = 1,
@@ -200,8 +202,7 @@ class Engine:
         self._first_unit = self._case_positions(cases)
         self._demanded: int | None = None  # where the look-ahead goes next: a test item's case (any thread)
         # The only process of the run doing work (no xdist, or one worker): a claim is the local future
-        # alone and entries stay in memory (Store.keep), so no lock file and no entry file is created
-        # per unit (file creation is the slow part of the store on many disks).
+        # alone and entries stay in memory (WorkStore.keep): no lock and no write per unit.
         self._exclusive = worker_count <= 1
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._run_loop, name="gauge-engine", daemon=True)
@@ -453,7 +454,7 @@ class Engine:
             future.add_done_callback(lambda _: self._note(unit.case))
 
     def _lock(self, key: str) -> int | None:
-        """The key's cross-process claim (a lock file descriptor), or None if another process holds it."""
+        """The key's cross-process claim (a token to unlock), or None if another process holds it."""
         return _LOCAL_CLAIM if self._exclusive else self.store.try_lock(key)
 
     def _unlock(self, fd: int) -> None:

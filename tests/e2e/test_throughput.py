@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from pytest_gauge.files.work_store import WorkStore
 from pytest_gauge.gateway.ledger import Ledger
 from pytest_gauge.gateway.limits import ConcurrencySlots
-from pytest_gauge.gateway.store import Store
 from pytest_gauge.process.state import render_progress
 from pytest_gauge.records import LedgerRecord, Usage
 from pytest_gauge.testing import LoopbackServer
@@ -155,14 +155,14 @@ def test_slots_bound_requests_across_two_holders_and_hand_over(tmp_path: Path) -
 
 
 def test_kept_entries_are_seen_by_every_store_of_the_folder_while_the_keeper_lives(tmp_path: Path) -> None:
-    keeper = Store(tmp_path / "work")
+    keeper = WorkStore(tmp_path / "work")
     keeper.keep("ab12", {"ok": True})
-    assert Store(tmp_path / "work").get("ab12") == {"ok": True}
-    assert Store(tmp_path / "other").get("ab12") is None
+    assert WorkStore(tmp_path / "work").get("ab12") == {"ok": True}
+    assert WorkStore(tmp_path / "other").get("ab12") is None
     assert not (tmp_path / "work").exists()  # nothing was written
     del keeper
     gc.collect()
-    assert Store(tmp_path / "work").get("ab12") is None
+    assert WorkStore(tmp_path / "work").get("ab12") is None
 
 
 @pytest.mark.parametrize("usage", [Usage(12, 5), None])
