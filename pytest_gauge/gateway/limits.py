@@ -140,23 +140,43 @@ def output_tokens_cap(body: Mapping[str, Any]) -> int:
     return int(cap) if isinstance(cap, int | float) and not isinstance(cap, bool) else 0
 
 
+@dataclass(eq=False)
+class _Waiter:
+    """One local caller waiting for a slot: ``wake`` is done once ``slot`` is set (handed over or found
+    by the poll)."""
+
+    wake: asyncio.Future[None]
+    slot: int | None = None
+
+
 class ConcurrencySlots:
     """A cross-process counting semaphore made of ``n`` lock files.
 
     Each process opens the slot files once and keeps them open; a slot is taken with a non-blocking
     ``flock`` on one this process does not already hold (``flock`` belongs to the open file, so the
-    process tracks its own). A released slot is handed straight to a local waiter; waiters for slots
-    held by other processes poll.
+    process tracks its own; a dead process's locks go with it). Local waiters queue first in, first
+    out, and only the queue polls the files: one timer (1 ms doubling to 20 ms) tries them for the
+    oldest waiter, so waiting costs the same with one waiter or ``n``. A released slot goes straight to
+    the oldest local waiter, its ``flock`` still held.
+
+    So that no process starves, a process that waits says so by holding one of ``processes``
+    ``hungry-<k>.lock`` files; a process holding its share of the slots (``n`` over itself and the
+    others waiting) takes no more while another waits, and unlocks what it releases for them to find.
     """
 
-    def __init__(self, folder: Path, n: int) -> None:
+    def __init__(self, folder: Path, n: int, processes: int = 1) -> None:
         folder.mkdir(parents=True, exist_ok=True)
+        self._n = n
+        self._processes = max(1, processes)
         self._paths = [folder / f"slot-{i}.lock" for i in range(n)]
-        self._fds: list[int | None] = [None] * n
+        self._paths += [folder / f"hungry-{k}.lock" for k in range(self._processes)]
+        self._fds: list[int | None] = [None] * len(self._paths)  # the slot files, then the hungry ones
         self._held: set[int] = set()  # slots this process holds
-        self._local = asyncio.Semaphore(n)  # never poll for more slots than could exist
-        self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
-        self.waits = 0
+        self._queue: collections.deque[_Waiter] = collections.deque()
+        self._timer: asyncio.TimerHandle | None = None  # the next poll while the queue is not empty
+        self._delay = 0.001
+        self._hungry: int | None = None  # the hungry-<k>.lock this process holds while it waits
+        self.waits = 0  # callers that found no free slot (or were past their share) and queued
         self._closer = weakref.finalize(self, _close_fds, self._fds)  # the files close with the object
 
     def _fd(self, i: int) -> int:
@@ -165,57 +185,136 @@ class ConcurrencySlots:
             fd = self._fds[i] = os.open(self._paths[i], os.O_RDWR | os.O_CREAT, 0o644)
         return fd
 
-    def _try_any(self, start: int) -> int | None:
-        n = len(self._paths)
+    def _lock(self, i: int) -> bool:
+        try:
+            fcntl.flock(self._fd(i), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        return True
+
+    def _try_any(self) -> int | None:
+        n = self._n
+        start = os.getpid()  # processes start their scans at different files
         for k in range(n):
             i = (start + k) % n
-            if i in self._held:
-                continue
-            try:
-                fcntl.flock(self._fd(i), fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                continue
-            self._held.add(i)
-            return i
+            if i not in self._held and self._lock(i):
+                self._held.add(i)
+                return i
         return None
-
-    def _release(self, i: int) -> None:
-        fd = self._fds[i]
-        assert fd is not None
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        self._held.discard(i)
-        while self._waiters:  # wake one local waiter to take it at once
-            waiter = self._waiters.popleft()
-            if not waiter.done():
-                waiter.set_result(None)
-                break
 
     @contextlib.asynccontextmanager
     async def slot(self) -> AsyncIterator[None]:
-        async with self._local:
-            start = os.getpid()
-            delay = 0.001
-            while (i := self._try_any(start)) is None:
-                self.waits += 1
-                waiter = asyncio.get_running_loop().create_future()
-                self._waiters.append(waiter)
-                try:
-                    await asyncio.wait_for(waiter, delay)
-                except TimeoutError:
-                    pass
-                finally:
-                    if not waiter.done():
-                        waiter.cancel()
-                delay = min(delay * 2, 0.02)
-            try:
-                yield
-            finally:
-                self._release(i)
+        i = None
+        if self._head() is None and self._may_hold(len(self._held) + 1):  # never ahead of local waiters
+            i = self._try_any()
+        if i is None:
+            self.waits += 1
+            i = await self._wait()
+        try:
+            yield
+        finally:
+            self._release(i)
+
+    async def _wait(self) -> int:
+        """Queue until a slot is handed over or found; a cancelled waiter gives back a slot it was
+        handed and leaves the queue (the next waiter is then the one polled for)."""
+        waiter = _Waiter(asyncio.get_running_loop().create_future())
+        self._queue.append(waiter)
+        if self._timer is None:
+            self._schedule()
+        try:
+            await waiter.wake
+        except BaseException:
+            if waiter.slot is not None:
+                self._release(waiter.slot)
+            raise
+        finally:
+            with contextlib.suppress(ValueError):
+                self._queue.remove(waiter)
+            if not self._queue:
+                self._idle()
+        assert waiter.slot is not None
+        return waiter.slot
+
+    def _schedule(self) -> None:
+        self._timer = asyncio.get_running_loop().call_later(self._delay, self._poll)
+        self._delay = min(self._delay * 2, 0.02)
+
+    def _poll(self) -> None:
+        """For the oldest waiters, the slots other processes freed (within this process's share); then
+        the next poll, if any waits."""
+        self._timer = None
+        self._set_hungry()
+        while (waiter := self._head()) is not None and self._may_hold(len(self._held) + 1):
+            if (i := self._try_any()) is None:
+                break
+            self._give(waiter, i)
+            self._delay = 0.001  # slots are being freed: look again soon
+        if self._head() is None:
+            self._idle()
+        else:
+            self._schedule()
+
+    def _head(self) -> _Waiter | None:
+        """The oldest waiter still waiting (cancelled ones dropped)."""
+        while self._queue and self._queue[0].wake.done():
+            self._queue.popleft()
+        return self._queue[0] if self._queue else None
+
+    def _give(self, waiter: _Waiter, i: int) -> None:
+        self._queue.popleft()
+        waiter.slot = i
+        waiter.wake.set_result(None)
+
+    def _idle(self) -> None:
+        """Nobody waits here any more: no poll, not hungry."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._delay = 0.001
+        if self._hungry is not None:
+            fcntl.flock(self._fd(self._hungry), fcntl.LOCK_UN)
+            self._hungry = None
+
+    def _release(self, i: int) -> None:
+        waiter = self._head()
+        if waiter is not None and self._may_hold(len(self._held)):
+            self._give(waiter, i)  # the flock stays held: no unlock and lock again
+            return
+        fcntl.flock(self._fd(i), fcntl.LOCK_UN)
+        self._held.discard(i)
+
+    def _may_hold(self, count: int) -> bool:
+        """Whether this process may hold ``count`` slots: within the share of ``n`` among itself and the
+        processes waiting (asked only past the smallest share, ``n`` over ``processes``)."""
+        n, share = self._n, -(-self._n // self._processes)
+        return count <= share or count <= -(-n // (1 + self._others_hungry()))
+
+    def _set_hungry(self) -> None:
+        """Say this process waits: hold a free ``hungry-<k>.lock`` (all taken: try again next poll)."""
+        if self._hungry is None:
+            self._hungry = next((k for k in self._hunger_files() if self._lock(k)), None)
+
+    def _others_hungry(self) -> int:
+        """How many other processes wait: the ``hungry-<k>.lock`` files locked by others."""
+        count = 0
+        for k in self._hunger_files():
+            if k == self._hungry:
+                continue
+            if self._lock(k):
+                fcntl.flock(self._fd(k), fcntl.LOCK_UN)
+            else:
+                count += 1
+        return count
+
+    def _hunger_files(self) -> range:
+        return range(self._n, self._n + self._processes)
 
     def close(self) -> None:
         """Close the slot files (releasing any slot still held)."""
         _close_fds(self._fds)
         self._held.clear()
+        self._hungry = None
 
 
 def _close_fds(fds: list[int | None]) -> None:
@@ -415,11 +514,12 @@ class FileLimits:
     """The run's limits in the run folder on local disk (``slots/``, ``rate.json``, ``budget.json``),
     shared by the processes of one machine."""
 
-    def __init__(self, run_dir: Path) -> None:
+    def __init__(self, run_dir: Path, processes: int = 1) -> None:
         self.run_dir = run_dir
+        self.processes = processes  # the run's processes sharing the folder (xdist workers)
 
     def slots(self, n: int) -> ConcurrencySlots:
-        return ConcurrencySlots(RunFolder(self.run_dir).slots, n)
+        return ConcurrencySlots(RunFolder(self.run_dir).slots, n, self.processes)
 
     def rate(self, rpm: float | None, tpm: float | None) -> RateLimiter:
         return RateLimiter(SharedState(RunFolder(self.run_dir).rate), rpm, tpm)

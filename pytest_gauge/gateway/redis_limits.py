@@ -309,11 +309,12 @@ class RedisLimits:
 
 
 def build_limits(
-    opts: GaugeOptions, run_dir: Path, run_id: str
+    opts: GaugeOptions, run_dir: Path, run_id: str, processes: int = 1
 ) -> tuple[InFlightLimit, RateLimit, SpendLimit]:
     """This process's (slots, rate, budget): on the ``--gauge-limits`` Redis server, keyed by
-    ``--gauge-run-id`` (else this run's id), or in the run folder on local disk."""
-    where = _where(opts, run_dir, run_id)
+    ``--gauge-run-id`` (else this run's id), or in the run folder on local disk, shared by
+    ``processes`` processes (each keeps its fair share of the slots while another waits)."""
+    where = _where(opts, run_dir, run_id, processes)
     return (
         where.slots(opts.max_concurrency),
         where.rate(opts.rpm, opts.tpm),
@@ -330,6 +331,8 @@ def build_model_rates(opts: GaugeOptions, run_dir: Path, run_id: str) -> ModelRa
     return _where(opts, run_dir, run_id).model_rates(rpm, tpm)
 
 
-def _where(opts: GaugeOptions, run_dir: Path, run_id: str) -> RunLimits:
+def _where(opts: GaugeOptions, run_dir: Path, run_id: str, processes: int = 1) -> RunLimits:
     """The run's limits: on the ``--gauge-limits`` Redis server, or in the run folder."""
-    return RedisLimits(opts.limits, opts.run_id or run_id) if opts.limits else FileLimits(run_dir)
+    if opts.limits:
+        return RedisLimits(opts.limits, opts.run_id or run_id)
+    return FileLimits(run_dir, processes)

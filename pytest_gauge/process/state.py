@@ -236,7 +236,7 @@ class GaugeState:
             cache = Store(opts.cassettes)
         elif opts.cache_mode != "off" or opts.backend == "replay":
             cache = Store(Path(opts.cache_dir) / "responses")
-        slots, rate, budget = build_limits(opts, run, self.run_id)  # run folder or --gauge-limits
+        slots, rate, budget = build_limits(opts, run, self.run_id, self.worker_count)  # run folder or Redis
         settings = GatewaySettings(
             run_id=self.run_id,
             cache_mode=opts.cache_mode,
