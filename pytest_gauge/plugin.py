@@ -432,6 +432,11 @@ class GaugeRun:
         # a CI timeout stops like Ctrl-C, with a report; a second signal is absorbed, a third forces
         self.previous_sigterm = install_sigterm(speaks=self.role.started_by_user)
 
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        """After xdist's (which starts the workers): the process that ends the run gets ready to."""
+        self.role.session_started()
+
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
         """xdist controller: every worker joins the controller's run folder."""

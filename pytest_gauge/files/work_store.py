@@ -10,7 +10,7 @@ units. POSIX only. The format (docs/architecture.md#the-run-folder):
   to a file descriptor: closing any descriptor of the file drops all of them, and locking a byte the
   process already holds succeeds. So each process opens the file once per folder and keeps it open,
   and tracks the offsets it holds (a held one is not available).
-* ``<writer>-<pid>.jsonl``, one per process that wrote entries: one line per entry, ``<key> <canonical
+* ``<writer>-<pid>.log``, one per process that wrote entries: one line per entry, ``<key> <canonical
   JSON>\\n``, appended with one ``write`` (looped on a short write) to an ``O_APPEND`` descriptor. A
   reader reads every log of the folder on from where it stopped and indexes complete lines only (a
   line without its newline is still being written, or its writer died); an entry's JSON is parsed when
@@ -40,8 +40,8 @@ __all__ = ["WorkStore"]
 
 CLAIMS = "claims.lock"
 """The claims file's name in the work folder."""
-LOG_SUFFIX = ".jsonl"
-"""How an entry log's name ends (``<writer>-<pid>.jsonl``)."""
+LOG_SUFFIX = ".log"
+"""How an entry log's name ends (``<writer>-<pid>.log``)."""
 _CHUNK = 1 << 20  # bytes read from a log at once (doubled for a longer line)
 
 

@@ -74,8 +74,9 @@ class RunEnding(Protocol):
     the process layer calls it without importing them."""
 
     def prepare(self) -> None:
-        """Get ready to end the run (an xdist controller calls it with the first record, while the workers
-        still run cases)."""
+        """Get ready to end the run: import its modules at the session's start, never later (a Ctrl-C
+        cutting an import short leaves a half-made module behind, and the interrupted run's report
+        needs them), after xdist has started its workers (they start meanwhile)."""
 
     def write(self, session: pytest.Session, state: GaugeState, *, interrupted: bool) -> None:
         """Write every suite's outputs and reports, evaluate its gates, report them as test entries."""
@@ -122,6 +123,9 @@ class Role:
 
     def case_finished(self, report: pytest.TestReport) -> None:
         """A case item's last report (``--gauge-adaptive``: where the run ends, count it to its look)."""
+
+    def session_started(self) -> None:
+        """``pytest_sessionstart`` (after xdist's, which starts the workers)."""
 
     def record_report(self, report: pytest.TestReport) -> None:
         """A test's report (``pytest_runtest_logreport``, the call phase)."""
@@ -178,6 +182,9 @@ class _EndsTheRun(Role):
         line = state.progress_line()
         if line:
             reporter.write_line(line)
+
+    def session_started(self) -> None:
+        self.ending.prepare()
 
     def record_report(self, report: pytest.TestReport) -> None:
         self.progress()
@@ -319,8 +326,6 @@ class Controller(_EndsTheRun):
     def record_report(self, report: pytest.TestReport) -> None:
         for key, value in report.user_properties:
             if key == RECORD_PROPERTY:
-                if not self.state.records:
-                    self.ending.prepare()  # the first record: the workers are busy for a while yet
                 self.state.add_record(CaseRecord.from_json(json.loads(str(value))))
         self.progress()
 

@@ -92,7 +92,7 @@ def holder_of(tmp_path: Path) -> Iterator[type[Holder]]:
                 pipe.close()
 
 
-def _log(folder: Path, name: str = "gw5-99.jsonl") -> Path:
+def _log(folder: Path, name: str = "gw5-99.log") -> Path:
     """A log as another process would have written it."""
     folder.mkdir(parents=True, exist_ok=True)
     return folder / name
@@ -109,7 +109,7 @@ def test_two_stores_over_one_folder_see_each_others_entries_and_create_no_file_p
     assert WorkStore(tmp_path / "work").get(KEY) == {"n": 1, "text": "é\n"}
     for i in range(50):
         one.put(content_key(i), {"i": i})
-    assert [p.name for p in (tmp_path / "work").iterdir()] == [f"gw0-{os.getpid()}.jsonl"]
+    assert [p.name for p in (tmp_path / "work").iterdir()] == [f"gw0-{os.getpid()}.log"]
     assert WorkStore(tmp_path / "work").get(content_key(49)) == {"i": 49}
 
 
