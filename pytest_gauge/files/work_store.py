@@ -156,6 +156,13 @@ class _Folder:
             log, offset, length = where
             return os.pread(log.fd, length, offset)
 
+    def refresh(self) -> bool:
+        """Read what the logs gained; whether they gained any entry."""
+        with self.mutex:
+            known = len(self.index)
+            self._refresh()
+            return len(self.index) > known
+
     def _refresh(self) -> None:
         """Read every log of the folder on from where it was last read (new logs from the start)."""
         try:
@@ -258,6 +265,11 @@ class WorkStore:
             return None
         self.unreadable.discard(key)
         return value
+
+    def refresh(self) -> bool:
+        """Read the entries other processes appended since the logs were last read; whether there
+        were any (the engine wakes the units that wait for another process's work on it)."""
+        return self._folder.refresh()
 
     def put(self, key: str, value: dict[str, Any]) -> None:
         """Append the entry to this process's log: one line, written whole with one ``write``."""

@@ -59,6 +59,11 @@ if TYPE_CHECKING:
 __all__ = ["CaseOutcome", "Engine", "SuiteRuntime"]
 
 
+def _resolve(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
+
+
 def _failure(exc: GatewayError) -> WorkFailure:
     return WorkFailure(str(exc), exc.fatal, type(exc).__name__)
 
@@ -94,6 +99,9 @@ STOP_GRACE = 2.0
 
 ENGINE_SWITCH_INTERVAL = 0.001
 """The interpreter's thread switch interval (seconds) while an engine runs (see :meth:`Engine.start`)."""
+
+STORE_WATCH = 0.002
+"""Seconds between two reads of the work store's logs while a unit waits for another process's work."""
 
 _LOCAL_CLAIM = -1  # the token of a claim that needs no lock (see Engine._exclusive)
 
@@ -210,6 +218,7 @@ class Engine:
         self._stopping = False
         self._interrupted = False  # Ctrl-C reached a test item's wait
         self._producing: dict[str, asyncio.Future[None]] = {}  # units this process is producing now
+        self._awaiting_store: list[asyncio.Future[None]] = []  # units waiting for another process's work
         # Outcomes of cases whose every unit this process already holds, made on the engine's loop when
         # the last one finished: a test item takes its outcome from here without a round trip through
         # the loop (each round trip waits for the busy engine thread to hand over the GIL).
@@ -505,8 +514,33 @@ class Engine:
                     return self._stored(unit.key) or await self._produce_and_store(unit)
                 finally:
                     self._unlock(fd)
-            await asyncio.sleep(delay)
+            await self._store_grows(delay)
             delay = min(delay * 1.5, 0.05)
+
+    async def _store_grows(self, timeout: float) -> None:
+        """Wait until the work store gains an entry (another process finished a unit) or ``timeout``
+        passes (a claim may also have been given back without one: its process died). One watcher per
+        process reads the logs every :data:`STORE_WATCH` s while anything waits, so a waiting unit wakes
+        about as soon as its entry is written instead of at its next poll (up to 50 ms later)."""
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[None] = loop.create_future()
+        if not self._awaiting_store:
+            self._keep(asyncio.ensure_future(self._watch_store()))
+        self._awaiting_store.append(waiter)
+        timer = loop.call_later(timeout, _resolve, waiter)
+        try:
+            await waiter
+        finally:
+            timer.cancel()
+
+    async def _watch_store(self) -> None:
+        while self._awaiting_store:
+            await asyncio.sleep(STORE_WATCH)
+            self._awaiting_store = [w for w in self._awaiting_store if not w.done()]
+            if self._awaiting_store and self.store.refresh():
+                for waiter in self._awaiting_store:
+                    _resolve(waiter)
+                self._awaiting_store = []
 
     async def _produce_and_store(self, unit: _Unit) -> WorkResult:
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()

@@ -214,3 +214,12 @@ def test_a_claim_outlives_the_other_stores_of_its_folder(tmp_path: Path, holder_
     gc.collect()
     assert holder_of(folder, KEY).first == "busy"
     keeper.unlock(token)
+
+
+def test_refresh_says_whether_the_logs_gained_an_entry(tmp_path: Path) -> None:
+    store = WorkStore(tmp_path / "work", "gw0")
+    assert not store.refresh()
+    _log(tmp_path / "work").write_bytes(f'{KEY} {{"by": "gw5"}}\n'.encode())
+    assert store.refresh()
+    assert not store.refresh()  # nothing new since
+    assert store.get(KEY) == {"by": "gw5"}
