@@ -41,6 +41,9 @@ _SHAPES = (
 )
 _registered: set[str] = set()
 _lock = threading.Lock()
+_VOLATILE = os.fsencode("PYTEST_CURRENT_TEST")
+"""The one variable that changes all the time (pytest sets it at each phase of each test): not key-named,
+so a change of it alone does not make :func:`known_secrets` scan the environment again."""
 _seen: list[Any] = [None, None, ()]  # the process environment's raw data and registered keys last read, and
 # what they gave: os.environ read afresh on every response, its scan skipped while it is unchanged
 
@@ -67,7 +70,10 @@ def known_secrets(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
     if environ is None:
         raw: Any = getattr(os.environ, "_data", None)  # CPython's os.environ keeps its raw data here
         with _lock:
-            if raw is not None and _seen[0] == raw and _seen[1] == _registered:
+            seen = _seen[0]
+            if raw is not None and seen is not None and _VOLATILE in seen and _VOLATILE in raw:
+                seen[_VOLATILE] = raw[_VOLATILE]  # pytest's current test: set 3 times a test, never a key
+            if raw is not None and seen == raw and _seen[1] == _registered:
                 return tuple(_seen[2])
             before = (dict(raw) if raw is not None else None, set(_registered))  # taken before the scan
         found = _scan(os.environ)

@@ -97,9 +97,6 @@ def _produce_again(exc: BaseException) -> bool:
 STOP_GRACE = 2.0
 """Seconds a stopping process waits for its attempts in flight before it abandons them."""
 
-ENGINE_SWITCH_INTERVAL = 0.001
-"""The interpreter's thread switch interval (seconds) while an engine runs (see :meth:`Engine.start`)."""
-
 STORE_WATCH = 0.002
 """Seconds between two reads of the work store's logs while a unit waits for another process's work."""
 
@@ -223,7 +220,6 @@ class Engine:
         # the last one finished: a test item takes its outcome from here without a round trip through
         # the loop (each round trip waits for the busy engine thread to hand over the GIL).
         self._ready: dict[str, CaseOutcome] = {}
-        self._switch_interval: float | None = None
         self.done_units = 0
         self.total_units = len(self._order)
         self._progress = progress
@@ -299,11 +295,6 @@ class Engine:
         self._loop.run_forever()
 
     def start(self) -> None:
-        # The test items' thread hands work to this loop and waits for its answers; while the engine
-        # thread is busy, each hand-over waits for the interpreter's switch interval (5 ms by default):
-        # about 10 ms per test item, so the items fell a second behind the calls. 1 ms while it runs.
-        self._switch_interval = sys.getswitchinterval()
-        sys.setswitchinterval(min(self._switch_interval, ENGINE_SWITCH_INTERVAL))
         self._thread.start()
         self._driver = asyncio.run_coroutine_threadsafe(self._drive(), self._loop)
 
@@ -360,9 +351,6 @@ class Engine:
             pass
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout)
-        if self._switch_interval is not None:
-            sys.setswitchinterval(self._switch_interval)
-            self._switch_interval = None
         if not self._thread.is_alive():
             self._loop.close()  # now, not from a finalizer after the interpreter closed its file descriptors
 
