@@ -20,6 +20,7 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from ..files.folders import RunFolder
 from ..records import LedgerRecord, dumps
@@ -100,17 +101,13 @@ class Ledger:
                 self._fh.close()
 
 
-def _attempt_key(record: LedgerRecord) -> tuple[str, int, str | None]:
-    return (record.call_id, record.attempt, record.request)
-
-
-def resolve_sent(records: Iterable[LedgerRecord]) -> list[LedgerRecord]:
+def resolve_sent(records: Iterable[LedgerRecord | _SentLine]) -> list[LedgerRecord]:
     """One process's lines (in file order) with each write-ahead ``sent`` line matched to its outcome:
     matched ones dropped, unmatched ones turned into ``interrupted``, ``possibly_billed`` attempts."""
-    out: list[LedgerRecord] = []
+    out: list[LedgerRecord | _SentLine] = []
     open_attempts: dict[tuple[str, int, str | None], list[int]] = {}
     for record in records:
-        key = _attempt_key(record)
+        key = (record.call_id, record.attempt, record.request)
         if record.status == SENT:
             open_attempts.setdefault(key, []).append(len(out))
             out.append(record)
@@ -121,28 +118,49 @@ def resolve_sent(records: Iterable[LedgerRecord]) -> list[LedgerRecord]:
         out[open_attempts[key].pop(0)] = record  # the outcome takes the place of its write-ahead line
     for indexes in open_attempts.values():
         for i in indexes:
+            line = out[i]
             out[i] = replace(
-                out[i],
+                line.record() if isinstance(line, _SentLine) else line,
                 status=INTERRUPTED,
                 possibly_billed=True,
                 error="no outcome recorded: the process stopped while the request may have been in flight",
             )
-    return out
+    return [r for r in out if isinstance(r, LedgerRecord)]  # every _SentLine left was replaced above
 
 
 def read_ledger_file(path: Path) -> list[LedgerRecord]:
-    """One process's ledger file, write-ahead lines resolved (see :func:`resolve_sent`)."""
-    records = []
+    """One process's ledger file, write-ahead lines resolved (see :func:`resolve_sent`). A ``sent`` line
+    is read into a record only if no outcome answers it (half a run's lines are answered ``sent`` ones)."""
+    lines: list[LedgerRecord | _SentLine] = []
     with open(path, encoding="utf-8") as fh:
         for line in fh:
             line = line.strip()
             if not line:
                 continue
             try:
-                records.append(LedgerRecord.from_json(json.loads(line)))
-            except (json.JSONDecodeError, TypeError, KeyError):
+                row = json.loads(line)
+                if isinstance(row, dict) and row.get("status") == SENT:
+                    lines.append(_SentLine(row))
+                else:
+                    lines.append(LedgerRecord.from_json(row))
+            except (json.JSONDecodeError, TypeError, KeyError, AttributeError):
                 continue  # a line cut short by a crashed worker
-    return resolve_sent(records)
+    return resolve_sent(lines)
+
+
+class _SentLine:
+    """A write-ahead line as read (its JSON): made a record only if it stays unanswered."""
+
+    __slots__ = ("attempt", "call_id", "request", "row")
+    status = SENT
+    cache_hit = False
+
+    def __init__(self, row: dict[str, Any]) -> None:
+        self.row = row
+        self.call_id, self.attempt, self.request = row["call_id"], row["attempt"], row.get("request")
+
+    def record(self) -> LedgerRecord:
+        return LedgerRecord.from_json(self.row)
 
 
 def merge_ledgers(files: Iterable[Path]) -> list[LedgerRecord]:
