@@ -25,6 +25,12 @@ def _take_all(slots: ConcurrencySlots, n: int) -> list[int]:
     return [i for i in taken if i is not None]
 
 
+def _all_taken_by_another(folder: Path, n: int) -> tuple[ConcurrencySlots, ConcurrencySlots, list[int]]:
+    """Two instances over one folder of ``n`` slots (as two processes see it): the other holds them all."""
+    other, mine = ConcurrencySlots(folder, n), ConcurrencySlots(folder, n)
+    return other, mine, _take_all(other, n)
+
+
 def _free(slots: ConcurrencySlots, taken: list[int]) -> None:
     for i in taken:
         slots._release(i)
@@ -54,8 +60,7 @@ def test_local_waiters_enter_in_the_order_they_came(tmp_path: Path) -> None:
 
 def test_a_slot_another_process_frees_is_found_within_the_poll_time(tmp_path: Path) -> None:
     folder = tmp_path
-    other, mine = ConcurrencySlots(folder, 2), ConcurrencySlots(folder, 2)
-    taken = _take_all(other, 2)
+    other, mine, taken = _all_taken_by_another(folder, 2)
 
     async def main() -> float:
         async def free_later() -> float:
@@ -74,8 +79,7 @@ def test_a_slot_another_process_frees_is_found_within_the_poll_time(tmp_path: Pa
 
 def test_a_cancelled_polling_head_hands_the_poll_on_and_holds_nothing(tmp_path: Path) -> None:
     folder = tmp_path
-    other, mine = ConcurrencySlots(folder, 1), ConcurrencySlots(folder, 1)
-    taken = _take_all(other, 1)
+    other, mine, taken = _all_taken_by_another(folder, 1)
 
     async def main() -> None:
         async def hold() -> None:
@@ -125,8 +129,7 @@ def test_waiting_polls_once_for_all_the_waiters(tmp_path: Path, monkeypatch: pyt
     """32 waiters blocked for 0.2 s: one poll every 1 to 20 ms tries the 32 files, about 15 polls
     (a poll each would be 32 times as many ``flock`` calls)."""
     folder = tmp_path
-    other, mine = ConcurrencySlots(folder, 32), ConcurrencySlots(folder, 32)
-    taken = _take_all(other, 32)
+    other, mine, taken = _all_taken_by_another(folder, 32)
     calls = 0
     flock = fcntl.flock
 
