@@ -459,12 +459,19 @@ class GaugeRun:
         if session.config.option.collectonly:  # harmless: no call, no output file, no gate
             return (yield)
         self.role.start_loop(session)
+        # What is alive now (modules, items, suites, tasks) lives to the end of the run: the collector
+        # skips it until the outputs are written (the oldest generation's passes cost a run of 1,578
+        # cases about 0.1-0.2 s); unfrozen after, so nothing is kept longer than without.
+        gc.freeze()
         try:
-            result = yield
-        except BaseException:
-            self.role.abort(session)
-            raise
-        self.role.finish(session)
+            try:
+                result = yield
+            except BaseException:
+                self.role.abort(session)
+                raise
+            self.role.finish(session)
+        finally:
+            gc.unfreeze()
         return result
 
     def pytest_report_collectionfinish(self, config: pytest.Config) -> list[str]:
