@@ -20,8 +20,8 @@ class EndOfRun:
     when it comes: a worker never needs them)."""
 
     def prepare(self) -> None:
-        """Import the end of the run's modules now (numpy, the analysis, the reports: about 0.3 s): at the
-        session's start, while xdist's workers start, and before any Ctrl-C can cut an import short."""
+        """Import the end of the run's modules now (numpy, the analysis, the reports: about 0.3 s): before
+        the cases run (while xdist's workers start), so no Ctrl-C can cut an import short."""
         from .. import report  # noqa: F401
         from . import html, outputs  # noqa: F401
 

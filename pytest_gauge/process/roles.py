@@ -74,9 +74,9 @@ class RunEnding(Protocol):
     the process layer calls it without importing them."""
 
     def prepare(self) -> None:
-        """Get ready to end the run: import its modules at the session's start, never later (a Ctrl-C
-        cutting an import short leaves a half-made module behind, and the interrupted run's report
-        needs them), after xdist has started its workers (they start meanwhile)."""
+        """Get ready to end the run: import its modules before the cases run, never later (a Ctrl-C
+        cutting an import short leaves a half-made module behind, and the interrupted run's report needs
+        them); an xdist controller does it while its workers start."""
 
     def write(self, session: pytest.Session, state: GaugeState, *, interrupted: bool) -> None:
         """Write every suite's outputs and reports, evaluate its gates, report them as test entries."""
@@ -183,9 +183,6 @@ class _EndsTheRun(Role):
         if line:
             reporter.write_line(line)
 
-    def session_started(self) -> None:
-        self.ending.prepare()
-
     def record_report(self, report: pytest.TestReport) -> None:
         self.progress()
 
@@ -283,6 +280,8 @@ class Standalone(_EndsTheRun):
 
     def start_loop(self, session: pytest.Session) -> None:
         session.testscollected += self.state.suite_entries_expected()  # gates and snapshots: counted now
+        if self.state.suites:  # a run of plain tests only never imports the end of the run's modules
+            self.ending.prepare()
 
     def publish_looks(self, looks: LookState) -> None:
         if self.state.looks is not None:
@@ -297,6 +296,9 @@ class Controller(_EndsTheRun):
         super().__init__(config, state, ending)
         self.summaries: dict[str, WorkerSummary] = {}
         self.lost: dict[str, str] = {}
+
+    def session_started(self) -> None:
+        self.ending.prepare()  # while xdist's workers start (whether they collect suites is not known yet)
 
     def testnode_down(self, node: Any, error: object | None) -> None:
         """Keep a finished worker's summary (``workeroutput[WORKER_SUMMARY]``: none if it did no gauge

@@ -8,9 +8,10 @@ table), so each process runs an asyncio loop in a background thread:
   judgment depends on its case's two transcripts;
 * a **look-ahead driver** walks every selected case's work in collection order, going on from the
   case a test item last asked for (so each xdist worker works ahead of its own items), and keeps up
-  to ``2 × max_concurrency`` units in progress; a judgment waits for its transcripts, and a unit of
-  a model slowed by 429s for that model's limit (its wait, its bucket, its adaptive slot), without
-  holding one of those places; the gateway's shared slots bound the requests actually in flight;
+  to ``2 × max_concurrency`` units in progress; a judgment waits for its transcripts, and a unit for
+  its own model's limit (a 429's wait, its ``--gauge-rpm MODEL=N`` bucket, its adaptive slot while the
+  model is slowed by 429s), without holding one of those places; the gateway's shared slots bound the
+  requests actually in flight;
 * every unit is **claimed through the run's work store** (:mod:`pytest_gauge.files.work_store`): the
   process that takes the key's claim produces it, appends the result to its log, and every other
   process waits for the entry. So no work is done twice across workers, and the outcome does not
@@ -220,6 +221,7 @@ class Engine:
         # the last one finished: a test item takes its outcome from here without a round trip through
         # the loop (each round trip waits for the busy engine thread to hand over the GIL).
         self._ready: dict[str, CaseOutcome] = {}
+        self._asked: set[str] = set()  # cases whose items asked (from the items' thread)
         self.done_units = 0
         self.total_units = len(self._order)
         self._progress = progress
@@ -278,11 +280,11 @@ class Engine:
     def _case_positions(self, cases: Sequence[Case]) -> dict[str, int]:
         """Each case's first unit's place in the plan (where the look-ahead goes when its item asks)."""
         place = {unit.key: i for i, unit in enumerate(self._order)}
-        first: dict[str, int] = {}
-        for c in cases:
-            keys = [u.key for u in self._case_transcripts(c)] + [u.key for u in self._judge_units(c)]
-            first[f"{c.suite}::{c.case_id}"] = min(place[k] for k in keys)
-        return first
+        return {f"{c.suite}::{c.case_id}": min(place[u.key] for u in self._case_units(c)) for c in cases}
+
+    def _case_units(self, case: Case) -> list[_Unit]:
+        """The case's units: its two transcripts (left, right), then its verdicts."""
+        return [*self._case_transcripts(case), *self._judge_units(case)]
 
     # ----- loop and thread ------------------------------------------------------------------
     @property
@@ -576,16 +578,19 @@ class Engine:
         return await runtime.judgment(unit.case, unit.judge, unit.repeat, left.transcript, right.transcript)
 
     def _note(self, case: Case) -> None:
-        """If this process holds every result of the case, make its outcome now, for :meth:`outcome`."""
-        keys = [u.key for u in self._case_transcripts(case)] + [u.key for u in self._judge_units(case)]
+        """If this process holds every result of the case, make its outcome now, for :meth:`outcome`
+        (not for a case its item already asked for: the loop makes that one)."""
+        case_id = f"{case.suite}::{case.case_id}"
+        if case_id in self._asked:
+            return
         results: list[WorkResult] = []
-        for key in keys:
-            future = self._futures.get(key)
+        for unit in self._case_units(case):
+            future = self._futures.get(unit.key)
             if future is None or not future.done() or future.cancelled() or future.exception() is not None:
                 return  # not all here yet, or produced by another process: the item asks the loop
             results.append(future.result())
         left, right, *judges = results
-        self._ready[f"{case.suite}::{case.case_id}"] = self._outcome_of(case, left, right, judges)
+        self._ready[case_id] = self._outcome_of(case, left, right, judges)
 
     async def _case_outcome(self, case: Case) -> CaseOutcome:
         left, right = await self._transcripts_of(case)
@@ -611,6 +616,7 @@ class Engine:
     ) -> CaseOutcome:
         """Block until the case's record is ready (Ctrl-C interrupts the wait at once); ``waiting`` is
         called every ``poll`` seconds meanwhile (the progress line of a case that takes minutes)."""
+        self._asked.add(case_id)
         ready = self._ready.pop(case_id, None)
         if ready is not None:
             return ready
