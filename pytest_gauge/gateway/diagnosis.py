@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from http import HTTPStatus
 
 from .endpoint import URL_VARIABLE, check_base_url, key_variable
@@ -284,10 +285,11 @@ def final_error(
 
 def is_timeout(failure: Exception) -> bool:
     """Whether an attempt's failure is a timeout (the client's, asyncio's whole-request one, httpx2's while
-    the body is read)."""
-    import httpx2
-
-    return isinstance(failure, APITimeoutError | TimeoutError | httpx2.TimeoutException)
+    the body is read: only once httpx2 is in use, a plain-http run never imports it)."""
+    httpx2 = sys.modules.get("httpx2")
+    if httpx2 is not None and isinstance(failure, httpx2.TimeoutException):
+        return True
+    return isinstance(failure, APITimeoutError | TimeoutError)
 
 
 def _service_message(body: bytes) -> str:

@@ -10,18 +10,24 @@ only when a user asks for the SDK (:meth:`ModelClient.openai`, ``gauge_client.op
 
 The failures keep the SDK's class names (``RateLimitError``, ``APITimeoutError``, ...) and its
 ``Error code: N - message`` text: the ledger's ``error`` field is the class name, so ledgers written
-before and after read alike. ``httpx2`` is imported when a client is built, not with this module.
+before and after read alike. A plain ``http://`` gateway without a proxy goes through the package's own
+HTTP/1.1 client (:mod:`.http_client`, about a tenth of httpx2's CPU per call); ``httpx2`` is imported
+only when a client needs it (TLS, a proxy, the simulator's in-process transport, the SDK), not with this
+module.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
+import os
+import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlencode, urlsplit
 
 from ..version import __version__
+from .http_client import PlainHttpPool
 from .response import MAX_BODY_BYTES, BadResponse
 
 if TYPE_CHECKING:
@@ -44,6 +50,7 @@ __all__ = [
     "UnprocessableEntityError",
     "attempt_failures",
     "encode_body",
+    "plain_origin",
     "status_error",
 ]
 
@@ -155,19 +162,41 @@ def encode_body(body: Mapping[str, Any]) -> bytes:
     return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
 
 
-@functools.cache
+_FAILURES: tuple[type[Exception], ...] = (CallError, BadResponse, TimeoutError)
+
+
 def attempt_failures() -> tuple[type[Exception], ...]:
     """The errors that are an attempt's outcome (anything else is a bug and propagates): a typed
-    failure, the transport's while the body is read, a bad body, and the whole-request timeout."""
-    import httpx2
+    failure, a bad body, the whole-request timeout, and httpx2's while the body is read (once httpx2 is
+    in use: a plain-http run never imports it)."""
+    httpx2 = sys.modules.get("httpx2")
+    return (*_FAILURES, httpx2.HTTPError) if httpx2 is not None else _FAILURES
 
-    return (CallError, httpx2.HTTPError, BadResponse, TimeoutError)
+
+def plain_origin(url: str, environ: Mapping[str, str]) -> tuple[str, int] | None:
+    """``(host, port)`` when ``url`` is reached by the package's own client: plain ``http://``, no user
+    in the URL, and no HTTP proxy configured (``http_proxy``/``all_proxy``, either case: httpx2 honours
+    them); else None."""
+    parts = urlsplit(url)
+    if parts.scheme != "http" or not parts.hostname or parts.username is not None:
+        return None
+    if any(environ.get(name) for name in _PROXY_VARIABLES):
+        return None
+    try:
+        return parts.hostname, parts.port or 80
+    except ValueError:  # a port that is not a number: httpx2 says what is wrong
+        return None
+
+
+_PROXY_VARIABLES = ("http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY")
 
 
 class ModelClient:
     """One gateway's HTTP client: ``post`` sends a JSON body to ``base_url`` + path and gives back the
     2xx body (bounded) and headers, or raises a :class:`CallError`. ``transport``: the simulator's
-    in-process one (else the network, the pool sized to ``max_connections``)."""
+    in-process one (else the network, the pool sized to ``max_connections``). A plain ``http://`` gateway
+    with no proxy configured is reached by the package's own HTTP/1.1 client (:mod:`.http_client`), any
+    other by httpx2 (TLS, proxies); ``http`` (httpx2) is built on first use either way."""
 
     def __init__(
         self,
@@ -179,22 +208,34 @@ class ModelClient:
         max_connections: int | None = None,
         transport: httpx2.AsyncBaseTransport | None = None,
     ) -> None:
-        import httpx2
-
         self.api_key = api_key
         self.query = dict(query or {})
         self.timeout = timeout
-        self._base_url = base_url
+        self.max_connections = max_connections
+        self._transport = transport
+        self._http: httpx2.AsyncClient | None = None
         self._urls: dict[str, httpx2.URL] = {}
-        # The pool sized to the concurrency cap: the slots never let more attempts out at once, and each
-        # request's pool pass probes every idle connection's socket, so spare ones only cost CPU.
-        limits = (
-            httpx2.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
-            if max_connections is not None
-            else httpx2.Limits()
-        )
-        self.http = httpx2.AsyncClient(limits=limits, timeout=timeout, transport=transport)
+        self._targets: dict[str, tuple[str, str]] = {}
+        self._plain: PlainHttpPool | None = None
+        self.base_url = base_url
         self._openai: openai.AsyncOpenAI | None = None
+
+    @property
+    def http(self) -> httpx2.AsyncClient:
+        """The httpx2 client (its pool sized to the concurrency cap: the slots never let more attempts
+        out at once, and each request's pool pass probes every idle connection's socket, so spare ones
+        only cost CPU), built on first use."""
+        if self._http is None:
+            import httpx2
+
+            cap = self.max_connections
+            limits = (
+                httpx2.Limits(max_connections=cap, max_keepalive_connections=cap)
+                if cap is not None
+                else httpx2.Limits()
+            )
+            self._http = httpx2.AsyncClient(limits=limits, timeout=self.timeout, transport=self._transport)
+        return self._http
 
     @property
     def base_url(self) -> str:
@@ -205,6 +246,25 @@ class ModelClient:
     def base_url(self, url: str) -> None:
         self._base_url = url
         self._urls.clear()
+        self._targets.clear()
+        origin = plain_origin(url, os.environ) if self._transport is None else None
+        self._plain = PlainHttpPool(*origin, self.max_connections) if origin is not None else None
+
+    @property
+    def uses_plain_http(self) -> bool:
+        """Whether calls go through the package's own HTTP/1.1 client (else httpx2)."""
+        return self._plain is not None
+
+    def target(self, path: str) -> tuple[str, str]:
+        """``(path and query, whole URL)`` of ``path`` on the plain client, built once per path."""
+        found = self._targets.get(path)
+        if found is None:
+            joined = self._base_url.rstrip("/") + "/" + path.lstrip("/")
+            if self.query:
+                joined += ("&" if "?" in joined else "?") + urlencode(self.query)
+            parts = urlsplit(joined)
+            found = self._targets[path] = (parts.path + (f"?{parts.query}" if parts.query else ""), joined)
+        return found
 
     def url(self, path: str) -> httpx2.URL:
         """``base_url`` + ``path`` with the kept query parameters (``api-version``), built once per path."""
@@ -219,7 +279,12 @@ class ModelClient:
     def headers(self, headers: Mapping[str, str] | None, key: str | None, auth: str) -> dict[str, str]:
         """The request's headers: JSON both ways, the client's name, ``headers`` (passed ones, a format's
         own), and the key (``key``, else the client's) as a bearer token or an ``x-api-key`` header."""
-        out = {"Accept": "application/json", "Content-Type": "application/json", "User-Agent": USER_AGENT}
+        out = {
+            "Accept": "application/json",
+            "Accept-Encoding": "gzip, deflate",
+            "Content-Type": "application/json",
+            "User-Agent": USER_AGENT,
+        }
         if headers:
             out.update(headers)
         key = key or self.api_key
@@ -243,9 +308,13 @@ class ModelClient:
         (:class:`BadResponse`), and the answer's headers. All of it within ``timeout`` (a server dripping
         bytes cannot hold it longer). Raises :class:`APIStatusError` on any other status,
         :class:`APITimeoutError` / :class:`APIConnectionError` when no answer came."""
+        seconds = self.timeout if timeout is None else timeout
+        if self._plain is not None:
+            return await self._post_plain(
+                self._plain, path, content, self.headers(headers, key, auth), seconds
+            )
         import httpx2
 
-        seconds = self.timeout if timeout is None else timeout
         request = self.http.build_request(
             "POST", self.url(path), content=content, headers=self.headers(headers, key, auth), timeout=seconds
         )
@@ -263,6 +332,24 @@ class ModelClient:
                 return await read_bounded(raw), raw.headers
             finally:
                 await raw.aclose()
+
+    async def _post_plain(
+        self, pool: PlainHttpPool, path: str, content: bytes, headers: dict[str, str], seconds: float
+    ) -> tuple[bytes, Mapping[str, str]]:
+        """:meth:`post` on the package's own HTTP/1.1 client."""
+        target, url = self.target(path)
+        async with asyncio.timeout(seconds):
+            try:
+                answer = await pool.post(target, headers, content)
+            except OSError as exc:
+                raise APIConnectionError(url) from exc
+        if not 200 <= answer.status < 300:
+            try:
+                text = answer.body.decode(answer.charset, "replace")
+            except LookupError:
+                text = answer.body.decode("utf-8", "replace")
+            raise status_error(answer.status, answer.headers, text, url)
+        return answer.body, answer.headers
 
     def openai(self) -> openai.AsyncOpenAI:
         """An ``openai.AsyncOpenAI`` on this client (same base URL, key, query and connection pool),
