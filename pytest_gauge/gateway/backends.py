@@ -1,5 +1,5 @@
 """Building the model client (:class:`~.transport.ModelClient`) for a backend: live (the real gateway),
-sim (a simulator behind an in-process transport; the simulator's world is built by
+sim (a simulator behind an in-process server; the simulator's world is built by
 :mod:`pytest_gauge.sim.world`) and replay (no network at all: a socket connect is refused).
 
 Clients are built on first use (factories): a run answered entirely from the cache or from cassettes
@@ -67,7 +67,7 @@ def sim_client(backend: SimBackend) -> Callable[[], ModelClient]:
     """A factory for a :class:`ModelClient` answered in-process by the simulator ``backend``."""
 
     def make() -> ModelClient:
-        return ModelClient(SIM_BASE_URL, "sim-backend-no-key", transport=backend.transport())
+        return ModelClient(SIM_BASE_URL, "sim-backend-no-key", serve=backend.serve)
 
     return make
 

@@ -20,12 +20,13 @@ import collections
 import select
 import time
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from .http1 import response_bytes
 from .response import MAX_BODY_BYTES, BadResponse
 
-__all__ = ["HttpAnswer", "PlainHttpPool", "ProtocolFault"]
+__all__ = ["HttpAnswer", "PlainHttpPool", "ProtocolFault", "Serve"]
 
 MAX_HEAD_BYTES = 64 << 10
 """The largest status line and headers accepted."""
@@ -308,6 +309,11 @@ class _Connection(asyncio.Protocol):
             self.waiter = None
         return reading
 
+    def rest(self) -> None:
+        """Back in the pool: no answer expected until the next request."""
+        self.reading = None
+        self.idle_since = time.monotonic()
+
     def reusable(self) -> bool:
         """Whether the connection can take another request (whole answer read, kept alive, open)."""
         reading = self.reading
@@ -337,19 +343,62 @@ class _Connection(asyncio.Protocol):
         return bool(readable)
 
 
+Serve = Callable[[str, str, bytes], tuple[int, str, bytes]]
+"""An in-process server (the simulator's): (method, path, body) → (status, content type, body)."""
+
+
+class _InProcessConnection:
+    """A connection to an in-process server: the request's bytes read as a server reads them, the
+    server's answer written as HTTP/1.1 bytes and read by the same :class:`_Reading` as the network's."""
+
+    closed = False
+
+    def __init__(self, serve: Serve) -> None:
+        self.serve = serve
+
+    async def exchange(self, data: bytes, limit: int) -> _Reading:
+        head, _, body = data.partition(b"\r\n\r\n")
+        method, target, _ = head.split(b"\r\n", 1)[0].decode("latin-1").split(" ", 2)
+        status, kind, content = self.serve(method, target.split("?", 1)[0], body)
+        reading = _Reading(limit)
+        reading.feed(response_bytes(status, content, {"content-type": kind}, keep_alive=True))
+        if not reading.done:
+            raise ProtocolFault("the in-process server's answer is not whole")
+        return reading
+
+    def reusable(self) -> bool:
+        return True
+
+    def rest(self) -> None:
+        """Nothing to reset: each exchange reads its own answer."""
+
+    def stale(self, now: float) -> bool:
+        return False
+
+    def close(self) -> None:
+        """Nothing to close."""
+
+
+Connection = _Connection | _InProcessConnection
+
+
 class PlainHttpPool:
     """Keep-alive connections to one ``http://`` origin, at most ``max_connections`` (None: no cap) at
-    once; a request past the cap waits for the first connection handed back (first come, first served)."""
+    once; a request past the cap waits for the first connection handed back (first come, first served).
+    ``serve``: an in-process server instead of the network (the simulator)."""
 
-    def __init__(self, host: str, port: int, max_connections: int | None = None) -> None:
+    def __init__(
+        self, host: str, port: int, max_connections: int | None = None, *, serve: Serve | None = None
+    ) -> None:
         self.host, self.port = host, port
+        self.serve = serve
         self.authority = host if port == 80 else f"{host}:{port}"
         if ":" in host and not host.startswith("["):  # an IPv6 literal
             self.authority = f"[{host}]" if port == 80 else f"[{host}]:{port}"
         self.max_connections = max_connections
-        self._idle: list[_Connection] = []
+        self._idle: list[Connection] = []
         self._open = 0
-        self._waiters: collections.deque[asyncio.Future[_Connection | None]] = collections.deque()
+        self._waiters: collections.deque[asyncio.Future[Connection | None]] = collections.deque()
 
     async def post(
         self,
@@ -377,7 +426,7 @@ class PlainHttpPool:
         self._release(connection if connection.reusable() else None)
         return answer
 
-    async def _acquire(self) -> _Connection:
+    async def _acquire(self) -> Connection:
         """A kept connection (the most recently used), else a new one; past the cap, the first one handed
         back, or the place of one closed."""
         now = time.monotonic()
@@ -388,7 +437,7 @@ class PlainHttpPool:
             connection.close()
             self._open -= 1
         if self.max_connections is not None and self._open >= self.max_connections:
-            waiter: asyncio.Future[_Connection | None] = asyncio.get_running_loop().create_future()
+            waiter: asyncio.Future[Connection | None] = asyncio.get_running_loop().create_future()
             self._waiters.append(waiter)
             try:
                 handed = await waiter
@@ -402,6 +451,8 @@ class PlainHttpPool:
                 return handed
         else:
             self._open += 1  # a place taken; a waiter handed None already holds its place
+        if self.serve is not None:
+            return _InProcessConnection(self.serve)
         try:
             _, connection = await asyncio.get_running_loop().create_connection(
                 _Connection, self.host, self.port
@@ -411,12 +462,11 @@ class PlainHttpPool:
             raise
         return connection
 
-    def _release(self, connection: _Connection | None) -> None:
+    def _release(self, connection: Connection | None) -> None:
         """Hand a connection (or, with None, the place of one closed) to the oldest waiter, else keep the
         connection for the next request (or free the place)."""
         if connection is not None:
-            connection.reading = None
-            connection.idle_since = time.monotonic()
+            connection.rest()
         while self._waiters:
             waiter = self._waiters.popleft()
             if not waiter.done():

@@ -10,10 +10,10 @@ only when a user asks for the SDK (:meth:`ModelClient.openai`, ``gauge_client.op
 
 The failures keep the SDK's class names (``RateLimitError``, ``APITimeoutError``, ...) and its
 ``Error code: N - message`` text: the ledger's ``error`` field is the class name, so ledgers written
-before and after read alike. A plain ``http://`` gateway without a proxy goes through the package's own
-HTTP/1.1 client (:mod:`.http_client`, about a tenth of httpx2's CPU per call); ``httpx2`` is imported
-only when a client needs it (TLS, a proxy, the simulator's in-process transport, the SDK), not with this
-module.
+before and after read alike. A plain ``http://`` gateway without a proxy, and the simulator's in-process
+server, go through the package's own HTTP/1.1 client (:mod:`.http_client`, about a tenth of httpx2's CPU
+per call); ``httpx2`` is imported only when a client needs it (TLS, a proxy, a test's httpx2 transport,
+the SDK), not with this module.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode, urlsplit
 
 from ..version import __version__
-from .http_client import PlainHttpPool
+from .http_client import PlainHttpPool, Serve
 from .response import MAX_BODY_BYTES, BadResponse
 
 if TYPE_CHECKING:
@@ -51,10 +51,13 @@ __all__ = [
     "attempt_failures",
     "encode_body",
     "plain_origin",
+    "serve_transport",
     "status_error",
 ]
 
 USER_AGENT = f"pytest-gauge/{__version__}"
+SIM_HOST = "gauge-sim.invalid"
+"""The host an in-process server's requests name (never resolved)."""
 
 
 class CallError(Exception):
@@ -193,10 +196,11 @@ _PROXY_VARIABLES = ("http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY")
 
 class ModelClient:
     """One gateway's HTTP client: ``post`` sends a JSON body to ``base_url`` + path and gives back the
-    2xx body (bounded) and headers, or raises a :class:`CallError`. ``transport``: the simulator's
-    in-process one (else the network, the pool sized to ``max_connections``). A plain ``http://`` gateway
-    with no proxy configured is reached by the package's own HTTP/1.1 client (:mod:`.http_client`), any
-    other by httpx2 (TLS, proxies); ``http`` (httpx2) is built on first use either way."""
+    2xx body (bounded) and headers, or raises a :class:`CallError`. A plain ``http://`` gateway with no
+    proxy configured is reached by the package's own HTTP/1.1 client (:mod:`.http_client`), any other by
+    httpx2 (TLS, proxies), the pool sized to ``max_connections``. ``serve``: an in-process server (the
+    simulator's) behind the same HTTP/1.1 client; ``transport``: an httpx2 one (tests). ``http``
+    (httpx2, for the SDK) is built on first use."""
 
     def __init__(
         self,
@@ -207,12 +211,14 @@ class ModelClient:
         timeout: float = 600.0,
         max_connections: int | None = None,
         transport: httpx2.AsyncBaseTransport | None = None,
+        serve: Serve | None = None,
     ) -> None:
         self.api_key = api_key
         self.query = dict(query or {})
         self.timeout = timeout
         self.max_connections = max_connections
         self._transport = transport
+        self._serve = serve
         self._http: httpx2.AsyncClient | None = None
         self._urls: dict[str, httpx2.URL] = {}
         self._targets: dict[str, tuple[str, str]] = {}
@@ -234,7 +240,10 @@ class ModelClient:
                 if cap is not None
                 else httpx2.Limits()
             )
-            self._http = httpx2.AsyncClient(limits=limits, timeout=self.timeout, transport=self._transport)
+            transport = self._transport
+            if transport is None and self._serve is not None:
+                transport = serve_transport(self._serve)
+            self._http = httpx2.AsyncClient(limits=limits, timeout=self.timeout, transport=transport)
         return self._http
 
     @property
@@ -247,6 +256,9 @@ class ModelClient:
         self._base_url = url
         self._urls.clear()
         self._targets.clear()
+        if self._serve is not None:
+            self._plain = PlainHttpPool(SIM_HOST, 80, serve=self._serve)
+            return
         origin = plain_origin(url, os.environ) if self._transport is None else None
         self._plain = PlainHttpPool(*origin, self.max_connections) if origin is not None else None
 
@@ -366,6 +378,17 @@ class ModelClient:
                 http_client=self.http,
             )
         return self._openai
+
+
+def serve_transport(serve: Serve) -> httpx2.AsyncBaseTransport:
+    """An httpx2 transport answered by the in-process server ``serve`` (for ``openai.AsyncOpenAI``)."""
+    import httpx2
+
+    async def handler(request: httpx2.Request) -> httpx2.Response:
+        status, kind, content = serve(request.method, request.url.path, await request.aread())
+        return httpx2.Response(status, content=content, headers={"content-type": kind})
+
+    return httpx2.MockTransport(handler)
 
 
 def _request_errors() -> tuple[type[BaseException], ...]:

@@ -1,9 +1,11 @@
 """The embedded offline backend: simulated agents, user and judge behind an OpenAI-compatible endpoint.
 
 :class:`SimBackend` answers chat-completion request bodies with realistic ``chat.completion`` JSON
-(usage, finish_reason, tool_calls, ``length`` truncation, OpenAI-style errors). It is served to the
-real ``openai`` client through :meth:`SimBackend.transport` (an ``httpx2.MockTransport``), or by a
-loopback HTTP server using :meth:`SimBackend.handle`. Every answer is a pure function of the world
+(usage, finish_reason, tool_calls, ``length`` truncation, OpenAI-style errors). It is served in-process
+to the gateway's own HTTP client through :meth:`SimBackend.serve` (``ModelClient(serve=...)``: the same
+request and answer bytes as over a socket), to the real ``openai`` client through
+:meth:`SimBackend.transport` (an ``httpx2.MockTransport``), or by a loopback HTTP server using
+:meth:`SimBackend.handle`. Every answer is a pure function of the world
 and the request body: same world + same body gives byte-identical JSON.
 """
 
@@ -14,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from ..gateway.transport import serve_transport
 from ..gateway.wire import WireFormat, format_for_path
 from ..gateway.wire.sse import encode_events
 from ..records import dumps
@@ -254,14 +257,8 @@ class SimBackend:
 
     def transport(self) -> httpx2.AsyncBaseTransport:
         """An async mock transport for ``httpx2.AsyncClient`` (hence for ``openai.AsyncOpenAI``); httpx2 is
-        imported here, so a run answered from the cache never imports it."""
-        import httpx2
-
-        async def handler(request: httpx2.Request) -> httpx2.Response:
-            status, kind, content = self.serve(request.method, request.url.path, await request.aread())
-            return httpx2.Response(status, content=content, headers={"content-type": kind})
-
-        return httpx2.MockTransport(handler)
+        imported here, so a run that never asks for it never imports it."""
+        return serve_transport(self.serve)
 
 
 _ERROR_KINDS = {401: "authentication", 404: "not_found", 429: "rate_limit", 529: "overloaded"}

@@ -441,3 +441,33 @@ def test_an_in_process_transport_stays_on_httpx2() -> None:
         "http://gauge.invalid/v1", "k", transport=httpx2.MockTransport(lambda _: httpx2.Response(200))
     )
     assert not client.uses_plain_http
+
+
+def test_an_in_process_server_gets_the_request_and_its_answers_are_read_as_the_networks() -> None:
+    """The simulator's way in: ``ModelClient(serve=...)`` builds the same request bytes, the server sees
+    method, path (no query) and body, and its answers are parsed like a socket's (status errors typed,
+    a 2xx past the bound refused); httpx2 is not needed for it."""
+    seen: list[tuple[str, str, bytes]] = []
+    answers = iter(
+        [(200, "application/json", OK_BODY), (429, "application/json", b'{"error": {"message": "wait"}}')]
+    )
+
+    def serve(method: str, path: str, body: bytes) -> tuple[int, str, bytes]:
+        seen.append((method, path, body))
+        return next(answers)
+
+    client = ModelClient("http://gauge-sim.invalid/v1", "k", query={"api-version": "1"}, serve=serve)
+    assert client.uses_plain_http
+
+    async def main() -> tuple[bytes, BaseException]:
+        body, _ = await client.post("chat/completions", b'{"q":1}')
+        with pytest.raises(RateLimitError) as limited:
+            await client.post("chat/completions", b'{"q":2}')
+        return body, limited.value
+
+    body, limited = asyncio.run(main())
+    assert body == OK_BODY and str(limited) == "Error code: 429 - wait"
+    assert seen == [
+        ("POST", "/v1/chat/completions", b'{"q":1}'),
+        ("POST", "/v1/chat/completions", b'{"q":2}'),
+    ]
