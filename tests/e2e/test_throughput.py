@@ -222,14 +222,22 @@ def test_xdist_controller_renders_alone_and_without_openai(
 def test_a_run_served_from_the_cache_never_builds_a_client(
     pytester: pytest.Pytester, mini_suite: Path
 ) -> None:
-    """Clients are built on the first call that must be sent: a fully cached re-run never imports the
-    HTTP client (``httpx2``); the first run, which sends calls, does. Neither imports ``openai``, which
-    the gateway's calls no longer use (about 1 s of CPU per process)."""
+    """Clients are built on the first call that must be sent: a fully cached re-run builds none; the
+    first run, which sends calls, does. Neither imports ``openai``, which the gateway's calls do not use
+    (about 1 s of CPU per process), nor ``httpx2``, which the simulator's client does not use."""
     pytester.makeconftest(
         "import json, sys\n"
+        "from pytest_gauge.gateway import transport\n"
+        "built = []\n"
+        "make = transport.ModelClient.__init__\n"
+        "def counted(self, *args, **kwargs):\n"
+        "    built.append(1)\n"
+        "    make(self, *args, **kwargs)\n"
+        "transport.ModelClient.__init__ = counted\n"
         "def pytest_unconfigure(config):\n"
         "    with open('imported.json', 'w') as fh:\n"
-        "        json.dump({m: m in sys.modules for m in ('httpx2', 'openai')}, fh)\n"
+        "        seen = {m: m in sys.modules for m in ('httpx2', 'openai')}\n"
+        "        json.dump({'clients': len(built), **seen}, fh)\n"
     )
     probe = pytester.path / "imported.json"
     seen = []
@@ -237,7 +245,10 @@ def test_a_run_served_from_the_cache_never_builds_a_client(
         result = pytester.runpytest_subprocess("suites", "--gauge-cache", "use")
         assert result.ret == 0, result.stdout.str()
         seen.append(json.loads(probe.read_text()))
-    assert seen == [{"httpx2": True, "openai": False}, {"httpx2": False, "openai": False}]
+    assert seen == [
+        {"clients": 1, "httpx2": False, "openai": False},
+        {"clients": 0, "httpx2": False, "openai": False},
+    ]
 
 
 def test_progress_line_sums_every_process_and_estimates_the_live_calls_to_come() -> None:
