@@ -328,7 +328,10 @@ class _Connection(asyncio.Protocol):
     def close(self) -> None:
         self.closed = True
         if self.transport is not None:
-            self.transport.abort()
+            try:
+                self.transport.abort()
+            except RuntimeError:  # its loop is closed: the socket goes with the transport
+                pass
 
     def stale(self, now: float) -> bool:
         """Closed, or idle a while and its socket readable (the server's close is waiting to be read)."""
@@ -399,6 +402,7 @@ class PlainHttpPool:
         self._idle: list[Connection] = []
         self._open = 0
         self._waiters: collections.deque[asyncio.Future[Connection | None]] = collections.deque()
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     async def post(
         self,
@@ -429,6 +433,9 @@ class PlainHttpPool:
     async def _acquire(self) -> Connection:
         """A kept connection (the most recently used), else a new one; past the cap, the first one handed
         back, or the place of one closed."""
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:  # connections belong to the loop that made them: start afresh
+            self._forget(loop)
         now = time.monotonic()
         while self._idle:
             connection = self._idle.pop()
@@ -476,6 +483,13 @@ class PlainHttpPool:
             self._open -= 1
         else:
             self._idle.append(connection)
+
+    def _forget(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Drop what belonged to another event loop (a client used again under a new ``asyncio.run``)."""
+        for connection in self._idle:
+            connection.close()
+        self._idle, self._open, self._loop = [], 0, loop
+        self._waiters.clear()
 
     async def aclose(self) -> None:
         """Close every kept connection."""

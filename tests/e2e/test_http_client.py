@@ -471,3 +471,15 @@ def test_an_in_process_server_gets_the_request_and_its_answers_are_read_as_the_n
         ("POST", "/v1/chat/completions", b'{"q":1}'),
         ("POST", "/v1/chat/completions", b'{"q":2}'),
     ]
+
+
+def test_a_client_used_again_under_a_new_event_loop_opens_new_connections() -> None:
+    """Connections belong to the loop that made them: a client used under a second ``asyncio.run``
+    (a test, a CLI command) drops the first loop's and connects again, instead of failing."""
+    with LoopbackServer() as server:
+        client = ModelClient(server.base_url, "sk-plain-key")
+        body = json.dumps({"model": "loopback-model", "messages": [{"role": "user", "content": "hi"}]})
+        for _ in range(2):
+            answer_body, _ = asyncio.run(client.post("chat/completions", body.encode()))
+            assert json.loads(answer_body)["object"] == "chat.completion"
+        assert server.connections_total == 2
