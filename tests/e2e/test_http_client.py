@@ -477,7 +477,7 @@ def test_a_client_used_again_under_a_new_event_loop_opens_new_connections() -> N
     """Connections belong to the loop that made them: a client used under a second ``asyncio.run``
     (a test, a CLI command) drops the first loop's and connects again, instead of failing."""
     with LoopbackServer() as server:
-        client = ModelClient(server.base_url, "sk-plain-key")
+        client = ModelClient(server.base_url, "sk-plain-key", timeout=10.0)  # a reused dead connection hangs
         body = json.dumps({"model": "loopback-model", "messages": [{"role": "user", "content": "hi"}]})
         for _ in range(2):
             answer_body, _ = asyncio.run(client.post("chat/completions", body.encode()))
