@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TypeVar
 
 import numpy as np
-from scipy.optimize import minimize  # type: ignore[import-untyped]
+from scipy.optimize import minimize
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 

@@ -142,7 +142,8 @@ def browser_figures(page: Path) -> dict[str, float]:
         }
         for name, js in actions.items():
             best[name] = float(driver.execute_script(_ACTION.format(js)))
-        errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+        logs = driver.get_log("browser")  # type: ignore[no-untyped-call, unused-ignore]  # untyped in selenium 4.51
+        errors = [e for e in logs if e["level"] == "SEVERE"]
         if errors:
             raise SystemExit(f"console errors: {errors}")
     return best

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import os
 import shutil
 import subprocess
 import sys
@@ -26,8 +27,11 @@ def parsed(path: Path) -> ast.Module:
     return _tree(path, path.stat().st_mtime_ns)
 
 
-def _run(*cmd: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
+def _run(*cmd: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    environ = {**os.environ, **env} if env else None
+    return subprocess.run(
+        cmd, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False, env=environ
+    )
 
 
 @pytest.mark.skipif(shutil.which("ruff") is None, reason="ruff is not installed (pip install -e '.[test]')")
@@ -40,9 +44,15 @@ def test_ruff_lint_and_format() -> None:
 
 @pytest.mark.slow  # tens of seconds from a clean clone (no mypy cache): the full run only
 def test_mypy_strict() -> None:
-    """mypy --strict over the package and the tests, as configured in pyproject.toml."""
+    """mypy --strict over the package and the tests, as configured in pyproject.toml, then over the
+    benchmark scripts (each a program: they import each other as top-level modules, so ``benchmarks/``
+    is their search path, and the package and its dependencies come from the same cache)."""
     pytest.importorskip("mypy", reason="mypy is not installed (pip install -e '.[test]')")
-    done = _run(sys.executable, "-m", "mypy", "--cache-dir", str(ROOT / ".mypy_cache"))
+    cache = ("--cache-dir", str(ROOT / ".mypy_cache"))
+    done = _run(sys.executable, "-m", "mypy", *cache)
+    assert done.returncode == 0, done.stdout + done.stderr
+    scripts = sorted(str(path.relative_to(ROOT)) for path in (ROOT / "benchmarks").glob("*.py"))
+    done = _run(sys.executable, "-m", "mypy", *cache, *scripts, env={"MYPYPATH": "benchmarks"})
     assert done.returncode == 0, done.stdout + done.stderr
 
 
