@@ -1,5 +1,6 @@
-"""The HTTP client of model calls: one ``httpx2.AsyncClient`` per gateway (its pool sized to the run's
-concurrency cap), the request as the gateway sends it (base URL, kept query parameters, the key as a
+"""The HTTP client of model calls: one per gateway (the package's own HTTP/1.1 pool for plain
+``http://`` and the simulator, else an ``httpx2.AsyncClient``; its pool sized to the run's concurrency
+cap), the request as the gateway sends it (base URL, kept query parameters, the key as a
 bearer token or an ``x-api-key`` header, a JSON body encoded once per call), the body read bounded, the
 whole request within ``--gauge-timeout``, and typed failures (status, headers, body, the server's
 message; docs/protocol.md#gateway-failures).
