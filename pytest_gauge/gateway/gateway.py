@@ -322,7 +322,7 @@ class Gateway:
     @property
     def client(self) -> ModelClient:
         """The suite's :class:`~.transport.ModelClient`, built on first use (the engine's thread or a
-        fixture): a run answered entirely from the cache never builds one, nor imports httpx2."""
+        fixture): a run answered entirely from the cache never builds one."""
         if self._client is None:
             with self._client_lock:
                 if self._client is None:

@@ -34,7 +34,7 @@ from ..suite.cases import Case
 from ..suite.declare import MODEL_VARIABLES, Suite
 from ..suite.tasks import Task
 
-if TYPE_CHECKING:  # the engine imports httpx2; the xdist controller, which runs no case, never needs it
+if TYPE_CHECKING:  # the engine's modules: the xdist controller, which runs no case, never needs them
     from ..gateway.gateway import GatewayShared
     from ..gateway.proxy import RecordingProxy
     from ..records.prices import PriceRow

@@ -51,7 +51,7 @@ def build_client(
 ) -> tuple[Callable[[], ModelClient], str]:
     """A factory for the suite's client, and the backend's identity (part of every cache key).
 
-    The identity is known now; the client (and the ``httpx2`` import) waits until a call has to be sent.
+    The identity is known now; the client waits until a call has to be sent.
     """
     if backend == "sim":
         from .backend import SimBackend
