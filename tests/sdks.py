@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-__all__ = ["ANTHROPIC_INSTALL", "LazySDK", "require_sdk"]
+__all__ = ["ANTHROPIC_INSTALL", "LazySDK", "require_sdk", "sdk_http"]
 
 ANTHROPIC_INSTALL = "pip install 'anthropic>=0.40' (in the test extra)"
 
@@ -39,3 +39,12 @@ class LazySDK:
         if attribute.startswith("__"):  # pytest's collection probes module attributes (``__bases__``,
             raise AttributeError(attribute)  # ``__call__``...): answering would import the SDK there
         return getattr(require_sdk(self._name, self._install), attribute)
+
+
+def sdk_http(sdk: Any) -> Any:
+    """The SDK's own default HTTP client (``sdk.DefaultHttpxClient``: its timeouts, limits, redirects) on
+    the process's one TLS context (``transport.tls_context``): each client an SDK builds loads the CA
+    bundle again (20-60 ms), and the tests build a few hundred against loopback servers."""
+    from pytest_gauge.gateway.transport import tls_context
+
+    return sdk.DefaultHttpxClient(verify=tls_context())

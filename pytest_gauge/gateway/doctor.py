@@ -43,7 +43,7 @@ from .program_doctor import (
     service_findings,
 )
 from .redact import redact as _redact
-from .transport import APIConnectionError, APITimeoutError, CallError, status_error
+from .transport import APIConnectionError, APITimeoutError, CallError, status_error, tls_context
 from .wire import wire_format
 
 if TYPE_CHECKING:  # openai is imported where a check runs: the CLI's other commands start without it
@@ -343,7 +343,10 @@ def _client(base_url: str, key: str, timeout: float) -> openai.OpenAI:
 
     base, _, query = base_url.partition("?")
     params = dict(urllib.parse.parse_qsl(query)) or None
-    return openai.OpenAI(api_key=key, base_url=base, max_retries=0, timeout=timeout, default_query=params)
+    http = openai.DefaultHttpxClient(verify=tls_context())  # the CA bundle loaded once, not per model
+    return openai.OpenAI(
+        api_key=key, base_url=base, max_retries=0, timeout=timeout, default_query=params, http_client=http
+    )
 
 
 _PING_TOKENS = {"responses": 16}  # the least max_output_tokens OpenAI's Responses API takes

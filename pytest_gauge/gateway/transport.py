@@ -20,8 +20,10 @@ the SDK), not with this module.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
+import ssl
 import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -54,6 +56,7 @@ __all__ = [
     "plain_origin",
     "serve_transport",
     "status_error",
+    "tls_context",
 ]
 
 USER_AGENT = f"pytest-gauge/{__version__}"
@@ -244,7 +247,10 @@ class ModelClient:
             transport = self._transport
             if transport is None and self._serve is not None:
                 transport = serve_transport(self._serve)
-            self._http = httpx2.AsyncClient(limits=limits, timeout=self.timeout, transport=transport)
+            verify = tls_context() if transport is None else True  # a test's transport makes no TLS
+            self._http = httpx2.AsyncClient(
+                limits=limits, timeout=self.timeout, transport=transport, verify=verify
+            )
         return self._http
 
     @property
@@ -379,6 +385,16 @@ class ModelClient:
                 http_client=self.http,
             )
         return self._openai
+
+
+@functools.cache
+def tls_context() -> ssl.SSLContext:
+    """httpx2's default TLS context (the system's CAs, or ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` as set when
+    first asked), made once per process and shared by every client: each new context loads the CA bundle
+    again, 20-60 ms of CPU per client (the doctor makes one per model it checks)."""
+    import httpx2
+
+    return httpx2.create_ssl_context()
 
 
 def serve_transport(serve: Serve) -> httpx2.AsyncBaseTransport:

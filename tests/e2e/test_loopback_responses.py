@@ -18,6 +18,7 @@ from pytest_gauge.gateway.response import BadResponse
 from pytest_gauge.gateway.wire import wire_format
 from pytest_gauge.testing import FaultPlan, LoopbackServer, completion, tool_call
 from pytest_gauge.testing.faults import MALFORMED_BY_API
+from tests.sdks import sdk_http
 
 R = wire_format("responses")
 KEY = "sk-loopback-responses"
@@ -31,6 +32,7 @@ def server() -> Iterator[LoopbackServer]:
 
 def client(srv: LoopbackServer, **kw: Any) -> openai.OpenAI:
     kw.setdefault("max_retries", 0)
+    kw.setdefault("http_client", sdk_http(openai))
     return openai.OpenAI(api_key=kw.pop("api_key", KEY), base_url=srv.base_url, **kw)
 
 

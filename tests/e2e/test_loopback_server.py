@@ -21,6 +21,7 @@ from pytest_gauge.testing import (
     scheduled_fault,
     tool_call,
 )
+from tests.sdks import sdk_http
 
 KEY = "sk-loopback-test"
 HELLO = [{"role": "user", "content": "hello world"}]
@@ -34,6 +35,7 @@ def server() -> Iterator[LoopbackServer]:
 
 def client(srv: LoopbackServer | ServerProcess, **kw: Any) -> openai.OpenAI:
     kw.setdefault("max_retries", 0)
+    kw.setdefault("http_client", sdk_http(openai))
     return openai.OpenAI(api_key=kw.pop("api_key", KEY), base_url=kw.pop("base_url", srv.base_url), **kw)
 
 

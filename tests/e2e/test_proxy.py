@@ -34,7 +34,7 @@ from pytest_gauge.gateway.proxy import (
 from pytest_gauge.gateway.wire import Api, wire_format
 from pytest_gauge.records import ChatResult, LedgerRecord
 from tests.helpers import read_jsonl, run_inprocess
-from tests.sdks import ANTHROPIC_INSTALL, require_sdk
+from tests.sdks import ANTHROPIC_INSTALL, require_sdk, sdk_http
 
 CTX = CallContext("suite", "t1", "transcript/t1/agent-a/0")
 TOOL_CALL = {
@@ -119,7 +119,9 @@ def proxy() -> Iterator[RecordingProxy]:
 
 
 def _openai(route: ProxyRoute, key: str | None = None) -> openai.OpenAI:
-    return openai.OpenAI(base_url=route.openai_base_url, api_key=key or route.token)
+    return openai.OpenAI(
+        base_url=route.openai_base_url, api_key=key or route.token, http_client=sdk_http(openai)
+    )
 
 
 @pytest.mark.parametrize("api", ["chat", "responses", "anthropic"])
