@@ -16,7 +16,7 @@ from pytest_gauge.gateway.response import BadResponse
 from pytest_gauge.gateway.wire.anthropic import MESSAGES
 from pytest_gauge.testing import FaultPlan, LoopbackServer, completion, scheduled_fault, tool_call
 from pytest_gauge.testing.faults import MALFORMED_BY_API
-from tests.sdks import ANTHROPIC_INSTALL, LazySDK
+from tests.sdks import ANTHROPIC_INSTALL, LazySDK, sdk_http
 
 anthropic = LazySDK("anthropic", ANTHROPIC_INSTALL)  # imported by the first test that uses it
 
@@ -33,6 +33,7 @@ def server() -> Iterator[LoopbackServer]:
 def client(srv: LoopbackServer, **kw: Any) -> Any:
     """The SDK on the server (it adds ``/v1/messages`` to the root URL), its retries off."""
     kw.setdefault("max_retries", 0)
+    kw.setdefault("http_client", sdk_http(anthropic))
     return anthropic.Anthropic(api_key=kw.pop("api_key", KEY), base_url=srv.root_url, **kw)
 
 

@@ -152,7 +152,10 @@ def _send(api: Api, route: ProxyRoute, key: str, *, stream: bool) -> Any:
     if api == "anthropic":
         anthropic = _anthropic()
         client = anthropic.Anthropic(
-            base_url=route.anthropic_base_url, auth_token=key or "unused", api_key=None
+            base_url=route.anthropic_base_url,
+            auth_token=key or "unused",
+            api_key=None,
+            http_client=sdk_http(anthropic),
         )
         if not key:
             client = client.with_options(default_headers={"Authorization": anthropic.Omit()})
@@ -193,6 +196,7 @@ def test_a_clients_beta_header_is_passed_on_and_nothing_else(proxy: RecordingPro
     route = proxy.register(CTX, calls=calls)
     client = anthropic.Anthropic(
         base_url=route.anthropic_base_url,
+        http_client=sdk_http(anthropic),
         auth_token=route.token,
         default_headers={"anthropic-beta": "context-management-2025-06-27", "x-session": "s-1"},
     )
