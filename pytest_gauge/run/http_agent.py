@@ -17,6 +17,7 @@ from typing import Any
 
 from ..gateway.diagnosis import diagnose_http_agent
 from ..gateway.redact import redact, register_secret
+from ..gateway.transport import tls_context
 from ..suite.http_agent import MISSING, HttpAgent, env_references, extract, fill_headers, render_body
 from .programs import ProgramFailed
 
@@ -95,7 +96,9 @@ class HttpSession:
         agent = self.agent
         sent = {"content-type": "application/json", "accept": "application/json", **headers}
         attempts = 1 + agent.retries
-        async with httpx2.AsyncClient(timeout=agent.timeout, transport=self.transport) as client:
+        verify = tls_context() if self.transport is None else True  # the CA bundle loaded once per process
+        client = httpx2.AsyncClient(timeout=agent.timeout, transport=self.transport, verify=verify)
+        async with client:
             for attempt in range(1, attempts + 1):
                 started = time.perf_counter()
                 try:  # the timeout bounds the whole attempt (a service dripping its answer too)
