@@ -300,6 +300,8 @@ class _Connection(asyncio.Protocol):
     async def exchange(self, data: bytes, limit: int) -> _Reading:
         """Send ``data`` (a whole request) and wait for the whole answer."""
         assert self.transport is not None
+        if self.closed:  # the server closed it between its hand-over and now: no answer could come
+            raise ProtocolFault("the server closed the connection before the request was sent")
         reading = self.reading = _Reading(limit)
         self.waiter = asyncio.get_running_loop().create_future()
         self.transport.write(data)

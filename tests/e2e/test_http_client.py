@@ -483,3 +483,21 @@ def test_a_client_used_again_under_a_new_event_loop_opens_new_connections() -> N
             answer_body, _ = asyncio.run(client.post("chat/completions", body.encode()))
             assert json.loads(answer_body)["object"] == "chat.completion"
         assert server.connections_total == 2
+
+
+def test_a_connection_closed_before_its_request_is_written_fails_at_once() -> None:
+    """The server's close can be read between a connection's hand-over and the request's write (a server
+    that accepts and closes at once): the request fails then as a connection error, instead of being
+    written to a closing socket and waiting out the timeout for an answer that cannot come."""
+
+    async def main() -> None:
+        async with Canned(lambda _: answer(200, OK_BODY)) as canned:
+            loop = asyncio.get_running_loop()
+            _, connection = await loop.create_connection(http_client._Connection, "127.0.0.1", canned.port)
+            connection.eof_received()  # the close, read before the request goes out
+            with pytest.raises(ProtocolFault, match="before the request was sent"):
+                async with asyncio.timeout(5):
+                    await connection.exchange(b"POST / HTTP/1.1\r\nContent-Length: 0\r\n\r\n", 1000)
+            connection.close()
+
+    asyncio.run(main())
