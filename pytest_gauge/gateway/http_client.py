@@ -23,7 +23,7 @@ import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from .http1 import response_bytes
+from .http1 import MalformedRequest, read_request, response_bytes
 from .response import MAX_BODY_BYTES, BadResponse
 
 __all__ = ["HttpAnswer", "PlainHttpPool", "ProtocolFault", "Serve"]
@@ -362,9 +362,16 @@ class _InProcessConnection:
         self.serve = serve
 
     async def exchange(self, data: bytes, limit: int) -> _Reading:
-        head, _, body = data.partition(b"\r\n\r\n")
-        method, target, _ = head.split(b"\r\n", 1)[0].decode("latin-1").split(" ", 2)
-        status, kind, content = self.serve(method, target.split("?", 1)[0], body)
+        reader = asyncio.StreamReader()
+        reader.feed_data(data)
+        reader.feed_eof()
+        try:
+            request = await read_request(reader)  # the recording proxy's server-side reader
+        except MalformedRequest as exc:
+            raise ProtocolFault(f"the in-process server could not read the request: {exc}") from None
+        if request is None:
+            raise ProtocolFault("no request reached the in-process server")
+        status, kind, content = self.serve(request.method, request.path, request.body)
         reading = _Reading(limit)
         reading.feed(response_bytes(status, content, {"content-type": kind}, keep_alive=True))
         if not reading.done:
@@ -492,10 +499,3 @@ class PlainHttpPool:
             connection.close()
         self._idle, self._open, self._loop = [], 0, loop
         self._waiters.clear()
-
-    async def aclose(self) -> None:
-        """Close every kept connection."""
-        idle, self._idle = self._idle, []
-        for connection in idle:
-            connection.close()
-            self._open -= 1

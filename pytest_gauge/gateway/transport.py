@@ -60,8 +60,6 @@ __all__ = [
 ]
 
 USER_AGENT = f"pytest-gauge/{__version__}"
-SIM_HOST = "gauge-sim.invalid"
-"""The host an in-process server's requests name (never resolved)."""
 
 
 class CallError(Exception):
@@ -263,8 +261,9 @@ class ModelClient:
         self._base_url = url
         self._urls.clear()
         self._targets.clear()
-        if self._serve is not None:
-            self._plain = PlainHttpPool(SIM_HOST, 80, serve=self._serve)
+        if self._serve is not None:  # the URL's host only names the in-process server in its requests
+            parts = urlsplit(url)
+            self._plain = PlainHttpPool(parts.hostname or "localhost", parts.port or 80, serve=self._serve)
             return
         origin = plain_origin(url, os.environ) if self._transport is None else None
         self._plain = PlainHttpPool(*origin, self.max_connections) if origin is not None else None

@@ -194,9 +194,7 @@ def test_a_body_to_the_end_of_the_connection_is_read_whole() -> None:
     assert asyncio.run(main()) == OK_BODY
 
 
-def test_a_2xx_body_past_the_bound_is_refused_and_an_error_body_cut_there(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_a_2xx_body_past_the_bound_is_refused_and_an_error_body_cut_there() -> None:
     big = b"x" * 5000
 
     async def body(pool: PlainHttpPool, canned: Canned) -> Any:
