@@ -124,6 +124,7 @@ class GatewaySettings:
     key_variables: Mapping[str, str] | None = None  # live: role -> the variable whose key it sends
     role_keys: Mapping[str, str] = field(default_factory=dict)  # role -> its own key (never written anywhere)
     anthropic_auth: str = "bearer"  # where Messages calls send the key (AUTHS): --gauge-anthropic-auth
+    backoff_base: float = 0.25  # seconds before the first retry when the server names no wait (doubling)
 
 
 @dataclass(frozen=True)
@@ -804,7 +805,7 @@ class Gateway:
             )
         if status_code == 429:
             state.rate_limit_waits += 1
-        return wait if wait is not None else backoff(attempt, rng)
+        return wait if wait is not None else backoff(attempt, rng, base=settings.backoff_base)
 
 
 async def _gate_turn(ok: asyncio.Event, lock: asyncio.Lock) -> bool:

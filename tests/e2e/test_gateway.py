@@ -45,7 +45,10 @@ def make_gateway(
     run_id: str = "run1",
     concurrency: int = 8,
     pacer: ModelPacer | None = None,
+    backoff_base: float = 0.01,
 ) -> Gateway:
+    """A gateway on ``server`` with its own ledger, limits and cache under ``tmp_path``; retries without a
+    server-named wait back off from 10 ms, not the run's 0.25 s (the schedule is tests/unit's)."""
     shared = GatewayShared(
         GatewaySettings(
             run_id=run_id,
@@ -55,6 +58,7 @@ def make_gateway(
             timeout=timeout,
             retry_after_cap=cap,
             model_variables=MODEL_VARIABLES,  # as the process wires it: where env_model read each model name
+            backoff_base=backoff_base,
         ),
         GatewayResources(
             ledger=Ledger(tmp_path / "run", "main"),

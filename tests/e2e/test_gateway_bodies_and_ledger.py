@@ -99,12 +99,12 @@ def test_a_body_past_the_size_bound_is_refused(tmp_path: Path) -> None:
 def test_the_timeout_bounds_the_whole_request_of_a_dripping_server(tmp_path: Path) -> None:
     with LoopbackServer() as srv:
         srv.faults = FaultPlan(drip_seconds=0.05)  # each read is quick, the whole body takes ~8 s
-        gw = make_gateway(tmp_path, srv, retries=1, timeout=0.5)
+        gw = make_gateway(tmp_path, srv, retries=1, timeout=0.25)
         start = time.monotonic()
         with pytest.raises(GatewayError, match="timed out after 2 attempts") as info:
             call(gw)
         elapsed = time.monotonic() - start
-    assert elapsed < 0.5 * 2 + 5  # timeout x attempts + 5 s: a correctness bound, not a speed target
+    assert elapsed < 0.25 * 2 + 5  # timeout x attempts + 5 s: a correctness bound, not a speed target
     assert "\n" not in str(info.value)
     rows = ledger(tmp_path)
     assert [r.status for r in rows] == ["timeout", "timeout"] and all(r.possibly_billed for r in rows)

@@ -58,6 +58,7 @@ def gateway(
             timeout=5.0,
             retry_after_cap=5.0,
             model_variables=MODEL_VARIABLES,
+            backoff_base=settings.pop("backoff_base", 0.01),  # as make_gateway's: 10 ms, not the run's 0.25 s
             **settings,
         ),
         GatewayResources(

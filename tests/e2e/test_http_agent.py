@@ -56,7 +56,8 @@ class AgentService:
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/chat"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        # shutdown() waits out one poll of serve_forever: 0.5 s by default, on every test's teardown
+        threading.Thread(target=self.server.serve_forever, args=(0.02,), daemon=True).start()
 
     def close(self) -> None:
         self.server.shutdown()
