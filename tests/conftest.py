@@ -47,13 +47,21 @@ TIERS = ("unit", "e2e", "acceptance")
 HERE = Path(__file__).parent
 
 ONE_WORKER: dict[str, str] = {
-    "tests/e2e/test_html_report.py": "chromium",
     "tests/e2e/test_loopback_messages.py": "anthropic",
     "tests/e2e/test_proxy.py": "anthropic",
     "tests/unit/sim/test_sim_messages.py": "anthropic",
+    "tests/unit/analysis/test_baseline_stats.py": "scipy",
+    "tests/unit/analysis/test_elo.py": "scipy",
+    "tests/unit/analysis/test_reproducibility.py": "scipy",
+    "tests/unit/analysis/test_sequential.py": "scipy",
+    "tests/unit/report/test_eloreport.py": "scipy",
+    "tests/unit/test_code_quality.py": "package-source",
+    "tests/unit/test_layering.py": "package-source",
 }
-"""Test files whose tests share a setup each xdist worker would otherwise pay again, run on one worker:
-a headless Chromium session (about 6 s of CPU to start), the ``anthropic`` SDK's import (about 3 s)."""
+"""Test files whose tests share a setup each xdist worker would otherwise pay again, run on one worker
+under ``-m "not slow"``: the ``anthropic`` SDK's import (about 3 s), ``scipy``'s (about 1 s: these files
+import it inside the tests that use it, never at collection) and the package's parsed source
+(``tests.helpers.parsed``)."""
 
 
 def pytest_configure(config: pytest.Config) -> None:

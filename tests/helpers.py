@@ -6,7 +6,9 @@ Fixtures live in the conftest files: ``tests/conftest.py`` for every tier, ``tes
 
 from __future__ import annotations
 
+import ast
 import fcntl
+import functools
 import importlib
 import json
 import os
@@ -57,6 +59,17 @@ UNUSED_PLUGINS = "-p no:hypothesispytest -p no:benchmark -p no:anyio"
 # Fields that may legitimately differ between runs of the same seed (docs/protocol.md#ledger: only latencies,
 # timestamps, run and worker ids).
 VOLATILE = {"latency_s", "ts", "run_id", "worker", "finished_at", "volatile"}  # metrics.json's "volatile"
+
+
+@functools.cache
+def _tree(path: Path, mtime_ns: int) -> ast.Module:
+    return ast.parse(path.read_text(encoding="utf-8"), str(path))
+
+
+def parsed(path: Path) -> ast.Module:
+    """``path`` parsed, once per test process and version of the file: the code-quality checks and the
+    layering test walk the same package (tests/conftest.py runs their files on one worker)."""
+    return _tree(path, path.stat().st_mtime_ns)
 
 
 def stable_report(path: Path) -> str:

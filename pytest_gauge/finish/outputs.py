@@ -9,6 +9,7 @@ is an entry in the terminal output and in ``--junitxml``, and a failing gate fai
 from __future__ import annotations
 
 import difflib
+import functools
 import importlib.metadata
 import json
 import os
@@ -63,13 +64,20 @@ def _jsonl(rows: Sequence[Mapping[str, object]]) -> str:
 
 
 def _versions() -> dict[str, str]:
-    out = {"python": platform.python_version()}
+    return dict(_installed_versions())
+
+
+@functools.cache
+def _installed_versions() -> tuple[tuple[str, str], ...]:
+    """Python's and the installed distributions' versions, read once per process: each metadata lookup
+    scans ``sys.path`` (about 18 ms of CPU for the six, on every suite's end)."""
+    out = [("python", platform.python_version())]
     for dist in ("pytest-gauge", "pytest", "openai", "numpy", "pytest-xdist", "syrupy"):
         try:
-            out[dist] = importlib.metadata.version(dist)
+            out.append((dist, importlib.metadata.version(dist)))
         except importlib.metadata.PackageNotFoundError:
-            out[dist] = "not installed"
-    return out
+            out.append((dist, "not installed"))
+    return tuple(out)
 
 
 def _git_commit(folder: Path) -> str | None:

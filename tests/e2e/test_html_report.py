@@ -102,6 +102,8 @@ def test_same_seed_same_page_with_workers_and_a_warm_cache(run_out: Path) -> Non
 
 
 # ------------------------------------------------------------------------------------------ the browser
+# Every browser test is ``slow``: the full run's, not the not-slow tier's (a Chromium session costs about
+# 6 s of CPU to start and a few more to drive; CONTRIBUTING.md#test-tiers).
 
 
 @pytest.fixture(scope="module")
@@ -149,6 +151,7 @@ def _rows(driver: Any) -> list[str]:
     return rows
 
 
+@pytest.mark.slow
 def test_case_rows_equal_the_records(page: Any, run_out: Path) -> None:
     records = read_jsonl(run_out / "mini" / "pairs" / "pair_results.jsonl")
     _open(page, run_out / "mini" / "reports" / "index.html")
@@ -166,6 +169,7 @@ def test_case_rows_equal_the_records(page: Any, run_out: Path) -> None:
     ]
 
 
+@pytest.mark.slow
 def test_filters_sort_and_gate_drivers_narrow_the_table(page: Any, run_out: Path) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.select import Select
@@ -206,6 +210,7 @@ def _redacted(text: str) -> str:
     return text
 
 
+@pytest.mark.slow
 def test_case_view_shows_both_transcripts_rules_and_the_reveal(page: Any, run_out: Path) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
@@ -251,6 +256,7 @@ def test_case_view_shows_both_transcripts_rules_and_the_reveal(page: Any, run_ou
     )
 
 
+@pytest.mark.slow
 def test_injected_markup_is_shown_as_text_and_runs_nothing(page: Any, run_out: Path) -> None:
     from selenium.webdriver.common.by import By
 
@@ -275,6 +281,7 @@ def test_injected_markup_is_shown_as_text_and_runs_nothing(page: Any, run_out: P
     assert page.execute_script("return document.querySelectorAll('#case img, #case b').length") == 0
 
 
+@pytest.mark.slow
 def test_case_view_lists_every_verdict_and_the_ledger(page: Any, tmp_path: Path) -> None:
     from selenium.webdriver.common.by import By
 
@@ -298,6 +305,7 @@ def test_case_view_lists_every_verdict_and_the_ledger(page: Any, tmp_path: Path)
     assert [r[0] for r in slot_a_calls] == ["transcript/t1/alpha/0#1"] and slot_b_calls == []
 
 
+@pytest.mark.slow
 def test_ledger_tables_show_cache_reads_and_writes_when_a_call_used_the_cache(
     page: Any, tmp_path: Path
 ) -> None:
@@ -318,6 +326,7 @@ def test_ledger_tables_show_cache_reads_and_writes_when_a_call_used_the_cache(
     assert cells[5:9] == ["350", "300", "40", "2"]  # every input token, then the cache's parts, then out
 
 
+@pytest.mark.slow
 def test_a_cut_transcript_names_its_file_only_once_the_agents_are_revealed(page: Any, tmp_path: Path) -> None:
     from selenium.webdriver.common.by import By
 
@@ -334,6 +343,7 @@ def test_a_cut_transcript_names_its_file_only_once_the_agents_are_revealed(page:
     assert link.is_displayed() and link.get_attribute("href").endswith("/agents/beta.jsonl")
 
 
+@pytest.mark.slow
 def test_the_cost_panel_shows_what_to_watch_and_the_volatile_latencies(page: Any, tmp_path: Path) -> None:
     from selenium.webdriver.common.by import By
 
@@ -353,6 +363,7 @@ def test_the_cost_panel_shows_what_to_watch_and_the_volatile_latencies(page: Any
 # ------------------------------------------------------------------------------------------ labelling
 
 
+@pytest.mark.slow
 def test_five_cases_labelled_blind_with_the_keyboard_feed_a_run_with_gauge_labels(
     page: Any, run_out: Path, tmp_path: Path
 ) -> None:
@@ -419,6 +430,7 @@ def test_five_cases_labelled_blind_with_the_keyboard_feed_a_run_with_gauge_label
     assert page.find_element(By.ID, "human-table").is_displayed()
 
 
+@pytest.mark.slow
 def test_labels_sample_writes_a_weighted_sample_the_page_offers_first(
     page: Any, run_out: Path, tmp_path: Path
 ) -> None:
@@ -452,6 +464,7 @@ def test_labels_sample_writes_a_weighted_sample_the_page_offers_first(
     assert main(["labels", "sample", "--from", str(tmp_path / "nothing")], out=Capture(), err=Capture()) == 1
 
 
+@pytest.mark.slow
 def test_since_the_baseline_lists_the_regressed_and_fixed_tasks_with_both_transcripts(
     page: Any, tmp_path: Path
 ) -> None:

@@ -4,7 +4,6 @@ absent)."""
 from __future__ import annotations
 
 import ast
-import functools
 import os
 import shutil
 import subprocess
@@ -13,18 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import parsed
+
 ROOT = Path(__file__).resolve().parents[2]
 CHECKED = ["pytest_gauge", "tests", "benchmarks", "eval_suites", "conftest.py"]
-
-
-@functools.cache
-def _tree(path: Path, mtime_ns: int) -> ast.Module:
-    """``path`` parsed, once per test process and version of the file (two checks walk the package)."""
-    return ast.parse(path.read_text(encoding="utf-8"))
-
-
-def parsed(path: Path) -> ast.Module:
-    return _tree(path, path.stat().st_mtime_ns)
 
 
 def _run(*cmd: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

@@ -12,6 +12,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.helpers import parsed
+
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "pytest_gauge"
 
@@ -109,7 +111,7 @@ def _package_imports() -> tuple[Import, ...]:
     found: dict[Import, None] = {}  # one per statement and module reached, in file order
     for path in files:
         source = _module_name(path)
-        for stmt in _statements(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        for stmt in _statements(parsed(path)):
             for name in _named(stmt, source, path.name == "__init__.py"):
                 while name not in modules and "." in name:
                     name = name.rsplit(".", 1)[0]

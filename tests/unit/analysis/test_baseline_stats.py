@@ -13,7 +13,6 @@ import math
 
 import numpy as np
 import pytest
-from scipy import stats
 
 from pytest_gauge.analysis.intervals import t_quantile, z_value
 from pytest_gauge.analysis.paired import (
@@ -192,6 +191,8 @@ def test_no_change_rarely_fails_and_mcnemar_null_holds(conc: float) -> None:
     c = ((before == 0) & (now == 1)).sum(axis=0)
     u = rng.random(RUNS)
     randomized = [mcnemar_randomized(int(x), int(y), float(w)) for x, y, w in zip(b, c, u, strict=True)]
+    from scipy import stats  # imported here: scipy.stats costs a worker about 1 s (tests/conftest.py)
+
     assert stats.kstest(randomized, "uniform").pvalue > 0.01
     exact = np.array([mcnemar_exact(int(x), int(y)) for x, y in zip(b, c, strict=True)])
     assert float(np.mean(exact <= 0.05)) <= 0.05  # the exact test is valid (conservative)

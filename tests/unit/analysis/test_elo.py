@@ -6,7 +6,6 @@ import math
 
 import numpy as np
 import pytest
-from scipy.optimize import minimize
 
 from pytest_gauge.analysis.elo import (
     ELO_PER_THETA,
@@ -39,6 +38,8 @@ def simulate(rng: np.random.Generator, theta: np.ndarray, n_tasks: int) -> list[
 
 def nll_reference(k: int, wins: np.ndarray, l2: float = 0.0) -> np.ndarray:
     """Independent reference: logistic-regression negative log-likelihood minimised by scipy BFGS."""
+    from scipy.optimize import minimize  # imported here: about 1 s a worker pays (tests/conftest.py)
+
     i, j = np.nonzero(wins)
     w = wins[i, j]
 

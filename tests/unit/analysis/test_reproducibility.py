@@ -7,7 +7,6 @@ from collections.abc import Callable
 
 import numpy as np
 import pytest
-from scipy.special import expit, logit
 
 from pytest_gauge.analysis.gates import OPS, Gate, GateResult, GateSyntaxError, parse_gate
 from pytest_gauge.analysis.intervals import cluster_wilson, t_quantile
@@ -150,6 +149,8 @@ def _rare_partial(rng: np.random.Generator, tasks: int) -> tuple[Array, Array]:
 
 
 def _unequal(rng: np.random.Generator, tasks: int) -> tuple[Array, Array]:
+    from scipy.special import expit, logit  # imported here: scipy costs a worker about 1 s
+
     return expit(logit(0.1) + rng.normal(0.0, 2.0, tasks)), rng.choice([4.0, 12.0], tasks)
 
 

@@ -10,7 +10,6 @@ from statistics import NormalDist
 
 import numpy as np
 import pytest
-from scipy import stats
 
 from pytest_gauge.analysis.gates import parse_gate
 from pytest_gauge.analysis.intervals import Z95
@@ -70,6 +69,8 @@ def test_lan_demets_obrien_fleming_matches_the_published_boundaries() -> None:
 def test_exact_recursion_against_scipy_multivariate_normal(fractions: list[float]) -> None:
     """P(Z_1 < c_1, ..., Z_k < c_k) from scipy's multivariate normal (Genz's method, an independent
     algorithm) gives the alpha spent by look k; the recursion spent alpha * t_k**RHO."""
+    from scipy import stats  # imported in the tests: scipy.stats costs a worker about 1 s
+
     cs = boundaries(fractions)
     cov = np.array([[math.sqrt(min(a, b) / max(a, b)) for b in fractions] for a in fractions])
     for k in range(1, len(fractions) + 1):
@@ -146,6 +147,8 @@ def test_look_boundaries_of_uneven_looks_and_a_plan_cut_short() -> None:
 @pytest.mark.parametrize("df", [1.0, 3.0, 9.0, 39.0, 99.5])
 @pytest.mark.parametrize("c", [-1.0, 1.5, Z975, 2.6, 4.5])
 def test_critical_quantile_matches_scipy(c: float, df: float) -> None:
+    from scipy import stats
+
     assert critical_quantile(c, df) == pytest.approx(stats.t.isf(stats.norm.sf(c), df), rel=1e-8)
     assert t_upper_tail(c, df) == pytest.approx(stats.t.sf(c, df), rel=1e-9)
     assert t_upper_tail(-c, df) == pytest.approx(stats.t.sf(-c, df), rel=1e-9)
@@ -300,6 +303,8 @@ def test_decide_returns_the_anytime_valid_interval() -> None:
     _, low, high = _decide("upper(x) <= 0.5", 0.3, 0.25, 0.4)
     assert (low, high) == pytest.approx((0.2, 0.5))
     # cluster methods: the t quantile on tasks - 1 df with the boundary's tail, over the metric's own
+    from scipy import stats
+
     look = Look(1, 4, 20, 40, critical=2.8)
     q95 = stats.t.isf(0.025, 9)
     _, low, high = decide(

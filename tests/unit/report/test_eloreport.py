@@ -11,7 +11,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from scipy.stats import t as student_t
 from syrupy.assertion import SnapshotAssertion
 
 from pytest_gauge.analysis.elo import Comparison, elo_difference
@@ -492,6 +491,8 @@ def test_gate_tier_terms(family: tuple[list[CaseRecord], list[LedgerRecord], Elo
     coef = np.zeros(len(res.agents))
     for agent, c in (("a@bo2", 2.0), ("a@bo1", -1.0), ("a@bo4", -1.0)):
         coef[res.agents.index(agent)] = c
+    from scipy.stats import t as student_t  # here: scipy.stats costs a worker about 1 s
+
     half = student_t.ppf(0.975, res.n_tasks - 1) * float(np.sqrt(coef @ res.cov @ coef))
     assert diff.value == pytest.approx(report.tiers[1]["delta_elo"] - row["delta_elo"], abs=1e-9)
     assert (diff.low, diff.high) == pytest.approx((diff.value - half, diff.value + half), rel=1e-4)
