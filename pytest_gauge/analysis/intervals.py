@@ -95,8 +95,9 @@ def satterthwaite_df(k: FloatArray, n: FloatArray, p: FloatArray) -> FloatArray:
 def _satterthwaite(resid: FloatArray, tasks: FloatArray) -> FloatArray:
     """:func:`satterthwaite_df` from the present tasks' residuals (0 elsewhere) and their count."""
     safe = np.maximum(tasks, 1.0)
-    m2 = np.sum(resid**2, axis=-1) / safe
-    m4 = np.sum(resid**4, axis=-1) / safe
+    squared = resid * resid  # resid**2 to the bit; its square for the 4th power (numpy's pow is ~30x slower)
+    m2 = np.sum(squared, axis=-1) / safe
+    m4 = np.sum(squared * squared, axis=-1) / safe
     excess = m4 - m2 * m2
     ok = (m2 > 0) & (excess > 0)
     df = np.where(ok, 2.0 * safe * m2 * m2 / np.where(ok, excess, 1.0), tasks - 1.0)
