@@ -274,15 +274,19 @@ def _one_request_each_way() -> None:
 
     import openai
 
+    from pytest_gauge.gateway.transport import tls_context
     from pytest_gauge.testing import LoopbackServer
 
     messages: Any = [{"role": "user", "content": "warm up"}]
+    kw: Any = {"api_key": "sk-warm-up", "max_retries": 0}
     with LoopbackServer() as server:
-        with openai.OpenAI(api_key="sk-warm-up", base_url=server.base_url, max_retries=0) as sync_client:
+        sync_http = openai.DefaultHttpxClient(verify=tls_context())  # the process's one TLS context
+        with openai.OpenAI(base_url=server.base_url, http_client=sync_http, **kw) as sync_client:
             sync_client.chat.completions.create(model="m", messages=messages)
 
         async def call() -> None:
-            async with openai.AsyncOpenAI(api_key="sk-warm-up", base_url=server.base_url, max_retries=0) as c:
+            async_http = openai.DefaultAsyncHttpxClient(verify=tls_context())
+            async with openai.AsyncOpenAI(base_url=server.base_url, http_client=async_http, **kw) as c:
                 await c.chat.completions.create(model="m", messages=messages)
 
         asyncio.run(call())

@@ -63,10 +63,6 @@ def _jsonl(rows: Sequence[Mapping[str, object]]) -> str:
     return "".join(dumps(r) + "\n" for r in rows)
 
 
-def _versions() -> dict[str, str]:
-    return dict(_installed_versions())
-
-
 @functools.cache
 def _installed_versions() -> tuple[tuple[str, str], ...]:
     """Python's and the installed distributions' versions, read once per process: each metadata lookup
@@ -158,7 +154,7 @@ def write_outputs(
         "seed": opts.seed,
         "backend": opts.backend,
         "cache": opts.cache_mode,
-        "versions": _versions(),
+        "versions": dict(_installed_versions()),
         "models": dict(meta.models),
         "hashes": {
             "tasks": content_hash(tasks_text),

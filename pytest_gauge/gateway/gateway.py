@@ -330,6 +330,11 @@ class Gateway:
                     self._client = self._client_factory()
         return self._client
 
+    async def aclose(self) -> None:
+        """Close the client's kept connections, if it was built (the end of the run)."""
+        if self._client is not None:
+            await self._client.aclose()
+
     def cache_key(
         self, body: dict[str, Any], ctx: CallContext, api: Api = "chat", headers: PassedHeaders = ()
     ) -> str:

@@ -493,7 +493,12 @@ class PlainHttpPool:
         else:
             self._idle.append(connection)
 
-    def _forget(self, loop: asyncio.AbstractEventLoop) -> None:
+    def close(self) -> None:
+        """Close the kept connections (the end of a run; one still in use is closed when its request
+        ends, or by its own close). A later request opens new ones."""
+        self._forget(None)
+
+    def _forget(self, loop: asyncio.AbstractEventLoop | None) -> None:
         """Drop what belonged to another event loop (a client used again under a new ``asyncio.run``)."""
         for connection in self._idle:
             connection.close()

@@ -274,7 +274,8 @@ class ModelClient:
         return self._plain is not None
 
     def target(self, path: str) -> tuple[str, str]:
-        """``(path and query, whole URL)`` of ``path`` on the plain client, built once per path."""
+        """``(path and query, whole URL)`` of ``path``: ``base_url`` + ``path`` with the kept query
+        parameters (``api-version``), built once per path; both clients send this URL."""
         found = self._targets.get(path)
         if found is None:
             joined = self._base_url.rstrip("/") + "/" + path.lstrip("/")
@@ -285,13 +286,12 @@ class ModelClient:
         return found
 
     def url(self, path: str) -> httpx2.URL:
-        """``base_url`` + ``path`` with the kept query parameters (``api-version``), built once per path."""
+        """:meth:`target`'s whole URL as httpx2's, built once per path."""
         found = self._urls.get(path)
         if found is None:
             import httpx2
 
-            joined = self._base_url.rstrip("/") + "/" + path.lstrip("/")
-            found = self._urls[path] = httpx2.URL(joined, params=self.query or None)
+            found = self._urls[path] = httpx2.URL(self.target(path)[1])
         return found
 
     def headers(self, headers: Mapping[str, str] | None, key: str | None, auth: str) -> dict[str, str]:
@@ -368,6 +368,16 @@ class ModelClient:
                 text = answer.body.decode("utf-8", "replace")
             raise status_error(answer.status, answer.headers, text, url)
         return answer.body, answer.headers
+
+    async def aclose(self) -> None:
+        """Close the kept connections (the plain pool's, and httpx2's if built) at the end of a run, so no
+        socket is left to the garbage collector; a later call opens new ones."""
+        if self._plain is not None:
+            self._plain.close()
+        if self._http is not None:
+            http, self._http, self._openai = self._http, None, None
+            await http.aclose()
+        await asyncio.sleep(0)  # an aborted connection's socket is closed on the loop's next pass
 
     def openai(self) -> openai.AsyncOpenAI:
         """An ``openai.AsyncOpenAI`` on this client (same base URL, key, query and connection pool),

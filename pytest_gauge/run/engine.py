@@ -357,11 +357,14 @@ class Engine:
             self._loop.close()  # now, not from a finalizer after the interpreter closed its file descriptors
 
     async def _wind_down(self, wait: float) -> None:
-        """Let the units this process started finish (up to ``wait`` s), then cancel every other task."""
+        """Let the units this process started finish (up to ``wait`` s), cancel every other task, then
+        close the gateways' connections."""
         started = [f for f in self._producing.values() if not f.done()]
         if started and wait > 0:
             await asyncio.wait(started, timeout=wait)
         await _cancel_others()
+        for gateway in {id(rt.gateway): rt.gateway for rt in self.runtimes.values()}.values():
+            await gateway.aclose()
 
     # ----- scheduling -----------------------------------------------------------------------
     async def _report_progress(self, every: float = 1.0) -> None:

@@ -58,6 +58,7 @@ class Canned:
     def __init__(self, respond: Answer) -> None:
         self.respond = respond
         self.connections = 0
+        self.ended = 0  # connections the client closed (or that ended otherwise)
         self.requests: list[bytes] = []
         self.server: asyncio.Server | None = None
 
@@ -96,6 +97,7 @@ class Canned:
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
         finally:
+            self.ended += 1
             writer.close()
 
 
@@ -392,6 +394,28 @@ def test_an_idle_connection_the_server_closed_is_not_used_again(monkeypatch: pyt
         server.join(5)
         listener.close()
     assert len(connections) == 2
+
+
+def test_aclose_closes_the_kept_connections_and_a_later_call_opens_a_new_one() -> None:
+    """The end of a run (the engine's wind-down awaits each gateway's ``aclose``): the server sees the
+    kept connection end, rather than a socket left to the garbage collector."""
+
+    async def main() -> tuple[int, int, int]:
+        async with Canned(lambda request: answer(200, OK_BODY)) as canned:
+            client = ModelClient(f"http://127.0.0.1:{canned.port}/v1", "k")
+            await client.post("chat/completions", b"{}")
+            await client.post("chat/completions", b"{}")
+            kept = canned.connections - canned.ended
+            await client.aclose()
+            for _ in range(200):  # bounded: the server reads the close within a few loop passes
+                if canned.ended == canned.connections:
+                    break
+                await asyncio.sleep(0.005)
+            closed = canned.connections - canned.ended
+            await client.post("chat/completions", b"{}")
+            return kept, closed, canned.connections
+
+    assert asyncio.run(main()) == (1, 0, 2)
 
 
 def test_the_loopback_model_server_is_served_by_the_plain_client_with_the_key_and_the_cap() -> None:

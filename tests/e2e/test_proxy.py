@@ -163,7 +163,7 @@ def _send(api: Api, route: ProxyRoute, key: str, *, stream: bool) -> Any:
             with client.messages.stream(model="m", max_tokens=64, messages=ask) as events:
                 return events.get_final_message()
         return client.messages.create(model="m", max_tokens=64, messages=ask)
-    client = openai.OpenAI(base_url=route.openai_base_url, api_key=key)
+    client = openai.OpenAI(base_url=route.openai_base_url, api_key=key, http_client=sdk_http(openai))
     if api == "responses":
         if stream:
             with client.responses.stream(model="m", input="How long for a refund?") as events:
