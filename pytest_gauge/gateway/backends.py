@@ -3,8 +3,8 @@ sim (a simulator behind an in-process server; the simulator's world is built by
 :mod:`pytest_gauge.sim.world`) and replay (no network at all: a socket connect is refused).
 
 Clients are built on first use (factories): a run answered entirely from the cache or from cassettes
-never builds one; httpx2 is imported only for an ``https://`` or proxied gateway, no backend imports
-``openai``."""
+never builds one; aiohttp is imported only when a request goes over a socket (never on the simulator), no
+backend imports ``openai``."""
 
 from __future__ import annotations
 

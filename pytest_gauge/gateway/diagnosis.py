@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 from http import HTTPStatus
 
 from .endpoint import URL_VARIABLE, check_base_url, key_variable
@@ -233,15 +232,25 @@ def diagnose(exc: Exception, role: str, model: str, attempts: int, origin: str |
             model=model,
         )
     if isinstance(exc, APIConnectionError):
-        return GatewayError(
-            f"could not connect after {attempts} attempts: {type(exc.__cause__ or exc).__name__}",
-            f"check {URL_VARIABLE} and the network",
-            role=role,
-            model=model,
-        )
+        return _connection_error(exc, role, model, attempts)
     return GatewayError(
         f"unexpected error: {type(exc).__name__}: {exc}", "report this as a bug", role=role, model=model
     )
+
+
+def _connection_error(exc: APIConnectionError, role: str, model: str, attempts: int) -> GatewayError:
+    """No usable answer, told by its cause: nothing listening or unreachable (the URL or the network), a
+    TLS failure (the certificate), or an answer that is not HTTP (the URL names another kind of port)."""
+    cause = exc.cause or type(exc.__cause__ or exc).__name__
+    if cause.startswith("the TLS handshake failed"):
+        fix = f"check {URL_VARIABLE}'s scheme and host, or trust the gateway's certificate (SSL_CERT_FILE)"
+    elif cause.startswith(("the answer", "the server closed")):
+        fix = (
+            f"check {URL_VARIABLE}: it must name the gateway's HTTP(S) endpoint, not another service or port"
+        )
+    else:
+        fix = f"check {URL_VARIABLE} and the network"
+    return GatewayError(f"no usable answer after {attempts} attempts: {cause}", fix, role=role, model=model)
 
 
 def final_error(
@@ -284,11 +293,7 @@ def final_error(
 
 
 def is_timeout(failure: Exception) -> bool:
-    """Whether an attempt's failure is a timeout (the client's, asyncio's whole-request one, httpx2's while
-    the body is read: only once httpx2 is in use, a plain-http run never imports it)."""
-    httpx2 = sys.modules.get("httpx2")
-    if httpx2 is not None and isinstance(failure, httpx2.TimeoutException):
-        return True
+    """Whether an attempt's failure is a timeout (the client's, or asyncio's whole-request one)."""
     return isinstance(failure, APITimeoutError | TimeoutError)
 
 
@@ -316,6 +321,8 @@ def diagnose_http_agent(
     status: int | None = None,
     body: bytes = b"",
     failure: Exception | None = None,
+    cause: str = "",
+    location: str = "",
     timeout: float = 0.0,
     variables: tuple[str, ...] = (),
 ) -> GatewayError:
@@ -330,7 +337,7 @@ def diagnose_http_agent(
             return GatewayError(
                 cause, "raise HttpAgent(timeout=...), or check the service", role=role, url=url
             )
-        kind = type(failure).__name__ if failure is not None else "no response"
+        kind = cause or (type(failure).__name__ if failure is not None else "no response")
         return GatewayError(
             f"could not reach the agent service after {attempts} attempts: {kind}",
             "start the service, or check HttpAgent(url=...)",
@@ -338,6 +345,10 @@ def diagnose_http_agent(
             url=url,
         )
     head = f"{status} {_phrase(status)} from the agent service"
+    if 300 <= status < 400:
+        where = f" to {body_snippet(location.encode())}" if location else " without a Location"
+        fix = "point HttpAgent(url=...) at the URL that answers (redirects are not followed)"
+        return GatewayError(f"{head}: a redirect{where}", fix, status=status, role=role, url=url)
     if status in (401, 403):
         names = ", ".join(variables) or "(none: HttpAgent(headers=...) sends no credential)"
         fix = f"check the variables its headers read: {names} (set, current, no spaces)"

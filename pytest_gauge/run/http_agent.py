@@ -3,7 +3,9 @@ template filled, retried like a gateway call (429, 5xx, timeouts, refused connec
 ``Retry-After`` honoured up to 30 s), its failures diagnosed by :func:`~pytest_gauge.gateway.diagnosis.
 diagnose_http_agent`, and each turn's status, latency, attempts, session and reported usage kept for the
 transcript (``program_turns``). Header values come from the environment at each request and are
-registered as secrets, so no error, record or report can quote them."""
+registered as secrets, so no error, record or report can quote them. As strict as the gateway: a
+redirect is a failure naming its ``Location``, the body is bounded while it is read, and a reply that is
+not usable JSON is one line naming what is wrong."""
 
 from __future__ import annotations
 
@@ -13,13 +15,16 @@ import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..gateway.diagnosis import diagnose_http_agent
 from ..gateway.redact import redact, register_secret
-from ..gateway.transport import tls_context
+from ..gateway.response import BadResponse
 from ..suite.http_agent import MISSING, HttpAgent, env_references, extract, fill_headers, render_body
 from .programs import ProgramFailed
+
+if TYPE_CHECKING:
+    from ..gateway.client_session import LoopSession
 
 __all__ = ["HttpAgentFailed", "HttpSession", "HttpTurn"]
 
@@ -57,11 +62,10 @@ class HttpTurn:
 
 @dataclass
 class HttpSession:
-    """One transcript's conversation with an HTTP agent; ``transport`` (an httpx2 transport) for tests."""
+    """One transcript's conversation with an HTTP agent."""
 
     agent: HttpAgent
     environ: Mapping[str, str] = field(default_factory=lambda: os.environ)
-    transport: Any = None
     session: str | None = None
     turns: list[HttpTurn] = field(default_factory=list)
 
@@ -91,32 +95,57 @@ class HttpSession:
     ) -> tuple[int, bytes, Mapping[str, str], float, int]:
         """The first answer that is not worth retrying (or the last one), with its latency and the
         number of attempts; a failure that never got an answer is diagnosed and raised."""
-        import httpx2
+        from ..gateway.client_session import LoopSession  # deferred: aiohttp, only for an HTTP agent
 
-        agent = self.agent
         sent = {"content-type": "application/json", "accept": "application/json", **headers}
-        attempts = 1 + agent.retries
-        verify = tls_context() if self.transport is None else True  # the CA bundle loaded once per process
-        client = httpx2.AsyncClient(timeout=agent.timeout, transport=self.transport, verify=verify)
-        async with client:
+        attempts = 1 + self.agent.retries
+        client = LoopSession()
+        try:
             for attempt in range(1, attempts + 1):
                 started = time.perf_counter()
-                try:  # the timeout bounds the whole attempt (a service dripping its answer too)
-                    post = client.post(agent.url, content=body, headers=sent)
-                    response = await asyncio.wait_for(post, agent.timeout)
-                    data = response.content[:MAX_BODY]
-                except (TimeoutError, httpx2.TimeoutException, httpx2.TransportError) as exc:
-                    if attempt == attempts:
-                        raise self._failed(attempt, failure=exc) from None
-                    await asyncio.sleep(agent.retry_wait * 2 ** (attempt - 1))
+                answer = await self._attempt(client, body, sent, attempt, attempts)
+                if answer is None:
+                    await asyncio.sleep(self._backoff(attempt))
                     continue
+                status, data, response_headers = answer
                 latency = round(time.perf_counter() - started, 3)
-                if response.status_code < 400:
-                    return response.status_code, data, response.headers, latency, attempt
-                if response.status_code not in _RETRY_STATUSES or attempt == attempts:
-                    raise self._failed(attempt, status=response.status_code, body=data)
-                await asyncio.sleep(self._wait(response.headers.get("retry-after"), attempt))
+                if status < 300:
+                    return status, data, response_headers, latency, attempt
+                if status < 400:
+                    raise self._failed(attempt, status=status, location=response_headers.get("location", ""))
+                if status not in _RETRY_STATUSES or attempt == attempts:
+                    raise self._failed(attempt, status=status, body=data)
+                await asyncio.sleep(self._wait(response_headers.get("retry-after"), attempt))
+        finally:
+            await client.aclose()
         raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _attempt(
+        self, client: LoopSession, body: bytes, headers: dict[str, str], attempt: int, attempts: int
+    ) -> tuple[int, bytes, Mapping[str, str]] | None:
+        """One POST within the agent's timeout (a service dripping its answer too), its body bounded while
+        read: the answer, or None for a failure worth another attempt; the last attempt's failure is
+        diagnosed and raised."""
+        from ..gateway.client_session import fault_of, read_bounded  # deferred: aiohttp
+
+        try:
+            async with asyncio.timeout(self.agent.timeout):
+                async with client.get().post(
+                    self.agent.url, data=body, headers=headers, allow_redirects=False
+                ) as response:
+                    truncate = response.status >= 300  # an error body is only quoted: its start will do
+                    data = await read_bounded(response, MAX_BODY, truncate=truncate)
+                    return response.status, data, response.headers
+        except BadResponse as exc:
+            fix = f"keep the service's replies under {MAX_BODY >> 20} MiB"
+            raise self._bad(exc.problem.replace("the body", "the reply"), fix) from None
+        except Exception as exc:
+            fault = fault_of(exc)
+            if fault is None:
+                raise
+            if attempt == attempts:
+                raise self._failed(attempt, failure=exc, cause=fault.cause) from None
+            return None
 
     def _wait(self, retry_after: str | None, attempt: int) -> float:
         try:
@@ -148,6 +177,8 @@ class HttpSession:
             parsed = json.loads(data.decode("utf-8"))
         except (UnicodeDecodeError, ValueError):
             raise self._bad(f"the response is not JSON ({len(data)} bytes)") from None
+        except RecursionError:
+            raise self._bad(f"the response's JSON is nested too deeply to read ({len(data)} bytes)") from None
         reply = extract(parsed, agent.reply_path)
         if reply is MISSING or not isinstance(reply, str | int | float):
             keys = ", ".join(sorted(parsed)) if isinstance(parsed, dict) else type(parsed).__name__
@@ -163,9 +194,9 @@ class HttpSession:
             str(reply), session, status, latency, attempts, usage if isinstance(usage, dict) else None
         )
 
-    def _bad(self, problem: str) -> HttpAgentFailed:
+    def _bad(self, problem: str, fix: str = "") -> HttpAgentFailed:
         where = f"HttpAgent {self.agent.name!r} at {self.agent.url}"
-        fix = (
+        fix = fix or (
             "set HttpAgent(reply_path=...) to where the service puts its reply (dotted, numbers index lists)"
         )
         return HttpAgentFailed(redact(f"{where}: {problem}. Fix: {fix}"))

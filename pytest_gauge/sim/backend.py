@@ -2,8 +2,8 @@
 
 :class:`SimBackend` answers chat-completion request bodies with realistic ``chat.completion`` JSON
 (usage, finish_reason, tool_calls, ``length`` truncation, OpenAI-style errors). It is served in-process
-to the gateway's own HTTP client through :meth:`SimBackend.serve` (``ModelClient(serve=...)``: the same
-request and answer bytes as over a socket), to the real ``openai`` client through
+to the gateway's model client through :meth:`SimBackend.serve` (``ModelClient(serve=...)``: the same
+request and answer bytes as over a socket, handed over without one), to the real ``openai`` client through
 :meth:`SimBackend.transport` (an ``httpx2.MockTransport``), or by a loopback HTTP server using
 :meth:`SimBackend.handle`. Every answer is a pure function of the world
 and the request body: same world + same body gives byte-identical JSON.

@@ -22,7 +22,8 @@ from pytest_gauge.suite.http_agent import MISSING, extract, fill_headers, render
 from tests.helpers import read_jsonl, run_inprocess
 
 TOKEN = "agent-service-token-5d1e"
-Answer = Callable[[dict[str, Any], dict[str, str], int], tuple[int, dict[str, Any], dict[str, str]]]
+Answer = Callable[[dict[str, Any], dict[str, str], int], tuple[int, Any, dict[str, str]]]
+"""(status, JSON or raw bytes, headers); a header ``x-no-length`` sends the body to the connection's end."""
 
 
 class AgentService:
@@ -42,13 +43,17 @@ class AgentService:
                 service.seen.append((body, headers))
                 time.sleep(service.delay)
                 status, data, extra = service.answer(body, headers, len(service.seen))
-                raw = json.dumps(data).encode("utf-8")
+                raw = data if isinstance(data, bytes) else json.dumps(data).encode("utf-8")
                 self.send_response(status)
                 for key, value in {"content-type": "application/json", **extra}.items():
                     self.send_header(key, value)
-                self.send_header("content-length", str(len(raw)))
+                if "x-no-length" not in extra:
+                    self.send_header("content-length", str(len(raw)))
                 self.end_headers()
-                self.wfile.write(raw)
+                try:
+                    self.wfile.write(raw)
+                except ConnectionError:  # the client stopped reading: what the bound is for
+                    pass
 
             def log_message(self, *args: Any) -> None:
                 pass
@@ -186,7 +191,8 @@ def test_a_timeout_a_refused_connection_and_a_missing_reply(service: Callable[..
         )
     closed = HttpAgent("svc", "http://127.0.0.1:9/none", retries=0)
     with pytest.raises(
-        HttpAgentFailed, match="could not reach the agent service after 1 attempts: ConnectError"
+        HttpAgentFailed,
+        match=r"could not reach the agent service after 1 attempts: could not connect to 127\.0\.0\.1:9",
     ):
         asyncio.run(HttpSession(closed).turn(hi))
     svc = service(echo)
@@ -195,6 +201,44 @@ def test_a_timeout_a_refused_connection_and_a_missing_reply(service: Callable[..
     unset = HttpAgent("svc", svc.url, headers={"Authorization": "Bearer ${GAUGE_UNSET_TOKEN_X}"})
     with pytest.raises(HttpAgentFailed, match="GAUGE_UNSET_TOKEN_X, which is not set"):
         asyncio.run(HttpSession(unset, environ={}).turn(hi))
+
+
+def test_a_redirect_fails_the_turn_naming_its_location_and_is_not_followed(
+    service: Callable[..., AgentService],
+) -> None:
+    moved = service(
+        lambda body, headers, n: (302, {"output": {"text": "moved"}}, {"location": "http://x.test/v2"})
+    )
+    agent = HttpAgent("svc", moved.url, body={"input": "{last_user_message}"}, reply_path="output.text")
+    with pytest.raises(
+        HttpAgentFailed, match=r"302 Found from the agent service: a redirect to http://x\.test/v2"
+    ):
+        asyncio.run(HttpSession(agent).turn([{"role": "user", "content": "hi"}]))
+    assert len(moved.seen) == 1
+
+
+@pytest.mark.parametrize(
+    ("data", "extra", "problem"),
+    [
+        (
+            b'{"output": "' + b"x" * (9 << 20) + b'"}',
+            {},
+            r"the reply is 9437198 bytes, more than the 8388608",
+        ),
+        (b'{"output": "' + b"x" * (9 << 20) + b'"}', {"x-no-length": "1"}, "more than the 8388608 bytes"),
+        (b"[" * 100_000 + b"]" * 100_000, {}, "nested too deeply to read"),
+        (b"\xff\xfe not json", {}, r"the response is not JSON \(11 bytes\)"),
+    ],
+    ids=["declared-too-long", "too-long-while-read", "nested", "not-json"],
+)
+def test_a_malformed_reply_is_one_line_naming_what_is_wrong(
+    service: Callable[..., AgentService], data: bytes, extra: dict[str, str], problem: str
+) -> None:
+    svc = service(lambda body, headers, n: (200, data, extra))
+    agent = HttpAgent("svc", svc.url, body={"input": "{last_user_message}"}, retries=0, timeout=20)
+    with pytest.raises(HttpAgentFailed, match=problem) as failed:
+        asyncio.run(HttpSession(agent).turn([{"role": "user", "content": "hi"}]))
+    assert "\n" not in str(failed.value) and len(str(failed.value)) < 400
 
 
 SUITE = """
