@@ -73,6 +73,7 @@ __all__ = [
 
 CACHE_FORMAT_VERSION = 1
 RETRYABLE = frozenset({408, 409, 429})
+_NO_JITTER = random.Random(0)  # retry_delay reads the headers' hint only: no draw is made from it
 ANTHROPIC_VERSION = "2023-06-01"
 """The ``anthropic-version`` header every Messages request carries (the API refuses a request without it)."""
 AUTHS = ("bearer", "x-api-key")
@@ -683,14 +684,15 @@ class Gateway:
         return pacer.slot(model) if pacer is not None else contextlib.nullcontext()
 
     def _paced_outcome(self, model: str, failure: Exception | None) -> None:
-        """Tell the pacer: a 429 halves the model's concurrency, a success grows it by one."""
+        """Tell the pacer: a 429 may halve the model's concurrency (with a wait hint, or when 429s are no
+        longer stray ones), a success grows it by one."""
         pacer = self.resources.pacer
         if pacer is None:
             return
         if failure is None:
             pacer.succeeded(model)
         elif isinstance(failure, APIStatusError) and failure.status_code == 429:
-            pacer.slowed(model)
+            pacer.slowed(model, hinted=retry_delay(failure.headers, 1, _NO_JITTER) is not None)
 
     async def _post(self, a: _Attempt, content: bytes) -> tuple[dict[str, Any], Mapping[str, str]]:
         """The POST of ``content`` (the call's body, encoded once) to the format's path and the whole
