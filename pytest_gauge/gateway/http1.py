@@ -1,7 +1,6 @@
-"""The recording proxy's HTTP/1.1 (:mod:`.proxy`): reading one request from an asyncio stream (keep-alive,
-Content-Length or chunked bodies, bounded) and the bytes of a response. Small on purpose: the proxy
-serves model clients on loopback, nothing else (the loopback test server has its own, in ``testing/``,
-a layer the gateway may not import)."""
+"""Reading one HTTP/1.1 request from an asyncio stream and a response's bytes, for the model client's
+in-process ``Serve`` (:mod:`.http_client`) alone: the recording proxy is served by aiohttp. This module
+goes with that in-process path, which the model client is leaving (the simulator is called directly)."""
 
 from __future__ import annotations
 

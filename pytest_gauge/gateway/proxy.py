@@ -1,4 +1,4 @@
-"""The recording proxy (docs/protocol.md#the-recording-proxy): a small HTTP/1.1 server on 127.0.0.1 that
+"""The recording proxy (docs/protocol.md#the-recording-proxy): an HTTP server on 127.0.0.1 (aiohttp's) that
 takes Chat Completions, Responses and Messages requests from a program that is not Python in this
 process (an agent CLI, a service under test) and sends each through the run's gateway, so its calls are
 cached, limited, budgeted, seeded and in the ledger like every other call of the run.
@@ -13,6 +13,10 @@ cached, limited, budgeted, seeded and in the ledger like every other call of the
 - A request asking for a stream gets the whole answer re-sent as the format's events; a gateway error
   comes back in the format's error shape with the upstream status, and ``x-should-retry: false`` (the
   gateway has made its retries already).
+- A request is refused on its head before its body is read (so a client's ``Expect: 100-continue`` is
+  answered only once its token is checked); a body is at most :data:`MAX_REQUEST_BYTES` and must arrive
+  within :data:`READ_TIMEOUT`; a malformed request (llhttp's verdict) or body (JSON nested too deeply
+  included) gets a 400, never a dropped connection.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import concurrent.futures
 import contextlib
 import hmac
 import json
+import logging
 import os
 import re
 import secrets
@@ -29,11 +34,10 @@ import socket
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from .endpoint import ROLE_KEY_VARIABLES, key_variables
 from .errors import GatewayError
-from .http1 import HttpRequest, MalformedRequest, read_request, response_bytes
 from .redact import MIN_RUN, known_secrets, redact
 from .wire import APIS, Api, WireFormat, wire_format
 from .wire.sse import encode_events
@@ -41,10 +45,16 @@ from .wire.sse import encode_events
 if TYPE_CHECKING:
     from types import TracebackType
 
+    from aiohttp import web
+
     from .gateway import CallContext, Gateway, WireReply
 
 __all__ = [
     "HOST",
+    "MAX_REQUEST_BYTES",
+    "READ_TIMEOUT",
+    "ProxyAnswer",
+    "ProxyRequest",
     "ProxyRoute",
     "RecordingProxy",
     "WireRequest",
@@ -54,6 +64,7 @@ __all__ = [
     "new_proxy_token",
     "parse_route_path",
     "presented_tokens",
+    "quiet_logger",
 ]
 
 HOST = "127.0.0.1"
@@ -66,12 +77,36 @@ _KINDS = {
     429: "rate_limit",
     529: "overloaded",
 }
+MAX_REQUEST_BYTES = 32 << 20
+"""The largest request body accepted: an agent program's whole context, tool outputs included."""
+READ_TIMEOUT = 120.0
+"""Seconds a client may stay silent in the middle of a request (head or body) or between requests."""
 _CLIENT_VARIABLES = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN")
 
 
 def new_proxy_token() -> str:
     """A run's proxy token: random, made once per run (the controller's, handed to its workers)."""
     return "gauge-proxy-" + secrets.token_hex(24)
+
+
+@dataclass(frozen=True)
+class ProxyRequest:
+    """One HTTP request as the proxy takes it: method, path (no query), headers (names looked up in any
+    case), the whole body."""
+
+    method: str
+    path: str
+    headers: Mapping[str, str]
+    body: bytes
+
+
+@dataclass(frozen=True)
+class ProxyAnswer:
+    """What the proxy answers one request with: status, body, headers (the length is the server's)."""
+
+    status: int
+    body: bytes
+    headers: dict[str, str]
 
 
 @dataclass(frozen=True)
@@ -199,17 +234,24 @@ def presented_tokens(headers: Mapping[str, str]) -> list[str]:
 
 
 class RecordingProxy:
-    """The process's recording proxy (see the module docstring): routes, the server, its connections."""
+    """The process's recording proxy (see the module docstring): routes, the server, its connections.
 
-    def __init__(self, token: str, loop: asyncio.AbstractEventLoop) -> None:
+    Served by aiohttp's low-level server (its C parser, llhttp, reads the requests): a request's body
+    is at most :data:`MAX_REQUEST_BYTES` (413), and a client silent for ``read_timeout`` seconds in the
+    middle of a request's head or body, or between requests, loses its connection (408 mid-body)."""
+
+    def __init__(
+        self, token: str, loop: asyncio.AbstractEventLoop, *, read_timeout: float = READ_TIMEOUT
+    ) -> None:
         self.token = token
         self.loop = loop
+        self.read_timeout = read_timeout
         self._gateways: dict[str, Gateway] = {}
         self._works: dict[str, _Work] = {}
         self._lock = threading.Lock()
         self._sock: socket.socket | None = None
         self._serving: concurrent.futures.Future[asyncio.Server] | None = None
-        self._writers: set[asyncio.StreamWriter] = set()
+        self._web: web.Server | None = None
         self._closed = False
 
     @property
@@ -265,7 +307,26 @@ class RecordingProxy:
             return int(self._sock.getsockname()[1])
 
     async def _serve(self, sock: socket.socket) -> asyncio.Server:
-        return await asyncio.start_server(self._connection, sock=sock, limit=64 << 10)
+        """aiohttp's low-level server on ``sock``: no access log; an idle or stalled connection closed
+        after ``read_timeout``; an unread body (a refused request) closes its connection at once."""
+        from aiohttp import web
+
+        def request(message: Any, payload: Any, protocol: Any, writer: Any, task: Any) -> web.BaseRequest:
+            return web.BaseRequest(
+                message, payload, protocol, writer, task, self.loop, client_max_size=MAX_REQUEST_BYTES
+            )
+
+        served = web.Server(
+            self._handle,
+            request_factory=request,
+            loop=self.loop,
+            logger=quiet_logger(),
+            access_log=None,
+            keepalive_timeout=self.read_timeout,
+            lingering_time=0,
+        )
+        self._web = served
+        return await self.loop.create_server(served, sock=sock)
 
     def close(self, timeout: float = 5.0) -> None:
         """Stop serving and close every connection (idempotent). On the running loop's thread nothing
@@ -301,52 +362,69 @@ class RecordingProxy:
     async def _shutdown(
         self, serving: concurrent.futures.Future[asyncio.Server], sock: socket.socket
     ) -> None:
+        """Stop listening, then end every connection: a request being answered has a moment to finish."""
         server = _server_of(serving)
         if server is None:
             sock.close()
             return
         server.close()
-        for writer in list(self._writers):
-            writer.close()
-        try:
+        if self._web is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._web.shutdown(0.5), 2.0)
+        with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(server.wait_closed(), 2.0)
-        except TimeoutError:
-            pass
 
     # ----- serving ------------------------------------------------------------------------------
-    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        """One client connection: requests one after another (keep-alive) until it closes."""
-        self._writers.add(writer)
-        try:
-            while True:
-                try:
-                    request = await read_request(reader, writer)
-                except MalformedRequest as exc:
-                    body = _json(wire_format("chat").error_body(400, str(exc), "invalid_request"))
-                    writer.write(response_bytes(400, body, {"content-type": "application/json"}, False))
-                    break
-                if request is None:
-                    break
-                status, body, headers = await self.answer(request)
-                writer.write(response_bytes(status, body, headers, request.keep_alive))
-                await writer.drain()
-                if not request.keep_alive:
-                    break
-        except ConnectionError:
-            pass
-        finally:
-            self._writers.discard(writer)
-            writer.close()
+    async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
+        """One HTTP request: refused before its body is read (so ``Expect: 100-continue`` is answered
+        only to a request the proxy takes), else read (bounded in size and time) and answered."""
+        from aiohttp import web
 
-    async def answer(self, request: HttpRequest) -> tuple[int, bytes, dict[str, str]]:
-        """A request's (status, body, headers): refused (404, 401, 400) or sent through the gateway."""
-        route = parse_route_path(request.path)
+        refused = self._refusal(request.method, request.path, request.headers)
+        if refused is not None:
+            answer = refused
+        else:
+            body = await self._read_body(request)
+            if isinstance(body, ProxyAnswer):
+                answer = body
+            else:
+                read = ProxyRequest(request.method, request.path, request.headers, body)
+                answer = await self.answer(read)
+        return web.Response(status=answer.status, body=answer.body, headers=answer.headers)
+
+    async def _read_body(self, request: web.BaseRequest) -> bytes | ProxyAnswer:
+        """The body of a request the proxy takes: the client expecting ``100 Continue`` told to go on
+        (the line aiohttp's routed handlers send), then read within ``read_timeout``, at most
+        :data:`MAX_REQUEST_BYTES` (408 or 413, and the connection closed, otherwise)."""
+        from aiohttp import web
+
+        fmt = wire_format(_api_of_path(request.path))
+        too_large = f"pytest-gauge proxy: the request body is larger than {MAX_REQUEST_BYTES} bytes"
+        if (request.content_length or 0) > MAX_REQUEST_BYTES:
+            return _error(fmt, 413, too_large)
+        if request.headers.get("expect", "").lower() == "100-continue" and request.version >= (1, 1):
+            await request.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+            request.writer.output_size = 0
+        try:
+            return await asyncio.wait_for(request.read(), self.read_timeout)
+        except TimeoutError:
+            return _error(fmt, 408, f"pytest-gauge proxy: no request body within {self.read_timeout:g} s")
+        except web.HTTPRequestEntityTooLarge:
+            return _error(fmt, 413, too_large)
+        except web.RequestPayloadError as exc:
+            return _error(fmt, 400, f"pytest-gauge proxy: the request body is malformed ({exc})")
+
+    def _refusal(self, method: str, path: str, headers: Mapping[str, str]) -> ProxyAnswer | None:
+        """The answer to a request refused on its head alone (404 no such endpoint or route, 401 no
+        token of this run), else None."""
+        route = parse_route_path(path)
         api = route[1] if route is not None else None
-        fmt = wire_format(api or _api_of_path(request.path))
-        if request.method != "POST" or route is None or api is None:
-            where = f"{request.method} {request.path}"
-            return _error(fmt, 404, f"pytest-gauge proxy: no such endpoint ({where}): POST to {_USAGE}")
-        if not self._authorized(request.headers):
+        fmt = wire_format(api or _api_of_path(path))
+        if method != "POST" or route is None or api is None:
+            return _error(
+                fmt, 404, f"pytest-gauge proxy: no such endpoint ({method} {path}): POST to {_USAGE}"
+            )
+        if not self._authorized(headers):
             return _error(
                 fmt,
                 401,
@@ -354,15 +432,25 @@ class RecordingProxy:
                 " or x-api-key): use the token the plugin set in the client's environment",
             )
         with self._lock:
-            work = self._works.get(route[0])
+            known = route[0] in self._works
+        if not known:
+            return _error(fmt, 404, "pytest-gauge proxy: no unit of work is registered at this path (closed)")
+        return None
+
+    async def answer(self, request: ProxyRequest) -> ProxyAnswer:
+        """A request's answer: refused (404, 401, 400) or sent through the gateway as its unit's call."""
+        refused = self._refusal(request.method, request.path, request.headers)
+        if refused is not None:
+            return refused
+        work_token, api = cast("tuple[str, Api]", parse_route_path(request.path))
+        fmt = wire_format(api)
+        with self._lock:
+            work = self._works.get(work_token)
         if work is None:
             return _error(fmt, 404, "pytest-gauge proxy: no unit of work is registered at this path (closed)")
-        try:
-            body = json.loads(request.body.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError):
-            return _error(fmt, 400, "pytest-gauge proxy: the request body is not JSON")
-        if not isinstance(body, dict) or not isinstance(body.get("model"), str) or not body["model"]:
-            return _error(fmt, 400, "pytest-gauge proxy: the request body must be a JSON object with a model")
+        body = _json_body(fmt, request.body)
+        if isinstance(body, ProxyAnswer):
+            return body
         return await self._forward(work, fmt, body, request.headers)
 
     def _authorized(self, headers: Mapping[str, str]) -> bool:
@@ -370,7 +458,7 @@ class RecordingProxy:
 
     async def _forward(
         self, work: _Work, fmt: WireFormat, body: dict[str, Any], client_headers: Mapping[str, str]
-    ) -> tuple[int, bytes, dict[str, str]]:
+    ) -> ProxyAnswer:
         """The request through the gateway, as the unit's next call (with the client's headers of the
         format's ``passed_headers``, e.g. ``anthropic-beta``); the answer whole or as events."""
         stream = body.get("stream") is True
@@ -392,8 +480,37 @@ class RecordingProxy:
         if stream:
             events = fmt.stream_events(reply.response)
             data = encode_events(events, done_marker=fmt.api == "chat")
-            return 200, data, {"content-type": "text/event-stream", "cache-control": "no-cache", **headers}
-        return 200, _json(reply.response), {"content-type": "application/json", **headers}
+            sse = {"content-type": "text/event-stream", "cache-control": "no-cache", **headers}
+            return ProxyAnswer(200, data, sse)
+        return ProxyAnswer(200, _json(reply.response), {"content-type": "application/json", **headers})
+
+
+def quiet_logger() -> logging.Logger:
+    """The logger aiohttp's server reports to: a malformed request is answered (400) and not logged
+    with its traceback; any other error still is."""
+    logger = logging.getLogger("pytest_gauge.http_server")
+    if not logger.filters:
+        logger.addFilter(_not_a_bad_request)
+    return logger
+
+
+def _not_a_bad_request(record: logging.LogRecord) -> bool:
+    from aiohttp.http_exceptions import HttpProcessingError
+
+    return not (record.exc_info and isinstance(record.exc_info[1], HttpProcessingError))
+
+
+def _json_body(fmt: WireFormat, raw: bytes) -> dict[str, Any] | ProxyAnswer:
+    """A request body as the JSON object with a model it must be, else the 400 saying what it is."""
+    try:
+        body = json.loads(raw.decode("utf-8"))
+    except RecursionError:
+        return _error(fmt, 400, "pytest-gauge proxy: the request body's JSON is nested too deeply")
+    except (UnicodeDecodeError, ValueError):
+        return _error(fmt, 400, "pytest-gauge proxy: the request body is not JSON")
+    if not isinstance(body, dict) or not isinstance(body.get("model"), str) or not body["model"]:
+        return _error(fmt, 400, "pytest-gauge proxy: the request body must be a JSON object with a model")
+    return body
 
 
 _USAGE = "/w/<work token>[/v1]/chat/completions, /responses or /messages"
@@ -408,11 +525,11 @@ def _api_of_path(path: str) -> Api:
     return "chat"
 
 
-def _error(fmt: WireFormat, status: int, message: str) -> tuple[int, bytes, dict[str, str]]:
+def _error(fmt: WireFormat, status: int, message: str) -> ProxyAnswer:
     """An error in the format's shape, redacted; ``x-should-retry: false`` (the gateway has retried)."""
     kind = _KINDS.get(status, "server" if status >= 500 else "invalid_request")
     body = _json(fmt.error_body(status, redact(message), kind))
-    return status, body, {"content-type": "application/json", "x-should-retry": "false"}
+    return ProxyAnswer(status, body, {"content-type": "application/json", "x-should-retry": "false"})
 
 
 def _json(payload: Any) -> bytes:

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from ..gateway.wire import WireFormat
 from ..gateway.wire.sse import encode_events
+from .exchange import Request, Response
 from .responders import (
     Responder,
     ResponderError,
@@ -24,7 +25,6 @@ from .responders import (
     full_usage,
     message_text,
 )
-from .wire import Request, Response
 
 __all__ = [
     "MALFORMED_BODIES",

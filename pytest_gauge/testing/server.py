@@ -4,10 +4,9 @@ Anthropic Messages and OpenAI Responses (each model route speaks the wire format
 
 Tests and benchmarks point the real ``openai`` (or ``anthropic``) client at it
 (``base_url=server.base_url``) to exercise 401/404/429/5xx handling, timeouts, connection resets, missing
-usage, truncation and concurrency limits without any network. It is a small asyncio HTTP/1.1 server
-(keep-alive, Content-Length or chunked request bodies, :mod:`.wire`) running its own event loop in a
-background thread, so concurrent requests overlap and the server is never the bottleneck of a client
-benchmark. The faults are in :mod:`.faults`, the answers in :mod:`.responders`;
+usage, truncation and concurrency limits without any network. It is aiohttp's low-level HTTP server
+running its own event loop in a background thread, so concurrent requests overlap and the server is never
+the bottleneck of a client benchmark. The faults are in :mod:`.faults`, the answers in :mod:`.responders`;
 ``python -m pytest_gauge.testing --port 0`` (:mod:`.__main__`) runs the same server in its own process
 (:class:`~.process.ServerProcess`).
 
@@ -24,16 +23,19 @@ import socket
 import struct
 import sys
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 from urllib.parse import parse_qs
 
+from aiohttp import web
+
+from ..gateway.proxy import quiet_logger
 from ..gateway.wire import WireFormat, format_for_path
+from .exchange import Request, Response
 from .faults import FaultPlan, auth_fault, every, model_response
 from .responders import Responder, default_responder, error_body
-from .wire import MAX_HEADER_BYTES, BadRequest, Request, Response, drip, encode_response, read_request
 
 __all__ = [
     "ADMIN_PREFIX",
@@ -47,6 +49,8 @@ __all__ = [
 ADMIN_PREFIX = "/__gauge__"
 HOST = "127.0.0.1"
 DEFAULT_MODELS: tuple[str, ...] = ("loopback-model",)
+MAX_HEADER_BYTES = 1 << 20
+MAX_BODY_BYTES = 64 << 20
 
 
 @dataclass
@@ -118,7 +122,6 @@ class LoopbackServer(Served):
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop_event: asyncio.Event | None = None
         self._start_error: BaseException | None = None
-        self._conn_tasks: set[asyncio.Task[None]] = set()
         self._in_flight = 0
         self._gather: tuple[int, int, float] | None = None  # (n, after, timeout) while armed
         self._gather_models: set[str] | None = None  # models whose first request passed (first_per_model)
@@ -353,62 +356,65 @@ class LoopbackServer(Served):
                 self._holding -= 1
 
     async def _serve(self, ready: threading.Event) -> None:
+        """aiohttp's low-level server on 127.0.0.1 until :meth:`stop`; then every handler is cancelled."""
         self._stop_event = asyncio.Event()
         self._release = asyncio.Event()
-        server = await asyncio.start_server(
-            self._on_connection, HOST, self.port, limit=MAX_HEADER_BYTES, backlog=4096
+        loop = asyncio.get_running_loop()
+
+        def request(message: Any, payload: Any, protocol: Any, writer: Any, task: Any) -> web.BaseRequest:
+            return web.BaseRequest(
+                message, payload, protocol, writer, task, loop, client_max_size=MAX_BODY_BYTES
+            )
+
+        served = _Counted(
+            self._on_request,
+            self._count_connection,
+            request_factory=request,
+            loop=loop,
+            logger=quiet_logger(),
+            access_log=None,
+            max_line_size=MAX_HEADER_BYTES,
+            max_field_size=MAX_HEADER_BYTES,
         )
+        server = await loop.create_server(served, HOST, self.port, backlog=4096)
         self.port = server.sockets[0].getsockname()[1]
         ready.set()
         try:
             await self._stop_event.wait()
         finally:
             server.close()
-            tasks = list(self._conn_tasks)
-            for task in tasks:
+            await served.shutdown(0.01)
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for task in tasks:  # handlers whose client left: aiohttp no longer tracks them
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
 
-    async def _on_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        if task is not None:
-            self._conn_tasks.add(task)
+    def _count_connection(self) -> None:
         with self._lock:
             self._connections_total += 1
+
+    async def _on_request(self, request: web.BaseRequest) -> web.StreamResponse:
+        """One HTTP request: read whole, served (:meth:`_handle`), its answer written (or dripped, or
+        the connection reset)."""
         try:
-            while True:
-                try:
-                    req = await read_request(reader)
-                except BadRequest as exc:
-                    resp = Response(400, error_body(f"Bad request: {exc}", "invalid_request_error"))
-                    writer.write(encode_response(resp, False, "req_bad"))
-                    await writer.drain()
-                    return
-                if req is None:
-                    return
-                if not await self._handle(req, writer):
-                    return
-        except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
-            pass
-        finally:
-            if task is not None:
-                self._conn_tasks.discard(task)
-            writer.close()
+            body = await request.read()
+        except web.HTTPRequestEntityTooLarge:
+            message = f"Bad request: the body is more than {MAX_BODY_BYTES} bytes"
+            return _written(Response(413, error_body(message, "invalid_request_error")), "req_bad")
+        headers = {k.lower(): v for k, v in request.headers.items()}
+        req = Request(request.method, request.path_qs, request.path, request.query_string, headers, body)
+        return await self._handle(req, request)
 
-    async def _handle(self, req: Request, writer: asyncio.StreamWriter) -> bool:
-        """Serve one request; returns whether the connection stays open."""
+    async def _handle(self, req: Request, request: web.BaseRequest) -> web.StreamResponse:
+        """Serve one request: count it, hold or delay it as planned, answer it."""
         if req.path.startswith(ADMIN_PREFIX + "/") or req.path == ADMIN_PREFIX:
-            resp = self._admin(req)
-            writer.write(encode_response(resp, req.keep_alive, "req_admin"))
-            await writer.drain()
-            return req.keep_alive
-
+            return _written(self._admin(req), "req_admin")
         body: dict[str, Any] | None = None
         body_error = False
         if req.body:
             try:
                 parsed = json.loads(req.body)
-            except (ValueError, UnicodeDecodeError):
+            except (ValueError, UnicodeDecodeError, RecursionError):
                 body_error = True
             else:
                 if isinstance(parsed, dict):
@@ -470,20 +476,12 @@ class LoopbackServer(Served):
                 resp.headers.setdefault("x-should-retry", "false")
             if resp.reset:
                 finish(0)
-                sock = writer.get_extra_info("socket")
-                if sock is not None:
-                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-                writer.transport.abort()
-                return False
-            data = encode_response(resp, req.keep_alive, f"req_loopback_{record.seq}")
+                return _reset(request)
             finish(resp.status)
             drips = not plan.drip_models or (body or {}).get("model") in plan.drip_models
             if is_model and plan.drip_seconds > 0 and resp.status == 200 and drips:
-                await drip(writer, data, plan.drip_seconds)
-            else:
-                writer.write(data)
-                await writer.drain()
-            return req.keep_alive
+                return await _dripped(request, resp, f"req_loopback_{record.seq}", plan.drip_seconds)
+            return _written(resp, f"req_loopback_{record.seq}")
         finally:
             finish(0)  # cancelled or failed before answering: counts as a dropped connection
 
@@ -517,6 +515,57 @@ class LoopbackServer(Served):
         except (ValueError, TypeError, KeyError) as exc:
             return Response(400, error_body(f"bad admin request: {exc}", "invalid_request_error"))
         return Response(404, error_body(f"Invalid URL ({req.method} {req.path})", "invalid_request_error"))
+
+
+class _Counted(web.Server):
+    """aiohttp's low-level server, telling the loopback server of each connection it accepts."""
+
+    def __init__(self, handler: Any, on_connection: Callable[[], None], **kwargs: Any) -> None:
+        super().__init__(handler, **kwargs)
+        self._on_connection = on_connection
+
+    def connection_made(self, handler: Any, transport: asyncio.Transport) -> None:
+        self._on_connection()
+        super().connection_made(handler, transport)
+
+
+def _body_and_headers(resp: Response, request_id: str) -> tuple[bytes, dict[str, str]]:
+    """A response's body (JSON of its payload, or its raw bytes) and headers (the server's own first)."""
+    body = resp.raw if resp.raw is not None else json.dumps(resp.payload).encode("utf-8")
+    headers = {"content-type": "application/json", "x-request-id": request_id, "server": "gauge-loopback"}
+    headers.update(resp.headers)
+    return body, headers
+
+
+def _written(resp: Response, request_id: str) -> web.Response:
+    body, headers = _body_and_headers(resp, request_id)
+    return web.Response(status=resp.status, body=body, headers=headers)
+
+
+async def _dripped(
+    request: web.BaseRequest, resp: Response, request_id: str, every: float
+) -> web.StreamResponse:
+    """The head at once, then the body one byte every ``every`` seconds (a server that never times out
+    a read, yet never finishes the answer)."""
+    body, headers = _body_and_headers(resp, request_id)
+    out = web.StreamResponse(status=resp.status, headers=headers)
+    out.content_length = len(body)
+    await out.prepare(request)
+    for i in range(len(body)):
+        await asyncio.sleep(every)
+        await out.write(body[i : i + 1])
+    return out
+
+
+def _reset(request: web.BaseRequest) -> web.StreamResponse:
+    """The connection reset (RST, SO_LINGER 0) instead of an answer; aiohttp finds it gone."""
+    transport = request.transport
+    if transport is not None:
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        transport.abort()
+    return web.Response(status=204)
 
 
 if __name__ == "__main__":  # the former way to start it: python -m pytest_gauge.testing.server
