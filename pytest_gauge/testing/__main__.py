@@ -28,6 +28,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0 = any free port)")
     p.add_argument("--latency", type=float, default=0.0, help="seconds before every answer")
+    p.add_argument("--jitter", type=float, default=0.0, help="each answer's latency ± up to this (seeded)")
+    p.add_argument("--tls-cert", default=None, help="serve HTTPS with this certificate (PEM; with --tls-key)")
+    p.add_argument("--tls-key", default=None, help="the certificate's private key (PEM)")
     p.add_argument("--prefix", default="/v1", help="path prefix of the model routes")
     p.add_argument("--models", default=",".join(DEFAULT_MODELS), help="comma-separated ids for GET /models")
     p.add_argument("--status-401", action="store_true")
@@ -103,8 +106,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .simserver import sim_responder
 
         responder = sim_responder(Path(a.suite).resolve(), a.suite_seed)
+    tls = (a.tls_cert, a.tls_key) if a.tls_cert else None
     server = LoopbackServer(
-        responder, latency=a.latency, faults=plan, path_prefix=a.prefix, port=a.port, models=models
+        responder,
+        latency=a.latency,
+        faults=plan,
+        path_prefix=a.prefix,
+        port=a.port,
+        models=models,
+        latency_jitter=a.jitter,
+        tls=tls,
     )
     done = threading.Event()
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import ssl
 import subprocess
 import sys
 import threading
@@ -20,8 +21,11 @@ from .server import ADMIN_PREFIX, Served
 __all__ = ["ServerProcess", "admin_call"]
 
 
-def admin_call(root_url: str, route: str, payload: Any = None, timeout: float = 10.0) -> dict[str, Any]:
-    """One call to a running server's admin routes (GET without a payload, POST with one)."""
+def admin_call(
+    root_url: str, route: str, payload: Any = None, timeout: float = 10.0, cafile: str | None = None
+) -> dict[str, Any]:
+    """One call to a running server's admin routes (GET without a payload, POST with one); an HTTPS
+    server's certificate is trusted from ``cafile``, else ``SSL_CERT_FILE``."""
     data = None if payload is None else json.dumps(payload).encode("utf-8")
     req = urllib.request.Request(
         root_url + ADMIN_PREFIX + route,
@@ -29,7 +33,10 @@ def admin_call(root_url: str, route: str, payload: Any = None, timeout: float = 
         method="GET" if data is None else "POST",
         headers={"content-type": "application/json"},
     )
-    with urllib.request.urlopen(req, timeout=timeout) as resp:  # loopback only
+    https = root_url.startswith("https:")
+    trusted = cafile or os.environ.get("SSL_CERT_FILE")
+    context = ssl.create_default_context(cafile=trusted) if https else None
+    with urllib.request.urlopen(req, timeout=timeout, context=context) as resp:  # loopback only
         result: dict[str, Any] = json.loads(resp.read())
         return result
 
@@ -46,6 +53,9 @@ class ServerProcess(Served):
         self.proc: subprocess.Popen[str] | None = None
         self.port = 0
         self.path_prefix = "/v1"
+        tls = "--tls-cert" in self.args
+        self.scheme = "https" if tls else "http"
+        self.cafile = self.args[self.args.index("--tls-cert") + 1] if tls else None
         if "--prefix" in self.args:
             raw = self.args[self.args.index("--prefix") + 1].strip("/")
             self.path_prefix = "/" + raw if raw else ""
@@ -90,16 +100,16 @@ class ServerProcess(Served):
 
     def stats(self, full: bool = False) -> dict[str, Any]:
         """The child's counters via ``GET /__gauge__/stats``."""
-        return admin_call(self.root_url, "/stats" + ("?full=1" if full else ""))
+        return admin_call(self.root_url, "/stats" + ("?full=1" if full else ""), cafile=self.cafile)
 
     def set_faults(self, plan: FaultPlan) -> None:
         """Replace the child's fault plan."""
-        admin_call(self.root_url, "/faults", plan.to_dict())
+        admin_call(self.root_url, "/faults", plan.to_dict(), cafile=self.cafile)
 
     def set_latency(self, latency: float) -> None:
         """Replace the child's latency."""
-        admin_call(self.root_url, "/latency", {"latency": latency})
+        admin_call(self.root_url, "/latency", {"latency": latency}, cafile=self.cafile)
 
     def reset_counters(self) -> None:
         """Zero the child's counters and restart its fault schedule."""
-        admin_call(self.root_url, "/reset", {})
+        admin_call(self.root_url, "/reset", {}, cafile=self.cafile)

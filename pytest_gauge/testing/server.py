@@ -19,10 +19,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 import socket
+import ssl
 import struct
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from types import TracebackType
@@ -72,6 +75,7 @@ class Served:
 
     port: int
     path_prefix: str
+    scheme: str = "http"  # "https" when the server was given a certificate
 
     def stop(self) -> None:
         raise NotImplementedError
@@ -83,8 +87,8 @@ class Served:
 
     @property
     def root_url(self) -> str:
-        """``http://127.0.0.1:<port>`` (no path prefix), e.g. for the admin routes."""
-        return f"http://{HOST}:{self.port}"
+        """``http(s)://127.0.0.1:<port>`` (no path prefix), e.g. for the admin routes."""
+        return f"{self.scheme}://{HOST}:{self.port}"
 
     @property
     def base_url(self) -> str:
@@ -109,9 +113,15 @@ class LoopbackServer(Served):
         path_prefix: str = "/v1",
         port: int = 0,
         models: Iterable[str] = DEFAULT_MODELS,
+        latency_jitter: float = 0.0,
+        tls: tuple[str, str] | None = None,
     ) -> None:
         self.responder: Responder = responder or default_responder
         self.latency = latency
+        self.latency_jitter = latency_jitter  # each answer waits latency ± up to this (seeded)
+        self.tls = tls  # (certificate file, key file): serve HTTPS
+        self.scheme = "https" if tls else "http"
+        self._jitter = random.Random(faults.seed if faults else 0)
         self.faults = faults or FaultPlan()
         prefix = "/" + path_prefix.strip("/") if path_prefix.strip("/") else ""
         self.path_prefix = prefix
@@ -188,6 +198,8 @@ class LoopbackServer(Served):
         self._by_path: dict[str, int] = {}
         self._max_in_flight = self._in_flight
         self._connections_total = 0
+        self._busy, self._busy_since = 0.0, time.monotonic()  # in flight × seconds, since this reset
+        self._busy_mark = self._busy_since
 
     def gather(self, n: int, *, after: int = 0, timeout: float = 60.0, first_per_model: bool = False) -> None:
         """Hold chat requests, from the ``after + 1``-th on, until ``n`` requests are in flight at once,
@@ -322,6 +334,7 @@ class LoopbackServer(Served):
                 "by_path": dict(self._by_path),
                 "in_flight": self._in_flight,
                 "max_in_flight": self._max_in_flight,
+                "mean_in_flight": self._mean_in_flight(),
                 "connections_total": self._connections_total,
                 "latency": self.latency,
                 "faults": self.faults.to_dict(),
@@ -330,6 +343,21 @@ class LoopbackServer(Served):
                 out["bodies"] = [r.body for r in self._records if r.body is not None]
                 out["headers_seen"] = [dict(r.headers) for r in self._records]
             return out
+
+    def _mark_busy(self) -> None:
+        """Add the in-flight count's time since the last change to its integral (under the lock); until
+        the first request since a reset, the window starts now (a client's start-up is not idle time)."""
+        now = time.monotonic()
+        if self._busy == 0.0 and self._in_flight == 0:
+            self._busy_since = now
+        self._busy += self._in_flight * (now - self._busy_mark)
+        self._busy_mark = now
+
+    def _mean_in_flight(self) -> float:
+        """Requests in flight on average from the first request since the counters were reset to the
+        last answer (under the lock)."""
+        elapsed = self._busy_mark - self._busy_since
+        return self._busy / elapsed if elapsed > 0 else 0.0
 
     # ------------------------------------------------------------------ serving
 
@@ -376,7 +404,11 @@ class LoopbackServer(Served):
             max_line_size=MAX_HEADER_BYTES,
             max_field_size=MAX_HEADER_BYTES,
         )
-        server = await loop.create_server(served, HOST, self.port, backlog=4096)
+        tls = None
+        if self.tls is not None:
+            tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+            tls.load_cert_chain(*self.tls)
+        server = await loop.create_server(served, HOST, self.port, backlog=4096, ssl=tls)
         self.port = server.sockets[0].getsockname()[1]
         ready.set()
         try:
@@ -438,6 +470,7 @@ class LoopbackServer(Served):
             )
             self._records.append(record)
             self._by_path[req.path] = self._by_path.get(req.path, 0) + 1
+            self._mark_busy()
             self._in_flight += 1
             self._max_in_flight = max(self._max_in_flight, self._in_flight)
             held = self._gather_check(chat_index, body.get("model") if isinstance(body, dict) else None)
@@ -451,6 +484,7 @@ class LoopbackServer(Served):
                 return
             done = True
             with self._lock:
+                self._mark_busy()
                 self._in_flight -= 1
                 record.status = status
                 self._by_status[status] = self._by_status.get(status, 0) + 1
@@ -458,6 +492,8 @@ class LoopbackServer(Served):
         try:
             await self._held(held)
             delay = self.latency
+            if self.latency_jitter:
+                delay = max(0.0, delay + self._jitter.uniform(-self.latency_jitter, self.latency_jitter))
             if chat_index is not None and every(plan.slow_every, chat_index):
                 delay += plan.slow_seconds
             if delay > 0:

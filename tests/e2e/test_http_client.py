@@ -11,6 +11,7 @@ import asyncio
 import gzip
 import json
 from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import brotli
@@ -18,6 +19,7 @@ import pytest
 
 from pytest_gauge.gateway import transport
 from pytest_gauge.gateway.response import BadResponse
+from pytest_gauge.gateway.tls import tls_context
 from pytest_gauge.gateway.transport import (
     APIConnectionError,
     APIStatusError,
@@ -27,6 +29,7 @@ from pytest_gauge.gateway.transport import (
     RateLimitError,
 )
 from pytest_gauge.testing import LoopbackServer
+from pytest_gauge.testing.certs import self_signed
 
 Answer = Callable[[bytes], bytes | list[bytes] | None]
 """What the canned server writes for one request (its whole bytes): bytes, pieces written apart, or
@@ -458,3 +461,31 @@ def test_a_client_used_again_under_a_new_event_loop_opens_new_connections() -> N
             answer_body, _ = asyncio.run(client.post("chat/completions", body.encode()))
             assert json.loads(answer_body)["object"] == "chat.completion"
         assert server.connections_total == 2
+
+
+async def post_once(base_url: str, body: bytes) -> tuple[bytes, Any]:
+    client = ModelClient(base_url, "sk-tls-key", timeout=10)
+    try:
+        return await client.post("chat/completions", body)
+    finally:
+        await client.aclose()
+
+
+def test_https_is_served_with_a_trusted_certificate_and_refused_with_an_untrusted_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cert, key = self_signed(tmp_path)
+    body = json.dumps({"model": "loopback-model", "messages": [{"role": "user", "content": "hi"}]}).encode()
+    with LoopbackServer(tls=(str(cert), str(key))) as server:
+        assert server.base_url.startswith("https://127.0.0.1:")
+        tls_context.cache_clear()
+        monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+        answer_body, _ = asyncio.run(post_once(server.base_url, body))
+        assert json.loads(answer_body)["object"] == "chat.completion"
+        tls_context.cache_clear()
+        monkeypatch.delenv("SSL_CERT_FILE")  # certifi's CAs do not know this certificate
+        with pytest.raises(APIConnectionError) as caught:
+            asyncio.run(post_once(server.base_url, body))
+        tls_context.cache_clear()
+    assert caught.value.cause.startswith("the TLS handshake failed: ")
+    assert "certificate verify failed" in caught.value.cause
