@@ -1,9 +1,11 @@
 """Test helpers shipped with pytest-gauge: a loopback model server (Chat Completions, Messages, Responses)
 that injects gateway faults.
 
-``server`` (the server), ``faults`` (the fault catalogue), ``responders`` (what it answers with),
-``wire`` (its HTTP/1.1), ``process`` (the server in a child process), ``simserver`` (a suite's simulator
-as a responder), ``browser`` (headless Chromium); ``python -m pytest_gauge.testing`` runs the server.
+``server`` (the server, on aiohttp), ``faults`` (the fault catalogue), ``exchange`` (the request and
+answer records the faults work on), ``responders`` (what it answers with), ``process`` (the server in a
+child process), ``simserver`` (a suite's simulator as a responder), ``hostile`` (a raw-socket server
+writing broken HTTP, for testing clients), ``browser`` (headless Chromium);
+``python -m pytest_gauge.testing`` runs the loopback server.
 Names are loaded lazily, so a test importing one helper does not import them all.
 """
 
@@ -14,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .faults import MALFORMED_BODIES, MALFORMED_BY_API, FaultPlan, scheduled_fault
+    from .hostile import HOSTILE, Hostile, HostileServer
     from .process import ServerProcess
     from .responders import (
         Responder,
@@ -26,9 +29,12 @@ if TYPE_CHECKING:
     from .server import LoopbackServer, RequestRecord
 
 __all__ = [
+    "HOSTILE",
     "MALFORMED_BODIES",
     "MALFORMED_BY_API",
     "FaultPlan",
+    "Hostile",
+    "HostileServer",
     "LoopbackServer",
     "RequestRecord",
     "Responder",
@@ -46,6 +52,9 @@ _HOMES = {
     "MALFORMED_BY_API": ".faults",
     "FaultPlan": ".faults",
     "scheduled_fault": ".faults",
+    "HOSTILE": ".hostile",
+    "Hostile": ".hostile",
+    "HostileServer": ".hostile",
     "ServerProcess": ".process",
     "Responder": ".responders",
     "ResponderError": ".responders",

@@ -3,6 +3,9 @@ request gets (a pure function of the plan and ``n``, so runs are reproducible), 
 answer with those faults applied (auth, unknown models, refused response formats, 429/5xx/529, malformed
 bodies, resets, truncation, missing usage), in the wire format the route speaks (:func:`model_response`:
 the request read as a chat body, answered as chat, written back in the format, streamed when asked).
+These are faults a well-formed HTTP server can serve; broken HTTP itself (bad chunk sizes, conflicting or
+non-digit lengths, gzip bombs, stalls mid-answer, 1xx, garbage, HTTP/2 and TLS bytes) is written by
+:class:`~.hostile.HostileServer`.
 """
 
 from __future__ import annotations
