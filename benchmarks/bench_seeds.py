@@ -1,4 +1,4 @@
-"""The shipped examples over many seeds (issue 25, point 11): how many seeds pass each gate.
+"""The shipped examples over many seeds: how many seeds pass each gate.
 
 Run: ``python benchmarks/bench_seeds.py`` (``--seeds 200`` by default, ``--jobs`` processes, ``--suites``
 to pick some of ``example in_house prompts tiers``). Each (suite, seed) is an ordinary

@@ -1,5 +1,5 @@
 """Throughput of the live path against the gateway's floor, plugin overhead on a cached re-run, the sim
-backend's speed and the peak memory of a 5,000-case run (issue 8).
+backend's speed and the peak memory of a 5,000-case run.
 
 Run: ``python benchmarks/bench_throughput.py [--calls 600] [--quick]``. It generates suites in a temporary
 folder, starts the loopback OpenAI-compatible server in its own process (answering like the simulator,

@@ -134,7 +134,7 @@ def _add_cache(commands: _Commands) -> None:
 
 
 def _add_merge(commands: _Commands) -> None:
-    """``merge``: one verdict from the shards of a suite (issue 16)."""
+    """``merge``: one verdict from the shards of a suite."""
     merge = commands.add_parser(
         "merge",
         help="merge the outputs of --gauge-shard runs, evaluate the gates",

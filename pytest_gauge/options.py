@@ -73,10 +73,10 @@ class GaugeOptions:
     shard: str | None = None
     limits: str | None = None
     run_id: str | None = None
-    adaptive: bool = False  # --gauge-adaptive: looks of tasks, stop when every gate is decided (issue 18)
+    adaptive: bool = False  # --gauge-adaptive: looks of tasks, stop when every gate is decided
     adaptive_look: int = 5  # tasks per look
-    familywise: str = "per-gate"  # --gauge-familywise: per-gate (each gate at 95%) or holm (issue 26)
-    labels: tuple[str, ...] = ()  # --gauge-labels FILE (repeatable): human labels.jsonl files (issue 29)
+    familywise: str = "per-gate"  # --gauge-familywise: per-gate (each gate at 95%) or holm
+    labels: tuple[str, ...] = ()  # --gauge-labels FILE (repeatable): human labels.jsonl files
 
     def prices_for(self, models: Iterable[str]) -> tuple[PriceRow, ...]:
         """The prices a run with these ``models`` uses: the configured ones, plus genai-prices for the
@@ -327,7 +327,7 @@ def _add_rate_options(parser: pytest.Parser, group: Any) -> None:
 
 
 def _add_labels_option(parser: pytest.Parser, group: Any) -> None:
-    """``--gauge-labels FILE`` (repeatable) and the ini's ``gauge_labels`` lines (issue 29)."""
+    """``--gauge-labels FILE`` (repeatable) and the ini's ``gauge_labels`` lines."""
     group.addoption(
         "--gauge-labels",
         dest="gauge_labels",

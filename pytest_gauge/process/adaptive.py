@@ -1,4 +1,4 @@
-"""An adaptive run in the pytest processes (``--gauge-adaptive``, issue 18): the look plan on every
+"""An adaptive run in the pytest processes (``--gauge-adaptive``): the look plan on every
 process, the case items ordered look by look, the controller's evaluation after each look, and its
 word to the workers (the run folder's ``looks.json``).
 

@@ -315,7 +315,7 @@ class GaugeState:
         return render_progress(self.progress_snapshots())
 
     def damaged_entries(self) -> int:
-        """Cache entries refused as misses in the run, by every process (issue 30: one warning line)."""
+        """Cache entries refused as misses in the run, by every process (one warning line)."""
         own = self.shared.state.damaged_entries if self.shared is not None else 0
         others = sum(int(s.get("damaged_entries", 0)) for s in self.progress_snapshots())
         return max(own, others)

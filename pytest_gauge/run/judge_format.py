@@ -1,4 +1,4 @@
-"""How the judge is asked for JSON (issue 14, extended by issue 20 point 4): the ``response_format``
+"""How the judge is asked for JSON: the ``response_format``
 chain and the once-per-model fallback when a gateway or model rejects the parameter.
 
 By default (``Judge(response_format="auto")``) the judge is sent a strict ``json_schema`` format with

@@ -96,7 +96,7 @@ def test_example_suite_against_its_baseline(pytester: pytest.Pytester) -> None:
     conclusion = (pytester.path / "gauge-out" / "example" / "reports" / "conclusion.md").read_text()
     assert conclusion.split("\n\n")[1] == "## Against the baseline"
     assert f"- agent_x: `{regressed[0]}`" in conclusion
-    # the HTML report's "Since the baseline" lists the same regressed tasks as baseline.md (issue 29)
+    # the HTML report's "Since the baseline" lists the same regressed tasks as baseline.md
     reports = pytester.path / "gauge-out" / "example" / "reports"
     page = (reports / "index.html").read_text(encoding="utf-8")
     data = json.loads(page.split('id="gauge-data">', 1)[1].split("</script>", 1)[0])
