@@ -364,7 +364,8 @@ def _order_by_look(config: pytest.Config, items: list[pytest.Item]) -> None:
 
 def _keep_shard(state: GaugeState, config: pytest.Config, items: list[pytest.Item]) -> None:
     """``--gauge-shard``: deselect the cases of the tasks other shards run (whole tasks, every case)."""
-    from .files.shards import parse_shard, suite_shard_tasks
+    from .files.shards import parse_shard
+    from .process.shards import suite_shard_tasks
 
     shard = parse_shard(str(state.options.shard))
     mine = {name: suite_shard_tasks(entry, shard) for name, entry in state.suites.items()}

@@ -4,12 +4,12 @@ reports are rendered from it above (``finish/outputs.py``)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..files.shards import DEFERRED_MESSAGE
 from ..records import CaseRecord, LedgerRecord, SuiteMeta
+from ..records.labels import Label
 from .numbers import NumbersSettings, SuiteNumbers, gate_source
 
 if TYPE_CHECKING:
@@ -18,7 +18,18 @@ if TYPE_CHECKING:
     from .gates import Gate, GateResult
     from .power import VarianceComponents
 
-__all__ = ["AdaptiveGates", "GateSettings", "SuiteAnalysis", "analyse_suite", "gate_results"]
+__all__ = [
+    "DEFERRED_MESSAGE",
+    "AdaptiveGates",
+    "GateSettings",
+    "SuiteAnalysis",
+    "analyse_suite",
+    "gate_results",
+]
+
+DEFERRED_MESSAGE = (
+    "deferred: this run is one shard of the suite; 'python -m pytest_gauge merge' evaluates the gates"
+)
 
 
 class GateSettings(NumbersSettings, Protocol):
@@ -141,17 +152,19 @@ def analyse_suite(
     opts: GateSettings,
     *,
     comparison: tuple[BaselineComparison | None, str],
+    labels: Sequence[Label] | None,
     partial: bool,
     deferred: bool = False,
     interrupted: str | None = None,
     adaptive: AdaptiveGates | None = None,
 ) -> SuiteAnalysis:
     """Records + ledger -> metrics, Elo, the gates' source and the gates evaluated. ``comparison``: this
-    run against its baseline (or None and why). ``deferred`` (a shard): the gates are not evaluated here
+    run against its baseline (or None and why); ``labels``: the suite's human labels (None: no labels
+    file). ``deferred`` (a shard): the gates are not evaluated here
     but by the merge. ``interrupted`` ("interrupted: N of M cases"): the run was stopped; its gates are
     evaluated only with ``--gauge-gates-on-partial``. ``adaptive``: the gates as an adaptive run decided
     them, look by look."""
-    numbers = gate_source(meta, records, ledger, opts, comparison=comparison)
+    numbers = gate_source(meta, records, ledger, opts, comparison=comparison, labels=labels)
     results = gate_results(
         meta,
         opts,

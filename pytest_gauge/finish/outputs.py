@@ -25,12 +25,15 @@ import pytest
 
 from ..analysis.numbers import compare_with_baseline
 from ..analysis.suite import AdaptiveGates, analyse_suite
+from ..files.baseline import baseline_side
 from ..files.folders import OutFolder, SuiteFolder
+from ..files.labels import suite_labels
 from ..files.readwrite import write_atomic
-from ..files.shards import write_shard_manifest
+from ..files.shards import parse_shard, write_shard_manifest
 from ..files.work_store import WorkStore
 from ..gateway.ledger import merge_ledgers
 from ..gateway.store import content_key
+from ..process.shards import options_json
 from ..process.state import GaugeState
 from ..records import (
     CaseRecord,
@@ -334,7 +337,10 @@ def report_suite(
         records,
         ledger,
         opts,
-        comparison=compare_with_baseline(meta.name, opts, current, SuiteFolder(out).reports),
+        comparison=compare_with_baseline(
+            baseline_side(opts.baseline, meta.name, SuiteFolder(out).reports), opts, current
+        ),
+        labels=suite_labels(meta.name, opts.labels),
         partial=partial,
         deferred=deferred,
         interrupted=interrupted,
@@ -428,7 +434,8 @@ def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool)
             adaptive=adaptive,
         )  # fmt: skip
         if opts.shard:
-            write_shard_manifest(out, meta, opts, written[0], interrupted=interrupted)
+            shard, options = parse_shard(str(opts.shard)), options_json(opts)
+            write_shard_manifest(out, meta, shard, options, written[0], interrupted=interrupted)
             state.gate_notes.append(
                 (False, f"{len(analysis.results)} gates of suite {name} deferred to merge")
             )

@@ -226,8 +226,8 @@ class GaugeState:
         from ..gateway.ledger import Ledger
         from ..gateway.limits import ModelPacer
         from ..gateway.model_stops import ModelStops
-        from ..gateway.redis_limits import build_limits, build_model_rates
         from ..records.prices import PriceTable
+        from .limits import build_limits, build_model_rates
 
         opts = self.options
         run = self.run_dir
