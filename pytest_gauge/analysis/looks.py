@@ -15,8 +15,8 @@ from ..records.totals import ledger_totals
 from ..run.looks import LookPlan, LookState
 from .adaptive import AdaptiveSummary, GateDecision, decide_gates, gate_key, waits_for_last_look
 from .gates import Gate, parse_gates
-from .numbers import NumbersSettings
-from .sequential import look_boundaries
+from .numbers import NumbersSettings, gate_source
+from .sequential import Look, look_boundaries
 
 if TYPE_CHECKING:
     from .baseline import BaselineComparison
@@ -86,8 +86,6 @@ class LookDecisions:
         """The suite's gates still open decided on looks ``1..look`` (its records and ledger so far).
         ``labels``: the suite's human labels; ``compare``: the records of these tasks against the
         baseline (or None and why)."""
-        from .numbers import gate_source
-        from .sequential import Look
 
         suite = self.suites[name]
         if look > suite.planned:

@@ -44,7 +44,7 @@ def compare_with_baseline(
     base, note = baseline
     if base is None:
         return None, note
-    from .baseline import compare_runs
+    from .baseline import compare_runs  # deferred: keeps numpy off the import of analysis.numbers
 
     comparison = compare_runs(
         current(),
@@ -62,9 +62,12 @@ def _per_agent(
 ) -> tuple[dict[str, RepeatCounts], dict[str, Estimate], dict[str, VarianceComponents]]:
     """Each agent's per-task successes and samples (the repeat terms), its mean reward estimate and the
     variance components of its rewards (between and within tasks, for the samples-per-task estimate)."""
-    from .baseline import mean_rewards, outcomes_from_records
-    from .power import spread_by_agent
-    from .repeats import counts_by_agent
+    from .baseline import (  # deferred: keeps numpy off the import of analysis.numbers
+        mean_rewards,
+        outcomes_from_records,
+    )
+    from .power import spread_by_agent  # deferred: keeps numpy off the import of analysis.numbers
+    from .repeats import counts_by_agent  # deferred: keeps numpy off the import of analysis.numbers
 
     outcomes = outcomes_from_records(records)
     repeats = counts_by_agent({u: o.success for u, o in outcomes.items()})
@@ -98,9 +101,9 @@ def gate_source(
     """Metrics, Elo, the baseline comparison and the gates' data source from records + ledger.
     ``comparison``: this run against its baseline (or None and why); ``labels``: the suite's human
     labels (None: no labels file); ``tasks``: the tasks run so far (an adaptive run's look)."""
-    from .elo_report import build_elo_report
-    from .gate_source import GateSource
-    from .metrics import compute_metrics
+    from .elo_report import build_elo_report  # deferred: keeps numpy off the import of analysis.numbers
+    from .gate_source import GateSource  # deferred: keeps numpy off the import of analysis.numbers
+    from .metrics import compute_metrics  # deferred: keeps numpy off the import of analysis.numbers
 
     metrics = compute_metrics(
         records,

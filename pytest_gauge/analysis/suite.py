@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..records import CaseRecord, LedgerRecord, SuiteMeta
 from ..records.labels import Label
+from .gates import GateResult, evaluate_gates, is_count, parse_gates
 from .numbers import NumbersSettings, SuiteNumbers, gate_source
 
 if TYPE_CHECKING:
@@ -80,9 +81,8 @@ def gate_results(
     an adaptive run's decisions stand wherever it ended (they are anytime-valid).
     ``spread``: each agent's reward variance components, for the samples-per-task alternative of
     ``mean_reward(agent)`` gates (the one gate term built from per-task means of samples)."""
-    from .adaptive import adaptive_results
-    from .gates import GateResult, evaluate_gates, parse_gates
-    from .power import with_needed_n
+    from .adaptive import adaptive_results  # deferred: keeps numpy off the import of analysis.suite
+    from .power import with_needed_n  # deferred: keeps numpy off the import of analysis.suite
 
     gates = parse_gates([*meta.gates, *opts.gates])
     if deferred:
@@ -100,7 +100,7 @@ def gate_results(
     if adaptive is not None:
         results = adaptive_results(results, adaptive.decided, adaptive.ended)
     elif opts.familywise == "holm":  # Holm's step-down over the fail-when-confident gates
-        from .familywise import apply_holm
+        from .familywise import apply_holm  # deferred: keeps numpy off the import of analysis.suite
 
         results = apply_holm(results, source, tasks if isinstance(tasks, int) else 0)
     by_agent = spread or {}
@@ -117,8 +117,7 @@ def gate_results(
 def _with_reproducibility(result: GateResult, source: Any, spread: VarianceComponents | None) -> GateResult:
     """The result with how often its verdict would repeat, from its quantity's interval df and the
     within-task share of its variance (docs/protocol.md#reproducibility)."""
-    from .gates import is_count
-    from .reproducibility import (
+    from .reproducibility import (  # deferred: keeps numpy off the import of analysis.suite
         case_rate_reproducibility,
         components_within_share,
         gate_reproducibility,

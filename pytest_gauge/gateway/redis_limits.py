@@ -135,7 +135,7 @@ def connect(url: str) -> Any:
     """A Redis client for ``url``, checked with a PING; raises :class:`LimitsUnavailable` (with the fix)
     when the package is missing or the server does not answer."""
     try:
-        import redis
+        import redis  # deferred: keeps redis off the import of gateway.redis_limits
     except ImportError:
         raise LimitsUnavailable(
             f"--gauge-limits {url} needs the redis package", "pip install 'pytest-gauge[redis]'"
@@ -167,7 +167,7 @@ class _Scripts:
         }
 
     def run(self, name: str, key: str, *args: object) -> Any:
-        import redis
+        import redis  # deferred: keeps redis off the import of gateway.redis_limits
 
         try:
             return self.scripts[name](keys=[f"{self.prefix}:{key}"], args=list(args))
@@ -241,7 +241,7 @@ class RedisRate:
         """Charge the difference between the estimated and the real token count."""
         if not self.tpm or actual == estimated:
             return
-        import redis
+        import redis  # deferred: keeps redis off the import of gateway.redis_limits
 
         try:
             self.scripts.client.hincrbyfloat(

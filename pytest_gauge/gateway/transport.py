@@ -234,7 +234,7 @@ class ModelClient:
         out at once, and each request's pool pass probes every idle connection's socket, so spare ones
         only cost CPU), built on first use."""
         if self._http is None:
-            import httpx2
+            import httpx2  # deferred: keeps httpx2 off pytest's start-up
 
             cap = self.max_connections
             limits = (
@@ -289,7 +289,7 @@ class ModelClient:
         """:meth:`target`'s whole URL as httpx2's, built once per path."""
         found = self._urls.get(path)
         if found is None:
-            import httpx2
+            import httpx2  # deferred: keeps httpx2 off pytest's start-up
 
             found = self._urls[path] = httpx2.URL(self.target(path)[1])
         return found
@@ -331,7 +331,7 @@ class ModelClient:
             return await self._post_plain(
                 self._plain, path, content, self.headers(headers, key, auth), seconds
             )
-        import httpx2
+        import httpx2  # deferred: keeps httpx2 off pytest's start-up
 
         request = self.http.build_request(
             "POST", self.url(path), content=content, headers=self.headers(headers, key, auth), timeout=seconds
@@ -383,7 +383,7 @@ class ModelClient:
         """An ``openai.AsyncOpenAI`` on this client (same base URL, key, query and connection pool),
         built on first use: the one place the package imports the SDK for a call."""
         if self._openai is None:
-            import openai
+            import openai  # deferred: keeps openai off pytest's start-up
 
             self._openai = openai.AsyncOpenAI(
                 api_key=self.api_key,
@@ -401,14 +401,14 @@ def tls_context() -> ssl.SSLContext:
     """httpx2's default TLS context (the system's CAs, or ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` as set when
     first asked), made once per process and shared by every client: each new context loads the CA bundle
     again, 20-60 ms of CPU per client (the doctor makes one per model it checks)."""
-    import httpx2
+    import httpx2  # deferred: keeps httpx2 off pytest's start-up
 
     return httpx2.create_ssl_context()
 
 
 def serve_transport(serve: Serve) -> httpx2.AsyncBaseTransport:
     """An httpx2 transport answered by the in-process server ``serve`` (for ``openai.AsyncOpenAI``)."""
-    import httpx2
+    import httpx2  # deferred: keeps httpx2 off pytest's start-up
 
     async def handler(request: httpx2.Request) -> httpx2.Response:
         status, kind, content = serve(request.method, request.url.path, await request.aread())
@@ -420,10 +420,9 @@ def serve_transport(serve: Serve) -> httpx2.AsyncBaseTransport:
 def _request_errors() -> tuple[type[BaseException], ...]:
     """What a failed send raises besides a timeout: the transport's errors, a TLS failure, a stream
     that ended (as the SDK counted them: a connection error)."""
-    import ssl
 
-    import anyio
-    import httpx2
+    import anyio  # deferred: keeps anyio off pytest's start-up
+    import httpx2  # deferred: keeps httpx2 off pytest's start-up
 
     return (httpx2.RequestError, ssl.SSLError, anyio.EndOfStream)
 

@@ -27,6 +27,7 @@ from ..files.baseline import baseline_side, side_from_records
 from ..files.folders import RunFolder
 from ..files.labels import suite_labels
 from ..files.readwrite import read_json_object, write_atomic
+from ..gateway.ledger import merge_ledgers
 from ..options import GaugeOptions
 from ..records import CaseRecord, LedgerRecord, SuiteMeta
 from ..records.run_side import RunSide
@@ -143,7 +144,6 @@ class AdaptiveRun:
             self._evaluate(self.evaluated + 1)
 
     def _evaluate(self, look: int) -> None:
-        from ..gateway.ledger import merge_ledgers
 
         self.evaluated = look
         if not self.budget_out:  # a look cut short by the budget decides nothing: its cases are missing

@@ -91,7 +91,7 @@ class HttpSession:
     ) -> tuple[int, bytes, Mapping[str, str], float, int]:
         """The first answer that is not worth retrying (or the last one), with its latency and the
         number of attempts; a failure that never got an answer is diagnosed and raised."""
-        import httpx2
+        import httpx2  # deferred: keeps httpx2 off pytest's start-up
 
         agent = self.agent
         sent = {"content-type": "application/json", "accept": "application/json", **headers}
