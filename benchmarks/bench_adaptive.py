@@ -1,4 +1,4 @@
-"""Adaptive runs (issue 18): error control, agreement and calls saved over a grid of simulated suites.
+"""Adaptive runs: error control, agreement and calls saved over a grid of simulated suites.
 
 Run: ``python benchmarks/bench_adaptive.py`` (``--runs``, ``--sizes``, ``--rho`` to explore). For each
 gate kind, suite size and truth (clear pass, borderline = at the threshold, clear fail) it simulates 500
@@ -87,7 +87,7 @@ STATED_CALLS: dict[float, dict[str, dict[int, tuple[float, float]]]] = {
 """The median share of the full run's calls an adaptive run made 0.1 from the threshold (clear pass,
 clear fail), as docs/guide.md, docs/protocol.md#choosing-the-spending-power and benchmarks/README.md state
 them (rho = 2, 500 runs, by Beta concentration c, gate kind and tasks): a cell is held to its stated
-figure plus one look (a median moves by whole looks). Issue 18's fixed target (60% of the calls wherever
+figure plus one look (a median moves by whole looks). The earlier fixed target (60% of the calls wherever
 the full run is sure) is no longer claimed: the paired kind on the paired score interval takes 62-65% of
 200 tasks at c = 4 and 70-75% of 100 at c = 16 (docs/protocol.md#adaptive-runs)."""
 MIN_SURE = 0.95
@@ -144,7 +144,7 @@ def _rare_data(rng: np.random.Generator, p: float, runs: int, tasks: int) -> Dat
 
 
 def _always_data(rng: np.random.Generator, p: float, runs: int, tasks: int) -> Data:
-    """A rare rate on always/never tasks (issue 26, point 1): a share ``p`` of the tasks always has the
+    """A rare rate on always/never tasks: a share ``p`` of the tasks always has the
     event, the others never, 4 cases per task; many 20-task looks see no event or one task's."""
     k = np.asarray(4.0 * (rng.random((runs, tasks)) < p), dtype=np.float64)
     return (k, np.full((runs, tasks), 4.0))

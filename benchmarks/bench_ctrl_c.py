@@ -1,4 +1,4 @@
-"""How long one Ctrl-C takes to end a live ``-n 2`` run (issue 30, point 2).
+"""How long one Ctrl-C takes to end a live ``-n 2`` run.
 
 A live run of ``tests/data/mini`` against the loopback server, which holds every request after the
 40th, gets one SIGINT to its process group (as a terminal's Ctrl-C) once every slot is held at the

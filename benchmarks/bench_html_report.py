@@ -1,4 +1,4 @@
-"""The HTML report at 5,000 cases (issue 17): file size, Python render time and first render in Chromium.
+"""The HTML report at 5,000 cases: file size, Python render time and first render in Chromium.
 
 Run: ``python benchmarks/bench_html_report.py`` (about a minute). Runs ``eval_suites/example`` on the
 simulator (264 cases), scales its outputs to at least ``--cases`` (5,000) by repeating every task under a
@@ -33,7 +33,7 @@ from pytest_gauge.testing.browser import chromium
 ROOT = Path(__file__).resolve().parents[1]
 MAX_BYTES = 30_000_000
 MAX_FIRST_RENDER_MS = 2000.0
-MAX_RENDER_MS = 500.0  # issue 24: the page at 5,000 cases rendered in Python in at most 0.5 s
+MAX_RENDER_MS = 500.0  # the page at 5,000 cases rendered in Python in at most 0.5 s
 REPEATS = 3
 
 

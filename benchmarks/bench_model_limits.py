@@ -1,4 +1,4 @@
-"""A rate-limited model must not slow the others (issue 25, point 4).
+"""A rate-limited model must not slow the others.
 
 Two models share one gateway (one process, the run's concurrency limit): ``free`` answers every request,
 ``limited`` answers 429 with ``llm_provider-retry-after`` to most of its requests, as LiteLLM's proxy does

@@ -1,4 +1,4 @@
-"""Is the printed reproducibility true? The shipped example suite over many seeds (issue 26, point 10).
+"""Is the printed reproducibility true? The shipped example suite over many seeds.
 
 Run: ``python benchmarks/bench_reproducibility.py`` (``--seeds 50`` by default, ``--jobs`` processes,
 ``--suite``, ``--default-seed``). Each seed is one run of the suite on the simulator, made as

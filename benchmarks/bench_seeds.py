@@ -1,4 +1,4 @@
-"""The shipped examples over many seeds (issue 25, point 11): how many seeds pass each gate.
+"""The shipped examples over many seeds: how many seeds pass each gate.
 
 Run: ``python benchmarks/bench_seeds.py`` (``--seeds 200`` by default, ``--jobs`` processes, ``--suites``
 to pick some of ``example in_house prompts tiers``). Each (suite, seed) is an ordinary
@@ -201,7 +201,7 @@ def direct_results(suite: str, seed: int, work: str, extra: tuple[str, ...] = ()
     from pytest_gauge.analysis.suite import gate_results
     from pytest_gauge.gateway.gateway import Gateway, GatewayResources, GatewaySettings, GatewayShared
     from pytest_gauge.gateway.ledger import Ledger, merge_ledgers
-    from pytest_gauge.gateway.redis_limits import build_limits
+    from pytest_gauge.process.limits import build_limits
     from pytest_gauge.records.prices import PriceTable
     from pytest_gauge.run.judge_format import JudgeFormats
     from pytest_gauge.run.work import SuiteRuntime
@@ -250,7 +250,7 @@ def direct_results(suite: str, seed: int, work: str, extra: tuple[str, ...] = ()
     records = asyncio.run(produce())
     ledger = [r for r in merge_ledgers(sorted(run.glob("ledger-*.jsonl"))) if r.suite == entry.name]
     subprocess.run(["rm", "-rf", str(run)], check=False)
-    numbers = gate_source(meta, records, ledger, opts)
+    numbers = gate_source(meta, records, ledger, opts, comparison=(None, "no baseline"), labels=None)
     return gate_results(
         meta, opts, numbers.source, False, 0, deferred=False, interrupted=None, spread=numbers.spread
     )

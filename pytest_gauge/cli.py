@@ -16,7 +16,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO, TypeAlias
 
+from .files.baseline import BaselineError, save_baseline
 from .files.folders import CACHE_DIR, SuiteFolder
+from .files.html import ReportInputError
+from .finish.merge import run_merge
 from .gateway.cache import merge_caches, prune_cache
 from .gateway.cassettes import export_cassettes
 from .gateway.doctor import (
@@ -29,7 +32,15 @@ from .gateway.doctor import (
     run_doctor,
 )
 from .gateway.endpoint import KEY_VARIABLE
+from .run.programs import INSTALL
+from .suite.declare import (
+    MODEL_VARIABLES,  # filled by the suites' env_model as they are imported
+    ModelAgent,
+)
 from .suite.discover import configured_testpaths, find_suites
+from .suite.http_agent import HttpAgent, env_references
+from .suite.programs import CommandAgent
+from .suite.response_format import format_chain
 
 __all__ = ["build_parser", "main", "suite_targets"]
 
@@ -134,7 +145,7 @@ def _add_cache(commands: _Commands) -> None:
 
 
 def _add_merge(commands: _Commands) -> None:
-    """``merge``: one verdict from the shards of a suite (issue 16)."""
+    """``merge``: one verdict from the shards of a suite."""
     merge = commands.add_parser(
         "merge",
         help="merge the outputs of --gauge-shard runs, evaluate the gates",
@@ -196,8 +207,7 @@ def _add_labels(commands: _Commands) -> None:
 
 
 def _labels(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from .files.html import ReportInputError
-    from .finish.labels import sample_labels
+    from .finish.labels import sample_labels  # deferred: keeps numpy off the import of cli
 
     if args.n < 1:
         err.write(f"error: --n must be a whole number >= 1, got {args.n}\n")
@@ -240,7 +250,6 @@ def _doctor(args: argparse.Namespace, environ: Mapping[str, str], out: TextIO) -
     paths = args.paths or configured_testpaths(Path.cwd())
     found = find_suites(paths) if paths else []
     targets = targets_of(found) if paths and not models else None
-    from .suite.declare import MODEL_VARIABLES  # filled by the suites' env_model as they are imported
 
     return run_doctor(
         environ,
@@ -256,7 +265,6 @@ def _doctor(args: argparse.Namespace, environ: Mapping[str, str], out: TextIO) -
 
 def services_of(found: Sequence[tuple[str, Any]]) -> list[Service]:
     """Every HTTP agent of the suites, with the environment variables its headers read."""
-    from .suite.http_agent import HttpAgent, env_references
 
     return [
         Service(f"{name}/{agent.name}", agent.url, tuple(env_references(agent.headers)))
@@ -269,8 +277,6 @@ def services_of(found: Sequence[tuple[str, Any]]) -> list[Service]:
 def programs_of(found: Sequence[tuple[str, Any]]) -> list[Program]:
     """Every program the suites' program agents run (``argv[0]``), with the agents using it and, for
     the presets' CLIs, the install command."""
-    from .run.programs import INSTALL
-    from .suite.programs import CommandAgent
 
     users: dict[str, list[str]] = {}
     for name, suite in found:
@@ -288,8 +294,6 @@ def suite_targets(paths: Sequence[str]) -> list[Target]:
 def targets_of(found: Sequence[tuple[str, Any]]) -> list[Target]:
     """One doctor target per distinct (role, model) of the suites found, labelled with the suites (and
     agents) that use it; judge models are tried in their JSON-mode chain."""
-    from .suite.declare import MODEL_VARIABLES, ModelAgent
-    from .suite.response_format import format_chain
 
     users: dict[tuple[str, str, str], list[str]] = {}  # (role, model, api) -> who uses it
     chains: dict[str, tuple[dict[str, Any] | None, ...]] = {}
@@ -330,7 +334,6 @@ def _export(args: argparse.Namespace, environ: Mapping[str, str], out: TextIO, e
 
 
 def _save_baseline(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from .files.baseline import BaselineError, save_baseline
 
     try:
         written = save_baseline(Path(args.source), Path(args.to))
@@ -356,8 +359,7 @@ def _prune(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _report(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from .files.html import ReportInputError
-    from .finish.html import write_html_reports
+    from .finish.html import write_html_reports  # deferred: keeps numpy off the import of cli
 
     try:
         written = write_html_reports(Path(args.out_dir))
@@ -395,8 +397,6 @@ def main(
     if args.command == "cache":
         return _prune(args, out)
     if args.command == "merge":
-        from .finish.merge import run_merge
-
         return run_merge(args.shards, args.out, args.junitxml, env, out)
     if args.command == "baseline":
         return _save_baseline(args, out, err)

@@ -73,17 +73,17 @@ class GaugeOptions:
     shard: str | None = None
     limits: str | None = None
     run_id: str | None = None
-    adaptive: bool = False  # --gauge-adaptive: looks of tasks, stop when every gate is decided (issue 18)
+    adaptive: bool = False  # --gauge-adaptive: looks of tasks, stop when every gate is decided
     adaptive_look: int = 5  # tasks per look
-    familywise: str = "per-gate"  # --gauge-familywise: per-gate (each gate at 95%) or holm (issue 26)
-    labels: tuple[str, ...] = ()  # --gauge-labels FILE (repeatable): human labels.jsonl files (issue 29)
+    familywise: str = "per-gate"  # --gauge-familywise: per-gate (each gate at 95%) or holm
+    labels: tuple[str, ...] = ()  # --gauge-labels FILE (repeatable): human labels.jsonl files
 
     def prices_for(self, models: Iterable[str]) -> tuple[PriceRow, ...]:
         """The prices a run with these ``models`` uses: the configured ones, plus genai-prices for the
         models they do not price with ``--gauge-prices genai-prices`` (the run and ``merge`` alike)."""
         if not self.genai_prices:
             return self.prices
-        from .gateway.prices import with_genai_prices
+        from .gateway.prices import with_genai_prices  # deferred: keeps gateway.prices off pytest's start-up
 
         return with_genai_prices(self.prices, models)
 
@@ -138,7 +138,7 @@ def _positive_int(text: str) -> int:
 
 def _gate_text(text: str) -> str:
     """Validate a ``--gauge-gate`` expression at parse time (pytest-benchmark style); keep its text."""
-    from .analysis.gates import gate_arg
+    from .analysis.gates import gate_arg  # deferred: keeps analysis.gates off pytest's start-up
 
     return gate_arg(text).canonical()
 
@@ -327,7 +327,7 @@ def _add_rate_options(parser: pytest.Parser, group: Any) -> None:
 
 
 def _add_labels_option(parser: pytest.Parser, group: Any) -> None:
-    """``--gauge-labels FILE`` (repeatable) and the ini's ``gauge_labels`` lines (issue 29)."""
+    """``--gauge-labels FILE`` (repeatable) and the ini's ``gauge_labels`` lines."""
     group.addoption(
         "--gauge-labels",
         dest="gauge_labels",
@@ -466,7 +466,7 @@ def parse_price_lines(lines: list[str]) -> list[PriceRow]:
 
 def _shard(config: pytest.Config) -> str | None:
     """The shard label (``I/N``) from ``--gauge-shard`` or the environment, checked."""
-    from .files.shards import ShardError, shard_from
+    from .files.shards import ShardError, shard_from  # deferred: keeps files.shards off pytest's start-up
 
     try:
         shard = shard_from(config.getoption("gauge_shard"), os.environ)
@@ -493,7 +493,7 @@ def check_out_dir(path: Path, flag: str = "--gauge-out") -> None:
 
 def resolve_options(config: pytest.Config) -> GaugeOptions:
     """Resolve every setting once, CLI first, then ini, then the default."""
-    from .gateway.prices import GENAI_PRICES, check_genai_prices, load_prices
+    from .gateway.prices import GENAI_PRICES, check_genai_prices, load_prices  # deferred: off start-up
 
     values: dict[str, Any] = {}
     for _suffix, ini, kind, _help, choices in _SETTINGS:
@@ -506,7 +506,7 @@ def resolve_options(config: pytest.Config) -> GaugeOptions:
     out = values["gauge_out"] or "gauge-out"
     check_out_dir((invocation / out).resolve())
     cache_dir = values["gauge_cache_dir"] or str(root / CACHE_DIR)
-    from .analysis.gates import GateSyntaxError, parse_gates
+    from .analysis.gates import GateSyntaxError, parse_gates  # deferred: off pytest's start-up
 
     ini_gates = [str(g) for g in config.getini("gauge_gates")]
     try:
@@ -575,7 +575,7 @@ def resolve_options(config: pytest.Config) -> GaugeOptions:
 def _labels(config: pytest.Config, invocation: Path, root: Path) -> tuple[str, ...]:
     """``--gauge-labels`` files (relative to the invocation folder) after the ini's (relative to the
     rootdir), resolved and read once here so a bad file is a usage error naming its line."""
-    from .files.labels import LabelsError, read_labels
+    from .files.labels import LabelsError, read_labels  # deferred: keeps files.labels off pytest's start-up
 
     paths = [(root / str(p)).resolve() for p in config.getini("gauge_labels")]
     paths += [(invocation / str(p)).resolve() for p in config.getoption("gauge_labels") or ()]

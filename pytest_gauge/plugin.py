@@ -4,7 +4,9 @@ and hook wiring. Logic lives in the modules it delegates to; ``-p no:gauge`` dis
 from __future__ import annotations
 
 import gc
+import hashlib
 import os
+import sys
 from collections.abc import Generator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,7 +23,7 @@ from .process.roles import FAILURE_PROPERTY, RECORD_PROPERTY, Role, choose_role,
 from .process.state import GaugeState, SuiteEntry, state_key
 from .records import dumps
 from .suite.cases import Case, build_cases
-from .suite.declare import Suite, SuiteError, TaskFileError
+from .suite.declare import MODEL_VARIABLES, Suite, SuiteError, TaskFileError
 
 if TYPE_CHECKING:
     from .analysis.gate_check import SuiteShape
@@ -40,12 +42,10 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
     of their suites, each judge model through its JSON-mode chain)."""
     if not config.getoption("gauge_doctor", False):
         return None
-    import sys
 
-    from .cli import programs_of, services_of, targets_of
-    from .gateway.doctor import run_doctor
-    from .suite.declare import MODEL_VARIABLES
-    from .suite.discover import find_suites
+    from .cli import programs_of, services_of, targets_of  # deferred: keeps cli off pytest's start-up
+    from .gateway.doctor import run_doctor  # deferred: keeps gateway.doctor off pytest's start-up
+    from .suite.discover import find_suites  # deferred: keeps suite.discover off pytest's start-up
 
     found = find_suites([str(a).split("::")[0] for a in config.args])
     targets = targets_of(found) or None
@@ -86,7 +86,7 @@ def pytest_configure(config: pytest.Config) -> None:
         fixture_functions, "gauge-fixtures"
     )  # gauge_client, gauge_ledger, ..._judge
     if options.backend == "replay":
-        from .gateway.backends import install_replay_guard
+        from .gateway.backends import install_replay_guard  # deferred: off pytest's start-up
 
         install_replay_guard()
 
@@ -97,8 +97,11 @@ def _backend_explicit(config: pytest.Config) -> bool:
 
 def _check_baseline(options: GaugeOptions) -> None:
     """Refuse before any request a baseline that cannot be read, and baseline gates without a baseline."""
-    from .analysis.gate_check import missing_baseline
-    from .files.baseline import BaselineError, check_baseline_dir
+    from .analysis.gate_check import missing_baseline  # deferred: off pytest's start-up
+    from .files.baseline import (  # deferred: keeps files.baseline off pytest's start-up
+        BaselineError,
+        check_baseline_dir,
+    )
 
     if options.baseline:
         if Path(options.baseline).resolve() == Path(options.out_dir).resolve():
@@ -120,7 +123,7 @@ def _check_baseline(options: GaugeOptions) -> None:
 def _check_adaptive(options: GaugeOptions) -> None:
     if not options.adaptive:
         return  # nothing to check (and no numpy to import before the workers start)
-    from .process.adaptive import adaptive_problem
+    from .process.adaptive import adaptive_problem  # deferred: keeps numpy off pytest's start-up
 
     problem = adaptive_problem(options)
     if problem:
@@ -129,7 +132,10 @@ def _check_adaptive(options: GaugeOptions) -> None:
 
 def _check_limits(url: str) -> None:
     """``--gauge-limits``: the Redis server must answer before any request (a usage error otherwise)."""
-    from .gateway.redis_limits import LimitsUnavailable, connect
+    from .gateway.redis_limits import (  # deferred: keeps gateway.redis_limits off pytest's start-up
+        LimitsUnavailable,
+        connect,
+    )
 
     try:
         connect(url).close()
@@ -170,7 +176,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     role.close()
     state.release()
     if state.options.backend == "replay":
-        from .gateway.backends import replay_guard
+        from .gateway.backends import replay_guard  # deferred: keeps gateway.backends off pytest's start-up
 
         replay_guard.active = False
     _settle_garbage(config)
@@ -183,7 +189,7 @@ def _settle_garbage(config: pytest.Config) -> None:
     fails is still reported: this collection runs under pytest's unraisable hook, before its check. A run
     whose pytest collects nothing at exit (pytester's in-process runs) is left alone."""
     try:
-        from _pytest.unraisableexception import gc_collect_iterations_key
+        from _pytest.unraisableexception import gc_collect_iterations_key  # deferred: pytest's private module
     except ImportError:  # pragma: no cover - another pytest: nothing known to save
         return
     if config.stash.get(gc_collect_iterations_key, 5) > 1:
@@ -215,8 +221,11 @@ class SuiteCollector(pytest.Collector):
         name = self.suite.name or folder.name
         suite, recorded_gateway = self.suite, None
         if state.options.backend == "replay" and state.options.cassettes:
-            from .files.replay import RecordingError, load_recording
-            from .process.replay import recorded_suite
+            from .files.replay import (  # deferred: keeps files.replay off pytest's start-up
+                RecordingError,
+                load_recording,
+            )
+            from .process.replay import recorded_suite  # deferred: keeps process.replay off pytest's start-up
 
             try:
                 recording = load_recording(state.options.cassettes, name)
@@ -263,7 +272,6 @@ class GaugeCaseFailure(Exception):
 def _first_report(run_dir: Path, case_id: str, error: str) -> str:
     """The case that reported ``error`` first in this run: a file per error in the run folder, created
     exclusively, so the workers of a run agree (any process may write it first)."""
-    import hashlib
 
     folder = run_dir / "reported"
     folder.mkdir(parents=True, exist_ok=True)
@@ -364,7 +372,8 @@ def _order_by_look(config: pytest.Config, items: list[pytest.Item]) -> None:
 
 def _keep_shard(state: GaugeState, config: pytest.Config, items: list[pytest.Item]) -> None:
     """``--gauge-shard``: deselect the cases of the tasks other shards run (whole tasks, every case)."""
-    from .files.shards import parse_shard, suite_shard_tasks
+    from .files.shards import parse_shard  # deferred: keeps files.shards off pytest's start-up
+    from .process.shards import suite_shard_tasks  # deferred: keeps process.shards off pytest's start-up
 
     shard = parse_shard(str(state.options.shard))
     mine = {name: suite_shard_tasks(entry, shard) for name, entry in state.suites.items()}
@@ -382,7 +391,7 @@ def _keep_shard(state: GaugeState, config: pytest.Config, items: list[pytest.Ite
 
 def _gate_shape(suite: Suite, name: str) -> SuiteShape:
     """What the suite's gates may name (agents, pairs, tiered agents, judge models)."""
-    from .analysis.gate_check import SuiteShape
+    from .analysis.gate_check import SuiteShape  # deferred: keeps analysis.gate_check off pytest's start-up
 
     tiers = tuple(agent for rows in suite.families().values() for _label, agent in rows)
     return SuiteShape(name, tuple(a.name for a in suite.agents), suite.pairs, tiers, suite.judge.models())
@@ -392,8 +401,14 @@ def gate_problems(suite: Suite, name: str, extra: tuple[str, ...], *, baseline: 
     """Every gate of the suite (its own, the ini's and ``--gauge-gate``) checked against what the suite
     declares; one line per problem, naming the suite, the gate and the nearest valid name. Without a
     baseline, gates on one (``delta``, ``regressions``, ``fixes``) are problems too."""
-    from .analysis.gate_check import check_gates, missing_baseline
-    from .analysis.gates import GateSyntaxError, parse_gate
+    from .analysis.gate_check import (  # deferred: keeps analysis.gate_check off pytest's start-up
+        check_gates,
+        missing_baseline,
+    )
+    from .analysis.gates import (  # deferred: keeps analysis.gates off pytest's start-up
+        GateSyntaxError,
+        parse_gate,
+    )
 
     problems: list[str] = []
     parsed = []
@@ -427,7 +442,7 @@ class GaugeRun:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.role: Role = config.stash[role_key]
-        from .process.stopping import install_sigterm
+        from .process.stopping import install_sigterm  # deferred: off pytest's start-up
 
         # a CI timeout stops like Ctrl-C, with a report; a second signal is absorbed, a third forces
         self.previous_sigterm = install_sigterm(speaks=self.role.started_by_user)
@@ -494,7 +509,7 @@ class GaugeRun:
             reporter.write_line(nodeid if session.config.option.verbose < 0 else f"  <Gate {nodeid}>")
 
     def pytest_unconfigure(self) -> None:
-        from .process.stopping import restore_sigterm
+        from .process.stopping import restore_sigterm  # deferred: off pytest's start-up
 
         restore_sigterm(self.previous_sigterm)
 

@@ -1,1 +1,1 @@
-"""Claude Code against Codex as agents under test (issue 28): the example suite of program agents."""
+"""Claude Code against Codex as agents under test: the example suite of program agents."""

@@ -1,4 +1,4 @@
-"""Gates decided look by look in an adaptive run (issue 18): each gate's anytime-valid decision from
+"""Gates decided look by look in an adaptive run: each gate's anytime-valid decision from
 the suite's metrics at a look, and the gate results an adaptive run reports (docs/protocol.md#adaptive-runs).
 
 The statistics (alpha-spending boundaries, the widened interval, the decision rule) live in

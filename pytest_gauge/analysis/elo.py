@@ -2,7 +2,7 @@
 
 Comparisons are aggregated once into a ``(n_tasks, k, k)`` wins tensor; the pooled fit is Newton's
 method on the log-likelihood (mean-zero strengths, gradient-norm convergence). Intervals are
-cluster-robust (issue 20): the sandwich covariance of the strengths with the tasks as clusters
+cluster-robust: the sandwich covariance of the strengths with the tasks as clusters
 (:func:`cluster_covariance`) and a Student-t quantile on ``tasks - 1`` degrees of freedom, chosen by the
 coverage simulation of test_interval_coverage.py (docs/protocol.md#coverage), where the task-resampling
 percentile bootstrap covered less. The bootstrap is still drawn (``EloResult.samples``): paired baseline

@@ -1,4 +1,4 @@
-"""Many gates at once (issue 26, point 4): which gates can fail an unchanged system, by how much their
+"""Many gates at once: which gates can fail an unchanged system, by how much their
 number inflates that chance, and Holm's step-down over them (``--gauge-familywise holm``).
 
 A run fails when any gate fails. A gate that fails only when its interval is confidently on the wrong

@@ -1,4 +1,4 @@
-"""Gates checked at collection (issue 14): every gate's metric names and arguments against the suite's
+"""Gates checked at collection: every gate's metric names and arguments against the suite's
 declaration (agents, pairs, compute tiers, judge models), before any call is made, so a typo costs
 nothing. The evaluator (:mod:`.gates`, :mod:`.gate_source`) still checks at the end: this is the cheap,
 early copy of the same rules, kept in one table (:data:`SIGNATURES`) that a new metric adds its

@@ -1,4 +1,4 @@
-"""The judge against people (issue 29, point 3): blind human labels of judged cases against the judge's
+"""The judge against people: blind human labels of judged cases against the judge's
 verdicts, per judge model and the panel, and against the rules, with task-cluster intervals and the
 labelling sample's weights (docs/protocol.md#human-labels).
 

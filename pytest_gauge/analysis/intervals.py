@@ -1,4 +1,4 @@
-"""Task-clustered intervals for ratios of counts (issue 20, point 1), vectorised over many runs.
+"""Task-clustered intervals for ratios of counts, vectorised over many runs.
 
 Cases of one task share transcripts, so a rate over cases is a ratio estimator over tasks. The
 percentile bootstrap over tasks under-covers when tasks differ (83-87% for a nominal 95% at 20 tasks

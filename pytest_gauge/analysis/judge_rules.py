@@ -1,4 +1,4 @@
-"""The judge against the rules (issue 20): how often a judge picks the higher rule reward, whether its
+"""The judge against the rules: how often a judge picks the higher rule reward, whether its
 ``reward_a/b`` track the rule rewards (rank correlation, calibration table), per judge model, for the
 main verdict and for the panel's majority; and whether a cheaper panel model is as accurate.
 

@@ -1,4 +1,4 @@
-"""Which cases to label (issue 29, point 2): a stratified sample of a run's cases, with weights that keep
+"""Which cases to label: a stratified sample of a run's cases, with weights that keep
 the human-label estimates unbiased for the whole suite (docs/protocol.md#human-labels).
 
 Each case goes into the first stratum that fits (``LABEL_STRATA``): the judge chose the lower rule reward

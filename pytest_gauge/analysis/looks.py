@@ -5,16 +5,21 @@ finished, the records and the ledger so far."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..records import CaseRecord, LedgerRecord, SuiteMeta
+from ..records.labels import Label
 from ..records.totals import ledger_totals
 from ..run.looks import LookPlan, LookState
 from .adaptive import AdaptiveSummary, GateDecision, decide_gates, gate_key, waits_for_last_look
 from .gates import Gate, parse_gates
-from .numbers import NumbersSettings
-from .sequential import look_boundaries
+from .numbers import NumbersSettings, gate_source
+from .sequential import Look, look_boundaries
+
+if TYPE_CHECKING:
+    from .baseline import BaselineComparison
 
 __all__ = ["LookDecisions", "SuiteLooks", "savings"]
 
@@ -74,10 +79,13 @@ class LookDecisions:
         records: list[CaseRecord],
         ledger: list[LedgerRecord],
         settings: NumbersSettings,
+        *,
+        labels: Sequence[Label] | None,
+        compare: Callable[[Sequence[str]], tuple[BaselineComparison | None, str]],
     ) -> None:
-        """The suite's gates still open decided on looks ``1..look`` (its records and ledger so far)."""
-        from .numbers import gate_source
-        from .sequential import Look
+        """The suite's gates still open decided on looks ``1..look`` (its records and ledger so far).
+        ``labels``: the suite's human labels; ``compare``: the records of these tasks against the
+        baseline (or None and why)."""
 
         suite = self.suites[name]
         if look > suite.planned:
@@ -85,7 +93,10 @@ class LookDecisions:
         plan = self.plan
         total = plan.total_tasks(name)
         at = Look(look, suite.planned, plan.tasks_through(name, look), total, suite.critical[look - 1])
-        numbers = gate_source(suite.meta, records, ledger, settings, tasks=self._tasks_run(name, look))
+        tasks = self._tasks_run(name, look)
+        numbers = gate_source(
+            suite.meta, records, ledger, settings, comparison=compare(tasks), labels=labels, tasks=tasks
+        )
         if look == 1:
             for gate in suite.gates:
                 why = waits_for_last_look(gate, numbers.source)

@@ -2,7 +2,7 @@
 
 Interval methods (the choice is part of the result, see :attr:`Estimate.method`):
 
-* ``cluster-wilson`` / ``cluster-t`` (issue 20): case-level rates of 0/1 outcomes (LRS, flips, position
+* ``cluster-wilson`` / ``cluster-t``: case-level rates of 0/1 outcomes (LRS, flips, position
   bias, judge errors and accuracy, verbosity, agreement) get a Wilson interval on the design-effect
   adjusted count, and differences of two such rates a cluster-robust t interval, both over tasks
   (:mod:`.intervals`); chosen by the coverage simulation of docs/protocol.md#coverage, where the
@@ -801,7 +801,7 @@ def _user_audit(acc: Accumulator, records: Sequence[CaseRecord]) -> None:
 def _agent_over_tasks(key: Key, st: Stat) -> bool:
     """``success_rate(agent)`` with several samples on some task: its estimand is the agent's success rate
     over the suite's tasks (successes / transcripts, the mean of the task rates with equal samples), and
-    its interval is clustered over tasks; Wilson over transcripts covered it 77-91% (issue 26)."""
+    its interval is clustered over tasks; Wilson over transcripts covered it 77-91%."""
     if key[0] != "success_rate" or len(key) != 3 or st.interval != "wilson":
         return False
     counts = st.per_task[:, 1]

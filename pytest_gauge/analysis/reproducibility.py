@@ -1,4 +1,4 @@
-"""How often a gate's verdict would repeat (issue 26, point 10; docs/protocol.md#reproducibility).
+"""How often a gate's verdict would repeat (docs/protocol.md#reproducibility).
 
 A verdict compares a bound (or the value) with a threshold. Rerun the suite and the estimate moves, and
 with it the bound: its predictive distribution given this run, under a flat prior on the true value, is

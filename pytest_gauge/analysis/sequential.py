@@ -1,4 +1,4 @@
-"""Group-sequential statistics for adaptive runs (issue 18): alpha spending over planned looks, exact
+"""Group-sequential statistics for adaptive runs: alpha spending over planned looks, exact
 boundaries by recursive numerical integration, and the anytime-valid gate decision at each look.
 
 An adaptive run takes its tasks in looks and re-evaluates every gate after each look. Looking at an

@@ -4,12 +4,13 @@ reports are rendered from it above (``finish/outputs.py``)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..files.shards import DEFERRED_MESSAGE
 from ..records import CaseRecord, LedgerRecord, SuiteMeta
+from ..records.labels import Label
+from .gates import GateResult, evaluate_gates, is_count, parse_gates
 from .numbers import NumbersSettings, SuiteNumbers, gate_source
 
 if TYPE_CHECKING:
@@ -18,7 +19,18 @@ if TYPE_CHECKING:
     from .gates import Gate, GateResult
     from .power import VarianceComponents
 
-__all__ = ["AdaptiveGates", "GateSettings", "SuiteAnalysis", "analyse_suite", "gate_results"]
+__all__ = [
+    "DEFERRED_MESSAGE",
+    "AdaptiveGates",
+    "GateSettings",
+    "SuiteAnalysis",
+    "analyse_suite",
+    "gate_results",
+]
+
+DEFERRED_MESSAGE = (
+    "deferred: this run is one shard of the suite; 'python -m pytest_gauge merge' evaluates the gates"
+)
 
 
 class GateSettings(NumbersSettings, Protocol):
@@ -69,9 +81,8 @@ def gate_results(
     an adaptive run's decisions stand wherever it ended (they are anytime-valid).
     ``spread``: each agent's reward variance components, for the samples-per-task alternative of
     ``mean_reward(agent)`` gates (the one gate term built from per-task means of samples)."""
-    from .adaptive import adaptive_results
-    from .gates import GateResult, evaluate_gates, parse_gates
-    from .power import with_needed_n
+    from .adaptive import adaptive_results  # deferred: keeps numpy off the import of analysis.suite
+    from .power import with_needed_n  # deferred: keeps numpy off the import of analysis.suite
 
     gates = parse_gates([*meta.gates, *opts.gates])
     if deferred:
@@ -89,7 +100,7 @@ def gate_results(
     if adaptive is not None:
         results = adaptive_results(results, adaptive.decided, adaptive.ended)
     elif opts.familywise == "holm":  # Holm's step-down over the fail-when-confident gates
-        from .familywise import apply_holm
+        from .familywise import apply_holm  # deferred: keeps numpy off the import of analysis.suite
 
         results = apply_holm(results, source, tasks if isinstance(tasks, int) else 0)
     by_agent = spread or {}
@@ -106,8 +117,7 @@ def gate_results(
 def _with_reproducibility(result: GateResult, source: Any, spread: VarianceComponents | None) -> GateResult:
     """The result with how often its verdict would repeat, from its quantity's interval df and the
     within-task share of its variance (docs/protocol.md#reproducibility)."""
-    from .gates import is_count
-    from .reproducibility import (
+    from .reproducibility import (  # deferred: keeps numpy off the import of analysis.suite
         case_rate_reproducibility,
         components_within_share,
         gate_reproducibility,
@@ -141,17 +151,19 @@ def analyse_suite(
     opts: GateSettings,
     *,
     comparison: tuple[BaselineComparison | None, str],
+    labels: Sequence[Label] | None,
     partial: bool,
     deferred: bool = False,
     interrupted: str | None = None,
     adaptive: AdaptiveGates | None = None,
 ) -> SuiteAnalysis:
     """Records + ledger -> metrics, Elo, the gates' source and the gates evaluated. ``comparison``: this
-    run against its baseline (or None and why). ``deferred`` (a shard): the gates are not evaluated here
+    run against its baseline (or None and why); ``labels``: the suite's human labels (None: no labels
+    file). ``deferred`` (a shard): the gates are not evaluated here
     but by the merge. ``interrupted`` ("interrupted: N of M cases"): the run was stopped; its gates are
     evaluated only with ``--gauge-gates-on-partial``. ``adaptive``: the gates as an adaptive run decided
     them, look by look."""
-    numbers = gate_source(meta, records, ledger, opts, comparison=comparison)
+    numbers = gate_source(meta, records, ledger, opts, comparison=comparison, labels=labels)
     results = gate_results(
         meta,
         opts,

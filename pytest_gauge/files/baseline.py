@@ -30,6 +30,7 @@ __all__ = [
     "BASELINE_FORMAT",
     "BASELINE_FORMAT_VERSION",
     "BaselineError",
+    "baseline_side",
     "check_baseline_dir",
     "load_baseline",
     "load_run_side",
@@ -341,6 +342,20 @@ def load_baseline(root: Path, suite: str, link_base: Path | None = None) -> RunS
     if (SuiteFolder(folder).manifest).is_file():
         return load_run_side(folder, link_base)
     return None
+
+
+def baseline_side(folder: str | None, suite: str, link_base: Path | None) -> tuple[RunSide | None, str]:
+    """``--gauge-baseline``'s side of ``suite`` (its links relative to ``link_base``), or None and why:
+    no baseline given, a baseline that cannot be used, or one without the suite."""
+    if not folder:
+        return None, "no baseline given: run with --gauge-baseline DIR"
+    try:
+        base = load_baseline(Path(folder), suite, link_base=link_base)
+    except BaselineError as exc:
+        return None, f"baseline not usable: {exc}"
+    if base is None:
+        return None, f"the baseline {folder} has no suite {suite!r}: nothing to compare"
+    return base, ""
 
 
 def _ledger_summary(ledger: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:

@@ -1,4 +1,4 @@
-"""Reading a run's output folder back into the HTML page's typed inputs (issue 17): the one reader
+"""Reading a run's output folder back into the HTML page's typed inputs: the one reader
 ``python -m pytest_gauge report OUT_DIR`` and ``merge`` use; :mod:`pytest_gauge.finish.html` renders and
 writes the pages, :mod:`pytest_gauge.report.html` renders them, purely.
 """

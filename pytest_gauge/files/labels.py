@@ -13,7 +13,7 @@ from typing import Any
 from ..records.labels import LABEL_CHOICES, LABEL_STRATA, Label, SampleCase
 from .readwrite import FileFormatError, read_jsonl_lines, write_atomic
 
-__all__ = ["LabelsError", "read_labels", "read_sample", "write_labels", "write_sample"]
+__all__ = ["LabelsError", "read_labels", "read_sample", "suite_labels", "write_labels", "write_sample"]
 
 
 class LabelsError(FileFormatError):
@@ -64,6 +64,13 @@ def read_labels(paths: Iterable[Path]) -> list[Label]:
             found.pop((lab.suite, lab.case_id, lab.labeller), None)
             found[(lab.suite, lab.case_id, lab.labeller)] = lab
     return list(found.values())
+
+
+def suite_labels(suite: str, files: Sequence[str]) -> list[Label] | None:
+    """The labels of ``suite`` in the ``--gauge-labels`` files (None when none was given)."""
+    if not files:
+        return None
+    return [x for x in read_labels(Path(f) for f in files) if x.suite == suite]
 
 
 def write_labels(path: Path, labels: Sequence[Label]) -> None:

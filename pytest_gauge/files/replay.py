@@ -1,4 +1,4 @@
-"""Self-contained replay (issue 14): what a cassette export records beside the responses, so
+"""Self-contained replay: what a cassette export records beside the responses, so
 ``--gauge-backend=replay --gauge-cassettes DIR`` needs no ``TAOTOKEN_*`` or model variable. How a replay
 run uses it is :mod:`pytest_gauge.process.replay`; the export is :mod:`pytest_gauge.gateway.cassettes`.
 

@@ -9,7 +9,6 @@ expensive first (ties by a hash of the id), to the shard with the fewest expecte
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 from collections.abc import Iterable, Mapping
@@ -21,28 +20,20 @@ from .folders import SuiteFolder
 from .readwrite import write_atomic
 
 if TYPE_CHECKING:
-    from ..options import GaugeOptions
-    from ..process.state import SuiteEntry
     from ..records import SuiteMeta
 
 __all__ = [
-    "DEFERRED_MESSAGE",
     "RESULT_OPTIONS",
     "Shard",
     "ShardError",
     "assign_tasks",
     "expected_calls",
-    "options_json",
     "parse_shard",
     "shard_from",
-    "suite_shard_tasks",
     "tasks_of",
     "write_shard_manifest",
 ]
 
-DEFERRED_MESSAGE = (
-    "deferred: this run is one shard of the suite; 'python -m pytest_gauge merge' evaluates the gates"
-)
 # GaugeOptions fields that change records, metrics or reports: shards merged together must agree on them.
 RESULT_OPTIONS = (
     "backend",
@@ -152,32 +143,18 @@ def task_weights(
     }
 
 
-def suite_shard_tasks(entry: SuiteEntry, shard: Shard) -> frozenset[str]:
-    """The tasks of ``entry`` that ``shard`` runs (computed from all of the suite's cases, so every
-    shard and every xdist worker agrees)."""
-    s = entry.suite
-    turns = {t.task_id: t.max_turns or s.user.max_turns for t in entry.tasks}
-    cases = [(c.task_id, c.left, c.right, c.sample) for c in entry.cases]
-    weights = task_weights(turns, cases, (s.judge.repeats, len(s.judge.models())))
-    return tasks_of(weights, shard)
-
-
-def options_json(opts: GaugeOptions) -> dict[str, Any]:
-    """Every option as plain JSON (what the merge reuses), without folders and per-machine settings."""
-    data = dataclasses.asdict(opts)
-    for key in ("out_dir", "cache_dir", "cassettes", "progress", "shard", "limits", "run_id"):
-        data.pop(key, None)
-    plain: dict[str, Any] = json.loads(json.dumps(data))  # tuples as lists, as they are read back
-    return plain
-
-
 def write_shard_manifest(
-    out: Path, meta: SuiteMeta, opts: GaugeOptions, manifest: Mapping[str, Any], *, interrupted: bool
+    out: Path,
+    meta: SuiteMeta,
+    shard: Shard,
+    options: Mapping[str, Any],
+    manifest: Mapping[str, Any],
+    *,
+    interrupted: bool,
 ) -> None:
     """``<suite>/shard.json`` (beside the ``manifest`` just written, given in memory): which shard of how
-    many, the tasks it ran, the seed, task-set and prompt hashes and versions, the options and the
-    suite's metadata, for ``merge``."""
-    shard = parse_shard(str(opts.shard))
+    many, the tasks it ran, the seed, task-set and prompt hashes and versions, the options (as plain
+    JSON) and the suite's metadata, for ``merge``."""
     doc = {
         "format_version": 1,
         "suite": meta.name,
@@ -189,7 +166,7 @@ def write_shard_manifest(
         "seed": manifest.get("seed"),
         "hashes": manifest.get("hashes"),
         "versions": manifest.get("versions"),
-        "options": options_json(opts),
+        "options": dict(options),
         "meta": meta.to_json(),
     }
     write_atomic(SuiteFolder(out).shard, json.dumps(doc, sort_keys=True, ensure_ascii=False, indent=1) + "\n")

@@ -22,11 +22,11 @@ class EndOfRun:
     def prepare(self) -> None:
         """Import the end of the run's modules now (numpy, the analysis, the reports: about 0.3 s): before
         the cases run (while xdist's workers start), so no Ctrl-C can cut an import short."""
-        from .. import report  # noqa: F401
-        from . import html, outputs  # noqa: F401
+        from .. import report  # deferred: keeps numpy off pytest's start-up  # noqa: F401
+        from . import html, outputs  # deferred: keeps numpy off pytest's start-up  # noqa: F401
 
     def write(self, session: pytest.Session, state: GaugeState, *, interrupted: bool) -> None:
-        from .outputs import finish_run
+        from .outputs import finish_run  # deferred: keeps finish.outputs off pytest's start-up
 
         finish_run(session, state, interrupted=interrupted)
 
@@ -34,6 +34,6 @@ class EndOfRun:
         tests_summary(reporter, config)
 
     def summary(self, reporter: Any, state: GaugeState) -> None:
-        from .outputs import write_summary
+        from .outputs import write_summary  # deferred: keeps finish.outputs off pytest's start-up
 
         write_summary(reporter, state)

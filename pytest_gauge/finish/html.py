@@ -1,4 +1,4 @@
-"""Writing a run's HTML reports (issue 17): ``<suite>/reports/index.html`` per suite and
+"""Writing a run's HTML reports: ``<suite>/reports/index.html`` per suite and
 ``OUT_DIR/index.html`` linking them, for the end of a run, ``python -m pytest_gauge report OUT_DIR`` and
 ``merge``; the suites' outputs are read back from the folder by :mod:`pytest_gauge.files.html`."""
 

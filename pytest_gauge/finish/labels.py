@@ -1,6 +1,6 @@
 """``python -m pytest_gauge labels sample``: each suite's stratified sample of cases to label, written to
 ``<suite>/labels/sample.jsonl``, and the HTML pages rewritten so their labelling mode offers it first
-(issue 29, point 2; docs/protocol.md#human-labels)."""
+(docs/protocol.md#human-labels)."""
 
 from __future__ import annotations
 

@@ -24,6 +24,7 @@ from ..files.shards import RESULT_OPTIONS
 from ..gateway.ledger import attribute_shared_calls
 from ..options import GaugeOptions
 from ..records import CaseRecord, LedgerRecord, SuiteMeta, dumps
+from .outputs import report_suite
 from .verdict import append_step_summary, ci_active, gate_outcome
 
 if TYPE_CHECKING:
@@ -159,7 +160,6 @@ def _write_transcripts(
 def merge_shards(suite: str, runs: Sequence[ShardRun], out_dir: Path) -> SuiteReports:
     """Write the merged suite folder ``out_dir/<suite>`` and return its
     :class:`~pytest_gauge.finish.outputs.SuiteReports` (gates evaluated)."""
-    from .outputs import report_suite
 
     check_shards(suite, runs)
     runs = sorted(runs, key=lambda r: int(r.shard["index"]))
@@ -223,8 +223,8 @@ def run_merge(
 ) -> int:
     """The ``merge`` command: 0 when every gate passes, 1 on a failing gate, 2 on shards that cannot
     be merged."""
-    from ..report import render_summary
-    from .html import write_html_reports
+    from ..report import render_summary  # deferred: keeps numpy off the import of finish.merge
+    from .html import write_html_reports  # deferred: keeps numpy off the import of finish.merge
 
     try:
         found = find_shards(dirs)

@@ -25,12 +25,19 @@ import pytest
 
 from ..analysis.numbers import compare_with_baseline
 from ..analysis.suite import AdaptiveGates, analyse_suite
+from ..files.baseline import baseline_side, side_of_outputs, transcript_links
 from ..files.folders import OutFolder, SuiteFolder
+from ..files.html import suite_outputs
+from ..files.labels import suite_labels
 from ..files.readwrite import write_atomic
-from ..files.shards import write_shard_manifest
+from ..files.replay import load_recording
+from ..files.shards import parse_shard, write_shard_manifest
 from ..files.work_store import WorkStore
+from ..fixtures import finish_tests
 from ..gateway.ledger import merge_ledgers
 from ..gateway.store import content_key
+from ..process.replay import miss_message, miss_reasons
+from ..process.shards import options_json
 from ..process.state import GaugeState
 from ..records import (
     CaseRecord,
@@ -39,6 +46,7 @@ from ..records import (
     content_hash,
     dumps,
 )
+from ..run.judge import JUDGE_SYSTEM_PROMPT
 from .verdict import append_step_summary, ci_active, gate_outcome
 
 if TYPE_CHECKING:
@@ -135,7 +143,6 @@ def write_outputs(
     """tasks.jsonl, agents/<agent>.jsonl, pairs/pair_results.jsonl, agent_runs.jsonl, manifest.json
     (with ``interrupted: "interrupted: N of M cases"`` when the run was stopped); returns the manifest
     and each agent's transcript rows as written (the HTML page is made from them)."""
-    from ..run.judge import JUDGE_SYSTEM_PROMPT
 
     folder = SuiteFolder(out)
     tasks_text = _jsonl([{"format_version": 1}, *meta.tasks])
@@ -181,7 +188,6 @@ def html_page(
     """The suite's HTML page values from what the run has just written, in memory: the manifest and
     transcript rows (``written``), the records, the ledger and the reports (the agents in the order of
     their files, as a folder read back gives them)."""
-    from ..files.html import suite_outputs
 
     manifest, agent_rows = written
     metrics = reports.get("metrics.json")
@@ -263,7 +269,7 @@ def _gate_note(name: str, results: list[Any], *, strict: bool) -> str | None:
 def check_report_snapshots(session: pytest.Session, meta: SuiteMeta, reports: dict[str, str]) -> None:
     """Opt-in (``--gauge-snapshot-reports``): compare the suite's reports with the snapshots stored in
     ``<suite>/gauge-snapshots/``; ``--snapshot-update`` (syrupy's flag) writes them."""
-    from ..report import SNAPSHOT_REPORTS
+    from ..report import SNAPSHOT_REPORTS  # deferred: keeps numpy off the import of finish.outputs
 
     folder = Path(meta.folder) / "gauge-snapshots"
     update = bool(session.config.getoption("update_snapshots", False))
@@ -324,7 +330,10 @@ def report_suite(
     of this run is made from them, not read back). ``report_options``: the options the reports show (the
     run's, with the prices actually used); the other arguments are
     :func:`~pytest_gauge.analysis.suite.analyse_suite`'s."""
-    from ..report import ReportContext, render_reports
+    from ..report import (  # deferred: keeps numpy off the import of finish.outputs
+        ReportContext,
+        render_reports,
+    )
 
     def current() -> RunSide:
         return run_side(out, meta, written, records, ledger)
@@ -334,7 +343,10 @@ def report_suite(
         records,
         ledger,
         opts,
-        comparison=compare_with_baseline(meta.name, opts, current, SuiteFolder(out).reports),
+        comparison=compare_with_baseline(
+            baseline_side(opts.baseline, meta.name, SuiteFolder(out).reports), opts, current
+        ),
+        labels=suite_labels(meta.name, opts.labels),
         partial=partial,
         deferred=deferred,
         interrupted=interrupted,
@@ -377,7 +389,6 @@ def run_side(
 ) -> RunSide:
     """This run's side of a baseline comparison from the outputs just written to ``out``, in memory: the
     side :func:`~pytest_gauge.files.baseline.load_run_side` reads back from the folder (one builder)."""
-    from ..files.baseline import side_of_outputs, transcript_links
 
     manifest, agent_rows = written
     folder = SuiteFolder(out)
@@ -393,7 +404,6 @@ def _baseline_link(opts: GaugeOptions, out: Path) -> str:
 
 def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool) -> None:
     """Write every suite's outputs and reports, evaluate its gates, and report them as test entries."""
-    from ..fixtures import finish_tests
 
     ledger_all = merge_ledgers(state.run_folder.ledgers())
     finish_tests(session.config, Path(state.options.out_dir), ledger_all)
@@ -428,7 +438,8 @@ def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool)
             adaptive=adaptive,
         )  # fmt: skip
         if opts.shard:
-            write_shard_manifest(out, meta, opts, written[0], interrupted=interrupted)
+            shard, options = parse_shard(str(opts.shard)), options_json(opts)
+            write_shard_manifest(out, meta, shard, options, written[0], interrupted=interrupted)
             state.gate_notes.append(
                 (False, f"{len(analysis.results)} gates of suite {name} deferred to merge")
             )
@@ -441,7 +452,7 @@ def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool)
         for result in analysis.results:
             strict_skips = strict and not opts.shard
             _emit_gate(session, meta, result, strict_skips=strict_skips)
-    from .html import write_html_pages
+    from .html import write_html_pages  # deferred: keeps numpy off the import of finish.outputs
 
     if pages:
         write_html_pages(Path(opts.out_dir), pages)
@@ -474,8 +485,6 @@ def _replay_misses(state: GaugeState, name: str, info: dict[str, Any]) -> str | 
     missing = [c.removeprefix(prefix) for c in ctx.meta.selected if c.removeprefix(prefix) not in recorded]
     if not missing:
         return None
-    from ..files.replay import load_recording
-    from ..process.replay import miss_message, miss_reasons
 
     recording = load_recording(opts.cassettes, name) if opts.cassettes else None
     hashes = info["manifest"].get("hashes") or {}  # the manifest as written, not read back
@@ -485,7 +494,10 @@ def _replay_misses(state: GaugeState, name: str, info: dict[str, Any]) -> str | 
 
 def write_summary(terminalreporter: Any, state: GaugeState) -> None:
     """The compact end-of-run table, once, on the controller (and GITHUB_STEP_SUMMARY if set)."""
-    from ..report import render_summary, unpriced_warnings
+    from ..report import (  # deferred: keeps numpy off the import of finish.outputs
+        render_summary,
+        unpriced_warnings,
+    )
 
     texts = []
     for name in sorted(state.finished):

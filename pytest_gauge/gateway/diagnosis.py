@@ -8,6 +8,7 @@ what the failure means and what to do about it.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from http import HTTPStatus
@@ -300,7 +301,6 @@ def is_timeout(failure: Exception) -> bool:
 def _service_message(body: bytes) -> str:
     """What an agent service said in an error body: its JSON ``error.message`` / ``message`` /
     ``detail``, else the body's start (secrets removed)."""
-    import json
 
     try:
         data = json.loads(body.decode("utf-8"))

@@ -339,7 +339,7 @@ def targets_for(
 
 def _client(base_url: str, key: str, timeout: float) -> openai.OpenAI:
     """A client for ``base_url``; a query it carries (``?api-version=...``) is sent on every request."""
-    import openai  # deferred: about 1 s of imports every CLI command would pay
+    import openai  # deferred: openai, about 1 s of imports every CLI command would pay
 
     base, _, query = base_url.partition("?")
     params = dict(urllib.parse.parse_qsl(query)) or None
@@ -380,7 +380,7 @@ def _ping_formats(client: openai.OpenAI, target: Target, role: str) -> list[str]
     """Try the target's formats in order until one is accepted; the formats refused on the way (as
     ``'json_schema' refused: <cause>``). Raises the last failure when none is accepted or on any other
     error."""
-    import openai  # deferred: about 1 s of imports every CLI command would pay
+    import openai  # deferred: openai, about 1 s of imports every CLI command would pay
 
     refused: list[str] = []
     for i, fmt in enumerate(target.response_formats):
@@ -397,7 +397,7 @@ def _ping_formats(client: openai.OpenAI, target: Target, role: str) -> list[str]
 
 def _answers(base_url: str, key: str, model: str | None, timeout: float) -> bool:
     """Does ``base_url`` answer 2xx on ``GET /models`` or on the chat call?"""
-    import openai  # deferred: about 1 s of imports every CLI command would pay
+    import openai  # deferred: openai, about 1 s of imports every CLI command would pay
 
     with _client(base_url, key, timeout) as client:
         for attempt in (None, model) if model is not None else (None,):
@@ -411,7 +411,7 @@ def _answers(base_url: str, key: str, model: str | None, timeout: float) -> bool
 
 def _typed(exc: openai.APIError) -> Exception:
     """The SDK's error as the gateway's own (:mod:`.transport`), so :func:`diagnose` reads it alike."""
-    import openai
+    import openai  # deferred: keeps openai off the import of gateway.doctor
 
     url = str(exc.request.url) if exc.request is not None else ""
     if isinstance(exc, openai.APIStatusError):
@@ -437,7 +437,7 @@ def _url_not_found(exc: openai.APIStatusError, model: str | None) -> bool:
 
 
 def _probe(base_url: str, key: str, target: Target | None, timeout: float) -> Check:
-    import openai  # deferred: about 1 s of imports every CLI command would pay
+    import openai  # deferred: openai, about 1 s of imports every CLI command would pay
 
     model = target.model if target is not None else None
     if target is not None:

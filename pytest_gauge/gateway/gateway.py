@@ -545,7 +545,7 @@ class Gateway:
 
     def _entry(self, call: _Call, response: dict[str, Any]) -> dict[str, Any]:
         """The cache entry of a call's answer: the request and the format's own response (``api`` says
-        which format; every 200 the rules score is kept, truncated ones too: issue 25, point 6)."""
+        which format; every 200 the rules score is kept, truncated ones too, so a re-run sends nothing)."""
         return {
             "format_version": CACHE_FORMAT_VERSION,
             "api": call.api,

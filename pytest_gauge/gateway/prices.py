@@ -95,7 +95,7 @@ def load_prices(
 def check_genai_prices() -> None:
     """Fail with the fix when ``--gauge-prices genai-prices`` is asked for but the package is missing."""
     try:
-        import genai_prices  # noqa: F401
+        import genai_prices  # deferred: keeps genai_prices off the import of gateway.prices  # noqa: F401
     except ImportError:
         raise pytest.UsageError(
             "--gauge-prices genai-prices needs the genai-prices package: pip install 'pytest-gauge[prices]'"
@@ -107,7 +107,7 @@ def genai_price_rows(models: Iterable[str]) -> list[PriceRow]:
     source naming the package version and the matched provider/model, and its context window when the
     data has one (``context_window``: what a judge's prompt is shortened to fit); unknown models are left out
     (their cost stays unknown, never 0)."""
-    import genai_prices
+    import genai_prices  # deferred: keeps genai_prices off the import of gateway.prices
 
     rows: list[PriceRow] = []
     for model in sorted(set(models)):

@@ -1,4 +1,4 @@
-"""Doctor for agent programs and their configuration (issue 28 point 6, docs/protocol.md#doctor-programs):
+"""Doctor for agent programs and their configuration (docs/protocol.md#doctor-programs):
 each program a suite runs found on ``PATH`` with its version (or its install command), and the
 settings the method's setup guide names as the usual sources of 401 and 404 when Claude Code or Codex
 share the gateway. Every finding is one line with its fix (``format_checks``); no value of a key is ever read

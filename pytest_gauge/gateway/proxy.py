@@ -301,7 +301,7 @@ class RecordingProxy:
                 sock.setblocking(False)
                 self._sock = sock
                 self._serving = asyncio.run_coroutine_threadsafe(self._serve(sock), self.loop)
-                from .backends import replay_guard
+                from .backends import replay_guard  # deferred: keeps gateway.backends off pytest's start-up
 
                 replay_guard.allowed.add((HOST, int(sock.getsockname()[1])))
             return int(self._sock.getsockname()[1])
@@ -341,7 +341,7 @@ class RecordingProxy:
             serving, sock = self._serving, self._sock
         if serving is None or sock is None:
             return
-        from .backends import replay_guard
+        from .backends import replay_guard  # deferred: keeps gateway.backends off pytest's start-up
 
         replay_guard.allowed.discard((HOST, int(sock.getsockname()[1])))
         if self.loop.is_closed() or not self.loop.is_running():

@@ -17,24 +17,18 @@ import contextlib
 import uuid
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .errors import ConfigurationError
 from .limits import (
     BudgetLimits,
     FileLimits,
-    InFlightLimit,
     ModelRates,
-    RateLimit,
     Reservation,
     RunLimits,
-    SpendLimit,
     model_key,
     model_wait,
 )
-
-if TYPE_CHECKING:
-    from ..options import GaugeOptions
 
 __all__ = [
     "LEASE_SECONDS",
@@ -43,9 +37,8 @@ __all__ = [
     "RedisLimits",
     "RedisRate",
     "RedisSlots",
-    "build_limits",
-    "build_model_rates",
     "connect",
+    "run_limits",
 ]
 
 LEASE_SECONDS = 10.0
@@ -142,7 +135,7 @@ def connect(url: str) -> Any:
     """A Redis client for ``url``, checked with a PING; raises :class:`LimitsUnavailable` (with the fix)
     when the package is missing or the server does not answer."""
     try:
-        import redis
+        import redis  # deferred: keeps redis off the import of gateway.redis_limits
     except ImportError:
         raise LimitsUnavailable(
             f"--gauge-limits {url} needs the redis package", "pip install 'pytest-gauge[redis]'"
@@ -174,7 +167,7 @@ class _Scripts:
         }
 
     def run(self, name: str, key: str, *args: object) -> Any:
-        import redis
+        import redis  # deferred: keeps redis off the import of gateway.redis_limits
 
         try:
             return self.scripts[name](keys=[f"{self.prefix}:{key}"], args=list(args))
@@ -248,7 +241,7 @@ class RedisRate:
         """Charge the difference between the estimated and the real token count."""
         if not self.tpm or actual == estimated:
             return
-        import redis
+        import redis  # deferred: keeps redis off the import of gateway.redis_limits
 
         try:
             self.scripts.client.hincrbyfloat(
@@ -308,31 +301,9 @@ class RedisLimits:
         )
 
 
-def build_limits(
-    opts: GaugeOptions, run_dir: Path, run_id: str, processes: int = 1
-) -> tuple[InFlightLimit, RateLimit, SpendLimit]:
-    """This process's (slots, rate, budget): on the ``--gauge-limits`` Redis server, keyed by
-    ``--gauge-run-id`` (else this run's id), or in the run folder on local disk, shared by
-    ``processes`` processes (each keeps its fair share of the slots while another waits)."""
-    where = _where(opts, run_dir, run_id, processes)
-    return (
-        where.slots(opts.max_concurrency),
-        where.rate(opts.rpm, opts.tpm),
-        where.budget(opts.budget_usd, opts.budget_tokens, opts.budget_task_usd),
-    )
-
-
-def build_model_rates(opts: GaugeOptions, run_dir: Path, run_id: str) -> ModelRates | None:
-    """This process's per-model buckets (``--gauge-rpm/--gauge-tpm MODEL=N``), None without any: on the
-    ``--gauge-limits`` Redis server when given (shared by every host), else in the run folder."""
-    rpm, tpm = dict(opts.rpm_models), dict(opts.tpm_models)
-    if not rpm and not tpm:
-        return None
-    return _where(opts, run_dir, run_id).model_rates(rpm, tpm)
-
-
-def _where(opts: GaugeOptions, run_dir: Path, run_id: str, processes: int = 1) -> RunLimits:
-    """The run's limits: on the ``--gauge-limits`` Redis server, or in the run folder."""
-    if opts.limits:
-        return RedisLimits(opts.limits, opts.run_id or run_id)
+def run_limits(url: str | None, run_id: str, run_dir: Path, processes: int = 1) -> RunLimits:
+    """The run's limits: on the Redis server at ``url`` (``--gauge-limits``), keyed by ``run_id``, or
+    in the run folder ``run_dir`` on local disk, shared by ``processes`` processes."""
+    if url:
+        return RedisLimits(url, run_id)
     return FileLimits(run_dir, processes)

@@ -1,4 +1,4 @@
-"""Why a replayed request found no recording (issue 28, point 8): the part of the request that differs
+"""Why a replayed request found no recording: the part of the request that differs
 from the nearest recorded request of the same unit of work and model, so a program agent whose own
 behaviour changed between the recording and the replay (another prompt, a new tool, a changed order)
 is named, not just counted as a miss.

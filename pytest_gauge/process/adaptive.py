@@ -1,4 +1,4 @@
-"""An adaptive run in the pytest processes (``--gauge-adaptive``, issue 18): the look plan on every
+"""An adaptive run in the pytest processes (``--gauge-adaptive``): the look plan on every
 process, the case items ordered look by look, the controller's evaluation after each look, and its
 word to the workers (the run folder's ``looks.json``).
 
@@ -22,15 +22,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..analysis.looks import LookDecisions
+from ..analysis.numbers import compare_with_baseline
+from ..files.baseline import baseline_side, side_from_records
 from ..files.folders import RunFolder
+from ..files.labels import suite_labels
 from ..files.readwrite import read_json_object, write_atomic
+from ..gateway.ledger import merge_ledgers
 from ..options import GaugeOptions
-from ..records import LedgerRecord, SuiteMeta
+from ..records import CaseRecord, LedgerRecord, SuiteMeta
+from ..records.run_side import RunSide
 from ..run.looks import LookGate, LookPlan, LookState, plan_looks
 from .stopping import RunFolderWatcher
 
 if TYPE_CHECKING:
     from ..analysis.adaptive import AdaptiveSummary, GateDecision
+    from ..analysis.baseline import BaselineComparison
     from .state import GaugeState
 
 __all__ = [
@@ -138,7 +144,6 @@ class AdaptiveRun:
             self._evaluate(self.evaluated + 1)
 
     def _evaluate(self, look: int) -> None:
-        from ..gateway.ledger import merge_ledgers
 
         self.evaluated = look
         if not self.budget_out:  # a look cut short by the budget decides nothing: its cases are missing
@@ -148,11 +153,26 @@ class AdaptiveRun:
                     continue
                 records = self.state.ordered_records(suite.meta)
                 mine = [r for r in ledger if r.suite == name]
-                self.decided.decide(name, look, records, mine, self.state.options)
+                self._decide(name, look, records, mine)
         word = self.decided.after(look, budget_out=self.budget_out)
         if word is not None:
             self.looks = word
             self.publish(word)
+
+    def _decide(self, name: str, look: int, records: list[CaseRecord], ledger: list[LedgerRecord]) -> None:
+        """One suite's gates decided on this look, with the baseline and the labels read here (the
+        analysis reads no file)."""
+        opts = self.state.options
+        meta = self.decided.suites[name].meta
+
+        def compare(tasks: Sequence[str]) -> tuple[BaselineComparison | None, str]:
+            def current() -> RunSide:
+                return side_from_records(meta, tasks, records, ledger)
+
+            return compare_with_baseline(baseline_side(opts.baseline, name, None), opts, current)
+
+        labels = suite_labels(name, opts.labels)
+        self.decided.decide(name, look, records, ledger, opts, labels=labels, compare=compare)
 
     def decisions(self, name: str) -> Mapping[str, GateDecision]:
         return self.decided.decisions(name)

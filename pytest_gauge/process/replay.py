@@ -1,4 +1,4 @@
-"""How a replay run uses its recording (issue 14): the suite with the recorded models, and why requests
+"""How a replay run uses its recording: the suite with the recorded models, and why requests
 that found no recorded response may have missed (:mod:`pytest_gauge.files.replay` is the file)."""
 
 from __future__ import annotations

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, cast
 import pytest
 
 from ..gateway.errors import BudgetExhausted
+from ..gateway.model_stops import read_stops
 from ..gateway.redact import register_secret
 from ..options import GaugeOptions
 from ..records import CaseRecord, WorkerSummary
@@ -193,7 +194,7 @@ class _EndsTheRun(Role):
         if not self.state.options.adaptive:
             return
         if self.state.adaptive is None:
-            from .adaptive import AdaptiveRun
+            from .adaptive import AdaptiveRun  # deferred: keeps numpy off pytest's start-up
 
             self.state.adaptive = AdaptiveRun(self.state, self.publish_looks)
         failure = next((str(v) for k, v in report.user_properties if k == FAILURE_PROPERTY), None)
@@ -209,7 +210,6 @@ class _EndsTheRun(Role):
         self._write_outputs(session, interrupted=True)
 
     def _write_outputs(self, session: pytest.Session, *, interrupted: bool) -> None:
-        from ..gateway.model_stops import read_stops
 
         self.close()
         self.stops = read_stops(self.state.run_dir)  # before the run folder goes
@@ -321,7 +321,7 @@ class Controller(_EndsTheRun):
         mark_controller(self.state.run_dir)
 
     def publish_looks(self, looks: LookState) -> None:
-        from .adaptive import publish_looks
+        from .adaptive import publish_looks  # deferred: keeps numpy off pytest's start-up
 
         publish_looks(self.state.run_dir, looks)
 
@@ -342,8 +342,11 @@ class Controller(_EndsTheRun):
     def _stop_workers(self) -> None:
         """Interrupted: tell the workers to stop and wait (briefly) until they have, so the merged ledger
         has every attempt they sent (see :mod:`.stopping`)."""
-        from ..run.engine import STOP_GRACE
-        from .stopping import request_stop, wait_for_workers
+        from ..run.engine import STOP_GRACE  # deferred: keeps run.engine off pytest's start-up
+        from .stopping import (  # deferred: keeps process.stopping off pytest's start-up
+            request_stop,
+            wait_for_workers,
+        )
 
         request_stop(self.state.run_dir)
         late = wait_for_workers(self.state.run_dir, STOP_GRACE + 5.0)
@@ -368,7 +371,7 @@ class Worker(Role):
         self.look_watcher: LookWatcher | None = None
 
     def start_looks(self) -> LookPlan:
-        from .adaptive import LookWatcher
+        from .adaptive import LookWatcher  # deferred: keeps numpy off pytest's start-up
 
         gate = self.state.plan_looks()
         self.look_watcher = LookWatcher(self.state.run_dir, gate)
@@ -385,8 +388,12 @@ class Worker(Role):
     def _watch_for_stop(self, engine: Engine, session: pytest.Session) -> None:
         """Stop at the controller's word, see :mod:`.stopping`; the worker's session ends after the case
         at hand, so the worker exits when xdist tears it down."""
-        from ..run.looks import LookState
-        from .stopping import StopWatcher, announce_worker, mark_stopped
+        from ..run.looks import LookState  # deferred: keeps run.looks off pytest's start-up
+        from .stopping import (  # deferred: keeps process.stopping off pytest's start-up
+            StopWatcher,
+            announce_worker,
+            mark_stopped,
+        )
 
         run_dir, worker_id = self.state.run_dir, self.state.worker_id
         announce_worker(run_dir, worker_id)
@@ -429,7 +436,7 @@ class Worker(Role):
         had_engine = self.state.engine is not None
         self.state.close()
         if had_engine:
-            from .stopping import mark_stopped
+            from .stopping import mark_stopped  # deferred: keeps process.stopping off pytest's start-up
 
             mark_stopped(self.state.run_dir, self.state.worker_id)
 
@@ -452,7 +459,7 @@ def choose_role(config: pytest.Config, options: GaugeOptions, ending: RunEnding)
     reads it (``pytest_sessionstart``), so xdist hands it to every worker. Without xdist the run's own id
     (or ``--testrunuid``) names the run folder."""
     try:
-        from xdist import (  # type: ignore[import-untyped]  # xdist ships no type information
+        from xdist import (  # type: ignore[import-untyped]  # deferred: keeps xdist off pytest's start-up
             get_xdist_worker_id,
             is_xdist_controller,
             is_xdist_worker,

@@ -24,12 +24,17 @@ import pytest
 from ..files.folders import OutFolder, RunFolder
 from ..files.readwrite import FileFormatError, read_json_object, write_atomic
 from ..files.work_store import WorkStore
-from ..gateway.proxy import new_proxy_token
+from ..gateway.gateway import Gateway, GatewayResources, GatewaySettings, GatewayShared, live_keys
+from ..gateway.ledger import Ledger
+from ..gateway.limits import ModelPacer
+from ..gateway.model_stops import ModelStops
+from ..gateway.proxy import RecordingProxy, new_proxy_token
 from ..gateway.redact import register_secret
 from ..gateway.store import Store
 from ..options import GaugeOptions
 from ..records import CaseKey, CaseRecord, SuiteMeta, WorkerSummary, dumps
-from ..run.judge_format import format_chain, format_label
+from ..records.prices import PriceTable
+from ..run.judge_format import JudgeFormats, format_chain, format_label, format_scope
 from ..suite.cases import Case
 from ..suite.declare import MODEL_VARIABLES, Suite
 from ..suite.tasks import Task
@@ -137,8 +142,8 @@ class GaugeState:
     # ----- all processes ---------------------------------------------------------------------
     def plan_looks(self) -> LookGate:
         """``--gauge-adaptive``: the run's looks over the selected cases (the same in every process)."""
-        from ..run.looks import LookGate
-        from .adaptive import plan_from_metas
+        from ..run.looks import LookGate  # deferred: keeps run.looks off pytest's start-up
+        from .adaptive import plan_from_metas  # deferred: keeps numpy off pytest's start-up
 
         metas = [e.meta(self.selected.get(name, [])) for name, e in self.suites.items()]
         self.looks = LookGate(plan_from_metas(metas, self.options))
@@ -154,10 +159,8 @@ class GaugeState:
         """Start this process's engine on first use, over every selected case of every suite."""
         if self.engine is not None:
             return self.engine
-        from ..gateway.gateway import Gateway
-        from ..run.engine import Engine, SuiteRuntime
-        from ..run.judge_format import JudgeFormats, format_scope
-        from ..sim.world import build_client
+        from ..run.engine import Engine, SuiteRuntime  # deferred: keeps run.engine off pytest's start-up
+        from ..sim.world import build_client  # deferred: keeps sim.world off pytest's start-up
 
         opts = self.options
         run = self.run_dir
@@ -207,8 +210,7 @@ class GaugeState:
     def _recording_proxy(self, engine: Engine) -> RecordingProxy:
         """This process's recording proxy on the engine's loop, serving every suite's gateway (the tests'
         own gateway adds itself); a route gets it through its unit's caller (``WorkCaller.proxy_route``)."""
-        from ..gateway.proxy import RecordingProxy
-        from .program_host import ProxyProgramHost
+        from .program_host import ProxyProgramHost  # deferred: off pytest's start-up
 
         proxy = RecordingProxy(self.proxy_token, engine.loop)
         host = ProxyProgramHost(proxy)
@@ -222,12 +224,10 @@ class GaugeState:
         """What every suite's gateway of this process shares: the run's settings (from the options and
         the environment's keys), its resources (ledger, limits on the run folder or ``--gauge-limits``,
         prices, cache, model stops) and a fresh state."""
-        from ..gateway.gateway import GatewayResources, GatewaySettings, GatewayShared, live_keys
-        from ..gateway.ledger import Ledger
-        from ..gateway.limits import ModelPacer
-        from ..gateway.model_stops import ModelStops
-        from ..gateway.redis_limits import build_limits, build_model_rates
-        from ..records.prices import PriceTable
+        from .limits import (  # deferred: keeps process.limits off pytest's start-up
+            build_limits,
+            build_model_rates,
+        )
 
         opts = self.options
         run = self.run_dir
@@ -315,7 +315,7 @@ class GaugeState:
         return render_progress(self.progress_snapshots())
 
     def damaged_entries(self) -> int:
-        """Cache entries refused as misses in the run, by every process (issue 30: one warning line)."""
+        """Cache entries refused as misses in the run, by every process (one warning line)."""
         own = self.shared.state.damaged_entries if self.shared is not None else 0
         others = sum(int(s.get("damaged_entries", 0)) for s in self.progress_snapshots())
         return max(own, others)
@@ -341,7 +341,10 @@ class GaugeState:
     def gate_entry_ids(self, rootpath: Path) -> list[str]:
         """The node ids of the gate entries this run will report after its cases (as ``_emit`` names
         them), for ``--collect-only``'s listing."""
-        from ..analysis.gates import GateSyntaxError, parse_gate
+        from ..analysis.gates import (  # deferred: keeps analysis.gates off pytest's start-up
+            GateSyntaxError,
+            parse_gate,
+        )
 
         ids = []
         for entry in self.suites.values():
@@ -369,7 +372,7 @@ class GaugeState:
                 continue
             total += len(entry.suite.gates) + len(self.options.gates)
             if self.options.snapshot_reports and len(selected) == len(entry.cases):
-                from ..report import SNAPSHOT_REPORTS  # only then: it imports every report (and numpy)
+                from ..report import SNAPSHOT_REPORTS  # deferred: imports every report (and numpy)
 
                 total += len(SNAPSHOT_REPORTS)
         return total

@@ -440,7 +440,7 @@ class LedgerRecord:
     ts: float = 0.0
     request: str | None = None
     format_version: int = LEDGER_FORMAT_VERSION
-    # what the gateway said beside the body (issue 25; written only when present, so other lines keep
+    # what the gateway said beside the body (written only when present, so other lines keep
     # their bytes): the wait it asked for (seconds), the model that answered when it is not the one
     # requested, the retries a proxy made upstream within this attempt, and the cost it reported
     retry_after: float | None = None

@@ -1,4 +1,4 @@
-"""Human labels of judged cases (issue 29): one reviewer's blind A/B/tie answer on one case, in the slot
+"""Human labels of judged cases: one reviewer's blind A/B/tie answer on one case, in the slot
 terms the judge saw, and one case of a labelling sample with its stratum and weight
 (docs/protocol.md#human-labels). ``files/labels.py`` reads and writes them."""
 

@@ -58,13 +58,17 @@ class ReportFile:
 
 
 def _baseline_md(ctx: ReportContext) -> str | None:
-    from .baseline import render_baseline_md
+    from .baseline import render_baseline_md  # deferred: report.baseline imports this package (a cycle)
 
     return render_baseline_md(ctx.baseline, ctx.baseline_link) if ctx.baseline is not None else None
 
 
 def _elo_md(ctx: ReportContext) -> str:
-    from .elo import no_elo_reason, render_elo_md, render_no_elo
+    from .elo import (  # deferred: report.elo imports this package (a cycle)
+        no_elo_reason,
+        render_elo_md,
+        render_no_elo,
+    )
 
     if ctx.elo_report is not None:
         return render_elo_md(ctx.elo_report)
@@ -72,7 +76,11 @@ def _elo_md(ctx: ReportContext) -> str:
 
 
 def _elo_json(ctx: ReportContext) -> str:
-    from .elo import elo_json, no_elo_reason, render_no_elo
+    from .elo import (  # deferred: report.elo imports this package (a cycle)
+        elo_json,
+        no_elo_reason,
+        render_no_elo,
+    )
 
     if ctx.elo_report is not None:
         return json.dumps(elo_json(ctx.elo_report), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
@@ -80,8 +88,11 @@ def _elo_json(ctx: ReportContext) -> str:
 
 
 def _elo_svg(ctx: ReportContext) -> str:
-    from .elo import no_elo_reason
-    from .elo_svg import render_elo_svg, render_no_elo_svg
+    from .elo import no_elo_reason  # deferred: report.elo imports this package (a cycle)
+    from .elo_svg import (  # deferred: report.elo_svg imports this package (a cycle)
+        render_elo_svg,
+        render_no_elo_svg,
+    )
 
     if ctx.elo_report is not None:
         return render_elo_svg(ctx.elo_report)

@@ -1,8 +1,8 @@
 """The scheduler: concurrent execution of gauge work inside one process, ahead of the test items that
 assert on it. The work itself (a transcript, a verdict, a case record) is :mod:`pytest_gauge.run.work`.
 
-A live suite is I/O-bound, and one blocking call per test cannot reach the gateway's floor (issue 8's
-table), so each process runs an asyncio loop in a background thread:
+A live suite is I/O-bound, and one blocking call per test cannot reach the gateway's floor (see
+benchmarks/README.md), so each process runs an asyncio loop in a background thread:
 
 * **work units** are transcripts (task, agent, sample) and judgments (case, judge, repeat); a
   judgment depends on its case's two transcripts;

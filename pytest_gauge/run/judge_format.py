@@ -1,4 +1,4 @@
-"""How the judge is asked for JSON (issue 14, extended by issue 20 point 4): the ``response_format``
+"""How the judge is asked for JSON: the ``response_format``
 chain and the once-per-model fallback when a gateway or model rejects the parameter.
 
 By default (``Judge(response_format="auto")``) the judge is sent a strict ``json_schema`` format with
@@ -20,6 +20,7 @@ import threading
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..gateway.endpoint import configured_base_url
 from ..gateway.errors import GatewayError, ReplayMiss, rejects_format
 from ..gateway.store import Store, content_key
 from ..suite.response_format import (
@@ -199,6 +200,5 @@ async def _ask_judge(
 
 def format_scope(backend: str, environ: Mapping[str, str]) -> str:
     """Which server a kept JSON-mode decision holds for: the live gateway's base URL, else the backend."""
-    from ..gateway.endpoint import configured_base_url
 
     return f"live {configured_base_url(environ)}" if backend == "live" else backend

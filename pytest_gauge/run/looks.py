@@ -1,4 +1,4 @@
-"""Looks of an adaptive run (``--gauge-adaptive``, issue 18): which tasks each look holds, and the gate
+"""Looks of an adaptive run (``--gauge-adaptive``): which tasks each look holds, and the gate
 every process waits at before it starts work of a look the controller has not opened.
 
 A suite's tasks are taken in a seeded random order, ``look_size`` tasks per look (every pair, order and

@@ -100,8 +100,8 @@ class CallLog:
 def _server(executor: ToolExecutor, log: CallLog) -> Any:
     """The low-level MCP server: ``tools/list`` from the tools' schemas, ``tools/call`` through the
     executor (a non-zero return code is an error result carrying the same text the model would see)."""
-    import mcp_types as types
-    from mcp.server import Server
+    import mcp_types as types  # deferred: mcp's types, with the mcp package (extra agents)
+    from mcp.server import Server  # deferred: keeps mcp off the import of run.mcp_server
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         listed = [
@@ -121,7 +121,7 @@ def _server(executor: ToolExecutor, log: CallLog) -> Any:
 
 
 async def _serve(executor: ToolExecutor, log: CallLog) -> None:
-    from mcp.server.stdio import stdio_server
+    from mcp.server.stdio import stdio_server  # deferred: keeps mcp off the import of run.mcp_server
 
     server = _server(executor, log)
     async with stdio_server() as (read_stream, write_stream):
@@ -131,7 +131,7 @@ async def _serve(executor: ToolExecutor, log: CallLog) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Serve until the agent closes stdin. A specification or suite that cannot serve is reported on
     stderr and as a ``server_error`` line the engine raises after the turn (exit status 2)."""
-    import anyio
+    import anyio  # deferred: keeps anyio off the import of run.mcp_server
 
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:

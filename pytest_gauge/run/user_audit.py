@@ -1,4 +1,4 @@
-"""The simulated user audited (issue 29, point 4): checks of the user simulator's own conduct on one
+"""The simulated user audited: checks of the user simulator's own conduct on one
 transcript, by rules on its turns (docs/protocol.md#user-audit). A flagged transcript's verdicts rest on
 a user that did not play its part, so its cases are marked and ``user_sim_error_rate`` counts it.
 

@@ -18,7 +18,7 @@ __all__ = ["SimAgent", "SimBackend", "SimJudge", "SimUser", "SimWorld"]
 
 def __getattr__(name: str) -> Any:
     if name in ("SimBackend", "SimWorld"):
-        from . import backend
+        from . import backend  # deferred: sim.backend imports this package (a cycle)
 
         return getattr(backend, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -10,6 +10,7 @@ from ..gateway.backends import network_client, sim_client
 from ..suite.declare import CommandAgent, ModelAgent, Suite
 from ..suite.sim_profiles import SimAgent, SimJudge
 from ..suite.tasks import Task
+from .backend import SimBackend, SimWorld
 
 if TYPE_CHECKING:
     from ..gateway.transport import ModelClient
@@ -20,7 +21,6 @@ __all__ = ["build_client", "sim_world", "tests_world"]
 
 def sim_world(suite: Suite, tasks: tuple[Task, ...], seed: int) -> SimWorld:
     """The simulator's world for one suite: its tasks and each of its models' profiles."""
-    from .backend import SimWorld
 
     served = [a for a in suite.agents if isinstance(a, (ModelAgent, CommandAgent)) and a.model]
     agents = {str(a.model): (a.name, a.sim) for a in served}
@@ -33,7 +33,6 @@ def sim_world(suite: Suite, tasks: tuple[Task, ...], seed: int) -> SimWorld:
 def tests_world(suites: Iterable[tuple[Suite, tuple[Task, ...]]], seed: int) -> SimWorld:
     """The simulator's world for users' own tests: every suite of the run (its tasks and its models'
     profiles), and any other model answering as a default simulated agent."""
-    from .backend import SimWorld
 
     worlds = [sim_world(suite, tasks, seed) for suite, tasks in suites]
     return SimWorld(
@@ -54,8 +53,6 @@ def build_client(
     The identity is known now; the client waits until a call has to be sent.
     """
     if backend == "sim":
-        from .backend import SimBackend
-
         world = sim_world(suite, tasks, seed)
         return sim_client(SimBackend(world)), f"sim:{world.fingerprint()}"
     return network_client(backend, timeout, max_connections)

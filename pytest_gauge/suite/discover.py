@@ -3,9 +3,11 @@ under some paths and keep their module-level :class:`~.declare.Suite` objects, a
 
 from __future__ import annotations
 
+import configparser
 import importlib.util
 import re
 import sys
+import tomllib
 from collections.abc import Iterable
 from pathlib import Path
 from types import ModuleType
@@ -98,8 +100,6 @@ def find_suites(paths: Iterable[str | Path]) -> list[tuple[str, Suite]]:
 
 def configured_testpaths(root: Path) -> list[str]:
     """``testpaths`` of the pytest configuration in ``root`` (pytest.ini, pyproject.toml), else []."""
-    import configparser
-    import tomllib
 
     ini = root / "pytest.ini"
     if ini.is_file():

@@ -1,4 +1,4 @@
-"""Agents that are programs (issue 28): :class:`CommandAgent`, run once per turn, and the presets
+"""Agents that are programs: :class:`CommandAgent`, run once per turn, and the presets
 :func:`claude_code` and :func:`codex` (docs/protocol.md#program-agents).
 
 This module only declares: the argv templates, the environment a preset asks for and the files it

@@ -20,7 +20,7 @@ class PatternTimeout(Exception):
 def bounded_search(pattern: str, text: str, flags: int = 0, *, full: bool = False) -> str | None:
     """The text matched by ``pattern`` in ``text`` (``full``: the whole text), None if none, within
     :data:`REGEX_TIMEOUT` seconds (else :class:`PatternTimeout`). ``flags`` are ``re``'s bits."""
-    import regex
+    import regex  # deferred: keeps regex off pytest's start-up
 
     bits = (
         (regex.IGNORECASE if flags & re.IGNORECASE else 0)

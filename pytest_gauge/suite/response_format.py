@@ -1,4 +1,4 @@
-"""The judge's ``response_format`` setting as a suite declares it (issue 14): the chain of formats it
+"""The judge's ``response_format`` setting as a suite declares it: the chain of formats it
 stands for, tried in order, and the label a verdict records. Asking the judge with it, and falling back
 once per model, is :mod:`pytest_gauge.run.judge_format`'s."""
 

@@ -87,12 +87,15 @@ class _Kit(NamedTuple):
 def _kit() -> _Kit:
     """Built at the first schema, not at import: ``jsonschema`` and ``referencing`` cost about 90 ms of
     imports in every process, and most runs (every xdist worker of a suite without tools) compile none."""
-    from jsonschema import Draft202012Validator
-    from jsonschema.exceptions import ValidationError, best_match
-    from jsonschema.validators import extend
-    from referencing import Registry
-    from referencing.exceptions import Unresolvable
-    from referencing.jsonschema import DRAFT202012
+    from jsonschema import Draft202012Validator  # deferred: keeps jsonschema off pytest's start-up
+    from jsonschema.exceptions import (  # deferred: keeps jsonschema off pytest's start-up
+        ValidationError,
+        best_match,
+    )
+    from jsonschema.validators import extend  # deferred: keeps jsonschema off pytest's start-up
+    from referencing import Registry  # deferred: keeps referencing off pytest's start-up
+    from referencing.exceptions import Unresolvable  # deferred: keeps referencing off pytest's start-up
+    from referencing.jsonschema import DRAFT202012  # deferred: keeps referencing off pytest's start-up
 
     draft: type[Validator] = extend(  # type: ignore[no-untyped-call]  # untyped in types-jsonschema
         Draft202012Validator, {"pattern": _bounded_pattern}

@@ -110,7 +110,7 @@ class _ToolAborted(Exception):
 
 
 def cut_text(text: str, limit: int) -> str:
-    """``text`` within ``limit`` characters, with a marker saying how much was cut (issue 30, point 9)."""
+    """``text`` within ``limit`` characters, with a marker saying how much was cut."""
     if limit <= 0 or len(text) <= limit:
         return text
     return f"{text[:limit]}\n[... {len(text) - limit:,} more characters cut: the limit is {limit:,}]"

@@ -17,6 +17,7 @@ from types import FrameType
 from .faults import FaultPlan
 from .responders import Responder
 from .server import DEFAULT_MODELS, LoopbackServer
+from .simserver import sim_responder
 
 __all__ = ["main"]
 
@@ -103,8 +104,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     models = [m for m in a.models.split(",") if m]
     responder: Responder | None = None
     if a.suite is not None:
-        from .simserver import sim_responder
-
         responder = sim_responder(Path(a.suite).resolve(), a.suite_seed)
     tls = (a.tls_cert, a.tls_key) if a.tls_cert else None
     server = LoopbackServer(

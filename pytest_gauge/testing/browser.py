@@ -42,9 +42,9 @@ def find_chromium() -> tuple[str, str] | None:
 def chromium(width: int = 1280, height: int = 900) -> Iterator[WebDriver]:
     """A headless Chromium with a new ``--user-data-dir`` (removed afterwards); raises RuntimeError when
     Chromium or its driver is not installed."""
-    from selenium import webdriver
-    from selenium.webdriver.chrome.options import Options
-    from selenium.webdriver.chrome.service import Service
+    from selenium import webdriver  # deferred: keeps selenium off the import of testing.browser
+    from selenium.webdriver.chrome.options import Options  # deferred: selenium
+    from selenium.webdriver.chrome.service import Service  # deferred: selenium
 
     found = find_chromium()
     if found is None:

@@ -96,7 +96,7 @@ def test_example_suite_against_its_baseline(pytester: pytest.Pytester) -> None:
     conclusion = (pytester.path / "gauge-out" / "example" / "reports" / "conclusion.md").read_text()
     assert conclusion.split("\n\n")[1] == "## Against the baseline"
     assert f"- agent_x: `{regressed[0]}`" in conclusion
-    # the HTML report's "Since the baseline" lists the same regressed tasks as baseline.md (issue 29)
+    # the HTML report's "Since the baseline" lists the same regressed tasks as baseline.md
     reports = pytester.path / "gauge-out" / "example" / "reports"
     page = (reports / "index.html").read_text(encoding="utf-8")
     data = json.loads(page.split('id="gauge-data">', 1)[1].split("</script>", 1)[0])
@@ -147,7 +147,7 @@ def test_the_baseline_comparison_made_from_memory_equals_the_one_read_back_from_
     from dataclasses import replace
 
     from pytest_gauge.analysis.numbers import compare_with_baseline
-    from pytest_gauge.files.baseline import load_run_side
+    from pytest_gauge.files.baseline import baseline_side, load_run_side
     from pytest_gauge.process.state import state_key
     from pytest_gauge.report import render_reports
 
@@ -167,9 +167,8 @@ def test_the_baseline_comparison_made_from_memory_equals_the_one_read_back_from_
     assert ctx.baseline is not None and any(a.regressions or a.fixes for a in ctx.baseline.agents.values())
     out = pytester.path / "gauge-out" / "mini"
     reports = out / "reports"
-    from_disk, note = compare_with_baseline(
-        "mini", keep.options, lambda: load_run_side(out, link_base=reports), reports
-    )
+    base = baseline_side(keep.options.baseline, "mini", reports)
+    from_disk, note = compare_with_baseline(base, keep.options, lambda: load_run_side(out, link_base=reports))
     assert note == "" and from_disk is not None
     rendered = render_reports(replace(ctx, baseline=from_disk))
     assert "../agents/" in rendered["baseline.md"]

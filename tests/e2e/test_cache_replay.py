@@ -429,7 +429,7 @@ def test_truncated_answers_are_cached_and_replay_from_exported_cassettes(
 def test_a_poisoned_or_damaged_cache_entry_is_a_miss_reported_once(
     pytester: pytest.Pytester, server: LoopbackServer
 ) -> None:
-    """Issue 30, points 6-7: an edited reply, another key's entry copied over this one, a changed stored
+    """An edited reply, another key's entry copied over this one, a changed stored
     request, an entry of the wrong shape and garbage bytes are each refused as a miss (sent again, so
     the results equal the clean run's), with one warning line for the run and no traceback."""
     cache = "--gauge-cache-dir=cache"

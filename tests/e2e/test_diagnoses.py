@@ -1,4 +1,4 @@
-"""Diagnoses of real error bodies (issue 25, point 5), through the real ``openai`` client against the
+"""Diagnoses of real error bodies, through the real ``openai`` client against the
 loopback server: each names the cause and the fix in at most two lines."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Doctor for agent programs and their configuration (issue 28 point 6): each program a suite runs is
+"""Doctor for agent programs and their configuration: each program a suite runs is
 found with its path and version or named with its install command, and each misconfiguration the
 setup guide names as a source of 401/404 is reported, set up one at a time, as exactly one line that
 carries its fix; keys are never printed. The gateway's own checks: tests/e2e/test_doctor.py."""

@@ -259,7 +259,7 @@ def test_an_interrupted_run_is_marked_in_its_reports_and_its_gates_wait_for_the_
     assert f"Not evaluated: {label} (`--gauge-gates-on-partial` evaluates them)." in conclusion
     summary = render_summary(ctx)
     assert summary.splitlines()[1].startswith(label)
-    assert "gates: none declared" not in summary  # issue 30: the suite declares gates, none were evaluated
+    assert "gates: none declared" not in summary  # the suite declares gates, none were evaluated
     assert f"gates: not evaluated, {label} (--gauge-gates-on-partial evaluates them)" in summary
     meta = dataclasses.replace(ctx.meta, gates=("lrs >= 0.5",), selected=())
     stopped = gate_results(meta, GaugeOptions(), None, True, 3, deferred=False, interrupted=label)

@@ -1,4 +1,4 @@
-"""One gateway path for three wire formats (issue 27, points 1-2): ``Gateway.call`` / ``Gateway.chat(api=)``
+"""One gateway path for three wire formats: ``Gateway.call`` / ``Gateway.chat(api=)``
 through the gateway's own HTTP client against the loopback server's /v1/messages and /v1/responses: the
 format's path and headers, the one usage convention and its cost by hand, the ledger's ``api``, the
 cache (keys, entries, hits), and Anthropic's error shapes and 529."""

@@ -1,4 +1,4 @@
-"""Inputs refused before anything is paid (issue 30, point 6): every bad numeric flag or ini key, and an
+"""Inputs refused before anything is paid: every bad numeric flag or ini key, and an
 output folder that cannot be one, and a damaged baseline stop the run with one line naming the flag (or
 the file and line) and no traceback, before the loopback server sees any request."""
 
@@ -137,7 +137,7 @@ def _clean_base(pytester: pytest.Pytester, kept: Path) -> Path:
 def test_a_damaged_baseline_is_refused_naming_the_file_and_line_before_any_request(
     pytester: pytest.Pytester, server: LoopbackServer, clean_base: Path, damage: Callable[[Path], str]
 ) -> None:
-    """Issue 30, point 6: the baseline is read whole at startup (every file the comparison will use, and
+    """The baseline is read whole at startup (every file the comparison will use, and
     its types), so a damaged one is one line naming the file and line, and nothing is paid."""
     base = _clean_base(pytester, clean_base)
     expected = damage(base)

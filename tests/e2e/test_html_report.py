@@ -367,7 +367,7 @@ def test_the_cost_panel_shows_what_to_watch_and_the_volatile_latencies(page: Any
 def test_five_cases_labelled_blind_with_the_keyboard_feed_a_run_with_gauge_labels(
     page: Any, run_out: Path, tmp_path: Path
 ) -> None:
-    """Issue 29's acceptance: the labelling mode shows a case as the judge saw it (no verdict, no reward,
+    """The labelling mode shows a case as the judge saw it (no verdict, no reward,
     no name), keys 1/2/3 label it and move on, the export is labels.jsonl, and a run given that file
     reports the judge's agreement with it (the cache is warm: the same cases, no model call)."""
     from selenium.webdriver.common.by import By

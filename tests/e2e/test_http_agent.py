@@ -1,4 +1,4 @@
-"""``HttpAgent`` (issue 28 point 3) against a small loopback HTTP agent service the test starts (a
+"""``HttpAgent`` against a small loopback HTTP agent service the test starts (a
 thread, bounded timeouts): the body template per turn, the session carried from the response body or a
 header, headers read from the environment and never shown, retries, the gateway-style diagnoses, what
 each turn records (status, latency, attempts, usage), and one pytest run of a suite comparing it with a

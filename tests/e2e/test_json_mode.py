@@ -1,4 +1,4 @@
-"""JSON mode that survives real servers (issue 25, point 2): a refusal of ``response_format`` is
+"""JSON mode that survives real servers: a refusal of ``response_format`` is
 recognised by its body whatever the status (a llama.cpp-style server answers 500), never retried, and the
 fallback is decided once per judge model per run across xdist workers (and kept for a re-run)."""
 

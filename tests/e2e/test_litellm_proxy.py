@@ -1,4 +1,4 @@
-"""A real proxy (issue 25, point 14): LiteLLM's proxy, started once per test session on loopback with a
+"""A real proxy: LiteLLM's proxy, started once per test session on loopback with a
 config written here (its local cost map, no telemetry), in front of the project's loopback servers. The
 plugin's gateway meets its real habits: a wrong key on a proxy without a database, an unknown model, the
 proxy's own retries of upstream 5xx, usage it passes on as zeros, a fallback model, and real 429s from a

@@ -1,4 +1,4 @@
-"""Markdown reports escape model, tool and task text (issue 30, point 8): a live run on loopback whose
+"""Markdown reports escape model, tool and task text: a live run on loopback whose
 every model reply, judge reason and task id carries markup; each markdown report rendered with
 Python-Markdown (what MkDocs uses) and opened in headless Chromium shows it as text and runs nothing."""
 

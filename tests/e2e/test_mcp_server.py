@@ -1,4 +1,4 @@
-"""The suite's tools over MCP (issue 28 point 4), driven by the ``mcp`` package's own client
+"""The suite's tools over MCP, driven by the ``mcp`` package's own client
 (``stdio_client`` / ``ClientSession``) against ``python -m pytest_gauge.run.mcp_server``: the tools
 listed with their schemas, calls run through the plugin's executor (schema errors, timeouts, return
 codes) and recorded in ``calls.jsonl``, read back into ToolCall records that the tool rules score; and

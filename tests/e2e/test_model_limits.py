@@ -1,4 +1,4 @@
-"""Rate limits per model (issue 25, point 4): ``--gauge-rpm``/``--gauge-tpm`` take ``MODEL=N`` beside the
+"""Rate limits per model: ``--gauge-rpm``/``--gauge-tpm`` take ``MODEL=N`` beside the
 run-wide value, a model's own bucket makes only that model wait, and a 429 halves only that model's
 concurrency (one slot back per success)."""
 

@@ -1,4 +1,4 @@
-"""The example of program agents end to end (issue 28 acceptance): the real ``claude`` and ``codex``
+"""The example of program agents end to end: the real ``claude`` and ``codex``
 binaries against the run's recording proxy on the simulator, ``-n 0`` then ``-n 2``.
 
 One cold run and one warm run of ``eval_suites/program_agents`` (each CLI wrapped by a script that

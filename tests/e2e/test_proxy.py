@@ -45,7 +45,7 @@ TOOL_CALL = {
 
 
 def _written(api: Api) -> bool:
-    """Whether the wire format's module is written yet (issue 27: msgs27, resp27): its tests run then."""
+    """Whether the wire format's module is written yet: its tests run then."""
     try:
         wire_format(api).error_body(401, "x", "authentication")
     except NotImplementedError:
@@ -55,7 +55,7 @@ def _written(api: Api) -> bool:
 
 def _needs(api: Api) -> None:
     if not _written(api):
-        pytest.skip(f"the {api} wire format is not written yet (gateway/wire/, issue 27)")
+        pytest.skip(f"the {api} wire format is not written yet (gateway/wire/)")
 
 
 def _anthropic() -> ModuleType:

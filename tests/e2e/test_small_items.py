@@ -59,7 +59,7 @@ def test_cache_hits_that_repeat_this_runs_own_requests_are_said_to() -> None:
 def test_an_unknown_model_is_reported_once_and_its_elo_gate_is_inconclusive(
     pytester: pytest.Pytester, mini_suite: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 30's small items: the cases that share the unknown model's failed transcript say so in one
+    """The cases that share the unknown model's failed transcript say so in one
     short line naming the first, and ``elo(agent_z)`` is inconclusive (no judged case), not "unknown"."""
     from pytest_gauge.testing import FaultPlan, LoopbackServer
     from pytest_gauge.testing.simserver import sim_responder

@@ -1,4 +1,4 @@
-"""A suite whose roles speak three wire formats (issue 27, acceptance): an ``api="anthropic"`` judge, an
+"""A suite whose roles speak three wire formats: an ``api="anthropic"`` judge, an
 ``api="responses"`` agent and a chat agent, offline (the simulator answers every format), with the
 same records and reports with ``-n 0`` and ``-n 2``; each role's ledger lines name its format."""
 

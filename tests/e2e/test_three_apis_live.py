@@ -1,8 +1,7 @@
 """The three-format suite of tests/e2e/test_three_apis.py (an ``api="anthropic"`` judge, an
 ``api="responses"`` agent, a chat agent) run live against the loopback server answering like its
 simulator, with 429s and Anthropic's 529s on every route: each role reaches its own path, the faults are
-retried and every attempt lands on the ledger, and the verdicts equal the offline run's (issue 27,
-acceptance)."""
+retried and every attempt lands on the ledger, and the verdicts equal the offline run's."""
 
 from __future__ import annotations
 

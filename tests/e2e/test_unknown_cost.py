@@ -1,4 +1,4 @@
-"""Unknown cost is unknown everywhere (issue 30, point 4): a live run whose gateway never reports usage
+"""Unknown cost is unknown everywhere: a live run whose gateway never reports usage
 shows every cost as a lower bound ("at least $X (N calls without usage)") on the HTML page,
 ``gauge-out/index.html`` and ``metrics.json``, and a cost gate is never PASS on it unless it says
 ``allow_unpriced``."""

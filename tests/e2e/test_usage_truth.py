@@ -1,4 +1,4 @@
-"""Usage you can bill from and waits the gateway asks for (issue 25, points 3 and 4): zero prompt tokens
+"""Usage you can bill from and waits the gateway asks for: zero prompt tokens
 are missing usage (never $0), another model served is recorded and priced as served, a proxy's upstream
 retries and reported cost are recorded, and every common wait header is honoured and recorded."""
 

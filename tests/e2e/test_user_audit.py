@@ -1,4 +1,4 @@
-"""The simulated user audited end to end (issue 29, point 4): a suite whose simulated user is made to
+"""The simulated user audited end to end: a suite whose simulated user is made to
 leak its hidden facts, end early, stay silent or contradict its facts on known tasks gets exactly those
 transcripts flagged, ``user_sim_error_rate`` equal to the known share, the flags on the case records, a
 conclusion.md section and the HTML marker data; a gate on it decides the run. The optional audit model

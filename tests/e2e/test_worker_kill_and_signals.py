@@ -161,7 +161,7 @@ def _check_run(folder: Path, received: int) -> dict[str, Any]:
     live = _live_attempts(folder)
     assert len(live) == received  # exactly one ledger line per request that reached the server
     assert len({(r["worker"], r["call_id"], r["attempt"], r["request"]) for r in live}) == len(live)
-    every = rows["gauge-out/mini/agent_runs.jsonl"]  # issue 30, point 5: one line per attempt, always
+    every = rows["gauge-out/mini/agent_runs.jsonl"]  # one line per attempt, always
     assert len({(r["call_id"], r["attempt"]) for r in every}) == len(every)
     manifest: dict[str, Any] = json.loads((folder / "gauge-out" / "mini" / "manifest.json").read_text())
     assert manifest["cases_recorded"] == len(rows["gauge-out/mini/pairs/pair_results.jsonl"])
@@ -260,7 +260,7 @@ def test_a_second_signal_during_the_stop_loses_nothing(
     pytester: pytest.Pytester,
     signals: tuple[str, ...],
 ) -> None:
-    """Issue 30, point 2: Ctrl-C pressed twice (0.3 s apart, to the process group, controller and
+    """Ctrl-C pressed twice (0.3 s apart, to the process group, controller and
     workers): the second is absorbed ("stopping, please wait"), a third forces the exit; either way the
     ledger has one line per request the server received, the reports are written and marked
     interrupted, and the re-run sends only what is missing."""
@@ -337,7 +337,7 @@ def test_a_dripping_server_stops_the_run_after_the_first_call_times_out(
 
 
 def test_a_model_that_will_not_answer_in_time_is_stopped_once_and_the_others_run(tmp_path: Path) -> None:
-    """Issue 30, point 3: one agent's model drips its answers under --gauge-timeout 5; after 3 timeouts
+    """One agent's model drips its answers under --gauge-timeout 5; after 3 timeouts
     in a row it is stopped run-wide (one message), its cases are not run, the other models' are. A
     server of its own: its dripping connections outlive the run."""
     folder = _folder(tmp_path, "slow-model")

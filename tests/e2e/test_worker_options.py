@@ -1,4 +1,4 @@
-"""One set of options per run (issue 25, point 1): the controller resolves GaugeOptions once and hands them
+"""One set of options per run: the controller resolves GaugeOptions once and hands them
 to every xdist worker; a ``--gauge-*`` path written with a space that made pytest miss the project's ini
 stops the run before any request, with ``-n 0`` and ``-n 2`` alike."""
 

@@ -1,4 +1,4 @@
-"""Tasks that act on files, end to end on the sim backend (issue 28 point 5): the suite's ``project/``
+"""Tasks that act on files, end to end on the sim backend: the suite's ``project/``
 folder is copied into each transcript's workspace at ``gauge-out/<suite>/work/<task>/<agent>/<sample>``,
 a tool writes into it, and ``file_exists`` / ``file_contains`` / ``command_succeeds`` score what is
 there after the dialogue, recorded in the transcript like every rule. Unit tests of the rules:

@@ -1,4 +1,4 @@
-"""The self-contained HTML report (issue 17): ``<suite>/reports/index.html`` and ``gauge-out/index.html``.
+"""The self-contained HTML report: ``<suite>/reports/index.html`` and ``gauge-out/index.html``.
 
 Pure: :mod:`.model` holds a suite's outputs as typed values, :mod:`.payload` turns them into the page's
 JSON document, :mod:`.render` inlines it with ``page.html``, ``app.css`` and ``app.js`` (package data).

@@ -1,4 +1,4 @@
-"""A tests-only suite that exercises every declaration feature at once (issue 12, point 7): a
+"""A tests-only suite that exercises every declaration feature at once: a
 ``CallableAgent``, a ``reflection()`` tier, a ``best_of(selector="judge")`` tier, a judge with
 ``repeats`` and ``extra_models``, ``samples=2``, ``orders="seeded"`` and ``checks=``.
 

@@ -1,4 +1,4 @@
-"""A tests-only suite for the HTML report (issue 17): an agent whose replies and tool arguments carry markup.
+"""A tests-only suite for the HTML report: an agent whose replies and tool arguments carry markup.
 
 ``tests/test_html_report.py`` copies this folder into a pytester directory as ``suites/hostile/`` with this
 module renamed ``test_hostile.py``. The hostile agent answers with a ``<script>``, an ``<img onerror>`` and

@@ -1,4 +1,4 @@
-"""A program agent for tests (issue 28 point 4): reads the MCP configuration the plugin wrote, starts
+"""A program agent for tests: reads the MCP configuration the plugin wrote, starts
 the server like Claude Code would, calls ``lookup_order`` once with the order id in the prompt, and
 prints the tool's text as its reply (JSON lines: a reply and a session id)."""
 

@@ -1,4 +1,4 @@
-"""A tests-only suite with a program agent that calls the suite's tool over MCP (issue 28 point 4):
+"""A tests-only suite with a program agent that calls the suite's tool over MCP:
 tests/e2e/test_mcp_server.py copies it beside tasks.jsonl and runs it on the simulator."""
 
 from __future__ import annotations

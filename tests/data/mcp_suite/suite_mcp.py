@@ -1,4 +1,4 @@
-"""A tests-only suite whose tools the MCP server offers (issue 28 point 4): a lookup that works, one that
+"""A tests-only suite whose tools the MCP server offers: a lookup that works, one that
 returns its own code, one that hangs past its timeout and one that writes into the workspace.
 tests/e2e/test_mcp_server.py copies it with tasks.jsonl into a temporary folder."""
 

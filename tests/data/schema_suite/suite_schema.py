@@ -1,4 +1,4 @@
-"""A tests-only suite for argument validation (issue 12): one tool whose schema uses the keywords the
+"""A tests-only suite for argument validation: one tool whose schema uses the keywords the
 old subset ignored (minimum, maximum, pattern, maxLength, maxItems, const, anyOf and a $ref into $defs).
 
 ``tests/test_tool_schema.py`` copies this folder into a pytester directory as ``suites/schema/`` with this

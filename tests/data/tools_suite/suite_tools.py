@@ -1,4 +1,4 @@
-"""A tests-only suite for tool use (issue 7): tools that work, return their own code, raise or hang.
+"""A tests-only suite for tool use: tools that work, return their own code, raise or hang.
 
 ``tests/test_tools.py`` copies this folder into a pytester directory as ``suites/tools/`` with this
 module renamed ``test_tools_suite.py`` (so the plugin's own test run never collects it here). Both

@@ -1,4 +1,4 @@
-"""A tests-only suite for tasks that act on files (issue 28 point 5): a workspace folder (``project/``)
+"""A tests-only suite for tasks that act on files: a workspace folder (``project/``)
 copied per transcript, a tool that writes into it, and the workspace rules checking it afterwards.
 
 ``tests/e2e/test_workspace.py`` copies this folder into a pytester directory as ``suites/ws/`` with this

@@ -1,4 +1,4 @@
-"""Family-wise error over a run's gates (issue 26, point 4): which gates inflate an unchanged system's
+"""Family-wise error over a run's gates: which gates inflate an unchanged system's
 chance of failing, and Holm's step-down over them (``--gauge-familywise holm``)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The judge against people (issue 29): human-label agreement and kappa by hand, weights, several
+"""The judge against people: human-label agreement and kappa by hand, weights, several
 labellers, unknown cases, gate lookups, the labels files and the stratified sample."""
 
 from __future__ import annotations

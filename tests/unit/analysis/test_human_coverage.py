@@ -1,4 +1,4 @@
-"""Coverage of the human-label intervals (issue 29's acceptance): suites with a known human truth (the
+"""Coverage of the human-label intervals: suites with a known human truth (the
 simulator's hidden quality: which side is really better) and a judge right with a task-dependent
 probability; 40 cases drawn by ``labels sample`` and labelled with the truth; the agreement and kappa
 intervals must cover the whole suite's values in ≥ 93% of runs. A control shows the check can fail:

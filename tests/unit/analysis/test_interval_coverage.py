@@ -348,7 +348,7 @@ def test_zero_events_bound_is_exact_over_tasks() -> None:
 
 
 # --------------------------------------------------------------------------------------------------
-# pass@k and pass^k on skewed suites (issue 26, point 6)
+# pass@k and pass^k on skewed suites
 
 PASS_RUNS = 1000  # Monte Carlo standard error: 0.7 points at 95% coverage
 PASS_SUITES = {"mostly hard Beta(0.5, 2)": (0.5, 2.0), "mostly hard Beta(0.3, 1.2)": (0.3, 1.2),

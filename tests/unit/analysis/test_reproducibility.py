@@ -1,4 +1,4 @@
-"""How often a verdict would repeat (issue 26, point 10): the figure's arithmetic, the gate option
+"""How often a verdict would repeat: the figure's arithmetic, the gate option
 ``reproducible=P``, and its calibration against simulated reruns (docs/protocol.md#reproducibility)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``recording.json`` beside cassettes is validated on load (issue 30, point 6): damaged or of the wrong
+"""``recording.json`` beside cassettes is validated on load: damaged or of the wrong
 types, it is refused naming the file and the field; absent, replay goes on without it."""
 
 from __future__ import annotations

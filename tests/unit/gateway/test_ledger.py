@@ -71,7 +71,7 @@ def test_the_live_history_goes_to_the_first_call_in_merge_order() -> None:
 
 
 def test_a_call_redone_after_a_crash_is_one_history() -> None:
-    """Issue 30, point 5: gw0 answered the call live and crashed before storing its unit; gw1 redid it
+    """gw0 answered the call live and crashed before storing its unit; gw1 redid it
     and read the answer back from the cache: one live line. A call gw0 only sent (interrupted) and gw1
     sent again keeps both real requests, numbered 1 and 2."""
     answered = [

@@ -1,5 +1,5 @@
-"""A replay miss names what differs from the nearest recorded request of the same work and model
-(issue 28, point 8): an agent program whose request changed between recording and replay."""
+"""A replay miss names what differs from the nearest recorded request of the same work and model:
+an agent program whose request changed between recording and replay."""
 
 from __future__ import annotations
 

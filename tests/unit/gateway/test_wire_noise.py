@@ -1,4 +1,4 @@
-"""An agent program's per-run noise is out of the cache material (issue 28, point 8): two requests
+"""An agent program's per-run noise is out of the cache material: two requests
 Claude Code or Codex send for the same transcript in two runs, from checkouts in different folders on
 different days, have one key; a request that differs in what decides the answer does not."""
 

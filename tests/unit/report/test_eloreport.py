@@ -427,7 +427,7 @@ def test_gate_elo_lookup(three: tuple[SuiteMetrics, EloReport]) -> None:
 def test_gate_unknown_agent_and_no_elo(three: tuple[SuiteMetrics, EloReport]) -> None:
     metrics, report = three
     source = GateSource(metrics, report)
-    # collection refused undeclared names: an agent missing from the fit had no judged case (issue 30)
+    # collection refused undeclared names: an agent missing from the fit had no judged case
     with pytest.raises(NoData, match=r"'nobody' had no judged case in this run .* fit: a, better, worse"):
         source.lookup("elo", ("nobody",))
     with pytest.raises(NoData, match="'nobody' had no judged case"):

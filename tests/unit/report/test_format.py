@@ -1,4 +1,4 @@
-"""Markdown escaping (issue 30, point 8): text from a model, a tool or a task can open no HTML and no link
+"""Markdown escaping: text from a model, a tool or a task can open no HTML and no link
 in any renderer, while the reports' own comparisons (``p < 0.001``, ``lrs <= 0.5``) keep their bytes."""
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def test_md_code_fence_is_longer_than_any_backtick_run(text: str, span: str) -> 
 
 
 def test_tiny_values_print_inside_their_intervals() -> None:
-    """Issue 29: a cost of 0.0005 printed as ``0.0005 [0.000, 0.000]``; a nonzero value that would print
+    """A cost of 0.0005 printed as ``0.0005 [0.000, 0.000]``; a nonzero value that would print
     as zero, or an interval that would print as one number, now gets significant digits, and ordinary
     rates keep three decimals."""
     from pytest_gauge.analysis.estimates import Estimate

@@ -328,7 +328,7 @@ def huge_outputs() -> SuiteOutputs:
 
 
 def test_the_page_embeds_a_bounded_part_of_each_transcript_and_says_where_the_rest_is() -> None:
-    """Issue 30, point 9: the page holds at most PAGE_TRANSCRIPT_CHARS of a transcript's text (plus the
+    """The page holds at most PAGE_TRANSCRIPT_CHARS of a transcript's text (plus the
     markers); the rest stays in agents/<agent>.jsonl, whose line the transcript names."""
     out, redact = huge_outputs(), redactor_of(tiny_outputs())
     doc = build_payload(out, redact)

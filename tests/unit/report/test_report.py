@@ -378,7 +378,7 @@ def test_summary_snapshot(snapshot: SnapshotAssertion) -> None:
 
 def test_people_sections_snapshot(snapshot: SnapshotAssertion) -> None:
     """conclusion.md's "The judge against people" (two labellers, sample weights, a label of a case not
-    in the run) and "The simulated user audited" (flagged transcripts), as issue 29 adds them."""
+    in the run) and "The simulated user audited" (flagged transcripts)."""
     from pytest_gauge.records.labels import Label
     from pytest_gauge.report.human import human_section
     from pytest_gauge.report.user_audit import user_audit_section

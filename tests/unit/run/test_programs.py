@@ -1,4 +1,4 @@
-"""Program agents (issue 28): the two CLIs' JSON streams read into a turn (samples captured from
+"""Program agents: the two CLIs' JSON streams read into a turn (samples captured from
 Claude Code 2.1.328 and Codex 0.169.0 against a loopback recorder), the presets' configuration and
 environment, and a real process per turn: placeholders, stdin, the session carried, the timeout that
 kills the whole process group, a missing program."""

@@ -1,4 +1,4 @@
-"""Model replies are bounded (issue 30, point 9): an agent's or the user simulator's reply past
+"""Model replies are bounded: an agent's or the user simulator's reply past
 ``Suite(max_reply_chars=...)`` is cut, with a marker saying how much, before it is recorded in the
 transcript or sent on to the next model."""
 

@@ -1,4 +1,4 @@
-"""The user audit's rule checks on hand-made transcripts (issue 29, point 4): ``contradicted`` flags a
+"""The user audit's rule checks on hand-made transcripts: ``contradicted`` flags a
 user turn that gives a fact (hidden or of the persona) a value other than the true one, and nothing
 else; the other kinds stay as they were. The optional audit model's request, the simulator's answer to
 it and the reading of its answer (``judged``)."""

@@ -1,4 +1,4 @@
-"""A hostile ``tasks.jsonl`` is refused with one line naming the file and the line (issue 30, point 6):
+"""A hostile ``tasks.jsonl`` is refused with one line naming the file and the line:
 invalid UTF-8, a lone surrogate, deep nesting and a huge line, never a traceback."""
 
 from __future__ import annotations

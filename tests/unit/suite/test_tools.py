@@ -323,7 +323,7 @@ def test_suite_rejects_duplicate_tools_and_objects_that_are_not_tools() -> None:
 
 
 def test_a_huge_result_or_error_is_cut_with_a_marker() -> None:
-    """Issue 30, point 9: a 20 MB result and a 5 MB exception message are cut to the tool's
+    """A 20 MB result and a 5 MB exception message are cut to the tool's
     ``max_result_chars`` (default 20,000) before they are recorded or sent back to the model."""
     from pytest_gauge.suite.tools import Tool as _Tool
     from pytest_gauge.suite.tools import ToolExecutor as _Executor
