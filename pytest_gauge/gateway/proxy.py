@@ -309,7 +309,7 @@ class RecordingProxy:
     async def _serve(self, sock: socket.socket) -> asyncio.Server:
         """aiohttp's low-level server on ``sock``: no access log; an idle or stalled connection closed
         after ``read_timeout``; an unread body (a refused request) closes its connection at once."""
-        from aiohttp import web
+        from aiohttp import web  # deferred: aiohttp (~0.2 s CPU) only once a program needs the proxy
 
         def request(message: Any, payload: Any, protocol: Any, writer: Any, task: Any) -> web.BaseRequest:
             return web.BaseRequest(
@@ -378,7 +378,7 @@ class RecordingProxy:
     async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
         """One HTTP request: refused before its body is read (so ``Expect: 100-continue`` is answered
         only to a request the proxy takes), else read (bounded in size and time) and answered."""
-        from aiohttp import web
+        from aiohttp import web  # deferred: aiohttp, only with the proxy running
 
         refused = self._refusal(request.method, request.path, request.headers)
         if refused is not None:
@@ -396,7 +396,7 @@ class RecordingProxy:
         """The body of a request the proxy takes: the client expecting ``100 Continue`` told to go on
         (the line aiohttp's routed handlers send), then read within ``read_timeout``, at most
         :data:`MAX_REQUEST_BYTES` (408 or 413, and the connection closed, otherwise)."""
-        from aiohttp import web
+        from aiohttp import web  # deferred: aiohttp, only with the proxy running
 
         fmt = wire_format(_api_of_path(request.path))
         too_large = f"pytest-gauge proxy: the request body is larger than {MAX_REQUEST_BYTES} bytes"
@@ -495,7 +495,7 @@ def quiet_logger() -> logging.Logger:
 
 
 def _not_a_bad_request(record: logging.LogRecord) -> bool:
-    from aiohttp.http_exceptions import HttpProcessingError
+    from aiohttp.http_exceptions import HttpProcessingError  # deferred: aiohttp, only with the proxy
 
     return not (record.exc_info and isinstance(record.exc_info[1], HttpProcessingError))
 
