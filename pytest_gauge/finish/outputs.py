@@ -325,6 +325,7 @@ def report_suite(
     run's, with the prices actually used); the other arguments are
     :func:`~pytest_gauge.analysis.suite.analyse_suite`'s."""
     from ..report import ReportContext, render_reports
+    from ..report.common import failures_by_agent
 
     def current() -> RunSide:
         return run_side(out, meta, written, records, ledger)
@@ -361,6 +362,8 @@ def report_suite(
         elo_report=elo,
         baseline_link=_baseline_link(opts, out) if comparison is not None else "",
         familywise=opts.familywise,
+        agent_failures=failures_by_agent(written[1]),
+        unsandboxed=opts.unsandboxed,
     )
     reports = render_reports(ctx)
     for filename, text in reports.items():

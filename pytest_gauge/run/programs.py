@@ -14,7 +14,6 @@ import asyncio
 import os
 import shutil
 import signal
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +30,7 @@ from .program_output import PARSERS, ProgramReply
 
 __all__ = [
     "INSTALL",
+    "ProgramError",
     "ProgramFailed",
     "ProgramHost",
     "ProgramMissing",
@@ -57,6 +57,11 @@ class ProgramMissing(GatewayError):
     """The agent's program is not installed: no case of this agent can run (cause, then the install)."""
 
     fatal = True
+
+
+class ProgramError(GatewayError):
+    """A program agent's (or HTTP agent's) turn failed: its case fails with the cause in one line (the
+    program's own error, redacted), as a model agent's case does when its calls fail; never a result."""
 
 
 class ProgramFailed(Exception):
@@ -165,21 +170,19 @@ class ProgramSession:
         """Run one turn with ``prompt`` and read its output; raises :class:`ProgramFailed` or
         :class:`ProgramMissing`."""
         argv = self.argv(prompt)
-        started = time.monotonic()
         stdout, stderr, code = await self._run(argv, prompt.encode("utf-8") if self.agent.stdin else None)
         self.last_stdout = stdout
         reply = PARSERS[self.agent.output](stdout)
         self.replies.append(reply)
         if reply.session:
             self.session = reply.session
-        elapsed = time.monotonic() - started
         if reply.error is not None:
             raise ProgramFailed(f"{self.agent.name}: the program reported an error: {reply.error[:500]}")
         if code != 0 and not reply.reply:
             tail = stderr.strip().splitlines()[-3:]
             raise ProgramFailed(
-                f"{self.agent.name}: {Path(argv[0]).name} exited with status {code} after {elapsed:.1f}s "
-                f"without a reply; stderr: {' | '.join(tail)[:500] or '(empty)'}"
+                f"{self.agent.name}: {Path(argv[0]).name} exited with status {code} without a reply; "
+                f"stderr: {' | '.join(tail)[:500] or '(empty)'}"
             )
         return reply
 

@@ -34,7 +34,7 @@ from .http_agent import HttpSession
 from .judge import Redactor, build_judge_messages, judge_prompt, parse_verdict, slots
 from .judge_format import JudgeFormats, ask_judge
 from .mcp_tools import McpTools
-from .programs import ProgramHost, ProgramMissing, ProgramSession, program_setup
+from .programs import ProgramError, ProgramHost, ProgramMissing, ProgramSession, program_setup
 from .user_audit import audit_user, parse_user_audit, user_audit_messages
 
 __all__ = ["SuiteRuntime", "WorkCaller", "build_record", "call_seed"]
@@ -238,6 +238,10 @@ class SuiteRuntime:
             if isinstance(agent, HttpAgent):
                 cfg = replace(cfg, http=HttpSession(agent))
             done = await run_dialogue(task, sample, cfg, caller, tools, strategy=label)
+            if done.error is not None and isinstance(agent, (CommandAgent, HttpAgent)):
+                raise ProgramError(  # a failing program is never a result: its case fails
+                    done.error.replace("\n", " "), f"fix agent {agent.name!r}: its transcript is not scored"
+                )
             return await self._observed(task, done, workspace)
 
         if isinstance(strategy, BestOf):
