@@ -245,11 +245,12 @@ class ProgramSession:
         if not setup.endpoint.sandboxed:
             return argv, self.env, setup.workdir
         program = sandbox.installation(argv[0], self.env.get("PATH"))
+        named = tuple(Path(a) for a in argv[1:] if os.path.isabs(a) and os.path.isfile(a))  # its script
         spec = sandbox.SandboxSpec(
             setup.workdir.resolve(),
             sandbox.allowed_environment(self.env),
             home=setup.home.resolve(),
-            read_only=(*sandbox.python_paths(), *setup.read_only, *((program,) if program else ())),
+            read_only=(*sandbox.python_paths(), *setup.read_only, *((program,) if program else ()), *named),
             writable=setup.writable,
             relay=setup.endpoint.relay,
         )
