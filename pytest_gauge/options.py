@@ -77,6 +77,7 @@ class GaugeOptions:
     adaptive_look: int = 5  # tasks per look
     familywise: str = "per-gate"  # --gauge-familywise: per-gate (each gate at 95%) or holm
     labels: tuple[str, ...] = ()  # --gauge-labels FILE (repeatable): human labels.jsonl files
+    unsandboxed: bool = False  # --gauge-unsandboxed: programs run without the sandbox (said in every report)
 
     def prices_for(self, models: Iterable[str]) -> tuple[PriceRow, ...]:
         """The prices a run with these ``models`` uses: the configured ones, plus genai-prices for the
@@ -341,6 +342,18 @@ def _add_labels_option(parser: pytest.Parser, group: Any) -> None:
     )
 
 
+def _add_sandbox_option(parser: pytest.Parser, group: Any) -> None:
+    """``--gauge-unsandboxed`` and ``gauge_unsandboxed``: the explicit opt-out of the programs' sandbox."""
+    group.addoption(
+        "--gauge-unsandboxed",
+        action="store_true",
+        default=None,
+        help="run program agents and workspace commands without the bubblewrap sandbox (where none can be"
+        " made; every report says so)",
+    )
+    parser.addini("gauge_unsandboxed", "like --gauge-unsandboxed", type="bool", default=False)
+
+
 def add_options(parser: pytest.Parser) -> None:
     """Register the ``--gauge-*`` flags and their ini twins."""
     group = parser.getgroup("gauge", "pytest-gauge: LLM-agent evaluations")
@@ -361,6 +374,7 @@ def add_options(parser: pytest.Parser) -> None:
     )
     parser.addini("gauge_gates", "gates applied to every suite, one per line", type="linelist", default=[])
     _add_labels_option(parser, group)
+    _add_sandbox_option(parser, group)
     parser.addini(
         "gauge_prices",
         "model prices, one per line: MODEL INPUT_PER_M OUTPUT_PER_M",
@@ -569,6 +583,7 @@ def resolve_options(config: pytest.Config) -> GaugeOptions:
         adaptive_look=_setting(config, "gauge_adaptive_look", _positive_int) or 5,
         familywise=pick("gauge_familywise", "per-gate"),
         labels=_labels(config, invocation, root),
+        unsandboxed=bool(config.getoption("gauge_unsandboxed") or config.getini("gauge_unsandboxed")),
     )
 
 

@@ -334,6 +334,7 @@ def report_suite(
         ReportContext,
         render_reports,
     )
+    from ..report.common import failures_by_agent  # deferred: keeps numpy off the import
 
     def current() -> RunSide:
         return run_side(out, meta, written, records, ledger)
@@ -373,6 +374,8 @@ def report_suite(
         elo_report=elo,
         baseline_link=_baseline_link(opts, out) if comparison is not None else "",
         familywise=opts.familywise,
+        agent_failures=failures_by_agent(written[1]),
+        unsandboxed=opts.unsandboxed,
     )
     reports = render_reports(ctx)
     for filename, text in reports.items():

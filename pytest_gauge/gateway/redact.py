@@ -23,7 +23,16 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["MASK", "MIN_RUN", "known_secrets", "redact", "redact_known", "register_secret"]
+__all__ = [
+    "MASK",
+    "MIN_RUN",
+    "host_secrets",
+    "known_secrets",
+    "redact",
+    "redact_known",
+    "redact_output",
+    "register_secret",
+]
 
 MASK = "***"
 MIN_RUN = 8
@@ -142,5 +151,28 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
     every token-shaped string replaced by ``***``. Idempotent."""
     text = redact_known(text, (*known_secrets(), *(s.strip() for s in secrets if len(s.strip()) >= 4)))
     for shape in _SHAPES:
+        text = shape.sub(_mask_shape, text)
+    return text
+
+
+_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL")
+
+
+def host_secrets(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """The values of every host variable whose name says key, token, secret or password
+    (``GITHUB_TOKEN``, ``NPM_TOKEN``, ``DB_PASSWORD``...), :data:`MIN_RUN` characters or longer."""
+    env = os.environ if environ is None else environ
+    found = {
+        v.strip() for k, v in env.items() if _SECRET_NAME.search(k.upper()) and len(v.strip()) >= MIN_RUN
+    }
+    return tuple(sorted(found, key=len, reverse=True))
+
+
+def redact_output(text: str) -> str:
+    """What a program or a command printed, made safe to store: the run's keys and every secret-named
+    value of the host environment (:func:`host_secrets`), each with its runs, and the token shapes
+    (``sk-``, ``ghp_``, ``xox*-``, ``AKIA``); not the header shapes (``basic <word>`` is prose here)."""
+    text = redact_known(text, (*known_secrets(), *host_secrets()))
+    for shape in _SHAPES[2:]:
         text = shape.sub(_mask_shape, text)
     return text

@@ -213,11 +213,15 @@ class GaugeState:
         from .program_host import ProxyProgramHost  # deferred: off pytest's start-up
 
         proxy = RecordingProxy(self.proxy_token, engine.loop)
-        host = ProxyProgramHost(proxy)
+        from ..run.commands import SandboxedCommands
+
+        host = ProxyProgramHost(proxy, unsandboxed=self.options.unsandboxed)
+        commands = SandboxedCommands(self.options.unsandboxed)
         for runtime in engine.runtimes.values():
             proxy.add_gateway(runtime.gateway)
             runtime.proxy = proxy
             runtime.programs = host
+            runtime.commands = commands
         return proxy
 
     def gateway_shared(self) -> GatewayShared:

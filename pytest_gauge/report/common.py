@@ -21,11 +21,13 @@ from .format import fmt_price
 __all__ = [
     "APPROXIMATE_BELOW",
     "ReportContext",
+    "agent_failure_lines",
     "agents_of",
     "approximate_note",
     "case_counts",
     "category_counts",
     "declared_pairs",
+    "failures_by_agent",
     "format_notes",
     "judge_format_notes",
     "metric_of",
@@ -65,6 +67,8 @@ class ReportContext:
     elo_report: EloReport | None = None  # the Elo fit behind elo.md/elo.json/elo.svg (None: they say why not)
     baseline_link: str = ""  # the baseline folder as baseline.md links it (relative to reports/)
     familywise: str = "per-gate"  # --gauge-familywise: per-gate or holm (docs/protocol.md#family-wise-error)
+    agent_failures: Mapping[str, tuple[int, str]] = field(default_factory=dict)  # failed transcripts
+    unsandboxed: bool = False  # --gauge-unsandboxed: programs ran without the sandbox (every report says so)
 
 
 def truncated_turns(ledger: Iterable[LedgerRecord]) -> dict[str, int]:
@@ -202,3 +206,28 @@ def format_notes(first: str, used: Mapping[str, Mapping[str, int]]) -> list[str]
             f" once per model for the rest of the run ({how})"
         )
     return notes
+
+
+def failures_by_agent(rows: Mapping[str, Sequence[Mapping[str, object]]]) -> dict[str, tuple[int, str]]:
+    """Per agent, its transcripts that failed (a program that exited non-zero or timed out, a model
+    agent whose calls failed): how many, and the first one's error (its cause, before "Fix:")."""
+    out: dict[str, tuple[int, str]] = {}
+    for agent, agent_rows in sorted(rows.items()):
+        errors = [str(r["error"]) for r in agent_rows if r.get("error")]
+        if errors:
+            out[agent] = (len(errors), errors[0].split(". Fix:", 1)[0][:300])
+    return out
+
+
+def agent_failure_lines(ctx: ReportContext) -> list[str]:
+    """One line per agent with failed transcripts, and the sandbox opt-out: the terminal's and
+    conclusion.md's words on what is not a result."""
+    lines = [
+        f"agent {agent}: {n} transcript(s) failed, not scored: {cause}"
+        for agent, (n, cause) in ctx.agent_failures.items()
+    ]
+    if ctx.unsandboxed:
+        lines.append(
+            "unsandboxed: programs and workspace commands ran without the sandbox (--gauge-unsandboxed)"
+        )
+    return lines

@@ -12,6 +12,7 @@ from .adaptive import adaptive_section
 from .baseline import baseline_lead, gate_ci, gate_value, needed_lines, repeats_lines
 from .common import (
     ReportContext,
+    agent_failure_lines,
     agents_of,
     approximate_note,
     case_counts,
@@ -65,6 +66,9 @@ def _section_tasks(ctx: ReportContext) -> list[str]:
         f"{recorded} of {expected} selected cases recorded"
         + (f", {len(missing)} missing (errored): see pairwise_table.md." if missing else ".")
     )
+    failures = agent_failure_lines(ctx)
+    if failures:
+        lines += ["", *(f"- **{line}**" for line in failures)]
     note = approximate_note(ctx.metrics.n_tasks)
     if note is not None:
         lines += ["", f"**Note:** {note}."]

@@ -13,6 +13,7 @@ from .adaptive import adaptive_lines
 from .baseline import baseline_summary, gate_ci, gate_value, needed_lines
 from .common import (
     ReportContext,
+    agent_failure_lines,
     approximate_note,
     case_counts,
     declared_pairs,
@@ -66,6 +67,7 @@ def _header_lines(ctx: ReportContext) -> list[str]:
     ]
     if ctx.interrupted is not None:
         lines.append(f"{ctx.interrupted} (the run was stopped): the numbers cover the finished cases only")
+    lines += agent_failure_lines(ctx)
     note = approximate_note(ctx.metrics.n_tasks)
     if note is not None:
         lines.append(note)

@@ -14,7 +14,6 @@ import asyncio
 import os
 import shutil
 import signal
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,17 +22,22 @@ from typing import Any, Protocol
 from ..gateway.errors import GatewayError
 from ..gateway.gateway import CallContext
 from ..gateway.proxy import WorkCalls
+from ..gateway.redact import redact_output
+from ..suite.file_checks import read_tail
 from ..suite.programs import CommandAgent, ProgramEndpoint, ProgramSetup, fill, session_uuid
+from . import sandbox
 from .program_output import PARSERS, ProgramReply
 
 __all__ = [
     "INSTALL",
+    "ProgramError",
     "ProgramFailed",
     "ProgramHost",
     "ProgramMissing",
     "ProgramSession",
     "build_environment",
     "program_home",
+    "program_setup",
 ]
 
 INSTALL = {
@@ -45,13 +49,19 @@ INSTALL = {
 BASE_VARIABLES = ("PATH", "LANG", "LC_ALL", "TZ", "SYSTEMROOT")
 """The only variables a program inherits from the test process: where programs are, and the locale."""
 
-OUTPUT_LIMIT = 16 * 1024 * 1024  # bytes of stdout kept per turn
+OUTPUT_LIMIT = 16 * 1024 * 1024  # bytes of stdout kept per turn (the tail: a CLI's result is its last line)
+ERROR_LIMIT = 64 * 1024  # bytes of stderr kept per turn (the tail)
 
 
 class ProgramMissing(GatewayError):
     """The agent's program is not installed: no case of this agent can run (cause, then the install)."""
 
     fatal = True
+
+
+class ProgramError(GatewayError):
+    """A program agent's (or HTTP agent's) turn failed: its case fails with the cause in one line (the
+    program's own error, redacted), as a model agent's case does when its calls fail; never a result."""
 
 
 class ProgramFailed(Exception):
@@ -78,6 +88,23 @@ def program_home(workdir: Path) -> Path:
     return workdir.with_name(workdir.name + ".home")
 
 
+def program_setup(
+    workdir: Path,
+    endpoint: ProgramEndpoint,
+    work: str,
+    mcp_servers: Mapping[str, Mapping[str, Any]],
+    read_only: tuple[Path, ...] = (),
+    writable: tuple[Path, ...] = (),
+) -> ProgramSetup:
+    """One transcript's :class:`ProgramSetup`: its private folder beside the workspace and, in the
+    sandbox, the two seen at the fixed paths (``/workspace``, ``/home/agent``); ``read_only`` and
+    ``writable`` the host paths its MCP server needs (the suite module's folder; its files and the
+    workspace at their host paths, which the server's specification names)."""
+    home = program_home(workdir)
+    view = {workdir: sandbox.WORKSPACE, home: sandbox.HOME} if endpoint.sandboxed else {}
+    return ProgramSetup(workdir, home, endpoint, work, mcp_servers, view, read_only, writable)
+
+
 def build_environment(
     agent: CommandAgent, setup: ProgramSetup, inherited: Mapping[str, str] | None = None
 ) -> dict[str, str]:
@@ -89,8 +116,8 @@ def build_environment(
     env = {k: source[k] for k in BASE_VARIABLES if k in source}
     env.setdefault("LANG", "C.UTF-8")
     env.update(setup.endpoint.env)
-    env["HOME"] = str(setup.home)
-    env["TMPDIR"] = str(setup.home / "tmp")
+    env["HOME"] = setup.visible(setup.home)
+    env["TMPDIR"] = sandbox.TMP if setup.endpoint.sandboxed else str(setup.home / "tmp")
     env = {k: v for k, v in env.items() if not k.startswith(agent.drop_env)} if agent.drop_env else env
     if agent.configure is not None:
         env.update(agent.configure(setup))
@@ -104,8 +131,8 @@ def _values(agent: CommandAgent, setup: ProgramSetup, *, prompt: str, session: s
     return {
         "prompt": prompt,
         "session": session,
-        "workdir": str(setup.workdir),
-        "home": str(setup.home),
+        "workdir": setup.visible(setup.workdir),
+        "home": setup.visible(setup.home),
         "model": agent.model or "",
     }
 
@@ -143,44 +170,48 @@ class ProgramSession:
         """Run one turn with ``prompt`` and read its output; raises :class:`ProgramFailed` or
         :class:`ProgramMissing`."""
         argv = self.argv(prompt)
-        started = time.monotonic()
         stdout, stderr, code = await self._run(argv, prompt.encode("utf-8") if self.agent.stdin else None)
         self.last_stdout = stdout
         reply = PARSERS[self.agent.output](stdout)
         self.replies.append(reply)
         if reply.session:
             self.session = reply.session
-        elapsed = time.monotonic() - started
         if reply.error is not None:
             raise ProgramFailed(f"{self.agent.name}: the program reported an error: {reply.error[:500]}")
         if code != 0 and not reply.reply:
             tail = stderr.strip().splitlines()[-3:]
             raise ProgramFailed(
-                f"{self.agent.name}: {Path(argv[0]).name} exited with status {code} after {elapsed:.1f}s "
-                f"without a reply; stderr: {' | '.join(tail)[:500] or '(empty)'}"
+                f"{self.agent.name}: {Path(argv[0]).name} exited with status {code} without a reply; "
+                f"stderr: {' | '.join(tail)[:500] or '(empty)'}"
             )
         return reply
 
     async def _run(self, argv: list[str], stdin: bytes | None) -> tuple[str, str, int]:
-        """The process of one turn in its own group; killed with its group past the timeout."""
+        """The process of one turn in its own group (in the sandbox when the endpoint says so); killed
+        with its group past the timeout. Its output is read bounded (the tails kept) and redacted."""
+        search = self.env.get("PATH", os.defpath)
+        if shutil.which(argv[0], path=search) is None:
+            program = Path(argv[0]).name
+            fix = INSTALL.get(program, f"install {program!r} or give its full path in the agent's argv")
+            cause = f"agent {self.agent.name!r}: the program {argv[0]!r} was not found on PATH"
+            raise ProgramMissing(cause, f"install it: {fix}")
+        command, env, cwd = self._launch(argv)
         try:
             proc = await asyncio.create_subprocess_exec(
-                *argv,
-                cwd=self.setup.workdir,
-                env=self.env,
+                *command,
+                cwd=cwd,
+                env=env,
                 stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 start_new_session=True,
-                limit=OUTPUT_LIMIT,
             )
         except FileNotFoundError:
-            program = Path(argv[0]).name
-            fix = INSTALL.get(program, f"install {program!r} or give its full path in the agent's argv")
-            cause = f"agent {self.agent.name!r}: the program {argv[0]!r} was not found on PATH"
-            raise ProgramMissing(cause, f"install it: {fix}") from None
+            raise ProgramMissing(
+                f"agent {self.agent.name!r}: cannot start {command[0]!r}", "install it"
+            ) from None
         try:
-            out, err = await asyncio.wait_for(proc.communicate(stdin), self.agent.timeout)
+            out, err = await asyncio.wait_for(self._communicate(proc, stdin), self.agent.timeout)
         except TimeoutError:
             _kill_group(proc.pid)
             await proc.wait()
@@ -193,7 +224,37 @@ class ProgramSession:
             raise
         _kill_group(proc.pid)  # anything the program left running (an MCP server, a shell)
         code = proc.returncode if proc.returncode is not None else -1
-        return out.decode("utf-8", "replace"), err.decode("utf-8", "replace"), code
+        return redact_output(out), redact_output(err), code
+
+    @staticmethod
+    async def _communicate(proc: asyncio.subprocess.Process, stdin: bytes | None) -> tuple[str, str]:
+        """Feed ``stdin``, read stdout and stderr to their ends bounded, wait for the exit."""
+        if proc.stdin is not None:
+            proc.stdin.write(stdin or b"")
+            await proc.stdin.drain()
+            proc.stdin.close()
+        out, err, _ = await asyncio.gather(
+            read_tail(proc.stdout, OUTPUT_LIMIT), read_tail(proc.stderr, ERROR_LIMIT), proc.wait()
+        )
+        return out.data.decode("utf-8", "replace"), err.data.decode("utf-8", "replace")
+
+    def _launch(self, argv: list[str]) -> tuple[list[str], dict[str, str], Path]:
+        """The command, environment and folder the turn's process starts with: as given, or wrapped in
+        the sandbox (bwrap's own environment then only ``PATH``; the program's is set inside)."""
+        setup = self.setup
+        if not setup.endpoint.sandboxed:
+            return argv, self.env, setup.workdir
+        program = sandbox.installation(argv[0], self.env.get("PATH"))
+        named = tuple(Path(a) for a in argv[1:] if os.path.isabs(a) and os.path.isfile(a))  # its script
+        spec = sandbox.SandboxSpec(
+            setup.workdir.resolve(),
+            sandbox.allowed_environment(self.env),
+            home=setup.home.resolve(),
+            read_only=(*sandbox.python_paths(), *setup.read_only, *((program,) if program else ()), *named),
+            writable=setup.writable,
+            relay=setup.endpoint.relay,
+        )
+        return sandbox.bwrap_argv(spec, argv), {"PATH": os.environ.get("PATH", os.defpath)}, setup.workdir
 
 
 def _kill_group(pid: int) -> None:

@@ -25,7 +25,7 @@ from ..records import Api, CaseRecord, JudgmentResult, Transcript, TranscriptRes
 from ..records.work_key import WorkKey
 from ..suite.cases import Case
 from ..suite.declare import BestOf, CallableAgent, CommandAgent, HttpAgent, ModelAgent, Reflection, Suite
-from ..suite.programs import ProgramSetup
+from ..suite.file_checks import CommandRunner
 from ..suite.rules import Score, observe_workspace_async, score, workspace_rules
 from ..suite.tasks import Task
 from ..suite.tools import ToolExecutor
@@ -34,7 +34,7 @@ from .http_agent import HttpSession
 from .judge import Redactor, build_judge_messages, judge_prompt, parse_verdict, slots
 from .judge_format import JudgeFormats, ask_judge
 from .mcp_tools import McpTools
-from .programs import ProgramHost, ProgramMissing, ProgramSession, program_home
+from .programs import ProgramError, ProgramHost, ProgramMissing, ProgramSession, program_setup
 from .user_audit import audit_user, parse_user_audit, user_audit_messages
 
 __all__ = ["SuiteRuntime", "WorkCaller", "build_record", "call_seed"]
@@ -116,6 +116,7 @@ class SuiteRuntime:
     programs: ProgramHost | None = None  # program agents' folders and proxy routes (set by the plugin)
     module_path: Path | None = None  # the suite's test module: the MCP server imports its tools from it
     proxy: RecordingProxy | None = None  # the process's recording proxy (set with the engine)
+    commands: CommandRunner | None = None  # how workspace commands run: the sandbox (set by the plugin)
     redactor: Redactor = field(init=False)
     _scored: OrderedDict[tuple[str, str, int], Score] = field(init=False, default_factory=OrderedDict)
 
@@ -210,7 +211,7 @@ class SuiteRuntime:
         rules = (*task.success_criteria, *task.hard_constraints)
         if workspace is None or not workspace_rules(rules):
             return transcript
-        checks = await observe_workspace_async(rules, workspace)
+        checks = await observe_workspace_async(rules, workspace, self.commands)
         return replace(transcript, workspace_checks=checks)
 
     async def transcript(self, task_id: str, agent_name: str, sample: int) -> TranscriptResult:
@@ -237,6 +238,10 @@ class SuiteRuntime:
             if isinstance(agent, HttpAgent):
                 cfg = replace(cfg, http=HttpSession(agent))
             done = await run_dialogue(task, sample, cfg, caller, tools, strategy=label)
+            if done.error is not None and isinstance(agent, (CommandAgent, HttpAgent)):
+                raise ProgramError(  # a failing program is never a result: its case fails
+                    done.error.replace("\n", " "), f"fix agent {agent.name!r}: its transcript is not scored"
+                )
             return await self._observed(task, done, workspace)
 
         if isinstance(strategy, BestOf):
@@ -294,7 +299,10 @@ class SuiteRuntime:
         # the output folder in a program's requests (its MCP server's files, its workspace) reads the same
         # from any checkout in the cache material (gateway/wire/noise.py)
         register_suite(self.name)
-        setup = ProgramSetup(workdir, program_home(workdir), host.endpoint(ctx, caller), ctx.work, mcp)
+        read_only, writable = (
+            ((mcp_tools.module.parent,), (mcp_tools.folder, workdir)) if mcp_tools else ((), ())
+        )
+        setup = program_setup(workdir, host.endpoint(ctx, caller), ctx.work, mcp, read_only, writable)
         return await asyncio.to_thread(ProgramSession.open, agent, setup)
 
     async def _select(

@@ -10,17 +10,21 @@ import os
 import re
 import signal
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 __all__ = [
     "MAX_FILE_BYTES",
+    "OUTPUT_TAIL_BYTES",
     "CommandOutcome",
+    "CommandRunner",
+    "Tail",
     "check_relative",
     "command_env",
     "inside",
+    "read_tail",
     "read_text",
     "run_command",
     "run_command_async",
@@ -29,6 +33,9 @@ __all__ = [
 MAX_FILE_BYTES = 8 * 1024 * 1024
 """Most bytes of a file ``file_contains`` reads (the rest is not searched, and the detail says so)."""
 _OUTPUT_CHARS = 400  # the tail of a failed command's output kept in the rule's detail
+OUTPUT_TAIL_BYTES = 64 * 1024
+"""Most bytes of a command's output held while it runs (the tail; the rest is counted, never kept)."""
+_CHUNK = 1024 * 1024
 _SECRET_NAME = re.compile(r"(?:_API_KEY|_AUTH_TOKEN|_API_TOKEN|_SECRET_KEY|_ACCESS_KEY)$")
 
 
@@ -68,6 +75,33 @@ class CommandOutcome:
     output: str
 
 
+CommandRunner = Callable[[Sequence[str], Path, float], Awaitable[CommandOutcome]]
+"""How the engine runs a rule's command (its sandbox, its redaction: ``run/commands.py``);
+:func:`run_command_async` when none is given."""
+
+
+@dataclass(frozen=True)
+class Tail:
+    """What a bounded read kept: the stream's last bytes, and how many it had in all."""
+
+    data: bytes
+    total: int
+
+
+async def read_tail(stream: asyncio.StreamReader | None, limit: int) -> Tail:
+    """Read ``stream`` to its end holding at most about twice ``limit`` bytes at any time: the last
+    ``limit`` are kept, the rest only counted (a command printing gigabytes costs no memory)."""
+    if stream is None:
+        return Tail(b"", 0)
+    buf, total = bytearray(), 0
+    while chunk := await stream.read(_CHUNK):
+        total += len(chunk)
+        buf += chunk
+        if len(buf) > 2 * limit:
+            del buf[: len(buf) - limit]
+    return Tail(bytes(buf[-limit:]) if limit else b"", total)
+
+
 def command_env(environ: Mapping[str, str]) -> dict[str, str]:
     """The command's environment: the run's, without any key variable (``*_API_KEY``,
     ``*_AUTH_TOKEN``, ...): a project's own tests never need the gateway key."""
@@ -90,30 +124,29 @@ def _spawn_options(workspace: Path) -> dict[str, Any]:
 
 def run_command(argv: Sequence[str], workspace: Path, timeout: float) -> CommandOutcome:
     """Run ``argv`` in ``workspace`` in its own session; past ``timeout`` seconds the whole process
-    group is killed (a test runner's children too) and the code is None."""
-    try:
-        proc = subprocess.Popen(list(argv), **_spawn_options(workspace))
-    except OSError as exc:
-        return CommandOutcome(127, f"cannot start {argv[0]!r}: {exc.strerror or exc}")
-    try:
-        out, _ = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        _kill_group(proc)
-        out, _ = proc.communicate()
-        return CommandOutcome(None, _tail(out))
-    return CommandOutcome(proc.returncode, _tail(out))
+    group is killed (a test runner's children too) and the code is None. Called where no loop runs
+    (a worker thread): :func:`run_command_async` on a loop of its own."""
+    return asyncio.run(run_command_async(argv, workspace, timeout))
 
 
 async def run_command_async(argv: Sequence[str], workspace: Path, timeout: float) -> CommandOutcome:
-    """:func:`run_command` on the running event loop (what the engine uses): past ``timeout``, or when
-    the unit is cancelled (Ctrl-C), the command's whole process group is killed, so no test runner is
-    left behind by a stopped run."""
+    """:func:`run_command` on the running event loop: past ``timeout``, or when the unit is cancelled
+    (Ctrl-C), the command's whole process group is killed, so no test runner is left behind by a
+    stopped run. Its output is read bounded (:func:`read_tail`)."""
+    return await spawn_bounded(argv, timeout, **_spawn_options(workspace))
+
+
+async def spawn_bounded(argv: Sequence[str], timeout: float, **options: Any) -> CommandOutcome:
+    """Start ``argv`` with ``options`` (output and errors on one pipe, its own session) and read its
+    output bounded; past ``timeout`` its process group is killed (code None)."""
     try:
-        proc = await asyncio.create_subprocess_exec(*argv, **_spawn_options(workspace))
+        proc = await asyncio.create_subprocess_exec(*argv, **options)
     except OSError as exc:
         return CommandOutcome(127, f"cannot start {argv[0]!r}: {exc.strerror or exc}")
     try:
-        out, _ = await asyncio.wait_for(proc.communicate(), timeout)
+        tail, _ = await asyncio.wait_for(
+            asyncio.gather(read_tail(proc.stdout, OUTPUT_TAIL_BYTES), proc.wait()), timeout
+        )
     except TimeoutError:
         _kill_group(proc)
         await proc.wait()
@@ -122,10 +155,10 @@ async def run_command_async(argv: Sequence[str], workspace: Path, timeout: float
         _kill_group(proc)
         await proc.wait()  # reaped before the loop goes (its transport closed with it)
         raise
-    return CommandOutcome(proc.returncode, _tail(out))
+    return CommandOutcome(proc.returncode, _tail(tail.data))
 
 
-def _kill_group(proc: subprocess.Popen[bytes] | asyncio.subprocess.Process) -> None:
+def _kill_group(proc: asyncio.subprocess.Process) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except ProcessLookupError:

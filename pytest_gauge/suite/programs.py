@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import tomli_w
+
 from .sim_profiles import SimAgent
 
 __all__ = [
@@ -45,6 +47,8 @@ class ProgramEndpoint:
     base_urls: Mapping[str, str]
     token: str
     env: Mapping[str, str] = field(default_factory=dict)
+    sandboxed: bool = False  # the program runs in the sandbox (run/sandbox.py), its URLs the inside ones
+    relay: Path | None = None  # the host's relay socket to the proxy, bound into the sandbox
 
 
 @dataclass(frozen=True)
@@ -53,13 +57,25 @@ class ProgramSetup:
     transcript's workspace), a private folder for its own configuration (``home``), the proxy route,
     the MCP servers offering the suite's tools (Claude Code's ``mcpServers`` shape:
     ``{name: {"command": ..., "args": [...], "env": {...}}}``) and the work key, from which the
-    presets derive a deterministic session id."""
+    presets derive a deterministic session id. ``view`` maps host folders to where the program sees
+    them (in the sandbox: the workspace at ``/workspace``, ``home`` at ``/home/agent``);
+    ``read_only``/``writable`` are more host paths the program needs (its MCP server's)."""
 
     workdir: Path
     home: Path
     endpoint: ProgramEndpoint
     work: str
     mcp_servers: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    view: Mapping[Path, str] = field(default_factory=dict)
+    read_only: tuple[Path, ...] = ()
+    writable: tuple[Path, ...] = ()
+
+    def visible(self, path: Path) -> str:
+        """``path`` (a host path) as the program sees it: under a folder of ``view``, moved there."""
+        for host, inside in self.view.items():
+            if path == host or host in path.parents:
+                return str(Path(inside) / path.relative_to(host))
+        return str(path)
 
 
 Configure = Callable[[ProgramSetup], Mapping[str, str]]
@@ -172,7 +188,7 @@ def claude_code(
             "ANTHROPIC_BASE_URL": setup.endpoint.base_urls["anthropic"],
             "ANTHROPIC_AUTH_TOKEN": setup.endpoint.token,
             "ANTHROPIC_MODEL": model,
-            "CLAUDE_CONFIG_DIR": str(config),
+            "CLAUDE_CONFIG_DIR": setup.visible(config),
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
             "DISABLE_AUTOUPDATER": "1",
             "DISABLE_TELEMETRY": "1",
@@ -180,6 +196,9 @@ def claude_code(
             # the suite's MCP tools in every request, not deferred behind ToolSearch (which a model
             # must call first: the simulator, and a test of tool use, want the tool offered as such)
             "ENABLE_TOOL_SEARCH": "false",
+            # one retry policy: a failed call is retried by the plugin's gateway (in the ledger), not
+            # again by the CLI on top of it
+            "CLAUDE_CODE_MAX_RETRIES": "0",
         }
 
     return CommandAgent(
@@ -196,48 +215,39 @@ def claude_code(
     )
 
 
-def _toml(value: Any) -> str:
-    """A TOML value (strings, booleans, numbers, lists and inline tables of them): JSON's string
-    escapes are valid TOML basic strings."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return repr(value)
-    if isinstance(value, Mapping):
-        return "{ " + ", ".join(f"{json.dumps(str(k))} = {_toml(v)}" for k, v in value.items()) + " }"
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_toml(v) for v in value) + "]"
-    return json.dumps(str(value))
-
-
 CODEX_MCP_DEFAULTS = {"startup_timeout_sec": 30, "required": True, "default_tools_approval_mode": "approve"}
 
 
 def codex_config(model: str, base_url: str, mcp_servers: Mapping[str, Mapping[str, Any]]) -> str:
-    """Codex's ``config.toml`` for one transcript: the model, a provider for the proxy (``base_url``,
-    ``env_key``, ``wire_api = "responses"``: Codex refuses ``"chat"``), no update check, no
-    analytics, and the MCP servers offering the suite's tools."""
-    lines = [
-        f"model = {_toml(model)}",
-        'model_provider = "gauge"',
-        "check_for_update_on_startup = false",
-        "",
-        "[analytics]",
-        "enabled = false",
-        "",
-        "[model_providers.gauge]",
-        'name = "pytest-gauge proxy"',
-        f"base_url = {_toml(base_url)}",
-        'env_key = "GAUGE_PROXY_TOKEN"',
-        'wire_api = "responses"',
-    ]
-    for server, spec in mcp_servers.items():
-        # a server Codex waits for (else a slow start leaves its tools out of the first request), its
-        # tools approved (else "requires approval, but approval policy is never" in exec)
-        block = {k: v for k, v in spec.items() if k != "type"} | CODEX_MCP_DEFAULTS
-        lines += ["", f"[mcp_servers.{json.dumps(str(server))}]"]
-        lines += [f"{key} = {_toml(value)}" for key, value in block.items()]
-    return "\n".join(lines) + "\n"
+    """Codex's ``config.toml`` for one transcript, written by a TOML library (any value round-trips
+    through ``tomllib``): the model, a provider for the proxy (``base_url``, ``env_key``,
+    ``wire_api = "responses"``: Codex refuses ``"chat"``) with Codex's own retries off (a failed call
+    is the gateway's retries, once, in the ledger), no update check, no analytics, and the MCP servers
+    offering the suite's tools."""
+    provider = {
+        "name": "pytest-gauge proxy",
+        "base_url": base_url,
+        "env_key": "GAUGE_PROXY_TOKEN",
+        "wire_api": "responses",
+        "request_max_retries": 0,
+        "stream_max_retries": 0,
+    }
+    config: dict[str, Any] = {
+        "model": model,
+        "model_provider": "gauge",
+        "check_for_update_on_startup": False,
+        "analytics": {"enabled": False},
+        "model_providers": {"gauge": provider},
+    }
+    # each server one Codex waits for (else a slow start leaves its tools out of the first request), its
+    # tools approved (else "requires approval, but approval policy is never" in exec)
+    servers = {
+        str(name): {k: v for k, v in dict(spec).items() if k != "type"} | CODEX_MCP_DEFAULTS
+        for name, spec in mcp_servers.items()
+    }
+    if servers:
+        config["mcp_servers"] = servers
+    return tomli_w.dumps(config)
 
 
 CODEX_PREFIXES = ("ANTHROPIC_", "CLAUDECODE", "OPENAI_", "CODEX_")
@@ -268,7 +278,7 @@ def codex(
         (home / "config.toml").write_text(text, encoding="utf-8")
         if instructions is not None:
             (home / "AGENTS.md").write_text(instructions, encoding="utf-8")
-        return {"CODEX_HOME": str(home), "GAUGE_PROXY_TOKEN": setup.endpoint.token}
+        return {"CODEX_HOME": setup.visible(home), "GAUGE_PROXY_TOKEN": setup.endpoint.token}
 
     return CommandAgent(
         name=name or "codex",

@@ -32,6 +32,7 @@ from ..records import ToolCall, Transcript
 from .file_checks import (
     MAX_FILE_BYTES,
     CommandOutcome,
+    CommandRunner,
     check_relative,
     inside,
     read_text,
@@ -1158,8 +1159,9 @@ class WorkspaceRule(Rule):
         """Decide the rule on the workspace as the dialogue left it."""
         raise NotImplementedError
 
-    async def aobserve(self, workspace: Path) -> RuleResult:
-        """:meth:`observe` without blocking the engine's loop (in a thread; a command on the loop)."""
+    async def aobserve(self, workspace: Path, runner: CommandRunner | None = None) -> RuleResult:
+        """:meth:`observe` without blocking the engine's loop (in a thread; a command on the loop, run
+        by ``runner``: the engine's sandbox)."""
         return await asyncio.to_thread(self.observe, workspace)
 
     def check(self, transcript: Transcript) -> RuleResult:
@@ -1310,8 +1312,9 @@ class CommandSucceeds(WorkspaceRule):
     def observe(self, workspace: Path) -> RuleResult:
         return self._result(run_command(self.command, workspace, self.timeout))
 
-    async def aobserve(self, workspace: Path) -> RuleResult:
-        return self._result(await run_command_async(self.command, workspace, self.timeout))
+    async def aobserve(self, workspace: Path, runner: CommandRunner | None = None) -> RuleResult:
+        run = run_command_async if runner is None else runner
+        return self._result(await run(self.command, workspace, self.timeout))
 
     def _result(self, outcome: CommandOutcome) -> RuleResult:
         shown = _quote(shlex.join(self.command))
@@ -1334,12 +1337,15 @@ def workspace_rules(rules: Sequence[Rule]) -> tuple[WorkspaceRule, ...]:
     return tuple(r for r in rules if isinstance(r, WorkspaceRule))
 
 
-async def observe_workspace_async(rules: Sequence[Rule], workspace: Path) -> dict[str, dict[str, Any]]:
-    """:func:`observe_workspace` on the engine's loop (a cancelled unit kills a running command)."""
+async def observe_workspace_async(
+    rules: Sequence[Rule], workspace: Path, runner: CommandRunner | None = None
+) -> dict[str, dict[str, Any]]:
+    """:func:`observe_workspace` on the engine's loop (a cancelled unit kills a running command);
+    commands run by ``runner`` (the engine's sandbox, ``run/commands.py``)."""
     seen: dict[str, dict[str, Any]] = {}
     for rule in workspace_rules(rules):
         try:
-            result = await rule.aobserve(workspace)
+            result = await rule.aobserve(workspace, runner)
         except OSError as exc:
             result = RuleResult(False, f"{rule.type}: cannot check the workspace: {exc.strerror or exc}")
         seen[rule.key] = {"passed": result.passed, "detail": result.detail}

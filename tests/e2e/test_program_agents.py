@@ -125,6 +125,7 @@ def test_claude_code_and_codex_through_the_proxy_cached_and_replayed(
     for seen in _program_envs(pytester.path / "cold"):
         assert not any(GATEWAY_KEY in v or "outer" in v or "stale" in v for v in seen.values()), seen
         assert "TAOTOKEN_API_KEY" not in seen and "PYTEST_CURRENT_TEST" not in seen  # built from nothing
+        assert seen["HOME"] == "/home/agent" and seen["PWD"] == "/workspace", seen  # in the sandbox
         anthropic = {k for k in seen if k.startswith(("ANTHROPIC_", "CLAUDECODE"))}
         assert anthropic in (set(), {"ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_MODEL"})
         assert anthropic or "CODEX_HOME" in seen  # Codex gets none of them
