@@ -30,6 +30,7 @@ __all__ = [
     "GaugeOptions",
     "add_options",
     "check_bootstrap_rounds",
+    "joined_value_args",
     "misread_ini_problem",
     "resolve_options",
 ]
@@ -660,6 +661,33 @@ def _space_form_paths(args: list[str], invocation: Path) -> list[tuple[str, str]
             if (invocation / value).exists():
                 found.append((flag, value))
     return found
+
+
+def value_flags() -> frozenset[str]:
+    """Every ``--gauge-*`` flag that takes a value."""
+    names = [suffix for suffix, *_ in _SETTINGS]
+    names += ["gate", "labels", "rpm", "tpm", "run-id", "shard", "adaptive-look"]
+    return frozenset(f"--gauge-{name}" for name in names)
+
+
+def joined_value_args(args: Iterable[str]) -> list[str]:
+    """``args`` with every ``--gauge-X VALUE`` written ``--gauge-X=VALUE``: what the controller hands its
+    xdist workers, which parse the command line again after the controller made the output folder. A
+    worker would take a space-form path that exists by then for a test path (and look for its ini file
+    there, and find no tests); the ``=`` form is one argument, read the same by every process."""
+    flags = value_flags()
+    out: list[str] = []
+    items = list(args)
+    i = 0
+    while i < len(items):
+        arg = items[i]
+        if arg in flags and i + 1 < len(items):
+            out.append(f"{arg}={items[i + 1]}")
+            i += 2
+            continue
+        out.append(arg)
+        i += 1
+    return out
 
 
 def misread_ini_problem(config: pytest.Config) -> str | None:

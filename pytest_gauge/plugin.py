@@ -20,6 +20,7 @@ from .options import (
     GaugeOptions,
     add_options,
     check_bootstrap_rounds,
+    joined_value_args,
     misread_ini_problem,
     resolve_options,
 )
@@ -444,6 +445,15 @@ class GaugeRun:
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         """After xdist's (which starts the workers): the process that ends the run gets ready to."""
         self.role.session_started()
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_setupnodes(self, config: pytest.Config, specs: Any) -> None:
+        """xdist controller, before any worker starts: workers read ``--gauge-X VALUE`` as ``--gauge-X=VALUE``
+        (a path the controller has created since is not a test path to them)."""
+        import dataclasses
+
+        args = joined_value_args(str(a) for a in config.invocation_params.args)
+        config.invocation_params = dataclasses.replace(config.invocation_params, args=tuple(args))
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
