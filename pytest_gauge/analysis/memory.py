@@ -40,6 +40,7 @@ def bootstrap_memory_problem(rounds: int, tasks: int, limit: int | None = None) 
         return None
     most = max(limit // bootstrap_bytes(1, tasks), 0)
     return (
-        f"--gauge-bootstrap-rounds {rounds:,}: resampling {tasks:,} task(s) would need about {_gib(need)},"
-        f" more than the {_gib(limit)} allowed (half of this machine's memory): give at most {most:,}"
+        f"--gauge-bootstrap-rounds (gauge_bootstrap_rounds) {rounds:,}: resampling {tasks:,} task(s) would"
+        f" need about {_gib(need)}, more than the {_gib(limit)} allowed (half of this machine's memory):"
+        f" give at most {most:,}"
     )
