@@ -527,7 +527,8 @@ def resolve_options(config: pytest.Config) -> GaugeOptions:
     invocation = Path(config.invocation_params.dir)
     root = Path(config.rootpath)
     out = values["gauge_out"] or "gauge-out"
-    check_out_dir((invocation / out).resolve())
+    if not hasattr(config, "workerinput"):  # a worker writes to the controller's folder (workerinput)
+        check_out_dir((invocation / out).resolve())
     cache_dir = values["gauge_cache_dir"] or str(root / CACHE_DIR)
     check_bootstrap_rounds(values["gauge_bootstrap_rounds"], tasks=1)
     from .analysis.gates import GateSyntaxError, parse_gates
