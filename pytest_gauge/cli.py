@@ -177,7 +177,8 @@ def _add_report(commands: _Commands) -> None:
         "report",
         help="(re)write the HTML reports of an output folder",
         description="Write <suite>/reports/index.html for every suite folder in OUT_DIR and "
-        "OUT_DIR/index.html linking them, from the outputs a run wrote there (no model is called).",
+        "OUT_DIR/index.html linking them, from the outputs a run wrote there (no model is called); the "
+        "missing reports of a run stopped while it wrote its outputs first.",
     )
     report.add_argument(
         "out_dir",
@@ -359,11 +360,16 @@ def _prune(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _report(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .files.html import ReportInputError  # deferred: keeps numpy off the import of cli
+    from .files.readwrite import FileFormatError  # deferred: keeps numpy off the import of cli
     from .finish.html import write_html_reports  # deferred: keeps numpy off the import of cli
+    from .finish.resume import write_pending_reports  # deferred: keeps numpy off the import of cli
 
     try:
+        for folder in write_pending_reports(Path(args.out_dir)):  # a run stopped while writing them
+            out.write(f"wrote the missing reports of {folder}\n")
         written = write_html_reports(Path(args.out_dir))
-    except ReportInputError as exc:
+    except (ReportInputError, FileFormatError) as exc:
         err.write(f"error: {exc}\n")
         return 1
     for path in written:

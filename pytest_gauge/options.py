@@ -29,6 +29,8 @@ __all__ = [
     "CACHE_MODES",
     "GaugeOptions",
     "add_options",
+    "check_bootstrap_rounds",
+    "joined_value_args",
     "misread_ini_problem",
     "resolve_options",
 ]
@@ -120,21 +122,44 @@ def _finite_float(text: str) -> float:
     return value
 
 
-def _positive_float(text: str) -> float:
-    value = _finite_float(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
-    return value
-
-
-def _positive_int(text: str) -> int:
+def _whole(text: str) -> int:
     try:
-        value = int(text)
+        return int(text.strip())
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
-    return value
+
+
+def _shown(value: float) -> str:
+    return f"{value:,.0f}" if value == int(value) else f"{value:g}"
+
+
+def _bounded(kind: Any, low: float, high: float, *, open_low: bool = False) -> Any:
+    """An argparse type: ``kind`` (:func:`_finite_float` or :func:`_whole`) from ``low`` (excluded with
+    ``open_low``) to ``high``, the range a run can finish with; the message names the value and the range."""
+
+    def convert(text: str) -> Any:
+        value = kind(text)
+        if value < low or value > high or (open_low and value == low):
+            above = f"above {_shown(low)}" if open_low else f"from {_shown(low)}"
+            raise argparse.ArgumentTypeError(f"expected a number {above} to {_shown(high)}, got {text!r}")
+        return value
+
+    convert.__name__ = kind.__name__  # argparse names the type in its message
+    return convert
+
+
+DAY = 86_400.0
+
+_positive_float = _bounded(_finite_float, 0.0, 1e12, open_low=True)  # budgets, in dollars
+_positive_int = _bounded(_whole, 1, 10**15)
+_non_negative_int = _bounded(_whole, 0, 10**15)
+_seconds = _bounded(_finite_float, 0.0, DAY, open_low=True)  # a timeout, a wait: at most a day
+_seed = _bounded(_whole, 0, 2**63 - 1)  # numpy's and the API's seeds are 64-bit
+_retries = _bounded(_whole, 0, 100)
+_concurrency = _bounded(_whole, 1, 10_000)
+_rounds = _bounded(_whole, 1, 10**15)  # and the memory it needs: analysis/memory.py
+_share = _bounded(_finite_float, 0.0, 1.0)  # a gap between mean rewards, which lie in [0, 1]
+_rate = _bounded(_finite_float, 0.001, 1e12)  # per minute: one call per 1,000 minutes to any service's
 
 
 def _gate_text(text: str) -> str:
@@ -149,7 +174,7 @@ def _rate_arg(text: str) -> tuple[str | None, float]:
     model, sep, number = text.rpartition("=")
     if sep and not model.strip():
         raise argparse.ArgumentTypeError(f"expected N or MODEL=N, got {text!r}")
-    return (model.strip() or None, _positive_float(number.strip()))
+    return (model.strip() or None, _rate(number.strip()))
 
 
 def _rates(config: pytest.Config, name: str) -> tuple[float | None, tuple[tuple[str, float], ...]]:
@@ -171,13 +196,6 @@ def _rates(config: pytest.Config, name: str) -> tuple[float | None, tuple[tuple[
     return overall, tuple(sorted((str(m), v) for m, v in found.items()))
 
 
-def _non_negative_int(text: str) -> int:
-    value = int(text) if text.strip().isdigit() else -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
-    return value
-
-
 # (flag suffix, ini key, argparse type, help, choices)
 _SETTINGS: tuple[tuple[str, str, Any, str, tuple[str, ...] | None], ...] = (
     (
@@ -190,7 +208,7 @@ _SETTINGS: tuple[tuple[str, str, Any, str, tuple[str, ...] | None], ...] = (
     (
         "seed",
         "gauge_seed",
-        _non_negative_int,
+        _seed,
         "run seed: A/B order draws, simulator, bootstrap (default 0)",
         None,
     ),
@@ -218,18 +236,18 @@ _SETTINGS: tuple[tuple[str, str, Any, str, tuple[str, ...] | None], ...] = (
         None,
     ),
     ("cassettes", "gauge_cassettes", str, "replay reads only from this folder of exported cassettes", None),
-    ("timeout", "gauge_timeout", _positive_float, "per-request timeout in seconds (default 60)", None),
+    ("timeout", "gauge_timeout", _seconds, "per-request timeout in seconds (default 60)", None),
     (
         "max-retries",
         "gauge_max_retries",
-        _non_negative_int,
+        _retries,
         "retries per call for 408/409/429/5xx/timeouts (default 4)",
         None,
     ),
     (
         "max-concurrency",
         "gauge_max_concurrency",
-        _positive_int,
+        _concurrency,
         "requests in flight across all workers (default 8)",
         None,
     ),
@@ -243,7 +261,7 @@ _SETTINGS: tuple[tuple[str, str, Any, str, tuple[str, ...] | None], ...] = (
     (
         "retry-after-cap",
         "gauge_retry_after_cap",
-        _positive_float,
+        _seconds,
         "longest Retry-After honoured, seconds (default 60)",
         None,
     ),
@@ -258,7 +276,7 @@ _SETTINGS: tuple[tuple[str, str, Any, str, tuple[str, ...] | None], ...] = (
     (
         "close-threshold",
         "gauge_close_threshold",
-        _finite_float,
+        _share,
         "pairs whose mean-reward gap is <= this are close (default 0.1)",
         None,
     ),
@@ -280,7 +298,7 @@ _SETTINGS: tuple[tuple[str, str, Any, str, tuple[str, ...] | None], ...] = (
     (
         "bootstrap-rounds",
         "gauge_bootstrap_rounds",
-        _positive_int,
+        _rounds,
         "bootstrap resamples for intervals (default 2000)",
         None,
     ),
@@ -451,6 +469,8 @@ def _setting(config: pytest.Config, ini: str, kind: Any) -> Any:
 def parse_price_lines(lines: list[str]) -> list[PriceRow]:
     """``MODEL INPUT_PER_M OUTPUT_PER_M [CACHED_INPUT_PER_M] [context=TOKENS]`` lines (ini ``gauge_prices``)
     as price rows (``context=`` is the model's context window, which a judge's prompt is shortened to fit)."""
+    from .gateway.prices import MAX_PRICE_PER_M, price_number
+
     prices: list[PriceRow] = []
     usage = "gauge_prices: expected 'MODEL INPUT_PER_M OUTPUT_PER_M [CACHED_INPUT_PER_M] [context=TOKENS]'"
     for line in lines:
@@ -468,6 +488,11 @@ def parse_price_lines(lines: list[str]) -> list[PriceRow]:
             raise pytest.UsageError(
                 f"gauge_prices: prices and context= must be numbers in {line!r}"
             ) from None
+        if not all(price_number(n) for n in numbers):
+            raise pytest.UsageError(
+                f"gauge_prices: prices must be numbers from 0 to {MAX_PRICE_PER_M:,.0f} per million tokens"
+                f" in {line!r}"
+            )
         if window is not None and window <= 0:
             raise pytest.UsageError(f"gauge_prices: context= must be a positive number of tokens in {line!r}")
         cached = numbers[2] if len(numbers) == 3 else None
@@ -491,18 +516,16 @@ def _shard(config: pytest.Config) -> str | None:
 
 def check_out_dir(path: Path, flag: str = "--gauge-out") -> None:
     """Refuse (one line naming the flag) an output folder that is not a folder or cannot be created:
-    ``/dev/null``, a file, a folder under a file or under one not writable. Creates nothing."""
-    if path.exists():
-        if not path.is_dir():
-            raise pytest.UsageError(f"{flag} {path}: not a folder (give a folder to write the outputs to)")
-        if not os.access(path, os.W_OK | os.X_OK):
-            raise pytest.UsageError(f"{flag} {path}: the folder is not writable")
-        return
-    parent = path.parent
-    while not parent.exists() and parent != parent.parent:
-        parent = parent.parent
-    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
-        raise pytest.UsageError(f"{flag} {path}: cannot be created ({parent} is not a writable folder)")
+    ``/dev/null``, a file, a folder under a file, under one not writable or on a filesystem that takes no
+    folders (``/proc``). Shown by creating it: only a folder made proves the run can write its outputs."""
+    if path.exists() and not path.is_dir():
+        raise pytest.UsageError(f"{flag} {path}: not a folder (give a folder to write the outputs to)")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise pytest.UsageError(f"{flag} {path}: cannot be created ({exc.strerror or exc})") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise pytest.UsageError(f"{flag} {path}: the folder is not writable")
 
 
 def resolve_options(config: pytest.Config) -> GaugeOptions:
@@ -518,8 +541,10 @@ def resolve_options(config: pytest.Config) -> GaugeOptions:
     invocation = Path(config.invocation_params.dir)
     root = Path(config.rootpath)
     out = values["gauge_out"] or "gauge-out"
-    check_out_dir((invocation / out).resolve())
+    if not hasattr(config, "workerinput"):  # a worker writes to the controller's folder (workerinput)
+        check_out_dir((invocation / out).resolve())
     cache_dir = values["gauge_cache_dir"] or str(root / CACHE_DIR)
+    check_bootstrap_rounds(values["gauge_bootstrap_rounds"], tasks=1)
     from .analysis.gates import GateSyntaxError, parse_gates  # deferred: off pytest's start-up
 
     ini_gates = [str(g) for g in config.getini("gauge_gates")]
@@ -587,6 +612,16 @@ def resolve_options(config: pytest.Config) -> GaugeOptions:
     )
 
 
+def check_bootstrap_rounds(rounds: int | None, tasks: int) -> None:
+    """Refuse bootstrap rounds whose resampling of ``tasks`` tasks would not fit in memory (checked with
+    one task here, with the suites' tasks once they are collected)."""
+    from .analysis.memory import bootstrap_memory_problem
+
+    problem = bootstrap_memory_problem(rounds, tasks) if rounds else None
+    if problem:
+        raise pytest.UsageError(f"pytest-gauge: {problem}")
+
+
 def _labels(config: pytest.Config, invocation: Path, root: Path) -> tuple[str, ...]:
     """``--gauge-labels`` files (relative to the invocation folder) after the ini's (relative to the
     rootdir), resolved and read once here so a bad file is a usage error naming its line."""
@@ -642,6 +677,33 @@ def _space_form_paths(args: list[str], invocation: Path) -> list[tuple[str, str]
             if (invocation / value).exists():
                 found.append((flag, value))
     return found
+
+
+def value_flags() -> frozenset[str]:
+    """Every ``--gauge-*`` flag that takes a value."""
+    names = [suffix for suffix, *_ in _SETTINGS]
+    names += ["gate", "labels", "rpm", "tpm", "run-id", "shard", "adaptive-look"]
+    return frozenset(f"--gauge-{name}" for name in names)
+
+
+def joined_value_args(args: Iterable[str]) -> list[str]:
+    """``args`` with every ``--gauge-X VALUE`` written ``--gauge-X=VALUE``: what the controller hands its
+    xdist workers, which parse the command line again after the controller made the output folder. A
+    worker would take a space-form path that exists by then for a test path (and look for its ini file
+    there, and find no tests); the ``=`` form is one argument, read the same by every process."""
+    flags = value_flags()
+    out: list[str] = []
+    items = list(args)
+    i = 0
+    while i < len(items):
+        arg = items[i]
+        if arg in flags and i + 1 < len(items):
+            out.append(f"{arg}={items[i + 1]}")
+            i += 2
+            continue
+        out.append(arg)
+        i += 1
+    return out
 
 
 def misread_ini_problem(config: pytest.Config) -> str | None:

@@ -18,7 +18,14 @@ from .fixtures import TESTS_SUITE, tests_report
 from .fixtures import calls as fixture_functions
 from .gateway.endpoint import live_settings_problems
 from .gateway.errors import ModelStopped
-from .options import GaugeOptions, add_options, misread_ini_problem, resolve_options
+from .options import (
+    GaugeOptions,
+    add_options,
+    check_bootstrap_rounds,
+    joined_value_args,
+    misread_ini_problem,
+    resolve_options,
+)
 from .process.roles import FAILURE_PROPERTY, RECORD_PROPERTY, Role, choose_role, role_key
 from .process.state import GaugeState, SuiteEntry, state_key
 from .records import dumps
@@ -428,7 +435,9 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     state = session.config.stash[state_key]
     if state.gate_problems:  # before any call is made: a typo in a gate must not cost a paid run
         raise pytest.UsageError("pytest-gauge: " + "\n".join(state.gate_problems))
-    if state.suites:
+    if state.suites:  # the resampling of the largest suite fits in memory, or nothing is paid
+        most = max(len(entry.tasks) for entry in state.suites.values())
+        check_bootstrap_rounds(state.options.bootstrap_rounds, most)
         state.publish_suites()
 
 
@@ -451,6 +460,15 @@ class GaugeRun:
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         """After xdist's (which starts the workers): the process that ends the run gets ready to."""
         self.role.session_started()
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_setupnodes(self, config: pytest.Config, specs: Any) -> None:
+        """xdist controller, before any worker starts: workers read ``--gauge-X VALUE`` as ``--gauge-X=VALUE``
+        (a path the controller has created since is not a test path to them)."""
+        import dataclasses
+
+        args = joined_value_args(str(a) for a in config.invocation_params.args)
+        config.invocation_params = dataclasses.replace(config.invocation_params, args=tuple(args))
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:

@@ -172,6 +172,7 @@ def _check_compact(path: Path, data: dict[str, Any]) -> None:
 
 
 def _check_manifest(path: Path, manifest: dict[str, Any]) -> None:
+    _check_manifest_types(path, manifest)
     if manifest.get("format_version") != _OUT_FORMAT_VERSION:
         raise BaselineError(
             f"{path}: output format_version {manifest.get('format_version')!r}, this pytest-gauge reads "
@@ -259,7 +260,6 @@ def load_run_side(folder: Path, link_base: Path | None = None) -> RunSide:
     """One suite's ``--gauge-out`` folder (``<out>/<suite>``) read back as a comparison side."""
     manifest = _read_json(SuiteFolder(folder).manifest)
     _check_manifest(SuiteFolder(folder).manifest, manifest)
-    _check_manifest_types(SuiteFolder(folder).manifest, manifest)
     return side_of_outputs(
         manifest,
         _checked_rows(SuiteFolder(folder).tasks, _TASK_FIELDS),
@@ -270,10 +270,32 @@ def load_run_side(folder: Path, link_base: Path | None = None) -> RunSide:
     )
 
 
+_MANIFEST_TYPES: dict[str, tuple[type, ...]] = {
+    "suite": (str,),
+    "run_id": (str,),
+    "finished_at": (str,),
+    "seed": (int,),
+    "backend": (str,),
+    "cache": (str,),
+    "git_commit": (str, type(None)),
+    "cases_total": (int,),
+    "cases_selected": (int,),
+    "cases_recorded": (int,),
+    "interrupted": (str,),
+}
+"""The manifest's plain fields and their types (``models``, ``hashes``, ``versions`` are objects)."""
+
+
 def _check_manifest_types(path: Path, manifest: Mapping[str, Any]) -> None:
-    for name in ("models", "hashes"):
+    """Every field the comparison reads has its type; one line naming the field otherwise."""
+    for name in ("models", "hashes", "versions"):
         if not isinstance(manifest.get(name) or {}, dict):
             raise BaselineError(f"{path}: {name!r} is {type(manifest[name]).__name__}, not an object")
+    for name, kinds in _MANIFEST_TYPES.items():
+        value = manifest.get(name)
+        if name in manifest and (not isinstance(value, kinds) or isinstance(value, bool)):
+            expected = " or ".join("null" if k is type(None) else k.__name__ for k in kinds)
+            raise BaselineError(f"{path}: {name!r} is {type(value).__name__} {value!r:.40}, not {expected}")
 
 
 def side_of_outputs(

@@ -16,6 +16,14 @@ from .readwrite import FileFormatError, read_jsonl_lines, write_atomic
 __all__ = ["LabelsError", "read_labels", "read_sample", "suite_labels", "write_labels", "write_sample"]
 
 
+MAX_WEIGHT = 1e9
+"""Largest label weight: a sample's weight is its stratum's size over its sampled count, at most the number
+of cases; past this a weighted sum could overflow (``1e308``) after the run has paid for its calls."""
+MAX_LABELS_BYTES = 16 * 2**20
+"""Largest labels file read (some 100,000 labels: more than people label; a larger one is a mistake that
+would cost gigabytes of memory)."""
+
+
 class LabelsError(FileFormatError):
     """A labels or sample file that cannot be read; the message names the file and line."""
 
@@ -33,9 +41,11 @@ def _weight(row: dict[str, Any], where: str) -> float:
         isinstance(value, bool)
         or not isinstance(value, int | float)
         or not math.isfinite(value)
-        or value <= 0
+        or not 0 < value <= MAX_WEIGHT
     ):
-        raise LabelsError(f"{where}: field 'weight' must be a positive number, got {value!r}")
+        raise LabelsError(
+            f"{where}: field 'weight' must be a number above 0 to {MAX_WEIGHT:,.0f}, got {value!r}"
+        )
     return float(value)
 
 
@@ -59,7 +69,7 @@ def read_labels(paths: Iterable[Path]) -> list[Label]:
     labeller) replaces an earlier one (a labeller who changed their mind)."""
     found: dict[tuple[str, str, str], Label] = {}
     for path in paths:
-        for number, row in read_jsonl_lines(path, error=LabelsError):
+        for number, row in read_jsonl_lines(path, error=LabelsError, max_bytes=MAX_LABELS_BYTES):
             lab = _label(row, f"{path}:{number}")
             found.pop((lab.suite, lab.case_id, lab.labeller), None)
             found[(lab.suite, lab.case_id, lab.labeller)] = lab
@@ -81,7 +91,7 @@ def write_labels(path: Path, labels: Sequence[Label]) -> None:
 def read_sample(path: Path) -> list[SampleCase]:
     """A suite's ``labels/sample.jsonl`` (``[]`` when there is none), in the order the page offers it."""
     rows: list[SampleCase] = []
-    for number, row in read_jsonl_lines(path, missing_ok=True, error=LabelsError):
+    for number, row in read_jsonl_lines(path, missing_ok=True, error=LabelsError, max_bytes=MAX_LABELS_BYTES):
         where = f"{path}:{number}"
         stratum = _text(row, "stratum", where)
         if stratum not in LABEL_STRATA:

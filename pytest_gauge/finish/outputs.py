@@ -47,6 +47,7 @@ from ..records import (
     dumps,
 )
 from ..run.judge import JUDGE_SYSTEM_PROMPT
+from .pending import complete, mark_pending, provisional
 from .verdict import append_step_summary, ci_active, gate_outcome
 
 if TYPE_CHECKING:
@@ -174,7 +175,7 @@ def write_outputs(
         "cases_recorded": len(records),
         **({"interrupted": interrupted} if interrupted else {}),
     }
-    write_atomic(folder.manifest, dumps(manifest) + "\n")
+    write_atomic(folder.manifest, dumps(provisional(manifest, out)) + "\n")  # complete() once reported
     return manifest, agent_rows
 
 
@@ -431,8 +432,9 @@ def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool)
         adaptive = None
         if state.adaptive is not None:
             adaptive, meta = _adaptive_gates(state.adaptive, meta, ledger, label)
-        written = write_outputs(state, meta, records, ledger, out, label)
         partial = len(meta.selected) < len(meta.cases) or interrupted
+        mark_pending(out, meta, opts, partial=partial, label=label)
+        written = write_outputs(state, meta, records, ledger, out, label)
         shown = replace(opts, prices=opts.prices_for(str(m) for m in meta.models.values() if m))
         analysis = report_suite(
             meta, records, ledger, opts, out, written, partial=partial, deferred=bool(opts.shard),
@@ -459,6 +461,8 @@ def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool)
 
     if pages:
         write_html_pages(Path(opts.out_dir), pages)
+    for name in state.finished:  # every report written: only now does a manifest say the suite is done
+        complete(state.finished[name]["out"], state.finished[name]["manifest"])
 
 
 def _adaptive_gates(

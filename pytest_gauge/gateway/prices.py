@@ -6,13 +6,14 @@ Never constants in code. A model without a price has cost ``None`` ("unknown"), 
 
 from __future__ import annotations
 
-import json
+import math
 import tomllib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import pytest
 
+from ..files.readwrite import MAX_FILE_BYTES, loads_bounded
 from ..records.prices import Price, PriceRow, PriceTable
 
 __all__ = [
@@ -28,8 +29,19 @@ GENAI_PRICES = "genai-prices"
 package (the optional extra ``pytest-gauge[prices]``)."""
 
 
-def _number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
+MAX_PRICE_PER_M = 1_000_000.0
+"""Highest price accepted, dollars per million tokens (the dearest models cost some hundreds): a cost summed
+over a run stays finite, so a typo such as ``1e308`` is refused at the start, not an overflow at the end."""
+
+
+def price_number(value: object) -> bool:
+    """A price per million tokens this package can sum: a number from 0 to :data:`MAX_PRICE_PER_M`."""
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and 0 <= value <= MAX_PRICE_PER_M
+    )
 
 
 def _from_mapping(data: object, where: str) -> dict[str, Price]:
@@ -38,6 +50,8 @@ def _from_mapping(data: object, where: str) -> dict[str, Price]:
     if not isinstance(data, dict):
         raise pytest.UsageError(f"{where}: expected a table of models")
     table = data.get("prices", data)
+    if not isinstance(table, dict):
+        raise pytest.UsageError(f"{where}: 'prices' must be a table of models, got {type(table).__name__}")
     out: dict[str, Price] = {}
     for model, entry in table.items():
         if isinstance(entry, dict) and "input" in entry and "output" in entry:
@@ -49,8 +63,11 @@ def _from_mapping(data: object, where: str) -> dict[str, Price]:
                 f"{where}: model {model!r} needs input and output prices per million tokens"
                 " (and optionally a cached-input price)"
             )
-        if not all(_number(p) for p in values[:2]) or not (values[2] is None or _number(values[2])):
-            raise pytest.UsageError(f"{where}: prices of {model!r} must be non-negative numbers")
+        if not all(price_number(p) for p in values[:2]) or not (values[2] is None or price_number(values[2])):
+            raise pytest.UsageError(
+                f"{where}: prices of {model!r} must be numbers from 0 to {MAX_PRICE_PER_M:,.0f} per"
+                " million tokens"
+            )
         cached = None if values[2] is None else float(values[2])
         window = entry.get("context_tokens") if isinstance(entry, dict) else None
         if window is not None and not (
@@ -75,19 +92,23 @@ def load_prices(
     if file:
         path = (base / file) if not Path(file).is_absolute() else Path(file)
         try:
+            if path.stat().st_size > MAX_FILE_BYTES:
+                raise pytest.UsageError(f"prices file {path}: larger than {MAX_FILE_BYTES // 2**20} MiB")
             text = path.read_text(encoding="utf-8")
         except OSError as exc:
             raise pytest.UsageError(f"prices file {path}: {exc.strerror}") from None
+        except UnicodeDecodeError:
+            raise pytest.UsageError(f"prices file {path}: not UTF-8 text") from None
         try:
-            data = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
-        except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
+            data = tomllib.loads(text) if path.suffix == ".toml" else loads_bounded(text)
+        except (tomllib.TOMLDecodeError, ValueError, RecursionError) as exc:
             raise pytest.UsageError(f"prices file {path}: {exc}") from None
         prices.update(_from_mapping(data, f"prices file {file}"))
     env = environ.get("GAUGE_PRICES")
     if env:
         try:
-            prices.update(_from_mapping(json.loads(env), "GAUGE_PRICES"))
-        except json.JSONDecodeError as exc:
+            prices.update(_from_mapping(loads_bounded(env), "GAUGE_PRICES"))
+        except ValueError as exc:
             raise pytest.UsageError(f"GAUGE_PRICES is not valid JSON: {exc}") from None
     return PriceTable(prices)
 

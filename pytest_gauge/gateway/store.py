@@ -16,13 +16,12 @@ import asyncio
 import contextlib
 import fcntl
 import hashlib
-import json
 import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
-from ..files.readwrite import write_atomic
+from ..files.readwrite import loads_bounded, write_atomic
 from ..records import dumps
 
 __all__ = ["Store", "content_key"]
@@ -56,11 +55,11 @@ class Store:
     def get(self, key: str) -> dict[str, Any] | None:
         """The entry, or None when absent (or unreadable, which counts as absent)."""
         try:
-            with open(os.path.join(self._root, key[:2], key + ".json"), encoding="utf-8") as fh:
-                value = json.load(fh)
+            with open(os.path.join(self._root, key[:2], key + ".json"), "rb") as fh:
+                value = loads_bounded(fh.read())
         except FileNotFoundError:
             return None
-        except (OSError, ValueError):  # unreadable, not UTF-8 or not JSON: a miss, noted as damaged
+        except (OSError, ValueError):  # unreadable, not UTF-8, not JSON or past the bounds: a miss, noted
             self.unreadable.add(key)
             return None
         if not isinstance(value, dict):

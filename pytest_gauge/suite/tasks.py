@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..files.readwrite import MAX_DEPTH as READ_MAX_DEPTH
+from ..files.readwrite import JsonBoundError, loads_bounded
 from .rules import Rule, RuleResult, RuleSpecError, parse_rules, tools_named
 
 __all__ = ["CATEGORIES", "TASKS_FORMAT_VERSION", "Task", "TaskFileError", "load_tasks"]
@@ -70,8 +72,8 @@ _REQUIRED = ("task_id", "category", "task_prompt", "success_criteria")
 
 MAX_LINE_CHARS = 1_000_000
 """Longest ``tasks.jsonl`` line read (a task is a prompt and its rules, not a data set)."""
-MAX_DEPTH = 64
-"""Deepest nesting of JSON values accepted in a task line."""
+MAX_DEPTH = READ_MAX_DEPTH
+"""Deepest nesting of JSON values accepted in a task line (every JSON file's bound)."""
 
 
 def _read_lines(path: Path) -> list[str]:
@@ -124,11 +126,11 @@ def _parse_line(path: Path, number: int, text: str) -> Any:
             f"the line is {len(text):,} characters, more than the {MAX_LINE_CHARS:,} accepted",
         )
     try:
-        obj = json.loads(text)
+        obj = loads_bounded(text)
     except json.JSONDecodeError as exc:
         raise TaskFileError(path, number, "", f"malformed JSON: {exc.msg} (column {exc.colno})") from None
-    except RecursionError:
-        raise TaskFileError(path, number, "", f"nested more than {MAX_DEPTH} levels deep") from None
+    except JsonBoundError as exc:
+        raise TaskFileError(path, number, "", str(exc)) from None
     problem = _value_problem(obj)
     if problem is not None:
         raise TaskFileError(path, number, "", problem)

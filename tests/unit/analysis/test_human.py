@@ -113,7 +113,7 @@ def test_labels_files_round_trip_and_bad_lines_name_file_and_line(tmp_path: Path
     with pytest.raises(LabelsError, match=r"labels.jsonl:1: field 'label' must be one of A, B, tie"):
         read_labels([path])
     path.write_text('{"suite": "s", "case_id": "c", "label": "A", "labeller": "a", "weight": 0}\n', "utf-8")
-    with pytest.raises(LabelsError, match=r":1: field 'weight' must be a positive number"):
+    with pytest.raises(LabelsError, match=r":1: field 'weight' must be a number above 0"):
         read_labels([path])
 
 

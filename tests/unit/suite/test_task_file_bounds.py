@@ -28,6 +28,7 @@ GOOD = (
             b'{"task_id": "t2", "task_prompt": "' + b"a" * (MAX_LINE_CHARS + 1) + b'"}',
             "more than the 1,000,000",
         ),
+        (b'{"task_id": "t2", "category": "refusal", "task_id": "t3"}', "the key 'task_id' appears twice"),
     ],
 )
 def test_a_hostile_line_is_refused_at_its_line(tmp_path: Path, line: bytes, says: str) -> None:

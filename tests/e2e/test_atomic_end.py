@@ -1,0 +1,68 @@
+"""The end of a run is atomic: a Ctrl-C while the outputs are written leaves a suite folder whose
+manifest says the run was interrupted (its records and ledger kept), never one that looks finished
+without its reports; ``python -m pytest_gauge report`` then writes the missing reports, the same as an
+uninterrupted run's."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_gauge.cli import main
+from pytest_gauge.finish import html as finish_html
+from pytest_gauge.finish import outputs as finish_outputs
+from pytest_gauge.report.format import without_volatile
+from tests.helpers import run_inprocess
+
+
+def _stop(*_args: object, **_kwargs: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _manifest(out: Path) -> dict[str, object]:
+    data: dict[str, object] = json.loads((out / "mini" / "manifest.json").read_text(encoding="utf-8"))
+    return data
+
+
+@pytest.mark.parametrize("where", ["reports", "html"])
+def test_a_ctrl_c_while_the_outputs_are_written_leaves_a_folder_marked_interrupted_that_report_completes(
+    pytester: pytest.Pytester, mini_suite: Path, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    clean = run_inprocess(pytester, "suites", "--gauge-out", "clean", "--gauge-cache", "off")
+    assert clean.ret == 0
+    with monkeypatch.context() as mp:
+        if where == "reports":  # the Ctrl-C before any report of the suite is written
+            mp.setattr(finish_outputs, "report_suite", _stop)
+        else:  # after the suite's reports, while the HTML pages are written
+            mp.setattr(finish_html, "write_html_pages", _stop)
+        with pytest.raises(KeyboardInterrupt):  # pytester raises the run's Ctrl-C again
+            run_inprocess(pytester, "suites", "--gauge-out", "cut", "--gauge-cache", "off")
+    cut = pytester.path / "cut"
+    manifest = _manifest(cut)
+    assert "interrupted while the outputs were written" in str(manifest["interrupted"])
+    assert manifest["cases_recorded"] == _manifest(pytester.path / "clean")["cases_recorded"]
+    for kept in ("pairs/pair_results.jsonl", "agent_runs.jsonl"):
+        assert (cut / "mini" / kept).stat().st_size > 0
+    assert not (cut / "mini" / "reports" / "index.html").exists()
+
+    assert main(["report", str(cut)]) == 0
+    done = _manifest(cut)
+    assert "interrupted" not in done and not (cut / "mini" / "reports-pending.json").exists()
+    assert {k: v for k, v in done.items() if k not in ("finished_at", "run_id")} == {
+        k: v for k, v in _manifest(pytester.path / "clean").items() if k not in ("finished_at", "run_id")
+    }
+    reports, expected = cut / "mini" / "reports", pytester.path / "clean" / "mini" / "reports"
+    assert sorted(p.name for p in reports.iterdir()) == sorted(p.name for p in expected.iterdir())
+    for path in expected.iterdir():
+        if path.suffix in (".md", ".json", ".svg"):
+            json_doc = path.suffix == ".json"  # latencies are volatile
+            made, meant = ((reports / path.name).read_text("utf-8"), path.read_text("utf-8"))
+            assert without_volatile(made, json_doc) == without_volatile(meant, json_doc), path.name
+
+
+def test_an_uninterrupted_run_leaves_nothing_pending(pytester: pytest.Pytester, mini_suite: Path) -> None:
+    assert run_inprocess(pytester, "suites", "--gauge-out", "out").ret == 0
+    assert "interrupted" not in _manifest(pytester.path / "out")
+    assert not (pytester.path / "out" / "mini" / "reports-pending.json").exists()
