@@ -469,7 +469,7 @@ def _setting(config: pytest.Config, ini: str, kind: Any) -> Any:
 def parse_price_lines(lines: list[str]) -> list[PriceRow]:
     """``MODEL INPUT_PER_M OUTPUT_PER_M [CACHED_INPUT_PER_M] [context=TOKENS]`` lines (ini ``gauge_prices``)
     as price rows (``context=`` is the model's context window, which a judge's prompt is shortened to fit)."""
-    from .gateway.prices import MAX_PRICE_PER_M, price_number
+    from .gateway.prices import MAX_PRICE_PER_M, price_number  # deferred: off pytest's start-up
 
     prices: list[PriceRow] = []
     usage = "gauge_prices: expected 'MODEL INPUT_PER_M OUTPUT_PER_M [CACHED_INPUT_PER_M] [context=TOKENS]'"
@@ -615,7 +615,7 @@ def resolve_options(config: pytest.Config) -> GaugeOptions:
 def check_bootstrap_rounds(rounds: int | None, tasks: int) -> None:
     """Refuse bootstrap rounds whose resampling of ``tasks`` tasks would not fit in memory (checked with
     one task here, with the suites' tasks once they are collected)."""
-    from .analysis.memory import bootstrap_memory_problem
+    from .analysis.memory import bootstrap_memory_problem  # deferred: keeps numpy off pytest's start-up
 
     problem = bootstrap_memory_problem(rounds, tasks) if rounds else None
     if problem:

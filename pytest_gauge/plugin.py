@@ -3,6 +3,7 @@ and hook wiring. Logic lives in the modules it delegates to; ``-p no:gauge`` dis
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import hashlib
 import os
@@ -465,7 +466,6 @@ class GaugeRun:
     def pytest_xdist_setupnodes(self, config: pytest.Config, specs: Any) -> None:
         """xdist controller, before any worker starts: workers read ``--gauge-X VALUE`` as ``--gauge-X=VALUE``
         (a path the controller has created since is not a test path to them)."""
-        import dataclasses
 
         args = joined_value_args(str(a) for a in config.invocation_params.args)
         config.invocation_params = dataclasses.replace(config.invocation_params, args=tuple(args))

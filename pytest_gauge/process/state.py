@@ -213,7 +213,7 @@ class GaugeState:
         from .program_host import ProxyProgramHost  # deferred: off pytest's start-up
 
         proxy = RecordingProxy(self.proxy_token, engine.loop)
-        from ..run.commands import SandboxedCommands
+        from ..run.commands import SandboxedCommands  # deferred: off pytest's start-up
 
         host = ProxyProgramHost(proxy, unsandboxed=self.options.unsandboxed)
         commands = SandboxedCommands(self.options.unsandboxed)
