@@ -168,6 +168,12 @@ class RunFolder:
         return self.path / "looks.json"
 
     @property
+    def checks(self) -> Path:
+        """The suite-level checks' outcomes (gates, snapshots), once the run's end has evaluated them: the
+        xdist workers' gate items wait for it."""
+        return self.path / "checks.json"
+
+    @property
     def stop(self) -> Path:
         """The controller's stop file (Ctrl-C or SIGTERM reached it)."""
         return self.path / "stop"
