@@ -264,7 +264,12 @@ class SuiteCollector(pytest.Collector):
             return []
         canonical = dict.fromkeys(parse_gate(text).canonical() for text in (*suite.gates, *options.gates))
         parent = self.parent if self.parent is not None else self
-        return [GateItem.from_parent(parent, name=f"gates[{c}]", suite_name=name, gate=c) for c in canonical]
+        return [
+            GateItem.from_parent(
+                parent, name=f"gates[{c}]", nodeid=f"{parent.nodeid}::gates[{c}]", suite_name=name, gate=c
+            )  # the id given whole: pytest >= 9.2 parses "name[params]" ids into parts (as --lf reads them)
+            for c in canonical
+        ]
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> str:  # type: ignore[override]
         if isinstance(excinfo.value, TaskFileError | GaugeCollectError):
