@@ -210,5 +210,10 @@ class OutFolder:
         """The index page over every suite's page."""
         return self.path / INDEX_FILE
 
+    @property
+    def pr_comment(self) -> Path:
+        """The sticky pull-request comment's Markdown (``report/github.py``)."""
+        return self.path / "pr-comment.md"
+
     def run(self, run_id: str) -> RunFolder:
         return RunFolder(self.path / ".gauge-run" / run_id)

@@ -534,14 +534,17 @@ def _replay_misses(state: GaugeState, name: str, info: dict[str, Any]) -> str | 
 
 
 def write_summary(terminalreporter: Any, state: GaugeState) -> None:
-    """The compact end-of-run table, once, on the controller (and GITHUB_STEP_SUMMARY if set)."""
+    """The compact end-of-run table, once, on the controller; the GitHub step summary (Markdown, when
+    ``GITHUB_STEP_SUMMARY`` is set) and ``pr-comment.md``."""
     from ..report import render_summary, unpriced_warnings
+    from ..report.github import render_pr_comment, render_step_summary, report_link
 
     texts = []
+    link = report_link(os.environ)
     for name in sorted(state.finished):
         info = state.finished[name]
         text = render_summary(info["ctx"])
-        texts.append(text)
+        texts.append(render_step_summary(info["ctx"], link))
         terminalreporter.write_sep("=", f"pytest-gauge: {name}")
         for line in text.splitlines():
             terminalreporter.write_line(line)
@@ -560,3 +563,6 @@ def write_summary(terminalreporter: Any, state: GaugeState) -> None:
         else:
             terminalreporter.write_line(f"pytest-gauge: {note}")
     append_step_summary(os.environ, texts)
+    if state.finished:
+        contexts = [state.finished[name]["ctx"] for name in sorted(state.finished)]
+        write_atomic(OutFolder(Path(state.options.out_dir)).pr_comment, render_pr_comment(contexts, link))
