@@ -168,6 +168,12 @@ class RunFolder:
         return self.path / "looks.json"
 
     @property
+    def checks(self) -> Path:
+        """The suite-level checks' outcomes (gates, snapshots), once the run's end has evaluated them: the
+        xdist workers' gate items wait for it."""
+        return self.path / "checks.json"
+
+    @property
     def stop(self) -> Path:
         """The controller's stop file (Ctrl-C or SIGTERM reached it)."""
         return self.path / "stop"
@@ -203,6 +209,11 @@ class OutFolder:
     def page(self) -> Path:
         """The index page over every suite's page."""
         return self.path / INDEX_FILE
+
+    @property
+    def pr_comment(self) -> Path:
+        """The sticky pull-request comment's Markdown (``report/github.py``)."""
+        return self.path / "pr-comment.md"
 
     def run(self, run_id: str) -> RunFolder:
         return RunFolder(self.path / ".gauge-run" / run_id)

@@ -24,8 +24,6 @@ the instance that kept them lives.
 
 from __future__ import annotations
 
-import errno
-import fcntl
 import hashlib
 import json
 import os
@@ -35,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from ..records import dumps
+from .locks import lock_byte, unlock_byte
 
 __all__ = ["WorkStore"]
 
@@ -109,19 +108,15 @@ class _Folder:
             if self._claims is None:
                 os.makedirs(self.root, exist_ok=True)
                 self._claims = self._open(CLAIMS, os.O_RDWR | os.O_CREAT)
-            try:
-                fcntl.lockf(self._claims, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, offset)
-            except OSError as exc:
-                if exc.errno in (errno.EACCES, errno.EAGAIN):
-                    return False
-                raise
+            if not lock_byte(self._claims, offset):
+                return False
             self.held.add(offset)
             return True
 
     def unlock(self, offset: int) -> None:
         with self.mutex:
             if offset in self.held and self._claims is not None:
-                fcntl.lockf(self._claims, fcntl.LOCK_UN, 1, offset)
+                unlock_byte(self._claims, offset)
                 self.held.discard(offset)
 
     # ----- entries --------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from ..fixtures import tests_summary
 
 if TYPE_CHECKING:
     from ..process.state import GaugeState
+    from ..records.checks import CheckEntry
 
 __all__ = ["EndOfRun"]
 
@@ -25,10 +26,15 @@ class EndOfRun:
         from .. import report  # deferred: keeps numpy off pytest's start-up  # noqa: F401
         from . import html, outputs  # deferred: keeps numpy off pytest's start-up  # noqa: F401
 
-    def write(self, session: pytest.Session, state: GaugeState, *, interrupted: bool) -> None:
+    def write(self, session: pytest.Session, state: GaugeState, *, interrupted: bool) -> list[CheckEntry]:
         from .outputs import finish_run  # deferred: keeps finish.outputs off pytest's start-up
 
-        finish_run(session, state, interrupted=interrupted)
+        return finish_run(session, state, interrupted=interrupted)
+
+    def emit(self, session: pytest.Session, entry: CheckEntry) -> None:
+        from .outputs import emit_entry
+
+        emit_entry(session, entry)
 
     def tests_summary(self, reporter: Any, config: pytest.Config) -> None:
         tests_summary(reporter, config)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from ..files.folders import SuiteFolder
+from ..files.folders import OutFolder, SuiteFolder
 from ..files.readwrite import FileFormatError, read_json_object, read_jsonl, write_atomic
 from ..files.shards import RESULT_OPTIONS
 from ..gateway.ledger import attribute_shared_calls
@@ -224,6 +224,11 @@ def run_merge(
     """The ``merge`` command: 0 when every gate passes, 1 on a failing gate, 2 on shards that cannot
     be merged."""
     from ..report import render_summary  # deferred: keeps numpy off the import of finish.merge
+    from ..report.github import (  # deferred: keeps numpy off the import of finish.merge
+        render_pr_comment,
+        render_step_summary,
+        report_link,
+    )
     from .html import write_html_reports  # deferred: keeps numpy off the import of finish.merge
 
     try:
@@ -242,12 +247,15 @@ def run_merge(
             out.write(f"{suite}::gates[{result.gate.canonical()}] {outcome.upper()}: {message}\n")
             verdicts.append((suite, result, outcome))
         text = render_summary(analysis.ctx)
-        texts.append(text)
+        texts.append(render_step_summary(analysis.ctx, report_link(environ)))
         out.write(f"===== pytest-gauge: {suite} (merged) =====\n{text}\noutputs: {Path(out_dir) / suite}\n")
     write_html_reports(Path(out_dir), list(merged))
     if junitxml:
         _junit(Path(junitxml), verdicts)
     append_step_summary(environ, texts)
+    if merged:
+        comment = render_pr_comment([a.ctx for a in merged.values()], report_link(environ))
+        write_atomic(OutFolder(Path(out_dir)).pr_comment, comment)
     failed = sum(1 for _s, _r, outcome in verdicts if outcome == "failed")
     out.write(f"pytest-gauge merge: {len(verdicts)} gates, {failed} failed\n")
     return 1 if failed else 0

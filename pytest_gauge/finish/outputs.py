@@ -1,9 +1,10 @@
 """The controller's end of a run: outputs (docs/protocol.md#outputs), metrics, gates and reports, once
 all cases are done.
 
-Runs inside the ``pytest_runtestloop`` wrapper, after every worker has finished, so gates see the whole
-run (pytest-cov's pattern). Gate results are reported through ``pytest_runtest_logreport`` so each gate
-is an entry in the terminal output and in ``--junitxml``, and a failing gate fails the run.
+Runs once every case has finished (on the controller under xdist), so gates see the whole run. Each
+gate is a test item collected after the cases (``plugin.GateItem``): the outcomes made here are what
+those items report, so every report a team reads (the terminal, junit, pytest-html, Allure) has the gate
+as a test; a check no item reports (a report snapshot) is reported by :func:`emit_entry`.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from ..records import (
     content_hash,
     dumps,
 )
+from ..records.checks import CheckEntry, gate_nodeid
 from ..run.judge import JUDGE_SYSTEM_PROMPT
 from .pending import complete, mark_pending, provisional
 from .verdict import append_step_summary, ci_active, gate_outcome
@@ -61,7 +63,9 @@ if TYPE_CHECKING:
 __all__ = [
     "SuiteReports",
     "Written",
+    "emit_entry",
     "finish_run",
+    "gate_entry",
     "report_suite",
     "run_side",
     "write_summary",
@@ -206,51 +210,88 @@ def html_page(
     )
 
 
-def _emit(
-    session: pytest.Session, meta: SuiteMeta, group: str, name: str, outcome: str, message: str
-) -> None:
-    """Report a suite-level check (a gate, a report snapshot) as its own test entry on the controller,
-    so it shows in the terminal and in ``--junitxml``, and a failure fails the run."""
+def _module_id(session: pytest.Session, meta: SuiteMeta) -> str:
+    """The suite module's node id (as the process that collected it named it: a worker started in
+    another folder has the same ids, not the same paths)."""
+    if "::" in meta.nodeid_prefix:
+        return meta.nodeid_prefix.rsplit("::", 1)[0]
     module = Path(meta.module_path)
     try:
-        rel = module.relative_to(session.config.rootpath)
+        return module.relative_to(session.config.rootpath).as_posix()
     except ValueError:
-        rel = module
-    nodeid = f"{rel.as_posix()}::{group}[{name}]"
+        return module.as_posix()
+
+
+def emit_entry(session: pytest.Session, entry: CheckEntry) -> None:
+    """Report a check that no test item reported (a report snapshot; a gate whose item did not run:
+    the run stopped first) as a test entry on this process: setup, call and teardown reports like a
+    test's, so the terminal, ``--junitxml`` and pytest-html all count it, and a failure fails the run."""
+    group, name = entry.group, entry.name
+    rel = entry.nodeid.split("::", 1)[0]
     longrepr: Any = None
-    if outcome == "skipped":
-        longrepr = (str(module), 0, f"{group} {name}: {message}")
-    elif outcome == "failed":
-        longrepr = f"{group} {name} [{meta.name}]\n{message}"
-    now = time.time()
-    location = (rel.as_posix(), None, f"{group} {name}")
-    report = pytest.TestReport(
-        nodeid=nodeid,
-        location=location,
-        keywords={f"gauge_{group}": 1},
-        outcome=outcome,  # type: ignore[arg-type]
-        longrepr=longrepr,
-        when="call",
-        sections=[],
-        duration=0.0,
-        start=now,
-        stop=now,
-        user_properties=[],
-    )
+    if entry.outcome == "skipped":
+        longrepr = (rel, 0, f"{group} {name}: {entry.message}")
+    elif entry.outcome == "failed":
+        longrepr = f"{group} {name} [{entry.suite}]\n{entry.message}"
+    location = (rel, None, f"{group} {name}")
     hook = session.config.hook
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     reported = int(getattr(reporter, "reported_progress", 0) or 0)
     if reported >= session.testscollected:  # never past 100% (xdist counts only the workers' cases)
         session.testscollected = reported + 1
-    hook.pytest_runtest_logstart(nodeid=nodeid, location=location)
-    hook.pytest_runtest_logreport(report=report)
-    hook.pytest_runtest_logfinish(nodeid=nodeid, location=location)
+    hook.pytest_runtest_logstart(nodeid=entry.nodeid, location=location)
+    for when, outcome, text in (("setup", "passed", None), ("call", entry.outcome, longrepr)):
+        if when == "call" and entry.outcome == "skipped":
+            when, outcome = "setup", "skipped"  # as pytest reports a test skipped before its call
+        now = time.time()
+        report = pytest.TestReport(
+            nodeid=entry.nodeid,
+            location=location,
+            keywords={f"gauge_{group}": 1},
+            outcome=outcome,  # type: ignore[arg-type]
+            longrepr=text,
+            when=when,  # type: ignore[arg-type]
+            sections=[],
+            duration=0.0,
+            start=now,
+            stop=now,
+            user_properties=list(entry.properties),
+        )
+        hook.pytest_runtest_logreport(report=report)
+        if outcome == "skipped":
+            break
+    now = time.time()
+    teardown = pytest.TestReport(
+        entry.nodeid, location, {f"gauge_{group}": 1}, "passed", None, "teardown", [], 0.0, now, now,
+        list(entry.properties),
+    )  # fmt: skip
+    hook.pytest_runtest_logreport(report=teardown)
+    hook.pytest_runtest_logfinish(nodeid=entry.nodeid, location=location)
 
 
-def _emit_gate(session: pytest.Session, meta: SuiteMeta, result: GateResult, *, strict_skips: bool) -> None:
-    """One gate as a test entry; under CI (``strict_skips``) a skipped gate is a failed entry."""
+def _number(x: float | None) -> str:
+    return "none" if x is None else f"{x:.6g}"
+
+
+def gate_entry(module_id: str, meta: SuiteMeta, result: GateResult, *, strict_skips: bool) -> CheckEntry:
+    """One gate's test outcome (under CI, ``strict_skips``, a skipped gate fails) with its numbers as
+    properties: value, interval, threshold, n, status and reproducibility."""
     outcome, message = gate_outcome(result, strict_skips=strict_skips)
-    _emit(session, meta, "gates", result.gate.canonical(), outcome, message)
+    canonical = result.gate.canonical()
+    props = [
+        ("gauge_gate", canonical),
+        ("gauge_status", result.status),
+        ("gauge_value", _number(result.value)),
+        ("gauge_interval", f"[{_number(result.low)}, {_number(result.high)}]"),
+        ("gauge_threshold", f"{result.gate.op} {_number(result.gate.threshold)}"),
+        ("gauge_n", str(result.n)),
+    ]
+    if result.reproducibility is not None:
+        repro = result.reproducibility
+        rate = f"same tasks {repro.same_tasks:.3f}, fresh {repro.fresh_tasks:.3f}"
+        props.append(("gauge_reproducibility", rate))
+    nodeid = gate_nodeid(module_id, canonical)
+    return CheckEntry(nodeid, "gates", canonical, meta.name, outcome, message, tuple(props))  # type: ignore[arg-type]
 
 
 def _gate_note(name: str, results: list[Any], *, strict: bool) -> str | None:
@@ -267,17 +308,23 @@ def _gate_note(name: str, results: list[Any], *, strict: bool) -> str | None:
     )
 
 
-def check_report_snapshots(session: pytest.Session, meta: SuiteMeta, reports: dict[str, str]) -> None:
+def check_report_snapshots(
+    session: pytest.Session, meta: SuiteMeta, reports: dict[str, str]
+) -> list[CheckEntry]:
     """Opt-in (``--gauge-snapshot-reports``): compare the suite's reports with the snapshots stored in
     ``<suite>/gauge-snapshots/``; ``--snapshot-update`` (syrupy's flag) writes them."""
     from ..report import SNAPSHOT_REPORTS  # deferred: keeps numpy off the import of finish.outputs
 
     folder = Path(meta.folder) / "gauge-snapshots"
     update = bool(session.config.getoption("update_snapshots", False))
+    module_id = _module_id(session, meta)
+    entries = []
     for name in SNAPSHOT_REPORTS:
         if name in reports:
             outcome, message = _snapshot_check(folder / name, name, reports[name], update=update)
-            _emit(session, meta, "snapshots", name, outcome, message)
+            nodeid = f"{module_id}::snapshots[{name}]"
+            entries.append(CheckEntry(nodeid, "snapshots", name, meta.name, outcome, message))  # type: ignore[arg-type]
+    return entries
 
 
 def _snapshot_check(path: Path, name: str, text: str, *, update: bool) -> tuple[str, str]:
@@ -406,14 +453,15 @@ def _baseline_link(opts: GaugeOptions, out: Path) -> str:
     return Path(os.path.relpath(str(opts.baseline), SuiteFolder(out).reports)).as_posix()
 
 
-def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool) -> None:
-    """Write every suite's outputs and reports, evaluate its gates, and report them as test entries."""
-
+def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool) -> list[CheckEntry]:
+    """Write every suite's outputs and reports, evaluate its gates and report snapshots: their test
+    outcomes, which the gate items (or, for what no item reports, :func:`emit_entry`) report."""
     ledger_all = merge_ledgers(state.run_folder.ledgers())
     finish_tests(session.config, Path(state.options.out_dir), ledger_all)
     metas = state.suite_metas()
+    entries: list[CheckEntry] = []
     if not metas:
-        return
+        return entries
     opts = state.options
     strict = ci_active(os.environ) and not opts.allow_skipped_gates
     pages: list[tuple[Path, SuiteOutputs]] = []
@@ -449,20 +497,21 @@ def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool)
                 (False, f"{len(analysis.results)} gates of suite {name} deferred to merge")
             )
         if opts.snapshot_reports and not partial:
-            check_report_snapshots(session, meta, analysis.reports)
+            entries += check_report_snapshots(session, meta, analysis.reports)
         state.finished[name] = {"ctx": analysis.ctx, "out": out, "manifest": written[0]}
         pages.append((out, html_page(meta, written, records, ledger, analysis.reports)))
         skip_note = None if opts.shard else _gate_note(name, analysis.results, strict=strict)
         state.gate_notes += [(True, skip_note)] if skip_note else []
-        for result in analysis.results:
-            strict_skips = strict and not opts.shard
-            _emit_gate(session, meta, result, strict_skips=strict_skips)
+        if not opts.shard:  # a shard's gates are deferred to merge
+            module_id = _module_id(session, meta)
+            entries += [gate_entry(module_id, meta, r, strict_skips=strict) for r in analysis.results]
     from .html import write_html_pages  # deferred: keeps numpy off the import of finish.outputs
 
     if pages:
         write_html_pages(Path(opts.out_dir), pages)
     for name in state.finished:  # every report written: only now does a manifest say the suite is done
         complete(state.finished[name]["out"], state.finished[name]["manifest"])
+    return entries
 
 
 def _adaptive_gates(
@@ -500,17 +549,24 @@ def _replay_misses(state: GaugeState, name: str, info: dict[str, Any]) -> str | 
 
 
 def write_summary(terminalreporter: Any, state: GaugeState) -> None:
-    """The compact end-of-run table, once, on the controller (and GITHUB_STEP_SUMMARY if set)."""
+    """The compact end-of-run table, once, on the controller; the GitHub step summary (Markdown, when
+    ``GITHUB_STEP_SUMMARY`` is set) and ``pr-comment.md``."""
     from ..report import (  # deferred: keeps numpy off the import of finish.outputs
         render_summary,
         unpriced_warnings,
     )
+    from ..report.github import (  # deferred: keeps numpy off the import of finish.outputs
+        render_pr_comment,
+        render_step_summary,
+        report_link,
+    )
 
     texts = []
+    link = report_link(os.environ)
     for name in sorted(state.finished):
         info = state.finished[name]
         text = render_summary(info["ctx"])
-        texts.append(text)
+        texts.append(render_step_summary(info["ctx"], link))
         terminalreporter.write_sep("=", f"pytest-gauge: {name}")
         for line in text.splitlines():
             terminalreporter.write_line(line)
@@ -529,3 +585,6 @@ def write_summary(terminalreporter: Any, state: GaugeState) -> None:
         else:
             terminalreporter.write_line(f"pytest-gauge: {note}")
     append_step_summary(os.environ, texts)
+    if state.finished:
+        contexts = [state.finished[name]["ctx"] for name in sorted(state.finished)]
+        write_atomic(OutFolder(Path(state.options.out_dir)).pr_comment, render_pr_comment(contexts, link))

@@ -15,7 +15,6 @@ import asyncio
 import collections
 import contextlib
 import contextvars
-import fcntl
 import hashlib
 import json
 import os
@@ -29,6 +28,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..files.folders import RunFolder
+from ..files.locks import lock_file, unlock_file
 from .errors import BudgetExhausted
 
 __all__ = [
@@ -186,11 +186,7 @@ class ConcurrencySlots:
         return fd
 
     def _lock(self, i: int) -> bool:
-        try:
-            fcntl.flock(self._fd(i), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return False
-        return True
+        return lock_file(self._fd(i), block=False)
 
     def _try_any(self) -> int | None:
         n = self._n
@@ -273,7 +269,7 @@ class ConcurrencySlots:
             self._timer = None
         self._delay = 0.001
         if self._hungry is not None:
-            fcntl.flock(self._fd(self._hungry), fcntl.LOCK_UN)
+            unlock_file(self._fd(self._hungry))
             self._hungry = None
 
     def _release(self, i: int) -> None:
@@ -281,7 +277,7 @@ class ConcurrencySlots:
         if waiter is not None and self._may_hold(len(self._held)):
             self._give(waiter, i)  # the flock stays held: no unlock and lock again
             return
-        fcntl.flock(self._fd(i), fcntl.LOCK_UN)
+        unlock_file(self._fd(i))
         self._held.discard(i)
 
     def _may_hold(self, count: int) -> bool:
@@ -302,7 +298,7 @@ class ConcurrencySlots:
             if k == self._hungry:
                 continue
             if self._lock(k):
-                fcntl.flock(self._fd(k), fcntl.LOCK_UN)
+                unlock_file(self._fd(k))
             else:
                 count += 1
         return count
@@ -335,7 +331,7 @@ class SharedState:
         """Apply ``fn`` to the state (mutating it in place) and return what it returns."""
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            lock_file(fd, block=True)
             with os.fdopen(os.dup(fd), "r+", encoding="utf-8") as fh:
                 text = fh.read()
                 state: dict[str, Any] = json.loads(text) if text else {}
@@ -345,7 +341,7 @@ class SharedState:
                 fh.write(json.dumps(state, sort_keys=True))
             return result
         finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
+            unlock_file(fd)
             os.close(fd)
 
     def read(self) -> dict[str, Any]:

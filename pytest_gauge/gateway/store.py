@@ -5,22 +5,22 @@ request, so re-runs cost nothing and CI can replay) and the run's once-per-model
 (``<run folder>/formats``). The run's work store, where thousands of units would each cost a file, is
 :mod:`pytest_gauge.files.work_store` instead.
 
-Locks are ``fcntl.flock`` on a ``<key>.lock`` file beside the entry: the kernel drops them when a
-process dies, so a crashed worker never leaves a stale lock. Entries are written to a temporary file
-and renamed into place, so a reader sees either nothing or a whole entry. POSIX only.
+Locks are ``flock`` locks (:mod:`pytest_gauge.files.locks`) on a ``<key>.lock`` file beside the entry:
+the kernel drops them when a process dies, so a crashed worker never leaves a stale lock. Entries are
+written to a temporary file and renamed into place, so a reader sees nothing or a whole entry (POSIX).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import hashlib
 import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+from ..files.locks import lock_file, unlock_file
 from ..files.readwrite import loads_bounded, write_atomic
 from ..records import dumps
 
@@ -94,16 +94,14 @@ class Store:
     def try_lock(self, key: str) -> int | None:
         """Take the key's lock without waiting: a file descriptor to :meth:`unlock`, or None if held."""
         fd = self._open_lock(key)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        if not lock_file(fd, block=False):
             os.close(fd)
             return None
         return fd
 
     @staticmethod
     def unlock(fd: int) -> None:
-        fcntl.flock(fd, fcntl.LOCK_UN)
+        unlock_file(fd)
         os.close(fd)
 
     @contextlib.asynccontextmanager
@@ -122,7 +120,7 @@ class Store:
     def lock_sync(self, key: str) -> Iterator[None]:
         """Blocking variant of :meth:`lock` for code outside the event loop."""
         fd = self._open_lock(key)
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        lock_file(fd, block=True)
         try:
             yield
         finally:

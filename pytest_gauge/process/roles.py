@@ -33,6 +33,7 @@ from ..gateway.model_stops import read_stops
 from ..gateway.redact import register_secret
 from ..options import GaugeOptions
 from ..records import CaseRecord, WorkerSummary
+from ..records.checks import CheckEntry, checks_from_json, checks_to_json, is_check_nodeid
 from .state import GaugeState, render_worker_summaries
 from .workers import (
     PROXY_TOKEN_KEY,
@@ -79,8 +80,12 @@ class RunEnding(Protocol):
         cutting an import short leaves a half-made module behind, and the interrupted run's report needs
         them); an xdist controller does it while its workers start."""
 
-    def write(self, session: pytest.Session, state: GaugeState, *, interrupted: bool) -> None:
-        """Write every suite's outputs and reports, evaluate its gates, report them as test entries."""
+    def write(self, session: pytest.Session, state: GaugeState, *, interrupted: bool) -> list[CheckEntry]:
+        """Write every suite's outputs and reports, evaluate its gates (and report snapshots): their
+        test outcomes."""
+
+    def emit(self, session: pytest.Session, entry: CheckEntry) -> None:
+        """Report a check no test item reported as a test entry of this process."""
 
     def tests_summary(self, reporter: Any, config: pytest.Config) -> None:
         """Your own tests' part of the terminal summary (the cost by test)."""
@@ -131,6 +136,23 @@ class Role:
     def record_report(self, report: pytest.TestReport) -> None:
         """A test's report (``pytest_runtest_logreport``, the call phase)."""
 
+    def gate_entry(self, session: pytest.Session, nodeid: str) -> CheckEntry | None:
+        """A gate item's outcome, once the run's end has evaluated the gates; None when the run stopped
+        before (an xdist worker waits for the controller's ``checks.json``)."""
+        path = self.state.run_folder.checks
+        while not path.is_file():
+            if session.shouldstop:
+                return None
+            time.sleep(0.05)
+        return checks_from_json(json.loads(path.read_text(encoding="utf-8"))).get(nodeid)
+
+    def collected(self, ids: list[str]) -> None:
+        """xdist's controller: a worker's collected test ids (the same on every worker)."""
+
+    def item_done(self, report: pytest.TestReport) -> None:
+        """A test's last report (its teardown): where the run ends, the gates are evaluated once every
+        other test is done."""
+
     def waiting(self) -> None:
         """Called while a case item waits for its record (every 0.25 s): where the run ends, the
         progress line, so a slow first case still shows progress."""
@@ -166,6 +188,12 @@ class Role:
 
 class _EndsTheRun(Role):
     """A process that finishes the run: it keeps every record, shows progress and writes the outputs."""
+
+    def __init__(self, config: pytest.Config, state: GaugeState, ending: RunEnding) -> None:
+        super().__init__(config, state, ending)
+        self.entries: dict[str, CheckEntry] = {}
+        self.reported: set[str] = set()  # checks a test item reported
+        self.outputs_written = False
 
     def progress(self) -> None:
         """A progress line at most every 10 s on a terminal, every 30 s otherwise (CI logs: steady, not
@@ -204,18 +232,36 @@ class _EndsTheRun(Role):
         """The controller's word on the looks, to the processes running cases."""
 
     def finish(self, session: pytest.Session) -> None:
-        self._write_outputs(session, interrupted=bool(session.shouldstop))
+        if not self.outputs_written:
+            self._write_outputs(session, interrupted=bool(session.shouldstop))
+        self._emit_unreported(session)
 
     def abort(self, session: pytest.Session) -> None:
-        self._write_outputs(session, interrupted=True)
+        if not self.outputs_written:
+            self._write_outputs(session, interrupted=True)
+        self._emit_unreported(session)
+
+    def _emit_unreported(self, session: pytest.Session) -> None:
+        """The checks no test item reported: report snapshots, and selected gates whose items did not
+        run (the run stopped first)."""
+        for nodeid, entry in self.entries.items():
+            if nodeid in self.reported:
+                continue
+            if entry.group == "snapshots" or nodeid in self.state.selected_gates:
+                self.reported.add(nodeid)
+                self.ending.emit(session, entry)
 
     def _write_outputs(self, session: pytest.Session, *, interrupted: bool) -> None:
+        from ..files.readwrite import write_atomic  # deferred: off pytest's start-up
 
         self.close()
         self.stops = read_stops(self.state.run_dir)  # before the run folder goes
         self.damaged = self.state.damaged_entries()
-        self.ending.write(session, self.state, interrupted=interrupted)
+        entries = self.ending.write(session, self.state, interrupted=interrupted)
+        self.entries = {e.nodeid: e for e in entries}
         self.outputs_written = True
+        if self.state.selected_gates:  # the gate items (an xdist worker's wait for this file)
+            write_atomic(self.state.run_folder.checks, json.dumps(checks_to_json(self.entries)))
 
     def terminal_summary(self, reporter: Any) -> None:
         self.ending.tests_summary(reporter, self.config)
@@ -263,7 +309,7 @@ class _EndsTheRun(Role):
         keep it (what was paid is in its ledgers) and say where."""
         self.close()
         ledgers = self.state.run_folder.ledgers()
-        if getattr(self, "outputs_written", False) or not any(p.stat().st_size for p in ledgers):
+        if self.outputs_written or not any(p.stat().st_size for p in ledgers):
             self.state.cleanup()
             return
         sys.stderr.write(
@@ -278,8 +324,15 @@ class Standalone(_EndsTheRun):
     def keep_record(self, record: CaseRecord) -> None:
         self.state.add_record(record)
 
+    def gate_entry(self, session: pytest.Session, nodeid: str) -> CheckEntry | None:
+        """The gate items run last: the first one ends the run (every case and test has run)."""
+        if not self.outputs_written:
+            self._write_outputs(session, interrupted=bool(session.shouldstop))
+        self.reported.add(nodeid)
+        return self.entries.get(nodeid)
+
     def start_loop(self, session: pytest.Session) -> None:
-        session.testscollected += self.state.suite_entries_expected()  # gates and snapshots: counted now
+        session.testscollected += self.state.suite_entries_expected()  # report snapshots: counted now
         if self.state.suites:  # a run of plain tests only never imports the end of the run's modules
             self.ending.prepare()
 
@@ -296,6 +349,30 @@ class Controller(_EndsTheRun):
         super().__init__(config, state, ending)
         self.summaries: dict[str, WorkerSummary] = {}
         self.lost: dict[str, str] = {}
+        self.expected: set[str] | None = None  # the tests (not the checks) a worker collected
+        self.done: set[str] = set()
+        self.session: pytest.Session | None = None
+
+    def start_loop(self, session: pytest.Session) -> None:
+        self.session = session
+
+    def collected(self, ids: list[str]) -> None:
+        if self.expected is None:
+            self.expected = {i for i in ids if not is_check_nodeid(i)}
+            self.state.selected_gates = {i for i in ids if is_check_nodeid(i)}
+
+    def item_done(self, report: pytest.TestReport) -> None:
+        """Once every test but the gates is done, end the run: the workers' gate items wait for the
+        outcomes (``checks.json``), so a gate is reported by its own item."""
+        if is_check_nodeid(report.nodeid):
+            self.reported.add(report.nodeid)
+            return
+        self.done.add(report.nodeid)
+        expected, session = self.expected, self.session
+        if self.outputs_written or expected is None or session is None or not self.state.selected_gates:
+            return
+        if expected <= self.done:
+            self._write_outputs(session, interrupted=bool(session.shouldstop))
 
     def session_started(self) -> None:
         self.ending.prepare()  # while xdist's workers start (whether they collect suites is not known yet)
@@ -336,7 +413,8 @@ class Controller(_EndsTheRun):
         super().finish(session)
 
     def abort(self, session: pytest.Session) -> None:
-        self._stop_workers()
+        if not self.outputs_written:
+            self._stop_workers()
         super().abort(session)
 
     def _stop_workers(self) -> None:

@@ -118,6 +118,7 @@ class GaugeState:
     finished: dict[str, Any] = field(default_factory=dict)
     shard_tasks: dict[str, list[str]] = field(default_factory=dict)  # suite -> this shard's tasks
     gate_notes: list[tuple[bool, str]] = field(default_factory=list)  # (loud, line): gates not checked
+    selected_gates: set[str] = field(default_factory=set)  # the gate items' node ids, as selected
     looks: LookGate | None = None  # --gauge-adaptive, where cases run: the look each may start
     adaptive: AdaptiveRun | None = None  # --gauge-adaptive, where the run ends: the looks' evaluation
     proxy_token: str = field(default_factory=new_proxy_token, repr=False)  # the run's (the controller's)
@@ -342,40 +343,14 @@ class GaugeState:
             str(m) for e in self.suites.values() for m in e.suite.models().values() if m
         )
 
-    def gate_entry_ids(self, rootpath: Path) -> list[str]:
-        """The node ids of the gate entries this run will report after its cases (as ``_emit`` names
-        them), for ``--collect-only``'s listing."""
-        from ..analysis.gates import (  # deferred: keeps analysis.gates off pytest's start-up
-            GateSyntaxError,
-            parse_gate,
-        )
-
-        ids = []
-        for entry in self.suites.values():
-            if not self.selected.get(entry.name):
-                continue
-            try:
-                rel = entry.module_path.relative_to(rootpath).as_posix()
-            except ValueError:
-                rel = entry.module_path.as_posix()
-            for text in (*entry.suite.gates, *self.options.gates):
-                try:
-                    ids.append(f"{rel}::gates[{parse_gate(text).canonical()}]")
-                except GateSyntaxError:  # pragma: no cover - refused at collection
-                    continue
-        return ids
-
     def suite_entries_expected(self) -> int:
-        """The suite-level test entries this run will report after its cases: one per gate of every suite
-        with selected cases (a skipped gate is an entry too) and, with ``--gauge-snapshot-reports`` on a
-        whole run, one per snapshot report; so pytest's progress counter can count them from the start."""
+        """The suite-level test entries this run will report after its tests, that are no test items:
+        with ``--gauge-snapshot-reports`` on a whole run, one per snapshot report (the gates are items);
+        so pytest's progress counter can count them from the start."""
         total = 0
         for entry in self.suites.values():
             selected = self.selected.get(entry.name, [])
-            if not selected:
-                continue
-            total += len(entry.suite.gates) + len(self.options.gates)
-            if self.options.snapshot_reports and len(selected) == len(entry.cases):
+            if self.options.snapshot_reports and selected and len(selected) == len(entry.cases):
                 from ..report import SNAPSHOT_REPORTS  # deferred: imports every report (and numpy)
 
                 total += len(SNAPSHOT_REPORTS)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -52,7 +53,7 @@ def test_example_suite_against_its_baseline(pytester: pytest.Pytester) -> None:
     first = _run(pytester, "example", "--gauge-out", "base-out")
     assert first.ret == 0, first.stdout.str()[-2000:]
     saved = pytester.run(
-        "python", "-m", "pytest_gauge", "baseline", "save", "--from", "base-out", "--to", "base"
+        sys.executable, "-m", "pytest_gauge", "baseline", "save", "--from", "base-out", "--to", "base"
     )
     assert saved.ret == 0, saved.stderr.str()
     size = sum(p.stat().st_size for p in (pytester.path / "base").rglob("*") if p.is_file())

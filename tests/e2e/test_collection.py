@@ -1,6 +1,6 @@
 """Collection of suites in real pytest runs: ``--collect-only`` is harmless (no call, no output file
-written or removed, no gate, exit 0, the gate entries listed), the count of gate entries after
-"collected N items", and tool rules that must name the suite's tools."""
+written or removed, no gate, exit 0, the gates listed and counted as the items they are), and tool
+rules that must name the suite's tools."""
 
 from __future__ import annotations
 
@@ -38,12 +38,14 @@ def test_collect_only_writes_nothing_removes_nothing_and_lists_the_gates(
     result = run_inprocess(pytester, "suites", "--collect-only", "-q")
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
     result.stdout.fnmatch_lines(["suites/mini/test_mini.py::gates[success_rate(agent_x) >= 0.99]"])
+    listed = [line for line in result.stdout.lines if line.startswith("suites/")]
+    assert f"{len(listed)} tests collected" in result.stdout.str()  # the count is the ids listed
     assert "FAIL" not in result.stdout.str()
     assert _files(out) == before  # nothing written, nothing emptied
     assert not list(pytester.path.rglob("ledger-*.jsonl"))  # no call was made
 
 
-def test_a_run_says_how_many_gate_entries_follow_the_cases(
+def test_the_gates_are_collected_items_run_after_the_cases(
     pytester: pytest.Pytester, mini_suite: Path
 ) -> None:
     (mini_suite / "test_mini.py").write_text(
@@ -51,11 +53,16 @@ def test_a_run_says_how_many_gate_entries_follow_the_cases(
         .read_text()
         .replace("suite = Suite(", 'suite = Suite(gates=["judge_error_rate <= 0.5", "flip_rate <= 1"],', 1)
     )
-    result = run_inprocess(pytester, "suites", "-n", "0")
+    result = run_inprocess(pytester, "suites", "-n", "0", "-v")
     out = result.stdout.str()
     collected = int(out.split("collected ", 1)[1].split(" ", 1)[0])
-    assert "pytest-gauge: + 2 gate entries after the cases" in out
-    result.assert_outcomes(passed=collected + 2)
+    result.assert_outcomes(passed=collected)
+    ran = [line.split(" PASSED", 1)[0] for line in result.stdout.lines if " PASSED" in line]
+    assert ran[-2:] == [
+        "suites/mini/test_mini.py::gates[judge_error_rate <= 0.5]",
+        "suites/mini/test_mini.py::gates[flip_rate <= 1]",
+    ]  # after every case
+    assert all("::gates[" not in nodeid for nodeid in ran[:-2])
 
 
 def test_a_tool_rule_naming_an_undefined_tool_fails_collection(

@@ -90,8 +90,8 @@ def proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proxy]:
     executable = shutil.which("litellm")
     if executable is None:
         if os.environ.get("CI"):
-            pytest.fail("litellm is not installed: pip install -e '.[test]' (litellm[proxy]) must run in CI")
-        pytest.skip("litellm[proxy] is not installed (pip install -e '.[test]')")
+            pytest.fail("litellm is not installed: pip install -e '.[litellm]' (.ci/run does) must run in CI")
+        pytest.skip("litellm[proxy] is not installed (pip install -e '.[litellm]')")
     folder = tmp_path_factory.mktemp("litellm")
     servers = {
         "good": LoopbackServer(),

@@ -209,13 +209,14 @@ def pytest_runtest_logreport(report):
 def test_xdist_controller_renders_alone_and_without_openai(
     pytester: pytest.Pytester, mini_suite: Path
 ) -> None:
-    """Peak memory: the controller never imports openai, and its workers are gone by the time it
-    renders the outputs (they are stopped once all of them finished, as xdist would later)."""
+    """Peak memory: the controller never imports openai while it renders the outputs. Its workers are
+    still up then: each gate is a test item, which a worker runs once the controller has evaluated it
+    (idle by then: their cases are done)."""
     pytester.makeconftest(PROBE_CONFTEST)
     result = pytester.runpytest_subprocess("suites", "-n", "2", "--gauge-gate", "lrs <= 1")
     assert result.ret == 0, result.stdout.str()
     probe = json.loads((pytester.path / "controller-probe.json").read_text())
-    assert probe == {"openai": False, "workers": 0}
+    assert probe["openai"] is False
 
 
 @pytest.mark.slow
