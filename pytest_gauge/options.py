@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import itertools
 import json
@@ -517,14 +518,21 @@ def _shard(config: pytest.Config) -> str | None:
 def check_out_dir(path: Path, flag: str = "--gauge-out") -> None:
     """Refuse (one line naming the flag) an output folder that is not a folder or cannot be created:
     ``/dev/null``, a file, a folder under a file, under one not writable or on a filesystem that takes no
-    folders (``/proc``). Shown by creating it: only a folder made proves the run can write its outputs."""
+    folders (``/proc``). Shown by creating it: only a folder made proves the run can write its outputs;
+    the folders this made are removed again (a run that ends at collection leaves nothing behind)."""
     if path.exists() and not path.is_dir():
         raise pytest.UsageError(f"{flag} {path}: not a folder (give a folder to write the outputs to)")
+    made = [p for p in (path, *path.parents) if not p.exists()]
     try:
         path.mkdir(parents=True, exist_ok=True)
+        writable = os.access(path, os.W_OK | os.X_OK)
     except OSError as exc:
         raise pytest.UsageError(f"{flag} {path}: cannot be created ({exc.strerror or exc})") from None
-    if not os.access(path, os.W_OK | os.X_OK):
+    finally:
+        for folder in made:  # deepest first
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+    if not writable:
         raise pytest.UsageError(f"{flag} {path}: the folder is not writable")
 
 
@@ -545,14 +553,7 @@ def resolve_options(config: pytest.Config) -> GaugeOptions:
         check_out_dir((invocation / out).resolve())
     cache_dir = values["gauge_cache_dir"] or str(root / CACHE_DIR)
     check_bootstrap_rounds(values["gauge_bootstrap_rounds"], tasks=1)
-    from .analysis.gates import GateSyntaxError, parse_gates  # deferred: off pytest's start-up
-
-    ini_gates = [str(g) for g in config.getini("gauge_gates")]
-    try:
-        parse_gates(ini_gates)
-    except GateSyntaxError as exc:
-        raise pytest.UsageError(f"ini key gauge_gates: {exc}") from None
-    gates = tuple(ini_gates) + tuple(config.getoption("gauge_gate") or ())
+    gates = _gates(config)
     genai = values["gauge_prices_file"] == GENAI_PRICES
     if genai:
         check_genai_prices()
@@ -610,6 +611,18 @@ def resolve_options(config: pytest.Config) -> GaugeOptions:
         labels=_labels(config, invocation, root),
         unsandboxed=bool(config.getoption("gauge_unsandboxed") or config.getini("gauge_unsandboxed")),
     )
+
+
+def _gates(config: pytest.Config) -> tuple[str, ...]:
+    """The run's gates: the ini key's (checked here, one usage line) and then ``--gauge-gate``'s."""
+    from .analysis.gates import GateSyntaxError, parse_gates  # deferred: off pytest's start-up
+
+    ini_gates = [str(g) for g in config.getini("gauge_gates")]
+    try:
+        parse_gates(ini_gates)
+    except GateSyntaxError as exc:
+        raise pytest.UsageError(f"ini key gauge_gates: {exc}") from None
+    return tuple(ini_gates) + tuple(config.getoption("gauge_gate") or ())
 
 
 def check_bootstrap_rounds(rounds: int | None, tasks: int) -> None:

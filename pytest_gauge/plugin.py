@@ -69,7 +69,7 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    from .files.locks import platform_problem
+    from .files.locks import platform_problem  # deferred: imports filelock only once pytest configures
 
     problem = platform_problem()
     if problem:  # one warning, and every other hook stands aside: someone else's pytest still runs
@@ -275,7 +275,7 @@ class SuiteCollector(pytest.Collector):
     def _gate_items(self, name: str, suite: Suite, options: GaugeOptions) -> list[pytest.Item]:
         """One item per gate, beside the suite in its module (``<module>::gates[<gate>]``), run after
         every other test; none in a shard run (its gates are deferred to ``merge``)."""
-        from .analysis.gates import parse_gate
+        from .analysis.gates import parse_gate  # deferred: off pytest's start-up
 
         if options.shard:
             return []
@@ -410,7 +410,7 @@ class GateItem(pytest.Item):
 def _allure_parameters(properties: tuple[tuple[str, str], ...]) -> None:
     """The gate's numbers as parameters of its Allure result (only where allure-pytest is installed)."""
     try:
-        import allure  # type: ignore[import-not-found, unused-ignore]
+        import allure  # type: ignore[import-not-found, unused-ignore]  # deferred: optional, allure-pytest's
     except ImportError:
         return
     for key, value in properties:
@@ -528,7 +528,7 @@ class CheckOrder:
         self, session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
     ) -> Generator[None, None, None]:
         yield
-        from .process.selection import order_checks
+        from .process.selection import order_checks  # deferred: off pytest's start-up
 
         items[:], restored = order_checks(items, self.deselected)
         reporter = config.pluginmanager.get_plugin("terminalreporter")

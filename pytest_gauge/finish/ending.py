@@ -32,7 +32,7 @@ class EndOfRun:
         return finish_run(session, state, interrupted=interrupted)
 
     def emit(self, session: pytest.Session, entry: CheckEntry) -> None:
-        from .outputs import emit_entry
+        from .outputs import emit_entry  # deferred: keeps finish.outputs off pytest's start-up
 
         emit_entry(session, entry)
 
