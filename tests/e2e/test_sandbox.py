@@ -160,6 +160,17 @@ def test_a_program_failing_every_turn_fails_the_run_naming_its_error(tmp_path: P
     assert cause in conclusion
 
 
+def test_an_unsandboxed_run_says_so_in_every_report(tmp_path: Path) -> None:
+    _suite(tmp_path / "run", "broken", "suite_broken_program.py")
+    code, out = run_pytest_subprocess(
+        tmp_path / "run", "suites", "--gauge-unsandboxed", "--gauge-cache", "off"
+    )
+    assert code == 1 and "agent broken: 2 transcript(s) failed" in out, out[-3000:]  # it ran, and failed
+    said = "unsandboxed: programs and workspace commands ran without the sandbox (--gauge-unsandboxed)"
+    assert said in out
+    assert said in (tmp_path / "run" / "gauge-out" / "broken" / "reports" / "conclusion.md").read_text()
+
+
 CODEX = "npm install -g @openai/codex@0.169.0"
 
 

@@ -101,3 +101,23 @@ def test_output_is_redacted_of_host_secrets_and_token_shapes(monkeypatch: pytest
     assert "hunter2" not in text and "s3cr3t" not in text and "0123456789abc" not in text, text
     assert "AKIA" not in text, text
     assert redact_output("basic usage of a Bearer of news") == "basic usage of a Bearer of news"
+
+
+def test_without_a_sandbox_programs_refuse_in_one_line_naming_the_fix(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from pytest_gauge.gateway.gateway import CallContext
+    from pytest_gauge.process.program_host import ProxyProgramHost
+    from pytest_gauge.run import sandbox
+    from pytest_gauge.run.commands import SandboxedCommands
+    from pytest_gauge.run.programs import ProgramMissing
+
+    monkeypatch.setattr(sandbox, "sandbox_problem", lambda: "bubblewrap (bwrap) is not installed")
+    host = ProxyProgramHost(None, unsandboxed=False)  # type: ignore[arg-type]  # refused before any route
+    with pytest.raises(ProgramMissing) as info:
+        host.endpoint(CallContext("s", "t", "transcript/t/a/0", "single"), None)  # type: ignore[arg-type]
+    text = str(info.value)
+    assert "\n" not in text and "bubblewrap (bwrap) is not installed" in text
+    assert "apt-get install bubblewrap" in text and "--gauge-unsandboxed" in text
+    outcome = asyncio.run(SandboxedCommands()(["true"], Path("."), 5.0))
+    assert outcome.code == 127 and "apt-get install bubblewrap" in outcome.output
