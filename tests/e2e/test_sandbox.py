@@ -203,3 +203,33 @@ def test_codex_against_a_failing_gateway_makes_only_the_plugins_retries(tmp_path
     print("codex calls at the server:", len(codex_calls))
     assert 2 <= len(codex_calls) <= 2 * 3, (len(codex_calls), out[-3000:])
     assert "agent codex: 2 transcript(s) failed, not scored" in out, out[-3000:]
+
+
+CLAUDE = "npm install -g @anthropic-ai/claude-code@2.1.328"
+CLAUDE_SIM = sim_responder(DATA / "sandbox" / "suite_claude.py", seed=7)
+
+
+def _refusing_claude(body: dict[str, Any]) -> dict[str, Any]:
+    """The simulator's answers, except a 401 for every call of Claude Code's model."""
+    if body.get("model") == "sim-claude":
+        raise ResponderError(401, "invalid x-api-key", type="authentication_error")
+    return CLAUDE_SIM(body)
+
+
+def test_a_claude_code_401_fails_its_cases_never_reads_as_a_loss(tmp_path: Path) -> None:
+    if shutil.which("claude") is None:
+        if os.environ.get("CI") or os.environ.get("GAUGE_REQUIRE_BROWSER"):
+            pytest.fail(f"claude not installed: {CLAUDE} (required under CI)")
+        pytest.skip(f"claude not installed: {CLAUDE}")
+    _suite(tmp_path / "run", "claude401", "suite_claude.py")
+    srv = LoopbackServer(_refusing_claude).start()
+    try:
+        env = {"TAOTOKEN_API_KEY": KEY, "TAOTOKEN_BASE_URL": srv.base_url}
+        args = ("--gauge-backend", "live", "--gauge-cache", "off")
+        code, out = run_pytest_subprocess(tmp_path / "run", "suites", *args, env=env)
+    finally:
+        srv.stop()
+    assert code != 0 and "401" in out, out[-3000:]
+    pairs = tmp_path / "run" / "gauge-out" / "claude401" / "pairs" / "pair_results.jsonl"
+    assert not pairs.exists() or read_jsonl(pairs) == [], read_jsonl(pairs)  # no verdict on a failure
+    assert KEY not in out

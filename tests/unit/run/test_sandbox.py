@@ -93,6 +93,8 @@ def test_output_is_redacted_of_host_secrets_and_token_shapes(monkeypatch: pytest
         "MY_SECRET": "s3cr3t-value-xyz",
         "SHORT_TOKEN": "abc",
         "PATH": "/usr/bin:/bin",
+        "TAOTOKEN_BASE_URL": "http://127.0.0.1:8000/v1",  # a word of the name, not a secret's
+        "KEYBOARD_LAYOUT": "dvorak-programmer",
     }
     assert set(host_secrets(environ)) == {"ghp_abcdefghijklmnop1234", "hunter2hunter2", "s3cr3t-value-xyz"}
     for name, value in environ.items():
