@@ -233,3 +233,40 @@ def test_a_claude_code_401_fails_its_cases_never_reads_as_a_loss(tmp_path: Path)
     pairs = tmp_path / "run" / "gauge-out" / "claude401" / "pairs" / "pair_results.jsonl"
     assert not pairs.exists() or read_jsonl(pairs) == [], read_jsonl(pairs)  # no verdict on a failure
     assert KEY not in out
+
+
+def _git(folder: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=folder, check=True, capture_output=True, timeout=60)
+
+
+def test_program_agents_in_a_git_checkout_are_answered_from_the_cache_anywhere(tmp_path: Path) -> None:
+    """The example of program agents with its default output folder inside a git checkout: a run after
+    an untracked file appears, and a run in a clone at another path, send the same requests (the CLIs
+    see /workspace and /home/agent, in no repository), so the cache answers every call."""
+    if shutil.which("claude") is None or shutil.which("codex") is None or shutil.which("git") is None:
+        why = f"claude, codex and git needed: {CLAUDE} {CODEX.split()[-1]}"
+        if os.environ.get("CI") or os.environ.get("GAUGE_REQUIRE_BROWSER"):
+            pytest.fail(why)
+        pytest.skip(why)
+    first = tmp_path / "checkout"
+    shutil.copytree(
+        ROOT / "eval_suites" / "program_agents",
+        first / "eval_suites" / "program_agents",
+        ignore=shutil.ignore_patterns("__pycache__", "gauge-*"),
+    )
+    (first / "pytest.ini").write_text("[pytest]\ngauge_backend = sim\ngauge_seed = 20261129\n")
+    _git(first, "init", "-q")
+    _git(first, "add", "-A")
+    _git(first, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "suite")
+    cache = ("--gauge-cache-dir", str(tmp_path / "cache"))
+
+    def run(folder: Path) -> str:
+        code, out = run_pytest_subprocess(folder, "eval_suites/program_agents", *cache)
+        assert code == 0, out[-3000:]
+        return out
+
+    assert "(0 simulated" not in run(first)
+    (first / "untracked.txt").write_text("new")
+    assert "(0 simulated, " in run(first)
+    _git(tmp_path, "clone", "-q", str(first), str(tmp_path / "elsewhere" / "clone"))
+    assert "(0 simulated, " in run(tmp_path / "elsewhere" / "clone")
