@@ -160,6 +160,16 @@ def test_a_program_failing_every_turn_fails_the_run_naming_its_error(tmp_path: P
     assert cause in conclusion
 
 
+def test_http_agents_that_cannot_be_reached_or_configured_fail_the_run(tmp_path: Path) -> None:
+    _suite(tmp_path / "run", "dead", "suite_dead_service.py")
+    code, out = run_pytest_subprocess(tmp_path / "run", "suites", "--gauge-cache", "off")
+    assert code == 1, out[-3000:]
+    assert "agent dead: 2 transcript(s) failed, not scored" in out and "could not reach" in out, out[-3000:]
+    assert "agent unset: 2 transcript(s) failed, not scored" in out and "GAUGE_SANDBOX_TEST_UNSET" in out
+    pairs = tmp_path / "run" / "gauge-out" / "dead" / "pairs" / "pair_results.jsonl"
+    assert not pairs.exists() or read_jsonl(pairs) == []  # every pair has a failing agent: no verdict
+
+
 def test_an_unsandboxed_run_says_so_in_every_report(tmp_path: Path) -> None:
     _suite(tmp_path / "run", "broken", "suite_broken_program.py")
     code, out = run_pytest_subprocess(
