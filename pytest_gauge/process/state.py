@@ -123,6 +123,7 @@ class GaugeState:
     adaptive: AdaptiveRun | None = None  # --gauge-adaptive, where the run ends: the looks' evaluation
     proxy_token: str = field(default_factory=new_proxy_token, repr=False)  # the run's (the controller's)
     proxy: RecordingProxy | None = None  # made with the engine; its server starts with its first route
+    program_host: Any = None  # its ProxyProgramHost: the sandboxes' relay, closed with the proxy
 
     def __post_init__(self) -> None:
         register_secret(self.proxy_token)  # redacted from every output like a key
@@ -217,6 +218,7 @@ class GaugeState:
         from ..run.commands import SandboxedCommands  # deferred: off pytest's start-up
 
         host = ProxyProgramHost(proxy, unsandboxed=self.options.unsandboxed)
+        self.program_host = host
         commands = SandboxedCommands(self.options.unsandboxed)
         for runtime in engine.runtimes.values():
             proxy.add_gateway(runtime.gateway)
@@ -333,6 +335,8 @@ class GaugeState:
             self.write_progress()
         if self.proxy is not None:
             self.proxy.close()
+        if self.program_host is not None:
+            self.program_host.close()
         if self.shared is not None:
             self.shared.resources.ledger.close()
 
