@@ -81,6 +81,7 @@ MAX_REQUEST_BYTES = 32 << 20
 """The largest request body accepted: an agent program's whole context, tool outputs included."""
 READ_TIMEOUT = 120.0
 """Seconds a client may stay silent in the middle of a request (head or body) or between requests."""
+_LINGER = 2.0
 _CLIENT_VARIABLES = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN")
 
 
@@ -308,7 +309,9 @@ class RecordingProxy:
 
     async def _serve(self, sock: socket.socket) -> asyncio.Server:
         """aiohttp's low-level server on ``sock``: no access log; an idle or stalled connection closed
-        after ``read_timeout``; an unread body (a refused request) closes its connection at once."""
+        after ``read_timeout``; the unread rest of a refused request's body read and dropped for up to
+        ``_LINGER`` seconds (so the client reads its answer instead of a reset), then the connection
+        closed if the body has not ended."""
         from aiohttp import web  # deferred: aiohttp (~0.2 s CPU) only once a program needs the proxy
 
         def request(message: Any, payload: Any, protocol: Any, writer: Any, task: Any) -> web.BaseRequest:
@@ -323,7 +326,7 @@ class RecordingProxy:
             logger=quiet_logger(),
             access_log=None,
             keepalive_timeout=self.read_timeout,
-            lingering_time=0,
+            lingering_time=_LINGER,
         )
         self._web = served
         return await self.loop.create_server(served, sock=sock)
