@@ -185,3 +185,13 @@ def test_no_issue_numbers_in_the_package_tests_or_docs() -> None:
         for m in number.finditer(text)
     ]
     assert not found, "say what and why instead of a tracker number:\n" + "\n".join(found)
+
+
+def test_the_reference_names_every_metric_of_the_one_table() -> None:
+    """docs/reference.md#metrics documents every metric a gate may name (analysis/metric_table.py)."""
+    from pytest_gauge.analysis.metric_table import METRICS
+
+    text = (ROOT / "docs" / "reference.md").read_text(encoding="utf-8")
+    section = text[text.index("## Metrics") : text.index("## Outputs")]
+    missing = [m.name for m in METRICS if not re.search(rf"`{m.name}[`(]", section)]
+    assert not missing, f"add these metrics to docs/reference.md#metrics: {missing}"
