@@ -272,7 +272,6 @@ class GaugeCaseFailure(Exception):
 def _first_report(run_dir: Path, case_id: str, error: str) -> str:
     """The case that reported ``error`` first in this run: a file per error in the run folder, created
     exclusively, so the workers of a run agree (any process may write it first)."""
-
     folder = run_dir / "reported"
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / hashlib.sha256(error.encode("utf-8", "replace")).hexdigest()[:32]
