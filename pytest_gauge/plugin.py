@@ -13,14 +13,35 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from .analysis.gate_check import (
+    SuiteShape,
+    check_gates,
+    missing_baseline,
+)
+from .analysis.gates import (
+    GateSyntaxError,
+    parse_gate,
+)
+from .files.baseline import (
+    BaselineError,
+    check_baseline_dir,
+)
+from .files.replay import (
+    RecordingError,
+    load_recording,
+)
+from .files.shards import parse_shard
 from .finish.ending import EndOfRun
 from .fixtures import TESTS_SUITE, tests_report
 from .fixtures import calls as fixture_functions
 from .gateway.endpoint import live_settings_problems
 from .gateway.errors import ModelStopped
 from .options import GaugeOptions, add_options, misread_ini_problem, resolve_options
+from .process.replay import recorded_suite
 from .process.roles import FAILURE_PROPERTY, RECORD_PROPERTY, Role, choose_role, role_key
+from .process.shards import suite_shard_tasks
 from .process.state import GaugeState, SuiteEntry, state_key
+from .process.stopping import install_sigterm, restore_sigterm
 from .records import dumps
 from .suite.cases import Case, build_cases
 from .suite.declare import MODEL_VARIABLES, Suite, SuiteError, TaskFileError
@@ -97,12 +118,6 @@ def _backend_explicit(config: pytest.Config) -> bool:
 
 def _check_baseline(options: GaugeOptions) -> None:
     """Refuse before any request a baseline that cannot be read, and baseline gates without a baseline."""
-    from .analysis.gate_check import missing_baseline  # deferred: off pytest's start-up
-    from .files.baseline import (  # deferred: keeps files.baseline off pytest's start-up
-        BaselineError,
-        check_baseline_dir,
-    )
-
     if options.baseline:
         if Path(options.baseline).resolve() == Path(options.out_dir).resolve():
             raise pytest.UsageError(
@@ -221,12 +236,6 @@ class SuiteCollector(pytest.Collector):
         name = self.suite.name or folder.name
         suite, recorded_gateway = self.suite, None
         if state.options.backend == "replay" and state.options.cassettes:
-            from .files.replay import (  # deferred: keeps files.replay off pytest's start-up
-                RecordingError,
-                load_recording,
-            )
-            from .process.replay import recorded_suite  # deferred: keeps process.replay off pytest's start-up
-
             try:
                 recording = load_recording(state.options.cassettes, name)
             except RecordingError as exc:
@@ -371,9 +380,6 @@ def _order_by_look(config: pytest.Config, items: list[pytest.Item]) -> None:
 
 def _keep_shard(state: GaugeState, config: pytest.Config, items: list[pytest.Item]) -> None:
     """``--gauge-shard``: deselect the cases of the tasks other shards run (whole tasks, every case)."""
-    from .files.shards import parse_shard  # deferred: keeps files.shards off pytest's start-up
-    from .process.shards import suite_shard_tasks  # deferred: keeps process.shards off pytest's start-up
-
     shard = parse_shard(str(state.options.shard))
     mine = {name: suite_shard_tasks(entry, shard) for name, entry in state.suites.items()}
     state.shard_tasks = {name: sorted(tasks) for name, tasks in mine.items()}
@@ -390,8 +396,6 @@ def _keep_shard(state: GaugeState, config: pytest.Config, items: list[pytest.Ite
 
 def _gate_shape(suite: Suite, name: str) -> SuiteShape:
     """What the suite's gates may name (agents, pairs, tiered agents, judge models)."""
-    from .analysis.gate_check import SuiteShape  # deferred: keeps analysis.gate_check off pytest's start-up
-
     tiers = tuple(agent for rows in suite.families().values() for _label, agent in rows)
     return SuiteShape(name, tuple(a.name for a in suite.agents), suite.pairs, tiers, suite.judge.models())
 
@@ -400,15 +404,6 @@ def gate_problems(suite: Suite, name: str, extra: tuple[str, ...], *, baseline: 
     """Every gate of the suite (its own, the ini's and ``--gauge-gate``) checked against what the suite
     declares; one line per problem, naming the suite, the gate and the nearest valid name. Without a
     baseline, gates on one (``delta``, ``regressions``, ``fixes``) are problems too."""
-    from .analysis.gate_check import (  # deferred: keeps analysis.gate_check off pytest's start-up
-        check_gates,
-        missing_baseline,
-    )
-    from .analysis.gates import (  # deferred: keeps analysis.gates off pytest's start-up
-        GateSyntaxError,
-        parse_gate,
-    )
-
     problems: list[str] = []
     parsed = []
     for text in (*suite.gates, *extra):
@@ -441,7 +436,6 @@ class GaugeRun:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.role: Role = config.stash[role_key]
-        from .process.stopping import install_sigterm  # deferred: off pytest's start-up
 
         # a CI timeout stops like Ctrl-C, with a report; a second signal is absorbed, a third forces
         self.previous_sigterm = install_sigterm(speaks=self.role.started_by_user)
@@ -508,7 +502,6 @@ class GaugeRun:
             reporter.write_line(nodeid if session.config.option.verbose < 0 else f"  <Gate {nodeid}>")
 
     def pytest_unconfigure(self) -> None:
-        from .process.stopping import restore_sigterm  # deferred: off pytest's start-up
 
         restore_sigterm(self.previous_sigterm)
 

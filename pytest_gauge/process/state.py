@@ -21,6 +21,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ..analysis.gates import (
+    GateSyntaxError,
+    parse_gate,
+)
 from ..files.folders import OutFolder, RunFolder
 from ..files.readwrite import FileFormatError, read_json_object, write_atomic
 from ..files.work_store import WorkStore
@@ -341,11 +345,6 @@ class GaugeState:
     def gate_entry_ids(self, rootpath: Path) -> list[str]:
         """The node ids of the gate entries this run will report after its cases (as ``_emit`` names
         them), for ``--collect-only``'s listing."""
-        from ..analysis.gates import (  # deferred: keeps analysis.gates off pytest's start-up
-            GateSyntaxError,
-            parse_gate,
-        )
-
         ids = []
         for entry in self.suites.values():
             if not self.selected.get(entry.name):
