@@ -266,7 +266,6 @@ def _doctor(args: argparse.Namespace, environ: Mapping[str, str], out: TextIO) -
 
 def services_of(found: Sequence[tuple[str, Any]]) -> list[Service]:
     """Every HTTP agent of the suites, with the environment variables its headers read."""
-
     return [
         Service(f"{name}/{agent.name}", agent.url, tuple(env_references(agent.headers)))
         for name, suite in found
@@ -278,7 +277,6 @@ def services_of(found: Sequence[tuple[str, Any]]) -> list[Service]:
 def programs_of(found: Sequence[tuple[str, Any]]) -> list[Program]:
     """Every program the suites' program agents run (``argv[0]``), with the agents using it and, for
     the presets' CLIs, the install command."""
-
     users: dict[str, list[str]] = {}
     for name, suite in found:
         for agent in suite.agents:
@@ -295,7 +293,6 @@ def suite_targets(paths: Sequence[str]) -> list[Target]:
 def targets_of(found: Sequence[tuple[str, Any]]) -> list[Target]:
     """One doctor target per distinct (role, model) of the suites found, labelled with the suites (and
     agents) that use it; judge models are tried in their JSON-mode chain."""
-
     users: dict[tuple[str, str, str], list[str]] = {}  # (role, model, api) -> who uses it
     chains: dict[str, tuple[dict[str, Any] | None, ...]] = {}
     for name, suite in found:

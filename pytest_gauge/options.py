@@ -20,7 +20,11 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from .analysis.gates import GateSyntaxError, gate_arg, parse_gates
 from .files.folders import CACHE_DIR
+from .files.labels import LabelsError, read_labels
+from .files.shards import ShardError, shard_from
+from .gateway.prices import GENAI_PRICES, check_genai_prices, load_prices, with_genai_prices
 
 if TYPE_CHECKING:
     from .records.prices import PriceRow
@@ -87,7 +91,6 @@ class GaugeOptions:
         models they do not price with ``--gauge-prices genai-prices`` (the run and ``merge`` alike)."""
         if not self.genai_prices:
             return self.prices
-        from .gateway.prices import with_genai_prices  # deferred: keeps gateway.prices off pytest's start-up
 
         return with_genai_prices(self.prices, models)
 
@@ -165,8 +168,6 @@ _rate = _bounded(_finite_float, 0.001, 1e12)  # per minute: one call per 1,000 m
 
 def _gate_text(text: str) -> str:
     """Validate a ``--gauge-gate`` expression at parse time (pytest-benchmark style); keep its text."""
-    from .analysis.gates import gate_arg  # deferred: keeps analysis.gates off pytest's start-up
-
     return gate_arg(text).canonical()
 
 
@@ -506,8 +507,6 @@ def parse_price_lines(lines: list[str]) -> list[PriceRow]:
 
 def _shard(config: pytest.Config) -> str | None:
     """The shard label (``I/N``) from ``--gauge-shard`` or the environment, checked."""
-    from .files.shards import ShardError, shard_from  # deferred: keeps files.shards off pytest's start-up
-
     try:
         shard = shard_from(config.getoption("gauge_shard"), os.environ)
     except ShardError as exc:
@@ -538,8 +537,6 @@ def check_out_dir(path: Path, flag: str = "--gauge-out") -> None:
 
 def resolve_options(config: pytest.Config) -> GaugeOptions:
     """Resolve every setting once, CLI first, then ini, then the default."""
-    from .gateway.prices import GENAI_PRICES, check_genai_prices, load_prices  # deferred: off start-up
-
     values: dict[str, Any] = {}
     for _suffix, ini, kind, _help, choices in _SETTINGS:
         value = _setting(config, ini, kind)
@@ -615,7 +612,6 @@ def resolve_options(config: pytest.Config) -> GaugeOptions:
 
 def _gates(config: pytest.Config) -> tuple[str, ...]:
     """The run's gates: the ini key's (checked here, one usage line) and then ``--gauge-gate``'s."""
-    from .analysis.gates import GateSyntaxError, parse_gates  # deferred: off pytest's start-up
 
     ini_gates = [str(g) for g in config.getini("gauge_gates")]
     try:
@@ -638,8 +634,6 @@ def check_bootstrap_rounds(rounds: int | None, tasks: int) -> None:
 def _labels(config: pytest.Config, invocation: Path, root: Path) -> tuple[str, ...]:
     """``--gauge-labels`` files (relative to the invocation folder) after the ini's (relative to the
     rootdir), resolved and read once here so a bad file is a usage error naming its line."""
-    from .files.labels import LabelsError, read_labels  # deferred: keeps files.labels off pytest's start-up
-
     paths = [(root / str(p)).resolve() for p in config.getini("gauge_labels")]
     paths += [(invocation / str(p)).resolve() for p in config.getoption("gauge_labels") or ()]
     for path in paths:

@@ -14,6 +14,24 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from .analysis.gate_check import (
+    SuiteShape,
+    check_gates,
+    missing_baseline,
+)
+from .analysis.gates import (
+    GateSyntaxError,
+    parse_gate,
+)
+from .files.baseline import (
+    BaselineError,
+    check_baseline_dir,
+)
+from .files.replay import (
+    RecordingError,
+    load_recording,
+)
+from .files.shards import parse_shard
 from .finish.ending import EndOfRun
 from .fixtures import TESTS_SUITE, tests_report
 from .fixtures import calls as fixture_functions
@@ -27,8 +45,11 @@ from .options import (
     misread_ini_problem,
     resolve_options,
 )
+from .process.replay import recorded_suite
 from .process.roles import FAILURE_PROPERTY, RECORD_PROPERTY, Role, choose_role, role_key
+from .process.shards import suite_shard_tasks
 from .process.state import GaugeState, SuiteEntry, state_key
+from .process.stopping import install_sigterm, restore_sigterm
 from .records import dumps
 from .records.checks import is_check_nodeid
 from .suite.cases import Case, build_cases
@@ -113,12 +134,6 @@ def _backend_explicit(config: pytest.Config) -> bool:
 
 def _check_baseline(options: GaugeOptions) -> None:
     """Refuse before any request a baseline that cannot be read, and baseline gates without a baseline."""
-    from .analysis.gate_check import missing_baseline  # deferred: off pytest's start-up
-    from .files.baseline import (  # deferred: keeps files.baseline off pytest's start-up
-        BaselineError,
-        check_baseline_dir,
-    )
-
     if options.baseline:
         if Path(options.baseline).resolve() == Path(options.out_dir).resolve():
             raise pytest.UsageError(
@@ -237,12 +252,6 @@ class SuiteCollector(pytest.Collector):
         name = self.suite.name or folder.name
         suite, recorded_gateway = self.suite, None
         if state.options.backend == "replay" and state.options.cassettes:
-            from .files.replay import (  # deferred: keeps files.replay off pytest's start-up
-                RecordingError,
-                load_recording,
-            )
-            from .process.replay import recorded_suite  # deferred: keeps process.replay off pytest's start-up
-
             try:
                 recording = load_recording(state.options.cassettes, name)
             except RecordingError as exc:
@@ -305,7 +314,6 @@ class GaugeCaseFailure(Exception):
 def _first_report(run_dir: Path, case_id: str, error: str) -> str:
     """The case that reported ``error`` first in this run: a file per error in the run folder, created
     exclusively, so the workers of a run agree (any process may write it first)."""
-
     folder = run_dir / "reported"
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / hashlib.sha256(error.encode("utf-8", "replace")).hexdigest()[:32]
@@ -460,9 +468,6 @@ def _order_by_look(config: pytest.Config, items: list[pytest.Item]) -> None:
 
 def _keep_shard(state: GaugeState, config: pytest.Config, items: list[pytest.Item]) -> None:
     """``--gauge-shard``: deselect the cases of the tasks other shards run (whole tasks, every case)."""
-    from .files.shards import parse_shard  # deferred: keeps files.shards off pytest's start-up
-    from .process.shards import suite_shard_tasks  # deferred: keeps process.shards off pytest's start-up
-
     shard = parse_shard(str(state.options.shard))
     mine = {name: suite_shard_tasks(entry, shard) for name, entry in state.suites.items()}
     state.shard_tasks = {name: sorted(tasks) for name, tasks in mine.items()}
@@ -479,8 +484,6 @@ def _keep_shard(state: GaugeState, config: pytest.Config, items: list[pytest.Ite
 
 def _gate_shape(suite: Suite, name: str) -> SuiteShape:
     """What the suite's gates may name (agents, pairs, tiered agents, judge models)."""
-    from .analysis.gate_check import SuiteShape  # deferred: keeps analysis.gate_check off pytest's start-up
-
     tiers = tuple(agent for rows in suite.families().values() for _label, agent in rows)
     return SuiteShape(name, tuple(a.name for a in suite.agents), suite.pairs, tiers, suite.judge.models())
 
@@ -489,15 +492,6 @@ def gate_problems(suite: Suite, name: str, extra: tuple[str, ...], *, baseline: 
     """Every gate of the suite (its own, the ini's and ``--gauge-gate``) checked against what the suite
     declares; one line per problem, naming the suite, the gate and the nearest valid name. Without a
     baseline, gates on one (``delta``, ``regressions``, ``fixes``) are problems too."""
-    from .analysis.gate_check import (  # deferred: keeps analysis.gate_check off pytest's start-up
-        check_gates,
-        missing_baseline,
-    )
-    from .analysis.gates import (  # deferred: keeps analysis.gates off pytest's start-up
-        GateSyntaxError,
-        parse_gate,
-    )
-
     problems: list[str] = []
     parsed = []
     for text in (*suite.gates, *extra):
@@ -565,7 +559,6 @@ class GaugeRun:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.role: Role = config.stash[role_key]
-        from .process.stopping import install_sigterm  # deferred: off pytest's start-up
 
         # a CI timeout stops like Ctrl-C, with a report; a second signal is absorbed, a third forces
         self.previous_sigterm = install_sigterm(speaks=self.role.started_by_user)
@@ -640,7 +633,6 @@ class GaugeRun:
         return [f"pytest-gauge: + {noun} after the tests (in the passed/failed totals)"]
 
     def pytest_unconfigure(self) -> None:
-        from .process.stopping import restore_sigterm  # deferred: off pytest's start-up
 
         restore_sigterm(self.previous_sigterm)
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -73,6 +73,7 @@ from .judge_metrics import (
     judge_rules_of,
 )
 from .judge_rules import PANEL, PRIMARY, rank_moments
+from .metric_table import METRICS, SUITE_METRICS, Metric
 from .resampling import percentile_interval, ratio_rows, resample_counts
 from .sequential import critical_quantile, t_upper_tail
 
@@ -231,103 +232,7 @@ def classify_pairs(records: Sequence[CaseRecord], close_threshold: float) -> dic
 # Metric names for gates
 
 
-@dataclass(frozen=True)
-class Metric:
-    """One metric of the suite: its gate name and description (arguments included), whether it has one
-    suite-wide estimate in :attr:`SuiteMetrics.metrics` (``headline``) and the terminal summary's table
-    (``summary``), and whether it is also estimated per pair or per agent (``per``)."""
-
-    name: str
-    description: str
-    headline: bool = True
-    summary: bool = False
-    per: Literal["pair", "agent"] | None = None
-
-
-METRICS: tuple[Metric, ...] = (
-    Metric(
-        "lrs",
-        "lower-reward-selected rate; lrs(close), lrs(distant), lrs(agent_x, agent_y)",
-        summary=True,
-        per="pair",
-    ),
-    Metric("lrs_close", "LRS over close pairs", summary=True),
-    Metric("lrs_distant", "LRS over distant pairs", summary=True),
-    Metric("lrs_close_minus_distant", "LRS(close) - LRS(distant)"),
-    Metric("flip_rate", "position-flip rate; flip_rate(agent_x, agent_y)", summary=True, per="pair"),
-    Metric(
-        "position_bias",
-        "share of non-tie verdicts for slot A; position_bias(agent_x, agent_y)",
-        summary=True,
-        per="pair",
-    ),
-    Metric(
-        "judge_error_rate",
-        "error verdicts / all cases; judge_error_rate(agent_x, agent_y)",
-        summary=True,
-        per="pair",
-    ),
-    Metric(
-        "sat_but_failed_rate",
-        "user satisfied but task failed, per transcript; sat_but_failed_rate(agent)",
-        summary=True,
-        per="agent",
-    ),
-    Metric("success_rate", "successful transcripts; success_rate(agent)", summary=True, per="agent"),
-    Metric(
-        "empty_turn_rate",
-        "transcripts with an empty or blank turn (any role); empty_turn_rate(agent)",
-        headline=False,
-        per="agent",
-    ),
-    Metric(
-        "user_sim_error_rate",
-        "transcripts whose simulated user erred (leaked a fact, ended early, stayed silent, never stated "
-        "the task, or was satisfied with a failure it never questioned); user_sim_error_rate(kind)",
-    ),
-    Metric("verbosity_word_rate", "share of judge reasons with length/style words"),
-    Metric("longer_wins_rate", "longer response chosen among equal-reward, unequal-length cases"),
-    Metric("judge_agreement", "observed agreement; judge_agreement(repeats|judges)"),
-    Metric("judge_kappa", "Cohen's kappa; judge_kappa(repeats|judges)"),
-    Metric(
-        "judge_accuracy",
-        "non-tie verdicts on unequal-reward cases choosing the higher rule reward: the main verdict; "
-        "judge_accuracy(close|distant), judge_accuracy(judge|panel), "
-        "judge_accuracy(judge|panel, close|distant)",
-    ),
-    Metric(
-        "judge_rank_corr",
-        "Spearman's rho of judge rewards vs rule rewards; judge_rank_corr(judge)",
-        headline=False,
-    ),
-    Metric(
-        "human_judge_agreement",
-        "judge verdicts equal to the blind human labels (--gauge-labels); human_judge_agreement(judge|panel)",
-        headline=False,
-    ),
-    Metric(
-        "human_judge_kappa",
-        "Cohen's kappa, judge vs human labels; human_judge_kappa(judge|panel)",
-        headline=False,
-    ),
-    Metric(
-        "human_rules_agreement",
-        "human labels equal to the rules' higher-reward slot (tie: equal)",
-        headline=False,
-    ),
-    Metric("labeller_agreement", "two labellers' labels of one case agreeing", headline=False),
-    Metric("labeller_kappa", "Cohen's kappa between labellers of one case", headline=False),
-    Metric("cost_per_success", "total cost / successful transcripts"),
-    Metric("total_cost", "agent + user_sim + judge cost"),
-    Metric("agent_cost", "cost of agent calls"),
-    Metric("user_sim_cost", "cost of user-simulator calls"),
-    Metric("judge_cost", "cost of judge calls"),
-    Metric("judge_cost_share", "judge cost / total cost"),
-)
-"""The one metric table: every metric a gate may name, in the order the help, ``SuiteMetrics.metrics``
-and the reports list them."""
-
-_NAMES: tuple[tuple[str, str], ...] = tuple((m.name, m.description) for m in METRICS)
+_NAMES: tuple[tuple[str, str], ...] = tuple((m.name, m.description) for m in SUITE_METRICS)
 
 
 def metric_names() -> list[str]:
@@ -343,11 +248,11 @@ def _names_help() -> str:
 # The result
 
 
-PAIR_METRICS = tuple(m.name for m in METRICS if m.per == "pair")
+PAIR_METRICS = tuple(m.name for m in SUITE_METRICS if m.per == "pair")
 """The metrics also estimated per pair (``lrs(agent_x, agent_y)``...), in the table's order."""
-_AGENT_METRICS = tuple(m.name for m in METRICS if m.per == "agent")
-_HEADLINE = tuple(m.name for m in METRICS if m.headline)
-SUMMARY_METRICS = tuple(m.name for m in METRICS if m.summary)
+_AGENT_METRICS = tuple(m.name for m in SUITE_METRICS if m.per == "agent")
+_HEADLINE = tuple(m.name for m in SUITE_METRICS if m.headline)
+SUMMARY_METRICS = tuple(m.name for m in SUITE_METRICS if m.summary)
 """The metrics of the terminal summary's table, in the table's order."""
 
 

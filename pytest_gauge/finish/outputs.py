@@ -148,7 +148,6 @@ def write_outputs(
     """tasks.jsonl, agents/<agent>.jsonl, pairs/pair_results.jsonl, agent_runs.jsonl, manifest.json
     (with ``interrupted: "interrupted: N of M cases"`` when the run was stopped); returns the manifest
     and each agent's transcript rows as written (the HTML page is made from them)."""
-
     folder = SuiteFolder(out)
     tasks_text = _jsonl([{"format_version": 1}, *meta.tasks])
     write_atomic(folder.tasks, tasks_text)
@@ -193,7 +192,6 @@ def html_page(
     """The suite's HTML page values from what the run has just written, in memory: the manifest and
     transcript rows (``written``), the records, the ledger and the reports (the agents in the order of
     their files, as a folder read back gives them)."""
-
     manifest, agent_rows = written
     metrics = reports.get("metrics.json")
     return suite_outputs(
@@ -440,7 +438,6 @@ def run_side(
 ) -> RunSide:
     """This run's side of a baseline comparison from the outputs just written to ``out``, in memory: the
     side :func:`~pytest_gauge.files.baseline.load_run_side` reads back from the folder (one builder)."""
-
     manifest, agent_rows = written
     folder = SuiteFolder(out)
     files = [(folder.transcripts(a), agent_rows[a]) for a in sorted(agent_rows, key=lambda a: f"{a}.jsonl")]

@@ -35,6 +35,13 @@ from ..options import GaugeOptions
 from ..records import CaseRecord, WorkerSummary
 from ..records.checks import CheckEntry, checks_from_json, checks_to_json, is_check_nodeid
 from .state import GaugeState, render_worker_summaries
+from .stopping import (
+    StopWatcher,
+    announce_worker,
+    mark_stopped,
+    request_stop,
+    wait_for_workers,
+)
 from .workers import (
     PROXY_TOKEN_KEY,
     controller_paths,
@@ -421,10 +428,6 @@ class Controller(_EndsTheRun):
         """Interrupted: tell the workers to stop and wait (briefly) until they have, so the merged ledger
         has every attempt they sent (see :mod:`.stopping`)."""
         from ..run.engine import STOP_GRACE  # deferred: keeps run.engine off pytest's start-up
-        from .stopping import (  # deferred: keeps process.stopping off pytest's start-up
-            request_stop,
-            wait_for_workers,
-        )
 
         request_stop(self.state.run_dir)
         late = wait_for_workers(self.state.run_dir, STOP_GRACE + 5.0)
@@ -467,11 +470,6 @@ class Worker(Role):
         """Stop at the controller's word, see :mod:`.stopping`; the worker's session ends after the case
         at hand, so the worker exits when xdist tears it down."""
         from ..run.looks import LookState  # deferred: keeps run.looks off pytest's start-up
-        from .stopping import (  # deferred: keeps process.stopping off pytest's start-up
-            StopWatcher,
-            announce_worker,
-            mark_stopped,
-        )
 
         run_dir, worker_id = self.state.run_dir, self.state.worker_id
         announce_worker(run_dir, worker_id)
@@ -514,8 +512,6 @@ class Worker(Role):
         had_engine = self.state.engine is not None
         self.state.close()
         if had_engine:
-            from .stopping import mark_stopped  # deferred: keeps process.stopping off pytest's start-up
-
             mark_stopped(self.state.run_dir, self.state.worker_id)
 
 

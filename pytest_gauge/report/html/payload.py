@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ...analysis.metrics import METRICS
+from ...analysis.metric_table import SUITE_METRICS
 from ...records import CaseRecord, LedgerRecord, Transcript
 from ...records.html import GateRow, RuleRow, SuiteOutputs, TranscriptRow
 from ...records.work_key import parse_work
@@ -308,7 +308,7 @@ def build_payload(out: SuiteOutputs, redact: Redact) -> dict[str, Any]:
         ],
         "elo_svg": out.elo_svg,
         "gates": [_gate(g, by_id) for g in gates],
-        "glossary": [[m.name, m.description] for m in METRICS],
+        "glossary": [[m.name, m.description] for m in SUITE_METRICS],
         "human": out.human,
         "ledger": [_ledger_line(x, caching) for x in out.ledger],
         "metrics": [[m.name, m.value, m.low, m.high, m.n, m.method] for m in out.metrics],
