@@ -449,7 +449,8 @@ class Gateway:
         """Why a cache entry (or cassette) cannot be served, or None: it is of the call's wire format (an
         entry without ``api`` is a chat one), its stored request must hash to the key it is filed under (an
         entry copied over another, or edited, does not), and its response must be one the format's reader
-        accepts. The cache is trusted only as far as its folder."""
+        accepts, and match its ``response_digest`` (an entry without one, an edited or an older version's,
+        is not served). The cache is trusted only as far as its folder."""
         request = entry.get("request")
         if not isinstance(request, dict):
             return "it stores no request"
@@ -465,7 +466,9 @@ class Gateway:
                 return "its stored request does not hash to the key it is filed under"
             response = entry.get("response")
             digest = entry.get("response_digest")
-            if digest is not None and digest != content_key(response):
+            if digest is None:  # every entry of this version has one: older ones cannot be verified
+                return "it carries no response_digest (an older version's entry, or an edited one)"
+            if digest != content_key(response):
                 return "its response was changed after it was stored"
             fmt.parse_response(json.dumps(response).encode())
         except BadResponse as exc:
