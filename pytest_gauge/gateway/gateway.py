@@ -271,13 +271,30 @@ def served_model(requested: str, answered: object) -> str | None:
     return answered
 
 
-def gateway_said(headers: Mapping[str, str]) -> dict[str, Any]:
-    """What a proxy reports in headers beside the body: retries it made upstream within this attempt
-    (``x-litellm-attempted-retries``) and the cost it computed (``x-litellm-response-cost``)."""
+_PROXY_RETRIED = re.compile(r"LiteLLM Retried: (\d{1,4}) times")
+"""How LiteLLM's proxy says, in an error's message, the upstream retries behind an attempt it failed (it
+sends ``x-litellm-attempted-retries`` only with a success)."""
+
+
+def _retried_in(body: object) -> int | None:
+    """The retries a proxy's error body says it made upstream (its first 64 KiB read), or None."""
+    if body is None:
+        return None
+    text = body if isinstance(body, str) else json.dumps(body, default=str)
+    found = _PROXY_RETRIED.search(text[:65536])
+    return int(found.group(1)) if found else None
+
+
+def gateway_said(headers: Mapping[str, str], body: object = None) -> dict[str, Any]:
+    """What a proxy reports beside the answer: retries it made upstream within this attempt (the
+    ``x-litellm-attempted-retries`` header, or for an error the "LiteLLM Retried: N times" of its
+    ``body``) and the cost it computed (``x-litellm-response-cost``)."""
     said: dict[str, Any] = {}
-    retries = headers.get("x-litellm-attempted-retries")
-    if retries is not None and retries.strip().isdigit() and int(retries) > 0:
-        said["gateway_retries"] = int(retries)
+    retries = (headers.get("x-litellm-attempted-retries") or "").strip()
+    plain = retries.isascii() and retries.isdigit() and len(retries) <= 4  # "²" and 5,000 digits: not a count
+    count = int(retries) if plain else _retried_in(body)
+    if count:
+        said["gateway_retries"] = count
     cost = headers.get("x-litellm-response-cost")
     if cost is not None:
         try:
@@ -754,7 +771,7 @@ class Gateway:
             status, error = "connection_error", type(failure).__name__
         said: dict[str, Any] = {}
         if isinstance(failure, APIStatusError):
-            said = gateway_said(failure.headers)
+            said = gateway_said(failure.headers, failure.body)
             wait = retry_delay(failure.headers, a.attempt, random.Random(0))
             if wait is not None:
                 said["retry_after"] = round(wait, 3)
