@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import itertools
 import json
@@ -503,14 +504,27 @@ def _shard(config: pytest.Config) -> str | None:
 def check_out_dir(path: Path, flag: str = "--gauge-out") -> None:
     """Refuse (one line naming the flag) an output folder that is not a folder or cannot be created:
     ``/dev/null``, a file, a folder under a file, under one not writable or on a filesystem that takes no
-    folders (``/proc``). Shown by creating it: only a folder made proves the run can write its outputs."""
+    folders (``/proc``). Shown by creating it (what ``os.access`` says is not proof: root may write
+    anywhere, ``/proc`` takes nothing); the folders made are removed again, so a run that stops before
+    its outputs (a collection error) leaves nothing."""
     if path.exists() and not path.is_dir():
         raise pytest.UsageError(f"{flag} {path}: not a folder (give a folder to write the outputs to)")
+    first = path
+    while not first.parent.exists() and first.parent != first.parent.parent:
+        first = first.parent
+    made = not path.exists()
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise pytest.UsageError(f"{flag} {path}: cannot be created ({exc.strerror or exc})") from None
-    if not os.access(path, os.W_OK | os.X_OK):
+    writable = os.access(path, os.W_OK | os.X_OK)
+    if made:
+        for folder in (path, *path.parents):
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+            if folder == first:
+                break
+    if not writable:
         raise pytest.UsageError(f"{flag} {path}: the folder is not writable")
 
 
