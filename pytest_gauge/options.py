@@ -535,6 +535,14 @@ def check_out_dir(path: Path, flag: str = "--gauge-out") -> None:
         raise pytest.UsageError(f"{flag} {path}: the folder is not writable")
 
 
+def _check_start(config: pytest.Config, out: Path, rounds: int | None) -> None:
+    """What the options alone show a run cannot finish with: its output folder (made here, by the process
+    the user started: a worker writes to the controller's), and bootstrap rounds past the memory."""
+    if not hasattr(config, "workerinput"):
+        check_out_dir(out)
+    check_bootstrap_rounds(rounds, tasks=1)
+
+
 def resolve_options(config: pytest.Config) -> GaugeOptions:
     """Resolve every setting once, CLI first, then ini, then the default."""
     values: dict[str, Any] = {}
@@ -546,10 +554,8 @@ def resolve_options(config: pytest.Config) -> GaugeOptions:
     invocation = Path(config.invocation_params.dir)
     root = Path(config.rootpath)
     out = values["gauge_out"] or "gauge-out"
-    if not hasattr(config, "workerinput"):  # a worker writes to the controller's folder (workerinput)
-        check_out_dir((invocation / out).resolve())
+    _check_start(config, (invocation / out).resolve(), values["gauge_bootstrap_rounds"])
     cache_dir = values["gauge_cache_dir"] or str(root / CACHE_DIR)
-    check_bootstrap_rounds(values["gauge_bootstrap_rounds"], tasks=1)
     gates = _gates(config)
     genai = values["gauge_prices_file"] == GENAI_PRICES
     if genai:

@@ -272,13 +272,30 @@ def served_model(requested: str, answered: object) -> str | None:
     return answered
 
 
-def gateway_said(headers: Mapping[str, str]) -> dict[str, Any]:
-    """What a proxy reports in headers beside the body: retries it made upstream within this attempt
-    (``x-litellm-attempted-retries``) and the cost it computed (``x-litellm-response-cost``)."""
+_PROXY_RETRIED = re.compile(r"LiteLLM Retried: (\d{1,4}) times")
+"""How LiteLLM's proxy says, in an error's message, the upstream retries behind an attempt it failed (it
+sends ``x-litellm-attempted-retries`` only with a success)."""
+
+
+def _retried_in(body: object) -> int | None:
+    """The retries a proxy's error body says it made upstream (its first 64 KiB read), or None."""
+    if body is None:
+        return None
+    text = body if isinstance(body, str) else json.dumps(body, default=str)
+    found = _PROXY_RETRIED.search(text[:65536])
+    return int(found.group(1)) if found else None
+
+
+def gateway_said(headers: Mapping[str, str], body: object = None) -> dict[str, Any]:
+    """What a proxy reports beside the answer: retries it made upstream within this attempt (the
+    ``x-litellm-attempted-retries`` header, or for an error the "LiteLLM Retried: N times" of its
+    ``body``) and the cost it computed (``x-litellm-response-cost``)."""
     said: dict[str, Any] = {}
-    retries = headers.get("x-litellm-attempted-retries")
-    if retries is not None and retries.strip().isdigit() and int(retries) > 0:
-        said["gateway_retries"] = int(retries)
+    retries = (headers.get("x-litellm-attempted-retries") or "").strip()
+    plain = retries.isascii() and retries.isdigit() and len(retries) <= 4  # "²" and 5,000 digits: not a count
+    count = int(retries) if plain else _retried_in(body)
+    if count:
+        said["gateway_retries"] = count
     cost = headers.get("x-litellm-response-cost")
     if cost is not None:
         try:
@@ -450,7 +467,8 @@ class Gateway:
         """Why a cache entry (or cassette) cannot be served, or None: it is of the call's wire format (an
         entry without ``api`` is a chat one), its stored request must hash to the key it is filed under (an
         entry copied over another, or edited, does not), and its response must be one the format's reader
-        accepts. The cache is trusted only as far as its folder."""
+        accepts, and match its ``response_digest`` (an entry without one, an edited or an older version's,
+        is not served). The cache is trusted only as far as its folder."""
         request = entry.get("request")
         if not isinstance(request, dict):
             return "it stores no request"
@@ -466,7 +484,9 @@ class Gateway:
                 return "its stored request does not hash to the key it is filed under"
             response = entry.get("response")
             digest = entry.get("response_digest")
-            if digest is not None and digest != content_key(response):
+            if digest is None:  # every entry of this version has one: older ones cannot be verified
+                return "it carries no response_digest (an older version's entry, or an edited one)"
+            if digest != content_key(response):
                 return "its response was changed after it was stored"
             fmt.parse_response(json.dumps(response).encode())
         except BadResponse as exc:
@@ -753,7 +773,7 @@ class Gateway:
             status, error = "connection_error", type(failure).__name__
         said: dict[str, Any] = {}
         if isinstance(failure, APIStatusError):
-            said = gateway_said(failure.headers)
+            said = gateway_said(failure.headers, failure.body)
             wait = retry_delay(failure.headers, a.attempt, random.Random(0))
             if wait is not None:
                 said["retry_after"] = round(wait, 3)

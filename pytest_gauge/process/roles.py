@@ -78,6 +78,20 @@ RUN_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 """A run id the user gives (``--testrunuid``): it names the run folder, so one safe path component."""
 
 
+def damaged_warning(count: int, *, replay: bool) -> str:
+    """The one line on cache entries (or cassettes) refused: what was done with them fits the backend (a
+    replay sends nothing: the calls they would have answered are unrecorded)."""
+    done = (
+        "not replayed: the calls they answered fail as unrecorded (export the cassettes again)"
+        if replay
+        else "treated as misses and sent again"
+    )
+    return (
+        f"pytest-gauge warning: {count} cache entries refused (damaged, edited, without their"
+        f" response_digest, or not matching the key they are filed under): {done}"
+    )
+
+
 class RunEnding(Protocol):
     """The end of the run as the layers above give it (finish/ and fixtures/, wired by ``plugin.py``), so
     the process layer calls it without importing them."""
@@ -274,11 +288,8 @@ class _EndsTheRun(Role):
         self.ending.tests_summary(reporter, self.config)
         self._stopped_models(reporter)
         if getattr(self, "damaged", 0):
-            reporter.write_line(
-                f"pytest-gauge warning: {self.damaged} cache entries refused (damaged, or not matching the"
-                " key they are filed under): treated as misses and sent again",
-                yellow=True,
-            )
+            replay = self.state.options.backend == "replay"
+            reporter.write_line(damaged_warning(self.damaged, replay=replay), yellow=True)
         if self.state.finished or self.state.gate_notes:
             self.ending.summary(reporter, self.state)
         if int(self.config.getoption("verbose", 0) or 0) > 0:
