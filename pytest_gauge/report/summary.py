@@ -22,6 +22,7 @@ from .common import (
 )
 from .costs import spent_this_run
 from .format import (
+    counted,
     estimate_cells,
     fmt_ci,
     fmt_int,
@@ -61,7 +62,7 @@ def _header_lines(ctx: ReportContext) -> list[str]:
     lines = [
         f"suite {suite_name(ctx)}: {recorded}/{expected} cases recorded"
         + (f" ({len(missing)} missing)" if missing else "")
-        + f", {task_count(ctx)} tasks, {len(declared_pairs(ctx))} pairs"
+        + f", {counted(task_count(ctx), 'task')}, {counted(len(declared_pairs(ctx)), 'pair')}"
         + f", orders {ctx.meta.orders}"
     ]
     if ctx.interrupted is not None:
