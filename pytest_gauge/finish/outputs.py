@@ -160,6 +160,7 @@ def write_outputs(
         "cache": opts.cache_mode,
         "versions": dict(_installed_versions()),
         "models": dict(meta.models),
+        "settings": dict(meta.settings),
         "hashes": {
             "tasks": content_hash(tasks_text),
             "judge_prompt": content_hash(JUDGE_SYSTEM_PROMPT),
