@@ -35,6 +35,7 @@ from .format import (
     text_table,
 )
 from .recommend import recommendations
+from .self_preference import self_preference_line
 
 __all__ = ["render_summary"]
 
@@ -46,7 +47,7 @@ def render_summary(ctx: ReportContext) -> str:
     """A compact plain-text table for the terminal and GITHUB_STEP_SUMMARY (about 25 lines)."""
     lines = _header_lines(ctx) + _metric_lines(ctx) + _gate_lines(ctx) + adaptive_lines(ctx.adaptive)
     lines += baseline_summary(ctx.baseline, ctx.baseline_note)
-    lines += _cost_lines(ctx) + judge_format_notes(ctx)
+    lines += _cost_lines(ctx) + judge_format_notes(ctx) + self_preference_line(ctx)
     fired = [r for r in recommendations(ctx.metrics) if r.fired]
     lines.append(
         f"recommendations: {len(fired)} fired (see reports/conclusion.md)"
