@@ -103,14 +103,18 @@ def gate_source(
     *,
     comparison: tuple[BaselineComparison | None, str] | None = None,
     tasks: Sequence[str] | None = None,
+    case_hashes: Mapping[str, str] | None = None,
 ) -> SuiteNumbers:
     """Metrics, Elo, the baseline comparison and the gates' data source from records + ledger.
     ``comparison``: already made (the end of a run, from the outputs it has written); otherwise, with a
     baseline, made from the records of ``tasks`` (an adaptive run's look)."""
+    from ..records.labels import bind_labels
     from .elo_report import build_elo_report
     from .gate_source import GateSource
     from .metrics import compute_metrics
 
+    given = suite_labels(meta.name, opts.labels)
+    labels, set_aside = bind_labels(given, case_hashes) if given is not None else (None, 0)
     metrics = compute_metrics(
         records,
         close_threshold=opts.close_threshold,
@@ -118,7 +122,8 @@ def gate_source(
         rounds=opts.bootstrap_rounds,
         ledger=ledger,
         expected_cases=len(records) if tasks is not None else len(meta.selected),
-        labels=suite_labels(meta.name, opts.labels),
+        labels=labels,
+        labels_set_aside=set_aside,
     )
     families = {f: list(tiers) for f, tiers in meta.families.items()}
     elo = build_elo_report(

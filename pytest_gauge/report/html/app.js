@@ -425,7 +425,7 @@
       const s = sampled.get(byId.get(id));
       const x = st.labels[id];
       return JSON.stringify({ format_version: 1, suite: D.suite, case_id: id, label: x.label, labeller: st.name.trim() || "anonymous",
-        note: x.note || "", weight: s ? s[1] : 1, stratum: s ? s[2] : "" }) + "\n";
+        note: x.note || "", weight: s ? s[1] : 1, stratum: s ? s[2] : "", transcripts: D.cases[byId.get(id)].h }) + "\n";
     }).join("");
   }
   function refreshExport() {
