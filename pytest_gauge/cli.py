@@ -115,6 +115,12 @@ def _add_cassettes(commands: _Commands) -> None:
         default="gauge-out",
         help="the recorded run's --gauge-out folder (its manifest: models, hashes)",
     )
+    export.add_argument(
+        "--gateway",
+        default=None,
+        metavar="URL",
+        help="the gateway whose responses to export, as the cache names it (default: the latest one's)",
+    )
 
 
 def _add_cache(commands: _Commands) -> None:
@@ -316,7 +322,12 @@ def targets_of(found: Sequence[tuple[str, Any]]) -> list[Target]:
 
 
 def _export(args: argparse.Namespace, environ: Mapping[str, str], out: TextIO, err: TextIO) -> int:
-    result = export_cassettes(args.cache_dir, args.suite, args.to, environ, args.out)
+    result = export_cassettes(args.cache_dir, args.suite, args.to, environ, args.out, args.gateway)
+    for other, count in result.other_gateways:
+        err.write(
+            f"note: {count} entries of suite {args.suite} were recorded through another gateway ({other}):"
+            f" not exported (replay uses one gateway; --gateway {other} exports those)\n"
+        )
     for key in result.refused:
         err.write(f"refused {key}: it contains the value of {KEY_VARIABLE}\n")
     if not result.exported:

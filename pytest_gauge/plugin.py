@@ -278,6 +278,11 @@ class SuiteCollector(pytest.Collector):
         state.suites[name] = SuiteEntry(
             name, suite, tasks, folder, module_path, self.nodeid, cases, recorded_gateway
         )
+
+        from .analysis.self_preference import self_judging, shared_models  # numpy: only with suites
+
+        for judge, agents in shared_models(suite.models()).items():
+            self.warn(pytest.PytestWarning(self_judging(name, judge, agents)))
         items: list[pytest.Item] = [CaseItem.from_parent(self, name=c.case_id, case=c) for c in cases]
         return items + self._gate_items(name, suite, state.options)
 

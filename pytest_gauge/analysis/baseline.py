@@ -28,7 +28,7 @@ from ..records import CaseRecord
 from ..records.run_side import Outcome, RunSide, Unit, outcomes_from_records
 from .elo import fit_elo
 from .elo_report import comparisons_from_records
-from .gates import BASELINE_METRICS, DELTA_METRICS
+from .gates import BASELINE_METRICS, DELTA_METRICS, NoData
 from .metrics import Estimate, classify_pairs
 from .paired import PairedTally, mcnemar_exact, paired_mean_delta, paired_ratio_delta
 from .power import min_detectable, noise_floor
@@ -100,6 +100,12 @@ class BaselineComparison:
     cost_per_success: Estimate
     elo_reference: str | None
     elo: Mapping[str, Estimate]
+    setup_changes: tuple[str, ...] = ()  # the judge's or user simulator's model, prompt or settings
+
+    @property
+    def judge_changes(self) -> tuple[str, ...]:
+        """The changes of the judge (model, prompt, settings): its metrics then compare two judges."""
+        return tuple(c for c in self.setup_changes if c.startswith("judge"))
 
     def _agent(self, term: str, args: tuple[str, ...]) -> AgentComparison:
         if len(args) != 1:
@@ -126,6 +132,11 @@ class BaselineComparison:
         if name == "cost_per_success":
             return self.cost_per_success
         if name in self.judge:
+            if self.judge_changes:
+                raise NoData(
+                    f"the judge changed since the baseline ({'; '.join(self.judge_changes)}): delta({name})"
+                    " would compare two judges, not one judge's drift (allow_inconclusive to accept it)"
+                )
             return self.judge[name]
         raise KeyError(f"delta({name}): unknown metric; delta(...) takes {', '.join(DELTA_METRICS)}")
 
@@ -383,7 +394,19 @@ def compare_runs(
         cost_per_success=cost,
         elo_reference=ref,
         elo=elo,
+        setup_changes=setup_changes(current.setup, baseline.setup),
     )
+
+
+def setup_changes(current: Mapping[str, str], baseline: Mapping[str, str]) -> tuple[str, ...]:
+    """Every setting both runs record that differs (``judge:0 model sim-judge -> gpt-x``; prompts by
+    hash: ``judge prompt changed``), sorted; a setting only one run records is not compared."""
+    out = []
+    for key in sorted(set(current) & set(baseline)):
+        before, now = baseline[key], current[key]
+        if before != now:
+            out.append(f"{key} changed" if "prompt" in key else f"{key} {before} -> {now}")
+    return tuple(out)
 
 
 def mean_rewards(outcomes: Mapping[Unit, Outcome], rounds: int = 2000, seed: int = 0) -> dict[str, Estimate]:

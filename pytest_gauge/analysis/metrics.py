@@ -790,6 +790,7 @@ def compute_metrics(
     ledger: Sequence[LedgerRecord] = (),
     expected_cases: int | None = None,
     labels: Sequence[Label] | None = None,
+    labels_set_aside: int = 0,
 ) -> SuiteMetrics:
     """All suite metrics (docs/protocol.md#metrics) from case records (and the ledger for costs);
     deterministic in seed. ``labels``: the suite's human labels (``--gauge-labels``; None: not given)."""
@@ -840,5 +841,5 @@ def compute_metrics(
         seed=seed,
         rounds=rounds,
         _table=table,
-        human=human_findings(records, labels) if labels is not None else None,
+        human=human_findings(records, labels, set_aside=labels_set_aside) if labels is not None else None,
     )

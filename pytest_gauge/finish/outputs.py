@@ -167,6 +167,7 @@ def write_outputs(
         "cache": opts.cache_mode,
         "versions": dict(_installed_versions()),
         "models": dict(meta.models),
+        "settings": dict(meta.settings),
         "hashes": {
             "tasks": content_hash(tasks_text),
             "judge_prompt": content_hash(JUDGE_SYSTEM_PROMPT),
@@ -398,6 +399,7 @@ def report_suite(
         deferred=deferred,
         interrupted=interrupted,
         adaptive=adaptive,
+        case_hashes=_case_hashes(records, written) if opts.labels else None,
     )
     numbers = analysis.numbers
     comparison, elo = numbers.comparison, numbers.elo
@@ -427,6 +429,15 @@ def report_suite(
     for filename, text in reports.items():
         write_atomic(SuiteFolder(out).report(filename), text)
     return SuiteReports(ctx, analysis.results, reports)
+
+
+def _case_hashes(records: Sequence[CaseRecord], written: Written) -> dict[str, str]:
+    """Each case's transcripts hash (what a label was given on) from the transcripts just written."""
+    from ..records.labels import case_transcripts
+
+    rows = {(r["task_id"], r["agent"], int(r["sample"])): r for v in written[1].values() for r in v}
+    cases = ((r.case_id, r.task_id, r.agent_left, r.agent_right, r.sample) for r in records)
+    return case_transcripts(cases, rows)
 
 
 def run_side(

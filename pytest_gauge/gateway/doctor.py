@@ -391,8 +391,16 @@ def _ping_formats(client: openai.OpenAI, target: Target, role: str) -> list[str]
             error = diagnose(_typed(exc), role, target.model, 1, target.origin)
             if i + 1 == len(target.response_formats) or not rejects_format(error):
                 raise
-            refused.append(f"response_format {(fmt or {}).get('type', 'none')} refused ({error.cause})")
+            kind = (fmt or {}).get("type", "none")
+            refused.append(f"response_format {kind} refused ({_short(error.cause)})")
     return refused
+
+
+def _short(cause: str, limit: int = 100) -> str:
+    """A refusal's cause as one short clause: its first line, cut at ``limit`` characters (a server's
+    whole validation error, with the paths of its installation, is no help on a doctor line)."""
+    first = cause.strip().splitlines()[0] if cause.strip() else cause
+    return first if len(first) <= limit else first[: limit - 1].rstrip() + "…"
 
 
 def _answers(base_url: str, key: str, model: str | None, timeout: float) -> bool:

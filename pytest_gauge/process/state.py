@@ -95,6 +95,15 @@ class SuiteEntry:
             },
             selected=tuple(selected),
             shard_tasks=None if shard_tasks is None else tuple(shard_tasks),
+            settings={
+                "judge_temperature": s.judge.temperature,
+                "judge_max_tokens": s.judge.max_tokens,
+                "judge_repeats": s.judge.repeats,
+                "judge_response_format": format_label(format_chain(s.judge.response_format)[0]),
+                "user_sim_temperature": s.user.temperature,
+                "user_sim_max_tokens": s.user.max_tokens,
+                "user_sim_max_turns": s.user.max_turns,
+            },
         )
 
 

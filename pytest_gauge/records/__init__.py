@@ -630,6 +630,7 @@ class SuiteMeta:
     prompts: Mapping[str, str | None]
     selected: tuple[str, ...] = ()
     shard_tasks: tuple[str, ...] | None = None
+    settings: Mapping[str, Any] = field(default_factory=dict)  # the judge's and user's sampling settings
 
     @property
     def case_ids(self) -> list[str]:

@@ -43,6 +43,7 @@ from .format import (
 from .human import human_section
 from .judge_rules import judge_rules_section
 from .recommend import recommendations
+from .self_preference import self_preference_section
 from .user_audit import user_audit_section
 
 __all__ = ["render_conclusion"]
@@ -495,6 +496,7 @@ def render_conclusion(ctx: ReportContext) -> str:
         _section_lrs(ctx),
         _section_position(ctx),
         _section_judge(ctx),
+        self_preference_section(ctx),
         judge_rules_section(ctx),
         human_section(ctx),
         _section_verbosity(ctx),

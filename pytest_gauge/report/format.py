@@ -18,6 +18,7 @@ __all__ = [
     "VOLATILE_BEGIN",
     "VOLATILE_END",
     "VOLATILE_KEY",
+    "counted",
     "estimate_cells",
     "fitted",
     "fmt_bool",
@@ -164,6 +165,11 @@ def fmt_task_ci(e: Estimate | None, fmt: Callable[[float | None], str]) -> str:
 _MARKUP = re.compile(r"<(?=[A-Za-z/!?])|&(?!(?:lt|gt|amp);)(?=#|[A-Za-z][A-Za-z0-9]*;)|\](?=\()")
 _MARKUP_FIX = {"<": "&lt;", "&": "&amp;", "]": "]\\"}
 _HTML = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
+
+
+def counted(n: int, noun: str) -> str:
+    """``n`` with its noun in the right number: "1 pair", "3 pairs" (regular plurals only)."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def md_text(text: str) -> str:
