@@ -75,6 +75,7 @@ from .judge_metrics import (
 from .judge_rules import PANEL, PRIMARY, rank_moments
 from .resampling import percentile_interval, ratio_rows, resample_counts
 from .sequential import critical_quantile, t_upper_tail
+from .skewed import cost_interval_note, skewed_ratio_interval
 
 if TYPE_CHECKING:
     from ..records import FloatArray
@@ -368,6 +369,7 @@ class _Statistics:
     judges: list[str]
     samples: dict[Key, FloatArray]
     main_judge: str = PRIMARY
+    seed: int = 0
 
     def _pair_ids(self, a: str, b: str) -> list[str]:
         found = [pid for pid, p in self.pairs.items() if {p.agent_left, p.agent_right} == {a, b} and (a != b)]
@@ -512,6 +514,8 @@ class _Statistics:
             _, low_c, high_c = cluster_wilson(k, m)
             df = float(cluster_wilson_df(k, m))
             return Estimate(value, n, float(low_c), float(high_c), "cluster-wilson", df, (k, m))
+        if key == ("cost_per_success",):
+            return _cost_ratio_estimate(st, value, n, self.counts, self.seed)
         low_b, high_b = percentile_interval(self.boot(key))
         return Estimate(value, n, low_b, high_b, "bootstrap-tasks")
 
@@ -526,6 +530,20 @@ class _Statistics:
         if se <= 0:
             return 0.0 if d > 0 else 1.0
         return t_upper_tail(d / se, df)
+
+
+def _cost_ratio_estimate(st: Stat, value: float, n: int, counts: FloatArray, seed: int) -> Estimate:
+    """Cost per success with the skewed-bill interval over tasks (:mod:`.skewed`); no interval, with the
+    reason, where the suite cannot support one."""
+    cost, wins = st.per_task[:, 0], st.per_task[:, 1]
+    note = cost_interval_note(cost.shape[0], int(np.sum(cost > 0)))
+    if note is not None:
+        return Estimate(value, n, None, None, "skewed-ratio", note=note)
+    low, high = skewed_ratio_interval(cost, wins, counts, seed)
+    if not (np.isfinite(low[0]) and np.isfinite(high[0])):
+        note = "no resample with both a cost and a success"
+        return Estimate(value, n, None, None, "skewed-ratio", note=note)
+    return Estimate(value, n, float(low[0]), float(high[0]), "skewed-ratio")
 
 
 def _cluster_t(sa: Stat, sb: Stat) -> tuple[float, float, float]:
@@ -913,6 +931,7 @@ def compute_metrics(
         judges=judges,
         main_judge=found_judges.main,
         samples=_ratio_samples(stats, counts),
+        seed=seed,
     )
     return SuiteMetrics(
         metrics={name: table.estimate(table.resolve(name, ())) for name in _HEADLINE},

@@ -348,7 +348,8 @@ def test_costs_per_role_and_unknown() -> None:
     assert m.metrics["total_cost"].value == pytest.approx(0.065)
     cps = m.metrics["cost_per_success"]  # 2 successful transcripts
     assert_est(cps, 0.0325, 2)
-    assert cps.method == "bootstrap-tasks"  # a ratio estimator over tasks, not an accounting figure
+    assert cps.method == "skewed-ratio"  # a ratio estimator over tasks, not an accounting figure
+    assert cps.low is None and cps.note is not None and "at least 20 tasks" in cps.note  # 3 tasks
     assert m.metrics["total_cost"].method == "exact"
     assert m.metrics["judge_cost_share"].value == pytest.approx(0.03 / 0.065)
     unknown = [*ledger, _ledger("judge", "judge/c2/j/0#1", 1, None, u)]
@@ -362,9 +363,10 @@ def test_costs_per_role_and_unknown() -> None:
 
 
 def test_cost_ratios_resample_tasks() -> None:
-    """Cost per success and the judge's share vary with the task set: with cost on tasks whose successes
-    differ, the task bootstrap gives an interval of non-zero width around the ledger's value, whose ends
-    match the exact bootstrap distribution (all 27 equally likely draws of 3 tasks, enumerated)."""
+    """The judge's share varies with the task set: with cost on tasks whose successes differ, the task
+    bootstrap gives an interval of non-zero width around the ledger's value, whose ends match the exact
+    bootstrap distribution (all 27 equally likely draws of 3 tasks, enumerated). Cost per success has no
+    interval on 3 tasks (a skewed bill needs 20), and says so."""
     u = Usage(100, 50)
     ledger = [
         _ledger("agent", "transcript/t1/x/0#1", 1, 0.04, u),
@@ -388,7 +390,8 @@ def test_cost_ratios_resample_tasks() -> None:
 
     cps, share = m.metrics["cost_per_success"], m.metrics["judge_cost_share"]
     assert cps.value == pytest.approx(0.07 / m.costs.successes) and share.value == pytest.approx(0.02 / 0.07)
-    for est, exact in ((cps, per_success), (share, shares)):
+    assert cps.low is None and cps.high is None and cps.method == "skewed-ratio" and per_success
+    for est, exact in ((share, shares),):
         assert est.low is not None and est.high is not None and est.method == "bootstrap-tasks"
         assert est.value is not None and est.low < est.value < est.high
         assert q(exact, 0.0) <= est.low <= q(exact, 0.06) + 1e-12
