@@ -487,7 +487,7 @@ class _Statistics:
             low_c, high_c = max(d - half, -1.0), min(d + half, 1.0)
             counts = (sa.per_task[:, 0], sa.per_task[:, 1], sb.per_task[:, 0], sb.per_task[:, 1])
             return Estimate(ea.value - eb.value, n, low_c, high_c, "cluster-t", df, counts)
-        low, high = percentile_interval(self.diff_samples(ka, kb))
+        low, high = _around(ea.value - eb.value, *percentile_interval(self.diff_samples(ka, kb)))
         return Estimate(ea.value - eb.value, n, low, high, "bootstrap-tasks")
 
     def estimate(self, key: Key) -> Estimate:
@@ -516,7 +516,7 @@ class _Statistics:
             return Estimate(value, n, float(low_c), float(high_c), "cluster-wilson", df, (k, m))
         if key == ("cost_per_success",):
             return _cost_ratio_estimate(st, value, n, self.counts, self.seed)
-        low_b, high_b = percentile_interval(self.boot(key))
+        low_b, high_b = _around(value, *percentile_interval(self.boot(key)))
         return Estimate(value, n, low_b, high_b, "bootstrap-tasks")
 
     def close_minus_distant_p(self) -> float | None:
@@ -530,6 +530,15 @@ class _Statistics:
         if se <= 0:
             return 0.0 if d > 0 else 1.0
         return t_upper_tail(d / se, df)
+
+
+def _around(value: float, low: float | None, high: float | None) -> tuple[float | None, float | None]:
+    """A percentile interval widened to hold its own point value: the resampled values of a skewed or
+    discrete statistic can all lie on one side of it, and a report must never print a value outside its
+    interval."""
+    if low is None or high is None:
+        return low, high
+    return min(low, value), max(high, value)
 
 
 def _cost_ratio_estimate(st: Stat, value: float, n: int, counts: FloatArray, seed: int) -> Estimate:

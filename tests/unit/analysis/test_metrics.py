@@ -479,3 +479,22 @@ def test_to_json_is_plain() -> None:
     data = json.loads(json.dumps(m.to_json()))
     assert data["metrics"]["lrs"]["n"] == 5
     assert not any(isinstance(v, float) and math.isnan(v) for v in data["metrics"]["lrs"].values())
+
+
+def test_no_value_outside_its_own_interval() -> None:
+    """A percentile interval whose resamples all lie on one side of the point value (a skewed or
+    discrete statistic) is widened to hold it; every metric of a suite then has low <= value <= high."""
+    from pytest_gauge.analysis.metrics import _around
+
+    assert _around(0.0005, 0.0006, 0.0009) == (0.0005, 0.0009)
+    assert _around(0.5, 0.1, 0.4) == (0.1, 0.5)
+    assert _around(0.5, None, None) == (None, None)
+    u = Usage(100, 50)
+    ledger = [
+        _ledger("agent", "transcript/t1/x/0#1", 1, 0.04, u),
+        replace(_ledger("judge", "judge/c9/j/0#1", 1, 0.02, u), task_id="t2"),
+    ]
+    m = compute_metrics(hand_records(), close_threshold=0.2, rounds=300, ledger=ledger)
+    for name, est in m.metrics.items():
+        if est.value is not None and est.low is not None and est.high is not None:
+            assert est.low <= est.value <= est.high, (name, est)
