@@ -33,6 +33,7 @@ from .metrics import Estimate, classify_pairs
 from .paired import PairedTally, mcnemar_exact, paired_mean_delta, paired_ratio_delta
 from .power import min_detectable, noise_floor
 from .resampling import bootstrap_means, percentile_interval, task_counts
+from .skewed import cost_interval_note, ratio_delta_interval
 
 if TYPE_CHECKING:
     from ..records import FloatArray
@@ -315,6 +316,26 @@ def _cost_tally(side: RunSide, tasks: Sequence[str]) -> tuple[FloatArray, FloatA
     return np.array([float(c or 0.0) for c in costs]), succ
 
 
+def _cost_delta(
+    current: tuple[FloatArray, FloatArray],
+    baseline: tuple[FloatArray, FloatArray],
+    counts: FloatArray,
+    seed: int,
+) -> Estimate:
+    """``delta(cost_per_success)``: the paired skewed-bill interval (:mod:`.skewed`), none with the reason
+    below what it supports."""
+    cur, base = PairedTally(current[0], current[1], baseline[0], baseline[1]).ratios()
+    n = round(min(float(current[1].sum()), float(baseline[1].sum())))
+    if cur is None or base is None:
+        return Estimate(None, n, None, None, "none")
+    costed = min(int(np.sum(current[0] > 0)), int(np.sum(baseline[0] > 0)))
+    note = cost_interval_note(current[0].shape[0], costed)
+    low, high = ratio_delta_interval(current, baseline, counts, seed) if note is None else (None, None)
+    if low is None or high is None or not (np.isfinite(low[0]) and np.isfinite(high[0])):
+        return Estimate(cur - base, n, None, None, "paired-skewed-ratio", note=note or "no interval")
+    return Estimate(cur - base, n, float(low[0]), float(high[0]), "paired-skewed-ratio")
+
+
 def _elo_deltas(
     current: RunSide, baseline: RunSide, agents: Sequence[str], tasks: Sequence[str], rounds: int, seed: int
 ) -> tuple[str | None, dict[str, Estimate]]:
@@ -377,7 +398,7 @@ def compare_runs(
     if cur_c is None or base_c is None:
         cost = Estimate(None, 0, None, None, "none")
     else:
-        cost = paired_ratio_delta(PairedTally(cur_c[0], cur_c[1], base_c[0], base_c[1]), counts)
+        cost = _cost_delta(cur_c, base_c, counts, seed)
     # the reference: the agent whose outcomes moved least (a weakened agent with an unchanged manifest
     # would make every other agent look changed)
     stable = sorted(agents, key=lambda a: (abs(per_agent[a].reward_delta.value or 0.0), a))

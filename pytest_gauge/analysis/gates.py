@@ -765,7 +765,9 @@ def evaluate_gate(
         elif gate.bound == "point":
             detail = f"the value is undefined ({_context(value, low, high, n, False)})"
         else:
-            detail = f"no 95% interval, so no {gate.bound} bound ({_context(value, low, high, n, True)})"
+            note = getattr(q, "note", None)
+            why = f": {note}" if note else ""
+            detail = f"no 95% interval{why}, so no {gate.bound} bound ({_context(value, low, high, n, True)})"
     elif gate.min_n is not None and n < gate.min_n:
         status = "inconclusive"
         shown_ctx = f"count {value:.0f}, n={n}" if is_count(gate) and value is not None else None

@@ -76,6 +76,7 @@ from .judge_rules import PANEL, PRIMARY, rank_moments
 from .metric_table import METRICS, SUITE_METRICS, Metric
 from .resampling import percentile_interval, ratio_rows, resample_counts
 from .sequential import critical_quantile, t_upper_tail
+from .skewed import cost_interval_note, skewed_ratio_interval
 
 if TYPE_CHECKING:
     from ..records import FloatArray
@@ -273,6 +274,7 @@ class _Statistics:
     judges: list[str]
     samples: dict[Key, FloatArray]
     main_judge: str = PRIMARY
+    seed: int = 0
 
     def _pair_ids(self, a: str, b: str) -> list[str]:
         found = [pid for pid, p in self.pairs.items() if {p.agent_left, p.agent_right} == {a, b} and (a != b)]
@@ -390,7 +392,7 @@ class _Statistics:
             low_c, high_c = max(d - half, -1.0), min(d + half, 1.0)
             counts = (sa.per_task[:, 0], sa.per_task[:, 1], sb.per_task[:, 0], sb.per_task[:, 1])
             return Estimate(ea.value - eb.value, n, low_c, high_c, "cluster-t", df, counts)
-        low, high = percentile_interval(self.diff_samples(ka, kb))
+        low, high = _around(ea.value - eb.value, *percentile_interval(self.diff_samples(ka, kb)))
         return Estimate(ea.value - eb.value, n, low, high, "bootstrap-tasks")
 
     def estimate(self, key: Key) -> Estimate:
@@ -417,7 +419,9 @@ class _Statistics:
             _, low_c, high_c = cluster_wilson(k, m)
             df = float(cluster_wilson_df(k, m))
             return Estimate(value, n, float(low_c), float(high_c), "cluster-wilson", df, (k, m))
-        low_b, high_b = percentile_interval(self.boot(key))
+        if key == ("cost_per_success",):
+            return _cost_ratio_estimate(st, value, n, self.counts, self.seed)
+        low_b, high_b = _around(value, *percentile_interval(self.boot(key)))
         return Estimate(value, n, low_b, high_b, "bootstrap-tasks")
 
     def close_minus_distant_p(self) -> float | None:
@@ -431,6 +435,29 @@ class _Statistics:
         if se <= 0:
             return 0.0 if d > 0 else 1.0
         return t_upper_tail(d / se, df)
+
+
+def _around(value: float, low: float | None, high: float | None) -> tuple[float | None, float | None]:
+    """A percentile interval widened to hold its own point value: the resampled values of a skewed or
+    discrete statistic can all lie on one side of it, and a report must never print a value outside its
+    interval."""
+    if low is None or high is None:
+        return low, high
+    return min(low, value), max(high, value)
+
+
+def _cost_ratio_estimate(st: Stat, value: float, n: int, counts: FloatArray, seed: int) -> Estimate:
+    """Cost per success with the skewed-bill interval over tasks (:mod:`.skewed`); no interval, with the
+    reason, where the suite cannot support one."""
+    cost, wins = st.per_task[:, 0], st.per_task[:, 1]
+    note = cost_interval_note(cost.shape[0], int(np.sum(cost > 0)))
+    if note is not None:
+        return Estimate(value, n, None, None, "skewed-ratio", note=note)
+    low, high = skewed_ratio_interval(cost, wins, counts, seed)
+    if not (np.isfinite(low[0]) and np.isfinite(high[0])):
+        note = "no resample with both a cost and a success"
+        return Estimate(value, n, None, None, "skewed-ratio", note=note)
+    return Estimate(value, n, float(low[0]), float(high[0]), "skewed-ratio")
 
 
 def _cluster_t(sa: Stat, sb: Stat) -> tuple[float, float, float]:
@@ -819,6 +846,7 @@ def compute_metrics(
         judges=judges,
         main_judge=found_judges.main,
         samples=_ratio_samples(stats, counts),
+        seed=seed,
     )
     return SuiteMetrics(
         metrics={name: table.estimate(table.resolve(name, ())) for name in _HEADLINE},

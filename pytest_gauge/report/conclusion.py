@@ -39,6 +39,7 @@ from .format import (
     md_table,
     md_text,
     shorten,
+    task_ci_basis,
 )
 from .human import human_section
 from .judge_rules import judge_rules_section
@@ -371,7 +372,7 @@ def _section_cost(ctx: ReportContext) -> list[str]:
         "and failed requests included.",
         f"- Cost per success: {fmt_per_success(c.cost_per_success, c.successes, c.total_cost)}"
         f"{fmt_task_ci(metric_of(ctx, 'cost_per_success'), fmt_usd)} ({c.successes} successful transcripts; "
-        "95% interval resampling tasks: another task set costs differently).",
+        f"{task_ci_basis(metric_of(ctx, 'cost_per_success'))}; another task set costs differently).",
         f"- Judge share of cost: {fmt_pct(c.judge_share)}"
         f"{fmt_task_ci(metric_of(ctx, 'judge_cost_share'), fmt_pct)}.",
         "",

@@ -23,6 +23,7 @@ from .format import (
     fmt_task_ci,
     fmt_usd,
     md_table,
+    task_ci_basis,
     usd_at_least,
 )
 
@@ -408,7 +409,8 @@ def _by_role(ctx: ReportContext, per_model: list[ModelCost], prices: dict[str, P
         "",
         f"- Cost per success: {fmt_per_success(costs.cost_per_success, costs.successes, costs.total_cost)}"
         f"{fmt_task_ci(ctx.metrics.metrics.get('cost_per_success'), fmt_usd)} "
-        f"(total cost / {costs.successes} successful transcripts; 95% interval resampling tasks)",
+        f"(total cost / {costs.successes} successful transcripts; "
+        f"{task_ci_basis(ctx.metrics.metrics.get('cost_per_success'))})",
         f"- Judge share of cost: {fmt_pct(costs.judge_share)}"
         f"{fmt_task_ci(ctx.metrics.metrics.get('judge_cost_share'), fmt_pct)}",
         "- Total and per-role costs are exact accounting figures of this run (no interval).",

@@ -38,6 +38,7 @@ __all__ = [
     "md_table",
     "md_text",
     "shorten",
+    "task_ci_basis",
     "text_table",
     "unsign_zero",
     "usd_at_least",
@@ -157,6 +158,13 @@ def fmt_task_ci(e: Estimate | None, fmt: Callable[[float | None], str]) -> str:
     if e is None or e.low is None or e.high is None or e.method == "exact":
         return ""
     return f" {fmt_ci(e.low, e.high, fitted(fmt, e.value, e.low, e.high))}"
+
+
+def task_ci_basis(e: Estimate | None) -> str:
+    """What a cost ratio's interval is, or why it has none (a skewed bill on too few tasks)."""
+    if e is not None and e.low is None and e.note:
+        return f"no 95% interval: {e.note}"
+    return "95% interval over tasks, skew-corrected"
 
 
 # What could start markup in any markdown renderer: a tag, comment, declaration or autolink (``<`` before a
