@@ -36,6 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
+from .backends import replay_guard
 from .endpoint import ROLE_KEY_VARIABLES, key_variables
 from .errors import GatewayError
 from .redact import MIN_RUN, known_secrets, redact
@@ -302,7 +303,6 @@ class RecordingProxy:
                 sock.setblocking(False)
                 self._sock = sock
                 self._serving = asyncio.run_coroutine_threadsafe(self._serve(sock), self.loop)
-                from .backends import replay_guard  # deferred: keeps gateway.backends off pytest's start-up
 
                 replay_guard.allowed.add((HOST, int(sock.getsockname()[1])))
             return int(self._sock.getsockname()[1])
@@ -344,7 +344,6 @@ class RecordingProxy:
             serving, sock = self._serving, self._sock
         if serving is None or sock is None:
             return
-        from .backends import replay_guard  # deferred: keeps gateway.backends off pytest's start-up
 
         replay_guard.allowed.discard((HOST, int(sock.getsockname()[1])))
         if self.loop.is_closed() or not self.loop.is_running():

@@ -34,6 +34,8 @@ from ..gateway.redact import register_secret
 from ..options import GaugeOptions
 from ..records import CaseRecord, WorkerSummary
 from ..records.checks import CheckEntry, checks_from_json, checks_to_json, is_check_nodeid
+from ..run.engine import STOP_GRACE
+from ..run.looks import LookState
 from .state import GaugeState, render_worker_summaries
 from .stopping import (
     StopWatcher,
@@ -438,8 +440,6 @@ class Controller(_EndsTheRun):
     def _stop_workers(self) -> None:
         """Interrupted: tell the workers to stop and wait (briefly) until they have, so the merged ledger
         has every attempt they sent (see :mod:`.stopping`)."""
-        from ..run.engine import STOP_GRACE  # deferred: keeps run.engine off pytest's start-up
-
         request_stop(self.state.run_dir)
         late = wait_for_workers(self.state.run_dir, STOP_GRACE + 5.0)
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
@@ -480,8 +480,6 @@ class Worker(Role):
     def _watch_for_stop(self, engine: Engine, session: pytest.Session) -> None:
         """Stop at the controller's word, see :mod:`.stopping`; the worker's session ends after the case
         at hand, so the worker exits when xdist tears it down."""
-        from ..run.looks import LookState  # deferred: keeps run.looks off pytest's start-up
-
         run_dir, worker_id = self.state.run_dir, self.state.worker_id
         announce_worker(run_dir, worker_id)
 

@@ -34,10 +34,17 @@ from ..gateway.store import Store
 from ..options import GaugeOptions
 from ..records import CaseKey, CaseRecord, SuiteMeta, WorkerSummary, dumps
 from ..records.prices import PriceTable
+from ..run.engine import Engine, SuiteRuntime
 from ..run.judge_format import JudgeFormats, format_chain, format_label, format_scope
+from ..run.looks import LookGate
 from ..suite.cases import Case
 from ..suite.declare import MODEL_VARIABLES, Suite
 from ..suite.tasks import Task
+from .limits import (
+    build_limits,
+    build_model_rates,
+)
+from .program_host import ProxyProgramHost
 
 if TYPE_CHECKING:  # the engine's modules: the xdist controller, which runs no case, never needs them
     from ..gateway.gateway import GatewayShared
@@ -153,7 +160,6 @@ class GaugeState:
     # ----- all processes ---------------------------------------------------------------------
     def plan_looks(self) -> LookGate:
         """``--gauge-adaptive``: the run's looks over the selected cases (the same in every process)."""
-        from ..run.looks import LookGate  # deferred: keeps run.looks off pytest's start-up
         from .adaptive import plan_from_metas  # deferred: keeps numpy off pytest's start-up
 
         metas = [e.meta(self.selected.get(name, [])) for name, e in self.suites.items()]
@@ -170,8 +176,7 @@ class GaugeState:
         """Start this process's engine on first use, over every selected case of every suite."""
         if self.engine is not None:
             return self.engine
-        from ..run.engine import Engine, SuiteRuntime  # deferred: keeps run.engine off pytest's start-up
-        from ..sim.world import build_client  # deferred: keeps sim.world off pytest's start-up
+        from ..sim.world import build_client  # deferred: 14 ms (statistics), the sim only
 
         opts = self.options
         run = self.run_dir
@@ -221,8 +226,6 @@ class GaugeState:
     def _recording_proxy(self, engine: Engine) -> RecordingProxy:
         """This process's recording proxy on the engine's loop, serving every suite's gateway (the tests'
         own gateway adds itself); a route gets it through its unit's caller (``WorkCaller.proxy_route``)."""
-        from .program_host import ProxyProgramHost  # deferred: off pytest's start-up
-
         proxy = RecordingProxy(self.proxy_token, engine.loop)
         from ..run.commands import SandboxedCommands  # deferred: off pytest's start-up
 
@@ -240,11 +243,6 @@ class GaugeState:
         """What every suite's gateway of this process shares: the run's settings (from the options and
         the environment's keys), its resources (ledger, limits on the run folder or ``--gauge-limits``,
         prices, cache, model stops) and a fresh state."""
-        from .limits import (  # deferred: keeps process.limits off pytest's start-up
-            build_limits,
-            build_model_rates,
-        )
-
         opts = self.options
         run = self.run_dir
         cache = None
