@@ -275,7 +275,7 @@ class SuiteCollector(pytest.Collector):
             name, suite, tasks, folder, module_path, self.nodeid, cases, recorded_gateway
         )
 
-        from .analysis.self_preference import self_judging, shared_models  # numpy: only with suites
+        from .analysis.self_preference import self_judging, shared_models  # deferred: numpy, only with suites
 
         for judge, agents in shared_models(suite.models()).items():
             self.warn(pytest.PytestWarning(self_judging(name, judge, agents)))

@@ -433,7 +433,7 @@ def report_suite(
 
 def _case_hashes(records: Sequence[CaseRecord], written: Written) -> dict[str, str]:
     """Each case's transcripts hash (what a label was given on) from the transcripts just written."""
-    from ..records.labels import case_transcripts
+    from ..records.labels import case_transcripts  # deferred: keeps numpy off the import of finish.outputs
 
     rows = {(r["task_id"], r["agent"], int(r["sample"])): r for v in written[1].values() for r in v}
     cases = ((r.case_id, r.task_id, r.agent_left, r.agent_right, r.sample) for r in records)

@@ -8,7 +8,7 @@ import re
 import pytest
 
 FIXTURES = ["gauge_client", "gauge_judge", "gauge_ledger", "gauge_options", "gauge_proxy"]
-MARKERS = ["gauge_budget", "gauge_case"]
+MARKERS = ["gauge_budget", "gauge_case", "gauge_gate"]
 
 
 def test_the_fixtures_and_markers_are_frozen(pytester: pytest.Pytester) -> None:

@@ -103,6 +103,7 @@ FLAGS = [
     "--gauge-snapshot-reports",
     "--gauge-timeout",
     "--gauge-tpm",
+    "--gauge-unsandboxed",
 ]
 
 INI_KEYS = [
@@ -134,6 +135,7 @@ INI_KEYS = [
     "gauge_seed",
     "gauge_timeout",
     "gauge_tpm",
+    "gauge_unsandboxed",
 ]
 
 COMMANDS: dict[str, Any] = {
