@@ -232,7 +232,8 @@ class RecordingProxy:
     ) -> ProxyRoute:
         """A route for the unit of work ``ctx``: its requests are ``role`` calls of that work, numbered
         by ``calls`` (default: through the suite's gateway, numbered by the route), with ``seed`` added to
-        Chat Completions requests that send none. Starts the server on first use; safe from any thread."""
+        requests that carry none (in the format's place: :meth:`~.wire.WireFormat.seeded`). Starts the
+        server on first use; safe from any thread."""
         if calls is None:
             gateway = self._gateways.get(ctx.suite)
             if gateway is None:
@@ -375,8 +376,8 @@ class RecordingProxy:
         format's ``passed_headers``, e.g. ``anthropic-beta``); the answer whole or as events."""
         stream = body.get("stream") is True
         sent = {k: v for k, v in body.items() if k not in ("stream", "stream_options")}
-        if fmt.api == "chat" and work.seed is not None and sent.get("seed") is None:
-            sent["seed"] = work.seed
+        if work.seed is not None:  # each sample of a program draws its own answers
+            sent = fmt.seeded(sent, work.seed)
         seq = work.calls.next_seq()
         try:
             passed = {k: v for k, v in client_headers.items() if k.lower() in fmt.passed_headers}

@@ -21,10 +21,11 @@ class ProxyProgramHost:
     def __init__(self, proxy: RecordingProxy) -> None:
         self.proxy = proxy
 
-    def endpoint(self, ctx: CallContext, calls: WorkCalls) -> ProgramEndpoint:
+    def endpoint(self, ctx: CallContext, calls: WorkCalls, seed: int | None = None) -> ProgramEndpoint:
         """The transcript's route: base URLs per wire format, the run's proxy token, and the client
-        environment (no gateway key); its requests are role ``agent`` calls of the transcript."""
-        route = self.proxy.register(ctx, "agent", calls=calls)
+        environment (no gateway key); its requests are role ``agent`` calls of the transcript, with
+        ``seed`` added where they carry none."""
+        route = self.proxy.register(ctx, "agent", calls=calls, seed=seed)
         urls = {"chat": route.openai_base_url, "responses": route.openai_base_url}
         env = client_environment(route, environ={})  # the route's variables only: the program's
         # environment is built from nothing (run/programs.py), never from the test process's

@@ -69,10 +69,11 @@ class McpTools:
         tools: Sequence[str],
         timeout: float,
         workspace: Path | None,
+        candidate: int = 0,
     ) -> McpTools:
         """A fresh MCP folder for (task, agent, sample), at the same path in every run (so the agents'
         configurations naming it are the same bytes): ``spec.json`` written, no call recorded yet."""
-        folder = OutFolder(Path(out_dir).absolute()).suite(suite).mcp(task_id, agent, sample)
+        folder = OutFolder(Path(out_dir).absolute()).suite(suite).mcp(task_id, agent, sample, candidate)
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
         made = cls(folder, module.resolve(), tuple(tools))

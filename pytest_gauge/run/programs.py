@@ -64,9 +64,10 @@ class ProgramHost(Protocol):
     proxy): the proxy route of a transcript (its base URLs, the per-run proxy token, the client
     environment) and the MCP servers offering the task's tools."""
 
-    def endpoint(self, ctx: CallContext, calls: WorkCalls) -> ProgramEndpoint:
+    def endpoint(self, ctx: CallContext, calls: WorkCalls, seed: int | None = None) -> ProgramEndpoint:
         """The transcript's proxy route, its requests numbered and sent by ``calls`` (the transcript's
-        :class:`~.work.WorkCaller`: one numbering for all its calls, one spend)."""
+        :class:`~.work.WorkCaller`: one numbering for all its calls, one spend), ``seed`` added to each
+        request that carries none (each sample draws its own answers)."""
         ...
 
     def mcp_servers(self, ctx: CallContext, tools: Any) -> Mapping[str, Mapping[str, Any]]: ...

@@ -24,12 +24,13 @@ from ..gateway.wire.noise import register_suite
 from ..records import Api, CaseRecord, JudgmentResult, Transcript, TranscriptResult, Turn, UnitSpend, Usage
 from ..records.work_key import WorkKey
 from ..suite.cases import Case
-from ..suite.declare import BestOf, CallableAgent, CommandAgent, HttpAgent, ModelAgent, Reflection, Suite
+from ..suite.declare import Agent, CallableAgent, CommandAgent, HttpAgent, ModelAgent, Suite
 from ..suite.programs import ProgramSetup
 from ..suite.rules import Score, observe_workspace_async, score, workspace_rules
+from ..suite.strategy import BestOf, Reflection, Strategy
 from ..suite.tasks import Task
 from ..suite.tools import ToolExecutor
-from .dialogue import REFLECTION_PROMPT, BodyCaller, ChatResult, DialogueConfig, run_dialogue
+from .dialogue import REFLECTION_PROMPT, BodyCaller, ChatResult, DialogueConfig, revise, run_dialogue
 from .http_agent import HttpSession
 from .judge import Redactor, build_judge_messages, judge_prompt, parse_verdict, slots
 from .judge_format import JudgeFormats, ask_judge
@@ -174,17 +175,20 @@ class SuiteRuntime:
         tools = [t for t in self.suite.tools if t.name in task.tools]
         return ToolExecutor(tools, self.suite.tool_timeout, workspace)
 
-    def workspace(self, task_id: str, agent_name: str, sample: int) -> Path | None:
+    def workspace(self, task_id: str, agent_name: str, sample: int, candidate: int = 0) -> Path | None:
         """A fresh workspace for (task, agent, sample) (:func:`~pytest_gauge.files.workspace.workspace_for`),
-        or None when the suite names no workspace folder and the task has no workspace rule."""
+        or None when the suite names no workspace folder and the task has no workspace rule; a best-of
+        tier's ``candidate`` k > 0 has its own copy."""
         task = self.tasks[task_id]
         wanted = workspace_rules((*task.success_criteria, *task.hard_constraints))
         if self.workspace_source is None and not wanted:
             return None
-        return workspace_for(self.out_dir, self.name, task_id, agent_name, sample, self.workspace_source)
+        return workspace_for(
+            self.out_dir, self.name, task_id, agent_name, sample, self.workspace_source, candidate
+        )
 
     def mcp_tools(
-        self, task_id: str, agent_name: str, sample: int, workspace: Path | None
+        self, task_id: str, agent_name: str, sample: int, workspace: Path | None, candidate: int = 0
     ) -> McpTools | None:
         """The task's tools offered to a program agent over MCP for (task, agent, sample)
         (:class:`~.mcp_tools.McpTools`: its configuration for Claude Code and Codex, the calls it
@@ -202,6 +206,7 @@ class SuiteRuntime:
             tools=task.tools,
             timeout=self.suite.tool_timeout,
             workspace=workspace,
+            candidate=candidate,
         )
 
     async def _observed(self, task: Task, transcript: Transcript, workspace: Path | None) -> Transcript:
@@ -217,39 +222,56 @@ class SuiteRuntime:
         """The transcript of (task, agent, sample); compute tiers spend their extra calls in this work."""
         task = self.tasks[task_id]
         agent = self.suite.agent(agent_name)
-        strategy = agent.strategy if isinstance(agent, ModelAgent) else None
+        strategy = agent.strategy
         label = strategy.label if strategy is not None else "single"
         work = str(WorkKey.transcript(task_id, agent_name, sample))
         caller = WorkCaller(self.gateway, CallContext(self.name, task_id, work, label), self.proxy)
         base_seed = call_seed(self.seed, "transcript", self.name, task_id, sample, 0)
-
-        async def one(candidate: int) -> Transcript:
-            seed = call_seed(self.seed, "transcript", self.name, task_id, sample, candidate)
-            workspace = self.workspace(task_id, agent_name, sample)
-            if workspace is None and isinstance(agent, CommandAgent):  # a program always has a folder
-                workspace = workspace_for(self.out_dir, self.name, task_id, agent_name, sample, None)
-            cfg = replace(self._dialogue_config(agent_name, sample, seed), workdir=workspace)
-            tools = self._executor(task, workspace)
-            if isinstance(agent, CommandAgent) and workspace is not None:
-                mcp = self.mcp_tools(task_id, agent_name, sample, workspace)
-                program = await self._program(agent, caller, workspace, tools, mcp)
-                cfg = replace(cfg, program=program, mcp=mcp)
-            if isinstance(agent, HttpAgent):
-                cfg = replace(cfg, http=HttpSession(agent))
-            done = await run_dialogue(task, sample, cfg, caller, tools, strategy=label)
-            return await self._observed(task, done, workspace)
-
         if isinstance(strategy, BestOf):
-            candidates = [await one(i) for i in range(strategy.n)]
+            candidates = [await self._candidate(task, agent, caller, sample, i) for i in range(strategy.n)]
             transcript = await self._select(task, candidates, strategy, caller, sample)
         else:
-            transcript = await one(0)
-            if isinstance(strategy, Reflection) and isinstance(agent, ModelAgent):
-                transcript = await self._reflect(agent, transcript, strategy.rounds, caller, base_seed)
+            transcript = await self._candidate(task, agent, caller, sample, 0, strategy)
         transcript = await self._audit_user(task, transcript, caller, base_seed)
         verdict = score(task.success_criteria, task.hard_constraints, transcript)
         rules = verdict.to_json(task.success_criteria, task.hard_constraints)
         return TranscriptResult(transcript, caller.spend, rules)
+
+    async def _candidate(
+        self,
+        task: Task,
+        agent: Agent,
+        caller: WorkCaller,
+        sample: int,
+        candidate: int,
+        strategy: Strategy | None = None,
+    ) -> Transcript:
+        """One sample of the agent on the task, its own session: its own workspace copy, program folder,
+        MCP folder and proxy route, seeded per candidate (so on the simulator each draws differently);
+        then the reflection rounds of ``strategy``, and what the workspace rules see."""
+        seed = call_seed(self.seed, "transcript", self.name, task.task_id, sample, candidate)
+        label = caller.ctx.strategy
+        workspace = self.workspace(task.task_id, agent.name, sample, candidate)
+        if workspace is None and isinstance(agent, CommandAgent):  # a program always has a folder
+            workspace = workspace_for(
+                self.out_dir, self.name, task.task_id, agent.name, sample, None, candidate
+            )
+        cfg = replace(self._dialogue_config(agent.name, sample, seed), workdir=workspace)
+        tools = self._executor(task, workspace)
+        if isinstance(agent, CommandAgent) and workspace is not None:
+            mcp = self.mcp_tools(task.task_id, agent.name, sample, workspace, candidate)
+            program = await self._program(agent, caller, workspace, tools, mcp, seed, candidate)
+            cfg = replace(cfg, program=program, mcp=mcp)
+        if isinstance(agent, HttpAgent):
+            cfg = replace(cfg, http=HttpSession(agent))
+        done = await run_dialogue(task, sample, cfg, caller, tools, strategy=label)
+        if isinstance(strategy, Reflection):
+            if isinstance(agent, ModelAgent):
+                done = await self._reflect(agent, done, strategy.rounds, caller, seed)
+            else:  # a program, a service or a callable: more turns of its own session
+                for _ in range(strategy.rounds):
+                    done = await revise(cfg, caller, done, tools)
+        return await self._observed(task, done, workspace)
 
     async def _audit_user(
         self, task: Task, transcript: Transcript, caller: WorkCaller, seed: int | None
@@ -277,10 +299,13 @@ class SuiteRuntime:
         workdir: Path,
         tools: ToolExecutor | None,
         mcp_tools: McpTools | None = None,
+        seed: int | None = None,
+        candidate: int = 0,
     ) -> ProgramSession:
         """A program agent's session for one transcript: its working directory (the workspace), private
         folder, proxy route (its calls numbered with the transcript's own, in its spend) and MCP servers
-        (:mod:`.programs`)."""
+        (:mod:`.programs`); ``seed`` is the route's (added to requests that carry none), ``candidate`` a
+        best-of sample's number (its own session id)."""
         ctx = caller.ctx
         host = self.programs
         if host is None:
@@ -294,7 +319,9 @@ class SuiteRuntime:
         # the output folder in a program's requests (its MCP server's files, its workspace) reads the same
         # from any checkout in the cache material (gateway/wire/noise.py)
         register_suite(self.name)
-        setup = ProgramSetup(workdir, program_home(workdir), host.endpoint(ctx, caller), ctx.work, mcp)
+        work = ctx.work if candidate == 0 else f"{ctx.work}~c{candidate}"
+        endpoint = host.endpoint(ctx, caller, seed)
+        setup = ProgramSetup(workdir, program_home(workdir), endpoint, work, mcp)
         return await asyncio.to_thread(ProgramSession.open, agent, setup)
 
     async def _select(

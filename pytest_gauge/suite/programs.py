@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .sim_profiles import SimAgent
+from .strategy import Strategy
 
 __all__ = [
     "OUTPUT_FORMATS",
@@ -94,6 +95,7 @@ class CommandAgent:
     configure: Configure | None = None
     drop_env: tuple[str, ...] = ()  # prefixes removed from the built environment before ``env`` is added
     sim: SimAgent = field(default_factory=SimAgent)  # how the simulator answers its model calls
+    strategy: Strategy | None = None  # test-time compute (best_of / reflection): each sample its own session
 
     def __post_init__(self) -> None:
         if not self.argv or not all(isinstance(a, str) for a in self.argv):

@@ -123,6 +123,13 @@ class MessagesFormat:
         material = {**{k: body.get(k) for k in _CACHE_FIELDS}, "seed": _seed(body)}
         return quiet_material(material)  # an agent program's per-run noise left out (wire/noise.py)
 
+    def seeded(self, body: dict[str, Any], seed: int) -> dict[str, Any]:
+        """``metadata.user_id`` as :data:`SEED_USER` ``<seed>`` unless it is one already (a client's
+        own per-session id, Claude Code's, is replaced: it decides nothing of the answer)."""
+        if _seed(body) is not None:
+            return body
+        return {**body, "metadata": {**_obj(body.get("metadata")), "user_id": f"{SEED_USER}{seed}"}}
+
     def parse_response(self, content: bytes, secrets: tuple[str, ...] = ()) -> dict[str, Any]:
         """The Message in ``content``, checked like ``gateway.response.parse_completion`` checks a chat
         completion: JSON object, ``content`` a list of blocks with some text or a ``tool_use``, numeric

@@ -38,6 +38,12 @@ class WireFormat(Protocol):
         never ``stream``, nor per-session metadata that changes between identical runs."""
         ...
 
+    def seeded(self, body: dict[str, Any], seed: int) -> dict[str, Any]:
+        """This format's request ``body`` carrying ``seed`` where the format carries the package's seed
+        (chat's ``seed``, Messages' ``metadata.user_id``, Responses' ``metadata.seed``), unless it carries
+        one already: how the recording proxy gives each sample of a program agent its own draw."""
+        ...
+
     def parse_response(self, content: bytes, secrets: tuple[str, ...] = ()) -> dict[str, Any]:
         """The response in ``content``, checked: raises ``gateway.response.BadResponse`` naming what is
         wrong (not JSON, no output, wrong types). Known secrets quoted in it are removed."""

@@ -47,6 +47,9 @@ class ChatFormat:
     def cache_material(self, body: dict[str, Any]) -> dict[str, Any]:
         return {k: body.get(k) for k in _CACHE_FIELDS}
 
+    def seeded(self, body: dict[str, Any], seed: int) -> dict[str, Any]:
+        return body if body.get("seed") is not None else {**body, "seed": seed}
+
     def parse_response(self, content: bytes, secrets: tuple[str, ...] = ()) -> dict[str, Any]:
         return parse_completion(content, secrets)
 

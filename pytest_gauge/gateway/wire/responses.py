@@ -679,6 +679,14 @@ class ResponsesFormat:
         material["seed"] = metadata.get("seed") if isinstance(metadata, dict) else None
         return quiet_material(material)  # an agent program's per-run noise left out (wire/noise.py)
 
+    def seeded(self, body: dict[str, Any], seed: int) -> dict[str, Any]:
+        """``metadata.seed`` (a string, as metadata values are) unless the request has one."""
+        metadata = body.get("metadata")
+        kept = dict(metadata) if isinstance(metadata, dict) else {}
+        if kept.get("seed") is not None:
+            return body
+        return {**body, "metadata": {**kept, "seed": str(seed)}}
+
     def parse_response(self, content: bytes, secrets: tuple[str, ...] = ()) -> dict[str, Any]:
         try:
             known = dict.fromkeys((*secrets, *known_secrets()))
