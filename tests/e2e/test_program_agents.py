@@ -99,19 +99,19 @@ def _run(folder: Path, env: dict[str, str], *args: str) -> str:
 
 def _program_envs(out: Path) -> list[dict[str, str]]:
     found = [json.loads(p.read_text()) for p in (out / "program_agents").rglob("env-*.json")]
-    assert len(found) == 4, found  # 2 tasks x 2 agents, one turn each
+    assert len(found) == 12, found  # 2 tasks x (claude_code, codex, 4 sessions of codex@bo4), one turn each
     return found
 
 
 def _check_ledger(rows: list[dict[str, Any]]) -> None:
     agent = [r for r in rows if r["role"] == "agent"]
     apis = {r["call_id"].split("/")[2]: r["api"] for r in agent}
-    assert apis == {"claude_code": "anthropic", "codex": "responses"}
+    assert apis == {"claude_code": "anthropic", "codex": "responses", "codex@bo4": "responses"}
     for r in agent:  # every call the CLIs made, attributed to its transcript, answered and counted
         assert r["call_id"].startswith("transcript/pa0") and r["status"] == "ok", r
         assert r["usage"]["input_tokens"] > 1000
     per_transcript = {r["call_id"].split("#")[0] for r in agent}
-    assert len(per_transcript) == 4  # each transcript's program reached the proxy
+    assert len(per_transcript) == 6  # each transcript's program reached the proxy
 
 
 def test_claude_code_and_codex_through_the_proxy_cached_and_replayed(
@@ -128,9 +128,9 @@ def test_claude_code_and_codex_through_the_proxy_cached_and_replayed(
         anthropic = {k for k in seen if k.startswith(("ANTHROPIC_", "CLAUDECODE"))}
         assert anthropic in (set(), {"ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_MODEL"})
         assert anthropic or "CODEX_HOME" in seen  # Codex gets none of them
-    transcripts = read_jsonl(out / "agents" / "claude_code.jsonl") + read_jsonl(
-        out / "agents" / "codex.jsonl"
-    )
+    transcripts = [
+        t for a in ("claude_code", "codex", "codex@bo4") for t in read_jsonl(out / "agents" / f"{a}.jsonl")
+    ]
     for t in transcripts:  # the suite's tool over MCP, as its executor ran it, scored by the rule
         assert [c["name"] for turn in t["turns"] for c in turn.get("tool_calls", [])] == ["lookup_order"]
         assert t["program_turns"] and t["ended_by"] == "user_done"
@@ -139,6 +139,10 @@ def test_claude_code_and_codex_through_the_proxy_cached_and_replayed(
     assert costs["cost_per_success"] > 0 and agent_cost > 0.9 * sum(m["cost"] for m in costs["per_model"])
     elo = json.loads((out / "reports" / "elo.json").read_text())["agents"]
     assert all(elo[a]["agent_tokens_per_task"] > 1000 for a in ("claude_code", "codex"))
+    # best-of-4 spends about four sessions' tokens per task and is a tier of Codex's family
+    assert elo["codex@bo4"]["agent_tokens_per_task"] > 3 * elo["codex"]["agent_tokens_per_task"]
+    tiers = json.loads((out / "reports" / "elo.json").read_text())["tiers"]
+    assert [(t["tier"], t["agent"]) for t in tiers] == [("base", "codex"), ("bo4", "codex@bo4")]
     assert "(0 simulated," not in cold
 
     replay = tmp_path / "replay"
