@@ -542,6 +542,11 @@ class Gateway:
             cache.put(key, self._entry(call, response))
         return _reply(response, record)
 
+    def refused(self, ctx: CallContext, seq: int, role: str, model: str, api: Api, reason: str) -> None:
+        """The ledger line of a request the recording proxy's route policy refused (status ``refused``,
+        HTTP 403): nothing was sent, nothing is billed (gateway/route_policy.py)."""
+        self._record(ctx, seq, 1, role, model, status="refused", http_status=403, error=reason, api=api)
+
     def _entry(self, call: _Call, response: dict[str, Any]) -> dict[str, Any]:
         """The cache entry of a call's answer: the request and the format's own response (``api`` says
         which format; every 200 the rules score is kept, truncated ones too: issue 25, point 6)."""

@@ -35,6 +35,7 @@ from .endpoint import ROLE_KEY_VARIABLES, key_variables
 from .errors import GatewayError
 from .http1 import HttpRequest, MalformedRequest, read_request, response_bytes
 from .redact import MIN_RUN, known_secrets, redact
+from .route_policy import Refusals, RoutePolicy, refusal
 from .wire import APIS, Api, WireFormat, wire_format
 from .wire.sse import encode_events
 
@@ -62,6 +63,7 @@ _ENDPOINTS: dict[str, Api] = {wire_format(api).path: api for api in APIS}
 _KINDS = {
     400: "invalid_request",
     401: "authentication",
+    403: "permission",
     404: "not_found",
     429: "rate_limit",
     529: "overloaded",
@@ -126,6 +128,10 @@ class GatewayCalls:
     async def call(self, request: WireRequest) -> WireReply:
         return await gateway_call(self.gateway, self.ctx, request)
 
+    def refused(self, seq: int, role: str, model: str, fmt: WireFormat, reason: str) -> None:
+        """A request the route's policy refused: its ledger line."""
+        self.gateway.refused(self.ctx, seq, role, model, fmt.api, reason)
+
 
 @dataclass(frozen=True)
 class ProxyRoute:
@@ -173,6 +179,7 @@ class _Work:
     role: str
     calls: WorkCalls
     seed: int | None
+    policy: RoutePolicy | None = None
 
 
 def parse_route_path(path: str) -> tuple[str, Api | None] | None:
@@ -229,11 +236,13 @@ class RecordingProxy:
         *,
         calls: WorkCalls | None = None,
         seed: int | None = None,
+        policy: RoutePolicy | None = None,
     ) -> ProxyRoute:
         """A route for the unit of work ``ctx``: its requests are ``role`` calls of that work, numbered
         by ``calls`` (default: through the suite's gateway, numbered by the route), with ``seed`` added to
         requests that carry none (in the format's place: :meth:`~.wire.WireFormat.seeded`). Starts the
-        server on first use; safe from any thread."""
+        server on first use; safe from any thread. ``policy``: what the route accepts (the models and caps
+        the suite gave the program, gateway/route_policy.py); anything else is refused with a 403."""
         if calls is None:
             gateway = self._gateways.get(ctx.suite)
             if gateway is None:
@@ -242,7 +251,7 @@ class RecordingProxy:
         port = self._start()
         work_token = secrets.token_hex(8)
         with self._lock:
-            self._works[work_token] = _Work(ctx, role, calls, seed)
+            self._works[work_token] = _Work(ctx, role, calls, seed, policy)
         return ProxyRoute(ctx, role, port, work_token, self.token, self)
 
     def unregister(self, work_token: str) -> None:
@@ -379,6 +388,11 @@ class RecordingProxy:
         if work.seed is not None:  # each sample of a program draws its own answers
             sent = fmt.seeded(sent, work.seed)
         seq = work.calls.next_seq()
+        reason = refusal(work.policy, fmt, sent) if work.policy is not None else None
+        if reason is not None:  # held to what the suite gave it: a 403, a ledger line, a transcript note
+            if isinstance(work.calls, Refusals):
+                work.calls.refused(seq, work.role, str(sent["model"]), fmt, reason)
+            return _error(fmt, 403, reason)
         try:
             passed = {k: v for k, v in client_headers.items() if k.lower() in fmt.passed_headers}
             request = WireRequest(seq, work.role, str(sent["model"]), fmt.api, sent, passed or None)

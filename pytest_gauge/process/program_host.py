@@ -9,6 +9,7 @@ from typing import Any
 
 from ..gateway.gateway import CallContext
 from ..gateway.proxy import RecordingProxy, WorkCalls, client_environment
+from ..gateway.route_policy import RoutePolicy
 from ..suite.programs import ProgramEndpoint
 
 __all__ = ["ProxyProgramHost"]
@@ -21,11 +22,13 @@ class ProxyProgramHost:
     def __init__(self, proxy: RecordingProxy) -> None:
         self.proxy = proxy
 
-    def endpoint(self, ctx: CallContext, calls: WorkCalls, seed: int | None = None) -> ProgramEndpoint:
+    def endpoint(
+        self, ctx: CallContext, calls: WorkCalls, seed: int | None = None, policy: RoutePolicy | None = None
+    ) -> ProgramEndpoint:
         """The transcript's route: base URLs per wire format, the run's proxy token, and the client
         environment (no gateway key); its requests are role ``agent`` calls of the transcript, with
-        ``seed`` added where they carry none."""
-        route = self.proxy.register(ctx, "agent", calls=calls, seed=seed)
+        ``seed`` added where they carry none, held to ``policy``."""
+        route = self.proxy.register(ctx, "agent", calls=calls, seed=seed, policy=policy)
         urls = {"chat": route.openai_base_url, "responses": route.openai_base_url}
         env = client_environment(route, environ={})  # the route's variables only: the program's
         # environment is built from nothing (run/programs.py), never from the test process's

@@ -20,6 +20,8 @@ from typing import Any
 from ..files.workspace import workspace_for
 from ..gateway.gateway import CallContext, Gateway, WireReply
 from ..gateway.proxy import ProxyRoute, RecordingProxy, WireRequest, gateway_call
+from ..gateway.route_policy import route_policy
+from ..gateway.wire import WireFormat
 from ..gateway.wire.noise import register_suite
 from ..records import Api, CaseRecord, JudgmentResult, Transcript, TranscriptResult, Turn, UnitSpend, Usage
 from ..records.work_key import WorkKey
@@ -68,6 +70,7 @@ class WorkCaller(BodyCaller):
         self.seq = 0
         self.spend = UnitSpend()
         self.proxy = proxy
+        self.refusals: list[str] = []  # the requests a program's route refused (noted in its transcript)
 
     def next_seq(self) -> int:
         """The number of the unit's next call (its own calls and its proxied ones share it)."""
@@ -84,6 +87,11 @@ class WorkCaller(BodyCaller):
         reply = await gateway_call(self.gateway, self.ctx, request)
         self.spend += _spend_of(reply.result.usage, reply.result.cost)
         return reply
+
+    def refused(self, seq: int, role: str, model: str, fmt: WireFormat, reason: str) -> None:
+        """A proxied request the route's policy refused: its ledger line, and a note for the transcript."""
+        self.gateway.refused(self.ctx, seq, role, model, fmt.api, reason)
+        self.refusals.append(f"call #{seq} ({model}) refused: {reason}")
 
     def proxy_route(self, role: str = "agent", seed: int | None = None) -> ProxyRoute:
         """A route of the process's recording proxy for this unit of work (close it when the program is
@@ -264,6 +272,7 @@ class SuiteRuntime:
             cfg = replace(cfg, program=program, mcp=mcp)
         if isinstance(agent, HttpAgent):
             cfg = replace(cfg, http=HttpSession(agent))
+        noted = len(caller.refusals)
         done = await run_dialogue(task, sample, cfg, caller, tools, strategy=label)
         if isinstance(strategy, Reflection):
             if isinstance(agent, ModelAgent):
@@ -271,6 +280,8 @@ class SuiteRuntime:
             else:  # a program, a service or a callable: more turns of its own session
                 for _ in range(strategy.rounds):
                     done = await revise(cfg, caller, done, tools)
+        if len(caller.refusals) > noted:  # what the program's route refused (docs/protocol.md#route-policy)
+            done = replace(done, proxy_refusals=caller.refusals[noted:])
         return await self._observed(task, done, workspace)
 
     async def _audit_user(
@@ -320,7 +331,8 @@ class SuiteRuntime:
         # from any checkout in the cache material (gateway/wire/noise.py)
         register_suite(self.name)
         work = ctx.work if candidate == 0 else f"{ctx.work}~c{candidate}"
-        endpoint = host.endpoint(ctx, caller, seed)
+        policy = route_policy((agent.model, *agent.helper_models), agent.max_tokens, agent.max_n)
+        endpoint = host.endpoint(ctx, caller, seed, policy)
         setup = ProgramSetup(workdir, program_home(workdir), endpoint, work, mcp)
         return await asyncio.to_thread(ProgramSession.open, agent, setup)
 

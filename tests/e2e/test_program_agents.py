@@ -126,7 +126,9 @@ def test_claude_code_and_codex_through_the_proxy_cached_and_replayed(
         assert not any(GATEWAY_KEY in v or "outer" in v or "stale" in v for v in seen.values()), seen
         assert "TAOTOKEN_API_KEY" not in seen and "PYTEST_CURRENT_TEST" not in seen  # built from nothing
         anthropic = {k for k in seen if k.startswith(("ANTHROPIC_", "CLAUDECODE"))}
-        assert anthropic in (set(), {"ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_MODEL"})
+        claude = {"ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_MODEL"}
+        claude |= {"ANTHROPIC_DEFAULT_HAIKU_MODEL", "ANTHROPIC_SMALL_FAST_MODEL"}
+        assert anthropic in (set(), claude)
         assert anthropic or "CODEX_HOME" in seen  # Codex gets none of them
     transcripts = [
         t for a in ("claude_code", "codex", "codex@bo4") for t in read_jsonl(out / "agents" / f"{a}.jsonl")
