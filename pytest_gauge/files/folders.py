@@ -91,8 +91,8 @@ class SuiteFolder:
         return self.workspaces / task_id / agent / _slot(sample, candidate)
 
     def mcp(self, task_id: str, agent: str, sample: int, candidate: int = 0) -> Path:
-        """One transcript's MCP folder (``spec.json``, ``calls.jsonl``, ``claude-mcp.json``): the suite's
-        tools offered to a program agent; beside the workspace, never in it (the agent would see it)."""
+        """One transcript's MCP folder (``claude-mcp.json``, the tool server's ``tools.sock`` while it
+        runs): the suite's tools offered to a program agent; beside the workspace, never in it."""
         return self.path / "mcp" / task_id / agent / _slot(sample, candidate)
 
     @property

@@ -10,6 +10,7 @@ when and where it runs, and how its result is shared between processes, is
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -123,7 +124,7 @@ class SuiteRuntime:
     out_dir: Path = Path("gauge-out")  # --gauge-out: where the transcripts' workspaces live
     workspace_source: Path | None = None  # Suite(workspace=...) resolved: copied into each workspace
     programs: ProgramHost | None = None  # program agents' folders and proxy routes (set by the plugin)
-    module_path: Path | None = None  # the suite's test module: the MCP server imports its tools from it
+    module_path: Path | None = None  # the suite's test module (its folder and name, for reports)
     proxy: RecordingProxy | None = None  # the process's recording proxy (set with the engine)
     redactor: Redactor = field(init=False)
     _scored: OrderedDict[tuple[str, str, int], Score] = field(init=False, default_factory=OrderedDict)
@@ -196,25 +197,15 @@ class SuiteRuntime:
         )
 
     def mcp_tools(
-        self, task_id: str, agent_name: str, sample: int, workspace: Path | None, candidate: int = 0
+        self, task_id: str, agent_name: str, sample: int, tools: ToolExecutor | None, candidate: int = 0
     ) -> McpTools | None:
         """The task's tools offered to a program agent over MCP for (task, agent, sample)
-        (:class:`~.mcp_tools.McpTools`: its configuration for Claude Code and Codex, the calls it
-        recorded), or None when the task names no tool."""
-        task = self.tasks[task_id]
-        if not task.tools or self.module_path is None:
+        (:class:`~.mcp_tools.McpTools`: served by this process, its relay's configuration for Claude
+        Code and Codex, the calls it ran), or None when the task names no tool."""
+        if tools is None:
             return None
         return McpTools.create(
-            self.out_dir,
-            self.name,
-            task_id,
-            agent_name,
-            sample,
-            module=self.module_path,
-            tools=task.tools,
-            timeout=self.suite.tool_timeout,
-            workspace=workspace,
-            candidate=candidate,
+            self.out_dir, self.name, task_id, agent_name, sample, executor=tools, candidate=candidate
         )
 
     async def _observed(self, task: Task, transcript: Transcript, workspace: Path | None) -> Transcript:
@@ -266,20 +257,23 @@ class SuiteRuntime:
             )
         cfg = replace(self._dialogue_config(agent.name, sample, seed), workdir=workspace)
         tools = self._executor(task, workspace)
-        if isinstance(agent, CommandAgent) and workspace is not None:
-            mcp = self.mcp_tools(task.task_id, agent.name, sample, workspace, candidate)
-            program = await self._program(agent, caller, workspace, tools, mcp, seed, candidate)
-            cfg = replace(cfg, program=program, mcp=mcp)
-        if isinstance(agent, HttpAgent):
-            cfg = replace(cfg, http=HttpSession(agent))
         noted = len(caller.refusals)
-        done = await run_dialogue(task, sample, cfg, caller, tools, strategy=label)
-        if isinstance(strategy, Reflection):
-            if isinstance(agent, ModelAgent):
-                done = await self._reflect(agent, done, strategy.rounds, caller, seed)
-            else:  # a program, a service or a callable: more turns of its own session
-                for _ in range(strategy.rounds):
-                    done = await revise(cfg, caller, done, tools)
+        async with contextlib.AsyncExitStack() as serving:
+            if isinstance(agent, CommandAgent) and workspace is not None:
+                mcp = self.mcp_tools(task.task_id, agent.name, sample, tools, candidate)
+                if mcp is not None:  # served here for the transcript's turns (run/mcp_tools.py)
+                    await serving.enter_async_context(mcp)
+                program = await self._program(agent, caller, workspace, mcp, seed, candidate)
+                cfg = replace(cfg, program=program, mcp=mcp)
+            if isinstance(agent, HttpAgent):
+                cfg = replace(cfg, http=HttpSession(agent))
+            done = await run_dialogue(task, sample, cfg, caller, tools, strategy=label)
+            if isinstance(strategy, Reflection):
+                if isinstance(agent, ModelAgent):
+                    done = await self._reflect(agent, done, strategy.rounds, caller, seed)
+                else:  # a program, a service or a callable: more turns of its own session
+                    for _ in range(strategy.rounds):
+                        done = await revise(cfg, caller, done, tools)
         if len(caller.refusals) > noted:  # what the program's route refused (docs/protocol.md#route-policy)
             done = replace(done, proxy_refusals=caller.refusals[noted:])
         return await self._observed(task, done, workspace)
@@ -308,7 +302,6 @@ class SuiteRuntime:
         agent: CommandAgent,
         caller: WorkCaller,
         workdir: Path,
-        tools: ToolExecutor | None,
         mcp_tools: McpTools | None = None,
         seed: int | None = None,
         candidate: int = 0,
@@ -324,8 +317,8 @@ class SuiteRuntime:
                 f"agent {agent.name!r} is a program, and this run has no recording proxy for it",
                 "run it through the pytest plugin (program agents call their models through its proxy)",
             )
-        mcp = dict(host.mcp_servers(ctx, tools)) if tools is not None else {}
-        if mcp_tools is not None:  # the suite's tools, served per turn by run/mcp_server.py
+        mcp = dict(host.mcp_servers(ctx, mcp_tools)) if mcp_tools is not None else {}
+        if mcp_tools is not None:  # the suite's tools: served here, reached through the relay
             mcp.update(mcp_tools.claude_config()["mcpServers"])
         # the output folder in a program's requests (its MCP server's files, its workspace) reads the same
         # from any checkout in the cache material (gateway/wire/noise.py)
