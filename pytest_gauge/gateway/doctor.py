@@ -366,7 +366,8 @@ def _ping(
             chat["response_format"] = response_format
         fmt = wire_format(api)
         headers = {"anthropic-version": ANTHROPIC_VERSION} if api == "anthropic" else {}
-        client.post(fmt.path, body=fmt.request_body(chat), cast_to=object, options={"headers": headers})
+        path = fmt.request_path(str(client.base_url))
+        client.post(path, body=fmt.request_body(chat), cast_to=object, options={"headers": headers})
     else:
         client.chat.completions.create(
             model=model,

@@ -707,8 +707,9 @@ class Gateway:
         if a.api == "anthropic":
             headers["anthropic-version"] = ANTHROPIC_VERSION
         own = self.settings.role_keys.get(a.role)  # the role's own key, else the client's
+        path = fmt.request_path(client.base_url)  # Messages: the Anthropic SDK's URL for the same base
         body, answered = await client.post(
-            fmt.path, content, headers, key=own, auth=auth, timeout=self.settings.timeout
+            path, content, headers, key=own, auth=auth, timeout=self.settings.timeout
         )
         return fmt.parse_response(body, (client.api_key, *self.settings.role_keys.values())), answered
 

@@ -82,6 +82,12 @@ class MessagesFormat:
     passed_headers: tuple[str, ...] = ("anthropic-beta",)  # beta body fields need their flag
 
     # -- client side ---------------------------------------------------------------------------------
+    def request_path(self, base_url: str) -> str:
+        """``/messages`` below a base ending in ``/v1``, else ``/v1/messages``: the URL is always
+        ``{root}/v1/messages``, the one the Anthropic SDK (and Claude Code) builds from the gateway's root,
+        so a gateway serving Claude Code serves the plugin's Messages calls at the same path."""
+        return self.path if base_url.rstrip("/").endswith("/v1") else "/v1" + self.path
+
     def request_body(self, chat_body: dict[str, Any]) -> dict[str, Any]:
         """System messages joined into ``system``, the rest as content blocks (empty messages left out,
         consecutive roles merged, tool results as the user's ``tool_result`` blocks), tools,

@@ -28,6 +28,11 @@ class WireFormat(Protocol):
     client's own on to the gateway (Messages' ``anthropic-beta``: Claude Code's body fields need it)."""
 
     # -- client side: the gateway -------------------------------------------------------------------
+    def request_path(self, base_url: str) -> str:
+        """The path the gateway POSTs to below ``base_url``: the one the format's official SDK builds
+        from the same base URL (:attr:`path`; Messages: ``/v1/messages`` below a base without ``/v1``)."""
+        ...
+
     def request_body(self, chat_body: dict[str, Any]) -> dict[str, Any]:
         """A chat request body (model, messages, tools, max_tokens, response_format, ...) as this
         format's request body (never streaming: the gateway reads whole responses)."""

@@ -41,6 +41,9 @@ class ChatFormat:
     path = "/chat/completions"
     passed_headers: tuple[str, ...] = ()
 
+    def request_path(self, base_url: str) -> str:
+        return self.path
+
     def request_body(self, chat_body: dict[str, Any]) -> dict[str, Any]:
         return {k: v for k, v in chat_body.items() if k not in ("stream", "stream_options")}
 

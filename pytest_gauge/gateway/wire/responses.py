@@ -666,6 +666,9 @@ class ResponsesFormat:
     path = "/responses"
     passed_headers: tuple[str, ...] = ("openai-beta",)
 
+    def request_path(self, base_url: str) -> str:
+        return self.path
+
     def request_body(self, chat_body: dict[str, Any]) -> dict[str, Any]:
         """Leading system messages as ``instructions``, the rest as ``input`` items (assistant tool calls
         as ``function_call`` items, tool results as ``function_call_output``), tools flattened,
