@@ -7,7 +7,9 @@ CLIs made is in the ledger as a role ``agent`` call of its transcript with its w
 tool calls are in the transcripts and scored by the ``tool_args`` rule, cost per success and the Elo
 report's tokens include theirs, no process saw the gateway key or an inherited ``ANTHROPIC_*`` variable,
 and a replay of the exported cassettes with ``-n 2``, in a folder of its own and without a key, is
-answered wholly from them (the CLIs' requests are the same bytes run to run) with the same records. The
+answered wholly from them with the same records: both runs are in git checkouts (another path, branch,
+git status and untracked file) on different days (time zones a day apart), which the CLIs put in their
+prompts, and none of which is in the cache key. The
 CLIs and their MCP servers are heavy (about 4 s of CPU a transcript): two tasks, one turn each, two
 runs. Without them the test is skipped with the install command, and under CI (``CI`` /
 ``GAUGE_REQUIRE_BROWSER``) it fails instead (``.ci/run`` installs them).
@@ -89,6 +91,17 @@ def _suite_copy(folder: Path) -> None:
     (folder / "pytest.ini").write_text(INI, encoding="utf-8")
 
 
+def _checkout(folder: Path, branch: str, untracked: str) -> None:
+    """``folder`` as a git checkout of its own (one commit on ``branch``) with an untracked file: Claude
+    Code then puts the checkout's git status into its prompt, which differs from clone to clone."""
+    import subprocess
+
+    git = ["git", "-c", "user.name=gauge", "-c", "user.email=gauge@localhost"]
+    for args in (["init", "-q", "-b", branch], ["add", "-A"], ["commit", "-q", "-m", f"suite on {branch}"]):
+        subprocess.run([*git, *args], cwd=folder, check=True, capture_output=True, timeout=60)
+    (folder / untracked).write_text("not committed\n", encoding="utf-8")
+
+
 def _run(folder: Path, env: dict[str, str], *args: str) -> str:
     code, out = run_pytest_subprocess(
         folder, "program_agents", "--gauge-no-progress", *args, env={**OUTER, **env, "PATH": SEARCH}
@@ -119,7 +132,9 @@ def test_claude_code_and_codex_through_the_proxy_cached_and_replayed(
 ) -> None:
     env = _wrappers(tmp_path / "bin", _binaries())
     _suite_copy(pytester.path)
-    cold = _run(pytester.path, env, "-n", "0", "--gauge-out", "cold")
+    _checkout(pytester.path, "main", "notes.txt")
+    # a time zone a day ahead of the replay's below: the CLIs' date lines differ between the two runs
+    cold = _run(pytester.path, {**env, "TZ": "Etc/GMT-14"}, "-n", "0", "--gauge-out", "cold")
     out = pytester.path / "cold" / "program_agents"
     _check_ledger(read_jsonl(out / "agent_runs.jsonl"))
     for seen in _program_envs(pytester.path / "cold"):
@@ -147,13 +162,14 @@ def test_claude_code_and_codex_through_the_proxy_cached_and_replayed(
     assert [(t["tier"], t["agent"]) for t in tiers] == [("base", "codex"), ("bo4", "codex@bo4")]
     assert "(0 simulated," not in cold
 
-    replay = tmp_path / "replay"
+    replay = tmp_path / "replay"  # another clone: another path, branch, git status, date and time zone
     _suite_copy(replay)
+    _checkout(replay, "feature", "scratch.txt")
     code, text = _cassettes(pytester.path, replay / "cassettes")
     assert code == 0, text
     replayed = _run(
         replay,
-        {**env, "TAOTOKEN_API_KEY": ""},
+        {**env, "TAOTOKEN_API_KEY": "", "TZ": "Etc/GMT+12"},
         "-n", "2", "--gauge-backend", "replay", "--gauge-cassettes", "cassettes", "--gauge-out", "out",
     )  # fmt: skip
     assert "2 workers" in replayed, replayed[-3000:]
