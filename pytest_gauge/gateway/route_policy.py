@@ -6,9 +6,9 @@ with a 403 in the format's error shape, a ledger line (status ``refused``) and a
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from .wire import WireFormat
 
@@ -33,7 +33,7 @@ def route_policy(models: Iterable[str | None], max_tokens: int | None = None, ma
     return RoutePolicy(frozenset(m for m in models if m), max_tokens, max_n)
 
 
-def refusal(policy: RoutePolicy, fmt: WireFormat, body: dict[str, object]) -> str | None:
+def refusal(policy: RoutePolicy, fmt: WireFormat, body: Mapping[str, Any]) -> str | None:
     """Why ``policy`` refuses the request ``body`` of format ``fmt`` (one line naming the value and the
     limit), or None when it may be sent. A body the format cannot read is refused (it cannot be checked)."""
     model = body.get("model")

@@ -102,7 +102,7 @@ AgentT = TypeVar("AgentT", ModelAgent, CallableAgent, CommandAgent, HttpAgent)
 
 def best_of(agent: AgentT, n: int, selector: str = "verifier") -> AgentT:
     """``agent`` (of any kind: a model, a callable, a program, a service) as a best-of-``n`` tier named
-    ``<agent>@bo<n>``: ``n`` independent samples, each its own session (docs/protocol.md#compute-tiers)."""
+    ``<agent>@bo<n>``: ``n`` independent samples, each its own session (docs/protocol.md#elo)."""
     if n < 1:
         raise SuiteError(f"best_of needs n >= 1, got {n}")
     if selector not in ("verifier", "judge"):

@@ -1,4 +1,4 @@
-"""Test-time compute strategies (docs/protocol.md#compute-tiers): what :func:`~.declare.best_of` and
+"""Test-time compute strategies (docs/protocol.md#elo): what :func:`~.declare.best_of` and
 :func:`~.declare.reflection` put on an agent of any kind (a model, a callable, a program, a service).
 
 A strategy is a plain record on the agent; how its samples and revision rounds are run is

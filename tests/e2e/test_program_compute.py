@@ -111,8 +111,8 @@ def test_best_of_and_reflection_wrap_program_agents_and_samples_differ(tmp_path:
     claude = [r for r in ledger if "/claude@bo4/" in r["call_id"]]
     # Claude Code's main-model calls: 4 candidates x 2 samples, each its own session, answered apart
     assert len({r["call_id"].split("#")[0] for r in claude}) == 2
-    for sample in ("0", "1"):
-        main = [r for r in claude if r["model"] == "sim-claude" and r["call_id"].split("/")[3][0] == sample]
+    for slot in ("0", "1"):
+        main = [r for r in claude if r["model"] == "sim-claude" and r["call_id"].split("/")[3][0] == slot]
         assert len(main) == 4 and not any(r["cache_hit"] for r in main), main
         assert len({r["usage"]["output_tokens"] for r in main}) > 1, main
     # reflection gives Codex one more turn of its own session; its two samples differ

@@ -44,7 +44,7 @@ def test_the_sdks_get_a_403_for_what_the_route_was_not_given(proxy: RecordingPro
         {"model": "m", "max_tokens": 5000},
     ):
         with pytest.raises(openai.PermissionDeniedError) as refused:
-            client.chat.completions.create(messages=ASK, **ask)  # type: ignore[call-overload]
+            client.chat.completions.create(messages=ASK, **ask)
         assert "pytest-gauge proxy" in str(refused.value)
     with pytest.raises(openai.PermissionDeniedError):
         client.responses.create(model="other", input="hi")
@@ -54,7 +54,7 @@ def test_the_sdks_get_a_403_for_what_the_route_was_not_given(proxy: RecordingPro
     )
     with pytest.raises(anthropic.PermissionDeniedError) as denied:
         messages.messages.create(model="other", max_tokens=64, messages=ASK)
-    assert denied.value.body["error"]["type"] == "permission_error"  # type: ignore[index]
+    assert denied.value.body["error"]["type"] == "permission_error"
     assert calls.seen == [] and len(calls.refusals) == 5  # nothing reached the gateway
     assert [r[2] for r in calls.refusals] == ["chat", "chat", "chat", "responses", "anthropic"]
     assert client.chat.completions.create(model="m", messages=ASK, max_tokens=1000).choices
