@@ -563,6 +563,11 @@ class Gateway:
             cache.put(key, self._entry(call, response))
         return _reply(response, record)
 
+    def refused(self, ctx: CallContext, seq: int, role: str, model: str, api: Api, reason: str) -> None:
+        """The ledger line of a request the recording proxy's route policy refused (status ``refused``,
+        HTTP 403): nothing was sent, nothing is billed (gateway/route_policy.py)."""
+        self._record(ctx, seq, 1, role, model, status="refused", http_status=403, error=reason, api=api)
+
     def _entry(self, call: _Call, response: dict[str, Any]) -> dict[str, Any]:
         """The cache entry of a call's answer: the request and the format's own response (``api`` says
         which format; every 200 the rules score is kept, truncated ones too, so a re-run sends nothing)."""
@@ -724,8 +729,9 @@ class Gateway:
         if a.api == "anthropic":
             headers["anthropic-version"] = ANTHROPIC_VERSION
         own = self.settings.role_keys.get(a.role)  # the role's own key, else the client's
+        path = fmt.request_path(client.base_url)  # Messages: the Anthropic SDK's URL for the same base
         body, answered = await client.post(
-            fmt.path, content, headers, key=own, auth=auth, timeout=self.settings.timeout
+            path, content, headers, key=own, auth=auth, timeout=self.settings.timeout
         )
         return fmt.parse_response(body, (client.api_key, *self.settings.role_keys.values())), answered
 

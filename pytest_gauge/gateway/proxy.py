@@ -40,6 +40,7 @@ from .backends import replay_guard
 from .endpoint import ROLE_KEY_VARIABLES, key_variables
 from .errors import GatewayError
 from .redact import MIN_RUN, known_secrets, redact
+from .route_policy import Refusals, RoutePolicy, refusal
 from .wire import APIS, Api, WireFormat, wire_format
 from .wire.sse import encode_events
 
@@ -74,6 +75,7 @@ _ENDPOINTS: dict[str, Api] = {wire_format(api).path: api for api in APIS}
 _KINDS = {
     400: "invalid_request",
     401: "authentication",
+    403: "permission",
     404: "not_found",
     429: "rate_limit",
     529: "overloaded",
@@ -163,6 +165,10 @@ class GatewayCalls:
     async def call(self, request: WireRequest) -> WireReply:
         return await gateway_call(self.gateway, self.ctx, request)
 
+    def refused(self, seq: int, role: str, model: str, fmt: WireFormat, reason: str) -> None:
+        """A request the route's policy refused: its ledger line."""
+        self.gateway.refused(self.ctx, seq, role, model, fmt.api, reason)
+
 
 @dataclass(frozen=True)
 class ProxyRoute:
@@ -210,6 +216,7 @@ class _Work:
     role: str
     calls: WorkCalls
     seed: int | None
+    policy: RoutePolicy | None = None
 
 
 def parse_route_path(path: str) -> tuple[str, Api | None] | None:
@@ -273,10 +280,13 @@ class RecordingProxy:
         *,
         calls: WorkCalls | None = None,
         seed: int | None = None,
+        policy: RoutePolicy | None = None,
     ) -> ProxyRoute:
         """A route for the unit of work ``ctx``: its requests are ``role`` calls of that work, numbered
         by ``calls`` (default: through the suite's gateway, numbered by the route), with ``seed`` added to
-        Chat Completions requests that send none. Starts the server on first use; safe from any thread."""
+        requests that carry none (in the format's place: :meth:`~.wire.WireFormat.seeded`). Starts the
+        server on first use; safe from any thread. ``policy``: what the route accepts (the models and caps
+        the suite gave the program, gateway/route_policy.py); anything else is refused with a 403."""
         if calls is None:
             gateway = self._gateways.get(ctx.suite)
             if gateway is None:
@@ -285,7 +295,7 @@ class RecordingProxy:
         port = self._start()
         work_token = secrets.token_hex(8)
         with self._lock:
-            self._works[work_token] = _Work(ctx, role, calls, seed)
+            self._works[work_token] = _Work(ctx, role, calls, seed, policy)
         return ProxyRoute(ctx, role, port, work_token, self.token, self)
 
     def unregister(self, work_token: str) -> None:
@@ -465,9 +475,14 @@ class RecordingProxy:
         format's ``passed_headers``, e.g. ``anthropic-beta``); the answer whole or as events."""
         stream = body.get("stream") is True
         sent = {k: v for k, v in body.items() if k not in ("stream", "stream_options")}
-        if fmt.api == "chat" and work.seed is not None and sent.get("seed") is None:
-            sent["seed"] = work.seed
+        if work.seed is not None:  # each sample of a program draws its own answers
+            sent = fmt.seeded(sent, work.seed)
         seq = work.calls.next_seq()
+        reason = refusal(work.policy, fmt, sent) if work.policy is not None else None
+        if reason is not None:  # held to what the suite gave it: a 403, a ledger line, a transcript note
+            if isinstance(work.calls, Refusals):
+                work.calls.refused(seq, work.role, str(sent["model"]), fmt, reason)
+            return _error(fmt, 403, reason)
         try:
             passed = {k: v for k, v in client_headers.items() if k.lower() in fmt.passed_headers}
             request = WireRequest(seq, work.role, str(sent["model"]), fmt.api, sent, passed or None)

@@ -135,7 +135,16 @@ def test_claude_code_preset_environment_and_files(tmp_path: Path) -> None:
         "ANTHROPIC_BASE_URL",
         "ANTHROPIC_AUTH_TOKEN",
         "ANTHROPIC_MODEL",
+        "ANTHROPIC_DEFAULT_HAIKU_MODEL",
+        "ANTHROPIC_SMALL_FAST_MODEL",
     }
+    assert (
+        env["ANTHROPIC_DEFAULT_HAIKU_MODEL"] == "claude-sonnet-4-5"
+    )  # its background calls: a declared model
+    assert agent.helper_models == ()
+    assert claude_code("claude-sonnet-4-5", small_model="claude-haiku-4-5").helper_models == (
+        "claude-haiku-4-5",
+    )
     assert env["ANTHROPIC_BASE_URL"] == ENDPOINT.base_urls["anthropic"]
     assert env["ANTHROPIC_AUTH_TOKEN"] == ENDPOINT.token
     assert env["CLAUDE_CONFIG_DIR"] == str(setup.home / "claude")
