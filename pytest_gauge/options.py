@@ -535,12 +535,18 @@ def check_out_dir(path: Path, flag: str = "--gauge-out") -> None:
         raise pytest.UsageError(f"{flag} {path}: the folder is not writable")
 
 
-def _check_start(config: pytest.Config, out: Path, rounds: int | None) -> None:
-    """What the options alone show a run cannot finish with: its output folder (made here, by the process
-    the user started: a worker writes to the controller's), and bootstrap rounds past the memory."""
+def _check_start(config: pytest.Config, invocation: Path, out: str, values: dict[str, Any]) -> None:
+    """What the options alone show a run cannot finish with: its output folder and its cache folder
+    (made and removed here, by the process the user started: a worker writes to the controller's), a
+    cassettes folder that is not one, and bootstrap rounds past the memory."""
     if not hasattr(config, "workerinput"):
-        check_out_dir(out)
-    check_bootstrap_rounds(rounds, tasks=1)
+        check_out_dir((invocation / out).resolve())
+        if values["gauge_cache_dir"] and values["gauge_cache"] != "off":
+            check_out_dir((invocation / values["gauge_cache_dir"]).resolve(), "--gauge-cache-dir")
+    cassettes = values["gauge_cassettes"]
+    if cassettes and not (invocation / cassettes).is_dir():
+        raise pytest.UsageError(f"--gauge-cassettes {(invocation / cassettes).resolve()}: no such folder")
+    check_bootstrap_rounds(values["gauge_bootstrap_rounds"], tasks=1)
 
 
 def resolve_options(config: pytest.Config) -> GaugeOptions:
@@ -554,8 +560,8 @@ def resolve_options(config: pytest.Config) -> GaugeOptions:
     invocation = Path(config.invocation_params.dir)
     root = Path(config.rootpath)
     out = values["gauge_out"] or "gauge-out"
-    _check_start(config, (invocation / out).resolve(), values["gauge_bootstrap_rounds"])
     cache_dir = values["gauge_cache_dir"] or str(root / CACHE_DIR)
+    _check_start(config, invocation, out, values)
     gates = _gates(config)
     genai = values["gauge_prices_file"] == GENAI_PRICES
     if genai:

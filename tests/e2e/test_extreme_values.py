@@ -103,14 +103,23 @@ def test_bootstrap_rounds_past_the_memory_are_refused_with_the_memory_they_need(
     assert "GiB" in err and "give at most" in err
 
 
-def test_an_output_folder_that_cannot_be_created_is_one_line(
-    pytester: pytest.Pytester, mini_suite: Path
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (("--gauge-out", "/proc/forbidden"), "--gauge-out /proc/forbidden: cannot be created"),
+        (("--gauge-cache-dir", "/proc/forbidden"), "--gauge-cache-dir /proc/forbidden: cannot be created"),
+        (("--gauge-backend", "replay", "--gauge-cassettes", "/nonexistent"), "/nonexistent: no such folder"),
+    ],
+)
+def test_a_folder_that_cannot_be_one_is_one_line(
+    pytester: pytest.Pytester, mini_suite: Path, args: tuple[str, ...], says: str
 ) -> None:
-    result = run_inprocess(pytester, "suites", "--gauge-out", "/proc/forbidden")
+    result = run_inprocess(pytester, "suites", *args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     _clean(result)
-    assert "--gauge-out /proc/forbidden: cannot be created" in result.stderr.str()
+    assert says in result.stderr.str()
     assert len(result.stderr.str().strip().splitlines()) == 1
+    assert not (pytester.path / "gauge-out").exists()  # nothing made by a run that did not start
 
 
 # ----- JSON inputs ---------------------------------------------------------------------------
