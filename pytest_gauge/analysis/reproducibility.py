@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from .power import VarianceComponents
 
 __all__ = [
+    "MIN_FIGURE_TASKS",
     "REPLAYS",
     "Reproducibility",
     "case_rate_reproducibility",
@@ -42,6 +43,7 @@ __all__ = [
     "repeat_probability",
     "reproducibility_text",
     "with_reproducibility",
+    "without_figure",
 ]
 
 
@@ -296,3 +298,31 @@ def with_reproducibility(result: GateResult, rep: Reproducibility | None) -> Gat
         f" (as computed:{rest})"
     )
     return replace(result, status=status, reproducibility=rep, message=message)
+
+
+MIN_FIGURE_TASKS = 10
+"""Below this many tasks a gate gets no reproducibility figure, and says so: with thresholds fixed before
+the data, runs of 8 tasks that printed about 85% repeated 70-74% of the time, and 97% ones 87%
+(benchmarks/bench_calibration.py; docs/protocol.md#reproducibility)."""
+
+
+def without_figure(result: GateResult, tasks: int) -> GateResult:
+    """The result of a suite too small for a figure: its message says so, and a PASS whose gate says
+    ``reproducible=P`` cannot be shown to repeat, so it fails (or is inconclusive with ``:inconclusive``)."""
+    if result.status not in ("pass", "fail"):
+        return result
+    text = (
+        f"too few tasks ({tasks}) to say how often a rerun would repeat it "
+        f"(a figure needs {MIN_FIGURE_TASKS})"
+    )
+    gate = result.gate
+    if gate.reproducible is None or result.status != "pass":
+        return replace(result, message=f"{result.message}; {text}")
+    head = result.message.split(":", 1)
+    rest = head[1] if len(head) > 1 else ""
+    status = gate.unreproducible
+    message = (
+        f"{status.upper()} {gate.expression()}: the pass cannot be shown to hold on "
+        f"reproducible={gate.reproducible:g} of reruns: {text} (as computed:{rest})"
+    )
+    return replace(result, status=status, message=message)
