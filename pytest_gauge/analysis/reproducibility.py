@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from .power import VarianceComponents
 
 __all__ = [
+    "MIN_FIGURE_TASKS",
     "REPLAYS",
     "Reproducibility",
     "case_rate_reproducibility",
@@ -42,6 +43,7 @@ __all__ = [
     "repeat_probability",
     "reproducibility_text",
     "with_reproducibility",
+    "without_figure",
 ]
 
 
@@ -82,17 +84,42 @@ def _replay_rng(result: GateResult) -> np.random.Generator:
     return np.random.default_rng(int.from_bytes(digest[:8], "big"))
 
 
+def _task_spread(k: FloatArray, n: FloatArray) -> float | None:
+    """The prior sample size ``a + b`` of the tasks' rates as a Beta, by moments over tasks (the
+    beta-binomial's intra-task correlation from the spread of the tasks' rates, Kleinman 1973): large
+    where tasks are alike, small where they are all or nothing; None when every case agreed (no event,
+    or events only) or fewer than two tasks have cases."""
+    has = n > 0
+    tasks, cases = float(np.sum(has)), float(np.sum(n))
+    if tasks < 2 or cases <= 0:
+        return None
+    p = float(np.sum(k)) / cases
+    if p <= 0.0 or p >= 1.0:
+        return None
+    rates = np.where(has, k / np.maximum(n, 1.0), p)
+    spread = float(np.sum(n * (rates - p) ** 2)) / (p * (1.0 - p))
+    span = cases - float(np.sum(n * n)) / cases - (tasks - 1.0)
+    rho = (spread - (tasks - 1.0)) / span if span > 0 else 1.0
+    rho = min(max(rho, 1e-3), 0.999)
+    return (1.0 - rho) / rho
+
+
 def _same_tasks(k: FloatArray, n: FloatArray, rng: np.random.Generator, shape: tuple[int, int]) -> FloatArray:
-    """Reruns on the same tasks: each task's cases drawn from its binomial at a rate drawn around its
-    observed one, scaled so that a rerun's count varies by twice the task's unbiased within-task variance
-    ``k (n - k) / (n - 1)`` (the truth's uncertainty plus the rerun's noise): the predictive of a rerun.
-    A task whose cases all agreed (always or never) reruns the same."""
+    """Reruns on the same tasks, from the tasks' own beta-binomial (:func:`_task_spread`): per rerun the
+    suite's rate drawn from a task bootstrap (the truth's uncertainty), each task's rate from its
+    posterior given that rate and its own cases, then its cases at that rate (the rerun's noise). Where
+    tasks are alike a task's few cases say little and the rerun is close to a fresh draw; where they are
+    all or nothing (always and never tasks) each task reruns as it was. Where every case agreed the tasks
+    rerun the same."""
     cases = n.astype(np.int64)
-    safe = np.maximum(n, 2.0)
-    p = np.where(n > 0, k / np.maximum(n, 1.0), 0.0)
-    scale = (safe + 1.0) * safe / (safe - 1.0) ** 2  # the rate's spread, in p (1 - p) / n, for 2 n / (n - 1)
-    first = np.clip(p + rng.standard_normal(shape) * np.sqrt(scale * p * (1.0 - p) / safe), 0.0, 1.0)
-    return rng.binomial(cases, first).astype(np.float64)
+    total = _task_spread(k, n)
+    if total is None:
+        return np.broadcast_to(k, shape).astype(np.float64)
+    picks = rng.integers(0, shape[1], shape)
+    suite = np.clip(k[picks].sum(axis=1) / np.maximum(n[picks].sum(axis=1), 1e-12), 1e-6, 1.0 - 1e-6)
+    a, b = suite[:, None] * total, (1.0 - suite[:, None]) * total
+    rate = rng.beta(a + k, b + n - k, shape)
+    return rng.binomial(cases, rate).astype(np.float64)
 
 
 def _log_beta_binomial(cases: int, events: int) -> float:
@@ -271,3 +298,31 @@ def with_reproducibility(result: GateResult, rep: Reproducibility | None) -> Gat
         f" (as computed:{rest})"
     )
     return replace(result, status=status, reproducibility=rep, message=message)
+
+
+MIN_FIGURE_TASKS = 10
+"""Below this many tasks a gate gets no reproducibility figure, and says so: with thresholds fixed before
+the data, runs of 8 tasks that printed about 85% repeated 70-74% of the time, and 97% ones 87%
+(benchmarks/bench_calibration.py; docs/protocol.md#reproducibility)."""
+
+
+def without_figure(result: GateResult, tasks: int) -> GateResult:
+    """The result of a suite too small for a figure: its message says so, and a PASS whose gate says
+    ``reproducible=P`` cannot be shown to repeat, so it fails (or is inconclusive with ``:inconclusive``)."""
+    if result.status not in ("pass", "fail"):
+        return result
+    text = (
+        f"too few tasks ({tasks}) to say how often a rerun would repeat it "
+        f"(a figure needs {MIN_FIGURE_TASKS})"
+    )
+    gate = result.gate
+    if gate.reproducible is None or result.status != "pass":
+        return replace(result, message=f"{result.message}; {text}")
+    head = result.message.split(":", 1)
+    rest = head[1] if len(head) > 1 else ""
+    status = gate.unreproducible
+    message = (
+        f"{status.upper()} {gate.expression()}: the pass cannot be shown to hold on "
+        f"reproducible={gate.reproducible:g} of reruns: {text} (as computed:{rest})"
+    )
+    return replace(result, status=status, message=message)

@@ -111,21 +111,29 @@ def gate_results(
         return by_agent.get(g.left.args[0])
 
     sized = [with_needed_n(r, components(r.gate), tasks if isinstance(tasks, int) else None) for r in results]
-    return [_with_reproducibility(r, source, components(r.gate)) for r in sized]
+    size = tasks if isinstance(tasks, int) else None
+    return [_with_reproducibility(r, source, components(r.gate), size) for r in sized]
 
 
-def _with_reproducibility(result: GateResult, source: Any, spread: VarianceComponents | None) -> GateResult:
+def _with_reproducibility(
+    result: GateResult, source: Any, spread: VarianceComponents | None, tasks: int | None = None
+) -> GateResult:
     """The result with how often its verdict would repeat, from its quantity's interval df and the
-    within-task share of its variance (docs/protocol.md#reproducibility)."""
+    within-task share of its variance (docs/protocol.md#reproducibility); below ``MIN_FIGURE_TASKS``
+    tasks, why there is no figure."""
     from .reproducibility import (  # deferred: keeps numpy off the import of analysis.suite
+        MIN_FIGURE_TASKS,
         case_rate_reproducibility,
         components_within_share,
         gate_reproducibility,
         with_reproducibility,
+        without_figure,
     )
 
     if result.status not in ("pass", "fail"):
         return result
+    if tasks is not None and tasks < MIN_FIGURE_TASKS:
+        return without_figure(result, tasks)
     gate = result.gate
     try:
         q = (
