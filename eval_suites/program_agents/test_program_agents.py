@@ -1,6 +1,8 @@
 """Claude Code against Codex, both real CLIs, as agents under test (docs/protocol.md#program-agents),
 and Codex at best-of-1 against best-of-4 (``codex@bo4``: four sessions per task, the rules' best kept),
-whose Elo per token is in ``reports/elo.md``'s compute tiers.
+whose Elo per token is in ``reports/elo.md``'s compute tiers. Two tasks look orders up with the suite's
+MCP tool; a coding task has the CLI write a module with its own tools (Claude Code's ``Bash``, Codex's
+shell), checked by ``file_contains`` and by ``command_succeeds`` importing it.
 
 Each transcript runs the CLI once per turn in a fresh copy of ``workspace/``, with a fresh
 ``CLAUDE_CONFIG_DIR`` / ``CODEX_HOME``, the suite's ``lookup_order`` tool offered over MCP, and the
@@ -29,7 +31,7 @@ CODEX = codex(
     env_model("GAUGE_CODEX_MODEL", "sim-codex"),
     name="codex",
     instructions=INSTRUCTIONS,
-    sandbox="read-only",
+    sandbox="workspace-write",  # its shell may write the workspace (the coding task), nothing else
     timeout=180,
     command=COMMANDS["codex"],
     sim=SimAgent(skill=0.6, tool_skill=1.0),
@@ -41,7 +43,7 @@ suite = Suite(
             env_model("GAUGE_CLAUDE_MODEL", "sim-claude"),
             name="claude_code",
             instructions=INSTRUCTIONS,
-            allowed_tools=("Read",),
+            allowed_tools=("Read", "Bash"),  # Bash: the coding task's file is written with it
             timeout=180,
             command=COMMANDS["claude"],
             sim=SimAgent(skill=0.9, tool_skill=1.0),

@@ -225,12 +225,30 @@ async def _program_reply(
     """A program agent's turn: run it on the user's last message; the tool calls its output reports
     (its own tools and the suite's over MCP) are recorded before its reply."""
     reply = await program.turn(str(history[-1]["content"]))
+    # the program's own tools' calls name its workspace by its host path: recorded as <workspace>, so a
+    # transcript (and the judge's prompt quoting it) reads the same from any checkout
+    reply.tool_calls = [_in_workspace(c, str(program.setup.workdir)) for c in reply.tool_calls]
     if cfg.mcp is not None:  # the suite's tools as the MCP server ran them (McpServerError: see take_calls)
         reply.tool_calls = merge_calls(reply.tool_calls, cfg.mcp.take_calls(), cfg.mcp.tools)
     if reply.tool_calls:
         raw_calls = [_openai_call(c) for c in reply.tool_calls]
         _append_tool_activity("", reply.tool_calls, raw_calls, turns, history, None)
     return cut_text(reply.reply, cfg.max_reply_chars), False, False
+
+
+WORKSPACE = "<workspace>"
+"""How a program's reported tool calls name its workspace folder in the transcript."""
+
+
+def _in_workspace(call: ToolCall, workdir: str) -> ToolCall:
+    """``call`` with the workspace's host path written as :data:`WORKSPACE` (its arguments and result)."""
+    if workdir not in call.raw_arguments and workdir not in call.result:
+        return call
+    raw = call.raw_arguments.replace(workdir, WORKSPACE)
+    arguments = tool_arguments(raw) if call.arguments is not None else None
+    return replace(
+        call, raw_arguments=raw, arguments=arguments, result=call.result.replace(workdir, WORKSPACE)
+    )
 
 
 def _openai_call(call: ToolCall) -> dict[str, Any]:

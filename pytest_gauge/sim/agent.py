@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import math
+import re
+import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from statistics import NormalDist
@@ -18,7 +20,7 @@ from ..gateway.wire.noise import quiet_text
 from ..records import Transcript, Turn
 from ..run.dialogue import REFLECTION_PROMPT
 from ..run.mcp_tools import MCP_SERVER_NAME
-from ..suite.rules import Rule, SimHint
+from ..suite.rules import FileContains, Rule, SimHint
 from ..suite.sim_profiles import SimAgent
 from ..suite.tasks import Task
 from .common import has_cjk, looks_like_error, message_text, seeded
@@ -108,6 +110,36 @@ def _offered_tools(body: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
         if bare and bare not in offered:
             offered[bare] = fn
     return offered
+
+
+_WORKDIR = re.compile(r"Primary working directory: (\S+)")
+
+
+def _edit_plan(
+    edits: Sequence[tuple[str, str]],
+    offered: Mapping[str, dict[str, Any]],
+    messages: Sequence[dict[str, Any]],
+) -> list[tuple[str, str]]:
+    """The file edits a coding task's ``file_contains`` rules ask for, made with the agent program's own
+    tools as a model would: a shell command writing the file in its working directory (Claude Code's
+    ``Bash``, Codex's ``exec_command``), else Claude Code's ``Write`` (an absolute path under the
+    working directory its prompt names: an answer that names the checkout, so replayed elsewhere it
+    writes there)."""
+    plan: list[tuple[str, str]] = []
+    shell = next((name for name in ("Bash", "exec_command") if name in offered), None)
+    if shell is not None:  # a relative path in its working directory: the same answer from any checkout
+        for path, content in edits:
+            command = f"printf '%s' {shlex.quote(content)} > {shlex.quote(path)}"
+            field = "command" if shell == "Bash" else "cmd"
+            plan.append((shell, json.dumps({field: command}, ensure_ascii=False)))
+    elif "Write" in offered:  # Claude Code's Write takes an absolute path, under its working directory
+        text = " ".join(message_text(m) for m in messages if m.get("role") in ("system", "user"))
+        found = _WORKDIR.search(text)
+        root = found.group(1).rstrip("/") if found is not None else None
+        for path, content in edits if root is not None else ():
+            args = {"file_path": f"{root}/{path}", "content": content}
+            plan.append(("Write", json.dumps(args, ensure_ascii=False)))
+    return plan
 
 
 def _example_args(schema: Mapping[str, Any]) -> dict[str, Any]:
@@ -244,6 +276,7 @@ def agent_reply(
     tool_skill = min(1.0, max(0.0, profile.tool_skill if profile.tool_skill is not None else skill))
 
     hints: list[tuple[SimHint, bool]] = []
+    edits: list[tuple[str, str]] = []  # (workspace path, content) of the file rules it will satisfy
     guarded: list[tuple[str, str]] = []  # (precondition, then) of kept no_call_after_failure rules
     if task is not None:
         for kind, rules in (("criterion", task.success_criteria), ("constraint", task.hard_constraints)):
@@ -252,6 +285,8 @@ def agent_reply(
                 p = s if kind == "criterion" else 1.0 - (1.0 - s) / 2.0
                 satisfy = _difficulty_draw(key, kind, i) < p
                 hints.append((_adjusted_hint(rule, satisfy, zh, guarded), satisfy))
+                if satisfy and kind == "criterion" and isinstance(rule, FileContains) and rule.phrases:
+                    edits.append((rule.path, "\n".join(rule.phrases) + "\n"))
     merged = merge_hints(hints)
 
     user_turns = users[opening:]
@@ -263,7 +298,7 @@ def agent_reply(
 
     offered = _offered_tools(body)
     if offered:
-        plan = _tool_plan(merged, offered, tool_skill, key)
+        plan = _tool_plan(merged, offered, tool_skill, key) + _edit_plan(edits, offered, messages)
         made = len(tool_msgs)
         if made < len(plan) and not _blocked(plan[made][0], plan[:made], tool_msgs, guarded):
             name, raw = plan[made]
