@@ -81,6 +81,7 @@ class GaugeOptions:
     familywise: str = "per-gate"  # --gauge-familywise: per-gate (each gate at 95%) or holm
     labels: tuple[str, ...] = ()  # --gauge-labels FILE (repeatable): human labels.jsonl files
     unsandboxed: bool = False  # --gauge-unsandboxed: programs run without the sandbox (said in every report)
+    history: str | None = None  # --gauge-history PATH: the verdict history (SQLite) this run appends to
 
     def prices_for(self, models: Iterable[str]) -> tuple[PriceRow, ...]:
         """The prices a run with these ``models`` uses: the configured ones, plus genai-prices for the
@@ -237,6 +238,13 @@ _SETTINGS: tuple[tuple[str, str, Any, str, tuple[str, ...] | None], ...] = (
         None,
     ),
     ("cassettes", "gauge_cassettes", str, "replay reads only from this folder of exported cassettes", None),
+    (
+        "history",
+        "gauge_history",
+        str,
+        "verdict history (SQLite file) this run appends to and reads flake rates and gate records from",
+        None,
+    ),
     ("timeout", "gauge_timeout", _seconds, "per-request timeout in seconds (default 60)", None),
     (
         "max-retries",
@@ -610,7 +618,24 @@ def resolve_options(config: pytest.Config) -> GaugeOptions:
         familywise=pick("gauge_familywise", "per-gate"),
         labels=_labels(config, invocation, root),
         unsandboxed=bool(config.getoption("gauge_unsandboxed") or config.getini("gauge_unsandboxed")),
+        history=_history(config, invocation, values["gauge_history"]),
     )
+
+
+def _history(config: pytest.Config, invocation: Path, value: str | None) -> str | None:
+    """``--gauge-history``: the file's absolute path, checked on the controller (a bad file fails now,
+    not at the end of the run)."""
+    if not value:
+        return None
+    from .files.history import HistoryError, check_history  # deferred: keeps sqlite3 off pytest's start-up
+
+    path = (invocation / value).resolve()
+    if not hasattr(config, "workerinput"):
+        try:
+            check_history(path)
+        except HistoryError as exc:
+            raise pytest.UsageError(str(exc)) from None
+    return str(path)
 
 
 def _gates(config: pytest.Config) -> tuple[str, ...]:

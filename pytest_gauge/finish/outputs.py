@@ -464,7 +464,10 @@ def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool)
         return entries
     opts = state.options
     strict = ci_active(os.environ) and not opts.allow_skipped_gates
+    from .history import history_run, open_history  # deferred: keeps numpy off the import of finish.outputs
+
     pages: list[tuple[Path, SuiteOutputs]] = []
+    history = open_history(state)
     for meta in metas:
         name = meta.name
         if not meta.selected and not opts.shard:  # every case deselected: so are its gates
@@ -499,6 +502,9 @@ def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool)
         if opts.snapshot_reports and not partial:
             entries += check_report_snapshots(session, meta, analysis.reports)
         state.finished[name] = {"ctx": analysis.ctx, "out": out, "manifest": written[0]}
+        if history is not None:
+            run = history_run(meta, records, analysis.results, written[0], opts.shard)
+            state.finished[name]["history"] = history.add(run, analysis.reports, out)
         pages.append((out, html_page(meta, written, records, ledger, analysis.reports)))
         skip_note = None if opts.shard else _gate_note(name, analysis.results, strict=strict)
         state.gate_notes += [(True, skip_note)] if skip_note else []
@@ -511,6 +517,8 @@ def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool)
         write_html_pages(Path(opts.out_dir), pages)
     for name in state.finished:  # every report written: only now does a manifest say the suite is done
         complete(state.finished[name]["out"], state.finished[name]["manifest"])
+    if history is not None:
+        history.write(state)  # once, after every report
     return entries
 
 
@@ -560,6 +568,7 @@ def write_summary(terminalreporter: Any, state: GaugeState) -> None:
         render_step_summary,
         report_link,
     )
+    from ..report.history import history_lines  # deferred: keeps numpy off the import of finish.outputs
 
     texts = []
     link = report_link(os.environ)
@@ -572,6 +581,9 @@ def write_summary(terminalreporter: Any, state: GaugeState) -> None:
             terminalreporter.write_line(line)
         for warning in unpriced_warnings(info["ctx"].ledger):
             terminalreporter.write_line(f"pytest-gauge {warning}", yellow=True)
+        if "history" in info:
+            for line in history_lines(info["history"]):
+                terminalreporter.write_line(f"pytest-gauge {line}")
         miss = _replay_misses(state, name, info)
         if miss:
             terminalreporter.write_line(f"pytest-gauge {miss}", red=True)
