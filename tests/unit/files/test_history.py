@@ -85,7 +85,8 @@ def test_the_merge_command_joins_histories_and_names_a_bad_one(tmp_path: Path) -
     append_runs(a, [a_run("r1")])
     append_runs(b, [a_run("r1"), a_run("r2", "2026-01-02T00:00:00Z")])
     said, errors = io.StringIO(), io.StringIO()
-    assert main(["history", "merge", str(a), str(b), "--out", str(out)], environ={}, out=said, err=errors) == 0
+    argv = ["history", "merge", str(a), str(b), "--out", str(out)]
+    assert main(argv, environ={}, out=said, err=errors) == 0
     assert "wrote 2 suite runs" in said.getvalue() and "1 already present" in said.getvalue()
     assert [r.run_id for r in read_history(out)] == ["r1", "r2"]
     bad = tmp_path / "bad.db"
