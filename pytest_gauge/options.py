@@ -37,7 +37,7 @@ __all__ = [
 ]
 
 BACKENDS = ("live", "sim", "replay")
-CACHE_MODES = ("use", "refresh", "off")
+CACHE_MODES = ("use", "refresh", "off", "replay-then-live")
 
 
 @dataclass(frozen=True)
@@ -221,7 +221,14 @@ _SETTINGS: tuple[tuple[str, str, Any, str, tuple[str, ...] | None], ...] = (
         "output folder, relative to the invocation directory (default gauge-out)",
         None,
     ),
-    ("cache", "gauge_cache", str, "response cache mode: use (default), refresh or off", CACHE_MODES),
+    (
+        "cache",
+        "gauge_cache",
+        str,
+        "response cache mode: use (default), refresh, off or replay-then-live (answer every recorded request"
+        " from the cache or --gauge-cassettes, send only the misses and report them apart)",
+        CACHE_MODES,
+    ),
     (
         "familywise",
         "gauge_familywise",
@@ -401,6 +408,13 @@ def add_options(parser: pytest.Parser) -> None:
     )
     parser.addini("gauge_gates", "gates applied to every suite, one per line", type="linelist", default=[])
     _add_labels_option(parser, group)
+    group.addoption(
+        "--gauge-cache-mode",
+        dest="gauge_cache",
+        default=None,
+        choices=CACHE_MODES,
+        help="the same as --gauge-cache (e.g. --gauge-cache-mode replay-then-live)",
+    )
     _add_sandbox_option(parser, group)
     parser.addini(
         "gauge_prices",
