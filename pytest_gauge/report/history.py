@@ -9,7 +9,16 @@ from ..analysis.history import GateRecord, HistoryView, TaskFlake
 __all__ = ["HISTORY_HEADING", "history_lines", "render_history_section"]
 
 HISTORY_HEADING = "## History"
+_FLAKY = (
+    "A task is flaky when runs with the same task, rules, agents and judge gave it different outcomes "
+    "(preferred agents or rule successes); its flake rate is the share of those runs that differ from its "
+    "most common outcome (95% Wilson)."
+)
 _MAX_ROWS = 20  # flaky tasks listed; the rest are counted
+
+
+def _runs(n: int) -> str:
+    return "1 run" if n == 1 else f"{n} runs"
 
 
 def _pct(x: float) -> str:
@@ -34,9 +43,7 @@ def render_history_section(view: HistoryView, path: str) -> str:
     lines = [
         HISTORY_HEADING,
         "",
-        f"{view.runs} runs of this suite in `{path}` (this one included). A task is flaky when runs with the "
-        "same task, rules, agents and judge gave it different outcomes (preferred agents or rule successes); "
-        "its flake rate is the share of those runs that differ from its most common outcome (95% Wilson).",
+        f"{_runs(view.runs)} of this suite in `{path}` (this one included). {_FLAKY}",
         "",
         f"Flaky tasks: {len(flaky)} of {len(view.flakes)}; stable over 2+ runs: {stable}; seen once: {once}.",
     ]
@@ -56,7 +63,7 @@ def history_lines(view: HistoryView) -> list[str]:
     flaky = view.flaky
     names = ", ".join(f"{f.task_id} ({f.differing}/{f.runs})" for f in flaky[:10])
     more = f", +{len(flaky) - 10} more" if len(flaky) > 10 else ""
-    head = f"history: {view.runs} runs; flaky tasks {len(flaky)} of {len(view.flakes)}"
+    head = f"history: {_runs(view.runs)}; flaky tasks {len(flaky)} of {len(view.flakes)}"
     lines = [f"{head}: {names}{more}" if flaky else head]
     lines += [
         f"history: gate {g.expr}: passed {g.count('pass')} of last {len(g.statuses)}" for g in view.gates

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pytest_gauge.files.history import read_history
-from tests.helpers import read_jsonl, run_inprocess
+from tests.helpers import MINI_INI, read_jsonl, run_inprocess
 
 GATE = "flip_rate <= 0.5"
 
@@ -63,7 +63,7 @@ def test_three_seeds_flag_exactly_the_tasks_that_flipped(pytester: pytest.Pytest
             pytester, "suites", "--gauge-seed", str(seed), "--gauge-out", out, "--gauge-gate", GATE, *history
         )
         assert done.ret in (0, 1), done.stdout.str()
-        done.stdout.fnmatch_lines([f"pytest-gauge history: {seed} runs; flaky tasks *"])
+        done.stdout.fnmatch_lines([f"pytest-gauge history: {seed} run*; flaky tasks *"])
         outs.append(pytester.path / out)
     runs = [_outcomes(o) for o in outs]
     flipped = {task for task in runs[0] if len({r[task] for r in runs}) > 1}
@@ -78,3 +78,17 @@ def test_three_seeds_flag_exactly_the_tasks_that_flipped(pytester: pytest.Pytest
     assert [r.seed for r in recorded] == [1, 2, 3]
     assert len({r.run_id for r in recorded}) == 3
     assert {t.task_id for r in recorded for t in r.tasks} == set(runs[0])
+
+
+def test_the_ini_key_names_a_bad_history_before_any_case(pytester: pytest.Pytester, mini_suite: Path) -> None:
+    pytester.makeini(MINI_INI + "gauge_history = runs.db\n")
+    (pytester.path / "runs.db").write_text("these are notes, not a history\n" * 40)
+    done = run_inprocess(pytester, "suites")
+    assert done.ret == pytest.ExitCode.USAGE_ERROR
+    assert "runs.db: not a pytest-gauge history" in done.stderr.str()
+    assert not (pytester.path / "gauge-out").exists()
+
+    (pytester.path / "runs.db").unlink()
+    assert run_inprocess(pytester, "suites").ret == 0
+    (run,) = read_history(pytester.path / "runs.db")
+    assert run.suite == "mini" and len(run.tasks) == 5 and run.seed == 7
