@@ -388,6 +388,17 @@ def _add_sandbox_option(parser: pytest.Parser, group: Any) -> None:
     parser.addini("gauge_unsandboxed", "like --gauge-unsandboxed", type="bool", default=False)
 
 
+def _add_cache_mode_option(group: Any) -> None:
+    """``--gauge-cache-mode``: another name of ``--gauge-cache`` (the same ini key, ``gauge_cache``)."""
+    group.addoption(
+        "--gauge-cache-mode",
+        dest="gauge_cache",
+        default=None,
+        choices=CACHE_MODES,
+        help="the same as --gauge-cache (e.g. --gauge-cache-mode replay-then-live)",
+    )
+
+
 def add_options(parser: pytest.Parser) -> None:
     """Register the ``--gauge-*`` flags and their ini twins."""
     group = parser.getgroup("gauge", "pytest-gauge: LLM-agent evaluations")
@@ -408,13 +419,7 @@ def add_options(parser: pytest.Parser) -> None:
     )
     parser.addini("gauge_gates", "gates applied to every suite, one per line", type="linelist", default=[])
     _add_labels_option(parser, group)
-    group.addoption(
-        "--gauge-cache-mode",
-        dest="gauge_cache",
-        default=None,
-        choices=CACHE_MODES,
-        help="the same as --gauge-cache (e.g. --gauge-cache-mode replay-then-live)",
-    )
+    _add_cache_mode_option(group)
     _add_sandbox_option(parser, group)
     parser.addini(
         "gauge_prices",
