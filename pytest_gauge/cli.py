@@ -116,6 +116,12 @@ def _add_cassettes(commands: _Commands) -> None:
         default="gauge-out",
         help="the recorded run's --gauge-out folder (its manifest: models, hashes)",
     )
+    export.add_argument(
+        "--gateway",
+        default=None,
+        metavar="URL",
+        help="the gateway whose responses to export, as the cache names it (default: the latest one's)",
+    )
 
 
 def _add_cache(commands: _Commands) -> None:
@@ -293,7 +299,6 @@ def _doctor(args: argparse.Namespace, environ: Mapping[str, str], out: TextIO) -
 
 def services_of(found: Sequence[tuple[str, Any]]) -> list[Service]:
     """Every HTTP agent of the suites, with the environment variables its headers read."""
-
     return [
         Service(f"{name}/{agent.name}", agent.url, tuple(env_references(agent.headers)))
         for name, suite in found
@@ -305,7 +310,6 @@ def services_of(found: Sequence[tuple[str, Any]]) -> list[Service]:
 def programs_of(found: Sequence[tuple[str, Any]]) -> list[Program]:
     """Every program the suites' program agents run (``argv[0]``), with the agents using it and, for
     the presets' CLIs, the install command."""
-
     users: dict[str, list[str]] = {}
     for name, suite in found:
         for agent in suite.agents:
@@ -322,7 +326,6 @@ def suite_targets(paths: Sequence[str]) -> list[Target]:
 def targets_of(found: Sequence[tuple[str, Any]]) -> list[Target]:
     """One doctor target per distinct (role, model) of the suites found, labelled with the suites (and
     agents) that use it; judge models are tried in their JSON-mode chain."""
-
     users: dict[tuple[str, str, str], list[str]] = {}  # (role, model, api) -> who uses it
     chains: dict[str, tuple[dict[str, Any] | None, ...]] = {}
     for name, suite in found:
@@ -346,7 +349,12 @@ def targets_of(found: Sequence[tuple[str, Any]]) -> list[Target]:
 
 
 def _export(args: argparse.Namespace, environ: Mapping[str, str], out: TextIO, err: TextIO) -> int:
-    result = export_cassettes(args.cache_dir, args.suite, args.to, environ, args.out)
+    result = export_cassettes(args.cache_dir, args.suite, args.to, environ, args.out, args.gateway)
+    for other, count in result.other_gateways:
+        err.write(
+            f"note: {count} entries of suite {args.suite} were recorded through another gateway ({other}):"
+            f" not exported (replay uses one gateway; --gateway {other} exports those)\n"
+        )
     for key in result.refused:
         err.write(f"refused {key}: it contains the value of {KEY_VARIABLE}\n")
     if not result.exported:

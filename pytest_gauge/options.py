@@ -20,7 +20,11 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from .analysis.gates import GateSyntaxError, gate_arg, parse_gates
 from .files.folders import CACHE_DIR
+from .files.labels import LabelsError, read_labels
+from .files.shards import ShardError, shard_from
+from .gateway.prices import GENAI_PRICES, check_genai_prices, load_prices, with_genai_prices
 
 if TYPE_CHECKING:
     from .records.prices import PriceRow
@@ -88,7 +92,6 @@ class GaugeOptions:
         models they do not price with ``--gauge-prices genai-prices`` (the run and ``merge`` alike)."""
         if not self.genai_prices:
             return self.prices
-        from .gateway.prices import with_genai_prices  # deferred: keeps gateway.prices off pytest's start-up
 
         return with_genai_prices(self.prices, models)
 
@@ -166,8 +169,6 @@ _rate = _bounded(_finite_float, 0.001, 1e12)  # per minute: one call per 1,000 m
 
 def _gate_text(text: str) -> str:
     """Validate a ``--gauge-gate`` expression at parse time (pytest-benchmark style); keep its text."""
-    from .analysis.gates import gate_arg  # deferred: keeps analysis.gates off pytest's start-up
-
     return gate_arg(text).canonical()
 
 
@@ -533,8 +534,6 @@ def parse_price_lines(lines: list[str]) -> list[PriceRow]:
 
 def _shard(config: pytest.Config) -> str | None:
     """The shard label (``I/N``) from ``--gauge-shard`` or the environment, checked."""
-    from .files.shards import ShardError, shard_from  # deferred: keeps files.shards off pytest's start-up
-
     try:
         shard = shard_from(config.getoption("gauge_shard"), os.environ)
     except ShardError as exc:
@@ -563,10 +562,16 @@ def check_out_dir(path: Path, flag: str = "--gauge-out") -> None:
         raise pytest.UsageError(f"{flag} {path}: the folder is not writable")
 
 
+def _check_start(config: pytest.Config, out: Path, rounds: int | None) -> None:
+    """What the options alone show a run cannot finish with: its output folder (made here, by the process
+    the user started: a worker writes to the controller's), and bootstrap rounds past the memory."""
+    if not hasattr(config, "workerinput"):
+        check_out_dir(out)
+    check_bootstrap_rounds(rounds, tasks=1)
+
+
 def resolve_options(config: pytest.Config) -> GaugeOptions:
     """Resolve every setting once, CLI first, then ini, then the default."""
-    from .gateway.prices import GENAI_PRICES, check_genai_prices, load_prices  # deferred: off start-up
-
     values: dict[str, Any] = {}
     for _suffix, ini, kind, _help, choices in _SETTINGS:
         value = _setting(config, ini, kind)
@@ -576,10 +581,8 @@ def resolve_options(config: pytest.Config) -> GaugeOptions:
     invocation = Path(config.invocation_params.dir)
     root = Path(config.rootpath)
     out = values["gauge_out"] or "gauge-out"
-    if not hasattr(config, "workerinput"):  # a worker writes to the controller's folder (workerinput)
-        check_out_dir((invocation / out).resolve())
+    _check_start(config, (invocation / out).resolve(), values["gauge_bootstrap_rounds"])
     cache_dir = values["gauge_cache_dir"] or str(root / CACHE_DIR)
-    check_bootstrap_rounds(values["gauge_bootstrap_rounds"], tasks=1)
     gates = _gates(config)
     genai = values["gauge_prices_file"] == GENAI_PRICES
     if genai:
@@ -659,7 +662,6 @@ def _history(config: pytest.Config, invocation: Path, value: str | None) -> str 
 
 def _gates(config: pytest.Config) -> tuple[str, ...]:
     """The run's gates: the ini key's (checked here, one usage line) and then ``--gauge-gate``'s."""
-    from .analysis.gates import GateSyntaxError, parse_gates  # deferred: off pytest's start-up
 
     ini_gates = [str(g) for g in config.getini("gauge_gates")]
     try:
@@ -682,8 +684,6 @@ def check_bootstrap_rounds(rounds: int | None, tasks: int) -> None:
 def _labels(config: pytest.Config, invocation: Path, root: Path) -> tuple[str, ...]:
     """``--gauge-labels`` files (relative to the invocation folder) after the ini's (relative to the
     rootdir), resolved and read once here so a bad file is a usage error naming its line."""
-    from .files.labels import LabelsError, read_labels  # deferred: keeps files.labels off pytest's start-up
-
     paths = [(root / str(p)).resolve() for p in config.getini("gauge_labels")]
     paths += [(invocation / str(p)).resolve() for p in config.getoption("gauge_labels") or ()]
     for path in paths:

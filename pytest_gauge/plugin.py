@@ -14,11 +14,35 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from .analysis.gate_check import (
+    SuiteShape,
+    check_gates,
+    missing_baseline,
+)
+from .analysis.gates import (
+    GateSyntaxError,
+    parse_gate,
+)
+from .files.baseline import (
+    BaselineError,
+    check_baseline_dir,
+)
+from .files.replay import (
+    RecordingError,
+    load_recording,
+)
+from .files.shards import parse_shard
 from .finish.ending import EndOfRun
 from .fixtures import TESTS_SUITE, tests_report
 from .fixtures import calls as fixture_functions
+from .gateway.backends import install_replay_guard, replay_guard
+from .gateway.doctor import run_doctor
 from .gateway.endpoint import live_settings_problems
 from .gateway.errors import ModelStopped
+from .gateway.redis_limits import (
+    LimitsUnavailable,
+    connect,
+)
 from .options import (
     GaugeOptions,
     add_options,
@@ -27,12 +51,16 @@ from .options import (
     misread_ini_problem,
     resolve_options,
 )
+from .process.replay import recorded_suite
 from .process.roles import FAILURE_PROPERTY, RECORD_PROPERTY, Role, choose_role, role_key
+from .process.shards import suite_shard_tasks
 from .process.state import GaugeState, SuiteEntry, state_key
+from .process.stopping import install_sigterm, restore_sigterm
 from .records import dumps
 from .records.checks import is_check_nodeid
 from .suite.cases import Case, build_cases
 from .suite.declare import MODEL_VARIABLES, Suite, SuiteError, TaskFileError
+from .suite.discover import find_suites
 
 if TYPE_CHECKING:
     from .analysis.gate_check import SuiteShape
@@ -52,9 +80,7 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
     if not config.getoption("gauge_doctor", False):
         return None
 
-    from .cli import programs_of, services_of, targets_of  # deferred: keeps cli off pytest's start-up
-    from .gateway.doctor import run_doctor  # deferred: keeps gateway.doctor off pytest's start-up
-    from .suite.discover import find_suites  # deferred: keeps suite.discover off pytest's start-up
+    from .cli import programs_of, services_of, targets_of  # deferred: 14 ms (xml), --gauge-doctor only
 
     found = find_suites([str(a).split("::")[0] for a in config.args])
     targets = targets_of(found) or None
@@ -102,8 +128,6 @@ def pytest_configure(config: pytest.Config) -> None:
         fixture_functions, "gauge-fixtures"
     )  # gauge_client, gauge_ledger, ..._judge
     if options.backend == "replay":
-        from .gateway.backends import install_replay_guard  # deferred: off pytest's start-up
-
         install_replay_guard()
 
 
@@ -113,12 +137,6 @@ def _backend_explicit(config: pytest.Config) -> bool:
 
 def _check_baseline(options: GaugeOptions) -> None:
     """Refuse before any request a baseline that cannot be read, and baseline gates without a baseline."""
-    from .analysis.gate_check import missing_baseline  # deferred: off pytest's start-up
-    from .files.baseline import (  # deferred: keeps files.baseline off pytest's start-up
-        BaselineError,
-        check_baseline_dir,
-    )
-
     if options.baseline:
         if Path(options.baseline).resolve() == Path(options.out_dir).resolve():
             raise pytest.UsageError(
@@ -148,11 +166,6 @@ def _check_adaptive(options: GaugeOptions) -> None:
 
 def _check_limits(url: str) -> None:
     """``--gauge-limits``: the Redis server must answer before any request (a usage error otherwise)."""
-    from .gateway.redis_limits import (  # deferred: keeps gateway.redis_limits off pytest's start-up
-        LimitsUnavailable,
-        connect,
-    )
-
     try:
         connect(url).close()
     except LimitsUnavailable as exc:
@@ -192,8 +205,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     role.close()
     state.release()
     if state.options.backend == "replay":
-        from .gateway.backends import replay_guard  # deferred: keeps gateway.backends off pytest's start-up
-
         replay_guard.active = False
     _settle_garbage(config)
 
@@ -237,12 +248,6 @@ class SuiteCollector(pytest.Collector):
         name = self.suite.name or folder.name
         suite, recorded_gateway = self.suite, None
         if state.options.backend == "replay" and state.options.cassettes:
-            from .files.replay import (  # deferred: keeps files.replay off pytest's start-up
-                RecordingError,
-                load_recording,
-            )
-            from .process.replay import recorded_suite  # deferred: keeps process.replay off pytest's start-up
-
             try:
                 recording = load_recording(state.options.cassettes, name)
             except RecordingError as exc:
@@ -269,6 +274,11 @@ class SuiteCollector(pytest.Collector):
         state.suites[name] = SuiteEntry(
             name, suite, tasks, folder, module_path, self.nodeid, cases, recorded_gateway
         )
+
+        from .analysis.self_preference import self_judging, shared_models  # deferred: numpy, only with suites
+
+        for judge, agents in shared_models(suite.models()).items():
+            self.warn(pytest.PytestWarning(self_judging(name, judge, agents)))
         items: list[pytest.Item] = [CaseItem.from_parent(self, name=c.case_id, case=c) for c in cases]
         return items + self._gate_items(name, suite, state.options)
 
@@ -305,7 +315,6 @@ class GaugeCaseFailure(Exception):
 def _first_report(run_dir: Path, case_id: str, error: str) -> str:
     """The case that reported ``error`` first in this run: a file per error in the run folder, created
     exclusively, so the workers of a run agree (any process may write it first)."""
-
     folder = run_dir / "reported"
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / hashlib.sha256(error.encode("utf-8", "replace")).hexdigest()[:32]
@@ -460,9 +469,6 @@ def _order_by_look(config: pytest.Config, items: list[pytest.Item]) -> None:
 
 def _keep_shard(state: GaugeState, config: pytest.Config, items: list[pytest.Item]) -> None:
     """``--gauge-shard``: deselect the cases of the tasks other shards run (whole tasks, every case)."""
-    from .files.shards import parse_shard  # deferred: keeps files.shards off pytest's start-up
-    from .process.shards import suite_shard_tasks  # deferred: keeps process.shards off pytest's start-up
-
     shard = parse_shard(str(state.options.shard))
     mine = {name: suite_shard_tasks(entry, shard) for name, entry in state.suites.items()}
     state.shard_tasks = {name: sorted(tasks) for name, tasks in mine.items()}
@@ -479,8 +485,6 @@ def _keep_shard(state: GaugeState, config: pytest.Config, items: list[pytest.Ite
 
 def _gate_shape(suite: Suite, name: str) -> SuiteShape:
     """What the suite's gates may name (agents, pairs, tiered agents, judge models)."""
-    from .analysis.gate_check import SuiteShape  # deferred: keeps analysis.gate_check off pytest's start-up
-
     tiers = tuple(agent for rows in suite.families().values() for _label, agent in rows)
     return SuiteShape(name, tuple(a.name for a in suite.agents), suite.pairs, tiers, suite.judge.models())
 
@@ -489,15 +493,6 @@ def gate_problems(suite: Suite, name: str, extra: tuple[str, ...], *, baseline: 
     """Every gate of the suite (its own, the ini's and ``--gauge-gate``) checked against what the suite
     declares; one line per problem, naming the suite, the gate and the nearest valid name. Without a
     baseline, gates on one (``delta``, ``regressions``, ``fixes``) are problems too."""
-    from .analysis.gate_check import (  # deferred: keeps analysis.gate_check off pytest's start-up
-        check_gates,
-        missing_baseline,
-    )
-    from .analysis.gates import (  # deferred: keeps analysis.gates off pytest's start-up
-        GateSyntaxError,
-        parse_gate,
-    )
-
     problems: list[str] = []
     parsed = []
     for text in (*suite.gates, *extra):
@@ -565,7 +560,6 @@ class GaugeRun:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.role: Role = config.stash[role_key]
-        from .process.stopping import install_sigterm  # deferred: off pytest's start-up
 
         # a CI timeout stops like Ctrl-C, with a report; a second signal is absorbed, a third forces
         self.previous_sigterm = install_sigterm(speaks=self.role.started_by_user)
@@ -640,7 +634,6 @@ class GaugeRun:
         return [f"pytest-gauge: + {noun} after the tests (in the passed/failed totals)"]
 
     def pytest_unconfigure(self) -> None:
-        from .process.stopping import restore_sigterm  # deferred: off pytest's start-up
 
         restore_sigterm(self.previous_sigterm)
 

@@ -1,4 +1,6 @@
-"""Claude Code against Codex, both real CLIs, as agents under test (docs/protocol.md#program-agents).
+"""Claude Code against Codex, both real CLIs, as agents under test (docs/protocol.md#program-agents),
+and Codex at best-of-1 against best-of-4 (``codex@bo4``: four sessions per task, the rules' best kept),
+whose Elo per token is in ``reports/elo.md``'s compute tiers.
 
 Each transcript runs the CLI once per turn in a fresh copy of ``workspace/``, with a fresh
 ``CLAUDE_CONFIG_DIR`` / ``CODEX_HOME``, the suite's ``lookup_order`` tool offered over MCP, and the
@@ -15,13 +17,23 @@ from __future__ import annotations
 
 import os
 
-from pytest_gauge import Judge, SimAgent, Suite, UserSimulator, claude_code, codex, env_model
+from pytest_gauge import Judge, SimAgent, Suite, UserSimulator, best_of, claude_code, codex, env_model
 
 from .tools import TOOLS
 
 COMMANDS = {c: os.environ.get(f"GAUGE_{c.upper()}_COMMAND", c) for c in ("claude", "codex")}
 
 INSTRUCTIONS = "Answer in at most three sentences. Look orders up with the lookup_order tool; never guess."
+
+CODEX = codex(
+    env_model("GAUGE_CODEX_MODEL", "sim-codex"),
+    name="codex",
+    instructions=INSTRUCTIONS,
+    sandbox="read-only",
+    timeout=180,
+    command=COMMANDS["codex"],
+    sim=SimAgent(skill=0.6, tool_skill=1.0),
+)
 
 suite = Suite(
     agents=[
@@ -34,15 +46,8 @@ suite = Suite(
             command=COMMANDS["claude"],
             sim=SimAgent(skill=0.9, tool_skill=1.0),
         ),
-        codex(
-            env_model("GAUGE_CODEX_MODEL", "sim-codex"),
-            name="codex",
-            instructions=INSTRUCTIONS,
-            sandbox="read-only",
-            timeout=180,
-            command=COMMANDS["codex"],
-            sim=SimAgent(skill=0.6, tool_skill=1.0),
-        ),
+        CODEX,
+        best_of(CODEX, 4),  # test-time compute for a program: four sessions per task, the best kept
     ],
     judge=Judge(env_model("TAOTOKEN_JUDGE_MODEL", "sim-judge")),
     user=UserSimulator(env_model("GAUGE_USER_MODEL", "sim-user"), max_turns=1),

@@ -28,11 +28,12 @@ from ..records import CaseRecord
 from ..records.run_side import Outcome, RunSide, Unit, outcomes_from_records
 from .elo import fit_elo
 from .elo_report import comparisons_from_records
-from .gates import BASELINE_METRICS, DELTA_METRICS
+from .gates import BASELINE_METRICS, DELTA_METRICS, NoData
 from .metrics import Estimate, classify_pairs
 from .paired import PairedTally, mcnemar_exact, paired_mean_delta, paired_ratio_delta
 from .power import min_detectable, noise_floor
 from .resampling import bootstrap_means, percentile_interval, task_counts
+from .skewed import cost_interval_note, ratio_delta_interval
 
 if TYPE_CHECKING:
     from ..records import FloatArray
@@ -100,6 +101,12 @@ class BaselineComparison:
     cost_per_success: Estimate
     elo_reference: str | None
     elo: Mapping[str, Estimate]
+    setup_changes: tuple[str, ...] = ()  # the judge's or user simulator's model, prompt or settings
+
+    @property
+    def judge_changes(self) -> tuple[str, ...]:
+        """The changes of the judge (model, prompt, settings): its metrics then compare two judges."""
+        return tuple(c for c in self.setup_changes if c.startswith("judge"))
 
     def _agent(self, term: str, args: tuple[str, ...]) -> AgentComparison:
         if len(args) != 1:
@@ -126,6 +133,11 @@ class BaselineComparison:
         if name == "cost_per_success":
             return self.cost_per_success
         if name in self.judge:
+            if self.judge_changes:
+                raise NoData(
+                    f"the judge changed since the baseline ({'; '.join(self.judge_changes)}): delta({name})"
+                    " would compare two judges, not one judge's drift (allow_inconclusive to accept it)"
+                )
             return self.judge[name]
         raise KeyError(f"delta({name}): unknown metric; delta(...) takes {', '.join(DELTA_METRICS)}")
 
@@ -304,6 +316,26 @@ def _cost_tally(side: RunSide, tasks: Sequence[str]) -> tuple[FloatArray, FloatA
     return np.array([float(c or 0.0) for c in costs]), succ
 
 
+def _cost_delta(
+    current: tuple[FloatArray, FloatArray],
+    baseline: tuple[FloatArray, FloatArray],
+    counts: FloatArray,
+    seed: int,
+) -> Estimate:
+    """``delta(cost_per_success)``: the paired skewed-bill interval (:mod:`.skewed`), none with the reason
+    below what it supports."""
+    cur, base = PairedTally(current[0], current[1], baseline[0], baseline[1]).ratios()
+    n = round(min(float(current[1].sum()), float(baseline[1].sum())))
+    if cur is None or base is None:
+        return Estimate(None, n, None, None, "none")
+    costed = min(int(np.sum(current[0] > 0)), int(np.sum(baseline[0] > 0)))
+    note = cost_interval_note(current[0].shape[0], costed)
+    low, high = ratio_delta_interval(current, baseline, counts, seed) if note is None else (None, None)
+    if low is None or high is None or not (np.isfinite(low[0]) and np.isfinite(high[0])):
+        return Estimate(cur - base, n, None, None, "paired-skewed-ratio", note=note or "no interval")
+    return Estimate(cur - base, n, float(low[0]), float(high[0]), "paired-skewed-ratio")
+
+
 def _elo_deltas(
     current: RunSide, baseline: RunSide, agents: Sequence[str], tasks: Sequence[str], rounds: int, seed: int
 ) -> tuple[str | None, dict[str, Estimate]]:
@@ -366,7 +398,7 @@ def compare_runs(
     if cur_c is None or base_c is None:
         cost = Estimate(None, 0, None, None, "none")
     else:
-        cost = paired_ratio_delta(PairedTally(cur_c[0], cur_c[1], base_c[0], base_c[1]), counts)
+        cost = _cost_delta(cur_c, base_c, counts, seed)
     # the reference: the agent whose outcomes moved least (a weakened agent with an unchanged manifest
     # would make every other agent look changed)
     stable = sorted(agents, key=lambda a: (abs(per_agent[a].reward_delta.value or 0.0), a))
@@ -383,7 +415,19 @@ def compare_runs(
         cost_per_success=cost,
         elo_reference=ref,
         elo=elo,
+        setup_changes=setup_changes(current.setup, baseline.setup),
     )
+
+
+def setup_changes(current: Mapping[str, str], baseline: Mapping[str, str]) -> tuple[str, ...]:
+    """Every setting both runs record that differs (``judge:0 model sim-judge -> gpt-x``; prompts by
+    hash: ``judge prompt changed``), sorted; a setting only one run records is not compared."""
+    out = []
+    for key in sorted(set(current) & set(baseline)):
+        before, now = baseline[key], current[key]
+        if before != now:
+            out.append(f"{key} changed" if "prompt" in key else f"{key} {before} -> {now}")
+    return tuple(out)
 
 
 def mean_rewards(outcomes: Mapping[Unit, Outcome], rounds: int = 2000, seed: int = 0) -> dict[str, Estimate]:

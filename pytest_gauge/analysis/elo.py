@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from .bt_fit import FitCheck, bt_fit_check
 from .estimates import Estimate
 from .intervals import t_quantile
 from .resampling import resample_counts
@@ -338,6 +339,7 @@ class EloResult:
     pair_counts: FloatArray = field(repr=False, compare=False, default_factory=lambda: np.zeros((0, 0)))
     method: str = "none"
     cov: FloatArray = field(repr=False, compare=False, default_factory=lambda: np.zeros((0, 0)))
+    fit_check: FitCheck | None = field(default=None, compare=False)  # None: the MLE does not exist
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON form (without the bootstrap samples)."""
@@ -540,6 +542,7 @@ def fit_elo(
         pair_counts=pooled + pooled.T,
         method=method,
         cov=cov,
+        fit_check=None if problems else bt_fit_check(tuple(agents), tensor, theta),
     )
 
 

@@ -18,6 +18,7 @@ from typing import Any
 from ..records import CaseRecord, LedgerRecord
 from ..records.work_key import parse_work
 from .elo import Comparison, EloResult, fit_elo, tier_table
+from .metric_table import names_from
 
 __all__ = [
     "ELO_METRICS",
@@ -33,7 +34,7 @@ __all__ = [
     "token_stats",
 ]
 
-ELO_METRICS: tuple[str, ...] = ("elo", "delta_elo", "elo_per_1k_tokens")
+ELO_METRICS: tuple[str, ...] = names_from("elo")
 """Gate metric names served from the Elo fit; each takes one agent, e.g. ``elo(agent_x@bo4)``."""
 
 NO_ELO = "elo needs at least two agents with judged cases"

@@ -53,6 +53,7 @@ class Estimate:
     method: str
     df: float | None = field(default=None, compare=False)  # a t interval's degrees of freedom (not in JSON)
     counts: tuple[FloatArray, ...] | None = field(default=None, compare=False, repr=False)  # per-task k, n
+    note: str | None = field(default=None, compare=False)  # why there is no interval (not in JSON)
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON form: value, n, low, high and the interval method."""

@@ -1,8 +1,7 @@
 """Gates checked at collection: every gate's metric names and arguments against the suite's
 declaration (agents, pairs, compute tiers, judge models), before any call is made, so a typo costs
 nothing. The evaluator (:mod:`.gates`, :mod:`.gate_source`) still checks at the end: this is the cheap,
-early copy of the same rules, kept in one table (:data:`SIGNATURES`) that a new metric adds its
-argument lists to.
+early copy of the same rules, read from the one metric table (:mod:`.metric_table`'s signatures).
 """
 
 from __future__ import annotations
@@ -10,59 +9,12 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal
 
 from ..run.user_audit import USER_AUDIT_KINDS
 from .gates import BASELINE_METRICS, DELTA, DELTA_METRICS, Gate, Term, parse_gates, parse_term
+from .metric_table import SIGNATURES, ArgKind
 
 __all__ = ["SIGNATURES", "ArgKind", "SuiteShape", "check_gate", "check_gates", "missing_baseline"]
-
-ArgKind = Literal["agent", "tier", "class", "agreement", "judge", "k", "user_error"]
-"""``agent``: an agent of the suite; ``tier``: an agent in a compute family; ``class``: close | distant;
-``agreement``: repeats | judges; ``judge``: a judge model; ``k``: a whole number >= 1; ``user_error``: a
-kind of the user audit. Two ``agent`` arguments name a declared pair."""
-
-SIGNATURES: dict[str, tuple[tuple[ArgKind, ...], ...]] = {
-    "lrs": ((), ("class",), ("agent", "agent")),
-    "lrs_close": ((),),
-    "lrs_distant": ((),),
-    "lrs_close_minus_distant": ((),),
-    "flip_rate": ((), ("agent", "agent")),
-    "position_bias": ((), ("agent", "agent")),
-    "judge_error_rate": ((), ("agent", "agent")),
-    "sat_but_failed_rate": ((), ("agent",)),
-    "success_rate": ((), ("agent",)),
-    "empty_turn_rate": ((), ("agent",)),
-    "user_sim_error_rate": ((), ("user_error",)),
-    "verbosity_word_rate": ((),),
-    "longer_wins_rate": ((),),
-    "judge_agreement": ((), ("agreement",)),
-    "judge_kappa": ((), ("agreement",)),
-    "judge_accuracy": ((), ("class",), ("judge",), ("judge", "class")),
-    "judge_rank_corr": ((), ("judge",)),
-    "human_judge_agreement": ((), ("judge",)),
-    "human_judge_kappa": ((), ("judge",)),
-    "human_rules_agreement": ((),),
-    "labeller_agreement": ((),),
-    "labeller_kappa": ((),),
-    "cost_per_success": ((),),
-    "total_cost": ((),),
-    "agent_cost": ((),),
-    "user_sim_cost": ((),),
-    "judge_cost": ((),),
-    "judge_cost_share": ((),),
-    "elo": (("agent",),),
-    "delta_elo": (("tier",),),
-    "elo_per_1k_tokens": (("tier",),),
-    "mean_reward": (("agent",),),
-    "regressions": (("agent",),),
-    "fixes": (("agent",),),
-    "pass_at_k": (("agent", "k"),),
-    "pass_hat_k": (("agent", "k"),),
-    "flaky_tasks": (("agent",),),
-}
-"""Metric name -> the argument lists it accepts (the same rules as ``SuiteMetrics._resolve`` and
-``GateSource``)."""
 
 _FIXED = {
     "class": ("close", "distant"),

@@ -109,6 +109,10 @@ class GateSource:
                 f"{name}({agent}): {agent!r} had no judged case in this run (its cases failed or were not "
                 f"run), so it has no Elo; agents in the fit: {known}"
             )
+        check = report.result.fit_check
+        reason = check.reason(agent) if check is not None else None
+        if reason:
+            raise NoData(f"{name}({agent}): {reason}")
         if name != "elo" and agent not in self._tiers:
             tiers = ", ".join(sorted(self._tiers)) or "none"
             raise KeyError(

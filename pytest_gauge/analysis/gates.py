@@ -27,6 +27,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol
 
+from .metric_table import DELTA_METRICS, names_from
+
 if TYPE_CHECKING:
     from .reproducibility import Reproducibility
 
@@ -82,21 +84,8 @@ _FLAGS = ("allow_inconclusive", "allow_unpriced")
 _MAX_DRIVERS = 10
 DELTA = "delta"
 """``delta(TERM)`` (current minus baseline): its one argument is a whole term."""
-BASELINE_METRICS: tuple[str, ...] = ("delta", "regressions", "fixes")
+BASELINE_METRICS: tuple[str, ...] = (DELTA, *names_from("baseline"))
 """Gate terms served by a baseline comparison (every one needs ``--gauge-baseline``)."""
-DELTA_METRICS: tuple[str, ...] = (
-    "success_rate",
-    "mean_reward",
-    "flip_rate",
-    "lrs",
-    "lrs_close",
-    "lrs_distant",
-    "position_bias",
-    "cost_per_success",
-    "elo",
-)
-"""What ``delta(...)`` accepts: ``success_rate(agent)``, ``mean_reward(agent)``, ``elo(agent)`` and the
-suite-level judge metrics and cost per success."""
 SKIPPED_MESSAGE = "skipped: partial run (cases deselected), gates need the whole suite"
 
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -776,7 +765,9 @@ def evaluate_gate(
         elif gate.bound == "point":
             detail = f"the value is undefined ({_context(value, low, high, n, False)})"
         else:
-            detail = f"no 95% interval, so no {gate.bound} bound ({_context(value, low, high, n, True)})"
+            note = getattr(q, "note", None)
+            why = f": {note}" if note else ""
+            detail = f"no 95% interval{why}, so no {gate.bound} bound ({_context(value, low, high, n, True)})"
     elif gate.min_n is not None and n < gate.min_n:
         status = "inconclusive"
         shown_ctx = f"count {value:.0f}, n={n}" if is_count(gate) and value is not None else None

@@ -124,6 +124,7 @@ class HumanFindings:
     labeller_agreement: Estimate
     labeller_kappa: Estimate
     drivers: dict[str, list[str]]
+    set_aside: int = 0  # labels given on transcripts that have since changed: not used
 
     def _who(self, name: str, args: tuple[str, ...]) -> str:
         if len(args) > 1 or (args and name not in HUMAN_METRICS[:2]):
@@ -162,6 +163,7 @@ class HumanFindings:
             "cases": self.cases,
             "labellers": list(self.labellers),
             "unknown_cases": list(self.unknown),
+            "set_aside": self.set_aside,
             "agreement": {k: v.to_json() for k, v in self.agreement.items()},
             "kappa": {k: v.to_json() for k, v in self.kappa.items()},
             "rules_agreement": self.rules.to_json(),
@@ -199,8 +201,11 @@ def _by_case(labels: Sequence[Label], known: set[str]) -> tuple[dict[str, list[L
     return {c: sorted(v, key=lambda x: x.labeller) for c, v in sorted(cases.items())}, sorted(unknown)
 
 
-def human_findings(records: Sequence[CaseRecord], labels: Sequence[Label]) -> HumanFindings:
-    """The labels of one suite (already its own) against the run's records: see :class:`HumanFindings`."""
+def human_findings(
+    records: Sequence[CaseRecord], labels: Sequence[Label], *, set_aside: int = 0
+) -> HumanFindings:
+    """The labels of one suite (already its own) against the run's records: see :class:`HumanFindings`;
+    ``set_aside``: the labels given on transcripts that have since changed (not used, counted)."""
     by_id = {r.case_id: r for r in records}
     cases, unknown = _by_case(labels, set(by_id))
     tasks = {t: i for i, t in enumerate(sorted({by_id[c].task_id for c in cases}))}
@@ -232,4 +237,5 @@ def human_findings(records: Sequence[CaseRecord], labels: Sequence[Label]) -> Hu
         labeller_agreement=weighted_agreement(sums["labellers"].agree[:, 0], sums["labellers"].agree[:, 1]),
         labeller_kappa=jackknife_kappa(sums["labellers"].table),
         drivers={w: s.drivers for w, s in sums.items()},
+        set_aside=set_aside,
     )

@@ -86,7 +86,6 @@ class LookDecisions:
         """The suite's gates still open decided on looks ``1..look`` (its records and ledger so far).
         ``labels``: the suite's human labels; ``compare``: the records of these tasks against the
         baseline (or None and why)."""
-
         suite = self.suites[name]
         if look > suite.planned:
             return

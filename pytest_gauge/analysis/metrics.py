@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -73,8 +73,10 @@ from .judge_metrics import (
     judge_rules_of,
 )
 from .judge_rules import PANEL, PRIMARY, rank_moments
+from .metric_table import METRICS, SUITE_METRICS, Metric
 from .resampling import percentile_interval, ratio_rows, resample_counts
 from .sequential import critical_quantile, t_upper_tail
+from .skewed import cost_interval_note, skewed_ratio_interval
 
 if TYPE_CHECKING:
     from ..records import FloatArray
@@ -231,103 +233,7 @@ def classify_pairs(records: Sequence[CaseRecord], close_threshold: float) -> dic
 # Metric names for gates
 
 
-@dataclass(frozen=True)
-class Metric:
-    """One metric of the suite: its gate name and description (arguments included), whether it has one
-    suite-wide estimate in :attr:`SuiteMetrics.metrics` (``headline``) and the terminal summary's table
-    (``summary``), and whether it is also estimated per pair or per agent (``per``)."""
-
-    name: str
-    description: str
-    headline: bool = True
-    summary: bool = False
-    per: Literal["pair", "agent"] | None = None
-
-
-METRICS: tuple[Metric, ...] = (
-    Metric(
-        "lrs",
-        "lower-reward-selected rate; lrs(close), lrs(distant), lrs(agent_x, agent_y)",
-        summary=True,
-        per="pair",
-    ),
-    Metric("lrs_close", "LRS over close pairs", summary=True),
-    Metric("lrs_distant", "LRS over distant pairs", summary=True),
-    Metric("lrs_close_minus_distant", "LRS(close) - LRS(distant)"),
-    Metric("flip_rate", "position-flip rate; flip_rate(agent_x, agent_y)", summary=True, per="pair"),
-    Metric(
-        "position_bias",
-        "share of non-tie verdicts for slot A; position_bias(agent_x, agent_y)",
-        summary=True,
-        per="pair",
-    ),
-    Metric(
-        "judge_error_rate",
-        "error verdicts / all cases; judge_error_rate(agent_x, agent_y)",
-        summary=True,
-        per="pair",
-    ),
-    Metric(
-        "sat_but_failed_rate",
-        "user satisfied but task failed, per transcript; sat_but_failed_rate(agent)",
-        summary=True,
-        per="agent",
-    ),
-    Metric("success_rate", "successful transcripts; success_rate(agent)", summary=True, per="agent"),
-    Metric(
-        "empty_turn_rate",
-        "transcripts with an empty or blank turn (any role); empty_turn_rate(agent)",
-        headline=False,
-        per="agent",
-    ),
-    Metric(
-        "user_sim_error_rate",
-        "transcripts whose simulated user erred (leaked a fact, ended early, stayed silent, never stated "
-        "the task, or was satisfied with a failure it never questioned); user_sim_error_rate(kind)",
-    ),
-    Metric("verbosity_word_rate", "share of judge reasons with length/style words"),
-    Metric("longer_wins_rate", "longer response chosen among equal-reward, unequal-length cases"),
-    Metric("judge_agreement", "observed agreement; judge_agreement(repeats|judges)"),
-    Metric("judge_kappa", "Cohen's kappa; judge_kappa(repeats|judges)"),
-    Metric(
-        "judge_accuracy",
-        "non-tie verdicts on unequal-reward cases choosing the higher rule reward: the main verdict; "
-        "judge_accuracy(close|distant), judge_accuracy(judge|panel), "
-        "judge_accuracy(judge|panel, close|distant)",
-    ),
-    Metric(
-        "judge_rank_corr",
-        "Spearman's rho of judge rewards vs rule rewards; judge_rank_corr(judge)",
-        headline=False,
-    ),
-    Metric(
-        "human_judge_agreement",
-        "judge verdicts equal to the blind human labels (--gauge-labels); human_judge_agreement(judge|panel)",
-        headline=False,
-    ),
-    Metric(
-        "human_judge_kappa",
-        "Cohen's kappa, judge vs human labels; human_judge_kappa(judge|panel)",
-        headline=False,
-    ),
-    Metric(
-        "human_rules_agreement",
-        "human labels equal to the rules' higher-reward slot (tie: equal)",
-        headline=False,
-    ),
-    Metric("labeller_agreement", "two labellers' labels of one case agreeing", headline=False),
-    Metric("labeller_kappa", "Cohen's kappa between labellers of one case", headline=False),
-    Metric("cost_per_success", "total cost / successful transcripts"),
-    Metric("total_cost", "agent + user_sim + judge cost"),
-    Metric("agent_cost", "cost of agent calls"),
-    Metric("user_sim_cost", "cost of user-simulator calls"),
-    Metric("judge_cost", "cost of judge calls"),
-    Metric("judge_cost_share", "judge cost / total cost"),
-)
-"""The one metric table: every metric a gate may name, in the order the help, ``SuiteMetrics.metrics``
-and the reports list them."""
-
-_NAMES: tuple[tuple[str, str], ...] = tuple((m.name, m.description) for m in METRICS)
+_NAMES: tuple[tuple[str, str], ...] = tuple((m.name, m.description) for m in SUITE_METRICS)
 
 
 def metric_names() -> list[str]:
@@ -343,11 +249,11 @@ def _names_help() -> str:
 # The result
 
 
-PAIR_METRICS = tuple(m.name for m in METRICS if m.per == "pair")
+PAIR_METRICS = tuple(m.name for m in SUITE_METRICS if m.per == "pair")
 """The metrics also estimated per pair (``lrs(agent_x, agent_y)``...), in the table's order."""
-_AGENT_METRICS = tuple(m.name for m in METRICS if m.per == "agent")
-_HEADLINE = tuple(m.name for m in METRICS if m.headline)
-SUMMARY_METRICS = tuple(m.name for m in METRICS if m.summary)
+_AGENT_METRICS = tuple(m.name for m in SUITE_METRICS if m.per == "agent")
+_HEADLINE = tuple(m.name for m in SUITE_METRICS if m.headline)
+SUMMARY_METRICS = tuple(m.name for m in SUITE_METRICS if m.summary)
 """The metrics of the terminal summary's table, in the table's order."""
 
 
@@ -368,6 +274,7 @@ class _Statistics:
     judges: list[str]
     samples: dict[Key, FloatArray]
     main_judge: str = PRIMARY
+    seed: int = 0
 
     def _pair_ids(self, a: str, b: str) -> list[str]:
         found = [pid for pid, p in self.pairs.items() if {p.agent_left, p.agent_right} == {a, b} and (a != b)]
@@ -485,7 +392,7 @@ class _Statistics:
             low_c, high_c = max(d - half, -1.0), min(d + half, 1.0)
             counts = (sa.per_task[:, 0], sa.per_task[:, 1], sb.per_task[:, 0], sb.per_task[:, 1])
             return Estimate(ea.value - eb.value, n, low_c, high_c, "cluster-t", df, counts)
-        low, high = percentile_interval(self.diff_samples(ka, kb))
+        low, high = _around(ea.value - eb.value, *percentile_interval(self.diff_samples(ka, kb)))
         return Estimate(ea.value - eb.value, n, low, high, "bootstrap-tasks")
 
     def estimate(self, key: Key) -> Estimate:
@@ -512,7 +419,9 @@ class _Statistics:
             _, low_c, high_c = cluster_wilson(k, m)
             df = float(cluster_wilson_df(k, m))
             return Estimate(value, n, float(low_c), float(high_c), "cluster-wilson", df, (k, m))
-        low_b, high_b = percentile_interval(self.boot(key))
+        if key == ("cost_per_success",):
+            return _cost_ratio_estimate(st, value, n, self.counts, self.seed)
+        low_b, high_b = _around(value, *percentile_interval(self.boot(key)))
         return Estimate(value, n, low_b, high_b, "bootstrap-tasks")
 
     def close_minus_distant_p(self) -> float | None:
@@ -526,6 +435,29 @@ class _Statistics:
         if se <= 0:
             return 0.0 if d > 0 else 1.0
         return t_upper_tail(d / se, df)
+
+
+def _around(value: float, low: float | None, high: float | None) -> tuple[float | None, float | None]:
+    """A percentile interval widened to hold its own point value: the resampled values of a skewed or
+    discrete statistic can all lie on one side of it, and a report must never print a value outside its
+    interval."""
+    if low is None or high is None:
+        return low, high
+    return min(low, value), max(high, value)
+
+
+def _cost_ratio_estimate(st: Stat, value: float, n: int, counts: FloatArray, seed: int) -> Estimate:
+    """Cost per success with the skewed-bill interval over tasks (:mod:`.skewed`); no interval, with the
+    reason, where the suite cannot support one."""
+    cost, wins = st.per_task[:, 0], st.per_task[:, 1]
+    note = cost_interval_note(cost.shape[0], int(np.sum(cost > 0)))
+    if note is not None:
+        return Estimate(value, n, None, None, "skewed-ratio", note=note)
+    low, high = skewed_ratio_interval(cost, wins, counts, seed)
+    if not (np.isfinite(low[0]) and np.isfinite(high[0])):
+        note = "no resample with both a cost and a success"
+        return Estimate(value, n, None, None, "skewed-ratio", note=note)
+    return Estimate(value, n, float(low[0]), float(high[0]), "skewed-ratio")
 
 
 def _cluster_t(sa: Stat, sb: Stat) -> tuple[float, float, float]:
@@ -885,6 +817,7 @@ def compute_metrics(
     ledger: Sequence[LedgerRecord] = (),
     expected_cases: int | None = None,
     labels: Sequence[Label] | None = None,
+    labels_set_aside: int = 0,
 ) -> SuiteMetrics:
     """All suite metrics (docs/protocol.md#metrics) from case records (and the ledger for costs);
     deterministic in seed. ``labels``: the suite's human labels (``--gauge-labels``; None: not given)."""
@@ -913,6 +846,7 @@ def compute_metrics(
         judges=judges,
         main_judge=found_judges.main,
         samples=_ratio_samples(stats, counts),
+        seed=seed,
     )
     return SuiteMetrics(
         metrics={name: table.estimate(table.resolve(name, ())) for name in _HEADLINE},
@@ -935,5 +869,5 @@ def compute_metrics(
         seed=seed,
         rounds=rounds,
         _table=table,
-        human=human_findings(records, labels) if labels is not None else None,
+        human=human_findings(records, labels, set_aside=labels_set_aside) if labels is not None else None,
     )

@@ -97,14 +97,17 @@ def gate_source(
     comparison: tuple[BaselineComparison | None, str],
     labels: Sequence[Label] | None,
     tasks: Sequence[str] | None = None,
+    case_hashes: Mapping[str, str] | None = None,
 ) -> SuiteNumbers:
     """Metrics, Elo, the baseline comparison and the gates' data source from records + ledger.
     ``comparison``: this run against its baseline (or None and why); ``labels``: the suite's human
     labels (None: no labels file); ``tasks``: the tasks run so far (an adaptive run's look)."""
+    from ..records.labels import bind_labels  # deferred: keeps numpy off the import of analysis.numbers
     from .elo_report import build_elo_report  # deferred: keeps numpy off the import of analysis.numbers
     from .gate_source import GateSource  # deferred: keeps numpy off the import of analysis.numbers
     from .metrics import compute_metrics  # deferred: keeps numpy off the import of analysis.numbers
 
+    bound, set_aside = bind_labels(labels, case_hashes) if labels is not None else (None, 0)
     metrics = compute_metrics(
         records,
         close_threshold=opts.close_threshold,
@@ -112,7 +115,8 @@ def gate_source(
         rounds=opts.bootstrap_rounds,
         ledger=ledger,
         expected_cases=len(records) if tasks is not None else len(meta.selected),
-        labels=labels,
+        labels=bound,
+        labels_set_aside=set_aside,
     )
     families = {f: list(tiers) for f, tiers in meta.families.items()}
     elo = build_elo_report(

@@ -246,7 +246,7 @@ def with_needed_n(
     if result.status == "skipped" or not (result.status == "inconclusive" or crossing):
         return result
     units, min_tasks = _in_tasks(result, tasks)
-    est = gate_needed_n(result.value, low, high, units, gate.threshold, min_tasks)
+    est = _not_below(gate_needed_n(result.value, low, high, units, gate.threshold, min_tasks), units)
     k, k_range = _samples(result, spread, est)
     text = est.text
     if k is not None:
@@ -257,6 +257,20 @@ def with_needed_n(
         state += ", interval across the threshold"
     line = f"{gate.expression()}: {state} at n={result.n}; {text}"
     return replace(result, needed_n=est.n, needed=line, needed_samples=k, needed_range=(est.low, est.high))
+
+
+def _not_below(est: NeededN, units: int) -> NeededN:
+    """A gate undecided at its size is never told that as many tasks or fewer would decide it (the
+    interval is skewed near the threshold, where the normal extrapolation reads it as narrower than it
+    is): it is told what would help instead."""
+    if est.n is None or est.n > units:
+        return est
+    text = (
+        f"more tasks than its {units} would barely move it (undecided at a size that should decide the "
+        "observed effect: its interval is skewed at the threshold); more samples per task or a wider "
+        "margin would"
+    )
+    return NeededN(None, units, text)
 
 
 def _samples(

@@ -29,6 +29,7 @@ import numpy.typing as npt
 
 from .estimates import Estimate, wilson
 from .intervals import Z95, task_mean_wilson
+from .metric_table import names_from
 
 if TYPE_CHECKING:
     from ..records import FloatArray
@@ -46,7 +47,7 @@ __all__ = [
 ]
 
 IntArray = npt.NDArray[np.int64]
-REPEAT_METRICS: tuple[str, ...] = ("pass_at_k", "pass_hat_k", "flaky_tasks")
+REPEAT_METRICS: tuple[str, ...] = names_from("repeats")
 """Gate terms over repeated samples: ``pass_at_k(agent, k)``, ``pass_hat_k(agent, k)``,
 ``flaky_tasks(agent)``."""
 

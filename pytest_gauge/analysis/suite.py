@@ -156,6 +156,7 @@ def analyse_suite(
     deferred: bool = False,
     interrupted: str | None = None,
     adaptive: AdaptiveGates | None = None,
+    case_hashes: Mapping[str, str] | None = None,
 ) -> SuiteAnalysis:
     """Records + ledger -> metrics, Elo, the gates' source and the gates evaluated. ``comparison``: this
     run against its baseline (or None and why); ``labels``: the suite's human labels (None: no labels
@@ -163,7 +164,9 @@ def analyse_suite(
     but by the merge. ``interrupted`` ("interrupted: N of M cases"): the run was stopped; its gates are
     evaluated only with ``--gauge-gates-on-partial``. ``adaptive``: the gates as an adaptive run decided
     them, look by look."""
-    numbers = gate_source(meta, records, ledger, opts, comparison=comparison, labels=labels)
+    numbers = gate_source(
+        meta, records, ledger, opts, comparison=comparison, labels=labels, case_hashes=case_hashes
+    )
     results = gate_results(
         meta,
         opts,

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..records import CaseRecord, Judgment, LedgerRecord, SuiteMeta, Usage, content_hash, dumps
-from ..records.run_side import RunSide, outcomes_from_records
+from ..records.run_side import RunSide, outcomes_from_records, setup_of
 from ..version import __version__
 from .folders import SuiteFolder
 from .readwrite import read_json_object, read_jsonl, read_jsonl_lines, write_atomic
@@ -253,6 +253,7 @@ def _side(
         models={str(k): str(v) for k, v in (manifest.get("models") or {}).items()},
         prompts={str(k): str(v) for k, v in hashes.items() if str(k).startswith("prompt:")},
         links=links,
+        setup=setup_of(manifest),
     )
 
 
@@ -324,6 +325,7 @@ def side_from_records(
     manifest = {
         "models": dict(meta.models),
         "hashes": {f"prompt:{k}": content_hash(v) for k, v in sorted(meta.prompts.items()) if v},
+        "settings": dict(meta.settings),
     }
     costs = _task_costs([r.to_json() for r in ledger])
     return _side(meta.name, manifest, list(tasks), list(records), costs, {})

@@ -84,15 +84,16 @@ class SuiteFolder:
         """Every transcript's workspace, ``work/<task>/<agent>/<sample>`` (tasks that act on files)."""
         return self.path / "work"
 
-    def workspace(self, task_id: str, agent: str, sample: int) -> Path:
+    def workspace(self, task_id: str, agent: str, sample: int, candidate: int = 0) -> Path:
         """One transcript's workspace: the same path in every run, so program agents' prompts and
-        configurations that name it stay the same bytes (and their cached calls keep answering)."""
-        return self.workspaces / task_id / agent / str(sample)
+        configurations that name it stay the same bytes (and their cached calls keep answering). A
+        best-of tier's later samples (``candidate`` 1, 2, ...) each have their own: ``<sample>-c<k>``."""
+        return self.workspaces / task_id / agent / _slot(sample, candidate)
 
-    def mcp(self, task_id: str, agent: str, sample: int) -> Path:
-        """One transcript's MCP folder (``spec.json``, ``calls.jsonl``, ``claude-mcp.json``): the suite's
-        tools offered to a program agent; beside the workspace, never in it (the agent would see it)."""
-        return self.path / "mcp" / task_id / agent / str(sample)
+    def mcp(self, task_id: str, agent: str, sample: int, candidate: int = 0) -> Path:
+        """One transcript's MCP folder (``claude-mcp.json``, the tool server's ``tools.sock`` while it
+        runs): the suite's tools offered to a program agent; beside the workspace, never in it."""
+        return self.path / "mcp" / task_id / agent / _slot(sample, candidate)
 
     @property
     def label_sample(self) -> Path:
@@ -217,3 +218,8 @@ class OutFolder:
 
     def run(self, run_id: str) -> RunFolder:
         return RunFolder(self.path / ".gauge-run" / run_id)
+
+
+def _slot(sample: int, candidate: int) -> str:
+    """A transcript's folder name: its sample, and a best-of tier's later candidates apart."""
+    return str(sample) if candidate == 0 else f"{sample}-c{candidate}"

@@ -61,6 +61,7 @@ def _label(row: dict[str, Any], where: str) -> Label:
         note=_text(row, "note", where, required=False),
         weight=_weight(row, where),
         stratum=_text(row, "stratum", where, required=False),
+        transcripts=_text(row, "transcripts", where, required=False),
     )
 
 

@@ -13,21 +13,30 @@ from .folders import OutFolder
 __all__ = ["workspace_for", "workspace_path"]
 
 
-def workspace_path(out_dir: Path | str, suite: str, task_id: str, agent: str, sample: int) -> Path:
+def workspace_path(
+    out_dir: Path | str, suite: str, task_id: str, agent: str, sample: int, candidate: int = 0
+) -> Path:
     """Where (task, agent, sample)'s workspace lives: ``<gauge-out>/<suite>/work/<task>/<agent>/<sample>``,
-    absolute (a relative ``--gauge-out`` is resolved against the current directory)."""
+    absolute (a relative ``--gauge-out`` is resolved against the current directory); a best-of tier's
+    ``candidate`` k > 0 at ``<sample>-c<k>``."""
     folder = OutFolder(Path(out_dir).absolute()).suite(suite)
-    return folder.workspace(task_id, agent, sample)
+    return folder.workspace(task_id, agent, sample, candidate)
 
 
 def workspace_for(
-    out_dir: Path | str, suite: str, task_id: str, agent: str, sample: int, source: Path | None
+    out_dir: Path | str,
+    suite: str,
+    task_id: str,
+    agent: str,
+    sample: int,
+    source: Path | None,
+    candidate: int = 0,
 ) -> Path:
     """A fresh workspace for one transcript: whatever an earlier run left there is removed, then
     ``source`` (a folder) is copied in, symlinks kept as links; with ``source`` None an empty folder.
     Called once per transcript by the engine before its dialogue (and by program agents' presets for
     their working directory), never by two processes at once: a transcript is produced once per run."""
-    target = workspace_path(out_dir, suite, task_id, agent, sample)
+    target = workspace_path(out_dir, suite, task_id, agent, sample, candidate)
     if target.is_symlink() or target.is_file():
         target.unlink()
     elif target.exists():

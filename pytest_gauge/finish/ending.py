@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ..fixtures import tests_summary
+from .outputs import finish_run, write_summary
 
 if TYPE_CHECKING:
     from ..process.state import GaugeState
@@ -27,7 +28,6 @@ class EndOfRun:
         from . import html, outputs  # deferred: keeps numpy off pytest's start-up  # noqa: F401
 
     def write(self, session: pytest.Session, state: GaugeState, *, interrupted: bool) -> list[CheckEntry]:
-        from .outputs import finish_run  # deferred: keeps finish.outputs off pytest's start-up
 
         return finish_run(session, state, interrupted=interrupted)
 
@@ -40,6 +40,5 @@ class EndOfRun:
         tests_summary(reporter, config)
 
     def summary(self, reporter: Any, state: GaugeState) -> None:
-        from .outputs import write_summary  # deferred: keeps finish.outputs off pytest's start-up
 
         write_summary(reporter, state)

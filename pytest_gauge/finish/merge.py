@@ -160,7 +160,6 @@ def _write_transcripts(
 def merge_shards(suite: str, runs: Sequence[ShardRun], out_dir: Path) -> SuiteReports:
     """Write the merged suite folder ``out_dir/<suite>`` and return its
     :class:`~pytest_gauge.finish.outputs.SuiteReports` (gates evaluated)."""
-
     check_shards(suite, runs)
     runs = sorted(runs, key=lambda r: int(r.shard["index"]))
     out = out_dir / suite

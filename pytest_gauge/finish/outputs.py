@@ -149,7 +149,6 @@ def write_outputs(
     """tasks.jsonl, agents/<agent>.jsonl, pairs/pair_results.jsonl, agent_runs.jsonl, manifest.json
     (with ``interrupted: "interrupted: N of M cases"`` when the run was stopped); returns the manifest
     and each agent's transcript rows as written (the HTML page is made from them)."""
-
     folder = SuiteFolder(out)
     tasks_text = _jsonl([{"format_version": 1}, *meta.tasks])
     write_atomic(folder.tasks, tasks_text)
@@ -169,6 +168,7 @@ def write_outputs(
         "cache": opts.cache_mode,
         "versions": dict(_installed_versions()),
         "models": dict(meta.models),
+        "settings": dict(meta.settings),
         "hashes": {
             "tasks": content_hash(tasks_text),
             "judge_prompt": content_hash(JUDGE_SYSTEM_PROMPT),
@@ -194,7 +194,6 @@ def html_page(
     """The suite's HTML page values from what the run has just written, in memory: the manifest and
     transcript rows (``written``), the records, the ledger and the reports (the agents in the order of
     their files, as a folder read back gives them)."""
-
     manifest, agent_rows = written
     metrics = reports.get("metrics.json")
     return suite_outputs(
@@ -401,6 +400,7 @@ def report_suite(
         deferred=deferred,
         interrupted=interrupted,
         adaptive=adaptive,
+        case_hashes=_case_hashes(records, written) if opts.labels else None,
     )
     numbers = analysis.numbers
     comparison, elo = numbers.comparison, numbers.elo
@@ -432,6 +432,15 @@ def report_suite(
     return SuiteReports(ctx, analysis.results, reports)
 
 
+def _case_hashes(records: Sequence[CaseRecord], written: Written) -> dict[str, str]:
+    """Each case's transcripts hash (what a label was given on) from the transcripts just written."""
+    from ..records.labels import case_transcripts  # deferred: keeps numpy off the import of finish.outputs
+
+    rows = {(r["task_id"], r["agent"], int(r["sample"])): r for v in written[1].values() for r in v}
+    cases = ((r.case_id, r.task_id, r.agent_left, r.agent_right, r.sample) for r in records)
+    return case_transcripts(cases, rows)
+
+
 def run_side(
     out: Path,
     meta: SuiteMeta,
@@ -441,7 +450,6 @@ def run_side(
 ) -> RunSide:
     """This run's side of a baseline comparison from the outputs just written to ``out``, in memory: the
     side :func:`~pytest_gauge.files.baseline.load_run_side` reads back from the folder (one builder)."""
-
     manifest, agent_rows = written
     folder = SuiteFolder(out)
     files = [(folder.transcripts(a), agent_rows[a]) for a in sorted(agent_rows, key=lambda a: f"{a}.jsonl")]

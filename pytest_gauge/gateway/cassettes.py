@@ -54,6 +54,8 @@ class ExportResult:
     exported: tuple[str, ...]
     suites_seen: tuple[str, ...]
     refused: tuple[str, ...]
+    gateway: str | None = None  # the gateway whose entries were exported
+    other_gateways: tuple[tuple[str, int], ...] = ()  # the suite's entries of other gateways, not exported
 
 
 def _review_json(value: Any) -> str:
@@ -96,11 +98,13 @@ def export_cassettes(
     to: str | os.PathLike[str],
     environ: Mapping[str, str] | None = None,
     out_dir: str | os.PathLike[str] = "gauge-out",
+    gateway: str | None = None,
 ) -> ExportResult:
     """Copy the suite's persisted cache entries into ``to`` (same content-addressed layout, readable by
     :class:`Store`), scrubbed and pretty-printed, then rewrite ``to/README.md`` and the suite's entry of
     ``to/recording.json`` (what replay needs without the recording's environment). Entries in which the
-    value of ``TAOTOKEN_API_KEY`` appears are refused, not exported."""
+    value of ``TAOTOKEN_API_KEY`` appears are refused, not exported. One gateway's entries per export
+    (replay keys requests by gateway): ``gateway``, else the one of the suite's latest entry."""
     env = os.environ if environ is None else environ
     key_value = env.get(KEY_VARIABLE, "").strip()
     source = Store(Path(cache_dir) / "responses")
@@ -108,6 +112,7 @@ def export_cassettes(
     exported: list[str] = []
     refused: list[str] = []
     suites: set[str] = set()
+    mine: dict[str, dict[str, Any]] = {}
     for key in source.keys():
         entry = source.get(key)
         if entry is None:
@@ -116,7 +121,11 @@ def export_cassettes(
         entry_suite = meta.get("suite") if isinstance(meta, dict) else None
         if isinstance(entry_suite, str):
             suites.add(entry_suite)
-        if entry_suite != suite or entry.get("persist") is not True:
+        if entry_suite == suite and entry.get("persist") is True:
+            mine[key] = entry
+    chosen, others = _one_gateway(mine, gateway)
+    for key, entry in mine.items():
+        if _gateway_of(entry) != chosen:
             continue
         clean = scrub_entry(entry)
         assert not _has_secret_field(clean), "scrubbed cassette still carries a secret field"
@@ -129,7 +138,34 @@ def export_cassettes(
     if exported:
         write_atomic(Path(to) / "README.md", _readme(dest))
         save_recording(to, _recording(suite, [dest.get(k) for k in exported], out_dir))
-    return ExportResult(tuple(exported), tuple(sorted(suites)), tuple(refused))
+    return ExportResult(tuple(exported), tuple(sorted(suites)), tuple(refused), chosen, others)
+
+
+def _gateway_of(entry: Mapping[str, Any]) -> str | None:
+    meta = entry.get("meta")
+    value = meta.get("gateway") if isinstance(meta, dict) else None
+    return str(value) if value else None
+
+
+def _one_gateway(
+    entries: Mapping[str, Mapping[str, Any]], wanted: str | None
+) -> tuple[str | None, tuple[tuple[str, int], ...]]:
+    """The gateway to export (``wanted``, else the one of the most recently created entry) and the
+    others with their entry counts: a cache that has seen two gateways exports one, so the recording
+    names it and replay finds its keys."""
+    counts: dict[str | None, int] = {}
+    latest: tuple[float, str] | None = None
+    for entry in entries.values():
+        gw = _gateway_of(entry)
+        counts[gw] = counts.get(gw, 0) + 1
+        created = entry.get("created")
+        if gw is not None and isinstance(created, int | float) and (latest is None or (created, gw) > latest):
+            latest = (float(created), gw)
+    chosen = (
+        wanted if wanted is not None else (latest[1] if latest else next(iter(sorted(counts, key=str)), None))
+    )
+    others = tuple(sorted((gw, n) for gw, n in counts.items() if gw is not None and gw != chosen))
+    return chosen, others
 
 
 def _recording(

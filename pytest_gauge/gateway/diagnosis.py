@@ -301,7 +301,6 @@ def is_timeout(failure: Exception) -> bool:
 def _service_message(body: bytes) -> str:
     """What an agent service said in an error body: its JSON ``error.message`` / ``message`` /
     ``detail``, else the body's start (secrets removed)."""
-
     try:
         data = json.loads(body.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):

@@ -34,12 +34,17 @@ from .endpoint import read_key as _read_key
 from .errors import rejects_format
 from .gateway import ANTHROPIC_VERSION
 from .program_doctor import (
+    ClaudeSettings,
     Finding,
     Program,
     Service,
     anthropic_setting_findings,
+    claude_model,
+    claude_settings_findings,
+    claude_settings_paths,
     codex_provider_findings,
     program_findings,
+    read_claude_settings,
     service_findings,
 )
 from .redact import redact as _redact
@@ -298,6 +303,41 @@ def codex_checks(environ: Mapping[str, str], base_url: str) -> list[Check]:
     return found or [Check("ok", topic, "no provider disagrees with this configuration")]
 
 
+def claude_settings_checks(
+    environ: Mapping[str, str], base_url: str, project: Path
+) -> tuple[list[Check], Target | None]:
+    """Claude Code's settings files (user, project, project-local): what is misconfigured in them, each
+    line naming its file, and the model Claude Code would ask for (probed with one Messages request)."""
+    files: list[ClaudeSettings] = []
+    checks: list[Check] = []
+    for path in claude_settings_paths(environ, project):
+        if not path.is_file():
+            continue
+        read = read_claude_settings(path)
+        if isinstance(read, Finding):
+            checks.append(_check(read))
+        else:
+            files.append(read)
+    checks += [_check(f) for f in claude_settings_findings(files, environ, base_url)]
+    if files and not checks:
+        checks.append(Check("ok", "Claude Code settings", ", ".join(f.path for f in files)))
+    model = claude_model(files, environ)
+    target = None if model is None else Target(model[0], f"Claude Code ({model[1]})", api="anthropic")
+    return checks, target
+
+
+def codex_model_target(environ: Mapping[str, str]) -> Target | None:
+    """The model Codex's ``config.toml`` asks for (top-level ``model``), probed with one Responses
+    request; None without a config or a model."""
+    path = codex_config_path(environ)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None  # codex_checks names the problem
+    model = data.get("model")
+    return Target(model, f"Codex (model in {path})", api="responses") if isinstance(model, str) else None
+
+
 def _check(finding: Finding) -> Check:
     """A program-doctor finding as a doctor line."""
     return Check(finding.status, finding.topic, finding.message, finding.fix)
@@ -366,7 +406,8 @@ def _ping(
             chat["response_format"] = response_format
         fmt = wire_format(api)
         headers = {"anthropic-version": ANTHROPIC_VERSION} if api == "anthropic" else {}
-        client.post(fmt.path, body=fmt.request_body(chat), cast_to=object, options={"headers": headers})
+        path = fmt.request_path(str(client.base_url))
+        client.post(path, body=fmt.request_body(chat), cast_to=object, options={"headers": headers})
     else:
         client.chat.completions.create(
             model=model,
@@ -391,8 +432,16 @@ def _ping_formats(client: openai.OpenAI, target: Target, role: str) -> list[str]
             error = diagnose(_typed(exc), role, target.model, 1, target.origin)
             if i + 1 == len(target.response_formats) or not rejects_format(error):
                 raise
-            refused.append(f"response_format {(fmt or {}).get('type', 'none')} refused ({error.cause})")
+            kind = (fmt or {}).get("type", "none")
+            refused.append(f"response_format {kind} refused ({_short(error.cause)})")
     return refused
+
+
+def _short(cause: str, limit: int = 100) -> str:
+    """A refusal's cause as one short clause: its first line, cut at ``limit`` characters (a server's
+    whole validation error, with the paths of its installation, is no help on a doctor line)."""
+    first = cause.strip().splitlines()[0] if cause.strip() else cause
+    return first if len(first) <= limit else first[: limit - 1].rstrip() + "…"
 
 
 def _answers(base_url: str, key: str, model: str | None, timeout: float) -> bool:
@@ -514,15 +563,19 @@ def run_checks(
     origins: Mapping[str, str] | None = None,
     programs: Sequence[Program] = (),
     services: Sequence[Service] = (),
+    project: Path | None = None,
 ) -> list[Check]:
-    """Every doctor check in order: key, base URL, Claude Code and Codex settings, the agent programs,
-    then live requests."""
+    """Every doctor check in order: key, base URL, Claude Code and Codex settings (``project``: the
+    folder whose ``.claude/`` is read, default the current one), the agent programs, then live
+    requests, the models Claude Code's and Codex's settings name included (one request each)."""
     checks = key_checks(environ)
     url_check, url_found = base_url_checks(environ)
     checks += url_found
     checks += anthropic_checks(environ)
     checks += codex_checks(environ, url_check.url)
     checks += program_checks(environ, url_check.url, programs, services)
+    claude, claude_target = claude_settings_checks(environ, url_check.url, project or Path.cwd())
+    checks += claude
     scheme = urllib.parse.urlsplit(url_check.url).scheme
     if check_key(environ) is not None:
         checks.append(Check("warn", "requests", "not sent: fix the key first"))
@@ -532,6 +585,8 @@ def run_checks(
         chosen = (
             list(targets) if targets is not None and not models else targets_for(environ, models, origins)
         )
+        clis = [t for t in (claude_target, codex_model_target(environ)) if t is not None]
+        chosen += [t for t in clis if all((c.model, c.api) != (t.model, t.api) for c in chosen)]
         checks += probe_checks(url_check.full_url, _read_key(environ), chosen, timeout, environ)
     return checks
 
@@ -558,12 +613,13 @@ def run_doctor(
     origins: Mapping[str, str] | None = None,
     programs: Sequence[Program] = (),
     services: Sequence[Service] = (),
+    project: Path | None = None,
 ) -> int:
     """Run every check, print the report to ``out``; 1 when anything failed, else 0 (for CLI and plugin).
 
     ``targets`` (the (role, model) pairs of collected suites) replace the role variables when given;
     ``programs`` / ``services``: the agent programs the suites run and the HTTP agents they call."""
-    checks = run_checks(environ, models, timeout, targets, origins, programs, services)
+    checks = run_checks(environ, models, timeout, targets, origins, programs, services, project)
     secrets = [environ.get(n, "") for n in key_variables()] + [
         environ.get(n, "") for n in ANTHROPIC_VARIABLES[1:]
     ]

@@ -277,13 +277,30 @@ def served_model(requested: str, answered: object) -> str | None:
     return answered
 
 
-def gateway_said(headers: Mapping[str, str]) -> dict[str, Any]:
-    """What a proxy reports in headers beside the body: retries it made upstream within this attempt
-    (``x-litellm-attempted-retries``) and the cost it computed (``x-litellm-response-cost``)."""
+_PROXY_RETRIED = re.compile(r"LiteLLM Retried: (\d{1,4}) times")
+"""How LiteLLM's proxy says, in an error's message, the upstream retries behind an attempt it failed (it
+sends ``x-litellm-attempted-retries`` only with a success)."""
+
+
+def _retried_in(body: object) -> int | None:
+    """The retries a proxy's error body says it made upstream (its first 64 KiB read), or None."""
+    if body is None:
+        return None
+    text = body if isinstance(body, str) else json.dumps(body, default=str)
+    found = _PROXY_RETRIED.search(text[:65536])
+    return int(found.group(1)) if found else None
+
+
+def gateway_said(headers: Mapping[str, str], body: object = None) -> dict[str, Any]:
+    """What a proxy reports beside the answer: retries it made upstream within this attempt (the
+    ``x-litellm-attempted-retries`` header, or for an error the "LiteLLM Retried: N times" of its
+    ``body``) and the cost it computed (``x-litellm-response-cost``)."""
     said: dict[str, Any] = {}
-    retries = headers.get("x-litellm-attempted-retries")
-    if retries is not None and retries.strip().isdigit() and int(retries) > 0:
-        said["gateway_retries"] = int(retries)
+    retries = (headers.get("x-litellm-attempted-retries") or "").strip()
+    plain = retries.isascii() and retries.isdigit() and len(retries) <= 4  # "²" and 5,000 digits: not a count
+    count = int(retries) if plain else _retried_in(body)
+    if count:
+        said["gateway_retries"] = count
     cost = headers.get("x-litellm-response-cost")
     if cost is not None:
         try:
@@ -455,7 +472,8 @@ class Gateway:
         """Why a cache entry (or cassette) cannot be served, or None: it is of the call's wire format (an
         entry without ``api`` is a chat one), its stored request must hash to the key it is filed under (an
         entry copied over another, or edited, does not), and its response must be one the format's reader
-        accepts. The cache is trusted only as far as its folder."""
+        accepts, and match its ``response_digest`` (an entry without one, an edited or an older version's,
+        is not served). The cache is trusted only as far as its folder."""
         request = entry.get("request")
         if not isinstance(request, dict):
             return "it stores no request"
@@ -471,7 +489,9 @@ class Gateway:
                 return "its stored request does not hash to the key it is filed under"
             response = entry.get("response")
             digest = entry.get("response_digest")
-            if digest is not None and digest != content_key(response):
+            if digest is None:  # every entry of this version has one: older ones cannot be verified
+                return "it carries no response_digest (an older version's entry, or an edited one)"
+            if digest != content_key(response):
                 return "its response was changed after it was stored"
             fmt.parse_response(json.dumps(response).encode())
         except BadResponse as exc:
@@ -551,6 +571,11 @@ class Gateway:
             response, record = await self._send(call)
             cache.put(key, self._entry(call, response))
         return _reply(response, record)
+
+    def refused(self, ctx: CallContext, seq: int, role: str, model: str, api: Api, reason: str) -> None:
+        """The ledger line of a request the recording proxy's route policy refused (status ``refused``,
+        HTTP 403): nothing was sent, nothing is billed (gateway/route_policy.py)."""
+        self._record(ctx, seq, 1, role, model, status="refused", http_status=403, error=reason, api=api)
 
     def _entry(self, call: _Call, response: dict[str, Any]) -> dict[str, Any]:
         """The cache entry of a call's answer: the request and the format's own response (``api`` says
@@ -713,8 +738,9 @@ class Gateway:
         if a.api == "anthropic":
             headers["anthropic-version"] = ANTHROPIC_VERSION
         own = self.settings.role_keys.get(a.role)  # the role's own key, else the client's
+        path = fmt.request_path(client.base_url)  # Messages: the Anthropic SDK's URL for the same base
         body, answered = await client.post(
-            fmt.path, content, headers, key=own, auth=auth, timeout=self.settings.timeout
+            path, content, headers, key=own, auth=auth, timeout=self.settings.timeout
         )
         return fmt.parse_response(body, (client.api_key, *self.settings.role_keys.values())), answered
 
@@ -762,7 +788,7 @@ class Gateway:
             status, error = "connection_error", type(failure).__name__
         said: dict[str, Any] = {}
         if isinstance(failure, APIStatusError):
-            said = gateway_said(failure.headers)
+            said = gateway_said(failure.headers, failure.body)
             wait = retry_delay(failure.headers, a.attempt, random.Random(0))
             if wait is not None:
                 said["retry_after"] = round(wait, 3)

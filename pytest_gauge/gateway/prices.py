@@ -45,8 +45,8 @@ def price_number(value: object) -> bool:
 
 
 def _from_mapping(data: object, where: str) -> dict[str, Price]:
-    """``{model: {input, output[, cached_input][, context_tokens]}}`` or ``{model: [input, output[,
-    cached_input]]}``."""
+    """``{model: {input, output[, cached_input][, cache_write][, cache_write_1h][, context_tokens]}}``
+    or ``{model: [input, output[, cached_input]]}``."""
     if not isinstance(data, dict):
         raise pytest.UsageError(f"{where}: expected a table of models")
     table = data.get("prices", data)
@@ -74,8 +74,23 @@ def _from_mapping(data: object, where: str) -> dict[str, Price]:
             isinstance(window, int) and not isinstance(window, bool) and window > 0
         ):
             raise pytest.UsageError(f"{where}: context_tokens of {model!r} must be a positive whole number")
-        out[str(model)] = Price(float(values[0]), float(values[1]), cached, where, window)
+        writes = _write_prices(entry, model, where) if isinstance(entry, dict) else (None, None)
+        out[str(model)] = Price(float(values[0]), float(values[1]), cached, where, window, *writes)
     return out
+
+
+def _write_prices(
+    entry: Mapping[str, object], model: object, where: str
+) -> tuple[float | None, float | None]:
+    """A file entry's ``cache_write`` and ``cache_write_1h`` prices (None when not given)."""
+    found: list[float | None] = []
+    for key in ("cache_write", "cache_write_1h"):
+        value = entry.get(key)
+        if value is not None and not price_number(value):
+            limit = f"from 0 to {MAX_PRICE_PER_M:,.0f} per million tokens"
+            raise pytest.UsageError(f"{where}: {key} of {model!r} must be a number {limit}")
+        found.append(None if value is None else float(value))  # type: ignore[arg-type]
+    return found[0], found[1]
 
 
 def load_prices(

@@ -6,6 +6,7 @@ into a message (only variable names and URLs, shown without credentials)."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -13,17 +14,23 @@ import subprocess
 import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from .endpoint import KEY_VARIABLE, URL_VARIABLE, check_base_url, fixed_path_url
 
 __all__ = [
+    "ClaudeSettings",
     "Finding",
     "Program",
     "Service",
     "anthropic_setting_findings",
+    "claude_model",
+    "claude_settings_findings",
+    "claude_settings_paths",
     "codex_provider_findings",
     "program_findings",
+    "read_claude_settings",
     "service_findings",
     "url_problem",
 ]
@@ -245,3 +252,86 @@ def codex_provider_findings(where: str, table: Mapping[str, Any]) -> list[Findin
             )
         )
     return found
+
+
+@dataclass(frozen=True)
+class ClaudeSettings:
+    """One of Claude Code's settings files as the doctor reads it: its ``env`` block, its ``model``,
+    whether an ``apiKeyHelper`` supplies the key (values of keys are never kept in a message)."""
+
+    path: str
+    env: Mapping[str, str]
+    model: str | None = None
+    key_helper: bool = False
+
+
+def claude_settings_paths(environ: Mapping[str, str], project: Path) -> list[Path]:
+    """Claude Code's settings files, lowest precedence first: the user's (``$CLAUDE_CONFIG_DIR`` or
+    ``~/.claude``), the project's ``.claude/settings.json`` and ``.claude/settings.local.json``."""
+    home = Path(environ["HOME"]) if environ.get("HOME") else Path.home()
+    user = Path(environ["CLAUDE_CONFIG_DIR"]) if environ.get("CLAUDE_CONFIG_DIR") else home / ".claude"
+    return [
+        user / "settings.json",
+        project / ".claude" / "settings.json",
+        project / ".claude" / "settings.local.json",
+    ]
+
+
+def read_claude_settings(path: Path) -> ClaudeSettings | Finding:
+    """The file's settings, or a warning naming why it cannot be read (Claude Code ignores such a file)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        return _line(
+            "warn", f"Claude Code {path}", f"could not read it: {type(exc).__name__}", "fix the JSON"
+        )
+    data = data if isinstance(data, dict) else {}
+    raw = data.get("env")
+    env: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    clean = {str(k): str(v) for k, v in env.items() if isinstance(v, str | int | float)}
+    model = data.get("model") if isinstance(data.get("model"), str) else None
+    return ClaudeSettings(str(path), clean, model, bool(data.get("apiKeyHelper")))
+
+
+def claude_settings_findings(
+    files: Sequence[ClaudeSettings], environ: Mapping[str, str], base_url: str
+) -> list[Finding]:
+    """Each settings file's ``env`` block checked as Claude Code's variables are (base URL elsewhere or
+    pasted from a link, both auth variables), named by the file; then, across files and the
+    environment, a base URL without any key (Claude Code sends none: 401)."""
+    found: list[Finding] = []
+    for f in files:
+        for finding in anthropic_setting_findings(f.env, base_url, codex_used=False):
+            fix = finding.fix.replace("export ", "set ").replace("unset ", "remove ")
+            found.append(
+                Finding(finding.status, f"{finding.topic} in {f.path}", finding.message, f"{fix} (env block)")
+            )
+    merged = {**environ, **{k: v for f in files for k, v in f.env.items()}}
+    has_key = any(merged.get(k, "").strip() for k in ("ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_API_KEY"))
+    if (
+        files
+        and merged.get("ANTHROPIC_BASE_URL", "").strip()
+        and not has_key
+        and not any(f.key_helper for f in files)
+    ):
+        where = files[-1].path
+        message = (
+            "ANTHROPIC_BASE_URL is set but no ANTHROPIC_AUTH_TOKEN: Claude Code sends no key to the"
+            " gateway (401)"
+        )
+        fix = f'add "ANTHROPIC_AUTH_TOKEN": "<your gateway key>" to the env block of {where}'
+        found.append(_line("warn", "Claude Code settings", message, fix))
+    return found
+
+
+def claude_model(files: Sequence[ClaudeSettings], environ: Mapping[str, str]) -> tuple[str, str] | None:
+    """The model Claude Code would ask for and where it is set: ``ANTHROPIC_MODEL`` in the environment,
+    else in the highest-precedence settings file's env block, else its ``model``; None when unset."""
+    if environ.get("ANTHROPIC_MODEL", "").strip():
+        return environ["ANTHROPIC_MODEL"].strip(), "ANTHROPIC_MODEL"
+    for f in reversed(files):
+        if f.env.get("ANTHROPIC_MODEL", "").strip():
+            return f.env["ANTHROPIC_MODEL"].strip(), f"ANTHROPIC_MODEL in {f.path}"
+        if f.model:
+            return f.model, f'"model" in {f.path}'
+    return None

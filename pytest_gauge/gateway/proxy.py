@@ -36,9 +36,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
+from .backends import replay_guard
 from .endpoint import ROLE_KEY_VARIABLES, key_variables
 from .errors import GatewayError
 from .redact import MIN_RUN, known_secrets, redact
+from .route_policy import Refusals, RoutePolicy, refusal
 from .wire import APIS, Api, WireFormat, wire_format
 from .wire.sse import encode_events
 
@@ -73,6 +75,7 @@ _ENDPOINTS: dict[str, Api] = {wire_format(api).path: api for api in APIS}
 _KINDS = {
     400: "invalid_request",
     401: "authentication",
+    403: "permission",
     404: "not_found",
     429: "rate_limit",
     529: "overloaded",
@@ -81,6 +84,7 @@ MAX_REQUEST_BYTES = 32 << 20
 """The largest request body accepted: an agent program's whole context, tool outputs included."""
 READ_TIMEOUT = 120.0
 """Seconds a client may stay silent in the middle of a request (head or body) or between requests."""
+_LINGER = 2.0
 _CLIENT_VARIABLES = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN")
 
 
@@ -161,6 +165,10 @@ class GatewayCalls:
     async def call(self, request: WireRequest) -> WireReply:
         return await gateway_call(self.gateway, self.ctx, request)
 
+    def refused(self, seq: int, role: str, model: str, fmt: WireFormat, reason: str) -> None:
+        """A request the route's policy refused: its ledger line."""
+        self.gateway.refused(self.ctx, seq, role, model, fmt.api, reason)
+
 
 @dataclass(frozen=True)
 class ProxyRoute:
@@ -208,6 +216,7 @@ class _Work:
     role: str
     calls: WorkCalls
     seed: int | None
+    policy: RoutePolicy | None = None
 
 
 def parse_route_path(path: str) -> tuple[str, Api | None] | None:
@@ -271,10 +280,13 @@ class RecordingProxy:
         *,
         calls: WorkCalls | None = None,
         seed: int | None = None,
+        policy: RoutePolicy | None = None,
     ) -> ProxyRoute:
         """A route for the unit of work ``ctx``: its requests are ``role`` calls of that work, numbered
         by ``calls`` (default: through the suite's gateway, numbered by the route), with ``seed`` added to
-        Chat Completions requests that send none. Starts the server on first use; safe from any thread."""
+        requests that carry none (in the format's place: :meth:`~.wire.WireFormat.seeded`). Starts the
+        server on first use; safe from any thread. ``policy``: what the route accepts (the models and caps
+        the suite gave the program, gateway/route_policy.py); anything else is refused with a 403."""
         if calls is None:
             gateway = self._gateways.get(ctx.suite)
             if gateway is None:
@@ -283,7 +295,7 @@ class RecordingProxy:
         port = self._start()
         work_token = secrets.token_hex(8)
         with self._lock:
-            self._works[work_token] = _Work(ctx, role, calls, seed)
+            self._works[work_token] = _Work(ctx, role, calls, seed, policy)
         return ProxyRoute(ctx, role, port, work_token, self.token, self)
 
     def unregister(self, work_token: str) -> None:
@@ -301,14 +313,15 @@ class RecordingProxy:
                 sock.setblocking(False)
                 self._sock = sock
                 self._serving = asyncio.run_coroutine_threadsafe(self._serve(sock), self.loop)
-                from .backends import replay_guard  # deferred: keeps gateway.backends off pytest's start-up
 
                 replay_guard.allowed.add((HOST, int(sock.getsockname()[1])))
             return int(self._sock.getsockname()[1])
 
     async def _serve(self, sock: socket.socket) -> asyncio.Server:
         """aiohttp's low-level server on ``sock``: no access log; an idle or stalled connection closed
-        after ``read_timeout``; an unread body (a refused request) closes its connection at once."""
+        after ``read_timeout``; the unread rest of a refused request's body read and dropped for up to
+        ``_LINGER`` seconds (so the client reads its answer instead of a reset), then the connection
+        closed if the body has not ended."""
         from aiohttp import web  # deferred: aiohttp (~0.2 s CPU) only once a program needs the proxy
 
         def request(message: Any, payload: Any, protocol: Any, writer: Any, task: Any) -> web.BaseRequest:
@@ -323,7 +336,7 @@ class RecordingProxy:
             logger=quiet_logger(),
             access_log=None,
             keepalive_timeout=self.read_timeout,
-            lingering_time=0,
+            lingering_time=_LINGER,
         )
         self._web = served
         return await self.loop.create_server(served, sock=sock)
@@ -341,7 +354,6 @@ class RecordingProxy:
             serving, sock = self._serving, self._sock
         if serving is None or sock is None:
             return
-        from .backends import replay_guard  # deferred: keeps gateway.backends off pytest's start-up
 
         replay_guard.allowed.discard((HOST, int(sock.getsockname()[1])))
         if self.loop.is_closed() or not self.loop.is_running():
@@ -463,9 +475,14 @@ class RecordingProxy:
         format's ``passed_headers``, e.g. ``anthropic-beta``); the answer whole or as events."""
         stream = body.get("stream") is True
         sent = {k: v for k, v in body.items() if k not in ("stream", "stream_options")}
-        if fmt.api == "chat" and work.seed is not None and sent.get("seed") is None:
-            sent["seed"] = work.seed
+        if work.seed is not None:  # each sample of a program draws its own answers
+            sent = fmt.seeded(sent, work.seed)
         seq = work.calls.next_seq()
+        reason = refusal(work.policy, fmt, sent) if work.policy is not None else None
+        if reason is not None:  # held to what the suite gave it: a 403, a ledger line, a transcript note
+            if isinstance(work.calls, Refusals):
+                work.calls.refused(seq, work.role, str(sent["model"]), fmt, reason)
+            return _error(fmt, 403, reason)
         try:
             passed = {k: v for k, v in client_headers.items() if k.lower() in fmt.passed_headers}
             request = WireRequest(seq, work.role, str(sent["model"]), fmt.api, sent, passed or None)

@@ -155,7 +155,11 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
     return text
 
 
-_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL")
+_SECRET_WORDS = frozenset(
+    {"KEY", "APIKEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL", "CREDENTIALS"}
+)
+"""Words of a variable's name (split at ``_``, ``-`` and ``.``) that say it holds a secret: whole words,
+so ``GITHUB_TOKEN`` and ``DB_PASSWORD`` are secrets and ``TAOTOKEN_BASE_URL`` or ``KEYBOARD`` are not."""
 
 
 def host_secrets(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
@@ -163,7 +167,9 @@ def host_secrets(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
     (``GITHUB_TOKEN``, ``NPM_TOKEN``, ``DB_PASSWORD``...), :data:`MIN_RUN` characters or longer."""
     env = os.environ if environ is None else environ
     found = {
-        v.strip() for k, v in env.items() if _SECRET_NAME.search(k.upper()) and len(v.strip()) >= MIN_RUN
+        v.strip()
+        for k, v in env.items()
+        if _SECRET_WORDS.intersection(re.split(r"[_.\-]", k.upper())) and len(v.strip()) >= MIN_RUN
     }
     return tuple(sorted(found, key=len, reverse=True))
 

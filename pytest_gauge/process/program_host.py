@@ -11,6 +11,7 @@ from typing import Any
 
 from ..gateway.gateway import CallContext
 from ..gateway.proxy import RecordingProxy, WorkCalls, client_environment
+from ..gateway.route_policy import RoutePolicy
 from ..run import sandbox
 from ..run.programs import ProgramMissing
 from ..run.relay import HostRelay
@@ -39,17 +40,20 @@ class ProxyProgramHost:
         self.unsandboxed = unsandboxed
         self.relay: HostRelay | None = None
 
-    def endpoint(self, ctx: CallContext, calls: WorkCalls) -> ProgramEndpoint:
+    def endpoint(
+        self, ctx: CallContext, calls: WorkCalls, seed: int | None = None, policy: RoutePolicy | None = None
+    ) -> ProgramEndpoint:
         """The transcript's route: base URLs per wire format, the run's proxy token, and the client
-        environment (no gateway key); its requests are role ``agent`` calls of the transcript. In the
-        sandbox the URLs are the relay's inside address; with no sandbox and no opt-out, the one line
-        naming the fix (:class:`~pytest_gauge.run.programs.ProgramMissing`: the run stops)."""
+        environment (no gateway key); its requests are role ``agent`` calls of the transcript, with
+        ``seed`` added where they carry none, held to ``policy``. In the sandbox the URLs are the relay's
+        inside address; with no sandbox and no opt-out, the one line naming the fix
+        (:class:`~pytest_gauge.run.programs.ProgramMissing`: the run stops)."""
         if not self.unsandboxed and (problem := sandbox.sandbox_problem()) is not None:
             raise ProgramMissing(
                 f"no sandbox for program agents: {problem}",
                 f"{sandbox.INSTALL_LINE}, or run with --gauge-unsandboxed",
             )
-        route = self.proxy.register(ctx, "agent", calls=calls)
+        route = self.proxy.register(ctx, "agent", calls=calls, seed=seed, policy=policy)
         urls = {"chat": route.openai_base_url, "responses": route.openai_base_url}
         urls["anthropic"] = route.anthropic_base_url
         env = client_environment(route, environ={})  # the route's variables only: the program's

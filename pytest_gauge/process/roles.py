@@ -34,7 +34,16 @@ from ..gateway.redact import register_secret
 from ..options import GaugeOptions
 from ..records import CaseRecord, WorkerSummary
 from ..records.checks import CheckEntry, checks_from_json, checks_to_json, is_check_nodeid
+from ..run.engine import STOP_GRACE
+from ..run.looks import LookState
 from .state import GaugeState, render_worker_summaries
+from .stopping import (
+    StopWatcher,
+    announce_worker,
+    mark_stopped,
+    request_stop,
+    wait_for_workers,
+)
 from .workers import (
     PROXY_TOKEN_KEY,
     controller_paths,
@@ -69,6 +78,20 @@ WORKER_SUMMARY = "gauge_worker_summary"
 """The key of a worker's :class:`WorkerSummary` (JSON form) in xdist's ``workeroutput``."""
 RUN_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 """A run id the user gives (``--testrunuid``): it names the run folder, so one safe path component."""
+
+
+def damaged_warning(count: int, *, replay: bool) -> str:
+    """The one line on cache entries (or cassettes) refused: what was done with them fits the backend (a
+    replay sends nothing: the calls they would have answered are unrecorded)."""
+    done = (
+        "not replayed: the calls they answered fail as unrecorded (export the cassettes again)"
+        if replay
+        else "treated as misses and sent again"
+    )
+    return (
+        f"pytest-gauge warning: {count} cache entries refused (damaged, edited, without their"
+        f" response_digest, or not matching the key they are filed under): {done}"
+    )
 
 
 class RunEnding(Protocol):
@@ -267,11 +290,8 @@ class _EndsTheRun(Role):
         self.ending.tests_summary(reporter, self.config)
         self._stopped_models(reporter)
         if getattr(self, "damaged", 0):
-            reporter.write_line(
-                f"pytest-gauge warning: {self.damaged} cache entries refused (damaged, or not matching the"
-                " key they are filed under): treated as misses and sent again",
-                yellow=True,
-            )
+            replay = self.state.options.backend == "replay"
+            reporter.write_line(damaged_warning(self.damaged, replay=replay), yellow=True)
         if self.state.finished or self.state.gate_notes:
             self.ending.summary(reporter, self.state)
         if int(self.config.getoption("verbose", 0) or 0) > 0:
@@ -420,12 +440,6 @@ class Controller(_EndsTheRun):
     def _stop_workers(self) -> None:
         """Interrupted: tell the workers to stop and wait (briefly) until they have, so the merged ledger
         has every attempt they sent (see :mod:`.stopping`)."""
-        from ..run.engine import STOP_GRACE  # deferred: keeps run.engine off pytest's start-up
-        from .stopping import (  # deferred: keeps process.stopping off pytest's start-up
-            request_stop,
-            wait_for_workers,
-        )
-
         request_stop(self.state.run_dir)
         late = wait_for_workers(self.state.run_dir, STOP_GRACE + 5.0)
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
@@ -466,13 +480,6 @@ class Worker(Role):
     def _watch_for_stop(self, engine: Engine, session: pytest.Session) -> None:
         """Stop at the controller's word, see :mod:`.stopping`; the worker's session ends after the case
         at hand, so the worker exits when xdist tears it down."""
-        from ..run.looks import LookState  # deferred: keeps run.looks off pytest's start-up
-        from .stopping import (  # deferred: keeps process.stopping off pytest's start-up
-            StopWatcher,
-            announce_worker,
-            mark_stopped,
-        )
-
         run_dir, worker_id = self.state.run_dir, self.state.worker_id
         announce_worker(run_dir, worker_id)
 
@@ -514,8 +521,6 @@ class Worker(Role):
         had_engine = self.state.engine is not None
         self.state.close()
         if had_engine:
-            from .stopping import mark_stopped  # deferred: keeps process.stopping off pytest's start-up
-
             mark_stopped(self.state.run_dir, self.state.worker_id)
 
 

@@ -42,10 +42,17 @@ from ..gateway.store import Store
 from ..options import GaugeOptions
 from ..records import CaseKey, CaseRecord, SuiteMeta, WorkerSummary, dumps
 from ..records.prices import PriceTable
+from ..run.engine import Engine, SuiteRuntime
 from ..run.judge_format import JudgeFormats, format_chain, format_label, format_scope
+from ..run.looks import LookGate
 from ..suite.cases import Case
 from ..suite.declare import MODEL_VARIABLES, Suite
 from ..suite.tasks import Task
+from .limits import (
+    build_limits,
+    build_model_rates,
+)
+from .program_host import ProxyProgramHost
 
 if TYPE_CHECKING:  # the engine's modules: the xdist controller, which runs no case, never needs them
     from ..gateway.gateway import GatewayShared
@@ -103,6 +110,15 @@ class SuiteEntry:
             },
             selected=tuple(selected),
             shard_tasks=None if shard_tasks is None else tuple(shard_tasks),
+            settings={
+                "judge_temperature": s.judge.temperature,
+                "judge_max_tokens": s.judge.max_tokens,
+                "judge_repeats": s.judge.repeats,
+                "judge_response_format": format_label(format_chain(s.judge.response_format)[0]),
+                "user_sim_temperature": s.user.temperature,
+                "user_sim_max_tokens": s.user.max_tokens,
+                "user_sim_max_turns": s.user.max_turns,
+            },
         )
 
 
@@ -131,6 +147,7 @@ class GaugeState:
     adaptive: AdaptiveRun | None = None  # --gauge-adaptive, where the run ends: the looks' evaluation
     proxy_token: str = field(default_factory=new_proxy_token, repr=False)  # the run's (the controller's)
     proxy: RecordingProxy | None = None  # made with the engine; its server starts with its first route
+    program_host: Any = None  # its ProxyProgramHost: the sandboxes' relay, closed with the proxy
 
     def __post_init__(self) -> None:
         register_secret(self.proxy_token)  # redacted from every output like a key
@@ -151,7 +168,6 @@ class GaugeState:
     # ----- all processes ---------------------------------------------------------------------
     def plan_looks(self) -> LookGate:
         """``--gauge-adaptive``: the run's looks over the selected cases (the same in every process)."""
-        from ..run.looks import LookGate  # deferred: keeps run.looks off pytest's start-up
         from .adaptive import plan_from_metas  # deferred: keeps numpy off pytest's start-up
 
         metas = [e.meta(self.selected.get(name, [])) for name, e in self.suites.items()]
@@ -168,8 +184,7 @@ class GaugeState:
         """Start this process's engine on first use, over every selected case of every suite."""
         if self.engine is not None:
             return self.engine
-        from ..run.engine import Engine, SuiteRuntime  # deferred: keeps run.engine off pytest's start-up
-        from ..sim.world import build_client  # deferred: keeps sim.world off pytest's start-up
+        from ..sim.world import build_client  # deferred: 14 ms (statistics), the sim only
 
         opts = self.options
         run = self.run_dir
@@ -219,12 +234,11 @@ class GaugeState:
     def _recording_proxy(self, engine: Engine) -> RecordingProxy:
         """This process's recording proxy on the engine's loop, serving every suite's gateway (the tests'
         own gateway adds itself); a route gets it through its unit's caller (``WorkCaller.proxy_route``)."""
-        from .program_host import ProxyProgramHost  # deferred: off pytest's start-up
-
         proxy = RecordingProxy(self.proxy_token, engine.loop)
         from ..run.commands import SandboxedCommands  # deferred: off pytest's start-up
 
         host = ProxyProgramHost(proxy, unsandboxed=self.options.unsandboxed)
+        self.program_host = host
         commands = SandboxedCommands(self.options.unsandboxed)
         for runtime in engine.runtimes.values():
             proxy.add_gateway(runtime.gateway)
@@ -237,11 +251,6 @@ class GaugeState:
         """What every suite's gateway of this process shares: the run's settings (from the options and
         the environment's keys), its resources (ledger, limits on the run folder or ``--gauge-limits``,
         prices, cache, model stops) and a fresh state."""
-        from .limits import (  # deferred: keeps process.limits off pytest's start-up
-            build_limits,
-            build_model_rates,
-        )
-
         opts = self.options
         run = self.run_dir
         cache = None
@@ -342,6 +351,8 @@ class GaugeState:
             self.write_progress()
         if self.proxy is not None:
             self.proxy.close()
+        if self.program_host is not None:
+            self.program_host.close()
         if self.shared is not None:
             self.shared.resources.ledger.close()
 

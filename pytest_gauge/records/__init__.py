@@ -260,6 +260,9 @@ class Transcript:
     # the judge-model audit's finding on the simulated user's turns (its reason), when it found an error;
     # written only then (docs/protocol.md#user-audit)
     user_audit: str | None = None
+    # the requests of a program agent its proxy route refused (a model or a limit it was not given), one
+    # line each; written only when there is one (docs/protocol.md#route-policy)
+    proxy_refusals: list[str] = field(default_factory=list)
 
     def agent_turns(self) -> list[str]:
         return [t.content for t in self.turns if t.role == "assistant"]
@@ -278,6 +281,8 @@ class Transcript:
             del data["program_turns"]
         if self.user_audit is None:
             del data["user_audit"]
+        if not self.proxy_refusals:
+            del data["proxy_refusals"]
         return data
 
     @classmethod
@@ -630,6 +635,7 @@ class SuiteMeta:
     prompts: Mapping[str, str | None]
     selected: tuple[str, ...] = ()
     shard_tasks: tuple[str, ...] | None = None
+    settings: Mapping[str, Any] = field(default_factory=dict)  # the judge's and user's sampling settings
 
     @property
     def case_ids(self) -> list[str]:

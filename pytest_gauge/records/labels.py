@@ -4,10 +4,21 @@ terms the judge saw, and one case of a labelling sample with its stratum and wei
 
 from __future__ import annotations
 
+import hashlib
+import json
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["LABEL_CHOICES", "LABEL_STRATA", "Label", "SampleCase"]
+__all__ = [
+    "LABEL_CHOICES",
+    "LABEL_STRATA",
+    "Label",
+    "SampleCase",
+    "bind_labels",
+    "case_transcripts",
+    "transcripts_hash",
+]
 
 LABEL_CHOICES = ("A", "B", "tie")
 """What a labeller answers: slot A, slot B or a tie (keys 1, 2, 3 in the HTML report)."""
@@ -29,9 +40,10 @@ class Label:
     note: str = ""
     weight: float = 1.0
     stratum: str = ""
+    transcripts: str = ""  # the hash of the two transcripts it was given on ("": not recorded)
 
     def to_json(self) -> dict[str, Any]:
-        """The line as written (``format_version`` 1)."""
+        """The line as written (``format_version`` 1; ``transcripts`` when known)."""
         return {
             "format_version": 1,
             "suite": self.suite,
@@ -41,7 +53,45 @@ class Label:
             "note": self.note,
             "weight": self.weight,
             "stratum": self.stratum,
+            **({"transcripts": self.transcripts} if self.transcripts else {}),
         }
+
+
+def transcripts_hash(left: Mapping[str, Any] | None, right: Mapping[str, Any] | None) -> str:
+    """What a labeller judged of a case, by content: the two transcripts' turns (role, content, tool
+    calls' names, arguments and results) and final replies, left agent first (a failed transcript counts
+    as empty). The HTML page puts it in each exported label."""
+
+    def turn(x: Mapping[str, Any]) -> list[Any]:  # a tool call's latency is no part of what was said
+        calls = [[c.get("name"), c.get("arguments"), c.get("result")] for c in x.get("tool_calls") or []]
+        return [x.get("role"), x.get("content"), calls]
+
+    def seen(t: Mapping[str, Any] | None) -> list[Any]:
+        return [(t or {}).get("final_reply"), [turn(x) for x in (t or {}).get("turns") or []]]
+
+    text = json.dumps([seen(left), seen(right)], sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def case_transcripts(
+    cases: Iterable[tuple[str, str, str, str, int]], transcripts: Mapping[tuple[str, str, int], Any]
+) -> dict[str, str]:
+    """Each case's :func:`transcripts_hash` from ``(case_id, task_id, left, right, sample)`` and the
+    transcripts' JSON by (task, agent, sample)."""
+    return {
+        cid: transcripts_hash(transcripts.get((task, left, s)), transcripts.get((task, right, s)))
+        for cid, task, left, right, s in cases
+    }
+
+
+def bind_labels(labels: Sequence[Label], hashes: Mapping[str, str] | None) -> tuple[list[Label], int]:
+    """The labels still about this run's transcripts, and how many were set aside: a label that names
+    the hash of what it was given on, where this run's case now hashes otherwise (the transcripts
+    changed). Labels without a hash, or without ``hashes``, are kept."""
+    if not hashes:
+        return list(labels), 0
+    kept = [x for x in labels if not x.transcripts or hashes.get(x.case_id, x.transcripts) == x.transcripts]
+    return kept, len(labels) - len(kept)
 
 
 @dataclass(frozen=True)

@@ -18,10 +18,11 @@ PriceRow = (
     tuple[str, float, float]
     | tuple[str, float, float, float | None, str]
     | tuple[str, float, float, float | None, str, int | None]
+    | tuple[str, float, float, float | None, str, int | None, float | None, float | None]
 )
 """``(model, input, output)``, ``(model, input, output, cached_input, source)`` or the same with the model's
-context window in tokens last (``context_tokens``, what a judge's prompt is shortened to fit), USD per
-million tokens:
+context window in tokens (``context_tokens``, what a judge's prompt is shortened to fit), then the cache
+write prices (``cache_write``, ``cache_write_1h``) when the model has one, USD per million tokens:
 the form options carry (hashable, picklable to xdist workers)."""
 
 
@@ -92,7 +93,10 @@ class PriceTable:
         for model in self.prices:
             p = self.price(model)
             assert p is not None
-            if p.context_tokens is None:
+            if p.cache_write is not None or p.cache_write_1h is not None:
+                writes = (p.cache_write, p.cache_write_1h)
+                out.append((model, p.input, p.output, p.cached_input, p.source, p.context_tokens, *writes))
+            elif p.context_tokens is None:
                 out.append((model, p.input, p.output, p.cached_input, p.source))
             else:
                 out.append((model, p.input, p.output, p.cached_input, p.source, p.context_tokens))
@@ -106,8 +110,10 @@ class PriceTable:
                 table[row[0]] = Price(row[1], row[2])
             elif len(row) == 5:
                 table[row[0]] = Price(row[1], row[2], row[3], row[4])
-            else:
+            elif len(row) == 6:
                 table[row[0]] = Price(row[1], row[2], row[3], row[4], row[5])
+            else:
+                table[row[0]] = Price(row[1], row[2], row[3], row[4], row[5], row[6], row[7])
         return cls(table)
 
     def context_tokens(self, model: str) -> int | None:

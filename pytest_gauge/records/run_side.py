@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from . import CaseRecord
 
-__all__ = ["Outcome", "RunSide", "Unit", "outcomes_from_records"]
+__all__ = ["Outcome", "RunSide", "Unit", "outcomes_from_records", "setup_of"]
 
 
 @dataclass(frozen=True)
@@ -36,10 +36,28 @@ class RunSide:
     models: Mapping[str, str] = field(default_factory=dict)
     prompts: Mapping[str, str] = field(default_factory=dict)
     links: Mapping[Unit, str] = field(default_factory=dict)
+    setup: Mapping[str, str] = field(default_factory=dict)  # what is not an agent: see ``setup_of``
 
     def agents(self) -> list[str]:
         """The agents with at least one transcript, sorted."""
         return sorted({a for _, a, _ in self.outcomes})
+
+
+def setup_of(manifest: Mapping[str, object]) -> dict[str, str]:
+    """What a comparison must hold fixed besides the agents, by name: the judge's and user simulator's
+    models (``judge:0 model``), their prompts (hashes), the judge's and user simulator's settings."""
+    models = manifest.get("models")
+    hashes = manifest.get("hashes")
+    settings = manifest.get("settings")
+    out: dict[str, str] = {}
+    if isinstance(models, Mapping):
+        out |= {f"{k} model": str(v) for k, v in models.items() if not str(k).startswith("agent:")}
+    if isinstance(hashes, Mapping):
+        prompts = {"judge_prompt": "judge prompt", "prompt:user_sim_extra": "user_sim prompt"}
+        out |= {name: str(hashes[k]) for k, name in prompts.items() if k in hashes}
+    if isinstance(settings, Mapping):
+        out |= {str(k): str(v) for k, v in settings.items()}
+    return out
 
 
 def outcomes_from_records(records: Sequence[CaseRecord]) -> dict[Unit, Outcome]:

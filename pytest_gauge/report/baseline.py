@@ -118,6 +118,12 @@ def _changes(comp: BaselineComparison) -> list[str]:
     ]
     changed = [f"{a.agent} ({'; '.join(a.changed)})" for a in comp.agents.values() if a.changed]
     lines.append(f"- agents whose model or prompt changed: {', '.join(changed) or 'none'}")
+    setup = "; ".join(comp.setup_changes) or "none"
+    lines.append(f"- judge and user simulator changes (model, prompt, settings): {setup}")
+    if comp.judge_changes:
+        lines.append(
+            "- the judge changed: deltas of its metrics (flip rate, LRS, position bias) compare two judges"
+        )
     return lines
 
 
@@ -176,6 +182,8 @@ def baseline_summary(comp: BaselineComparison | None, note: str = "") -> list[st
     if comp is None:
         return [f"baseline: {note}"] if note else []
     lines = [f"baseline: {len(comp.shared_tasks)} shared tasks (see reports/baseline.md)"]
+    if comp.setup_changes:
+        lines.append(f"  changed since the baseline: {'; '.join(comp.setup_changes)}")
     for a in comp.agents.values():
         d = a.success_delta
         names = ", ".join(f.label() for f in a.regressions[:5]) + (" …" if len(a.regressions) > 5 else "")

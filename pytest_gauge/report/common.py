@@ -121,6 +121,10 @@ def price_basis(prices: dict[str, Price], model: str) -> str:
     if price is None:
         return "no price (unknown)"
     cached = f" / {fmt_price(price.cached_input)} cached in" if price.cached_input is not None else ""
+    if price.cache_write is not None:  # shown only when configured (else 1.25 x input, docs#costs)
+        cached += f" / {fmt_price(price.cache_write)} cache write"
+    if price.cache_write_1h is not None:
+        cached += f" / {fmt_price(price.cache_write_1h)} 1 h cache write"
     return f"{fmt_price(price.input)} in / {fmt_price(price.output)} out{cached} per M ({price.source})"
 
 

@@ -39,10 +39,12 @@ from .format import (
     md_table,
     md_text,
     shorten,
+    task_ci_basis,
 )
 from .human import human_section
 from .judge_rules import judge_rules_section
 from .recommend import recommendations
+from .self_preference import self_preference_section
 from .user_audit import user_audit_section
 
 __all__ = ["render_conclusion"]
@@ -370,7 +372,7 @@ def _section_cost(ctx: ReportContext) -> list[str]:
         "and failed requests included.",
         f"- Cost per success: {fmt_per_success(c.cost_per_success, c.successes, c.total_cost)}"
         f"{fmt_task_ci(metric_of(ctx, 'cost_per_success'), fmt_usd)} ({c.successes} successful transcripts; "
-        "95% interval resampling tasks: another task set costs differently).",
+        f"{task_ci_basis(metric_of(ctx, 'cost_per_success'))}; another task set costs differently).",
         f"- Judge share of cost: {fmt_pct(c.judge_share)}"
         f"{fmt_task_ci(metric_of(ctx, 'judge_cost_share'), fmt_pct)}.",
         "",
@@ -495,6 +497,7 @@ def render_conclusion(ctx: ReportContext) -> str:
         _section_lrs(ctx),
         _section_position(ctx),
         _section_judge(ctx),
+        self_preference_section(ctx),
         judge_rules_section(ctx),
         human_section(ctx),
         _section_verbosity(ctx),

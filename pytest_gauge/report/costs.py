@@ -20,9 +20,11 @@ from .format import (
     fmt_int,
     fmt_pct,
     fmt_per_success,
+    fmt_price,
     fmt_task_ci,
     fmt_usd,
     md_table,
+    task_ci_basis,
     usd_at_least,
 )
 
@@ -408,7 +410,8 @@ def _by_role(ctx: ReportContext, per_model: list[ModelCost], prices: dict[str, P
         "",
         f"- Cost per success: {fmt_per_success(costs.cost_per_success, costs.successes, costs.total_cost)}"
         f"{fmt_task_ci(ctx.metrics.metrics.get('cost_per_success'), fmt_usd)} "
-        f"(total cost / {costs.successes} successful transcripts; 95% interval resampling tasks)",
+        f"(total cost / {costs.successes} successful transcripts; "
+        f"{task_ci_basis(ctx.metrics.metrics.get('cost_per_success'))})",
         f"- Judge share of cost: {fmt_pct(costs.judge_share)}"
         f"{fmt_task_ci(ctx.metrics.metrics.get('judge_cost_share'), fmt_pct)}",
         "- Total and per-role costs are exact accounting figures of this run (no interval).",
@@ -535,6 +538,7 @@ def render_token_cost(ctx: ReportContext) -> str:
     lines = [f"# Token and cost accounting: {suite_name(ctx)}", "", _INTRO]
     lines += _by_role(ctx, per_model, prices)
     lines += _by_model(per_model, prices)
+    lines += _prompt_cache(ctx.ledger, prices)
     lines += _watch(ctx.ledger)
     lines += _spent(ctx.ledger)
     lines += _by_key_variable(ctx.ledger)
@@ -542,6 +546,38 @@ def render_token_cost(ctx: ReportContext) -> str:
     lines += _gateway_reports(ctx.ledger)
     lines += _latency(ctx.ledger)
     return "\n".join(lines) + "\n"
+
+
+def _prompt_cache(ledger: Sequence[LedgerRecord], prices: dict[str, Price]) -> list[str]:
+    """The provider's prompt cache per (role, model): input tokens read from it and written to it (of
+    which to a one-hour cache) and the prices they were costed at; only when a response reported any."""
+    totals: dict[tuple[str, str], list[int]] = {}
+    for x in ledger:
+        u = x.usage
+        if u is None or not ((u.cached_input_tokens or 0) or (u.cache_write_tokens or 0)):
+            continue
+        row = totals.setdefault((x.role, x.model), [0, 0, 0])
+        row[0] += u.cached_input_tokens or 0
+        row[1] += u.cache_write_tokens or 0
+        row[2] += min(u.cache_write_1h_tokens or 0, u.cache_write_tokens or 0)
+    if not totals:
+        return []
+    rows = []
+    for (role, model), (reads, writes, hour) in sorted(totals.items()):
+        p = prices.get(model)
+        read_at = DASH if p is None else fmt_price(p.cached_input if p.cached_input is not None else p.input)
+        write_at = DASH if p is None else f"{fmt_price(p.write_price)} (1 h: {fmt_price(p.write_1h_price)})"
+        rows.append([role, model, fmt_int(reads), fmt_int(writes), fmt_int(hour), read_at, write_at])
+    lines = ["", "## Prompt cache", ""]
+    lines.append(
+        "Input tokens the provider read from its prompt cache and wrote to it (as its responses reported"
+        " them), with the prices per million tokens they are costed at: reads at the `cached_input` price"
+        " (else the input price), writes at `cache_write` (else 1.25 × input), one-hour writes at"
+        " `cache_write_1h` (else 2 × input). They are part of the input tokens above."
+    )
+    lines.append("")
+    header = ["role", "model", "cache reads", "cache writes", "of which 1 h", "read price", "write price"]
+    return lines + md_table(header, rows, "llrrrll")
 
 
 def _by_key_variable(ledger: Sequence[LedgerRecord]) -> list[str]:

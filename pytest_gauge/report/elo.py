@@ -178,6 +178,14 @@ def _problems(report: EloReport) -> list[str]:
             "- None with the fit: the comparison graph is connected and every agent both won and lost, "
             "so the maximum-likelihood estimate exists."
         )
+    check = res.fit_check
+    if check is not None and check.misfits:
+        lines += [f"- Poor fit: {m.text()}." for m in check.misfits]
+        who = ", ".join(check.poorly_fitted)
+        lines.append(
+            f"- One strength per agent cannot reproduce these results (intransitive or inconsistent "
+            f"preferences): read the Elo of {who} with care; Elo gates on them are inconclusive."
+        )
     return lines + [f"- Note: {n}" for n in [*res.notes, *report.notes]]
 
 
@@ -327,6 +335,7 @@ def elo_json(report: EloReport) -> dict[str, Any]:
         "per_task": {t: dict(sorted(v.items())) for t, v in sorted(res.per_task.items())},
         "problems": list(res.problems),
         "notes": [*res.notes, *report.notes],
+        "fit_check": None if res.fit_check is None else res.fit_check.to_json(),
     }
     rounded: dict[str, Any] = _round(out)
     return rounded

@@ -18,6 +18,7 @@ __all__ = [
     "VOLATILE_BEGIN",
     "VOLATILE_END",
     "VOLATILE_KEY",
+    "counted",
     "estimate_cells",
     "fitted",
     "fmt_bool",
@@ -37,6 +38,7 @@ __all__ = [
     "md_table",
     "md_text",
     "shorten",
+    "task_ci_basis",
     "text_table",
     "unsign_zero",
     "usd_at_least",
@@ -158,12 +160,24 @@ def fmt_task_ci(e: Estimate | None, fmt: Callable[[float | None], str]) -> str:
     return f" {fmt_ci(e.low, e.high, fitted(fmt, e.value, e.low, e.high))}"
 
 
+def task_ci_basis(e: Estimate | None) -> str:
+    """What a cost ratio's interval is, or why it has none (a skewed bill on too few tasks)."""
+    if e is not None and e.low is None and e.note:
+        return f"no 95% interval: {e.note}"
+    return "95% interval over tasks, skew-corrected"
+
+
 # What could start markup in any markdown renderer: a tag, comment, declaration or autolink (``<`` before a
 # letter, ``/``, ``!`` or ``?``), a character reference (``&`` before ``#`` or ``name;``, other than the
 # three md_text writes) and an inline link or image (``](``).
 _MARKUP = re.compile(r"<(?=[A-Za-z/!?])|&(?!(?:lt|gt|amp);)(?=#|[A-Za-z][A-Za-z0-9]*;)|\](?=\()")
 _MARKUP_FIX = {"<": "&lt;", "&": "&amp;", "]": "]\\"}
 _HTML = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
+
+
+def counted(n: int, noun: str) -> str:
+    """``n`` with its noun in the right number: "1 pair", "3 pairs" (regular plurals only)."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def md_text(text: str) -> str:

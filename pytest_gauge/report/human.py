@@ -55,4 +55,11 @@ def human_section(ctx: ReportContext) -> list[str]:
         more = f" and {len(h.unknown) - _LISTED} more" if len(h.unknown) > _LISTED else ""
         cases = "case" if len(h.unknown) == 1 else "cases"
         lines += ["", f"Labels of {len(h.unknown)} {cases} not in this run were ignored: {shown}{more}."]
+    if h.set_aside:
+        labels = "label was" if h.set_aside == 1 else "labels were"
+        lines += [
+            "",
+            f"{h.set_aside} {labels} set aside: given on transcripts that have since changed (the label"
+            " names the transcripts' hash); label those cases again.",
+        ]
     return lines

@@ -23,6 +23,7 @@ from .common import (
 )
 from .costs import spent_this_run
 from .format import (
+    counted,
     estimate_cells,
     fmt_ci,
     fmt_int,
@@ -35,6 +36,7 @@ from .format import (
     text_table,
 )
 from .recommend import recommendations
+from .self_preference import self_preference_line
 
 __all__ = ["render_summary"]
 
@@ -46,7 +48,7 @@ def render_summary(ctx: ReportContext) -> str:
     """A compact plain-text table for the terminal and GITHUB_STEP_SUMMARY (about 25 lines)."""
     lines = _header_lines(ctx) + _metric_lines(ctx) + _gate_lines(ctx) + adaptive_lines(ctx.adaptive)
     lines += baseline_summary(ctx.baseline, ctx.baseline_note)
-    lines += _cost_lines(ctx) + judge_format_notes(ctx)
+    lines += _cost_lines(ctx) + judge_format_notes(ctx) + self_preference_line(ctx)
     fired = [r for r in recommendations(ctx.metrics) if r.fired]
     lines.append(
         f"recommendations: {len(fired)} fired (see reports/conclusion.md)"
@@ -62,7 +64,7 @@ def _header_lines(ctx: ReportContext) -> list[str]:
     lines = [
         f"suite {suite_name(ctx)}: {recorded}/{expected} cases recorded"
         + (f" ({len(missing)} missing)" if missing else "")
-        + f", {task_count(ctx)} tasks, {len(declared_pairs(ctx))} pairs"
+        + f", {counted(task_count(ctx), 'task')}, {counted(len(declared_pairs(ctx)), 'pair')}"
         + f", orders {ctx.meta.orders}"
     ]
     if ctx.interrupted is not None:

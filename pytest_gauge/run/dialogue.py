@@ -12,7 +12,7 @@ import json
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -31,6 +31,7 @@ __all__ = [
     "ChatResult",
     "DialogueConfig",
     "parse_user_reply",
+    "revise",
     "run_dialogue",
     "user_sim_system_prompt",
 ]
@@ -358,9 +359,39 @@ async def run_dialogue(
         ended_by=ended_by,
         error=error,
         strategy=strategy,
-        program_turns=_program_turns(cfg.program)
-        or ([t.record() for t in cfg.http.turns] if cfg.http else []),
+        program_turns=_kept_turns(cfg),
     )
+
+
+async def revise(
+    cfg: DialogueConfig, call: ChatCaller, transcript: Transcript, tools: ToolRunner | None = None
+) -> Transcript:
+    """One reflection round of an agent that is not a model (a program, a service, a callable): one more
+    turn of its own session asked :data:`REFLECTION_PROMPT`; its reply replaces the final one, its tool
+    activity (a program's edits) is recorded before it. A failed turn ends the transcript with its error."""
+    if transcript.error is not None:
+        return transcript
+    history: list[dict[str, Any]] = [
+        {"role": t.role, "content": t.content}
+        for t in transcript.turns
+        if t.role in ("user", "assistant") and t.content and not t.tool_calls
+    ]
+    history.append({"role": "user", "content": REFLECTION_PROMPT})
+    activity: list[Turn] = []
+    try:
+        reply, _limit, cut = await _agent_reply(cfg, call, history, tools, activity)
+    except ProgramFailed as exc:
+        return replace(transcript, ended_by="error", error=str(exc), program_turns=_kept_turns(cfg))
+    turns = list(transcript.turns)
+    if turns and turns[-1].role == "assistant" and not turns[-1].tool_calls:
+        turns.pop()
+    turns += [*activity, Turn("assistant", reply, truncated=cut)]
+    return replace(transcript, turns=turns, final_reply=reply, program_turns=_kept_turns(cfg))
+
+
+def _kept_turns(cfg: DialogueConfig) -> list[dict[str, Any]]:
+    """A program's or a service's own record of its turns so far."""
+    return _program_turns(cfg.program) or _http_turns(cfg.http)
 
 
 def _program_turns(program: ProgramSession | None) -> list[dict[str, Any]]:

@@ -200,5 +200,4 @@ async def _ask_judge(
 
 def format_scope(backend: str, environ: Mapping[str, str]) -> str:
     """Which server a kept JSON-mode decision holds for: the live gateway's base URL, else the backend."""
-
     return f"live {configured_base_url(environ)}" if backend == "live" else backend

@@ -1,60 +1,61 @@
-"""The suite's tools offered to a program agent over MCP (docs/protocol.md#mcp): one transcript's
-server specification, the configuration that names the server to Claude Code (``--mcp-config``) and
-Codex (``[mcp_servers.<name>]``), and the tool calls the server recorded, read back after each turn.
+"""The suite's tools offered to a program agent over MCP (docs/protocol.md#mcp): one transcript's tool
+server, served by the plugin's own process on a Unix socket, the configuration that names its relay to
+Claude Code (``--mcp-config``) and Codex (``[mcp_servers.<name>]``), and the calls it recorded.
 
-The server (:mod:`.mcp_server`) is another process, started by the agent program itself, so it cannot
-write the transcript: it appends one JSON line per call (the :class:`~pytest_gauge.records.ToolCall`
-record the executor made: arguments, result, return code, latency) to ``calls.jsonl`` in the
-transcript's MCP folder, and :meth:`McpTools.take_calls` reads the lines added since the last turn.
-This module never imports the ``mcp`` package (only the server process needs it).
+The program starts the relay (:mod:`.mcp_relay`, a byte pipe between its stdio and the socket) as its
+MCP server; the real server (:mod:`.mcp_server`) runs here, on the engine's loop, and records every call
+in memory as it runs it. Nothing is read back from a file the program could write.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import os
-import shutil
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import TracebackType
 from typing import Any
 
 from ..files.folders import OutFolder
 from ..files.readwrite import write_atomic
 from ..records import ToolCall
+from ..suite.tools import ToolExecutor
+from .mcp_server import MCP_SERVER_NAME, CallLog, serve_connection
 from .programs import ProgramFailed
 
-__all__ = ["MCP_SERVER_NAME", "SPEC_FORMAT", "McpServerError", "McpTools", "merge_calls", "server_env"]
+__all__ = ["MCP_SERVER_NAME", "SOCKET_NAME", "McpServerError", "McpTools", "merge_calls", "server_env"]
 
-MCP_SERVER_NAME = "gauge"
-"""The server's name in the agents' configuration: Claude Code calls its tools ``mcp__gauge__<tool>``."""
-SPEC_FORMAT = 1
-_STARTUP_TIMEOUT_S = 30  # Codex's default (10 s) is short for an interpreter importing a suite module
+SOCKET_NAME = "tools.sock"
+_STARTUP_TIMEOUT_S = 30  # Codex's default (10 s) is short for an interpreter starting the relay
+_SUN_PATH = 100  # AF_UNIX paths longer than about 107 bytes cannot be bound by name
 
 
 class McpServerError(ProgramFailed):
-    """The MCP server could not serve (its specification, the suite module, a tool name): cause and
-    fix; the program agent's transcript ends with it, as with any failed turn."""
+    """The tool server could not be served (its socket could not be made): cause and fix; the program
+    agent's transcript ends with it, as with any failed turn."""
 
 
-def server_env(module_folder: Path) -> dict[str, str]:
-    """What the server process needs in its environment to import this package and the suite module
-    (agent programs start it with a minimal environment): ``PYTHONPATH`` only, never a key."""
+def server_env() -> dict[str, str]:
+    """What the relay needs in its environment to start (agent programs start it with a minimal one):
+    ``PYTHONPATH`` naming this package, never a key."""
     package_root = str(Path(__file__).resolve().parents[2])
-    paths = [package_root, str(module_folder)]
-    paths += [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p not in paths]
-    return {"PYTHONPATH": os.pathsep.join(paths)}
+    return {"PYTHONPATH": package_root}
 
 
 @dataclass
 class McpTools:
-    """One transcript's MCP server: where its files are, how to start it, what it has recorded."""
+    """One transcript's tool server: its folder and socket, how a program starts its relay, what it ran."""
 
     folder: Path
-    module: Path
-    tools: tuple[str, ...]
-    _read: int = field(default=0, repr=False)  # bytes of calls.jsonl already taken
+    executor: ToolExecutor
+    log: CallLog = field(default_factory=CallLog)
+    _taken: int = field(default=0, repr=False)
+    _server: asyncio.AbstractServer | None = field(default=None, repr=False)
+    _sessions: set[asyncio.Task[None]] = field(default_factory=set, repr=False)
 
     @classmethod
     def create(
@@ -65,51 +66,85 @@ class McpTools:
         agent: str,
         sample: int,
         *,
-        module: Path,
-        tools: Sequence[str],
-        timeout: float,
-        workspace: Path | None,
+        executor: ToolExecutor,
+        candidate: int = 0,
     ) -> McpTools:
         """A fresh MCP folder for (task, agent, sample), at the same path in every run (so the agents'
-        configurations naming it are the same bytes): ``spec.json`` written, no call recorded yet."""
-        folder = OutFolder(Path(out_dir).absolute()).suite(suite).mcp(task_id, agent, sample)
-        shutil.rmtree(folder, ignore_errors=True)
-        folder.mkdir(parents=True)
-        made = cls(folder, module.resolve(), tuple(tools))
-        spec = {
-            "format": SPEC_FORMAT,
-            "module": str(made.module),
-            "tools": list(made.tools),
-            "timeout": timeout,
-            "workspace": None if workspace is None else str(workspace),
-            "calls": str(made.calls),
-        }
-        write_atomic(made.spec, json.dumps(spec, indent=2, sort_keys=True) + "\n")
+        configurations naming it are the same bytes), with ``claude-mcp.json``; serve it with
+        ``async with``."""
+        folder = OutFolder(Path(out_dir).absolute()).suite(suite).mcp(task_id, agent, sample, candidate)
+        if folder.exists():
+            for old in folder.iterdir():
+                old.unlink()
+        folder.mkdir(parents=True, exist_ok=True)
+        made = cls(folder, executor)
         write_atomic(made.claude_config_file, json.dumps(made.claude_config(), indent=2) + "\n")
         return made
 
     @property
-    def spec(self) -> Path:
-        return self.folder / "spec.json"
+    def tools(self) -> tuple[str, ...]:
+        return tuple(self.executor.tools)
 
     @property
-    def calls(self) -> Path:
-        return self.folder / "calls.jsonl"
+    def socket(self) -> Path:
+        return self.folder / SOCKET_NAME
 
     @property
     def claude_config_file(self) -> Path:
         """:meth:`claude_config` as a file, for ``claude --mcp-config <file>``."""
         return self.folder / "claude-mcp.json"
 
+    async def __aenter__(self) -> McpTools:
+        """Serve the socket on the running loop (each connection one MCP session)."""
+        with contextlib.suppress(FileNotFoundError):
+            self.socket.unlink()
+        path = str(self.socket)
+        if len(path.encode()) > _SUN_PATH:  # bound through the folder's descriptor (Linux): a short name
+            dirfd = os.open(self.folder, os.O_RDONLY)
+            path = f"/proc/self/fd/{dirfd}/{SOCKET_NAME}"
+        else:
+            dirfd = -1
+        try:
+            self._server = await asyncio.start_unix_server(self._connection, path=path)
+        except OSError as exc:
+            raise McpServerError(f"the MCP tool server cannot listen at {self.socket}: {exc}") from None
+        finally:
+            if dirfd >= 0:
+                os.close(dirfd)
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        """Stop serving: open sessions are cancelled (their programs have ended), the socket removed."""
+        if self._server is not None:
+            self._server.close()
+        for task in list(self._sessions):
+            task.cancel()
+        if self._sessions:
+            await asyncio.gather(*self._sessions, return_exceptions=True)
+        with contextlib.suppress(FileNotFoundError):
+            self.socket.unlink()
+
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._sessions.add(task)
+        try:
+            await serve_connection(self.executor, self.log, reader, writer)
+        finally:
+            if task is not None:
+                self._sessions.discard(task)
+
     def argv(self) -> list[str]:
-        """The server's command line: this interpreter, ``-m pytest_gauge.run.mcp_server <spec>``."""
-        return [sys.executable, "-m", "pytest_gauge.run.mcp_server", str(self.spec)]
+        """The relay's command line: this interpreter, ``-m pytest_gauge.run.mcp_relay <socket>``."""
+        return [sys.executable, "-m", "pytest_gauge.run.mcp_relay", str(self.socket)]
 
     def claude_config(self) -> dict[str, Any]:
         """Claude Code's ``--mcp-config`` JSON (use with ``--strict-mcp-config``); each server entry is
         also what a Codex ``[mcp_servers.<name>]`` table holds (a stdio server: no ``type`` key)."""
         command, *args = self.argv()
-        server = {"command": command, "args": args, "env": server_env(self.module.parent)}
+        server = {"command": command, "args": args, "env": server_env()}
         return {"mcpServers": {MCP_SERVER_NAME: server}}
 
     def claude_tool_names(self) -> list[str]:
@@ -119,7 +154,7 @@ class McpTools:
     def codex_toml(self) -> str:
         """The ``[mcp_servers.gauge]`` block of a Codex ``config.toml`` (JSON strings are TOML strings)."""
         command, *args = self.argv()
-        env = ", ".join(f"{k} = {json.dumps(v)}" for k, v in server_env(self.module.parent).items())
+        env = ", ".join(f"{k} = {json.dumps(v)}" for k, v in server_env().items())
         return (
             f"[mcp_servers.{MCP_SERVER_NAME}]\n"
             f"command = {json.dumps(command)}\n"
@@ -129,23 +164,10 @@ class McpTools:
         )
 
     def take_calls(self) -> list[ToolCall]:
-        """The calls the server recorded since the last take (in the order they finished); a line the
-        server wrote about its own failure raises :class:`McpServerError` with its cause and fix."""
-        try:
-            with self.calls.open("rb") as fh:
-                fh.seek(self._read)
-                data = fh.read()
-        except FileNotFoundError:
-            return []
-        complete = data[: data.rfind(b"\n") + 1]  # a line still being written is taken next time
-        self._read += len(complete)
-        found: list[ToolCall] = []
-        for line in complete.decode("utf-8").splitlines():
-            row = json.loads(line)
-            if "server_error" in row:
-                raise McpServerError(str(row["server_error"]))
-            found.append(ToolCall(**row))
-        return found
+        """The calls the server ran since the last take, in the order they finished."""
+        found = self.log.calls[self._taken :]
+        self._taken = len(self.log.calls)
+        return list(found)
 
 
 def _served(call: ToolCall, tools: Sequence[str]) -> bool:

@@ -10,6 +10,7 @@ when and where it runs, and how its result is shared between processes, is
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -20,16 +21,19 @@ from typing import Any
 from ..files.workspace import workspace_for
 from ..gateway.gateway import CallContext, Gateway, WireReply
 from ..gateway.proxy import ProxyRoute, RecordingProxy, WireRequest, gateway_call
+from ..gateway.route_policy import route_policy
+from ..gateway.wire import WireFormat
 from ..gateway.wire.noise import register_suite
 from ..records import Api, CaseRecord, JudgmentResult, Transcript, TranscriptResult, Turn, UnitSpend, Usage
 from ..records.work_key import WorkKey
 from ..suite.cases import Case
-from ..suite.declare import BestOf, CallableAgent, CommandAgent, HttpAgent, ModelAgent, Reflection, Suite
+from ..suite.declare import Agent, CallableAgent, CommandAgent, HttpAgent, ModelAgent, Suite
 from ..suite.file_checks import CommandRunner
 from ..suite.rules import Score, observe_workspace_async, score, workspace_rules
+from ..suite.strategy import BestOf, Reflection, Strategy
 from ..suite.tasks import Task
 from ..suite.tools import ToolExecutor
-from .dialogue import REFLECTION_PROMPT, BodyCaller, ChatResult, DialogueConfig, run_dialogue
+from .dialogue import REFLECTION_PROMPT, BodyCaller, ChatResult, DialogueConfig, revise, run_dialogue
 from .http_agent import HttpSession
 from .judge import Redactor, build_judge_messages, judge_prompt, parse_verdict, slots
 from .judge_format import JudgeFormats, ask_judge
@@ -67,6 +71,7 @@ class WorkCaller(BodyCaller):
         self.seq = 0
         self.spend = UnitSpend()
         self.proxy = proxy
+        self.refusals: list[str] = []  # the requests a program's route refused (noted in its transcript)
 
     def next_seq(self) -> int:
         """The number of the unit's next call (its own calls and its proxied ones share it)."""
@@ -83,6 +88,11 @@ class WorkCaller(BodyCaller):
         reply = await gateway_call(self.gateway, self.ctx, request)
         self.spend += _spend_of(reply.result.usage, reply.result.cost)
         return reply
+
+    def refused(self, seq: int, role: str, model: str, fmt: WireFormat, reason: str) -> None:
+        """A proxied request the route's policy refused: its ledger line, and a note for the transcript."""
+        self.gateway.refused(self.ctx, seq, role, model, fmt.api, reason)
+        self.refusals.append(f"call #{seq} ({model}) refused: {reason}")
 
     def proxy_route(self, role: str = "agent", seed: int | None = None) -> ProxyRoute:
         """A route of the process's recording proxy for this unit of work (close it when the program is
@@ -114,7 +124,7 @@ class SuiteRuntime:
     out_dir: Path = Path("gauge-out")  # --gauge-out: where the transcripts' workspaces live
     workspace_source: Path | None = None  # Suite(workspace=...) resolved: copied into each workspace
     programs: ProgramHost | None = None  # program agents' folders and proxy routes (set by the plugin)
-    module_path: Path | None = None  # the suite's test module: the MCP server imports its tools from it
+    module_path: Path | None = None  # the suite's test module (its folder and name, for reports)
     proxy: RecordingProxy | None = None  # the process's recording proxy (set with the engine)
     commands: CommandRunner | None = None  # how workspace commands run: the sandbox (set by the plugin)
     redactor: Redactor = field(init=False)
@@ -175,34 +185,28 @@ class SuiteRuntime:
         tools = [t for t in self.suite.tools if t.name in task.tools]
         return ToolExecutor(tools, self.suite.tool_timeout, workspace)
 
-    def workspace(self, task_id: str, agent_name: str, sample: int) -> Path | None:
+    def workspace(self, task_id: str, agent_name: str, sample: int, candidate: int = 0) -> Path | None:
         """A fresh workspace for (task, agent, sample) (:func:`~pytest_gauge.files.workspace.workspace_for`),
-        or None when the suite names no workspace folder and the task has no workspace rule."""
+        or None when the suite names no workspace folder and the task has no workspace rule; a best-of
+        tier's ``candidate`` k > 0 has its own copy."""
         task = self.tasks[task_id]
         wanted = workspace_rules((*task.success_criteria, *task.hard_constraints))
         if self.workspace_source is None and not wanted:
             return None
-        return workspace_for(self.out_dir, self.name, task_id, agent_name, sample, self.workspace_source)
+        return workspace_for(
+            self.out_dir, self.name, task_id, agent_name, sample, self.workspace_source, candidate
+        )
 
     def mcp_tools(
-        self, task_id: str, agent_name: str, sample: int, workspace: Path | None
+        self, task_id: str, agent_name: str, sample: int, tools: ToolExecutor | None, candidate: int = 0
     ) -> McpTools | None:
         """The task's tools offered to a program agent over MCP for (task, agent, sample)
-        (:class:`~.mcp_tools.McpTools`: its configuration for Claude Code and Codex, the calls it
-        recorded), or None when the task names no tool."""
-        task = self.tasks[task_id]
-        if not task.tools or self.module_path is None:
+        (:class:`~.mcp_tools.McpTools`: served by this process, its relay's configuration for Claude
+        Code and Codex, the calls it ran), or None when the task names no tool."""
+        if tools is None:
             return None
         return McpTools.create(
-            self.out_dir,
-            self.name,
-            task_id,
-            agent_name,
-            sample,
-            module=self.module_path,
-            tools=task.tools,
-            timeout=self.suite.tool_timeout,
-            workspace=workspace,
+            self.out_dir, self.name, task_id, agent_name, sample, executor=tools, candidate=candidate
         )
 
     async def _observed(self, task: Task, transcript: Transcript, workspace: Path | None) -> Transcript:
@@ -218,43 +222,66 @@ class SuiteRuntime:
         """The transcript of (task, agent, sample); compute tiers spend their extra calls in this work."""
         task = self.tasks[task_id]
         agent = self.suite.agent(agent_name)
-        strategy = agent.strategy if isinstance(agent, ModelAgent) else None
+        strategy = agent.strategy
         label = strategy.label if strategy is not None else "single"
         work = str(WorkKey.transcript(task_id, agent_name, sample))
         caller = WorkCaller(self.gateway, CallContext(self.name, task_id, work, label), self.proxy)
         base_seed = call_seed(self.seed, "transcript", self.name, task_id, sample, 0)
-
-        async def one(candidate: int) -> Transcript:
-            seed = call_seed(self.seed, "transcript", self.name, task_id, sample, candidate)
-            workspace = self.workspace(task_id, agent_name, sample)
-            if workspace is None and isinstance(agent, CommandAgent):  # a program always has a folder
-                workspace = workspace_for(self.out_dir, self.name, task_id, agent_name, sample, None)
-            cfg = replace(self._dialogue_config(agent_name, sample, seed), workdir=workspace)
-            tools = self._executor(task, workspace)
-            if isinstance(agent, CommandAgent) and workspace is not None:
-                mcp = self.mcp_tools(task_id, agent_name, sample, workspace)
-                program = await self._program(agent, caller, workspace, tools, mcp)
-                cfg = replace(cfg, program=program, mcp=mcp)
-            if isinstance(agent, HttpAgent):
-                cfg = replace(cfg, http=HttpSession(agent))
-            done = await run_dialogue(task, sample, cfg, caller, tools, strategy=label)
-            if done.error is not None and isinstance(agent, (CommandAgent, HttpAgent)):
-                raise ProgramError(  # a failing program is never a result: its case fails
-                    done.error.replace("\n", " "), f"fix agent {agent.name!r}: its transcript is not scored"
-                )
-            return await self._observed(task, done, workspace)
-
         if isinstance(strategy, BestOf):
-            candidates = [await one(i) for i in range(strategy.n)]
+            candidates = [await self._candidate(task, agent, caller, sample, i) for i in range(strategy.n)]
             transcript = await self._select(task, candidates, strategy, caller, sample)
         else:
-            transcript = await one(0)
-            if isinstance(strategy, Reflection) and isinstance(agent, ModelAgent):
-                transcript = await self._reflect(agent, transcript, strategy.rounds, caller, base_seed)
+            transcript = await self._candidate(task, agent, caller, sample, 0, strategy)
         transcript = await self._audit_user(task, transcript, caller, base_seed)
         verdict = score(task.success_criteria, task.hard_constraints, transcript)
         rules = verdict.to_json(task.success_criteria, task.hard_constraints)
         return TranscriptResult(transcript, caller.spend, rules)
+
+    async def _candidate(
+        self,
+        task: Task,
+        agent: Agent,
+        caller: WorkCaller,
+        sample: int,
+        candidate: int,
+        strategy: Strategy | None = None,
+    ) -> Transcript:
+        """One sample of the agent on the task, its own session: its own workspace copy, program folder,
+        MCP folder and proxy route, seeded per candidate (so on the simulator each draws differently);
+        then the reflection rounds of ``strategy``, and what the workspace rules see."""
+        seed = call_seed(self.seed, "transcript", self.name, task.task_id, sample, candidate)
+        label = caller.ctx.strategy
+        workspace = self.workspace(task.task_id, agent.name, sample, candidate)
+        if workspace is None and isinstance(agent, CommandAgent):  # a program always has a folder
+            workspace = workspace_for(
+                self.out_dir, self.name, task.task_id, agent.name, sample, None, candidate
+            )
+        cfg = replace(self._dialogue_config(agent.name, sample, seed), workdir=workspace)
+        tools = self._executor(task, workspace)
+        noted = len(caller.refusals)
+        async with contextlib.AsyncExitStack() as serving:
+            if isinstance(agent, CommandAgent) and workspace is not None:
+                mcp = self.mcp_tools(task.task_id, agent.name, sample, tools, candidate)
+                if mcp is not None:  # served here for the transcript's turns (run/mcp_tools.py)
+                    await serving.enter_async_context(mcp)
+                program = await self._program(agent, caller, workspace, mcp, seed, candidate)
+                cfg = replace(cfg, program=program, mcp=mcp)
+            if isinstance(agent, HttpAgent):
+                cfg = replace(cfg, http=HttpSession(agent))
+            done = await run_dialogue(task, sample, cfg, caller, tools, strategy=label)
+            if isinstance(strategy, Reflection):
+                if isinstance(agent, ModelAgent):
+                    done = await self._reflect(agent, done, strategy.rounds, caller, seed)
+                else:  # a program, a service or a callable: more turns of its own session
+                    for _ in range(strategy.rounds):
+                        done = await revise(cfg, caller, done, tools)
+        if len(caller.refusals) > noted:  # what the program's route refused (docs/protocol.md#route-policy)
+            done = replace(done, proxy_refusals=caller.refusals[noted:])
+        if done.error is not None and isinstance(agent, (CommandAgent, HttpAgent)):
+            raise ProgramError(  # a failing program is never a result: its case fails
+                done.error.replace("\n", " "), f"fix agent {agent.name!r}: its transcript is not scored"
+            )
+        return await self._observed(task, done, workspace)
 
     async def _audit_user(
         self, task: Task, transcript: Transcript, caller: WorkCaller, seed: int | None
@@ -280,12 +307,14 @@ class SuiteRuntime:
         agent: CommandAgent,
         caller: WorkCaller,
         workdir: Path,
-        tools: ToolExecutor | None,
         mcp_tools: McpTools | None = None,
+        seed: int | None = None,
+        candidate: int = 0,
     ) -> ProgramSession:
         """A program agent's session for one transcript: its working directory (the workspace), private
         folder, proxy route (its calls numbered with the transcript's own, in its spend) and MCP servers
-        (:mod:`.programs`)."""
+        (:mod:`.programs`); ``seed`` is the route's (added to requests that carry none), ``candidate`` a
+        best-of sample's number (its own session id)."""
         ctx = caller.ctx
         host = self.programs
         if host is None:
@@ -293,16 +322,19 @@ class SuiteRuntime:
                 f"agent {agent.name!r} is a program, and this run has no recording proxy for it",
                 "run it through the pytest plugin (program agents call their models through its proxy)",
             )
-        mcp = dict(host.mcp_servers(ctx, tools)) if tools is not None else {}
-        if mcp_tools is not None:  # the suite's tools, served per turn by run/mcp_server.py
+        mcp = dict(host.mcp_servers(ctx, mcp_tools)) if mcp_tools is not None else {}
+        if mcp_tools is not None:  # the suite's tools: served here, reached through the relay
             mcp.update(mcp_tools.claude_config()["mcpServers"])
         # the output folder in a program's requests (its MCP server's files, its workspace) reads the same
         # from any checkout in the cache material (gateway/wire/noise.py)
         register_suite(self.name)
-        read_only, writable = (
-            ((mcp_tools.module.parent,), (mcp_tools.folder, workdir)) if mcp_tools else ((), ())
-        )
-        setup = program_setup(workdir, host.endpoint(ctx, caller), ctx.work, mcp, read_only, writable)
+        work = ctx.work if candidate == 0 else f"{ctx.work}~c{candidate}"
+        policy = route_policy((agent.model, *agent.helper_models), agent.max_tokens, agent.max_n)
+        endpoint = host.endpoint(ctx, caller, seed, policy)
+        # in the sandbox the relay the program starts reaches the tool server's socket in the MCP folder
+        # (seen at its host path); the tools themselves run here, on the host's copy of the workspace
+        writable = (mcp_tools.folder,) if mcp_tools is not None else ()
+        setup = program_setup(workdir, endpoint, work, mcp, (), writable)
         return await asyncio.to_thread(ProgramSession.open, agent, setup)
 
     async def _select(

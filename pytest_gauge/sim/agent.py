@@ -239,7 +239,7 @@ def agent_reply(
     zh = has_cjk(task.task_prompt if task else first_user)
     key: tuple[Any, ...] = (world_seed, model, task.task_id if task else "", body.get("seed") or 0)
     # each reflection round closes part of the gap to perfect (same draws, higher bar: monotone gains)
-    reflections = sum(1 for m in messages if m.get("role") == "user" and message_text(m) == REFLECTION_PROMPT)
+    reflections = sum(1 for m in messages if m.get("role") == "user" and REFLECTION_PROMPT in message_text(m))
     skill = 1.0 - (1.0 - min(1.0, max(0.0, profile.skill))) * REFLECTION_KEEP**reflections
     tool_skill = min(1.0, max(0.0, profile.tool_skill if profile.tool_skill is not None else skill))
 

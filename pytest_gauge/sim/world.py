@@ -21,7 +21,6 @@ __all__ = ["build_client", "sim_world", "tests_world"]
 
 def sim_world(suite: Suite, tasks: tuple[Task, ...], seed: int) -> SimWorld:
     """The simulator's world for one suite: its tasks and each of its models' profiles."""
-
     served = [a for a in suite.agents if isinstance(a, (ModelAgent, CommandAgent)) and a.model]
     agents = {str(a.model): (a.name, a.sim) for a in served}
     judges: dict[str, SimJudge] = {suite.judge.model: suite.judge.sim, **dict(suite.judge.extra_sims)}
@@ -33,7 +32,6 @@ def sim_world(suite: Suite, tasks: tuple[Task, ...], seed: int) -> SimWorld:
 def tests_world(suites: Iterable[tuple[Suite, tuple[Task, ...]]], seed: int) -> SimWorld:
     """The simulator's world for users' own tests: every suite of the run (its tasks and its models'
     profiles), and any other model answering as a default simulated agent."""
-
     worlds = [sim_world(suite, tasks, seed) for suite, tasks in suites]
     return SimWorld(
         seed=seed,

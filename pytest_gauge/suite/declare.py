@@ -10,7 +10,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ..records import APIS, Api
 from .http_agent import HttpAgent
@@ -18,6 +18,7 @@ from .programs import CommandAgent
 from .response_format import format_chain
 from .rules import RuleResult
 from .sim_profiles import SimAgent, SimJudge, SimUser
+from .strategy import BestOf, Reflection, Strategy, family
 from .tasks import Task, TaskFileError, load_tasks
 from .tools import Tool
 
@@ -52,41 +53,6 @@ def env_model(variable: str, default: str) -> str:
     return value or default
 
 
-@dataclass(frozen=True)
-class BestOf:
-    """Test-time compute: ``n`` samples (distinct seeds), one chosen by the rule ``verifier`` (highest
-    reward, first on ties) or by the ``judge`` (a knockout of pairwise blind judgments)."""
-
-    n: int
-    selector: str = "verifier"
-
-    @property
-    def label(self) -> str:
-        return f"bo{self.n}"
-
-    @property
-    def compute(self) -> float:
-        return float(self.n)
-
-
-@dataclass(frozen=True)
-class Reflection:
-    """Test-time compute: after the conversation, ``rounds`` extra agent calls that revise the final reply."""
-
-    rounds: int
-
-    @property
-    def label(self) -> str:
-        return f"reflect{self.rounds}"
-
-    @property
-    def compute(self) -> float:
-        return 1.0 + self.rounds
-
-
-Strategy = BestOf | Reflection
-
-
 def _check_api(role: str, api: object) -> None:
     """``api=`` names a wire format (docs/protocol.md#wire-formats), else a :class:`SuiteError`."""
     if api not in APIS:
@@ -113,23 +79,7 @@ class ModelAgent:
 
     @property
     def family(self) -> str:
-        return self.name.split("@", 1)[0]
-
-
-def best_of(agent: ModelAgent, n: int, selector: str = "verifier") -> ModelAgent:
-    """``agent`` as a best-of-``n`` tier named ``<agent>@bo<n>``."""
-    if n < 1:
-        raise SuiteError(f"best_of needs n >= 1, got {n}")
-    if selector not in ("verifier", "judge"):
-        raise SuiteError(f"best_of selector must be 'verifier' or 'judge', got {selector!r}")
-    return replace(agent, name=f"{agent.name}@bo{n}", strategy=BestOf(n, selector))
-
-
-def reflection(agent: ModelAgent, rounds: int) -> ModelAgent:
-    """``agent`` with ``rounds`` revision calls after the conversation, named ``<agent>@reflect<rounds>``."""
-    if rounds < 1:
-        raise SuiteError(f"reflection needs rounds >= 1, got {rounds}")
-    return replace(agent, name=f"{agent.name}@reflect{rounds}", strategy=Reflection(rounds))
+        return family(self.name)
 
 
 @dataclass(frozen=True)
@@ -143,9 +93,30 @@ class CallableAgent:
     name: str
     fn: Callable[..., Any]
     model: str | None = None
+    strategy: Strategy | None = None
 
 
 Agent = ModelAgent | CallableAgent | CommandAgent | HttpAgent
+AgentT = TypeVar("AgentT", ModelAgent, CallableAgent, CommandAgent, HttpAgent)
+
+
+def best_of(agent: AgentT, n: int, selector: str = "verifier") -> AgentT:
+    """``agent`` (of any kind: a model, a callable, a program, a service) as a best-of-``n`` tier named
+    ``<agent>@bo<n>``: ``n`` independent samples, each its own session (docs/protocol.md#elo)."""
+    if n < 1:
+        raise SuiteError(f"best_of needs n >= 1, got {n}")
+    if selector not in ("verifier", "judge"):
+        raise SuiteError(f"best_of selector must be 'verifier' or 'judge', got {selector!r}")
+    return replace(agent, name=f"{agent.name}@bo{n}", strategy=BestOf(n, selector))
+
+
+def reflection(agent: AgentT, rounds: int = 1) -> AgentT:
+    """``agent`` (of any kind) with ``rounds`` revision turns after the conversation, named
+    ``<agent>@reflect<rounds>``: a model is called again, a program or a service is given one more turn
+    of its own session, a callable is called with the revision request appended."""
+    if rounds < 1:
+        raise SuiteError(f"reflection needs rounds >= 1, got {rounds}")
+    return replace(agent, name=f"{agent.name}@reflect{rounds}", strategy=Reflection(rounds))
 
 
 @dataclass(frozen=True)
@@ -318,10 +289,10 @@ class Suite:
         """Compute tiers per agent family, in increasing compute: {family: [(tier label, agent name)]}."""
         tiers: dict[str, list[tuple[float, str, str]]] = {}
         for a in self.agents:
-            if isinstance(a, ModelAgent) and a.strategy is not None:
-                tiers.setdefault(a.family, []).append((a.strategy.compute, a.strategy.label, a.name))
+            if a.strategy is not None:
+                tiers.setdefault(family(a.name), []).append((a.strategy.compute, a.strategy.label, a.name))
         for a in self.agents:
-            if isinstance(a, ModelAgent) and a.strategy is None and a.name in tiers:
+            if a.strategy is None and a.name in tiers:
                 tiers[a.name].append((1.0, "base", a.name))
         return {f: [(label, name) for _c, label, name in sorted(rows)] for f, rows in sorted(tiers.items())}
 

@@ -100,7 +100,6 @@ def find_suites(paths: Iterable[str | Path]) -> list[tuple[str, Suite]]:
 
 def configured_testpaths(root: Path) -> list[str]:
     """``testpaths`` of the pytest configuration in ``root`` (pytest.ini, pyproject.toml), else []."""
-
     ini = root / "pytest.ini"
     if ini.is_file():
         parser = configparser.ConfigParser()

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .sim_profiles import SimAgent
+from .strategy import Strategy
 
 __all__ = [
     "HTTP_PLACEHOLDERS",
@@ -61,6 +62,7 @@ class HttpAgent:
     usage_path: str | None = "usage"
     model: str | None = None  # what the service says it runs, for the manifest only
     sim: SimAgent = field(default_factory=SimAgent)  # unused: the service answers on every backend
+    strategy: Strategy | None = None  # test-time compute (best_of / reflection): each sample its own session
 
     def __post_init__(self) -> None:
         where = f"HttpAgent {self.name!r}"

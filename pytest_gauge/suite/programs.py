@@ -18,6 +18,7 @@ from typing import Any
 import tomli_w
 
 from .sim_profiles import SimAgent
+from .strategy import Strategy
 
 __all__ = [
     "OUTPUT_FORMATS",
@@ -95,7 +96,9 @@ class CommandAgent:
     way); the rest of the environment is built by the plugin: ``PATH``, ``HOME`` (the transcript's
     private folder), ``LANG``, the proxy's client environment, never the gateway key. ``api``: the wire
     format its model calls use (``chat``, ``anthropic``, ``responses``); ``model`` what it is asked to
-    use (for the manifest and the simulator's profile).
+    use (for the manifest and the simulator's profile). Its proxy route accepts only ``model`` and
+    ``helper_models`` (any model when it names none), at most ``max_tokens`` output tokens and ``max_n``
+    choices a request; anything else gets a 403 (docs/protocol.md#route-policy).
     """
 
     name: str
@@ -110,11 +113,18 @@ class CommandAgent:
     configure: Configure | None = None
     drop_env: tuple[str, ...] = ()  # prefixes removed from the built environment before ``env`` is added
     sim: SimAgent = field(default_factory=SimAgent)  # how the simulator answers its model calls
+    strategy: Strategy | None = None  # test-time compute (best_of / reflection): each sample its own session
+    helper_models: tuple[str, ...] = ()  # other models it may call besides ``model`` (a preset's small model)
+    max_tokens: int | None = None  # cap on a request's output tokens through its route (None: no cap)
+    max_n: int = 1  # cap on a request's choices (Chat's ``n``) through its route
 
     def __post_init__(self) -> None:
         if not self.argv or not all(isinstance(a, str) for a in self.argv):
             raise ValueError(f"CommandAgent {self.name!r}: argv must be a non-empty sequence of strings")
         object.__setattr__(self, "argv", tuple(self.argv))
+        object.__setattr__(self, "helper_models", tuple(self.helper_models))
+        if (self.max_tokens is not None and self.max_tokens < 1) or self.max_n < 1:
+            raise ValueError(f"CommandAgent {self.name!r}: max_tokens and max_n must be >= 1")
         if self.resume_argv is not None:
             object.__setattr__(self, "resume_argv", tuple(self.resume_argv))
         if self.output not in OUTPUT_FORMATS:
@@ -161,13 +171,16 @@ def claude_code(
     timeout: float = 300.0,
     command: str = "claude",
     sim: SimAgent | None = None,
+    small_model: str | None = None,
 ) -> CommandAgent:
     """Claude Code as an agent under test: ``claude -p --output-format stream-json --verbose``, later
     turns ``--resume`` the session, pointed at the run's proxy (``ANTHROPIC_BASE_URL``,
     ``ANTHROPIC_AUTH_TOKEN``, ``ANTHROPIC_MODEL``), with a fresh ``CLAUDE_CONFIG_DIR`` per transcript
     holding ``instructions`` as its ``CLAUDE.md``; every inherited ``ANTHROPIC_*`` / ``CLAUDECODE*``
     variable removed (one auth variable, no stale base URL). The suite's tools are offered over MCP
-    (``--mcp-config``, allowed as ``mcp__<server>``)."""
+    (``--mcp-config``, allowed as ``mcp__<server>``). Its background (Haiku-class) calls use
+    ``small_model`` (default: ``model``), the one helper model its proxy route accepts besides ``model``."""
+    helper = small_model or model
     common: tuple[str, ...] = ("--output-format", "stream-json", "--verbose", "--model", "{model}")
     common += ("--permission-mode", permission_mode, "--mcp-config", "{home}/mcp.json", "--strict-mcp-config")
     argv = (command, "-p", "{prompt}", "--session-id", "{session}", *common)
@@ -188,6 +201,8 @@ def claude_code(
             "ANTHROPIC_BASE_URL": setup.endpoint.base_urls["anthropic"],
             "ANTHROPIC_AUTH_TOKEN": setup.endpoint.token,
             "ANTHROPIC_MODEL": model,
+            "ANTHROPIC_DEFAULT_HAIKU_MODEL": helper,  # its background calls: a declared model too
+            "ANTHROPIC_SMALL_FAST_MODEL": helper,
             "CLAUDE_CONFIG_DIR": setup.visible(config),
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
             "DISABLE_AUTOUPDATER": "1",
@@ -212,6 +227,7 @@ def claude_code(
         configure=configure,
         drop_env=ANTHROPIC_PREFIXES,
         sim=sim or SimAgent(),
+        helper_models=(helper,) if helper != model else (),
     )
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..files.readwrite import MAX_DEPTH as READ_MAX_DEPTH
-from ..files.readwrite import JsonBoundError, loads_bounded
+from ..files.readwrite import MAX_FILE_BYTES, JsonBoundError, loads_bounded
 from .rules import Rule, RuleResult, RuleSpecError, parse_rules, tools_named
 
 __all__ = ["CATEGORIES", "TASKS_FORMAT_VERSION", "Task", "TaskFileError", "load_tasks"]
@@ -79,6 +79,11 @@ MAX_DEPTH = READ_MAX_DEPTH
 def _read_lines(path: Path) -> list[str]:
     """The file's lines, each UTF-8 (an invalid byte is reported at its own line and byte)."""
     try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:  # a task file is prompts and rules: this is some other file
+            raise TaskFileError(
+                path, 0, "", f"{size / 2**20:,.0f} MiB, more than the {MAX_FILE_BYTES // 2**20} MiB accepted"
+            )
         raw = path.read_bytes()
     except OSError as exc:
         raise TaskFileError(path, 0, "", f"cannot read: {exc.strerror}") from None

@@ -441,18 +441,7 @@ class LoopbackServer(Served):
         """Serve one request: count it, hold or delay it as planned, answer it."""
         if req.path.startswith(ADMIN_PREFIX + "/") or req.path == ADMIN_PREFIX:
             return _written(self._admin(req), "req_admin")
-        body: dict[str, Any] | None = None
-        body_error = False
-        if req.body:
-            try:
-                parsed = json.loads(req.body)
-            except (ValueError, UnicodeDecodeError, RecursionError):
-                body_error = True
-            else:
-                if isinstance(parsed, dict):
-                    body = parsed
-                else:
-                    body_error = True
+        body, body_error = _json_object(req.body)
         fmt = self._model_route(req)
         models_path = self.path_prefix + "/models"
         is_model = fmt is not None  # any wire format; the counters keep the name "chat"
@@ -551,6 +540,17 @@ class LoopbackServer(Served):
         except (ValueError, TypeError, KeyError) as exc:
             return Response(400, error_body(f"bad admin request: {exc}", "invalid_request_error"))
         return Response(404, error_body(f"Invalid URL ({req.method} {req.path})", "invalid_request_error"))
+
+
+def _json_object(raw: bytes) -> tuple[dict[str, Any] | None, bool]:
+    """A request body as a JSON object, and whether there was a body that is not one."""
+    if not raw:
+        return None, False
+    try:
+        parsed = json.loads(raw)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return None, True
+    return (parsed, False) if isinstance(parsed, dict) else (None, True)
 
 
 class _Counted(web.Server):

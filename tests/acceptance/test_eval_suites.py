@@ -126,12 +126,13 @@ def test_main_job_writes_outputs_and_its_metrics_match_the_records(
 def test_example_suite_cost_interval_and_judge_accuracy(
     shared_runs: SharedRuns, pytester: pytest.Pytester
 ) -> None:
-    """Cost per success is a ratio estimator with an interval of non-zero width resampling
-    tasks; the total cost stays an exact accounting figure; judge_accuracy is reported."""
+    """Cost per success is a ratio estimator with a skew-corrected interval of non-zero width over
+    tasks (44 tasks: enough for one); the total cost stays an exact accounting figure; judge_accuracy
+    is reported."""
     run = main_job(shared_runs, "0", pytester)
     metrics = json.loads((run.path / "out" / "example" / "reports" / "metrics.json").read_text())["metrics"]
     cps = metrics["cost_per_success"]
-    assert cps["method"] == "bootstrap-tasks"
+    assert cps["method"] == "skewed-ratio"
     assert cps["low"] < cps["value"] < cps["high"]
     assert metrics["total_cost"]["method"] == "exact"
     assert metrics["total_cost"]["low"] == metrics["total_cost"]["value"] == metrics["total_cost"]["high"]

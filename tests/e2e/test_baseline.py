@@ -175,3 +175,38 @@ def test_the_baseline_comparison_made_from_memory_equals_the_one_read_back_from_
     assert "../agents/" in rendered["baseline.md"]
     assert rendered == render_reports(ctx)
     assert rendered == {name: (reports / name).read_text(encoding="utf-8") for name in rendered}
+
+
+@pytest.mark.slow
+def test_a_changed_judge_is_named_and_its_metrics_deltas_are_inconclusive(
+    pytester: pytest.Pytester, mini_suite: Path
+) -> None:
+    from pytest_gauge.cli import main
+
+    first = run_inprocess(pytester, "suites", "-n", "0", "--gauge-out", "base-out")
+    assert first.ret == 0, first.stdout.str()[-2000:]
+    base_out, base = str(pytester.path / "base-out"), str(pytester.path / "base")
+    saved = main(["baseline", "save", "--from", base_out, "--to", base])
+    assert saved == 0
+    manifest = json.loads((pytester.path / "base-out" / "mini" / "manifest.json").read_text())
+    assert manifest["settings"]["judge_temperature"] == 0.0 and manifest["models"]["judge:0"] == "sim-judge"
+
+    test = mini_suite / "test_mini.py"
+    test.write_text(test.read_text().replace('Judge("sim-judge"', 'Judge("sim-judge-2"', 1))
+    gates = (
+        "--gauge-gate",
+        "upper(delta(flip_rate)) <= 0.5",
+        "--gauge-gate",
+        "upper(delta(success_rate(agent_x))) <= 1",
+    )
+    again = run_inprocess(pytester, "suites", "-n", "0", "--gauge-baseline", "base", *gates)
+    out = again.stdout.str()
+    assert again.ret == 1, out  # the inconclusive gate fails the run (it does not allow inconclusive)
+    assert "changed since the baseline: judge:0 model sim-judge -> sim-judge-2" in out
+    report = json.loads((pytester.path / "gauge-out" / "mini" / "reports" / "metrics.json").read_text())
+    status = {g["expr"]: g["status"] for g in report["gates"]}
+    assert status["upper(delta(flip_rate)) <= 0.5"] == "inconclusive"
+    assert status["upper(delta(success_rate(agent_x))) <= 1"] == "pass"  # the rules did not change
+    assert "the judge changed since the baseline" in out
+    baseline_md = (pytester.path / "gauge-out" / "mini" / "reports" / "baseline.md").read_text()
+    assert "judge:0 model sim-judge -> sim-judge-2" in baseline_md

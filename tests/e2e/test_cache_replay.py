@@ -457,3 +457,46 @@ def test_a_poisoned_or_damaged_cache_entry_is_a_miss_reported_once(
     assert text.count("pytest-gauge warning: 5 cache entries refused") == 1 and "Traceback" not in text
     assert server.requests_total == 5  # exactly the five refused entries were sent again
     assert case_results(suite_out(pytester, "first")) == case_results(suite_out(pytester, "second"))
+
+
+def _strip_digest_and_edit(path: Path) -> None:
+    """The reply edited and its ``response_digest`` deleted: what the tamper check once let through."""
+    entry = json.loads(path.read_text(encoding="utf-8"))
+    entry["response"]["choices"][0]["message"]["content"] = "edited: nothing to prove it"
+    del entry["response_digest"]
+    path.write_text(json.dumps(entry), encoding="utf-8")
+
+
+def test_an_entry_without_its_digest_is_sent_again_not_served_and_not_replayed(
+    pytester: pytest.Pytester, server: LoopbackServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Entries of this version always carry ``response_digest``: one without it (edited, or an older
+    version's) is a miss, said in one line; a replay sends nothing, and its line says so."""
+    cache = "--gauge-cache-dir=cache"
+    run(pytester, cache, "--gauge-out", "first").assert_outcomes(passed=CASES)
+    files = sorted((pytester.path / "cache" / "responses").glob("*/*.json"))
+    assert all("response_digest" in json.loads(p.read_text()) for p in files)
+    assert export(pytester, "cache", "cassettes").ret == 0
+    _strip_digest_and_edit(files[0])
+    server.reset_counters()
+    again = run(pytester, cache, "--gauge-out", "second")
+    again.assert_outcomes(passed=CASES)
+    assert server.requests_total == 1  # the entry was sent again, not served
+    assert case_results(suite_out(pytester, "first")) == case_results(suite_out(pytester, "second"))
+    assert (
+        "edited: nothing to prove it" not in (suite_out(pytester, "second") / "agent_runs.jsonl").read_text()
+    )
+
+    cassette = pytester.path / "cassettes" / files[0].parent.name / files[0].name
+    _strip_digest_and_edit(cassette)
+    server.stop()
+    monkeypatch.delenv("TAOTOKEN_API_KEY")
+    replay = ("--gauge-backend=replay", "--gauge-cassettes", "cassettes", "--gauge-cache-dir=clean")
+    result = run(pytester, *replay, "--gauge-out", "replayed")
+    text = result.stdout.str() + result.stderr.str()
+    assert text.count("pytest-gauge warning: 1 cache entries refused") == 1, text[-3000:]
+    assert "sent again" not in text and "not replayed" in text
+    assert (
+        "edited: nothing to prove it"
+        not in (suite_out(pytester, "replayed") / "agent_runs.jsonl").read_text()
+    )

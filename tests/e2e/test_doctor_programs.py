@@ -191,3 +191,63 @@ def test_anthropic_base_url_with_a_doubled_v1_elsewhere_is_fixed_to_the_gateway(
     line = only_warning(doctor(env))
     assert "has a doubled '/v1/v1' and is not the configured gateway" in line
     assert line.endswith(f"fix: export ANTHROPIC_BASE_URL={server.base_url.removesuffix('/v1')}")
+
+
+def _settings(path: Path, data: dict[str, object]) -> None:
+    import json
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data), encoding="utf-8")
+
+
+def _doctor_in(project: Path, env: dict[str, str]) -> str:
+    out = io.StringIO()
+    run_doctor(env, out, timeout=5.0, project=project)
+    text = out.getvalue()
+    assert TOKEN not in text and KEY not in text, text
+    return text
+
+
+def test_claude_codes_settings_files_are_read_and_named(tmp_path: Path, server: LoopbackServer) -> None:
+    """User settings with a tracking link, project settings without a key: one line each, naming the
+    file; the local settings' model is probed with one Messages request at the SDK's path."""
+    env = environ(tmp_path, server.base_url)
+    user = tmp_path / "home" / ".claude" / "settings.json"
+    root = server.base_url.removesuffix("/v1")
+    _settings(user, {"env": {"ANTHROPIC_BASE_URL": root + "/?utm_source=newsletter"}})
+    _settings(tmp_path / "proj" / ".claude" / "settings.local.json", {"model": "claude-local"})
+    before = dict(server.by_path)
+    text = _doctor_in(tmp_path / "proj", env)
+    [link] = [line for line in lines(text, "warn") if "ANTHROPIC_BASE_URL in" in line]
+    assert str(user) in link and "tracking parameters" in link
+    assert link.rstrip().endswith(f"fix: set ANTHROPIC_BASE_URL={root} (env block)")
+    [keyless] = [line for line in lines(text, "warn") if "sends no key" in line]
+    assert "settings.local.json" in keyless and '"ANTHROPIC_AUTH_TOKEN"' in keyless
+    [probe] = [line for line in lines(text, "ok") if "model claude-local" in line]
+    assert probe.startswith('ok    Claude Code ("model" in ') and "answered" in probe
+    assert server.by_path.get("/v1/messages", 0) == before.get("/v1/messages", 0) + 1
+
+
+def test_codexs_configured_model_is_probed_once(tmp_path: Path, server: LoopbackServer) -> None:
+    write_codex(tmp_path, 'model = "gpt-codex"\n' + AGREEING_CODEX.format(url=server.base_url))
+    before = dict(server.by_path)
+    text = _doctor_in(tmp_path, environ(tmp_path, server.base_url))
+    [probe] = [line for line in lines(text, "ok") if "model gpt-codex" in line]
+    assert "Codex (model in " in probe and "answered" in probe
+    assert server.by_path.get("/v1/responses", 0) == before.get("/v1/responses", 0) + 1
+    assert not lines(text, "warn") and not lines(text, "fail"), text
+
+
+def test_a_tracking_links_fix_keeps_the_gateways_path() -> None:
+    from pytest_gauge.gateway.program_doctor import ClaudeSettings, claude_settings_findings, url_problem
+
+    assert url_problem("https://gw.example/api?utm_source=x") == (
+        "tracking parameters or a fragment (pasted from a link)",
+        "https://gw.example/api",
+    )
+    assert url_problem("https://gw.example/api/v1?fbclid=1#top")[1] == "https://gw.example/api/v1"  # type: ignore[index]
+    settings = ClaudeSettings(
+        "s.json", {"ANTHROPIC_BASE_URL": "https://gw.example/api?utm_source=x", "ANTHROPIC_AUTH_TOKEN": "t"}
+    )
+    [finding] = claude_settings_findings([settings], {}, "https://gw.example/api/v1")
+    assert finding.fix == "set ANTHROPIC_BASE_URL=https://gw.example/api (env block)"

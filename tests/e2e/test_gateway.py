@@ -24,6 +24,7 @@ from pytest_gauge.gateway.limits import Budget, ConcurrencySlots, ModelPacer, Ra
 from pytest_gauge.gateway.store import Store
 from pytest_gauge.gateway.transport import ModelClient
 from pytest_gauge.records.prices import Price, PriceTable
+from pytest_gauge.records.totals import ledger_totals
 from pytest_gauge.suite.declare import MODEL_VARIABLES
 from pytest_gauge.testing import FaultPlan, LoopbackServer, ResponderError, completion
 
@@ -306,3 +307,29 @@ def test_first_call_goes_out_alone(tmp_path: Path) -> None:
     assert srv.requests_total == 8 and srv.max_in_flight > 1  # later calls did run concurrently
     # the others were sent only after the first answer came back: at least one latency later
     assert min(answered[1:]) - answered[0] >= 0.09
+
+
+@pytest.mark.parametrize(
+    ("headers", "message"),
+    [
+        ({"x-litellm-attempted-retries": "3"}, "litellm.InternalServerError: upstream failed"),
+        ({}, "litellm.InternalServerError: upstream failed LiteLLM Retried: 3 times, LiteLLM Max Retries: 3"),
+    ],
+    ids=["header", "message"],
+)
+def test_a_proxys_retries_behind_an_error_are_counted_on_its_line(
+    tmp_path: Path, headers: dict[str, str], message: str
+) -> None:
+    """A proxy's upstream retries behind an attempt that ended in a 500, where the proxy says them (the
+    header, or the message older LiteLLM versions end with), count as possibly billed attempts."""
+
+    def responder(body: dict[str, Any]) -> dict[str, Any]:
+        raise ResponderError(500, message, type="internal_server_error", headers=headers)
+
+    with LoopbackServer(responder) as srv:
+        gw = make_gateway(tmp_path, srv, retries=0)
+        with pytest.raises(GatewayError):
+            call(gw)
+    (row,) = ledger(tmp_path)
+    assert (row.status, row.gateway_retries) == ("http_500", 3)
+    assert ledger_totals([row]).possibly_billed == 3

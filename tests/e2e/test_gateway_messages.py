@@ -45,7 +45,11 @@ TASK = Task(
 
 
 def gateway(
-    tmp_path: Path, server: LoopbackServer, prices: PriceTable | None = None, **settings: Any
+    tmp_path: Path,
+    server: LoopbackServer,
+    prices: PriceTable | None = None,
+    base: str | None = None,
+    **settings: Any,
 ) -> Gateway:
     """A gateway on the loopback server (as tests/e2e/test_gateway.py's, with settings to override)."""
     run = tmp_path / "run"
@@ -70,7 +74,7 @@ def gateway(
             cache=Store(tmp_path / "cache"),
         ),
     )
-    client = ModelClient(server.base_url, KEY)
+    client = ModelClient(base or server.base_url, KEY)
     return Gateway(suite="s", client_factory=lambda: client, backend_id=server.base_url, shared=shared)
 
 
@@ -219,3 +223,23 @@ def test_a_refused_verdict_tool_is_a_format_refusal_and_json_object_is_the_promp
     assert [r.status for r in ledger(tmp_path)] == ["http_400", "ok"]  # the refusal is not retried
     assert bodies[0]["tool_choice"]["name"] == JSON_TOOL and "tools" not in bodies[1]
     assert parse_verdict(fallback.content, fallback.finish_reason).choice == "B"
+
+
+@pytest.mark.parametrize("root", [True, False], ids=["base-without-v1", "base-with-v1"])
+def test_messages_go_where_the_anthropic_sdk_sends_them_from_the_same_base(
+    tmp_path: Path, root: bool
+) -> None:
+    """Claude Code and the Anthropic SDK call ``{root}/v1/messages``; the plugin's ``api="anthropic"``
+    calls the same path whether the configured base URL ends in ``/v1`` or not."""
+    from tests.sdks import ANTHROPIC_INSTALL, require_sdk, sdk_http
+
+    anthropic = require_sdk("anthropic", ANTHROPIC_INSTALL)
+    with LoopbackServer() as srv:
+        sdk = anthropic.Anthropic(api_key=KEY, base_url=srv.root_url, http_client=sdk_http(anthropic))
+        sdk.messages.create(model=MODEL, max_tokens=16, messages=[{"role": "user", "content": "hi"}])
+        sdk_paths = dict(srv.by_path)
+        gw = gateway(tmp_path, srv, base=srv.root_url if root else srv.base_url)
+        chat(gw, {"messages": [{"role": "user", "content": "hi"}]})
+        paths = dict(srv.by_path)
+    assert sdk_paths == {"/v1/messages": 1}
+    assert paths == {"/v1/messages": 2}  # the plugin's call at the SDK's path, not {root}/messages

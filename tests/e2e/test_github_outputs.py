@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import markdown
+import markdown  # type: ignore[import-untyped]  # no types-Markdown in the test extra
 import pytest
 
 from tests.helpers import run_inprocess

@@ -530,3 +530,26 @@ def test_since_the_baseline_lists_the_regressed_and_fixed_tasks_with_both_transc
         By.XPATH, "//table[@id='baseline-judge']//tr[td/code[text()='delta(cost_per_success)']]"
     )
     assert cost.text.split()[1:] == ["+0.0005", "[0.0003,", "0.0007]"]
+
+
+_NO_VALUE = r"(?<![A-Za-z])(null|undefined|NaN)"  # "nullnullnull" too: no boundary inside
+
+
+@pytest.mark.slow
+def test_no_view_of_the_page_shows_null_undefined_or_nan(page: Any, run_out: Path) -> None:
+    """The overview, every case view and the labelling view: no text a missing value leaks as."""
+    import re
+
+    path = run_out / "mini" / "reports" / "index.html"
+    records = read_jsonl(run_out / "mini" / "pairs" / "pair_results.jsonl")
+    script = "return document.body.innerText"
+    views = ["", "#cases", *(f"#case={i}" for i in range(len(records))), "#label=0"]
+    leaks = {}
+    for fragment in views:
+        _open(page, path, fragment)
+        found = re.findall(_NO_VALUE, page.execute_script(script))
+        if found:
+            leaks[fragment or "overview"] = found
+    assert leaks == {}
+    page.get((run_out / "index.html").as_uri())  # the front page over the suites
+    assert re.findall(_NO_VALUE, page.execute_script(script)) == []

@@ -76,4 +76,6 @@ def test_pytest_gauge_doctor_probes_the_judges_json_mode_like_the_cli(
         out
     )
     assert "response_format json_schema refused (500 Internal Server Error" in out
+    cause = out.split("json_schema refused (", 1)[1].split("); fix:", 1)[0]
+    assert len(cause) <= 100  # the refusal's first line, cut: never the server's whole validation error
     assert KEY not in out

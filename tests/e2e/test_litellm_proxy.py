@@ -1,8 +1,8 @@
 """A real proxy: LiteLLM's proxy, started once per test session on loopback with a
 config written here (its local cost map, no telemetry), in front of the project's loopback servers. The
 plugin's gateway meets its real habits: a wrong key on a proxy without a database, an unknown model, the
-proxy's own retries of upstream 5xx, usage it passes on as zeros, a fallback model, and real 429s from a
-per-model ``rpm`` limit that slow that model only. Never skipped under
+proxy's own retries of upstream 5xx (behind a success or a failure), usage it passes on as zeros, a
+fallback model, and real 429s from a per-model ``rpm`` limit that slow that model only. Never skipped under
 ``CI`` (the test extra installs ``litellm[proxy]``); startup takes a minute or more, so the tests are slow.
 """
 
@@ -59,6 +59,7 @@ def _config(up: dict[str, LoopbackServer]) -> str:
         + deployment("nousage", "nousage")
         + deployment("primary", "broken", model="gone")
         + deployment("backup", "good", model="backup-model")
+        + deployment("dead", "dead")
         + deployment("limited", "good")
         + f"      rpm: {LIMITED_RPM}\n"  # the router's own per-deployment limit
     )
@@ -98,6 +99,7 @@ def proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proxy]:
         "flaky": LoopbackServer(faults=FaultPlan(burst_5xx=2)),
         "nousage": LoopbackServer(faults=FaultPlan(no_usage=True)),
         "broken": LoopbackServer(faults=FaultPlan(unknown_models=frozenset({"gone"}))),
+        "dead": LoopbackServer(faults=FaultPlan(rate_500=1.0)),
     }
     for server in servers.values():
         server.start()
@@ -173,6 +175,22 @@ def test_the_proxys_own_retries_of_upstream_5xx_count_as_possibly_billed(
     (row,) = ledger(tmp_path)
     assert row.status == "ok" and row.gateway_retries == 2  # the upstream saw three requests
     assert proxy.upstream["flaky"].requests_by_status.get(503) == 2
+
+
+def test_the_proxys_retries_behind_an_attempt_it_failed_are_counted_only_as_it_says_them(
+    tmp_path: Path, proxy: Proxy
+) -> None:
+    """Behind a 500 the proxy retried upstream; this LiteLLM version says so in neither a header nor the
+    error's message (older ones ended the message with "LiteLLM Retried: N times", which is read, as is
+    ``x-litellm-attempted-retries``; see tests/e2e/test_gateway.py): the line carries the count the
+    proxy said, or none, never a guess."""
+    (result,) = calls(gateway(tmp_path, proxy, retries=0), ["dead"])
+    assert isinstance(result, GatewayError)
+    (row,) = ledger(tmp_path)
+    assert row.status == "http_500", row
+    seen = proxy.upstream["dead"].requests_by_status.get(500, 0)
+    assert seen >= 2  # the proxy did retry upstream
+    assert row.gateway_retries in (None, seen - 1)
 
 
 def test_usage_the_proxy_passes_on_as_zeros_is_missing_never_zero_cost(tmp_path: Path, proxy: Proxy) -> None:

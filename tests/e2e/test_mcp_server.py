@@ -1,8 +1,9 @@
-"""The suite's tools over MCP, driven by the ``mcp`` package's own client
-(``stdio_client`` / ``ClientSession``) against ``python -m pytest_gauge.run.mcp_server``: the tools
-listed with their schemas, calls run through the plugin's executor (schema errors, timeouts, return
-codes) and recorded in ``calls.jsonl``, read back into ToolCall records that the tool rules score; and
-the configuration that names the server to Claude Code and Codex."""
+"""The suite's tools over MCP, driven by the ``mcp`` package's own client (``stdio_client`` /
+``ClientSession``) through the relay a program starts (``python -m pytest_gauge.run.mcp_relay``) to the
+tool server this process serves on the transcript's Unix socket: the tools listed with their schemas,
+calls run through the plugin's executor (schema errors, timeouts, return codes) and recorded here, as
+ToolCall records that the tool rules score (a file written into the MCP folder changes nothing); and the
+configuration that names the relay to Claude Code and Codex."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import json
 import shutil
 import sys
 import tomllib
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +19,10 @@ import anyio
 import pytest
 
 from pytest_gauge.records import Transcript, Turn
-from pytest_gauge.run.mcp_tools import McpServerError, McpTools
+from pytest_gauge.run.mcp_tools import McpTools
+from pytest_gauge.suite.discover import load_suite
 from pytest_gauge.suite.rules import parse_rules, score
+from pytest_gauge.suite.tools import ToolExecutor
 
 SUITE_DATA = Path(__file__).resolve().parents[1] / "data" / "mcp_suite"
 
@@ -30,29 +34,26 @@ def mcp_tools(tmp_path: Path) -> McpTools:
     shutil.copy(SUITE_DATA / "suite_mcp.py", module)
     (tmp_path / "ws").mkdir()
     names = ["lookup_order", "track_shipment", "write_note"]
-    return McpTools.create(
-        tmp_path / "out",
-        "mcp",
-        "t1",
-        "agent_x",
-        0,
-        module=module,
-        tools=names,
-        timeout=5.0,
-        workspace=tmp_path / "ws",
-    )
+    tools = [t for t in load_suite(module).tools if t.name in names]
+    executor = ToolExecutor(tools, 5.0, tmp_path / "ws")
+    return McpTools.create(tmp_path / "out", "mcp", "t1", "agent_x", 0, executor=executor)
 
 
-async def _session(tools: McpTools, work: Any) -> Any:
+async def _session(tools: McpTools, *works: Callable[[Any], Awaitable[Any]]) -> list[Any]:
+    """Each ``work`` in its own client session (a program's turn: its own relay process)."""
     from mcp.client.session import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
     server = tools.claude_config()["mcpServers"]["gauge"]
     params = StdioServerParameters(command=server["command"], args=server["args"], env=server["env"])
+    done = []
     with anyio.fail_after(60):  # bounded: a server that never answers fails the test
-        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
-            await session.initialize()
-            return await work(session)
+        async with tools:
+            for work in works:
+                async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+                    await session.initialize()
+                    done.append(await work(session))
+    return done
 
 
 @pytest.mark.slow  # the full tier only: the mcp client's imports and a tool timeout (~5.6 s CPU)
@@ -71,7 +72,7 @@ def test_list_call_schema_error_and_timeout_through_the_mcp_client(
             "unknown": await session.call_tool("delete_all", {}),
         }
 
-    got = anyio.run(_session, mcp_tools, work)
+    (got,) = anyio.run(_session, mcp_tools, work)
     assert sorted(got["tools"]) == ["lookup_order", "track_shipment", "write_note"]
     assert got["tools"]["write_note"]["properties"] == {"text": {"type": "string"}}  # no workspace in it
     assert not got["ok"].is_error and json.loads(got["ok"].content[0].text)["status"] == "delivered"
@@ -103,32 +104,36 @@ def test_list_call_schema_error_and_timeout_through_the_mcp_client(
     assert [r.passed for r in verdict.criteria] == [True, True, False]
 
 
-@pytest.mark.slow  # three server processes (each imports the mcp package: ~3 s of CPU)
-def test_a_later_turn_continues_the_numbering_and_a_broken_suite_is_reported(mcp_tools: McpTools) -> None:
+@pytest.mark.slow  # two relay processes and the mcp client
+def test_a_later_turn_continues_the_numbering_and_a_forged_file_changes_nothing(mcp_tools: McpTools) -> None:
     async def one(session: Any) -> Any:
         return await session.call_tool("lookup_order", {"order_id": "A123"})
 
-    anyio.run(_session, mcp_tools, one)
-    anyio.run(_session, mcp_tools, one)  # the next turn: a new agent process, a new server
-    assert [c.id for c in mcp_tools.take_calls()] == ["mcp-1", "mcp-2"]
-    mcp_tools.module.write_text("raise RuntimeError('broken suite')\n", encoding="utf-8")
+    forged = {"id": "mcp-9", "name": "lookup_order", "arguments": {"order_id": "B456"}, "return_code": 0}
+    (mcp_tools.folder / "calls.jsonl").write_text(json.dumps(forged) + "\n", encoding="utf-8")
+    anyio.run(_session, mcp_tools, one, one)  # two turns: two relays, one server, one numbering
+    calls = mcp_tools.take_calls()
+    assert [(c.id, c.arguments) for c in calls] == [
+        ("mcp-1", {"order_id": "A123"}),
+        ("mcp-2", {"order_id": "A123"}),
+    ]
+    assert not mcp_tools.socket.exists()  # served only while the transcript runs
+
+
+def test_the_relay_names_the_socket_it_cannot_reach(mcp_tools: McpTools) -> None:
     import subprocess
 
-    done = subprocess.run(mcp_tools.argv(), input=b"", capture_output=True, timeout=60, env=_env(mcp_tools))
-    assert done.returncode == 2 and b"broken suite" in done.stderr and done.stdout == b""
-    with pytest.raises(McpServerError, match="cannot load the suite's tools: RuntimeError: broken suite"):
-        mcp_tools.take_calls()
-
-
-def _env(tools: McpTools) -> dict[str, str]:
-    return {**tools.claude_config()["mcpServers"]["gauge"]["env"], "PATH": "/usr/bin:/bin"}
+    env = {**mcp_tools.claude_config()["mcpServers"]["gauge"]["env"], "PATH": "/usr/bin:/bin"}
+    done = subprocess.run(mcp_tools.argv(), input=b"", capture_output=True, timeout=60, env=env)
+    assert done.returncode == 2 and done.stdout == b""
+    assert f"cannot reach the tool server at {mcp_tools.socket}" in done.stderr.decode()
 
 
 def test_the_agents_configurations_name_the_same_server(mcp_tools: McpTools) -> None:
     claude = json.loads(mcp_tools.claude_config_file.read_text(encoding="utf-8"))
     server = claude["mcpServers"]["gauge"]
     assert [server["command"], *server["args"]] == mcp_tools.argv()
-    assert mcp_tools.argv()[:3] == [sys.executable, "-m", "pytest_gauge.run.mcp_server"]
+    assert mcp_tools.argv() == [sys.executable, "-m", "pytest_gauge.run.mcp_relay", str(mcp_tools.socket)]
     assert set(server["env"]) == {"PYTHONPATH"}  # never a key
     codex = tomllib.loads(mcp_tools.codex_toml())["mcp_servers"]["gauge"]
     assert [codex["command"], *codex["args"]] == mcp_tools.argv() and codex["env"] == server["env"]
@@ -138,14 +143,7 @@ def test_the_agents_configurations_name_the_same_server(mcp_tools: McpTools) -> 
         "mcp__gauge__track_shipment",
         "mcp__gauge__write_note",
     ]
-    spec = json.loads(mcp_tools.spec.read_text(encoding="utf-8"))
-    assert spec["calls"] == str(mcp_tools.calls) and mcp_tools.folder.parts[-5:] == (
-        "mcp",
-        "mcp",
-        "t1",
-        "agent_x",
-        "0",
-    )
+    assert mcp_tools.folder.parts[-5:] == ("mcp", "mcp", "t1", "agent_x", "0")
 
 
 def test_merge_keeps_the_programs_other_calls_and_takes_the_servers_records() -> None:

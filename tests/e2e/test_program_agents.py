@@ -7,7 +7,9 @@ CLIs made is in the ledger as a role ``agent`` call of its transcript with its w
 tool calls are in the transcripts and scored by the ``tool_args`` rule, cost per success and the Elo
 report's tokens include theirs, no process saw the gateway key or an inherited ``ANTHROPIC_*`` variable,
 and a replay of the exported cassettes with ``-n 2``, in a folder of its own and without a key, is
-answered wholly from them (the CLIs' requests are the same bytes run to run) with the same records. The
+answered wholly from them with the same records: both runs are in git checkouts (another path, branch,
+git status and untracked file) on different days (time zones a day apart), which the CLIs put in their
+prompts, and none of which is in the cache key. The
 CLIs and their MCP servers are heavy (about 4 s of CPU a transcript): two tasks, one turn each, two
 runs. Without them the test is skipped with the install command, and under CI (``CI`` /
 ``GAUGE_REQUIRE_BROWSER``) it fails instead (``.ci/run`` installs them).
@@ -89,6 +91,17 @@ def _suite_copy(folder: Path) -> None:
     (folder / "pytest.ini").write_text(INI, encoding="utf-8")
 
 
+def _checkout(folder: Path, branch: str, untracked: str) -> None:
+    """``folder`` as a git checkout of its own (one commit on ``branch``) with an untracked file: Claude
+    Code then puts the checkout's git status into its prompt, which differs from clone to clone."""
+    import subprocess
+
+    git = ["git", "-c", "user.name=gauge", "-c", "user.email=gauge@localhost"]
+    for args in (["init", "-q", "-b", branch], ["add", "-A"], ["commit", "-q", "-m", f"suite on {branch}"]):
+        subprocess.run([*git, *args], cwd=folder, check=True, capture_output=True, timeout=60)
+    (folder / untracked).write_text("not committed\n", encoding="utf-8")
+
+
 def _run(folder: Path, env: dict[str, str], *args: str) -> str:
     code, out = run_pytest_subprocess(
         folder, "program_agents", "--gauge-no-progress", *args, env={**OUTER, **env, "PATH": SEARCH}
@@ -99,19 +112,19 @@ def _run(folder: Path, env: dict[str, str], *args: str) -> str:
 
 def _program_envs(out: Path) -> list[dict[str, str]]:
     found = [json.loads(p.read_text()) for p in (out / "program_agents").rglob("env-*.json")]
-    assert len(found) == 4, found  # 2 tasks x 2 agents, one turn each
+    assert len(found) == 12, found  # 2 tasks x (claude_code, codex, 4 sessions of codex@bo4), one turn each
     return found
 
 
 def _check_ledger(rows: list[dict[str, Any]]) -> None:
     agent = [r for r in rows if r["role"] == "agent"]
     apis = {r["call_id"].split("/")[2]: r["api"] for r in agent}
-    assert apis == {"claude_code": "anthropic", "codex": "responses"}
+    assert apis == {"claude_code": "anthropic", "codex": "responses", "codex@bo4": "responses"}
     for r in agent:  # every call the CLIs made, attributed to its transcript, answered and counted
         assert r["call_id"].startswith("transcript/pa0") and r["status"] == "ok", r
         assert r["usage"]["input_tokens"] > 1000
     per_transcript = {r["call_id"].split("#")[0] for r in agent}
-    assert len(per_transcript) == 4  # each transcript's program reached the proxy
+    assert len(per_transcript) == 6  # each transcript's program reached the proxy
 
 
 def test_claude_code_and_codex_through_the_proxy_cached_and_replayed(
@@ -119,7 +132,9 @@ def test_claude_code_and_codex_through_the_proxy_cached_and_replayed(
 ) -> None:
     env = _wrappers(tmp_path / "bin", _binaries())
     _suite_copy(pytester.path)
-    cold = _run(pytester.path, env, "-n", "0", "--gauge-out", "cold")
+    _checkout(pytester.path, "main", "notes.txt")
+    # a time zone a day ahead of the replay's below: the CLIs' date lines differ between the two runs
+    cold = _run(pytester.path, {**env, "TZ": "Etc/GMT-14"}, "-n", "0", "--gauge-out", "cold")
     out = pytester.path / "cold" / "program_agents"
     _check_ledger(read_jsonl(out / "agent_runs.jsonl"))
     for seen in _program_envs(pytester.path / "cold"):
@@ -127,11 +142,13 @@ def test_claude_code_and_codex_through_the_proxy_cached_and_replayed(
         assert "TAOTOKEN_API_KEY" not in seen and "PYTEST_CURRENT_TEST" not in seen  # built from nothing
         assert seen["HOME"] == "/home/agent" and seen["PWD"] == "/workspace", seen  # in the sandbox
         anthropic = {k for k in seen if k.startswith(("ANTHROPIC_", "CLAUDECODE"))}
-        assert anthropic in (set(), {"ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_MODEL"})
+        claude = {"ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_MODEL"}
+        claude |= {"ANTHROPIC_DEFAULT_HAIKU_MODEL", "ANTHROPIC_SMALL_FAST_MODEL"}
+        assert anthropic in (set(), claude)
         assert anthropic or "CODEX_HOME" in seen  # Codex gets none of them
-    transcripts = read_jsonl(out / "agents" / "claude_code.jsonl") + read_jsonl(
-        out / "agents" / "codex.jsonl"
-    )
+    transcripts = [
+        t for a in ("claude_code", "codex", "codex@bo4") for t in read_jsonl(out / "agents" / f"{a}.jsonl")
+    ]
     for t in transcripts:  # the suite's tool over MCP, as its executor ran it, scored by the rule
         assert [c["name"] for turn in t["turns"] for c in turn.get("tool_calls", [])] == ["lookup_order"]
         assert t["program_turns"] and t["ended_by"] == "user_done"
@@ -140,15 +157,20 @@ def test_claude_code_and_codex_through_the_proxy_cached_and_replayed(
     assert costs["cost_per_success"] > 0 and agent_cost > 0.9 * sum(m["cost"] for m in costs["per_model"])
     elo = json.loads((out / "reports" / "elo.json").read_text())["agents"]
     assert all(elo[a]["agent_tokens_per_task"] > 1000 for a in ("claude_code", "codex"))
+    # best-of-4 spends about four sessions' tokens per task and is a tier of Codex's family
+    assert elo["codex@bo4"]["agent_tokens_per_task"] > 3 * elo["codex"]["agent_tokens_per_task"]
+    tiers = json.loads((out / "reports" / "elo.json").read_text())["tiers"]
+    assert [(t["tier"], t["agent"]) for t in tiers] == [("base", "codex"), ("bo4", "codex@bo4")]
     assert "(0 simulated," not in cold
 
-    replay = tmp_path / "replay"
+    replay = tmp_path / "replay"  # another clone: another path, branch, git status, date and time zone
     _suite_copy(replay)
+    _checkout(replay, "feature", "scratch.txt")
     code, text = _cassettes(pytester.path, replay / "cassettes")
     assert code == 0, text
     replayed = _run(
         replay,
-        {**env, "TAOTOKEN_API_KEY": ""},
+        {**env, "TAOTOKEN_API_KEY": "", "TZ": "Etc/GMT+12"},
         "-n", "2", "--gauge-backend", "replay", "--gauge-cassettes", "cassettes", "--gauge-out", "out",
     )  # fmt: skip
     assert "2 workers" in replayed, replayed[-3000:]

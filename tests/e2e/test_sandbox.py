@@ -160,6 +160,27 @@ def test_a_program_failing_every_turn_fails_the_run_naming_its_error(tmp_path: P
     assert cause in conclusion
 
 
+def test_http_agents_that_cannot_be_reached_or_configured_fail_the_run(tmp_path: Path) -> None:
+    _suite(tmp_path / "run", "dead", "suite_dead_service.py")
+    code, out = run_pytest_subprocess(tmp_path / "run", "suites", "--gauge-cache", "off")
+    assert code == 1, out[-3000:]
+    assert "agent dead: 2 transcript(s) failed, not scored" in out and "could not reach" in out, out[-3000:]
+    assert "agent unset: 2 transcript(s) failed, not scored" in out and "GAUGE_SANDBOX_TEST_UNSET" in out
+    pairs = tmp_path / "run" / "gauge-out" / "dead" / "pairs" / "pair_results.jsonl"
+    assert not pairs.exists() or read_jsonl(pairs) == []  # every pair has a failing agent: no verdict
+
+
+def test_an_unsandboxed_run_says_so_in_every_report(tmp_path: Path) -> None:
+    _suite(tmp_path / "run", "broken", "suite_broken_program.py")
+    code, out = run_pytest_subprocess(
+        tmp_path / "run", "suites", "--gauge-unsandboxed", "--gauge-cache", "off"
+    )
+    assert code == 1 and "agent broken: 2 transcript(s) failed" in out, out[-3000:]  # it ran, and failed
+    said = "unsandboxed: programs and workspace commands ran without the sandbox (--gauge-unsandboxed)"
+    assert said in out
+    assert said in (tmp_path / "run" / "gauge-out" / "broken" / "reports" / "conclusion.md").read_text()
+
+
 CODEX = "npm install -g @openai/codex@0.169.0"
 
 
@@ -192,3 +213,70 @@ def test_codex_against_a_failing_gateway_makes_only_the_plugins_retries(tmp_path
     print("codex calls at the server:", len(codex_calls))
     assert 2 <= len(codex_calls) <= 2 * 3, (len(codex_calls), out[-3000:])
     assert "agent codex: 2 transcript(s) failed, not scored" in out, out[-3000:]
+
+
+CLAUDE = "npm install -g @anthropic-ai/claude-code@2.1.328"
+CLAUDE_SIM = sim_responder(DATA / "sandbox" / "suite_claude.py", seed=7)
+
+
+def _refusing_claude(body: dict[str, Any]) -> dict[str, Any]:
+    """The simulator's answers, except a 401 for every call of Claude Code's model."""
+    if body.get("model") == "sim-claude":
+        raise ResponderError(401, "invalid x-api-key", type="authentication_error")
+    return CLAUDE_SIM(body)
+
+
+def test_a_claude_code_401_fails_its_cases_never_reads_as_a_loss(tmp_path: Path) -> None:
+    if shutil.which("claude") is None:
+        if os.environ.get("CI") or os.environ.get("GAUGE_REQUIRE_BROWSER"):
+            pytest.fail(f"claude not installed: {CLAUDE} (required under CI)")
+        pytest.skip(f"claude not installed: {CLAUDE}")
+    _suite(tmp_path / "run", "claude401", "suite_claude.py")
+    srv = LoopbackServer(_refusing_claude).start()
+    try:
+        env = {"TAOTOKEN_API_KEY": KEY, "TAOTOKEN_BASE_URL": srv.base_url}
+        args = ("--gauge-backend", "live", "--gauge-cache", "off")
+        code, out = run_pytest_subprocess(tmp_path / "run", "suites", *args, env=env)
+    finally:
+        srv.stop()
+    assert code != 0 and "401" in out, out[-3000:]
+    pairs = tmp_path / "run" / "gauge-out" / "claude401" / "pairs" / "pair_results.jsonl"
+    assert not pairs.exists() or read_jsonl(pairs) == [], read_jsonl(pairs)  # no verdict on a failure
+    assert KEY not in out
+
+
+def _git(folder: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=folder, check=True, capture_output=True, timeout=60)
+
+
+def test_program_agents_in_a_git_checkout_are_answered_from_the_cache_anywhere(tmp_path: Path) -> None:
+    """The example of program agents with its default output folder inside a git checkout: a run after
+    an untracked file appears, and a run in a clone at another path, send the same requests (the CLIs
+    see /workspace and /home/agent, in no repository), so the cache answers every call."""
+    if shutil.which("claude") is None or shutil.which("codex") is None or shutil.which("git") is None:
+        why = f"claude, codex and git needed: {CLAUDE} {CODEX.split()[-1]}"
+        if os.environ.get("CI") or os.environ.get("GAUGE_REQUIRE_BROWSER"):
+            pytest.fail(why)
+        pytest.skip(why)
+    first = tmp_path / "checkout"
+    shutil.copytree(
+        ROOT / "eval_suites" / "program_agents",
+        first / "eval_suites" / "program_agents",
+        ignore=shutil.ignore_patterns("__pycache__", "gauge-*"),
+    )
+    (first / "pytest.ini").write_text("[pytest]\ngauge_backend = sim\ngauge_seed = 20261129\n")
+    _git(first, "init", "-q")
+    _git(first, "add", "-A")
+    _git(first, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "suite")
+    cache = ("--gauge-cache-dir", str(tmp_path / "cache"))
+
+    def run(folder: Path) -> str:
+        code, out = run_pytest_subprocess(folder, "eval_suites/program_agents", *cache)
+        assert code == 0, out[-3000:]
+        return out
+
+    assert "(0 simulated" not in run(first)
+    (first / "untracked.txt").write_text("new")
+    assert "(0 simulated, " in run(first)
+    _git(tmp_path, "clone", "-q", str(first), str(tmp_path / "elsewhere" / "clone"))
+    assert "(0 simulated, " in run(tmp_path / "elsewhere" / "clone")

@@ -179,9 +179,22 @@ def test_nothing_points_at_the_old_design_note() -> None:
 def test_no_issue_numbers_in_the_package_tests_or_docs() -> None:
     """A newcomer cannot look up a tracker number: code, tests, docs and the changelog say what and why."""
     number = re.compile(r"\b" + "issue" + r"s? #?\d+", re.I)  # spelled apart so this file does not match
+    texts = _texts()
+    for name in ("pyproject.toml", ".ci/run", "conftest.py"):
+        texts[ROOT / name] = (ROOT / name).read_text(encoding="utf-8")
     found = [
         f"{p.relative_to(ROOT)}:{text.count(chr(10), 0, m.start()) + 1}: {m.group()}"
-        for p, text in _texts().items()
+        for p, text in texts.items()
         for m in number.finditer(text)
     ]
     assert not found, "say what and why instead of a tracker number:\n" + "\n".join(found)
+
+
+def test_the_reference_names_every_metric_of_the_one_table() -> None:
+    """docs/reference.md#metrics documents every metric a gate may name (analysis/metric_table.py)."""
+    from pytest_gauge.analysis.metric_table import METRICS
+
+    text = (ROOT / "docs" / "reference.md").read_text(encoding="utf-8")
+    section = text[text.index("## Metrics") : text.index("## Outputs")]
+    missing = [m.name for m in METRICS if not re.search(rf"`{m.name}[`(]", section)]
+    assert not missing, f"add these metrics to docs/reference.md#metrics: {missing}"

@@ -70,6 +70,8 @@ def test_to_json_equals_asdict_and_round_trips() -> None:
             del expected["user_audit"]  # the audit model's finding only when it found an error
         if expected.get("program_turns") == []:
             del expected["program_turns"]  # a transcript has a program's own view only when it ran one
+        if expected.get("proxy_refusals") == []:
+            del expected["proxy_refusals"]  # a program's refused requests only when there was one
         for key in ("empty_turns_left", "empty_turns_right", "judge_prompt_cut", "unpriced_calls"):
             if expected.get(key) == 0:
                 del expected[
@@ -108,3 +110,21 @@ def test_a_work_key_is_formatted_and_parsed_in_one_place() -> None:
     assert parse_work(str(transcript)) == transcript and parse_work(str(judge)) == judge
     for other in ("tests/test_x.py::test_y", "judge/a/b", "transcript/t/a/x", "transcript/t/a/1/2", "w/3"):
         assert parse_work(other) is None, other
+
+
+def test_labels_bind_to_what_was_said_not_to_tool_latencies() -> None:
+    from pytest_gauge.records.labels import Label, bind_labels, transcripts_hash
+
+    call = {"name": "lookup", "arguments": {"id": 1}, "result": "ok", "latency_s": 0.008}
+    said = {"final_reply": "done", "turns": [{"role": "assistant", "content": "", "tool_calls": [call]}]}
+    slow_call = {**call, "latency_s": 2}
+    slower = {**said, "turns": [{"role": "assistant", "content": "", "tool_calls": [slow_call]}]}
+    other = {**said, "final_reply": "done differently"}
+    h = transcripts_hash(said, None)
+    assert transcripts_hash(slower, None) == h and transcripts_hash(other, None) != h
+    assert transcripts_hash(None, said) != h  # left and right are not interchangeable
+    labels = [Label("s", "c1", "A", "ana", transcripts=h), Label("s", "c2", "B", "ana", transcripts=h),
+              Label("s", "c3", "tie", "ana")]  # fmt: skip
+    kept, aside = bind_labels(labels, {"c1": h, "c2": transcripts_hash(other, None), "c3": "x"})
+    assert [x.case_id for x in kept] == ["c1", "c3"] and aside == 1  # c3 names no hash: kept
+    assert bind_labels(labels, None) == (labels, 0)

@@ -82,6 +82,12 @@ class MessagesFormat:
     passed_headers: tuple[str, ...] = ("anthropic-beta",)  # beta body fields need their flag
 
     # -- client side ---------------------------------------------------------------------------------
+    def request_path(self, base_url: str) -> str:
+        """``/messages`` below a base ending in ``/v1``, else ``/v1/messages``: the URL is always
+        ``{root}/v1/messages``, the one the Anthropic SDK (and Claude Code) builds from the gateway's root,
+        so a gateway serving Claude Code serves the plugin's Messages calls at the same path."""
+        return self.path if base_url.rstrip("/").endswith("/v1") else "/v1" + self.path
+
     def request_body(self, chat_body: dict[str, Any]) -> dict[str, Any]:
         """System messages joined into ``system``, the rest as content blocks (empty messages left out,
         consecutive roles merged, tool results as the user's ``tool_result`` blocks), tools,
@@ -122,6 +128,13 @@ class MessagesFormat:
         noise of an agent program's text (its folders, today's date: :func:`.noise.quiet`)."""
         material = {**{k: body.get(k) for k in _CACHE_FIELDS}, "seed": _seed(body)}
         return quiet_material(material)  # an agent program's per-run noise left out (wire/noise.py)
+
+    def seeded(self, body: dict[str, Any], seed: int) -> dict[str, Any]:
+        """``metadata.user_id`` as :data:`SEED_USER` ``<seed>`` unless it is one already (a client's
+        own per-session id, Claude Code's, is replaced: it decides nothing of the answer)."""
+        if _seed(body) is not None:
+            return body
+        return {**body, "metadata": {**_obj(body.get("metadata")), "user_id": f"{SEED_USER}{seed}"}}
 
     def parse_response(self, content: bytes, secrets: tuple[str, ...] = ()) -> dict[str, Any]:
         """The Message in ``content``, checked like ``gateway.response.parse_completion`` checks a chat

@@ -28,6 +28,11 @@ class WireFormat(Protocol):
     client's own on to the gateway (Messages' ``anthropic-beta``: Claude Code's body fields need it)."""
 
     # -- client side: the gateway -------------------------------------------------------------------
+    def request_path(self, base_url: str) -> str:
+        """The path the gateway POSTs to below ``base_url``: the one the format's official SDK builds
+        from the same base URL (:attr:`path`; Messages: ``/v1/messages`` below a base without ``/v1``)."""
+        ...
+
     def request_body(self, chat_body: dict[str, Any]) -> dict[str, Any]:
         """A chat request body (model, messages, tools, max_tokens, response_format, ...) as this
         format's request body (never streaming: the gateway reads whole responses)."""
@@ -36,6 +41,12 @@ class WireFormat(Protocol):
     def cache_material(self, body: dict[str, Any]) -> dict[str, Any]:
         """The parts of this format's request body that decide its answer (the cache key's material):
         never ``stream``, nor per-session metadata that changes between identical runs."""
+        ...
+
+    def seeded(self, body: dict[str, Any], seed: int) -> dict[str, Any]:
+        """This format's request ``body`` carrying ``seed`` where the format carries the package's seed
+        (chat's ``seed``, Messages' ``metadata.user_id``, Responses' ``metadata.seed``), unless it carries
+        one already: how the recording proxy gives each sample of a program agent its own draw."""
         ...
 
     def parse_response(self, content: bytes, secrets: tuple[str, ...] = ()) -> dict[str, Any]:

@@ -41,11 +41,17 @@ class ChatFormat:
     path = "/chat/completions"
     passed_headers: tuple[str, ...] = ()
 
+    def request_path(self, base_url: str) -> str:
+        return self.path
+
     def request_body(self, chat_body: dict[str, Any]) -> dict[str, Any]:
         return {k: v for k, v in chat_body.items() if k not in ("stream", "stream_options")}
 
     def cache_material(self, body: dict[str, Any]) -> dict[str, Any]:
         return {k: body.get(k) for k in _CACHE_FIELDS}
+
+    def seeded(self, body: dict[str, Any], seed: int) -> dict[str, Any]:
+        return body if body.get("seed") is not None else {**body, "seed": seed}
 
     def parse_response(self, content: bytes, secrets: tuple[str, ...] = ()) -> dict[str, Any]:
         return parse_completion(content, secrets)

@@ -1,8 +1,11 @@
 """What changes from run to run in an agent program's requests and never decides its answer, taken out of
 the cache material (docs/protocol.md#program-agents): the transcript's folders (a workspace under a
 different output folder in a clean checkout, and Claude Code's slug of it), today's date in the two CLIs'
-date lines, the machine's OS version line, Codex's wall time and chunk id around each tool output, and
-the per-session ids of input items.
+date lines, the machine's OS version line and Codex's time zone, Claude Code's own version
+(``cc_version``), whether its folder is in a git checkout, that checkout's git status block and the slug of
+its root in Claude Code's project folder (``<config>/projects/<slug>/``), Codex's
+wall time and chunk id around each tool output, and the per-session ids of input items. Only the cache
+material is quieted: what is sent is the program's request as it made it.
 
 The folders are registered by the process that runs the program (:func:`register_folder`), before its
 first request, under a placeholder; every format's ``cache_material`` passes its material through
@@ -29,6 +32,22 @@ _DATES = (
     # Codex wraps every tool output (its shell's and MCP tools') with these
     (re.compile(r"(Wall time: )[0-9.]+( seconds)"), r"\1<t>\2"),
     (re.compile(r"(Chunk ID: )[0-9a-f]+"), r"\1<id>"),
+    # Codex's time zone line (the host's TZ), Claude Code's own version in its billing line
+    (re.compile(r"(<timezone>)[^<]*(</timezone>)"), r"\1<tz>\2"),
+    (re.compile(r"(cc_version=)[\w.+-]+"), r"\1<version>"),
+    # Claude Code's view of the checkout around its working directory: whether it is one, and its
+    # git status block (branch, status, user, recent commits), which changes with any new file
+    (re.compile(r"(Is a git repository: )(?:true|false)"), r"\1<git>"),
+    # Claude Code's project folder under its config dir: a slug of the git checkout's root (or of its
+    # working directory outside one), so another clone's path
+    (re.compile(r"(/projects/)-[A-Za-z0-9-]+(?=/)"), r"\1<project>"),
+    (
+        re.compile(
+            r"This is the git status at the start of the conversation\..*?Recent commits:\n.*?(?=\n\n|\Z)",
+            re.S,
+        ),
+        "<git status>",
+    ),
 )
 
 
@@ -93,8 +112,8 @@ def quiet_text(text: str) -> str:
 
 def quiet(value: Any) -> Any:
     """``value`` (a request's cache material) with the run-to-run noise replaced: registered folders,
-    the date and OS lines; in lists of input items, each item's ``id`` (Codex's per-session message
-    ids) is left out."""
+    the date, OS, time zone, version and git lines; in lists of input items, each item's ``id``
+    (Codex's per-session message ids) is left out."""
     if isinstance(value, str):
         return quiet_text(value)
     if isinstance(value, list):

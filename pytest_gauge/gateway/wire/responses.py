@@ -666,6 +666,9 @@ class ResponsesFormat:
     path = "/responses"
     passed_headers: tuple[str, ...] = ("openai-beta",)
 
+    def request_path(self, base_url: str) -> str:
+        return self.path
+
     def request_body(self, chat_body: dict[str, Any]) -> dict[str, Any]:
         """Leading system messages as ``instructions``, the rest as ``input`` items (assistant tool calls
         as ``function_call`` items, tool results as ``function_call_output``), tools flattened,
@@ -678,6 +681,14 @@ class ResponsesFormat:
         metadata = body.get("metadata")
         material["seed"] = metadata.get("seed") if isinstance(metadata, dict) else None
         return quiet_material(material)  # an agent program's per-run noise left out (wire/noise.py)
+
+    def seeded(self, body: dict[str, Any], seed: int) -> dict[str, Any]:
+        """``metadata.seed`` (a string, as metadata values are) unless the request has one."""
+        metadata = body.get("metadata")
+        kept = dict(metadata) if isinstance(metadata, dict) else {}
+        if kept.get("seed") is not None:
+            return body
+        return {**body, "metadata": {**kept, "seed": str(seed)}}
 
     def parse_response(self, content: bytes, secrets: tuple[str, ...] = ()) -> dict[str, Any]:
         try:

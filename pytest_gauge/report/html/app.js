@@ -16,6 +16,10 @@
   const state = { sort: null, desc: false, markers: new Set(), pair: "", cat: "", cls: "", q: "", drivers: null, shown: PAGE };
   let visible = [];
 
+  // replaceChildren writes a null child as the text "null": the children that are there, as el() takes them
+  function fill(node, ...kids) {
+    node.replaceChildren(...kids.filter((k) => k !== null && k !== undefined && k !== false));
+  }
   function el(tag, props, ...kids) {
     const e = document.createElement(tag);
     if (props) {
@@ -378,7 +382,7 @@
       sec.querySelectorAll(".who").forEach((w) => { w.hidden = !on; });
     } }, "reveal agent names");
     const j = c.j;
-    sec.replaceChildren(
+    fill(sec,
       el("p", null, el("a", { href: "#cases", id: "back" }, "← all cases"), " ", nav(-1), " ", nav(1)),
       el("h2", { id: "case-h", tabindex: "-1" }, c.id),
       el("p", { class: "facts" }, "task " + task[0] + " · " + task[1] + " · pair " + pair[0] + " (" + (pair[3] || "?") + ") · order " + c.o + " · sample " + c.s),
@@ -421,7 +425,7 @@
       const s = sampled.get(byId.get(id));
       const x = st.labels[id];
       return JSON.stringify({ format_version: 1, suite: D.suite, case_id: id, label: x.label, labeller: st.name.trim() || "anonymous",
-        note: x.note || "", weight: s ? s[1] : 1, stratum: s ? s[2] : "" }) + "\n";
+        note: x.note || "", weight: s ? s[1] : 1, stratum: s ? s[2] : "", transcripts: D.cases[byId.get(id)].h }) + "\n";
     }).join("");
   }
   function refreshExport() {
@@ -470,7 +474,7 @@
     note.value = mine ? mine.note || "" : "";
     const button = (key, choice, text) => el("button", { type: "button", id: "label-" + choice, "aria-pressed": String(!!mine && mine.label === choice), onclick: () => pickLabel(choice) }, key + " · " + text);
     const go = (d) => { location.hash = "#label=" + queue[(pos + d + queue.length) % queue.length]; route(); };
-    document.getElementById("label").replaceChildren(
+    fill(document.getElementById("label"),
       el("h2", { id: "label-h", tabindex: "-1" }, "Label: which response is better?"),
       el("p", { class: "facts", id: "label-progress" }, done + " of " + D.cases.length + " cases labelled · case " + (pos + 1) + " of the queue" +
         (sampled.size ? " (the " + sampled.size + " cases of the labelling sample first)" : "")),

@@ -13,9 +13,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ...analysis.metrics import METRICS
+from ...analysis.metric_table import SUITE_METRICS
 from ...records import CaseRecord, LedgerRecord, Transcript
 from ...records.html import GateRow, RuleRow, SuiteOutputs, TranscriptRow
+from ...records.labels import case_transcripts
 from ...records.work_key import parse_work
 
 __all__ = ["PAGE_TRANSCRIPT_CHARS", "PAYLOAD_VERSION", "build_payload", "driver_cases", "gate_rank"]
@@ -180,6 +181,14 @@ class _Index:
     tasks: dict[str, int]
     pairs: dict[str, int]
     flips: set[tuple[str, str, int]]
+    hashes: dict[str, str]  # each case's transcripts hash, which its exported labels carry
+
+
+def _case_hashes(out: SuiteOutputs) -> dict[str, str]:
+    """Each case's :func:`~pytest_gauge.records.labels.transcripts_hash`, as the end of the run makes it."""
+    rows = {(t.task_id, t.agent, t.sample): t.transcript.to_json() for t in out.transcripts if t.transcript}
+    cases = ((r.case_id, r.task_id, r.agent_left, r.agent_right, r.sample) for r in out.records)
+    return case_transcripts(cases, rows)
 
 
 def _sat_but_failed(r: CaseRecord) -> bool:
@@ -198,6 +207,7 @@ def _case(r: CaseRecord, ix: _Index, redact: Redact) -> dict[str, Any]:
         "cost": r.est_cost,
         "err": r.judge_choice == "error",
         "flip": (r.task_id, r.pair_id, r.sample) in ix.flips,
+        "h": ix.hashes.get(r.case_id, ""),
         "id": r.case_id,
         "j": [r.judge_reward_a, r.judge_reward_b, redact(r.judge_reason), r.judge_raw, r.judge_error],
         "js": [
@@ -292,6 +302,7 @@ def build_payload(out: SuiteOutputs, redact: Redact) -> dict[str, Any]:
         tasks=task_index,
         pairs={pid: i for i, pid in enumerate(pair_ids)},
         flips=set(out.flipped),
+        hashes=_case_hashes(out),
     )
     cases = [_case(r, ix, redact) for r in out.records]
     _link_ledger(out.ledger, ix.where, cases, transcripts)
@@ -308,7 +319,7 @@ def build_payload(out: SuiteOutputs, redact: Redact) -> dict[str, Any]:
         ],
         "elo_svg": out.elo_svg,
         "gates": [_gate(g, by_id) for g in gates],
-        "glossary": [[m.name, m.description] for m in METRICS],
+        "glossary": [[m.name, m.description] for m in SUITE_METRICS],
         "human": out.human,
         "ledger": [_ledger_line(x, caching) for x in out.ledger],
         "metrics": [[m.name, m.value, m.low, m.high, m.n, m.method] for m in out.metrics],

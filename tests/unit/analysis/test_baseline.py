@@ -114,7 +114,7 @@ def test_gate_terms_regressions_fixes_and_delta() -> None:
     delta = evaluate_gate(parse_gate("delta(success_rate(x)) >= -0.25"), src)
     assert delta.status == "pass" and delta.value == pytest.approx(-0.25)
     unknown = evaluate_gate(parse_gate("delta(judge_kappa) >= 0"), src)
-    assert unknown.status == "fail" and "delta(...) takes success_rate" in unknown.message
+    assert unknown.status == "fail" and "delta(...) takes lrs, lrs_close" in unknown.message
     without = evaluate_gate(parse_gate("delta(success_rate(x)) >= 0"), _source(now, None))
     assert without.status == "fail" and "--gauge-baseline" in without.message
 
@@ -145,7 +145,7 @@ def test_mean_reward_term_and_collection_checks() -> None:
         parse_gates(["pass_at_k(x, k) >= 0.9", "delta(judge_kappa) >= 0", "regressions(q) <= 1"]), shape
     )
     assert "k must be a whole number >= 1, got 'k'" in bad[0]
-    assert "delta(...) takes success_rate" in bad[1]
+    assert "delta(...) takes lrs, lrs_close" in bad[1]
     assert "unknown agent 'q'" in bad[2]
 
 

@@ -348,7 +348,8 @@ def test_costs_per_role_and_unknown() -> None:
     assert m.metrics["total_cost"].value == pytest.approx(0.065)
     cps = m.metrics["cost_per_success"]  # 2 successful transcripts
     assert_est(cps, 0.0325, 2)
-    assert cps.method == "bootstrap-tasks"  # a ratio estimator over tasks, not an accounting figure
+    assert cps.method == "skewed-ratio"  # a ratio estimator over tasks, not an accounting figure
+    assert cps.low is None and cps.note is not None and "at least 20 tasks" in cps.note  # 3 tasks
     assert m.metrics["total_cost"].method == "exact"
     assert m.metrics["judge_cost_share"].value == pytest.approx(0.03 / 0.065)
     unknown = [*ledger, _ledger("judge", "judge/c2/j/0#1", 1, None, u)]
@@ -362,9 +363,10 @@ def test_costs_per_role_and_unknown() -> None:
 
 
 def test_cost_ratios_resample_tasks() -> None:
-    """Cost per success and the judge's share vary with the task set: with cost on tasks whose successes
-    differ, the task bootstrap gives an interval of non-zero width around the ledger's value, whose ends
-    match the exact bootstrap distribution (all 27 equally likely draws of 3 tasks, enumerated)."""
+    """The judge's share varies with the task set: with cost on tasks whose successes differ, the task
+    bootstrap gives an interval of non-zero width around the ledger's value, whose ends match the exact
+    bootstrap distribution (all 27 equally likely draws of 3 tasks, enumerated). Cost per success has no
+    interval on 3 tasks (a skewed bill needs 20), and says so."""
     u = Usage(100, 50)
     ledger = [
         _ledger("agent", "transcript/t1/x/0#1", 1, 0.04, u),
@@ -388,7 +390,8 @@ def test_cost_ratios_resample_tasks() -> None:
 
     cps, share = m.metrics["cost_per_success"], m.metrics["judge_cost_share"]
     assert cps.value == pytest.approx(0.07 / m.costs.successes) and share.value == pytest.approx(0.02 / 0.07)
-    for est, exact in ((cps, per_success), (share, shares)):
+    assert cps.low is None and cps.high is None and cps.method == "skewed-ratio" and per_success
+    for est, exact in ((share, shares),):
         assert est.low is not None and est.high is not None and est.method == "bootstrap-tasks"
         assert est.value is not None and est.low < est.value < est.high
         assert q(exact, 0.0) <= est.low <= q(exact, 0.06) + 1e-12
@@ -476,3 +479,22 @@ def test_to_json_is_plain() -> None:
     data = json.loads(json.dumps(m.to_json()))
     assert data["metrics"]["lrs"]["n"] == 5
     assert not any(isinstance(v, float) and math.isnan(v) for v in data["metrics"]["lrs"].values())
+
+
+def test_no_value_outside_its_own_interval() -> None:
+    """A percentile interval whose resamples all lie on one side of the point value (a skewed or
+    discrete statistic) is widened to hold it; every metric of a suite then has low <= value <= high."""
+    from pytest_gauge.analysis.metrics import _around
+
+    assert _around(0.0005, 0.0006, 0.0009) == (0.0005, 0.0009)
+    assert _around(0.5, 0.1, 0.4) == (0.1, 0.5)
+    assert _around(0.5, None, None) == (None, None)
+    u = Usage(100, 50)
+    ledger = [
+        _ledger("agent", "transcript/t1/x/0#1", 1, 0.04, u),
+        replace(_ledger("judge", "judge/c9/j/0#1", 1, 0.02, u), task_id="t2"),
+    ]
+    m = compute_metrics(hand_records(), close_threshold=0.2, rounds=300, ledger=ledger)
+    for name, est in m.metrics.items():
+        if est.value is not None and est.low is not None and est.high is not None:
+            assert est.low <= est.value <= est.high, (name, est)

@@ -183,3 +183,17 @@ def test_needed_n_of_a_case_rate_decides_the_gate_60_to_90_percent() -> None:
         inside += result.needed_range[0] is not None
     assert len(decided) == 30 and inside == 30
     assert 0.60 <= float(np.mean(decided)) <= 0.90, decided
+
+
+def test_an_undecided_gate_is_never_told_fewer_tasks_than_it_has() -> None:
+    """A skewed interval across the threshold (a rare rate's Wilson bound): the normal extrapolation
+    from its width says about 39 tasks, fewer than the 44 that left it undecided; the sentence says what
+    would help instead, and no size below the suite's is proposed."""
+    gate = parse_gate("upper(x) <= 0.1")
+    result = GateResult(gate, "fail", 0.02, 0.005, 0.11, 44, "FAIL ...")
+    assert gate_needed_n(0.02, 0.005, 0.11, 44, 0.1).n == 39  # what it said before
+    got = with_needed_n(result)
+    assert got.needed_n is None
+    assert "more tasks than its 44" in got.needed and "more samples per task or a wider margin" in got.needed
+    decided_later = with_needed_n(_crossing())  # a symmetric interval: more tasks than it has
+    assert decided_later.needed_n is not None and decided_later.needed_n > 24

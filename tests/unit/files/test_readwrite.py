@@ -8,12 +8,16 @@ from pathlib import Path
 import pytest
 
 from pytest_gauge.files.readwrite import (
+    MAX_LINE_BYTES,
     FileFormatError,
+    JsonBoundError,
+    loads_bounded,
     read_json_object,
     read_jsonl,
     temp_name,
     write_atomic,
 )
+from pytest_gauge.gateway.store import Store
 
 
 def test_write_atomic_replaces_the_file_whole_and_leaves_no_temporary(tmp_path: Path) -> None:
@@ -58,3 +62,49 @@ def test_read_json_object_says_what_is_wrong_with_the_file(tmp_path: Path) -> No
     assert read_json_object(tmp_path / "none.json", missing_ok=True) == {}
     with pytest.raises(FileFormatError, match=r"none\.json: missing"):
         read_json_object(tmp_path / "none.json")
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("[" * 100_000 + "]" * 100_000, "nested more than 64 levels deep"),
+        ('{"a": ' + "[" * 65 + "]" * 65 + "}", "nested more than 64 levels deep"),
+        ('{"a": 1, "b": {"c": 2, "c": 3}}', "the key 'c' appears twice in one object"),
+    ],
+)
+def test_every_reader_bounds_depth_and_refuses_a_key_twice(tmp_path: Path, text: str, says: str) -> None:
+    lines, whole = tmp_path / "x.jsonl", tmp_path / "x.json"
+    lines.write_text('{"ok": 1}\n' + text + "\n", encoding="utf-8")
+    whole.write_text(text, encoding="utf-8")
+    with pytest.raises(FileFormatError, match=rf"x.jsonl:2: {says}"):
+        read_jsonl(lines)
+    with pytest.raises(FileFormatError, match=rf"x.json: {says}"):
+        read_json_object(whole)
+    with pytest.raises(JsonBoundError, match=says):
+        loads_bounded(text)
+    assert loads_bounded('{"a": ' + "[" * 63 + "]" * 63 + "}")  # 64 levels: accepted
+
+
+def test_sizes_are_bounded_before_the_file_is_read_whole(tmp_path: Path) -> None:
+    path = tmp_path / "big.jsonl"
+    path.write_text('{"a": "' + "x" * 2048 + '"}\n', encoding="utf-8")
+    with pytest.raises(FileFormatError, match=r"big.jsonl: 0.0 MiB, more than the 0 MiB accepted"):
+        read_jsonl(path, max_bytes=1024)
+    with pytest.raises(FileFormatError, match="more than the 0 MiB accepted"):
+        read_json_object(path, max_bytes=1024)
+    long_line = tmp_path / "long.jsonl"
+    with long_line.open("w", encoding="utf-8") as fh:
+        fh.write('{"a": "' + "x" * (MAX_LINE_BYTES + 1) + '"}\n')
+    with pytest.raises(FileFormatError, match=r"long.jsonl:1: the line is longer than the 16 MiB accepted"):
+        read_jsonl(long_line)
+
+
+def test_a_cache_entry_past_the_bounds_is_a_miss_noted_as_unreadable(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    for key, text in (
+        ("aa" + "0" * 62, "[" * 100_000 + "]" * 100_000),
+        ("bb" + "0" * 62, '{"a": 1, "a": 2}'),
+    ):
+        store.path(key).parent.mkdir(parents=True, exist_ok=True)
+        store.path(key).write_text(text, encoding="utf-8")
+        assert store.get(key) is None and key in store.unreadable

@@ -114,3 +114,39 @@ def test_export_refuses_an_entry_that_contains_the_key_value(tmp_path: Path) -> 
     argv = ["cassettes", "export", "--suite", "s", "--to", str(tmp_path / "o2"), "--cache-dir", str(cache)]
     status = main(argv, environ={"TAOTOKEN_API_KEY": KEY}, out=io.StringIO(), err=err)
     assert status == 1 and f"refused {leaky}" in err.getvalue() and KEY not in err.getvalue()
+
+
+def test_a_cache_of_two_gateways_exports_one_and_names_it_for_replay(tmp_path: Path) -> None:
+    old = entry("s", "t1", created=NOW - 100, content="old") | {}
+    new = entry("s", "t1", created=NOW, content="new")
+    old["meta"] = old["meta"] | {"gateway": "http://old.example/v1"}
+    new["meta"] = new["meta"] | {"gateway": "http://new.example/v1"}
+    old_key, new_key = put(tmp_path / "cache", old), put(tmp_path / "cache", new)
+    result = export_cassettes(
+        tmp_path / "cache", "s", tmp_path / "cass", environ={}, out_dir=tmp_path / "none"
+    )
+    assert result.exported == (new_key,) and result.gateway == "http://new.example/v1"
+    assert result.other_gateways == (("http://old.example/v1", 1),)
+    recording = json.loads((tmp_path / "cass" / "recording.json").read_text())
+    assert recording["suites"]["s"]["gateway"] == "http://new.example/v1"  # not null: replay finds its keys
+
+    chosen = export_cassettes(
+        tmp_path / "cache", "s", tmp_path / "cass-old", environ={}, out_dir=tmp_path / "none",
+        gateway="http://old.example/v1",
+    )  # fmt: skip
+    assert chosen.exported == (old_key,)
+    err = io.StringIO()
+    args = [
+        "cassettes",
+        "export",
+        "--suite",
+        "s",
+        "--to",
+        str(tmp_path / "c3"),
+        "--cache-dir",
+        str(tmp_path / "cache"),
+    ]
+    assert main(args, environ={}, out=io.StringIO(), err=err) == 0
+    assert (
+        "1 entries of suite s were recorded through another gateway (http://old.example/v1)" in err.getvalue()
+    )

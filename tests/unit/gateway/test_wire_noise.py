@@ -67,8 +67,7 @@ def test_claude_codes_folders_slugs_dates_and_os_line() -> None:
     )
     assert quiet(text) == (
         " - Primary working directory: <workspace:transcript/t1/cc/0>\n - OS Version: <os>\n"
-        "memory at `<workspace:transcript/t1/cc/0>.home/claude/projects/"
-        "-workspace-transcript-t1-cc-0-/memory/`\n"
+        "memory at `<workspace:transcript/t1/cc/0>.home/claude/projects/<project>/memory/`\n"
         "Today's date is <date>."
     )
 
@@ -106,6 +105,61 @@ def test_a_suites_output_folders_read_the_same_from_any_checkout() -> None:
         assert quiet(text) == (
             "Primary working directory: <gauge-out>/program_agents/work/t1/codex/0\n"
             "args: <gauge-out>/program_agents/mcp/t1/codex/0/spec.json\n"
-            "memory: <gauge-out>/program_agents/work/t1/codex/0.home/claude/projects/"
-            "-gauge-out--program-agents-work-t1-codex-0/memory/"
+            "memory: <gauge-out>/program_agents/work/t1/codex/0.home/claude/projects/<project>/memory/"
         ), quiet(text)
+
+
+def _claude_system(root: str, day: str, version: str, git: str | None, tz: str) -> dict[str, Any]:
+    """A Claude Code request's system blocks as 2.1.328 sends them: its billing line with its version,
+    the environment section (checkout or not, date) and, in a git checkout, the git status block."""
+    status = (
+        "gitStatus: This is the git status at the start of the conversation. Note that this status is a"
+        " snapshot in time, and will not update during the conversation.\n\nCurrent branch: "
+        f"{git}\n\nMain branch (you will usually use this for PRs): main\n\nGit user: ci\n\nStatus:\n"
+        f"?? notes-{git}.txt\n M README.md\n\nRecent commits:\nabc1234 first\ndef5678 {git} second"
+        if git
+        else ""
+    )
+    env = (
+        f"Primary working directory: {root}/gauge-out/s/work/t1/claude_code/0\n"
+        f" - Is a git repository: {'true' if git else 'false'}\n - OS Version: Linux 6.1\n"
+        f"Your memory is at {root}/gauge-out/s/work/t1/claude_code/0.home/claude/projects/"
+        f"{root.replace('/', '-')}/memory/.\nToday's date is {day}.\n{status}\n\nAnswer briefly."
+    )
+    return {
+        "model": "claude-x",
+        "max_tokens": 32000,
+        "system": [
+            {
+                "type": "text",
+                "text": f"x-anthropic-billing-header: cc_version={version}; cc_entrypoint=sdk-cli;",
+            },
+            {"type": "text", "text": env},
+        ],
+        "messages": [
+            {"role": "user", "content": f"<env>{tz}</env> Look up order A123."},
+            {
+                "role": "user",
+                "content": f"<environment_context><timezone>{tz}</timezone></environment_context>",
+            },
+        ],
+    }
+
+
+def test_claude_codes_version_git_state_date_and_time_zone_are_not_in_the_key() -> None:
+    register_suite("s")
+    messages = wire_format("anthropic")
+    one = messages.cache_material(_claude_system("/ci/a", "2026-12-04", "2.1.328.f36", "main", "Etc/UTC"))
+    other = messages.cache_material(
+        _claude_system("/home/dev/b", "2026-12-05", "2.1.400.a1", "feature-x", "Etc/UTC")
+    )
+    assert one["system"] == other["system"]  # another clone, branch, status, day and CLI version
+    plain = messages.cache_material(_claude_system("/ci/a", "2026-12-04", "2.1.328.f36", None, "Etc/UTC"))
+    later = messages.cache_material(_claude_system("/x/y", "2027-01-01", "2.2.0", None, "Etc/UTC"))
+    assert plain["system"] == later["system"]  # outside a checkout likewise
+    assert "<git status>\n\nAnswer briefly." in other["system"][1]["text"]  # the rest of the text is kept
+    same_tz = messages.cache_material(
+        _claude_system("/ci/a", "2026-12-04", "2.1.328.f36", None, "Asia/Tokyo")
+    )
+    assert same_tz["messages"][1] == one["messages"][1]  # Codex's <timezone> line is quieted
+    assert same_tz["messages"][0] != one["messages"][0]  # but nothing outside the known lines

@@ -620,3 +620,34 @@ def test_snapshot_tokens_independently(snap_report: EloReport) -> None:
     for agent in SNAP_TRUE:
         expected: Any = _tokens_all_roles(records, ledger, agent)
         assert snap_report.tokens[agent].tokens_per_task == pytest.approx(expected, rel=1e-12)
+
+
+def test_an_intransitive_triple_is_flagged_and_its_elo_gates_are_inconclusive() -> None:
+    """a beats b, b beats c and c beats a, each 75% of the time: one strength each cannot say so (the fit
+    is about A = B = C); the fit check names the pairs beside the table and an Elo gate on them is
+    inconclusive with the reason, not a pass on equal strengths."""
+    rng = np.random.default_rng(11)
+    p_left = {("a", "b"): 0.75, ("b", "c"): 0.75, ("c", "a"): 0.75}
+    records = []
+    for t in range(40):
+        for (left, right), p in p_left.items():
+            for order in ("AB", "BA"):
+                winner = left if rng.random() < p else right
+                records.append(case(f"t{t:02d}", left, right, order, slot_for(winner, left, order)))
+    report = build_elo_report(records, [], seed=0, rounds=50)
+    assert report is not None and report.result.fit_check is not None
+    assert report.result.fit_check.poorly_fitted == ("a", "b", "c")
+    assert max(report.result.elo.values()) - min(report.result.elo.values()) < 60  # "A = B = C"
+    md = render_elo_md(report)
+    assert "- Poor fit: a beat b in" in md and "Elo gates on them are inconclusive" in md
+    assert elo_json(report)["fit_check"]["poorly_fitted"] == ["a", "b", "c"]
+    result = evaluate_gate(parse_gate("lower(elo(a)) >= 900"), GateSource(compute_metrics(records), report))
+    assert result.status == "inconclusive"
+    assert "the Elo model fits a poorly" in result.message and "a beat b in" in result.message
+
+
+def test_a_transitive_suite_has_no_misfit(three: tuple[SuiteMetrics, EloReport]) -> None:
+    _, report = three
+    check = report.result.fit_check
+    assert check is not None and check.misfits == () and check.pairs_checked == 3
+    assert "Poor fit" not in render_elo_md(report)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_gauge.report.format import md_cell, md_code, md_safe, md_text
+from pytest_gauge.report.format import counted, md_cell, md_code, md_safe, md_text
 
 
 @pytest.mark.parametrize(
@@ -55,3 +55,7 @@ def test_tiny_values_print_inside_their_intervals() -> None:
     assert fmt_task_ci(Estimate(0.00002, 9, 0.00001, 0.00003, "b"), fmt_usd) == " [$0.000010, $0.000030]"
     tight = Estimate(0.0000013, 9, 0.0000012, 0.0000014, "b")
     assert fmt_task_ci(tight, fmt_usd) == " [$0.00000120, $0.00000140]"
+
+
+def test_counted_says_one_pair_and_two_pairs() -> None:
+    assert [counted(n, "pair") for n in (0, 1, 2)] == ["0 pairs", "1 pair", "2 pairs"]

@@ -23,6 +23,7 @@ from pytest_gauge.suite.programs import (
     ProgramSetup,
     claude_code,
     codex,
+    codex_config,
     session_uuid,
 )
 from tests.helpers import KILL_TIMEOUTS, process_ended
@@ -134,7 +135,16 @@ def test_claude_code_preset_environment_and_files(tmp_path: Path) -> None:
         "ANTHROPIC_BASE_URL",
         "ANTHROPIC_AUTH_TOKEN",
         "ANTHROPIC_MODEL",
+        "ANTHROPIC_DEFAULT_HAIKU_MODEL",
+        "ANTHROPIC_SMALL_FAST_MODEL",
     }
+    assert (
+        env["ANTHROPIC_DEFAULT_HAIKU_MODEL"] == "claude-sonnet-4-5"
+    )  # its background calls: a declared model
+    assert agent.helper_models == ()
+    assert claude_code("claude-sonnet-4-5", small_model="claude-haiku-4-5").helper_models == (
+        "claude-haiku-4-5",
+    )
     assert env["ANTHROPIC_BASE_URL"] == ENDPOINT.base_urls["anthropic"]
     assert env["ANTHROPIC_AUTH_TOKEN"] == ENDPOINT.token
     assert env["CLAUDE_CONFIG_DIR"] == str(setup.home / "claude")
@@ -174,6 +184,7 @@ def test_codex_preset_config_toml_and_environment(tmp_path: Path) -> None:
     assert server["startup_timeout_sec"] == 30
     assert server["required"] is True and server["default_tools_approval_mode"] == "approve"
     assert config["analytics"]["enabled"] is False
+    assert provider["request_max_retries"] == 0 and provider["stream_max_retries"] == 0  # the gateway's
     assert env["CODEX_HOME"] == str(setup.home / "codex")
     assert not any(k.startswith(("ANTHROPIC_", "OPENAI_", "CLAUDECODE")) for k in env)
     assert (setup.home / "codex" / "AGENTS.md").read_text() == "Be brief."
@@ -272,3 +283,16 @@ def test_command_agent_declaration_errors() -> None:
         CommandAgent(name="x", argv=("prog", "{prompt}"), output="xml")
     with pytest.raises(ValueError, match="timeout must be > 0"):
         CommandAgent(name="x", argv=("prog", "{prompt}"), timeout=0)
+
+
+def test_codex_config_round_trips_any_value_through_tomllib() -> None:
+    odd = 'modèle "été" \\ \u00e9\n\ttab \u2603'
+    text = codex_config(odd, "http://127.0.0.1:8080/w/x/v1", {"naïve": {"command": odd, "args": [odd]}})
+    config = tomllib.loads(text)
+    assert config["model"] == odd and config["mcp_servers"]["naïve"]["args"] == [odd]
+
+
+def test_claude_code_turns_its_own_retries_off(tmp_path: Path) -> None:
+    setup = _setup(tmp_path)
+    setup.home.mkdir(parents=True)
+    assert build_environment(claude_code("m"), setup, INHERITED)["CLAUDE_CODE_MAX_RETRIES"] == "0"

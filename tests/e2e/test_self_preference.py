@@ -1,0 +1,36 @@
+"""A judge whose model is also a contestant's: flagged at collection, and its self-preference measured
+against the rules (its pick of its own model's lower-reward transcript against the same rate for the
+other agents, with intervals) in the terminal and conclusion.md."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import run_inprocess
+
+
+def test_a_judge_sharing_an_agents_model_is_flagged_and_measured(
+    pytester: pytest.Pytester, mini_suite: Path
+) -> None:
+    test = mini_suite / "test_mini.py"
+    test.write_text(test.read_text().replace('Judge("sim-judge"', 'Judge("sim-agent-x"', 1))
+    result = run_inprocess(pytester, "suites", "-n", "0")
+    out = result.stdout.str()
+    assert result.ret == 0, out
+    assert "suite mini: the judge model 'sim-agent-x' is also the model of agent_x" in out  # collection
+    line = next(x for x in result.stdout.lines if x.startswith("self-preference: judge sim-agent-x"))
+    assert re.search(r"own \d\.\d+ \[\d\.\d+, \d\.\d+\] \(n=\d+\), others \d\.\d+ \[", line), line
+    conclusion = (pytester.path / "gauge-out" / "mini" / "reports" / "conclusion.md").read_text()
+    section = conclusion.split("## Self-preference", 1)[1].split("\n## ", 1)[0]
+    assert "`sim-agent-x` is also the model of `agent_x`" in section
+    assert re.search(r"difference \(own − others\): -?\d\.\d+ \[-?\d\.\d+, -?\d\.\d+\]", section), section
+
+
+def test_a_judge_no_agent_shares_is_not_flagged(pytester: pytest.Pytester, mini_suite: Path) -> None:
+    result = run_inprocess(pytester, "suites", "-n", "0")
+    assert "self-preference" not in result.stdout.str()
+    conclusion = (pytester.path / "gauge-out" / "mini" / "reports" / "conclusion.md").read_text()
+    assert "## Self-preference" not in conclusion
