@@ -135,13 +135,13 @@ def _rows(conn: sqlite3.Connection, table: str) -> dict[tuple[str, str, str], li
 
 
 def read_history(path: Path) -> list[HistoryRun]:
-    """Every suite run of the history, oldest first (by finish time, then run id)."""
+    """Every suite run of the history, oldest first (by finish time, to the second, then as written)."""
     if not path.is_file():
         raise HistoryError(f"history {path}: no such file")
     try:
         with closing(_connect(path)) as conn:
             tasks, agents, gates = (_rows(conn, t) for t in _TABLES[1:])
-            runs = conn.execute("SELECT * FROM runs ORDER BY finished_at, run_id, suite, shard").fetchall()
+            runs = conn.execute("SELECT * FROM runs ORDER BY finished_at, rowid").fetchall()
     except sqlite3.Error as exc:
         raise HistoryError(f"history {path}: could not read ({exc})") from None
     out = []
@@ -181,7 +181,7 @@ def merge_histories(inputs: Sequence[Path], out: Path) -> MergeResult:
     temporary = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     temporary.unlink(missing_ok=True)
     try:
-        append_runs(temporary, sorted(runs.values(), key=lambda r: (r.finished_at, *r.identity)))
+        append_runs(temporary, sorted(runs.values(), key=lambda r: r.finished_at))  # stable: input order
         os.replace(temporary, out)
     finally:
         temporary.unlink(missing_ok=True)

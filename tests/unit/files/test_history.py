@@ -94,3 +94,12 @@ def test_the_merge_command_joins_histories_and_names_a_bad_one(tmp_path: Path) -
     assert main(["history", "merge", str(bad), "--out", str(out)], environ={}, out=said, err=errors) == 1
     assert "bad.db: not a pytest-gauge history" in errors.getvalue()
     assert [r.run_id for r in read_history(out)] == ["r1", "r2"]  # a failed merge leaves the output
+
+
+def test_runs_finished_in_the_same_second_read_back_as_written(tmp_path: Path) -> None:
+    path, out = tmp_path / "h.db", tmp_path / "merged.db"
+    for run_id in ("zz", "aa", "mm"):  # ids against the order they were written in
+        append_runs(path, [a_run(run_id)])
+    assert [r.run_id for r in read_history(path)] == ["zz", "aa", "mm"]
+    merge_histories([path], out)
+    assert [r.run_id for r in read_history(out)] == ["zz", "aa", "mm"]
