@@ -1,5 +1,5 @@
 """``python -m pytest_gauge``: ``doctor``, ``cassettes export``, ``cache prune``/``merge``, ``report``,
-``labels sample`` and ``merge`` (shards).
+``labels sample``, ``merge`` (shards) and ``history merge``.
 
 argparse and printing only: the doctor's logic lives in :mod:`pytest_gauge.gateway.doctor`, the
 cassettes export in :mod:`pytest_gauge.gateway.cassettes`, the cache's prune and merge in
@@ -18,6 +18,7 @@ from typing import Any, TextIO, TypeAlias
 
 from .files.baseline import BaselineError, save_baseline
 from .files.folders import CACHE_DIR, SuiteFolder
+from .files.history import HistoryError, merge_histories
 from .files.html import ReportInputError
 from .finish.merge import run_merge
 from .gateway.cache import merge_caches, prune_cache
@@ -163,6 +164,31 @@ def _add_merge(commands: _Commands) -> None:
     merge.add_argument("--junitxml", default=None, metavar="FILE", help="write the gates as JUnit XML")
 
 
+def _add_history(commands: _Commands) -> None:
+    """``history merge``: join verdict histories (shards, branches)."""
+    history_commands = _group(commands, "history", "maintain the verdict history (--gauge-history)")
+    merge = history_commands.add_parser(
+        "merge",
+        help="join verdict histories (e.g. shards' or branches' artifacts) into one",
+        description="Write every suite run of the HISTORY files to --out (which may be one of them); a run "
+        "present in several is written once (a run id is unique).",
+    )
+    merge.add_argument("histories", nargs="+", metavar="HISTORY", help="--gauge-history files")
+    merge.add_argument("--out", required=True, metavar="FILE", help="the merged history file")
+
+
+def _history_merge(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    try:
+        merged = merge_histories([Path(p) for p in args.histories], Path(args.out))
+    except HistoryError as exc:
+        err.write(f"pytest-gauge: {exc}\n")
+        return 1
+    out.write(
+        f"wrote {merged.written} suite runs to {args.out}; {merged.duplicates} already present were skipped\n"
+    )
+    return 0
+
+
 def _add_baseline(commands: _Commands) -> None:
     """``baseline save``: keep a run as the baseline."""
     baseline_commands = _group(commands, "baseline", "keep a run as the baseline later runs compare with")
@@ -246,6 +272,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_report(commands)
     _add_labels(commands)
     _add_merge(commands)
+    _add_history(commands)
     return parser
 
 
@@ -418,5 +445,7 @@ def main(
         return _report(args, out, err)
     if args.command == "labels":
         return _labels(args, out, err)
+    if args.command == "history":
+        return _history_merge(args, out, err)
     parser.print_help(out)
     return 2

@@ -41,7 +41,7 @@ __all__ = [
 ]
 
 BACKENDS = ("live", "sim", "replay")
-CACHE_MODES = ("use", "refresh", "off")
+CACHE_MODES = ("use", "refresh", "off", "replay-then-live")
 
 
 @dataclass(frozen=True)
@@ -85,6 +85,7 @@ class GaugeOptions:
     familywise: str = "per-gate"  # --gauge-familywise: per-gate (each gate at 95%) or holm
     labels: tuple[str, ...] = ()  # --gauge-labels FILE (repeatable): human labels.jsonl files
     unsandboxed: bool = False  # --gauge-unsandboxed: programs run without the sandbox (said in every report)
+    history: str | None = None  # --gauge-history PATH: the verdict history (SQLite) this run appends to
 
     def prices_for(self, models: Iterable[str]) -> tuple[PriceRow, ...]:
         """The prices a run with these ``models`` uses: the configured ones, plus genai-prices for the
@@ -221,7 +222,14 @@ _SETTINGS: tuple[tuple[str, str, Any, str, tuple[str, ...] | None], ...] = (
         "output folder, relative to the invocation directory (default gauge-out)",
         None,
     ),
-    ("cache", "gauge_cache", str, "response cache mode: use (default), refresh or off", CACHE_MODES),
+    (
+        "cache",
+        "gauge_cache",
+        str,
+        "response cache mode: use (default), refresh, off or replay-then-live (answer every recorded request"
+        " from the cache or --gauge-cassettes, send only the misses and report them apart)",
+        CACHE_MODES,
+    ),
     (
         "familywise",
         "gauge_familywise",
@@ -238,6 +246,13 @@ _SETTINGS: tuple[tuple[str, str, Any, str, tuple[str, ...] | None], ...] = (
         None,
     ),
     ("cassettes", "gauge_cassettes", str, "replay reads only from this folder of exported cassettes", None),
+    (
+        "history",
+        "gauge_history",
+        str,
+        "verdict history (SQLite file) this run appends to and reads flake rates and gate records from",
+        None,
+    ),
     ("timeout", "gauge_timeout", _seconds, "per-request timeout in seconds (default 60)", None),
     (
         "max-retries",
@@ -374,6 +389,17 @@ def _add_sandbox_option(parser: pytest.Parser, group: Any) -> None:
     parser.addini("gauge_unsandboxed", "like --gauge-unsandboxed", type="bool", default=False)
 
 
+def _add_cache_mode_option(group: Any) -> None:
+    """``--gauge-cache-mode``: another name of ``--gauge-cache`` (the same ini key, ``gauge_cache``)."""
+    group.addoption(
+        "--gauge-cache-mode",
+        dest="gauge_cache",
+        default=None,
+        choices=CACHE_MODES,
+        help="the same as --gauge-cache (e.g. --gauge-cache-mode replay-then-live)",
+    )
+
+
 def add_options(parser: pytest.Parser) -> None:
     """Register the ``--gauge-*`` flags and their ini twins."""
     group = parser.getgroup("gauge", "pytest-gauge: LLM-agent evaluations")
@@ -394,6 +420,7 @@ def add_options(parser: pytest.Parser) -> None:
     )
     parser.addini("gauge_gates", "gates applied to every suite, one per line", type="linelist", default=[])
     _add_labels_option(parser, group)
+    _add_cache_mode_option(group)
     _add_sandbox_option(parser, group)
     parser.addini(
         "gauge_prices",
@@ -619,7 +646,24 @@ def resolve_options(config: pytest.Config) -> GaugeOptions:
         familywise=pick("gauge_familywise", "per-gate"),
         labels=_labels(config, invocation, root),
         unsandboxed=bool(config.getoption("gauge_unsandboxed") or config.getini("gauge_unsandboxed")),
+        history=_history(config, invocation, values["gauge_history"]),
     )
+
+
+def _history(config: pytest.Config, invocation: Path, value: str | None) -> str | None:
+    """``--gauge-history``: the file's absolute path, checked on the controller (a bad file fails now,
+    not at the end of the run)."""
+    if not value:
+        return None
+    from .files.history import HistoryError, check_history  # deferred: keeps sqlite3 off pytest's start-up
+
+    path = (invocation / value).resolve()
+    if not hasattr(config, "workerinput"):
+        try:
+            check_history(path)
+        except HistoryError as exc:
+            raise pytest.UsageError(str(exc)) from None
+    return str(path)
 
 
 def _gates(config: pytest.Config) -> tuple[str, ...]:

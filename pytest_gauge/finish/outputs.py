@@ -35,6 +35,7 @@ from ..files.replay import load_recording
 from ..files.shards import parse_shard, write_shard_manifest
 from ..files.work_store import WorkStore
 from ..fixtures import finish_tests
+from ..gateway.gateway import REPLAY_THEN_LIVE
 from ..gateway.ledger import merge_ledgers
 from ..gateway.store import content_key
 from ..process.replay import miss_message, miss_reasons
@@ -472,7 +473,11 @@ def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool)
         return entries
     opts = state.options
     strict = ci_active(os.environ) and not opts.allow_skipped_gates
+    from .history import history_run, open_history  # deferred: keeps numpy off the import of finish.outputs
+    from .misses import add_misses_section  # deferred: keeps numpy off the import of finish.outputs
+
     pages: list[tuple[Path, SuiteOutputs]] = []
+    history = open_history(state)
     for meta in metas:
         name = meta.name
         if not meta.selected and not opts.shard:  # every case deselected: so are its gates
@@ -507,6 +512,11 @@ def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool)
         if opts.snapshot_reports and not partial:
             entries += check_report_snapshots(session, meta, analysis.reports)
         state.finished[name] = {"ctx": analysis.ctx, "out": out, "manifest": written[0]}
+        if opts.cache_mode == REPLAY_THEN_LIVE:
+            add_misses_section(ledger, analysis.reports, out)
+        if history is not None:
+            run = history_run(meta, records, analysis.results, written[0], opts.shard)
+            state.finished[name]["history"] = history.add(run, analysis.reports, out)
         pages.append((out, html_page(meta, written, records, ledger, analysis.reports)))
         skip_note = None if opts.shard else _gate_note(name, analysis.results, strict=strict)
         state.gate_notes += [(True, skip_note)] if skip_note else []
@@ -519,6 +529,8 @@ def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool)
         write_html_pages(Path(opts.out_dir), pages)
     for name in state.finished:  # every report written: only now does a manifest say the suite is done
         complete(state.finished[name]["out"], state.finished[name]["manifest"])
+    if history is not None:
+        history.write(state)  # once, after every report
     return entries
 
 
@@ -559,6 +571,7 @@ def _replay_misses(state: GaugeState, name: str, info: dict[str, Any]) -> str | 
 def write_summary(terminalreporter: Any, state: GaugeState) -> None:
     """The compact end-of-run table, once, on the controller; the GitHub step summary (Markdown, when
     ``GITHUB_STEP_SUMMARY`` is set) and ``pr-comment.md``."""
+    from ..analysis.misses import live_misses  # deferred: keeps numpy off the import of finish.outputs
     from ..report import (  # deferred: keeps numpy off the import of finish.outputs
         render_summary,
         unpriced_warnings,
@@ -568,6 +581,8 @@ def write_summary(terminalreporter: Any, state: GaugeState) -> None:
         render_step_summary,
         report_link,
     )
+    from ..report.history import history_lines  # deferred: keeps numpy off the import of finish.outputs
+    from ..report.misses import misses_line  # deferred: keeps numpy off the import of finish.outputs
 
     texts = []
     link = report_link(os.environ)
@@ -580,6 +595,11 @@ def write_summary(terminalreporter: Any, state: GaugeState) -> None:
             terminalreporter.write_line(line)
         for warning in unpriced_warnings(info["ctx"].ledger):
             terminalreporter.write_line(f"pytest-gauge {warning}", yellow=True)
+        if state.options.cache_mode == REPLAY_THEN_LIVE:
+            terminalreporter.write_line(f"pytest-gauge {misses_line(live_misses(info['ctx'].ledger))}")
+        if "history" in info:
+            for line in history_lines(info["history"]):
+                terminalreporter.write_line(f"pytest-gauge {line}")
         miss = _replay_misses(state, name, info)
         if miss:
             terminalreporter.write_line(f"pytest-gauge {miss}", red=True)

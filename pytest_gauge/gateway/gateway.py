@@ -92,6 +92,10 @@ class WireReply:
     record: LedgerRecord
 
 
+REPLAY_THEN_LIVE = "replay-then-live"  # --gauge-cache: answer what is recorded, send only the misses
+REUSING_MODES = ("use", REPLAY_THEN_LIVE)  # cache modes that answer from persisted entries
+
+
 @dataclass(frozen=True)
 class CallContext:
     """Which work a call belongs to (docs/protocol.md#ledger): suite, task, work key, strategy."""
@@ -142,6 +146,7 @@ class GatewayResources:
     stops: ModelStops = field(default_factory=lambda: ModelStops(None))
     model_rates: ModelRates | None = None  # --gauge-rpm/--gauge-tpm MODEL=N
     pacer: ModelPacer | None = None  # adaptive concurrency per model (halve on 429, +1 per success)
+    recorded: Store | None = None  # replay-then-live: exported cassettes, read after the cache, never written
 
 
 @dataclass
@@ -377,7 +382,7 @@ class Gateway:
             return False
         if entry.get("run_id") == self.settings.run_id:
             return True
-        return (self.settings.cache_mode == "use" and bool(entry.get("persist"))) or (
+        return (self.settings.cache_mode in REUSING_MODES and bool(entry.get("persist"))) or (
             self.settings.replay and bool(entry.get("persist"))
         )
 
@@ -540,6 +545,10 @@ class Gateway:
         call = _Call(ctx, seq, role, model, body, key, api, passed)
         if cache is not None and settings.cache_mode != "off":
             hit = self._cache_hit(cache, key, call)
+            if hit is not None:
+                return hit
+        if res.recorded is not None:  # replay-then-live: the cassettes answer what the cache does not
+            hit = self._cache_hit(res.recorded, key, call)
             if hit is not None:
                 return hit
         if settings.replay:

@@ -28,7 +28,7 @@ def suite_shard_tasks(entry: SuiteEntry, shard: Shard) -> frozenset[str]:
 def options_json(opts: GaugeOptions) -> dict[str, Any]:
     """Every option as plain JSON (what the merge reuses), without folders and per-machine settings."""
     data = dataclasses.asdict(opts)
-    for key in ("out_dir", "cache_dir", "cassettes", "progress", "shard", "limits", "run_id"):
+    for key in ("out_dir", "cache_dir", "cassettes", "progress", "shard", "limits", "run_id", "history"):
         data.pop(key, None)
     plain: dict[str, Any] = json.loads(json.dumps(data))  # tuples as lists, as they are read back
     return plain

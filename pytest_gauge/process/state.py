@@ -24,7 +24,15 @@ import pytest
 from ..files.folders import OutFolder, RunFolder
 from ..files.readwrite import FileFormatError, read_json_object, write_atomic
 from ..files.work_store import WorkStore
-from ..gateway.gateway import Gateway, GatewayResources, GatewaySettings, GatewayShared, live_keys
+from ..gateway.gateway import (
+    REPLAY_THEN_LIVE,
+    REUSING_MODES,
+    Gateway,
+    GatewayResources,
+    GatewaySettings,
+    GatewayShared,
+    live_keys,
+)
 from ..gateway.ledger import Ledger
 from ..gateway.limits import ModelPacer
 from ..gateway.model_stops import ModelStops
@@ -185,7 +193,7 @@ class GaugeState:
             run=Store(RunFolder(run).formats) if self.worker_id != "main" else None,
             kept=Store(Path(opts.cache_dir) / "formats") if opts.cache_mode != "off" else None,
             scope=format_scope(opts.backend, os.environ),
-            reuse=opts.cache_mode == "use",
+            reuse=opts.cache_mode in REUSING_MODES,
         )
         runtimes: dict[str, SuiteRuntime] = {}
         for name, entry in self.suites.items():
@@ -272,6 +280,7 @@ class GaugeState:
             stops=ModelStops(run, opts.max_timeouts),
             model_rates=build_model_rates(opts, run, self.run_id),  # run folder or --gauge-limits
             pacer=ModelPacer(opts.max_concurrency),
+            recorded=_recorded(opts),
         )
         return GatewayShared(settings, resources)
 
@@ -450,3 +459,10 @@ def _worker_order(worker: str) -> tuple[int, str]:
 
 
 state_key = pytest.StashKey[GaugeState]()
+
+
+def _recorded(opts: GaugeOptions) -> Store | None:
+    """``--gauge-cache replay-then-live`` with ``--gauge-cassettes``: the cassettes, read after the cache."""
+    if opts.cache_mode == REPLAY_THEN_LIVE and opts.cassettes and opts.backend != "replay":
+        return Store(opts.cassettes)
+    return None

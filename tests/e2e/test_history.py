@@ -1,0 +1,94 @@
+"""The verdict history across runs: three runs of the mini suite at three seeds, appended to one history,
+give a flake table whose flaky tasks are exactly those whose outcome flipped across the runs' own records."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from pytest_gauge.files.history import read_history
+from tests.helpers import MINI_INI, read_jsonl, run_inprocess
+
+GATE = "flip_rate <= 0.5"
+
+
+def _steady(suite: Path) -> None:
+    """A judge without noise and two agents that always or never succeed: only agent_y's draws (skill 0.8)
+    differ between seeds, so some tasks flip across runs and some do not."""
+    module = suite / "test_mini.py"
+    text = module.read_text()
+    for old, new in (
+        ("skill=0.85", "skill=1.0"),
+        ("skill=0.35", "skill=0.0"),
+        ("SimJudge(noise=0.15)", "SimJudge(noise=0.0, misread=0.0)"),
+    ):
+        assert old in text
+        text = text.replace(old, new)
+    module.write_text(text)
+
+
+def _preferred(row: dict[str, object]) -> str:
+    choice = row["judge_choice"]
+    if choice not in ("A", "B"):
+        return str(choice)
+    left_in_a = row["blind_order"] == "A=left"
+    return str(row["agent_left"] if (choice == "A") == left_in_a else row["agent_right"])
+
+
+def _outcomes(out: Path) -> dict[str, frozenset[tuple[object, ...]]]:
+    """Each task's outcome read from a run's pair_results.jsonl: its cases' preferred agents and rule
+    successes (computed here, not by the plugin)."""
+    found: dict[str, set[tuple[object, ...]]] = {}
+    for row in read_jsonl(out / "mini" / "pairs" / "pair_results.jsonl"):
+        case = (row["case_id"], _preferred(row), row["task_success_left"], row["task_success_right"])
+        found.setdefault(str(row["task_id"]), set()).add(case)
+    return {task: frozenset(cases) for task, cases in found.items()}
+
+
+def _flaky_rows(conclusion: str) -> set[str]:
+    section = conclusion.split("## History", 1)[1]
+    return set(re.findall(r"^\| (m\d\d) \| 3 \| [12] \|", section, flags=re.MULTILINE))
+
+
+def test_three_seeds_flag_exactly_the_tasks_that_flipped(pytester: pytest.Pytester, mini_suite: Path) -> None:
+    _steady(mini_suite)
+    (pytester.path / "history").mkdir()
+    outs = []
+    for seed in (1, 2, 3):
+        history = ["--gauge-history", "history/runs.db"] if seed == 1 else ["--gauge-history=history/runs.db"]
+        out = f"out{seed}"
+        done = run_inprocess(
+            pytester, "suites", "--gauge-seed", str(seed), "--gauge-out", out, "--gauge-gate", GATE, *history
+        )
+        assert done.ret in (0, 1), done.stdout.str()
+        done.stdout.fnmatch_lines([f"pytest-gauge history: {seed} run*; flaky tasks *"])
+        outs.append(pytester.path / out)
+    runs = [_outcomes(o) for o in outs]
+    flipped = {task for task in runs[0] if len({r[task] for r in runs}) > 1}
+    assert flipped and flipped != set(runs[0]), "the suite should make some tasks flip and some not"
+
+    conclusion = (outs[-1] / "mini" / "reports" / "conclusion.md").read_text()
+    assert _flaky_rows(conclusion) == flipped
+    assert f"Flaky tasks: {len(flipped)} of 5;" in conclusion
+    assert re.search(rf"\| `{re.escape(GATE)}` \| \d/3 \| \w+ \w+ \w+ \|", conclusion)
+
+    recorded = read_history(pytester.path / "history" / "runs.db")
+    assert [r.seed for r in recorded] == [1, 2, 3]
+    assert len({r.run_id for r in recorded}) == 3
+    assert {t.task_id for r in recorded for t in r.tasks} == set(runs[0])
+
+
+def test_the_ini_key_names_a_bad_history_before_any_case(pytester: pytest.Pytester, mini_suite: Path) -> None:
+    pytester.makeini(MINI_INI + "gauge_history = runs.db\n")
+    (pytester.path / "runs.db").write_text("these are notes, not a history\n" * 40)
+    done = run_inprocess(pytester, "suites")
+    assert done.ret == pytest.ExitCode.USAGE_ERROR
+    assert "runs.db: not a pytest-gauge history" in done.stderr.str()
+    assert not (pytester.path / "gauge-out").exists()
+
+    (pytester.path / "runs.db").unlink()
+    assert run_inprocess(pytester, "suites").ret == 0
+    (run,) = read_history(pytester.path / "runs.db")
+    assert run.suite == "mini" and len(run.tasks) == 5 and run.seed == 7
