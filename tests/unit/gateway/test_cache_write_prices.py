@@ -51,7 +51,7 @@ def test_write_prices_are_read_carried_to_workers_and_costed(tmp_path: Path) -> 
 
 def test_a_bad_write_price_names_the_model(tmp_path: Path) -> None:
     (tmp_path / "p.toml").write_text('[prices.m]\ninput = 1\noutput = 2\ncache_write = "x"\n')
-    with pytest.raises(pytest.UsageError, match="cache_write of 'm' must be a non-negative number"):
+    with pytest.raises(pytest.UsageError, match="cache_write of 'm' must be a number from 0 to 1,000,000"):
         load_prices(ini_lines=[], file="p.toml", environ={}, base=tmp_path)
 
 
