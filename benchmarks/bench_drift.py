@@ -19,8 +19,10 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the benchmarks import each other by name
 
-from benchmarks import bench_adaptive as ba
+import bench_adaptive as ba
+
 from pytest_gauge.analysis.sequential import equal_looks
 
 THRESHOLD = 0.65
