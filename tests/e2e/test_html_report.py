@@ -553,3 +553,28 @@ def test_no_view_of_the_page_shows_null_undefined_or_nan(page: Any, run_out: Pat
     assert leaks == {}
     page.get((run_out / "index.html").as_uri())  # the front page over the suites
     assert re.findall(_NO_VALUE, page.execute_script(script)) == []
+
+
+@pytest.mark.slow
+def test_the_overview_opens_with_the_verdict_and_the_headline_drawn(page: Any, run_out: Path) -> None:
+    """The first screen: the verdict, LRS close against distant with intervals, flip rate and position
+    bias per pair, satisfied-but-failed per agent, the bill by role; the full metric table folded."""
+    metrics = json.loads((run_out / "mini" / "reports" / "metrics.json").read_text())["metrics"]
+    _open(page, run_out / "mini" / "reports" / "index.html")
+    assert page.execute_script("return document.getElementById('verdict-line').textContent").startswith(
+        "Verdict: FAIL (2 fail)"
+    )  # the run's gates lrs <= 0 and flip_rate <= 0 fail
+    chart = "document.getElementById('headline-chart')"
+    top = page.execute_script(f"return {chart}.getBoundingClientRect().top")
+    assert 0 < top < page.execute_script("return window.innerHeight")  # on the first screen
+    script = f"return Array.from({chart}.querySelectorAll('text')).map(t => t.textContent)"
+    labels = page.execute_script(script)
+    rows = ("lrs_close", "lrs_distant", "flip_rate(agent_x, agent_y)", "position_bias(agent_y, agent_z)")
+    for name in (*rows, "sat_but_failed_rate(agent_z)"):
+        shown = labels[labels.index(name) + 1]  # the value beside it: its own, or "–" when it has none
+        value, n = metrics[name]["value"], metrics[name]["n"]
+        assert shown == ("–" if value is None else f"{value:.2f}") + f" (n={n})", name
+    assert page.execute_script(f"return {chart}.querySelectorAll('line.ci').length") >= 5  # drawn intervals
+    bill = page.execute_script("return document.getElementById('bill-line').textContent")
+    assert bill.startswith("The bill by role: agent ") and "judge" in bill and "% of tokens" in bill
+    assert page.execute_script("return document.getElementById('all-metrics').open") is False  # folded
