@@ -165,6 +165,7 @@
       D.costs.map((c) => el("tr", null, td(c[0]), td(c[1], "num"), td(c[2], "num"), td(c[3], "num"), td(c[4], "num"), td(atLeast(c[5], c[6]), "num"))), "cost-table"));
     costPanel(sec);
     baselinePanel(sec);
+    selfPreferencePanel(sec);
     humanPanel(sec);
     glossary(sec);
   }
@@ -194,6 +195,8 @@
       el("p", { class: "facts" }, b.shared_tasks + " shared tasks" + (b.added_tasks.length ? ", " + b.added_tasks.length + " added" : "") +
         (b.removed_tasks.length ? ", " + b.removed_tasks.length + " removed" : "") +
         (b.added_agents.length ? "; new agents " + b.added_agents.join(", ") : "") + (b.removed_agents.length ? "; agents gone " + b.removed_agents.join(", ") : "")),
+      el("p", { id: "baseline-changes", class: "facts" }, "What else changed: " + (agents.filter((a) => b.agents[a].changed.length)
+        .map((a) => a + " (" + b.agents[a].changed.join("; ") + ")").concat(b.setup_changes || []).join("; ") || "nothing (agents' models and prompts, the judge's and user simulator's models, prompts and settings)")),
       table([["agent"], ["success before → now", "num"], ["Δ success", "num"], ["95% interval", "num"], ["Δ mean reward", "num"], ["95% interval", "num"], ["regressed / fixed", "num"]],
         agents.map((a) => {
           const x = b.agents[a];
@@ -206,6 +209,19 @@
       table([["judge and cost"], ["delta", "num"], ["95% interval", "num"]],
         [...Object.entries(b.judge), ["delta(cost_per_success)", b["delta(cost_per_success)"]]].map(([name, e]) =>
           el("tr", null, td(el("code", null, name)), ...delta(e).map((v) => td(v, "num")))), "baseline-judge"));
+  }
+
+  // A judge sharing a contestant's model: metrics.json's "self_preference" block
+  function selfPreferencePanel(sec) {
+    const p = D.self_preference;
+    if (!p) return;
+    const row = (label, e) => { const k = places(e.value, e.low, e.high, 3);
+      return el("tr", null, td(label), td(fmt(e.value, k), "num"), td(interval(e.low, e.high, k), "num"), td(e.n, "num")); };
+    sec.append(el("h3", { id: "self-preference-h" }, "Self-preference"),
+      el("p", { class: "facts" }, "The judge model " + p.judge_model + " is also the model of " + p.agents.join(", ") +
+        ": how often it picks the lower-reward transcript (by the rules), its own model's against the other agents'."),
+      table([["picks the lower-reward transcript"], ["rate", "num"], ["95% interval", "num"], ["n", "num"]],
+        [row("its own model's", p.own), row("another agent's", p.others), row("difference (own − others)", p.difference)], "self-preference-table"));
   }
 
   // The judge against people (--gauge-labels): metrics.json's "human" block

@@ -321,6 +321,7 @@ def build_payload(out: SuiteOutputs, redact: Redact) -> dict[str, Any]:
         "gates": [_gate(g, by_id) for g in gates],
         "glossary": [[m.name, m.description] for m in METRICS],
         "human": out.human,
+        "self_preference": out.self_preference,
         "ledger": [_ledger_line(x, caching) for x in out.ledger],
         "metrics": [[m.name, m.value, m.low, m.high, m.n, m.method] for m in out.metrics],
         "pairs": [
