@@ -321,7 +321,6 @@ def build_payload(out: SuiteOutputs, redact: Redact) -> dict[str, Any]:
         "gates": [_gate(g, by_id) for g in gates],
         "glossary": [[m.name, m.description] for m in METRICS],
         "human": out.human,
-        "self_preference": out.self_preference,
         "ledger": [_ledger_line(x, caching) for x in out.ledger],
         "metrics": [[m.name, m.value, m.low, m.high, m.n, m.method] for m in out.metrics],
         "pairs": [
@@ -330,6 +329,7 @@ def build_payload(out: SuiteOutputs, redact: Redact) -> dict[str, Any]:
         ],
         "sample": [[by_id[c.case_id], c.weight, c.stratum] for c in out.sample if c.case_id in by_id],
         "seed": out.seed,
+        "self_preference": out.self_preference,
         "suite": out.name,
         "tasks": [[t.task_id, t.category, redact(t.prompt)] for t in out.tasks],
         "total_cost": out.total_cost,
