@@ -174,6 +174,7 @@ class BaselineComparison:
             "delta(cost_per_success)": self.cost_per_success.to_json(),
             "elo_reference": self.elo_reference,
             "elo": {f"delta(elo({k}))": v.to_json() for k, v in self.elo.items()},
+            "setup_changes": list(self.setup_changes),
         }
 
 

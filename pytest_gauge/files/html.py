@@ -85,6 +85,12 @@ def _reproducibility(doc: Any) -> tuple[float, float] | None:
     return float(doc["same_tasks"]), float(doc["fresh_tasks"])
 
 
+def _block(doc: Mapping[str, Any], name: str) -> dict[str, Any] | None:
+    """A metrics.json block the page shows when present (an object), else None."""
+    value = doc.get(name)
+    return value if isinstance(value, dict) else None
+
+
 def _metrics_parts(doc: Mapping[str, Any]) -> dict[str, Any]:
     gates = tuple(
         GateRow(
@@ -147,6 +153,7 @@ def _metrics_parts(doc: Mapping[str, Any]) -> dict[str, Any]:
         "usage_missing": int(costs_doc.get("usage_missing") or 0),
         "pair_class": {pid: p.get("class", "") for pid, p in doc.get("pairs", {}).items()},
         "human": doc.get("human") if isinstance(doc.get("human"), dict) else None,
+        "self_preference": _block(doc, "self_preference"),
         "baseline": doc.get("baseline") if isinstance(doc.get("baseline"), dict) else None,
         "flipped": tuple(
             (f["task_id"], f["pair_id"], int(f["sample"]))

@@ -11,7 +11,7 @@ from ..files.folders import OutFolder, SuiteFolder
 from ..files.html import load_suite, suite_folders
 from ..files.readwrite import write_atomic
 from ..records.html import SuiteOutputs
-from ..report.html import SuiteLink, redaction_names, render_index_html, render_suite_html
+from ..report.html import SuiteLink, redaction_names, render_index_html, render_suite_html, suite_link
 from ..run.judge import Redactor
 
 __all__ = ["write_html_pages", "write_html_reports"]
@@ -33,17 +33,7 @@ def write_html_pages(out_dir: Path, pages: Iterable[tuple[Path, SuiteOutputs]]) 
         path = SuiteFolder(folder).page
         write_atomic(path, render_suite_html(outputs, Redactor(redaction_names(outputs))))
         written.append(path)
-        links.append(
-            SuiteLink(
-                name=outputs.name,
-                href=SuiteFolder(Path(folder.name)).page.as_posix(),
-                cases=len(outputs.records),
-                gates_failed=sum(g.status in ("fail", "inconclusive") for g in outputs.gates),
-                gates_total=len(outputs.gates),
-                total_cost=outputs.total_cost,
-                usage_missing=outputs.usage_missing,
-            )
-        )
+        links.append(suite_link(outputs, SuiteFolder(Path(folder.name)).page.as_posix()))
     index = OutFolder(out_dir).page
     write_atomic(index, render_index_html(links))
     written.append(index)

@@ -159,6 +159,7 @@ class SuiteOutputs:
     elo_svg: str | None = None
     baseline: dict[str, Any] | None = None  # metrics.json's "baseline" block (--gauge-baseline), or None
     human: dict[str, Any] | None = None  # metrics.json's "human" block (--gauge-labels), None without labels
+    self_preference: dict[str, Any] | None = None  # metrics.json's: a judge sharing a contestant's model
     sample: tuple[SampleCase, ...] = ()  # labels/sample.jsonl: the cases the labelling mode offers first
 
 

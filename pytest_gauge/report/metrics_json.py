@@ -19,6 +19,7 @@ from .common import ReportContext, case_counts, category_counts, prices_of, suit
 from .costs import key_variable_costs, latency_figures, model_costs, spent_this_run, watch_figures
 from .format import VOLATILE_KEY, usd_at_least
 from .recommend import recommendations
+from .self_preference import self_preference_json
 
 __all__ = ["METRICS_FORMAT_VERSION", "driver_cases", "human_metrics", "render_metrics_json"]
 
@@ -227,6 +228,7 @@ def render_metrics_json(ctx: ReportContext) -> str:
         "costs": _costs_json(ctx),
         "judge_rules": m.judge_rules.to_json(),
         **({"human": m.human.to_json()} if m.human is not None else {}),
+        **self_preference_json(ctx),
         "usage_missing_calls": sorted({x.call_id for x in ctx.ledger if x.usage_missing}),
         "cases": {"expected": expected, "recorded": recorded, "missing": expected - recorded},
         "missing_case_ids": missing,

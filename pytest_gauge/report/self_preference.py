@@ -8,7 +8,7 @@ from ..analysis.self_preference import SelfPreference, self_preference
 from .common import ReportContext
 from .format import fmt_ci, fmt_rate, md_code
 
-__all__ = ["self_preference_line", "self_preference_section"]
+__all__ = ["self_preference_json", "self_preference_line", "self_preference_section"]
 
 
 def _measure(ctx: ReportContext) -> SelfPreference | None:
@@ -18,6 +18,22 @@ def _measure(ctx: ReportContext) -> SelfPreference | None:
 
 def _rate(label: str, e: Estimate) -> str:
     return f"{label} {fmt_rate(e.value)} {fmt_ci(e.low, e.high)} (n={e.n})".strip()
+
+
+def self_preference_json(ctx: ReportContext) -> dict[str, dict[str, object]]:
+    """metrics.json's ``self_preference`` block (the HTML page draws it), or nothing."""
+    sp = _measure(ctx)
+    if sp is None:
+        return {}
+    return {
+        "self_preference": {
+            "judge_model": sp.judge_model,
+            "agents": list(sp.own_agents),
+            "own": sp.own.to_json(),
+            "others": sp.others.to_json(),
+            "difference": sp.difference.to_json(),
+        }
+    }
 
 
 def self_preference_line(ctx: ReportContext) -> list[str]:

@@ -510,6 +510,7 @@ def test_since_the_baseline_lists_the_regressed_and_fixed_tasks_with_both_transc
         "judge": {"delta(flip_rate)": est(0.1, -0.1, 0.3)},
         "removed_agents": [],
         "removed_tasks": [],
+        "setup_changes": ["judge:0 model sim-judge -> sim-judge-2"],
         "shared_tasks": 6,
     }
     out = dataclasses.replace(tiny_outputs(), baseline=baseline)
@@ -530,6 +531,8 @@ def test_since_the_baseline_lists_the_regressed_and_fixed_tasks_with_both_transc
         By.XPATH, "//table[@id='baseline-judge']//tr[td/code[text()='delta(cost_per_success)']]"
     )
     assert cost.text.split()[1:] == ["+0.0005", "[0.0003,", "0.0007]"]
+    changes = page.find_element(By.ID, "baseline-changes").text  # every difference, named
+    assert changes == "What else changed: alpha (model); judge:0 model sim-judge -> sim-judge-2"
 
 
 _NO_VALUE = r"(?<![A-Za-z])(null|undefined|NaN)"  # "nullnullnull" too: no boundary inside
@@ -553,3 +556,57 @@ def test_no_view_of_the_page_shows_null_undefined_or_nan(page: Any, run_out: Pat
     assert leaks == {}
     page.get((run_out / "index.html").as_uri())  # the front page over the suites
     assert re.findall(_NO_VALUE, page.execute_script(script)) == []
+
+
+@pytest.mark.slow
+def test_the_overview_opens_with_the_verdict_and_the_headline_drawn(page: Any, run_out: Path) -> None:
+    """The first screen: the verdict, LRS close against distant with intervals, flip rate and position
+    bias per pair, satisfied-but-failed per agent, the bill by role; the full metric table folded."""
+    metrics = json.loads((run_out / "mini" / "reports" / "metrics.json").read_text())["metrics"]
+    _open(page, run_out / "mini" / "reports" / "index.html")
+    assert page.execute_script("return document.getElementById('verdict-line').textContent").startswith(
+        "Verdict: FAIL (2 fail)"
+    )  # the run's gates lrs <= 0 and flip_rate <= 0 fail
+    chart = "document.getElementById('headline-chart')"
+    top = page.execute_script(f"return {chart}.getBoundingClientRect().top")
+    assert 0 < top < page.execute_script("return window.innerHeight")  # on the first screen
+    script = f"return Array.from({chart}.querySelectorAll('text')).map(t => t.textContent)"
+    labels = page.execute_script(script)
+    rows = ("lrs_close", "lrs_distant", "flip_rate(agent_x, agent_y)", "position_bias(agent_y, agent_z)")
+    for name in (*rows, "sat_but_failed_rate(agent_z)"):
+        shown = labels[labels.index(name) + 1]  # the value beside it: its own, or "–" when it has none
+        value, n = metrics[name]["value"], metrics[name]["n"]
+        assert shown == ("–" if value is None else f"{value:.2f}") + f" (n={n})", name
+    assert page.execute_script(f"return {chart}.querySelectorAll('line.ci').length") >= 5  # drawn intervals
+    bill = page.execute_script("return document.getElementById('bill-line').textContent")
+    assert bill.startswith("The bill by role: agent ") and "judge" in bill and "% of tokens" in bill
+    assert page.execute_script("return document.getElementById('all-metrics').open") is False  # folded
+
+
+@pytest.mark.slow
+def test_a_judge_sharing_a_contestants_model_has_its_self_preference_drawn(page: Any, tmp_path: Path) -> None:
+    import dataclasses
+
+    def est(value: float, low: float, high: float, n: int) -> dict[str, Any]:
+        return {"value": value, "n": n, "low": low, "high": high, "method": "wilson"}
+
+    block = {
+        "judge_model": "m-judge",
+        "agents": ["alpha"],
+        "own": est(0.75, 0.3, 0.95, 4),
+        "others": est(0.25, 0.05, 0.7, 4),
+        "difference": est(0.5, -0.1, 0.8, 4),
+    }
+    out = dataclasses.replace(tiny_outputs(), self_preference=block)
+    path = tmp_path / "index.html"
+    path.write_text(render_suite_html(out, redactor_of(tiny_outputs())), encoding="utf-8")
+    _open(page, path)
+    rows = page.execute_script(
+        "return Array.from(document.querySelectorAll('#self-preference-table tbody tr'))"
+        ".map(r => Array.from(r.cells).map(c => c.textContent))"
+    )
+    assert rows == [
+        ["its own model's", "0.750", "[0.300, 0.950]", "4"],
+        ["another agent's", "0.250", "[0.050, 0.700]", "4"],
+        ["difference (own − others)", "0.500", "[-0.100, 0.800]", "4"],
+    ]

@@ -4,6 +4,7 @@ other agents, with intervals) in the terminal and conclusion.md."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -27,6 +28,10 @@ def test_a_judge_sharing_an_agents_model_is_flagged_and_measured(
     section = conclusion.split("## Self-preference", 1)[1].split("\n## ", 1)[0]
     assert "`sim-agent-x` is also the model of `agent_x`" in section
     assert re.search(r"difference \(own − others\): -?\d\.\d+ \[-?\d\.\d+, -?\d\.\d+\]", section), section
+    metrics = json.loads((pytester.path / "gauge-out" / "mini" / "reports" / "metrics.json").read_text())
+    block = metrics["self_preference"]  # what the HTML page's "Self-preference" panel draws
+    assert block["judge_model"] == "sim-agent-x" and block["agents"] == ["agent_x"]
+    assert block["own"]["n"] > 0 and block["difference"]["low"] is not None
 
 
 def test_a_judge_no_agent_shares_is_not_flagged(pytester: pytest.Pytester, mini_suite: Path) -> None:
@@ -34,3 +39,5 @@ def test_a_judge_no_agent_shares_is_not_flagged(pytester: pytest.Pytester, mini_
     assert "self-preference" not in result.stdout.str()
     conclusion = (pytester.path / "gauge-out" / "mini" / "reports" / "conclusion.md").read_text()
     assert "## Self-preference" not in conclusion
+    metrics = json.loads((pytester.path / "gauge-out" / "mini" / "reports" / "metrics.json").read_text())
+    assert "self_preference" not in metrics

@@ -20,7 +20,7 @@ from ...records.html import (
     redaction_names,
 )
 from .payload import PAYLOAD_VERSION, build_payload, driver_cases
-from .render import SuiteLink, embed_json, render_index_html, render_suite_html
+from .render import SuiteLink, embed_json, render_index_html, render_suite_html, suite_link
 
 __all__ = [
     "PAYLOAD_VERSION",
@@ -40,4 +40,5 @@ __all__ = [
     "redaction_names",
     "render_index_html",
     "render_suite_html",
+    "suite_link",
 ]

@@ -66,6 +66,72 @@
       el("tbody", null, ...rows)));
   const td = (v, cls) => el("td", { class: cls || null }, v);
 
+  // ------------------------------------------------------------------ the headline, drawn
+  // The verdict, then the method's numbers on one 0–1 axis with their 95% intervals: LRS on close
+  // against distant pairs, flip rate and position bias per pair, satisfied-but-failed per agent; then the
+  // bill by role (tokens, and cost where known). A number the run has not got is drawn as "–", never NaN.
+  const SVG = "http://www.w3.org/2000/svg";
+  function svg(tag, attrs, text) {
+    const e = document.createElementNS(SVG, tag);
+    for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, String(v));
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
+  function verdictOf(gates) {
+    if (!gates.length) return ["none", "no gates declared"];
+    const n = (s) => gates.filter((g) => g.status === s).length;
+    const parts = ["pass", "fail", "inconclusive", "skipped"].filter((s) => n(s)).map((s) => n(s) + " " + s);
+    return [n("fail") ? "fail" : n("inconclusive") ? "inconclusive" : n("skipped") ? "skipped" : "pass", parts.join(", ")];
+  }
+  function headlineRows() {
+    const byName = new Map(D.metrics.map((m) => [m[0], m]));
+    const rows = [];
+    const group = (title, names) => {
+      const found = names.filter((n) => byName.has(n));
+      if (found.length) rows.push([title, null], ...found.map((n) => [n, byName.get(n)]));
+    };
+    group("lower-reward-selected rate", ["lrs_close", "lrs_distant"]);
+    const each = (prefix) => D.metrics.map((m) => m[0]).filter((n) => n.startsWith(prefix + "("));
+    group("flip rate per pair", each("flip_rate"));
+    group("position bias per pair", each("position_bias"));
+    group("satisfied but failed, per agent", each("sat_but_failed_rate"));
+    return rows;
+  }
+  function intervalChart(rows) {
+    const rowH = 20, labelW = 250, axisW = 300, h = rowH * (rows.length + 1) + 6;
+    const x = (v) => labelW + axisW * Math.max(0, Math.min(1, v));
+    const g = svg("svg", { id: "headline-chart", role: "img", width: labelW + axisW + 90, height: h,
+      viewBox: "0 0 " + (labelW + axisW + 90) + " " + h, "aria-label": "headline metrics with 95% intervals" });
+    [0, 0.25, 0.5, 0.75, 1].forEach((t) => {
+      g.append(svg("line", { x1: x(t), x2: x(t), y1: 0, y2: h - rowH, class: "grid-line" }));
+      g.append(svg("text", { x: x(t), y: h - 6, "text-anchor": "middle", class: "tick" }, String(t)));
+    });
+    rows.forEach(([name, m], i) => {
+      const y = rowH * i + 14;
+      if (!m) { g.append(svg("text", { x: 0, y: y, class: "group" }, name)); return; }
+      g.append(svg("text", { x: 12, y: y }, name));
+      const [v, lo, hi, n] = [m[1], m[2], m[3], m[4]];
+      if (given(lo) && given(hi)) g.append(svg("line", { x1: x(lo), x2: x(hi), y1: y - 4, y2: y - 4, class: "ci" }));
+      if (given(v)) g.append(svg("circle", { cx: x(v), cy: y - 4, r: 4, class: "point" }));
+      g.append(svg("text", { x: labelW + axisW + 8, y: y }, (given(v) ? fmt(v, 2) : "–") + " (n=" + n + ")"));
+    });
+    return g;
+  }
+  function headline(sec) {
+    const [status, counts] = verdictOf(D.gates);
+    sec.append(el("p", { id: "verdict-line", class: "verdict" }, "Verdict: ",
+      el("span", { class: "status " + status }, status === "none" ? "no gates" : status.toUpperCase()),
+      status === "none" ? "" : " (" + counts + ")"));
+    const rows = headlineRows();
+    if (rows.length) sec.append(el("div", { class: "headline" }, intervalChart(rows)));
+    const tokens = D.costs.map((c) => (c[3] || 0) + (c[4] || 0));
+    const all = tokens.reduce((a, b) => a + b, 0);
+    if (D.costs.length) {
+      sec.append(el("p", { id: "bill-line", class: "facts" }, "The bill by role: " + D.costs.map((c, i) =>
+        c[0] + " " + (all ? Math.round((100 * tokens[i]) / all) : 0) + "% of tokens, " + atLeast(c[5], c[6])).join("; ")));
+    }
+  }
+
   // ------------------------------------------------------------------ overview
   function overview() {
     const sec = document.getElementById("overview");
@@ -73,7 +139,8 @@
     document.getElementById("title").textContent = "pytest-gauge: " + D.suite;
     sec.append(el("h2", { id: "overview-h" }, "Overview"),
       el("p", { class: "facts" }, nCases + " cases, " + D.tasks.length + " tasks, " + D.pairs.length +
-        " pairs; backend " + D.backend + ", seed " + D.seed + "; total cost " + atLeast(D.total_cost, D.um)));
+        (D.pairs.length === 1 ? " pair" : " pairs") + "; backend " + D.backend + ", seed " + D.seed + "; total cost " + atLeast(D.total_cost, D.um)));
+    headline(sec);
     sec.append(el("h3", null, "Gates"));
     if (!D.gates.length) sec.append(el("p", { class: "muted" }, "No gates declared."));
     else sec.append(table([["status"], ["gate"], ["value", "num"], ["95% interval", "num"], ["n", "num"], ["threshold", "num"], ["repeats on reruns", "num"], ["driving cases"]],
@@ -84,11 +151,12 @@
           "show " + g.drivers.length + " case" + (g.drivers.length === 1 ? "" : "s")) : el("span", { class: "muted" }, "–")))), "gate-table"));
     const left = el("div", null), right = el("div", null);
     sec.append(el("div", { class: "ov" }, left, right));
-    left.append(el("h3", null, "Metrics"), table([["metric"], ["value", "num"], ["95% interval", "num"], ["n", "num"], ["method", "hide-narrow nowrap"]],
+    left.append(el("details", { id: "all-metrics" }, el("summary", null, "All metrics (" + D.metrics.length + ")"),
+      table([["metric"], ["value", "num"], ["95% interval", "num"], ["n", "num"], ["method", "hide-narrow nowrap"]],
       D.metrics.map((m) => {
         const k = places(m[1], m[2], m[3], 3);
         return el("tr", null, td(el("code", { title: explain(m[0]) }, m[0])), td(fmt(m[1], Math.max(k, 4)), "num"), td(interval(m[2], m[3], k), "num"), td(m[4], "num"), td(m[5], "hide-narrow nowrap"));
-      }), "metric-table"));
+      }), "metric-table")));
     if (D.elo_svg) {
       right.append(el("h3", null, "Elo"), el("div", { class: "elo" },
         el("img", { alt: "Elo ratings with 95% intervals", src: "data:image/svg+xml;charset=utf-8," + encodeURIComponent(D.elo_svg) })));
@@ -97,6 +165,7 @@
       D.costs.map((c) => el("tr", null, td(c[0]), td(c[1], "num"), td(c[2], "num"), td(c[3], "num"), td(c[4], "num"), td(atLeast(c[5], c[6]), "num"))), "cost-table"));
     costPanel(sec);
     baselinePanel(sec);
+    selfPreferencePanel(sec);
     humanPanel(sec);
     glossary(sec);
   }
@@ -126,6 +195,8 @@
       el("p", { class: "facts" }, b.shared_tasks + " shared tasks" + (b.added_tasks.length ? ", " + b.added_tasks.length + " added" : "") +
         (b.removed_tasks.length ? ", " + b.removed_tasks.length + " removed" : "") +
         (b.added_agents.length ? "; new agents " + b.added_agents.join(", ") : "") + (b.removed_agents.length ? "; agents gone " + b.removed_agents.join(", ") : "")),
+      el("p", { id: "baseline-changes", class: "facts" }, "What else changed: " + (agents.filter((a) => b.agents[a].changed.length)
+        .map((a) => a + " (" + b.agents[a].changed.join("; ") + ")").concat(b.setup_changes || []).join("; ") || "nothing (agents' models and prompts, the judge's and user simulator's models, prompts and settings)")),
       table([["agent"], ["success before → now", "num"], ["Δ success", "num"], ["95% interval", "num"], ["Δ mean reward", "num"], ["95% interval", "num"], ["regressed / fixed", "num"]],
         agents.map((a) => {
           const x = b.agents[a];
@@ -138,6 +209,19 @@
       table([["judge and cost"], ["delta", "num"], ["95% interval", "num"]],
         [...Object.entries(b.judge), ["delta(cost_per_success)", b["delta(cost_per_success)"]]].map(([name, e]) =>
           el("tr", null, td(el("code", null, name)), ...delta(e).map((v) => td(v, "num")))), "baseline-judge"));
+  }
+
+  // A judge sharing a contestant's model: metrics.json's "self_preference" block
+  function selfPreferencePanel(sec) {
+    const p = D.self_preference;
+    if (!p) return;
+    const row = (label, e) => { const k = places(e.value, e.low, e.high, 3);
+      return el("tr", null, td(label), td(fmt(e.value, k), "num"), td(interval(e.low, e.high, k), "num"), td(e.n, "num")); };
+    sec.append(el("h3", { id: "self-preference-h" }, "Self-preference"),
+      el("p", { class: "facts" }, "The judge model " + p.judge_model + " is also the model of " + p.agents.join(", ") +
+        ": how often it picks the lower-reward transcript (by the rules), its own model's against the other agents'."),
+      table([["picks the lower-reward transcript"], ["rate", "num"], ["95% interval", "num"], ["n", "num"]],
+        [row("its own model's", p.own), row("another agent's", p.others), row("difference (own − others)", p.difference)], "self-preference-table"));
   }
 
   // The judge against people (--gauge-labels): metrics.json's "human" block

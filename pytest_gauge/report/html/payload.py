@@ -329,6 +329,7 @@ def build_payload(out: SuiteOutputs, redact: Redact) -> dict[str, Any]:
         ],
         "sample": [[by_id[c.case_id], c.weight, c.stratum] for c in out.sample if c.case_id in by_id],
         "seed": out.seed,
+        "self_preference": out.self_preference,
         "suite": out.name,
         "tasks": [[t.task_id, t.category, redact(t.prompt)] for t in out.tasks],
         "total_cost": out.total_cost,

@@ -24,7 +24,7 @@ from typing import Any
 from ...records.html import SuiteOutputs
 from .payload import Redact, build_payload, build_volatile
 
-__all__ = ["SuiteLink", "embed_json", "render_index_html", "render_suite_html"]
+__all__ = ["SuiteLink", "embed_json", "render_index_html", "render_suite_html", "suite_link"]
 
 _ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
 _SLOT = re.compile(r"\{\{(TITLE|CSP|CSS|JS|DATA|VOLATILE)\}\}")
@@ -107,6 +107,48 @@ class SuiteLink:
     gates_total: int
     total_cost: float | None
     usage_missing: int = 0  # calls without usage: the total is then a lower bound
+    headline: tuple[tuple[str, str], ...] = ()  # (label, "value [low, high]") of the method's headline
+    moved: tuple[str, ...] = ()  # with a baseline: each agent's success-rate delta, and what else changed
+
+
+_HEADLINE = (("LRS close", "lrs_close"), ("LRS distant", "lrs_distant"), ("flip rate", "flip_rate"),
+             ("judge share of cost", "judge_cost_share"))  # fmt: skip
+
+
+def _figure(value: float | None, low: float | None, high: float | None) -> str:
+    if value is None:
+        return "–"
+    interval = "" if low is None or high is None else f" [{low:.3f}, {high:.3f}]"
+    return f"{value:.3f}{interval}"
+
+
+def suite_link(outputs: SuiteOutputs, href: str) -> SuiteLink:
+    """A suite's row of the index page: verdict, headline figures and, with a baseline, what moved."""
+    metrics = {m.name: m for m in outputs.metrics}
+    headline = tuple(
+        (label, _figure(metrics[name].value, metrics[name].low, metrics[name].high))
+        for label, name in _HEADLINE
+        if name in metrics
+    )
+    moved: list[str] = []
+    base = outputs.baseline or {}
+    for agent, row in sorted((base.get("agents") or {}).items()):
+        delta = row.get("delta(success_rate)") or {}
+        value = delta.get("value")
+        sign = "" if value is None or value < 0 else "+"
+        moved.append(f"{agent} success {sign}{_figure(value, delta.get('low'), delta.get('high'))}")
+    moved += [str(c) for c in base.get("setup_changes") or ()]
+    return SuiteLink(
+        name=outputs.name,
+        href=href,
+        cases=len(outputs.records),
+        gates_failed=sum(g.status in ("fail", "inconclusive") for g in outputs.gates),
+        gates_total=len(outputs.gates),
+        total_cost=outputs.total_cost,
+        usage_missing=outputs.usage_missing,
+        headline=headline,
+        moved=tuple(moved),
+    )
 
 
 def _row(s: SuiteLink) -> str:
@@ -117,9 +159,12 @@ def _row(s: SuiteLink) -> str:
         calls = "call" if s.usage_missing == 1 else "calls"
         cost = f"at least {cost} ({s.usage_missing} {calls} without usage)"
     passing = s.gates_total - s.gates_failed
+    headline = "<br>".join(f"{e(label)} {e(value)}" for label, value in s.headline) or "–"
+    moved = "<br>".join(e(x) for x in s.moved) or "–"
     return (
         f'<tr><td><a href="{e(s.href)}">{e(s.name)}</a></td><td class="num">{s.cases}</td>'
         f'<td class="{status.lower()}">{status}: {passing}/{s.gates_total} gates pass</td>'
+        f'<td class="headline-figures">{headline}</td><td class="moved">{moved}</td>'
         f'<td class="num">{e(cost)}</td></tr>'
     )
 
@@ -131,7 +176,8 @@ def render_index_html(suites: Sequence[SuiteLink]) -> str:
     csp = f"default-src 'none'; style-src '{_csp_hash(style)}'; img-src data:; base-uri 'none'"
     body = (
         '<main id="index"><h1>pytest-gauge reports</h1>\n'
-        '<table class="grid"><thead><tr><th>suite</th><th>cases</th><th>gates</th><th>total cost</th></tr>'
+        '<table class="grid"><thead><tr><th>suite</th><th>cases</th><th>gates</th>'
+        "<th>headline (95% intervals)</th><th>since the baseline</th><th>total cost</th></tr>"
         f"</thead>\n<tbody>\n{rows}\n</tbody></table></main>"
     )
     return (

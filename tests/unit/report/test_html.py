@@ -344,3 +344,27 @@ def test_the_page_embeds_a_bounded_part_of_each_transcript_and_says_where_the_re
     assert (big["src"], big["line"]) == ("../agents/beta.jsonl", 1)
     assert list(big) == sorted(big)
     assert "more characters not on this page]" in big["turns"][-1]["c"] + big["turns"][-2]["c"]
+
+
+def test_the_front_page_shows_each_suites_verdict_headline_and_what_moved() -> None:
+    import dataclasses
+
+    from pytest_gauge.report.html import render_index_html, suite_link
+
+    out = dataclasses.replace(
+        tiny_outputs(),
+        metrics=(
+            MetricRow("lrs_close", 0.25, 0.078, 0.555, 28, "bootstrap-tasks"),
+            MetricRow("lrs_distant", None, None, None, 0, "none"),
+        ),
+        baseline={
+            "agents": {"alpha": {"delta(success_rate)": {"value": -0.1, "low": -0.3, "high": 0.05}}},
+            "setup_changes": ["judge:0 model a -> b"],
+        },
+    )
+    link = suite_link(out, "tiny/reports/index.html")
+    assert link.headline == (("LRS close", "0.250 [0.078, 0.555]"), ("LRS distant", "–"))
+    assert link.moved == ("alpha success -0.100 [-0.300, 0.050]", "judge:0 model a -> b")
+    page = render_index_html([link])
+    assert ">FAIL: " in page and "LRS close 0.250 [0.078, 0.555]<br>LRS distant –" in page
+    assert "judge:0 model a -&gt; b" in page and "null" not in page and "NaN" not in page
