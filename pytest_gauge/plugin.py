@@ -33,6 +33,7 @@ from .files.replay import (
 )
 from .files.shards import parse_shard
 from .finish.ending import EndOfRun
+from .finish.otel_setup import add_otel_options, check_otel
 from .fixtures import TESTS_SUITE, tests_report
 from .fixtures import calls as fixture_functions
 from .gateway.backends import install_replay_guard, replay_guard
@@ -70,6 +71,7 @@ FATAL_PROPERTY = "gauge_fatal"
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
+    add_otel_options(parser)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -121,6 +123,7 @@ def pytest_configure(config: pytest.Config) -> None:
         if options.limits:
             _check_limits(options.limits)
         _check_adaptive(options)
+        check_otel(config)
     config.stash[role_key] = role
     config.stash[state_key] = role.state
     config.pluginmanager.register(GaugeRun(config), "gauge-run")

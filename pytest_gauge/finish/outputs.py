@@ -50,6 +50,7 @@ from ..records import (
 )
 from ..records.checks import CheckEntry, gate_nodeid
 from ..run.judge import JUDGE_SYSTEM_PROMPT
+from .otel_setup import otel_settings
 from .pending import complete, mark_pending, provisional
 from .verdict import append_step_summary, ci_active, gate_outcome
 
@@ -478,6 +479,7 @@ def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool)
 
     pages: list[tuple[Path, SuiteOutputs]] = []
     history = open_history(state)
+    otel, telemetry = otel_settings(session.config, os.environ), list[Any]()
     for meta in metas:
         name = meta.name
         if not meta.selected and not opts.shard:  # every case deselected: so are its gates
@@ -523,6 +525,11 @@ def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool)
         if not opts.shard:  # a shard's gates are deferred to merge
             module_id = _module_id(session, meta)
             entries += [gate_entry(module_id, meta, r, strict_skips=strict) for r in analysis.results]
+        if otel is not None:
+            from .otel import SuiteTelemetry  # deferred: the export's module, for a run that asks for it
+
+            gates = () if opts.shard else analysis.results
+            telemetry.append(SuiteTelemetry(meta, records, ledger, written[1], written[0], gates, strict))
     from .html import write_html_pages  # deferred: keeps numpy off the import of finish.outputs
 
     if pages:
@@ -531,6 +538,10 @@ def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool)
         complete(state.finished[name]["out"], state.finished[name]["manifest"])
     if history is not None:
         history.write(state)  # once, after every report
+    if otel is not None and telemetry:
+        from .otel import export_run  # deferred: imports the OpenTelemetry SDK, asked for only
+
+        state.gate_notes.append((False, export_run(telemetry, otel)))
     return entries
 
 
