@@ -13,7 +13,9 @@ import pytest
 pytest.importorskip("opentelemetry.sdk.trace", reason="the otel extra (pip install -e '.[otel]')")
 
 from pytest_gauge.analysis.gates import GateResult, parse_gate
+from pytest_gauge.finish import otel_setup
 from pytest_gauge.finish.otel import EVALUATION_EVENT, SuiteTelemetry, build_spans
+from pytest_gauge.finish.otel_setup import OtelSettings, check_otel, otel_settings
 from pytest_gauge.records import CaseKey, CaseRecord, Judgment, LedgerRecord, SuiteMeta, Usage
 
 KEY = "sk-fake-otel-key-4c9e2a71b0d3"
@@ -63,9 +65,9 @@ def _ledger() -> list[LedgerRecord]:
 def _record(order: str, choices: tuple[str, str]) -> CaseRecord:
     blind = "A=left" if order == "AB" else "A=right"
     judgments = [
-        Judgment(m, 0, c, 0.2, 0.9, REASON, raw=TEXT)
+        Judgment(m, 0, c, 0.2, 0.9, REASON, raw=TEXT)  # type: ignore[arg-type]
         for m, c in zip(("judge-a", "judge-b"), choices, strict=True)
-    ]  # type: ignore[arg-type]
+    ]
     return CaseRecord(
         suite="demo", case_id=f"t1-x-vs-y-{order}", pair_id="x-vs-y", task_id="t1", category="c",
         agent_left="x", agent_right="y", order=order, blind_order=blind, sample=0,  # type: ignore[arg-type]
@@ -209,3 +211,33 @@ def test_content_adds_message_text_but_never_the_key(monkeypatch: pytest.MonkeyP
     ] * 4
     assert sum("Juniper" in t for t in texts if t.startswith("gen_ai.input.messages=")) == 2
     assert not [t for t in texts if KEY in t or KEY[8:20] in t]
+
+
+class _Config:
+    """Stands in for pytest's config: the two flags as given, the ini keys off."""
+
+    def __init__(self, **flags: bool) -> None:
+        self.flags = flags
+
+    def getoption(self, name: str, default: object = None) -> object:
+        return self.flags.get(name, default)
+
+    def getini(self, name: str) -> bool:
+        return False
+
+
+def test_the_export_is_on_with_the_flag_or_an_otlp_endpoint_and_the_extra() -> None:
+    endpoint = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"}
+    assert otel_settings(_Config(), {}) is None  # type: ignore[arg-type]
+    assert otel_settings(_Config(), endpoint) == OtelSettings()  # type: ignore[arg-type]
+    assert otel_settings(_Config(), {**endpoint, "OTEL_SDK_DISABLED": "true"}) is None  # type: ignore[arg-type]
+    flagged = _Config(gauge_otel=True, gauge_otel_content=True)
+    assert otel_settings(flagged, {}) == OtelSettings(content=True)  # type: ignore[arg-type]
+
+
+def test_the_flag_without_the_extra_is_a_usage_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(otel_setup, "_MODULES", ("opentelemetry.sdk.not_a_module_here",))
+    assert otel_settings(_Config(), {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://x"}) is None  # type: ignore[arg-type]
+    with pytest.raises(pytest.UsageError, match=r"pytest-gauge\[otel\]"):
+        check_otel(_Config(gauge_otel=True))  # type: ignore[arg-type]
+    check_otel(_Config())  # type: ignore[arg-type]  # not asked for: nothing to check
