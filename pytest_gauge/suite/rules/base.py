@@ -13,14 +13,23 @@ from typing import Any, ClassVar
 from ...records import Transcript
 
 __all__ = [
+    "FLAG_CHARS",
     "JSON_FENCE",
     "CustomCheck",
     "Rule",
+    "RuleArgs",
     "RuleResult",
     "RuleSpecError",
     "Score",
     "SimHint",
+    "compile_pattern",
     "count_words",
+    "is_number",
+    "json_equal",
+    "norm_text",
+    "parse_json_reply",
+    "quote",
+    "quote_list",
     "unfenced",
 ]
 
@@ -100,7 +109,7 @@ CustomCheck = Callable[[Transcript], "bool | RuleResult"]
 _APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'"})
 
 
-def _norm(text: str, case_sensitive: bool) -> str:
+def norm_text(text: str, case_sensitive: bool) -> str:
     """NFKC + apostrophe folding (+ casefold): the form in which phrases are matched."""
     out = unicodedata.normalize("NFKC", text).translate(_APOSTROPHES)
     if not case_sensitive:
@@ -132,7 +141,8 @@ def count_words(text: str) -> int:
     return total
 
 
-def _quote(value: Any, limit: int = 60) -> str:
+def quote(value: Any, limit: int = 60) -> str:
+    """``value`` as JSON (its repr if not JSON) cut to ``limit`` characters: how details show values."""
     try:
         text = json.dumps(value, ensure_ascii=False, sort_keys=True)
     except (TypeError, ValueError):
@@ -140,11 +150,12 @@ def _quote(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _quote_list(items: Sequence[str]) -> str:
-    return ", ".join(_quote(p) for p in items)
+def quote_list(items: Sequence[str]) -> str:
+    """The items quoted, comma-separated."""
+    return ", ".join(quote(p) for p in items)
 
 
-def _json_equal(expected: Any, actual: Any) -> bool:
+def json_equal(expected: Any, actual: Any) -> bool:
     """JSON value equality: numbers compare numerically (123 == 123.0), but bools, strings and
     numbers never equal each other ("123" != 123, true != 1)."""
     if isinstance(expected, bool) or isinstance(actual, bool):
@@ -156,14 +167,14 @@ def _json_equal(expected: Any, actual: Any) -> bool:
             isinstance(expected, list)
             and isinstance(actual, list)
             and len(expected) == len(actual)
-            and all(_json_equal(e, a) for e, a in zip(expected, actual, strict=True))
+            and all(json_equal(e, a) for e, a in zip(expected, actual, strict=True))
         )
     if isinstance(expected, dict) or isinstance(actual, dict):
         return (
             isinstance(expected, dict)
             and isinstance(actual, dict)
             and expected.keys() == actual.keys()
-            and all(_json_equal(v, actual[k]) for k, v in expected.items())
+            and all(json_equal(v, actual[k]) for k, v in expected.items())
         )
     return bool(expected == actual)
 
@@ -184,7 +195,7 @@ def unfenced(text: str) -> str:
     return fence.group(1) if fence else body
 
 
-def _parse_json_reply(text: str) -> tuple[dict[str, Any] | None, str]:
+def parse_json_reply(text: str) -> tuple[dict[str, Any] | None, str]:
     """The reply as a JSON object (optionally inside one ```json fence and nothing else), or a reason."""
     try:
         value = json.loads(unfenced(text), parse_constant=_reject_constant)
@@ -195,7 +206,8 @@ def _parse_json_reply(text: str) -> tuple[dict[str, Any] | None, str]:
     return value, ""
 
 
-def _is_number(value: Any) -> bool:
+def is_number(value: Any) -> bool:
+    """A JSON number (an int or float, not a bool)."""
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
@@ -203,10 +215,12 @@ def _is_number(value: Any) -> bool:
 # Argument parsing
 
 _MISSING: Any = object()
-_FLAG_CHARS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL}
+FLAG_CHARS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL}
+"""The letters a rule's ``flags`` argument may hold and the ``re`` flag of each."""
 
 
-def _compile(pattern: Any, path: str, flags: int = 0) -> re.Pattern[str]:
+def compile_pattern(pattern: Any, path: str, flags: int = 0) -> re.Pattern[str]:
+    """A rule argument's regular expression, compiled (a :class:`RuleSpecError` at ``path`` if not one)."""
     if not isinstance(pattern, str) or not pattern:
         raise RuleSpecError(path, "must be a non-empty regular expression string")
     try:
@@ -215,7 +229,7 @@ def _compile(pattern: Any, path: str, flags: int = 0) -> re.Pattern[str]:
         raise RuleSpecError(path, f"invalid regular expression: {exc}") from None
 
 
-class _Args:
+class RuleArgs:
     """A rule's JSON object plus its field path, with validating getters for the argument kinds."""
 
     def __init__(self, obj: Mapping[str, Any], path: str, custom: Mapping[str, CustomCheck]) -> None:
@@ -232,16 +246,16 @@ class _Args:
     def name(self, key: str) -> str:
         value = self.obj[key]
         if not isinstance(value, str) or not value.strip():
-            raise RuleSpecError(self.at(key), f"must be a non-empty string, got {_quote(value)}")
+            raise RuleSpecError(self.at(key), f"must be a non-empty string, got {quote(value)}")
         return value
 
     def strings(self, key: str, *, min_items: int = 1, unique: bool = False) -> tuple[str, ...]:
         value = self.obj[key]
         if not isinstance(value, list):
-            raise RuleSpecError(self.at(key), f"must be a list of non-empty strings, got {_quote(value)}")
+            raise RuleSpecError(self.at(key), f"must be a list of non-empty strings, got {quote(value)}")
         for i, item in enumerate(value):
             if not isinstance(item, str) or not item.strip():
-                raise RuleSpecError(f"{self.at(key)}[{i}]", f"must be a non-empty string, got {_quote(item)}")
+                raise RuleSpecError(f"{self.at(key)}[{i}]", f"must be a non-empty string, got {quote(item)}")
         if len(value) < min_items:
             raise RuleSpecError(self.at(key), f"needs at least {min_items} item(s), got {len(value)}")
         if unique and len(set(value)) != len(value):
@@ -251,7 +265,7 @@ class _Args:
     def flag(self, key: str, default: bool) -> bool:
         value = self.obj.get(key, default)
         if not isinstance(value, bool):
-            raise RuleSpecError(self.at(key), f"must be true or false, got {_quote(value)}")
+            raise RuleSpecError(self.at(key), f"must be true or false, got {quote(value)}")
         return value
 
     def integer(self, key: str, *, minimum: int | None = 0, default: Any = _MISSING) -> Any:
@@ -259,7 +273,7 @@ class _Args:
             return default
         value = self.obj[key]
         if not isinstance(value, int) or isinstance(value, bool):
-            raise RuleSpecError(self.at(key), f"must be an integer, got {_quote(value)}")
+            raise RuleSpecError(self.at(key), f"must be an integer, got {quote(value)}")
         if minimum is not None and value < minimum:
             raise RuleSpecError(self.at(key), f"must be an integer >= {minimum}, got {value}")
         return value
@@ -267,7 +281,7 @@ class _Args:
     def scope(self) -> str:
         value = self.obj.get("scope", "final")
         if value not in ("final", "all"):
-            raise RuleSpecError(self.at("scope"), f'must be "final" or "all", got {_quote(value)}')
+            raise RuleSpecError(self.at("scope"), f'must be "final" or "all", got {quote(value)}')
         return str(value)
 
 
@@ -302,5 +316,5 @@ class Rule:
         return SimHint()
 
     @classmethod
-    def _build(cls, a: _Args, common: dict[str, Any]) -> Rule:
+    def _build(cls, a: RuleArgs, common: dict[str, Any]) -> Rule:
         raise NotImplementedError

@@ -11,11 +11,11 @@ from ...records import Transcript
 from .base import (
     CustomCheck,
     Rule,
+    RuleArgs,
     RuleSpecError,
     Score,
-    _Args,
-    _is_number,
-    _quote,
+    is_number,
+    quote,
 )
 from .text import (
     AsksClarification,
@@ -60,14 +60,14 @@ def parse_rule(obj: object, *, field: str, custom: Mapping[str, CustomCheck] | N
     if isinstance(obj, Rule):
         return obj
     if not isinstance(obj, dict):
-        raise RuleSpecError(field, f"a rule must be a JSON object, got {_quote(obj)}")
+        raise RuleSpecError(field, f"a rule must be a JSON object, got {quote(obj)}")
     valid = ", ".join(RULE_TYPES)
     if "type" not in obj:
         raise RuleSpecError(f"{field}.type", f"missing rule type; valid types: {valid}")
     name = obj["type"]
     cls = RULE_TYPES.get(name) if isinstance(name, str) else None
     if cls is None:
-        raise RuleSpecError(f"{field}.type", f"unknown rule type {_quote(name)}; valid types: {valid}")
+        raise RuleSpecError(f"{field}.type", f"unknown rule type {quote(name)}; valid types: {valid}")
     for key in obj:
         if key not in _COMMON and key not in cls._ARGS:
             allowed = ", ".join((*cls._ARGS, "weight", "description"))
@@ -78,13 +78,13 @@ def parse_rule(obj: object, *, field: str, custom: Mapping[str, CustomCheck] | N
         if key not in obj:
             raise RuleSpecError(f"{field}.{key}", f"missing required argument {key!r} for rule type {name!r}")
     weight = obj.get("weight", 1.0)
-    if not _is_number(weight) or not math.isfinite(weight) or weight <= 0:
-        raise RuleSpecError(f"{field}.weight", f"must be a number > 0, got {_quote(weight)}")
+    if not is_number(weight) or not math.isfinite(weight) or weight <= 0:
+        raise RuleSpecError(f"{field}.weight", f"must be a number > 0, got {quote(weight)}")
     description = obj.get("description")
     if description is not None and (not isinstance(description, str) or not description.strip()):
-        raise RuleSpecError(f"{field}.description", f"must be a non-empty string, got {_quote(description)}")
+        raise RuleSpecError(f"{field}.description", f"must be a non-empty string, got {quote(description)}")
     common = {"weight": float(weight), "description": description}
-    rule: Rule = cls._build(_Args(obj, field, custom or {}), common)
+    rule: Rule = cls._build(RuleArgs(obj, field, custom or {}), common)
     return rule
 
 
@@ -107,7 +107,7 @@ def parse_rules(
 ) -> tuple[Rule, ...]:
     """Validate a list of rules (``success_criteria`` or ``hard_constraints``); element i is ``field[i]``."""
     if not isinstance(objs, list | tuple):
-        raise RuleSpecError(field, f"must be a list of rules, got {_quote(objs)}")
+        raise RuleSpecError(field, f"must be a list of rules, got {quote(objs)}")
     return tuple(parse_rule(o, field=f"{field}[{i}]", custom=custom) for i, o in enumerate(objs))
 
 

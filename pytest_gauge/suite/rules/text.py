@@ -10,19 +10,19 @@ from typing import Any, ClassVar
 from ...records import Transcript
 from ..regex_bound import PatternTimeout, bounded_search
 from .base import (
-    _FLAG_CHARS,
+    FLAG_CHARS,
     CustomCheck,
     Rule,
+    RuleArgs,
     RuleResult,
     RuleSpecError,
     SimHint,
-    _Args,
-    _compile,
-    _norm,
-    _parse_json_reply,
-    _quote,
-    _quote_list,
+    compile_pattern,
     count_words,
+    norm_text,
+    parse_json_reply,
+    quote,
+    quote_list,
 )
 
 __all__ = [
@@ -69,7 +69,7 @@ class _PhraseRule(_TextRule):
     case_sensitive: bool = False
 
     @classmethod
-    def _build(cls, a: _Args, common: dict[str, Any]) -> Rule:
+    def _build(cls, a: RuleArgs, common: dict[str, Any]) -> Rule:
         return cls(
             phrases=a.strings("phrases", min_items=cls._MIN_PHRASES),
             case_sensitive=a.flag("case_sensitive", False),
@@ -79,8 +79,8 @@ class _PhraseRule(_TextRule):
 
     def _found(self, transcript: Transcript, present: bool) -> list[str]:
         """The phrases that appear in the text (``present``) or that do not."""
-        text = _norm(self._text(transcript), self.case_sensitive)
-        return [p for p in self.phrases if (_norm(p, self.case_sensitive) in text) == present]
+        text = norm_text(self._text(transcript), self.case_sensitive)
+        return [p for p in self.phrases if (norm_text(p, self.case_sensitive) in text) == present]
 
     @property
     def _case_note(self) -> str:
@@ -96,11 +96,11 @@ class ContainsAll(_PhraseRule):
     def check(self, transcript: Transcript) -> RuleResult:
         missing = self._found(transcript, False)
         if missing:
-            return RuleResult(False, f"{self._where} lacks {_quote_list(missing)}")
+            return RuleResult(False, f"{self._where} lacks {quote_list(missing)}")
         return RuleResult(True, f"{self._where} mentions all {len(self.phrases)} phrase(s)")
 
     def _describe(self) -> str:
-        return f"{self._subject('mentions', 'mention')} all of: {_quote_list(self.phrases)}{self._case_note}."
+        return f"{self._subject('mentions', 'mention')} all of: {quote_list(self.phrases)}{self._case_note}."
 
     def hint(self, satisfy: bool) -> SimHint:
         if satisfy:
@@ -117,13 +117,13 @@ class ContainsAny(_PhraseRule):
     def check(self, transcript: Transcript) -> RuleResult:
         hits = self._found(transcript, True)
         if hits:
-            return RuleResult(True, f"{self._where} mentions {_quote(hits[0])}")
-        return RuleResult(False, f"{self._where} mentions none of {_quote_list(self.phrases)}")
+            return RuleResult(True, f"{self._where} mentions {quote(hits[0])}")
+        return RuleResult(False, f"{self._where} mentions none of {quote_list(self.phrases)}")
 
     def _describe(self) -> str:
         return (
             f"{self._subject('mentions', 'mention')} at least one of: "
-            f"{_quote_list(self.phrases)}{self._case_note}."
+            f"{quote_list(self.phrases)}{self._case_note}."
         )
 
     def hint(self, satisfy: bool) -> SimHint:
@@ -139,12 +139,12 @@ class ContainsNone(_PhraseRule):
     def check(self, transcript: Transcript) -> RuleResult:
         hits = self._found(transcript, True)
         if hits:
-            return RuleResult(False, f"{self._where} mentions forbidden {_quote_list(hits)}")
+            return RuleResult(False, f"{self._where} mentions forbidden {quote_list(hits)}")
         return RuleResult(True, f"{self._where} mentions none of the {len(self.phrases)} forbidden phrase(s)")
 
     def _describe(self) -> str:
         return (
-            f"{self._subject('does', 'do')} not mention any of: {_quote_list(self.phrases)}{self._case_note}."
+            f"{self._subject('does', 'do')} not mention any of: {quote_list(self.phrases)}{self._case_note}."
         )
 
     def hint(self, satisfy: bool) -> SimHint:
@@ -159,21 +159,21 @@ class InOrder(_PhraseRule):
     _MIN_PHRASES: ClassVar[int] = 2
 
     def check(self, transcript: Transcript) -> RuleResult:
-        text = _norm(self._text(transcript), self.case_sensitive)
+        text = norm_text(self._text(transcript), self.case_sensitive)
         pos = 0
         for i, phrase in enumerate(self.phrases):
-            needle = _norm(phrase, self.case_sensitive)
+            needle = norm_text(phrase, self.case_sensitive)
             at = text.find(needle, pos)
             if at < 0:
                 if needle in text:
-                    after = _quote(self.phrases[i - 1])
-                    return RuleResult(False, f"{_quote(phrase)} does not appear after {after}")
-                return RuleResult(False, f"{self._where} lacks {_quote(phrase)}")
+                    after = quote(self.phrases[i - 1])
+                    return RuleResult(False, f"{quote(phrase)} does not appear after {after}")
+                return RuleResult(False, f"{self._where} lacks {quote(phrase)}")
             pos = at + len(needle)
         return RuleResult(True, f"all {len(self.phrases)} phrases appear in order")
 
     def _describe(self) -> str:
-        steps = ", then ".join(_quote(p) for p in self.phrases)
+        steps = ", then ".join(quote(p) for p in self.phrases)
         return f"{self._subject('mentions', 'mention')} {steps}, in that order{self._case_note}."
 
     def hint(self, satisfy: bool) -> SimHint:
@@ -193,18 +193,18 @@ class Regex(_TextRule):
     example: str | None = None
 
     @classmethod
-    def _build(cls, a: _Args, common: dict[str, Any]) -> Rule:
+    def _build(cls, a: RuleArgs, common: dict[str, Any]) -> Rule:
         flags = a.obj.get("flags", "")
-        if not isinstance(flags, str) or any(c not in _FLAG_CHARS for c in flags):
+        if not isinstance(flags, str) or any(c not in FLAG_CHARS for c in flags):
             raise RuleSpecError(
-                a.at("flags"), f'must be a string of the letters "i", "m", "s", got {_quote(flags)}'
+                a.at("flags"), f'must be a string of the letters "i", "m", "s", got {quote(flags)}'
             )
-        compiled = _compile(a.obj["pattern"], a.at("pattern"), cls._flag_bits(flags))
+        compiled = compile_pattern(a.obj["pattern"], a.at("pattern"), cls._flag_bits(flags))
         example = None
         if a.has("example"):
             example = a.obj["example"]
             if not isinstance(example, str):
-                raise RuleSpecError(a.at("example"), f"must be a string, got {_quote(example)}")
+                raise RuleSpecError(a.at("example"), f"must be a string, got {quote(example)}")
             if not compiled.search(unicodedata.normalize("NFC", example)):
                 raise RuleSpecError(a.at("example"), "the example does not match the pattern")
         return cls(pattern=compiled.pattern, flags=flags, example=example, scope=a.scope(), **common)
@@ -213,7 +213,7 @@ class Regex(_TextRule):
     def _flag_bits(flags: str) -> int:
         bits = 0
         for c in flags:
-            bits |= _FLAG_CHARS[c]
+            bits |= FLAG_CHARS[c]
         return bits
 
     def check(self, transcript: Transcript) -> RuleResult:
@@ -223,12 +223,12 @@ class Regex(_TextRule):
         except PatternTimeout as exc:
             return RuleResult(False, str(exc))
         if match is not None:
-            return RuleResult(True, f"{self._where} matches the pattern at {_quote(match, 40)}")
+            return RuleResult(True, f"{self._where} matches the pattern at {quote(match, 40)}")
         return RuleResult(False, f"{self._where} does not match the pattern {self.pattern!r}")
 
     def _describe(self) -> str:
         note = " (ignoring case)" if "i" in self.flags else ""
-        example = f", for example {_quote(self.example)}" if self.example else ""
+        example = f", for example {quote(self.example)}" if self.example else ""
         subject = self._subject("contains", "contain")
         return f"{subject} text matching the pattern /{self.pattern}/{note}{example}."
 
@@ -249,7 +249,7 @@ class _LengthRule(_TextRule):
     limit: int
 
     @classmethod
-    def _build(cls, a: _Args, common: dict[str, Any]) -> Rule:
+    def _build(cls, a: RuleArgs, common: dict[str, Any]) -> Rule:
         return cls(limit=a.integer("limit"), scope=a.scope(), **common)
 
     @staticmethod
@@ -305,20 +305,20 @@ class JsonKeys(Rule):
     keys: tuple[str, ...]
 
     @classmethod
-    def _build(cls, a: _Args, common: dict[str, Any]) -> Rule:
+    def _build(cls, a: RuleArgs, common: dict[str, Any]) -> Rule:
         return cls(keys=a.strings("keys"), **common)
 
     def check(self, transcript: Transcript) -> RuleResult:
-        obj, why = _parse_json_reply(transcript.final_reply)
+        obj, why = parse_json_reply(transcript.final_reply)
         if obj is None:
             return RuleResult(False, why)
         missing = [k for k in self.keys if k not in obj]
         if missing:
-            return RuleResult(False, f"the JSON object lacks the key(s) {_quote_list(missing)}")
+            return RuleResult(False, f"the JSON object lacks the key(s) {quote_list(missing)}")
         return RuleResult(True, f"the reply is a JSON object with all {len(self.keys)} key(s)")
 
     def _describe(self) -> str:
-        return f"The reply is a single JSON object with the keys: {_quote_list(self.keys)}."
+        return f"The reply is a single JSON object with the keys: {quote_list(self.keys)}."
 
     def hint(self, satisfy: bool) -> SimHint:
         return SimHint(json_keys=self.keys) if satisfy else SimHint(invalid_json=True)
@@ -332,7 +332,7 @@ class AsksClarification(Rule):
     type: ClassVar[str] = "asks_clarification"
 
     @classmethod
-    def _build(cls, a: _Args, common: dict[str, Any]) -> Rule:
+    def _build(cls, a: RuleArgs, common: dict[str, Any]) -> Rule:
         return cls(**common)
 
     def check(self, transcript: Transcript) -> RuleResult:
@@ -381,22 +381,22 @@ class RefusesWithAlternative(_TextRule):
     alternative_phrases: tuple[str, ...] = _ALTERNATIVES
 
     @classmethod
-    def _build(cls, a: _Args, common: dict[str, Any]) -> Rule:
+    def _build(cls, a: RuleArgs, common: dict[str, Any]) -> Rule:
         refusal = a.strings("refusal_phrases") if a.has("refusal_phrases") else _REFUSALS
         alternative = a.strings("alternative_phrases") if a.has("alternative_phrases") else _ALTERNATIVES
         return cls(refusal_phrases=refusal, alternative_phrases=alternative, scope=a.scope(), **common)
 
     def check(self, transcript: Transcript) -> RuleResult:
-        text = _norm(self._text(transcript), False)
-        refusal = next((p for p in self.refusal_phrases if _norm(p, False) in text), None)
-        alternative = next((p for p in self.alternative_phrases if _norm(p, False) in text), None)
+        text = norm_text(self._text(transcript), False)
+        refusal = next((p for p in self.refusal_phrases if norm_text(p, False) in text), None)
+        alternative = next((p for p in self.alternative_phrases if norm_text(p, False) in text), None)
         if refusal is None:
             return RuleResult(False, f"{self._where} does not decline the request")
         if alternative is None:
-            return RuleResult(False, f"{self._where} declines ({_quote(refusal)}) but offers no alternative")
+            return RuleResult(False, f"{self._where} declines ({quote(refusal)}) but offers no alternative")
         return RuleResult(
             True,
-            f"{self._where} declines ({_quote(refusal)}) and offers an alternative ({_quote(alternative)})",
+            f"{self._where} declines ({quote(refusal)}) and offers an alternative ({quote(alternative)})",
         )
 
     def _describe(self) -> str:
@@ -424,7 +424,7 @@ class PythonCheck(Rule):
     func: CustomCheck = field(repr=False)
 
     @classmethod
-    def _build(cls, a: _Args, common: dict[str, Any]) -> Rule:
+    def _build(cls, a: RuleArgs, common: dict[str, Any]) -> Rule:
         name = a.name("callable")
         if name not in a.custom:
             known = ", ".join(sorted(a.custom)) or "(none registered)"
@@ -443,4 +443,4 @@ class PythonCheck(Rule):
         return RuleResult(False, f"custom check {self.name!r} returned {type(out).__name__}, not bool")
 
     def _describe(self) -> str:
-        return f"The custom check {_quote(self.name)} passes."
+        return f"The custom check {quote(self.name)} passes."

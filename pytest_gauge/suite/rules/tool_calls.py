@@ -12,14 +12,14 @@ from ..regex_bound import PatternTimeout, bounded_search
 from ..schema import CompiledSchema, SchemaError, compile_schema
 from .base import (
     Rule,
+    RuleArgs,
     RuleResult,
     RuleSpecError,
     SimHint,
-    _Args,
-    _compile,
-    _json_equal,
-    _quote,
-    _quote_list,
+    compile_pattern,
+    json_equal,
+    quote,
+    quote_list,
 )
 
 __all__ = [
@@ -53,19 +53,19 @@ class ToolCalled(Rule):
     min_count: int = 1
 
     @classmethod
-    def _build(cls, a: _Args, common: dict[str, Any]) -> Rule:
+    def _build(cls, a: RuleArgs, common: dict[str, Any]) -> Rule:
         return cls(name=a.name("name"), min_count=a.integer("min_count", minimum=1, default=1), **common)
 
     def check(self, transcript: Transcript) -> RuleResult:
         n = len(_calls(transcript, self.name))
         return RuleResult(
             n >= self.min_count,
-            f"tool {_quote(self.name)} called {_times(n)}, needed at least {self.min_count}",
+            f"tool {quote(self.name)} called {_times(n)}, needed at least {self.min_count}",
         )
 
     def _describe(self) -> str:
         times = "at least once" if self.min_count == 1 else f"at least {self.min_count} times"
-        return f"The agent calls the tool {_quote(self.name)} {times}."
+        return f"The agent calls the tool {quote(self.name)} {times}."
 
     def hint(self, satisfy: bool) -> SimHint:
         if satisfy:
@@ -86,17 +86,17 @@ class ToolNotCalled(Rule):
     name: str
 
     @classmethod
-    def _build(cls, a: _Args, common: dict[str, Any]) -> Rule:
+    def _build(cls, a: RuleArgs, common: dict[str, Any]) -> Rule:
         return cls(name=a.name("name"), **common)
 
     def check(self, transcript: Transcript) -> RuleResult:
         n = len(_calls(transcript, self.name))
         if n:
-            return RuleResult(False, f"tool {_quote(self.name)} was called {_times(n)}")
-        return RuleResult(True, f"tool {_quote(self.name)} was not called")
+            return RuleResult(False, f"tool {quote(self.name)} was called {_times(n)}")
+        return RuleResult(True, f"tool {quote(self.name)} was not called")
 
     def _describe(self) -> str:
-        return f"The agent never calls the tool {_quote(self.name)}."
+        return f"The agent never calls the tool {quote(self.name)}."
 
     def hint(self, satisfy: bool) -> SimHint:
         return SimHint(avoid_tools=(self.name,)) if satisfy else SimHint(tool_calls=((self.name, {}),))
@@ -133,25 +133,25 @@ class ToolArgs(Rule):
     validator: CompiledSchema | None = field(default=None, hash=False, compare=False, repr=False)
 
     @classmethod
-    def _build(cls, a: _Args, common: dict[str, Any]) -> Rule:
+    def _build(cls, a: RuleArgs, common: dict[str, Any]) -> Rule:
         name = a.name("name")
         args = a.obj.get("args", {})
         if not isinstance(args, dict):
-            raise RuleSpecError(a.at("args"), f"must be an object of argument values, got {_quote(args)}")
+            raise RuleSpecError(a.at("args"), f"must be an object of argument values, got {quote(args)}")
         patterns = a.obj.get("patterns", {})
         if not isinstance(patterns, dict):
             raise RuleSpecError(
-                a.at("patterns"), f"must be an object of regular expressions, got {_quote(patterns)}"
+                a.at("patterns"), f"must be an object of regular expressions, got {quote(patterns)}"
             )
         for key, pattern in patterns.items():
-            _compile(pattern, f"{a.at('patterns')}.{key}")
+            compile_pattern(pattern, f"{a.at('patterns')}.{key}")
         schema = a.obj.get("schema")
         compiled = None
         if schema is not None or a.has("schema"):
             try:
                 compiled = compile_schema(schema, a.at("schema"))
             except SchemaError as exc:
-                reason = f"{exc.reason} (the JSON Schema for the arguments of tool {_quote(name)})"
+                reason = f"{exc.reason} (the JSON Schema for the arguments of tool {quote(name)})"
                 raise RuleSpecError(exc.where + exc.path, reason) from None
         if not args and not patterns and schema is None:
             raise RuleSpecError(
@@ -167,8 +167,8 @@ class ToolArgs(Rule):
         for key, want in self.args.items():
             if key not in arguments:
                 return f"{key} missing"
-            if not _json_equal(want, arguments[key]):
-                return f"{key} was {_quote(arguments[key])}, expected {_quote(want)}"
+            if not json_equal(want, arguments[key]):
+                return f"{key} was {quote(arguments[key])}, expected {quote(want)}"
         for key, pattern in self.patterns.items():
             if key not in arguments:
                 return f"{key} missing"
@@ -177,7 +177,7 @@ class ToolArgs(Rule):
             except PatternTimeout as exc:
                 return str(exc)
             if matched is None:
-                return f"{key} was {_quote(arguments[key])}, not matching {pattern!r}"
+                return f"{key} was {quote(arguments[key])}, not matching {pattern!r}"
         if self.validator is not None:
             return self.validator.first_error(arguments)
         return None
@@ -185,7 +185,7 @@ class ToolArgs(Rule):
     def check(self, transcript: Transcript) -> RuleResult:
         calls = _calls(transcript, self.name)
         if not calls:
-            return RuleResult(False, f"tool {_quote(self.name)} was never called")
+            return RuleResult(False, f"tool {quote(self.name)} was never called")
         first_reason = None
         for i, call in enumerate(calls):
             if call.arguments is None:
@@ -193,19 +193,19 @@ class ToolArgs(Rule):
             else:
                 found = self._mismatch(call.arguments)
                 if found is None:
-                    return RuleResult(True, f"call {i + 1} of {_quote(self.name)} has the required arguments")
+                    return RuleResult(True, f"call {i + 1} of {quote(self.name)} has the required arguments")
                 reason = found
             first_reason = first_reason or reason
         return RuleResult(
-            False, f"no call of {_quote(self.name)} matched ({len(calls)} call(s); first: {first_reason})"
+            False, f"no call of {quote(self.name)} matched ({len(calls)} call(s); first: {first_reason})"
         )
 
     def _describe(self) -> str:
-        parts = [f"{k}={_quote(v)}" for k, v in self.args.items()]
+        parts = [f"{k}={quote(v)}" for k, v in self.args.items()]
         parts += [f"{k} matching /{p}/" for k, p in self.patterns.items()]
         if self.schema is not None:
             parts.append("arguments that satisfy the given JSON schema")
-        return f"The agent calls the tool {_quote(self.name)} with {', '.join(parts)}."
+        return f"The agent calls the tool {quote(self.name)} with {', '.join(parts)}."
 
     def hint(self, satisfy: bool) -> SimHint:
         extra: dict[str, Any] = {}
@@ -233,7 +233,7 @@ class ToolOrder(Rule):
     names: tuple[str, ...]
 
     @classmethod
-    def _build(cls, a: _Args, common: dict[str, Any]) -> Rule:
+    def _build(cls, a: RuleArgs, common: dict[str, Any]) -> Rule:
         return cls(names=a.strings("names", min_items=2, unique=True), **common)
 
     def check(self, transcript: Transcript) -> RuleResult:
@@ -242,14 +242,14 @@ class ToolOrder(Rule):
             first.setdefault(call.name, i)
         missing = [n for n in self.names if n not in first]
         if missing:
-            return RuleResult(False, f"tool(s) never called: {_quote_list(missing)}")
+            return RuleResult(False, f"tool(s) never called: {quote_list(missing)}")
         for before, after in zip(self.names, self.names[1:], strict=False):
             if first[after] < first[before]:
-                return RuleResult(False, f"{_quote(after)} was first called before {_quote(before)}")
+                return RuleResult(False, f"{quote(after)} was first called before {quote(before)}")
         return RuleResult(True, f"the {len(self.names)} tools were first called in order")
 
     def _describe(self) -> str:
-        return f"The agent calls the tools {', then '.join(_quote(n) for n in self.names)}, in that order."
+        return f"The agent calls the tools {', then '.join(quote(n) for n in self.names)}, in that order."
 
     def hint(self, satisfy: bool) -> SimHint:
         names = self.names if satisfy else tuple(reversed(self.names))
@@ -269,7 +269,7 @@ class ToolCallCount(Rule):
     max: int | None = None
 
     @classmethod
-    def _build(cls, a: _Args, common: dict[str, Any]) -> Rule:
+    def _build(cls, a: RuleArgs, common: dict[str, Any]) -> Rule:
         name = a.name("name")
         lo = a.integer("min", default=None)
         hi = a.integer("max", default=None)
@@ -282,7 +282,7 @@ class ToolCallCount(Rule):
     def check(self, transcript: Transcript) -> RuleResult:
         n = len(_calls(transcript, self.name))
         ok = (self.min is None or n >= self.min) and (self.max is None or n <= self.max)
-        return RuleResult(ok, f"tool {_quote(self.name)} called {_times(n)}, allowed {self._range()}")
+        return RuleResult(ok, f"tool {quote(self.name)} called {_times(n)}, allowed {self._range()}")
 
     def _range(self) -> str:
         if self.min is not None and self.max is not None:
@@ -292,11 +292,11 @@ class ToolCallCount(Rule):
     def _describe(self) -> str:
         if self.min is not None and self.max is not None:
             if self.min == self.max:
-                return f"The agent calls the tool {_quote(self.name)} exactly {_times(self.min)}."
-            return f"The agent calls the tool {_quote(self.name)} between {self.min} and {self.max} times."
+                return f"The agent calls the tool {quote(self.name)} exactly {_times(self.min)}."
+            return f"The agent calls the tool {quote(self.name)} between {self.min} and {self.max} times."
         if self.min is not None:
-            return f"The agent calls the tool {_quote(self.name)} at least {_times(self.min)}."
-        return f"The agent calls the tool {_quote(self.name)} at most {_times(self.max or 0)}."
+            return f"The agent calls the tool {quote(self.name)} at least {_times(self.min)}."
+        return f"The agent calls the tool {quote(self.name)} at most {_times(self.max or 0)}."
 
     def _n_calls(self, n: int) -> SimHint:
         if n <= 0:
@@ -323,20 +323,20 @@ class ToolReturnCode(Rule):
     code: int
 
     @classmethod
-    def _build(cls, a: _Args, common: dict[str, Any]) -> Rule:
+    def _build(cls, a: RuleArgs, common: dict[str, Any]) -> Rule:
         return cls(name=a.name("name"), code=a.integer("code", minimum=None), **common)
 
     def check(self, transcript: Transcript) -> RuleResult:
         codes = [c.return_code for c in _calls(transcript, self.name)]
         if not codes:
-            return RuleResult(False, f"tool {_quote(self.name)} was never called")
+            return RuleResult(False, f"tool {quote(self.name)} was never called")
         if self.code in codes:
-            return RuleResult(True, f"a call of {_quote(self.name)} returned {self.code}")
-        return RuleResult(False, f"calls of {_quote(self.name)} returned {codes}, never {self.code}")
+            return RuleResult(True, f"a call of {quote(self.name)} returned {self.code}")
+        return RuleResult(False, f"calls of {quote(self.name)} returned {codes}, never {self.code}")
 
     def _describe(self) -> str:
         what = "succeeds (return code 0)" if self.code == 0 else f"returns code {self.code}"
-        return f"At least one call of the tool {_quote(self.name)} {what}."
+        return f"At least one call of the tool {quote(self.name)} {what}."
 
     def hint(self, satisfy: bool) -> SimHint:
         if satisfy:
@@ -358,7 +358,7 @@ class NoCallAfterFailure(Rule):
     then: str
 
     @classmethod
-    def _build(cls, a: _Args, common: dict[str, Any]) -> Rule:
+    def _build(cls, a: RuleArgs, common: dict[str, Any]) -> Rule:
         return cls(precondition=a.name("precondition"), then=a.name("then"), **common)
 
     def check(self, transcript: Transcript) -> RuleResult:
@@ -367,21 +367,19 @@ class NoCallAfterFailure(Rule):
             (i for i, c in enumerate(calls) if c.name == self.precondition and c.return_code != 0), None
         )
         if failed is None:
-            return RuleResult(True, f"no call of {_quote(self.precondition)} failed")
+            return RuleResult(True, f"no call of {quote(self.precondition)} failed")
         if any(c.name == self.then for c in calls[failed + 1 :]):
             code = calls[failed].return_code
             return RuleResult(
                 False,
-                f"{_quote(self.then)} was called after {_quote(self.precondition)} failed (code {code})",
+                f"{quote(self.then)} was called after {quote(self.precondition)} failed (code {code})",
             )
-        return RuleResult(
-            True, f"{_quote(self.then)} was not called after {_quote(self.precondition)} failed"
-        )
+        return RuleResult(True, f"{quote(self.then)} was not called after {quote(self.precondition)} failed")
 
     def _describe(self) -> str:
         return (
-            f"If a call of the tool {_quote(self.precondition)} fails, the agent does not call "
-            f"{_quote(self.then)} afterwards."
+            f"If a call of the tool {quote(self.precondition)} fails, the agent does not call "
+            f"{quote(self.then)} afterwards."
         )
 
     def hint(self, satisfy: bool) -> SimHint:

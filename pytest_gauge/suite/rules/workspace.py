@@ -26,16 +26,16 @@ from ..file_checks import (
 )
 from ..regex_bound import PatternTimeout, bounded_search
 from .base import (
-    _FLAG_CHARS,
+    FLAG_CHARS,
     Rule,
+    RuleArgs,
     RuleResult,
     RuleSpecError,
-    _Args,
-    _compile,
-    _is_number,
-    _norm,
-    _quote,
-    _quote_list,
+    compile_pattern,
+    is_number,
+    norm_text,
+    quote,
+    quote_list,
 )
 from .text import Regex
 
@@ -81,7 +81,7 @@ class WorkspaceRule(Rule):
         return RuleResult(bool(seen.get("passed")), str(seen.get("detail", "")))
 
     @staticmethod
-    def _relative(a: _Args, key: str) -> str:
+    def _relative(a: RuleArgs, key: str) -> str:
         value = a.name(key)
         problem = check_relative(value)
         if problem:
@@ -106,21 +106,21 @@ class FileExists(WorkspaceRule):
     exists: bool = True
 
     @classmethod
-    def _build(cls, a: _Args, common: dict[str, Any]) -> Rule:
+    def _build(cls, a: RuleArgs, common: dict[str, Any]) -> Rule:
         return cls(path=cls._relative(a, "path"), exists=a.flag("exists", True), **common)
 
     def observe(self, workspace: Path) -> RuleResult:
         target = inside(workspace, self.path)
         found = target is not None and target.exists()
         if found == self.exists:
-            return RuleResult(True, f"{_quote(self.path)} {'exists' if found else 'does not exist'}")
+            return RuleResult(True, f"{quote(self.path)} {'exists' if found else 'does not exist'}")
         return RuleResult(
-            False, f"{_quote(self.path)} {'exists' if found else 'does not exist'} in the workspace"
+            False, f"{quote(self.path)} {'exists' if found else 'does not exist'} in the workspace"
         )
 
     def _describe(self) -> str:
         verb = "exists" if self.exists else "does not exist"
-        return f"After the conversation, the file {_quote(self.path)} {verb} in the workspace."
+        return f"After the conversation, the file {quote(self.path)} {verb} in the workspace."
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -138,18 +138,18 @@ class FileContains(WorkspaceRule):
     case_sensitive: bool = False
 
     @classmethod
-    def _build(cls, a: _Args, common: dict[str, Any]) -> Rule:
+    def _build(cls, a: RuleArgs, common: dict[str, Any]) -> Rule:
         path = cls._relative(a, "path")
         if a.has("phrases") == a.has("pattern"):
             raise RuleSpecError(a.path, "file_contains needs exactly one of phrases, pattern")
         flags = a.obj.get("flags", "")
-        if not isinstance(flags, str) or any(c not in _FLAG_CHARS for c in flags):
+        if not isinstance(flags, str) or any(c not in FLAG_CHARS for c in flags):
             raise RuleSpecError(
-                a.at("flags"), f'must be a string of the letters "i", "m", "s", got {_quote(flags)}'
+                a.at("flags"), f'must be a string of the letters "i", "m", "s", got {quote(flags)}'
             )
         pattern = None
         if a.has("pattern"):
-            pattern = _compile(a.obj["pattern"], a.at("pattern"), Regex._flag_bits(flags)).pattern
+            pattern = compile_pattern(a.obj["pattern"], a.at("pattern"), Regex._flag_bits(flags)).pattern
         phrases = a.strings("phrases") if a.has("phrases") else ()
         case = a.flag("case_sensitive", False)
         return cls(path=path, phrases=phrases, pattern=pattern, flags=flags, case_sensitive=case, **common)
@@ -157,7 +157,7 @@ class FileContains(WorkspaceRule):
     def observe(self, workspace: Path) -> RuleResult:
         target = inside(workspace, self.path)
         if target is None or not target.is_file():
-            return RuleResult(False, f"{_quote(self.path)} is not a file in the workspace")
+            return RuleResult(False, f"{quote(self.path)} is not a file in the workspace")
         text, cut = read_text(target)
         note = f" (first {MAX_FILE_BYTES:,} bytes read)" if cut else ""
         if self.pattern is not None:
@@ -169,20 +169,20 @@ class FileContains(WorkspaceRule):
                 return RuleResult(False, str(exc))
             if match is None:
                 return RuleResult(
-                    False, f"{_quote(self.path)} does not match the pattern {self.pattern!r}{note}"
+                    False, f"{quote(self.path)} does not match the pattern {self.pattern!r}{note}"
                 )
-            return RuleResult(True, f"{_quote(self.path)} matches the pattern at {_quote(match, 40)}")
-        norm = _norm(text, self.case_sensitive)
-        missing = [p for p in self.phrases if _norm(p, self.case_sensitive) not in norm]
+            return RuleResult(True, f"{quote(self.path)} matches the pattern at {quote(match, 40)}")
+        norm = norm_text(text, self.case_sensitive)
+        missing = [p for p in self.phrases if norm_text(p, self.case_sensitive) not in norm]
         if missing:
-            return RuleResult(False, f"{_quote(self.path)} lacks {_quote_list(missing)}{note}")
-        return RuleResult(True, f"{_quote(self.path)} contains all {len(self.phrases)} phrase(s)")
+            return RuleResult(False, f"{quote(self.path)} lacks {quote_list(missing)}{note}")
+        return RuleResult(True, f"{quote(self.path)} contains all {len(self.phrases)} phrase(s)")
 
     def _describe(self) -> str:
-        where = f"After the conversation, the file {_quote(self.path)}"
+        where = f"After the conversation, the file {quote(self.path)}"
         if self.pattern is not None:
             return f"{where} contains text matching /{self.pattern}/."
-        return f"{where} contains all of: {_quote_list(self.phrases)}."
+        return f"{where} contains all of: {quote_list(self.phrases)}."
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -200,7 +200,7 @@ class CommandSucceeds(WorkspaceRule):
     code: int = 0
 
     @classmethod
-    def _build(cls, a: _Args, common: dict[str, Any]) -> Rule:
+    def _build(cls, a: RuleArgs, common: dict[str, Any]) -> Rule:
         raw = a.obj["command"]
         if isinstance(raw, str):
             try:
@@ -212,9 +212,9 @@ class CommandSucceeds(WorkspaceRule):
         else:
             argv = a.strings("command")
         timeout = a.obj.get("timeout", 60.0)
-        if not _is_number(timeout) or not math.isfinite(timeout) or not 0 < timeout <= 3600:
+        if not is_number(timeout) or not math.isfinite(timeout) or not 0 < timeout <= 3600:
             raise RuleSpecError(
-                a.at("timeout"), f"must be a number of seconds in (0, 3600], got {_quote(timeout)}"
+                a.at("timeout"), f"must be a number of seconds in (0, 3600], got {quote(timeout)}"
             )
         code = a.integer("code", minimum=None, default=0)
         return cls(command=argv, timeout=float(timeout), code=code, **common)
@@ -227,7 +227,7 @@ class CommandSucceeds(WorkspaceRule):
         return self._result(await run(self.command, workspace, self.timeout))
 
     def _result(self, outcome: CommandOutcome) -> RuleResult:
-        shown = _quote(shlex.join(self.command))
+        shown = quote(shlex.join(self.command))
         if outcome.code is None:
             return RuleResult(
                 False, f"{shown} did not finish within {self.timeout:g}s (process group killed)"
@@ -238,7 +238,7 @@ class CommandSucceeds(WorkspaceRule):
         return RuleResult(False, f"{shown} exited with {outcome.code}, expected {self.code}{tail}")
 
     def _describe(self) -> str:
-        shown = _quote(shlex.join(self.command))
+        shown = quote(shlex.join(self.command))
         return f"After the conversation, the command {shown} succeeds in the workspace."
 
 
