@@ -1,5 +1,5 @@
-"""No module of the package over :data:`LIMIT` lines (CONTRIBUTING.md: put new logic in new modules, split
-a module by what it holds before it grows past the limit). The modules still over it are listed in
+"""No module of the package over :data:`LIMIT` lines: new logic goes into new modules, and a module is split
+by what it holds before it grows past the limit. The modules still over it are listed in
 :data:`KNOWN` with why they stay for now; the test fails when one of them shrinks under the limit, so the
 table only ever gets shorter."""
 
