@@ -220,3 +220,21 @@ def test_phoenix_receives_the_runs_spans_and_one_evaluation_per_verdict(phoenix:
     reasons = [r["judge_reason"] for r in read_jsonl(content_dir / "pairs" / "pair_results.jsonl")]
     assert all(json.dumps(reason)[1:-1] in shown for reason in reasons) and "gen_ai.input.messages" in shown
     assert KEY not in shown and KEY[:16] not in shown
+
+
+def test_an_unreachable_collector_is_said_and_leaves_the_run_and_its_files_alone(tmp_path: Path) -> None:
+    suite = tmp_path / "suites" / "mini"
+    shutil.copytree(DATA / "mini", suite)
+    (tmp_path / "pytest.ini").write_text(MINI_INI, encoding="utf-8")
+    env = {
+        "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{_free_port()}",
+        "OTEL_EXPORTER_OTLP_TIMEOUT": "1",
+    }
+    code, out = run_pytest_subprocess(tmp_path, "suites", "--gauge-out=with", env=env)
+    assert code == 0, out
+    assert "OpenTelemetry export to http://127.0.0.1:" in out and "failed for 116 of 116 spans" in out, out
+    code, plain = run_pytest_subprocess(tmp_path, "suites", "--gauge-out=without")
+    assert code == 0 and "OpenTelemetry" not in plain, plain
+    for name in ("pairs/pair_results.jsonl", "reports/conclusion.md", "reports/pairwise_table.md"):
+        with_otel = (tmp_path / "with" / "mini" / name).read_text(encoding="utf-8")
+        assert with_otel == (tmp_path / "without" / "mini" / name).read_text(encoding="utf-8")
