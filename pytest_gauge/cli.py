@@ -169,6 +169,12 @@ def _add_merge(commands: _Commands) -> None:
     merge.add_argument("shards", nargs="+", metavar="SHARD_DIR", help="each shard's --gauge-out folder")
     merge.add_argument("--out", required=True, help="folder for the merged outputs")
     merge.add_argument("--junitxml", default=None, metavar="FILE", help="write the gates as JUnit XML")
+    merge.add_argument(
+        "--history",
+        default=None,
+        metavar="PATH",
+        help="verdict history (SQLite) to append the merged run to, once per suite (not once per shard)",
+    )
 
 
 def _add_history(commands: _Commands) -> None:
@@ -458,7 +464,7 @@ def main(
     if args.command == "cache":
         return _prune(args, out)
     if args.command == "merge":
-        return run_merge(args.shards, args.out, args.junitxml, env, out)
+        return run_merge(args.shards, args.out, args.junitxml, env, out, args.history)
     if args.command == "baseline":
         return _save_baseline(args, out, err)
     if args.command == "report":

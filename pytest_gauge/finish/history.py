@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..analysis.history import HistoryView, history_view
+from ..analysis.history import MERGED_SHARD, HistoryView, history_view
 from ..files.folders import SuiteFolder
 from ..files.history import HistoryError, append_runs, read_history
-from ..files.readwrite import write_atomic
+from ..files.readwrite import read_jsonl, write_atomic
 from ..records import CaseRecord, SuiteMeta, content_hash
 from ..records.history import AgentOutcome, GateOutcome, HistoryRun, TaskOutcome
 from ..report.history import render_history_section
@@ -23,8 +23,10 @@ from ..run.judge import JUDGE_SYSTEM_PROMPT
 if TYPE_CHECKING:
     from ..analysis.gates import GateResult
     from ..process.state import GaugeState
+    from .merge import ShardRun
+    from .outputs import SuiteReports
 
-__all__ = ["RunHistory", "history_run", "open_history"]
+__all__ = ["RunHistory", "history_run", "merged_history_run", "open_history", "record_merges"]
 
 RULE_FIELDS = ("success_criteria", "hard_constraints")
 
@@ -116,9 +118,11 @@ def history_run(
     manifest: Mapping[str, Any],
     shard: str | None,
 ) -> HistoryRun:
-    """The suite's run as the history remembers it, from what the end of the run has just written."""
+    """The suite's run as the history remembers it, from what the end of the run has just written. A
+    shard's gates are deferred, not evaluated: it records none (the merge records the verdicts once)."""
     complete = _complete_tasks(meta, records)
     gates = tuple(GateOutcome(r.gate.canonical(), r.status, r.value, r.low, r.high, r.n) for r in results)
+    gates = () if shard and shard != MERGED_SHARD else gates
     return HistoryRun(
         run_id=str(manifest["run_id"]),
         suite=meta.name,
@@ -132,6 +136,23 @@ def history_run(
         agents=_agent_outcomes(meta, complete),
         gates=gates,
     )
+
+
+def merged_history_run(
+    meta: SuiteMeta,
+    records: Sequence[CaseRecord],
+    results: Sequence[GateResult],
+    manifests: Sequence[Mapping[str, Any]],
+) -> HistoryRun:
+    """The merge's run of a sharded suite: every task and the merged gates, its run id the shards' joined
+    with "+" (so a history that also holds the shards' own runs counts the sharded run once, and merging
+    the same shards again replaces it), finished when its last shard did."""
+    manifest = {
+        **manifests[0],
+        "run_id": "+".join(sorted(str(m["run_id"]) for m in manifests)),
+        "finished_at": max(str(m["finished_at"]) for m in manifests),
+    }
+    return history_run(meta, records, results, manifest, MERGED_SHARD)
 
 
 @dataclass
@@ -171,3 +192,31 @@ def open_history(state: GaugeState) -> RunHistory | None:
     except HistoryError as exc:
         state.gate_notes.append((True, str(exc)))
         return None
+
+
+def record_merges(
+    path: Path, shards: Mapping[str, Sequence[ShardRun]], merged: Mapping[str, SuiteReports], out_dir: Path
+) -> list[str]:
+    """``merge --history PATH``: each merged suite's run appended once (every task, the merged gates),
+    its view of the history added to the merged conclusion.md; the terminal's lines (a file that cannot
+    be read or written is an error line, the merge's verdicts stand)."""
+    from ..report.history import history_lines  # deferred: the merge's only use of the history's text
+
+    try:
+        history = RunHistory(path, read_history(path) if path.is_file() else [])
+    except HistoryError as exc:
+        return [f"error: {exc}"]
+    lines = []
+    for suite, analysis in merged.items():
+        runs = shards[suite]
+        folder = SuiteFolder(out_dir / suite)
+        meta = SuiteMeta.from_json(runs[0].shard["meta"])
+        records = [CaseRecord.from_json(r) for r in read_jsonl(folder.pairs, missing_ok=True)]
+        run = merged_history_run(meta, records, analysis.results, [r.manifest for r in runs])
+        view = history.add(run, analysis.reports, folder.path)
+        lines += [f"{suite}: {line}" for line in history_lines(view)]
+    try:
+        append_runs(path, history.runs)
+    except HistoryError as exc:
+        lines.append(f"error: {exc}")
+    return lines

@@ -218,10 +218,15 @@ def _junit(path: Path, results: Sequence[tuple[str, Any, str]]) -> None:
 
 
 def run_merge(
-    dirs: Sequence[str], out_dir: str, junitxml: str | None, environ: Mapping[str, str], out: TextIO
+    dirs: Sequence[str],
+    out_dir: str,
+    junitxml: str | None,
+    environ: Mapping[str, str],
+    out: TextIO,
+    history: str | None = None,
 ) -> int:
     """The ``merge`` command: 0 when every gate passes, 1 on a failing gate, 2 on shards that cannot
-    be merged."""
+    be merged. ``history``: the verdict history the merged run is appended to, once per suite."""
     from ..report import render_summary  # deferred: keeps numpy off the import of finish.merge
     from ..report.github import (  # deferred: keeps numpy off the import of finish.merge
         render_pr_comment,
@@ -236,6 +241,11 @@ def run_merge(
     except MergeError as exc:
         out.write(f"pytest-gauge merge: {exc}\n")
         return 2
+    if history:
+        from .history import record_merges  # deferred: sqlite3 only when a history is given
+
+        for line in record_merges(Path(history), found, merged, Path(out_dir)):
+            out.write(f"pytest-gauge history: {line}\n")
     strict = ci_active(environ)
     verdicts: list[tuple[str, Any, str]] = []
     texts = []

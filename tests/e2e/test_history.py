@@ -3,11 +3,13 @@ give a flake table whose flaky tasks are exactly those whose outcome flipped acr
 
 from __future__ import annotations
 
+import io
 import re
 from pathlib import Path
 
 import pytest
 
+from pytest_gauge.cli import main
 from pytest_gauge.files.history import read_history
 from tests.helpers import MINI_INI, read_jsonl, run_inprocess
 
@@ -92,3 +94,43 @@ def test_the_ini_key_names_a_bad_history_before_any_case(pytester: pytest.Pytest
     assert run_inprocess(pytester, "suites").ret == 0
     (run,) = read_history(pytester.path / "runs.db")
     assert run.suite == "mini" and len(run.tasks) == 5 and run.seed == 7
+
+
+def test_a_sharded_run_records_its_merged_gates_once(pytester: pytest.Pytester, mini_suite: Path) -> None:
+    """Two shards, each with its own history, joined by ``history merge``; the shards' merge appends the
+    merged run: the gates are recorded once (the shards record none), and the sharded run counts once."""
+    gates = ("--gauge-gate", "lrs <= 1", "--gauge-gate", "success_rate(agent_z) >= 0.99")
+    whole = run_inprocess(pytester, "suites", *gates, "--gauge-out", "whole", "--gauge-history", "whole.db")
+    assert whole.ret == 1, whole.stdout.str()
+    for index in (1, 2):
+        shard = run_inprocess(
+            pytester, "suites", *gates, "--gauge-shard", f"{index}/2", "--gauge-out", f"s{index}",
+            "--gauge-history", f"s{index}.db",
+        )  # fmt: skip
+        assert shard.ret == 0, shard.stdout.str()
+    shard_runs = [run for i in (1, 2) for run in read_history(pytester.path / f"s{i}.db")]
+    assert [r.shard for r in shard_runs] == ["1/2", "2/2"] and all(not r.gates for r in shard_runs)
+
+    joined = pytester.path / "runs.db"
+    buffer = io.StringIO()
+    assert main(["history", "merge", "s1.db", "s2.db", "--out", str(joined)], environ={}, out=buffer) == 0
+    args = ["merge", "s1", "s2", "--out", "merged", "--history", str(joined)]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(pytester.path)
+        status = main(args, environ={}, out=buffer)
+    assert status == 1, buffer.getvalue()
+    assert "pytest-gauge history: mini: history: 1 run; flaky tasks 0 of 5" in buffer.getvalue()
+
+    recorded = read_history(joined)
+    merged = [r for r in recorded if r.shard == "merged"]
+    assert len(recorded) == 3 and len(merged) == 1
+    assert merged[0].run_id == "+".join(sorted(r.run_id for r in shard_runs))
+    (one,) = read_history(pytester.path / "whole.db")
+    assert [(g.expr, g.status) for g in merged[0].gates] == [(g.expr, g.status) for g in one.gates]
+    assert sorted(g.status for g in one.gates) == ["fail", "pass"]
+    assert [(t.key, t.outcome) for t in merged[0].tasks] == [(t.key, t.outcome) for t in one.tasks]
+    assert sum(len(r.gates) for r in recorded) == 2  # once, not once per shard
+
+    conclusion = (pytester.path / "merged" / "mini" / "reports" / "conclusion.md").read_text()
+    assert "1 run of this suite in `runs.db`" in conclusion
+    assert "| `lrs <= 1` | 1/1 | pass |" in conclusion
