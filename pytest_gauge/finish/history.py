@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..analysis.history import MERGED_SHARD, HistoryView, history_view
+from ..analysis.history import MERGED_SHARD, HistoryView, history_view, task_flakes, without_merged_shards
 from ..files.folders import SuiteFolder
 from ..files.history import HistoryError, append_runs, read_history
 from ..files.readwrite import read_jsonl, write_atomic
@@ -77,6 +77,12 @@ def _complete_tasks(meta: SuiteMeta, records: Sequence[CaseRecord]) -> dict[str,
     return {t: rows for t, rows in by_task.items() if t not in missing}
 
 
+def _task_key(meta: SuiteMeta, row: Mapping[str, Any], agents_hash: str, judge_hash: str) -> str:
+    """The task's key: what its outcome may depend on (records/history.py's ``TaskOutcome.key``)."""
+    rules_hash = _hash({k: row.get(k) for k in RULE_FIELDS})
+    return _hash([meta.name, _hash(row), rules_hash, agents_hash, judge_hash])
+
+
 def _task_outcomes(meta: SuiteMeta, complete: Mapping[str, list[CaseRecord]]) -> tuple[TaskOutcome, ...]:
     agents_hash, judge_hash = _setup_hashes(meta)
     out = []
@@ -86,7 +92,7 @@ def _task_outcomes(meta: SuiteMeta, complete: Mapping[str, list[CaseRecord]]) ->
             continue
         task_hash = _hash(row)
         rules_hash = _hash({k: row.get(k) for k in RULE_FIELDS})
-        key = _hash([meta.name, task_hash, rules_hash, agents_hash, judge_hash])
+        key = _task_key(meta, row, agents_hash, judge_hash)
         outcome = _outcome(complete[task_id])
         out.append(TaskOutcome(task_id, task_hash, rules_hash, agents_hash, judge_hash, key, outcome))
     return tuple(out)
@@ -172,6 +178,14 @@ class RunHistory:
         reports["conclusion.md"] = reports["conclusion.md"].rstrip("\n") + "\n\n" + section
         write_atomic(SuiteFolder(out).report("conclusion.md"), reports["conclusion.md"])
         return view
+
+    def flake_rates(self, meta: SuiteMeta) -> dict[str, float]:
+        """Each task's flake rate over the runs before this one with its current key (for
+        ``exclude_flaky`` gates; a task without such runs has none)."""
+        agents_hash, judge_hash = _setup_hashes(meta)
+        keys = {str(row["task_id"]): _task_key(meta, row, agents_hash, judge_hash) for row in meta.tasks}
+        past = without_merged_shards(self.past)
+        return {f.task_id: f.rate for f in task_flakes(past, meta.name) if keys.get(f.task_id) == f.key}
 
     def write(self, state: GaugeState) -> None:
         """The run's suites appended to the file, once (a failure is a loud note, not a lost run)."""

@@ -371,6 +371,7 @@ def report_suite(
     report_options: GaugeOptions | None = None,
     interrupted: str | None = None,
     adaptive: AdaptiveGates | None = None,
+    flake_rates: Mapping[str, float] | None = None,
 ) -> SuiteReports:
     """The suite analysed (:func:`~pytest_gauge.analysis.suite.analyse_suite`) and every report rendered
     and written under ``out/reports``. Shared by the end of a run and by ``python -m pytest_gauge merge``.
@@ -398,6 +399,7 @@ def report_suite(
         labels=suite_labels(meta.name, opts.labels),
         partial=partial,
         deferred=deferred,
+        flake_rates=flake_rates,
         interrupted=interrupted,
         adaptive=adaptive,
         case_hashes=_case_hashes(records, written) if opts.labels else None,
@@ -502,6 +504,7 @@ def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool)
             report_options=shown,
             interrupted=label,
             adaptive=adaptive,
+            flake_rates=history.flake_rates(meta) if history is not None else None,
         )  # fmt: skip
         if opts.shard:
             shard, options = parse_shard(str(opts.shard)), options_json(opts)

@@ -4,13 +4,16 @@ give a flake table whose flaky tasks are exactly those whose outcome flipped acr
 from __future__ import annotations
 
 import io
+import json
 import re
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from pytest_gauge.cli import main
-from pytest_gauge.files.history import read_history
+from pytest_gauge.files.history import append_runs, read_history
 from tests.helpers import MINI_INI, read_jsonl, run_inprocess
 
 GATE = "flip_rate <= 0.5"
@@ -134,3 +137,85 @@ def test_a_sharded_run_records_its_merged_gates_once(pytester: pytest.Pytester, 
     conclusion = (pytester.path / "merged" / "mini" / "reports" / "conclusion.md").read_text()
     assert "1 run of this suite in `runs.db`" in conclusion
     assert "| `lrs <= 1` | 1/1 | pass |" in conclusion
+
+
+FLAKY_GATE = "success_rate(agent_y) >= 0.1; exclude_flaky=0.3"
+
+
+def _gate_row(out: Path, expr: str) -> dict[str, Any]:
+    metrics = json.loads((out / "mini" / "reports" / "metrics.json").read_text())
+    (row,) = [g for g in metrics["gates"] if g["expr"] == expr]
+    return dict(row)
+
+
+def test_exclude_flaky_leaves_out_the_tasks_the_history_calls_flaky(
+    pytester: pytest.Pytester, mini_suite: Path
+) -> None:
+    """Two earlier runs in which m02 and m04 had another outcome: the gate leaves out exactly those two, and
+    its figure is the one a run of the suite without them gives."""
+    db = pytester.path / "h.db"
+    first = run_inprocess(
+        pytester, "suites", "--gauge-gate", FLAKY_GATE, "--gauge-out", "a", "--gauge-history", "h.db"
+    )
+    assert first.ret == 0, first.stdout.str()
+    whole = _gate_row(pytester.path / "a", FLAKY_GATE)
+    assert "exclude_flaky=0.3: 0 of 5 tasks left out as flaky" in whole["message"]
+
+    (run,) = read_history(db)
+    changed = {"m02", "m04"}
+    past = []
+    for i in (1, 2):
+        tasks = tuple(
+            replace(t, outcome='{"other": true}') if i == 2 and t.task_id in changed else t for t in run.tasks
+        )
+        past.append(replace(run, run_id=f"past-{i}", finished_at=f"2000-01-0{i}T00:00:00Z", tasks=tasks))
+    append_runs(db, past)  # m02 and m04: 1 of 3 runs differ, rate 0.33 > 0.3; the others 0
+
+    done = run_inprocess(
+        pytester, "suites", "--gauge-gate", FLAKY_GATE, "--gauge-out", "b", "--gauge-history", "h.db"
+    )
+    assert done.ret == 0, done.stdout.str()
+    kept = _gate_row(pytester.path / "b", FLAKY_GATE)
+    assert "2 of 5 tasks left out as flaky (m02, m04)" in kept["message"]
+    conclusion = (pytester.path / "b" / "mini" / "reports" / "conclusion.md").read_text()
+    assert "2 of 5 tasks left out as flaky (m02, m04)" in conclusion
+
+    # the same suite without m02 and m04, same seed: the same draws for the other tasks, the same figure
+    tasks_file = mini_suite / "tasks.jsonl"
+    lines = tasks_file.read_text().splitlines(keepends=True)
+    tasks_file.write_text("".join(line for line in lines if not any(f'"{t}"' in line for t in changed)))
+    plain = "success_rate(agent_y) >= 0.1"
+    alone = run_inprocess(pytester, "suites", "--gauge-gate", plain, "--gauge-out", "c")
+    assert alone.ret == 0, alone.stdout.str()
+    three = _gate_row(pytester.path / "c", plain)
+    assert (kept["value"], kept["n"]) == (three["value"], three["n"]) != (whole["value"], whole["n"])
+    with_all, without = (
+        float(x)
+        for x in re.findall(r"decidable difference ([\d.]+) with every task, ([\d.]+)", kept["message"])[0]
+    )
+    assert with_all == pytest.approx(_decidable(whole), rel=1e-2)
+    assert without == pytest.approx(_decidable(three), rel=1e-2)
+
+
+def _decidable(row: dict[str, Any]) -> float:
+    """80% power, 95% interval: (1.96 + 0.8416) / 1.96 times the interval's half-width."""
+    return (1.959964 + 0.841621) / 1.959964 * (row["high"] - row["low"]) / 2
+
+
+def test_exclude_flaky_without_a_history_keeps_every_task_and_says_so(
+    pytester: pytest.Pytester, mini_suite: Path
+) -> None:
+    plain = "success_rate(agent_y) >= 0.1"
+    done = run_inprocess(pytester, "suites", "--gauge-gate", FLAKY_GATE, "--gauge-gate", plain)
+    assert done.ret == 0, done.stdout.str()
+    row, base = (
+        _gate_row(pytester.path / "gauge-out", FLAKY_GATE),
+        _gate_row(pytester.path / "gauge-out", plain),
+    )
+    assert "exclude_flaky: needs --gauge-history for flake rates: every task kept" in row["message"]
+    assert (row["value"], row["low"], row["high"], row["n"]) == (
+        base["value"],
+        base["low"],
+        base["high"],
+        base["n"],
+    )
