@@ -17,7 +17,7 @@ from ..files.history import HistoryError, append_runs, read_history
 from ..files.readwrite import read_jsonl, write_atomic
 from ..records import CaseRecord, SuiteMeta, content_hash
 from ..records.history import AgentOutcome, GateOutcome, HistoryRun, TaskOutcome
-from ..report.history import render_history_section
+from ..report.history import HISTORY_FILE, history_json, render_history_section
 from ..run.judge import JUDGE_SYSTEM_PROMPT
 
 if TYPE_CHECKING:
@@ -170,13 +170,15 @@ class RunHistory:
     runs: list[HistoryRun] = field(default_factory=list)
 
     def add(self, run: HistoryRun, reports: MutableMapping[str, str], out: Path) -> HistoryView:
-        """This suite's run added; its view of the history appended to conclusion.md (in ``reports``
-        and on disk)."""
+        """This suite's run added; its view of the history appended to conclusion.md and written to
+        ``reports/history.json`` for the HTML page's trend view (in ``reports`` and on disk)."""
         self.runs.append(run)
         view = history_view(self.past, run)
         section = render_history_section(view, self.path.name)
         reports["conclusion.md"] = reports["conclusion.md"].rstrip("\n") + "\n\n" + section
         write_atomic(SuiteFolder(out).report("conclusion.md"), reports["conclusion.md"])
+        reports[HISTORY_FILE] = json.dumps(history_json(view), indent=1) + "\n"
+        write_atomic(SuiteFolder(out).report(HISTORY_FILE), reports[HISTORY_FILE])
         return view
 
     def flake_rates(self, meta: SuiteMeta) -> dict[str, float]:

@@ -207,6 +207,7 @@ def html_page(
         ledger=ledger,
         elo_svg=reports.get("elo.svg"),
         metrics=json.loads(metrics) if metrics else {},
+        history=json.loads(reports["history.json"]) if "history.json" in reports else None,
     )
 
 

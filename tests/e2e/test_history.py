@@ -14,9 +14,11 @@ import pytest
 
 from pytest_gauge.cli import main
 from pytest_gauge.files.history import append_runs, read_history
+from tests.e2e import test_html_report as html_report
 from tests.helpers import MINI_INI, read_jsonl, run_inprocess
 
 GATE = "flip_rate <= 0.5"
+browser, page, _open = html_report.browser, html_report.page, html_report._open  # Chromium's fixtures
 
 
 def _steady(suite: Path) -> None:
@@ -219,3 +221,45 @@ def test_exclude_flaky_without_a_history_keeps_every_task_and_says_so(
         base["high"],
         base["n"],
     )
+
+
+@pytest.mark.slow
+def test_the_html_page_shows_each_gates_trend_and_the_flaky_tasks(
+    pytester: pytest.Pytester, mini_suite: Path, page: Any
+) -> None:
+    """Three runs at three seeds with a history: the page's History section has one mark per run for each
+    gate (the statuses the history recorded, oldest first) and the flaky tasks conclusion.md lists; the
+    page read back from the folder is the same."""
+    _steady(mini_suite)
+    (pytester.path / "history").mkdir()
+    gates = ("--gauge-gate", GATE, "--gauge-gate", "success_rate(agent_y) >= 0.7")
+    for seed in (1, 2, 3):
+        run_inprocess(
+            pytester, "suites", "--gauge-seed", str(seed), *gates, "--gauge-history", "history/runs.db"
+        )
+    out = pytester.path / "gauge-out"
+    recorded = read_history(pytester.path / "history" / "runs.db")
+    expected = [[g.expr, [r.gates[i].status for r in recorded]] for i, g in enumerate(recorded[-1].gates)]
+    conclusion = (out / "mini" / "reports" / "conclusion.md").read_text()
+
+    html = out / "mini" / "reports" / "index.html"
+    before = html.read_bytes()
+    assert main(["report", str(out)], environ={}, out=io.StringIO()) == 0
+    assert html.read_bytes() == before  # the trend view read back from reports/history.json
+
+    _open(page, html)
+    rows = page.execute_script(
+        "return Array.from(document.querySelectorAll('#history-gates tbody tr')).map(r =>"
+        " [r.cells[0].textContent, Array.from(r.querySelectorAll('.trend .run')).map(s => s.classList[1])])"
+    )
+    assert rows == expected and len(rows) == 2
+    assert {s for _e, statuses in rows for s in statuses} >= {"pass"}
+    flaky = page.execute_script(
+        "const t = document.querySelector('#history-flaky'); return t.tagName === 'P' ? [] :"
+        " Array.from(t.querySelectorAll('tbody tr')).map(r => r.cells[0].textContent)"
+    )
+    assert set(flaky) == _flaky_rows(conclusion)
+    facts = page.execute_script("return document.querySelector('#history-h').nextElementSibling.textContent")
+    assert facts.startswith("3 runs of this suite") and f"flaky tasks {len(flaky)} of 5" in facts
+    page.execute_script("document.querySelector('#history-h').scrollIntoView()")
+    page.save_screenshot("/tmp/history-trend.png")
