@@ -6,7 +6,7 @@ conclusion.md, and the history file written once, on the controller, after every
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,7 +26,14 @@ if TYPE_CHECKING:
     from .merge import ShardRun
     from .outputs import SuiteReports
 
-__all__ = ["RunHistory", "history_run", "merged_history_run", "open_history", "record_merges"]
+__all__ = [
+    "RunHistory",
+    "history_run",
+    "merged_history_run",
+    "open_history",
+    "past_flake_rates",
+    "record_merges",
+]
 
 RULE_FIELDS = ("success_criteria", "hard_constraints")
 
@@ -207,6 +214,17 @@ def open_history(state: GaugeState) -> RunHistory | None:
         return RunHistory(path, read_history(path) if path.is_file() else [])
     except HistoryError as exc:
         state.gate_notes.append((True, str(exc)))
+        return None
+
+
+def past_flake_rates(path: Path, shard_ids: set[str]) -> Callable[[SuiteMeta], dict[str, float]] | None:
+    """The history's flake rates by suite before the run being merged (its shards' own rows, run ids
+    ``shard_ids``, left out), for a merge's ``exclude_flaky`` gates (None when the file cannot be read:
+    :func:`record_merges` then says why)."""
+    try:
+        past = read_history(path) if path.is_file() else []
+        return RunHistory(path, [r for r in past if r.run_id not in shard_ids]).flake_rates
+    except HistoryError:
         return None
 
 

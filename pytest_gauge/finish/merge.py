@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 import xml.etree.ElementTree as ET
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -157,9 +157,15 @@ def _write_transcripts(
     return written
 
 
-def merge_shards(suite: str, runs: Sequence[ShardRun], out_dir: Path) -> SuiteReports:
+def merge_shards(
+    suite: str,
+    runs: Sequence[ShardRun],
+    out_dir: Path,
+    flake_rates: Callable[[SuiteMeta], Mapping[str, float]] | None = None,
+) -> SuiteReports:
     """Write the merged suite folder ``out_dir/<suite>`` and return its
-    :class:`~pytest_gauge.finish.outputs.SuiteReports` (gates evaluated)."""
+    :class:`~pytest_gauge.finish.outputs.SuiteReports` (gates evaluated; ``flake_rates``: the history's,
+    for ``exclude_flaky`` gates)."""
     check_shards(suite, runs)
     runs = sorted(runs, key=lambda r: int(r.shard["index"]))
     out = out_dir / suite
@@ -190,7 +196,10 @@ def merge_shards(suite: str, runs: Sequence[ShardRun], out_dir: Path) -> SuiteRe
     shown = replace(opts, prices=opts.prices_for(str(m) for m in meta.models.values() if m))
     partial = len(meta.selected) < len(meta.cases)
     written = (manifest, transcripts)
-    return report_suite(meta, records, ledger, opts, out, written, partial=partial, report_options=shown)
+    rates = flake_rates(meta) if flake_rates is not None else None
+    return report_suite(
+        meta, records, ledger, opts, out, written, partial=partial, report_options=shown, flake_rates=rates
+    )
 
 
 def _junit(path: Path, results: Sequence[tuple[str, Any, str]]) -> None:
@@ -237,7 +246,15 @@ def run_merge(
 
     try:
         found = find_shards(dirs)
-        merged = {suite: merge_shards(suite, runs, Path(out_dir)) for suite, runs in sorted(found.items())}
+        rates = None
+        if history:
+            from .history import past_flake_rates  # deferred: sqlite3 only when a history is given
+
+            shard_ids = {str(r.manifest.get("run_id")) for runs in found.values() for r in runs}
+            rates = past_flake_rates(Path(history), shard_ids)
+        merged = {
+            suite: merge_shards(suite, runs, Path(out_dir), rates) for suite, runs in sorted(found.items())
+        }
     except MergeError as exc:
         out.write(f"pytest-gauge merge: {exc}\n")
         return 2

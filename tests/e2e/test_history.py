@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import shutil
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -305,3 +306,44 @@ def test_the_flaky_tasks_are_those_the_simulator_makes_unstable(
         assert flaky <= unstable, f"seed {seed}: a task the simulator keeps stable was called flaky"
         assert f"stable over 2+ runs: {5 - len(flaky)};" in conclusion or seed == 1
     assert flaky == unstable
+
+
+def test_a_shards_merge_leaves_out_the_same_flaky_tasks_as_one_run(
+    pytester: pytest.Pytester, mini_suite: Path
+) -> None:
+    """A history in which m02 differed once in three runs: the merge of two shards (``--history``) leaves
+    m02 out of an exclude_flaky gate as a run on one machine does, with the same figure."""
+    gate = ("--gauge-gate", FLAKY_GATE)
+    assert run_inprocess(pytester, "suites", *gate, "--gauge-out", "a", "--gauge-history", "h.db").ret == 0
+    (run,) = read_history(pytester.path / "h.db")
+    past = []
+    for i in (1, 2):
+        tasks = tuple(replace(t, outcome="{}") if i == 2 and t.task_id == "m02" else t for t in run.tasks)
+        past.append(
+            replace(run, run_id=f"past-{i}", finished_at=f"2000-01-0{i}T00:00:00Z", tasks=tasks, gates=())
+        )
+    append_runs(pytester.path / "h.db", past)
+    shutil.copy(pytester.path / "h.db", pytester.path / "one.db")
+
+    one = run_inprocess(pytester, "suites", *gate, "--gauge-out", "one", "--gauge-history", "one.db")
+    assert one.ret == 0, one.stdout.str()
+    for index in (1, 2):
+        shard = run_inprocess(
+            pytester, "suites", *gate, "--gauge-shard", f"{index}/2", "--gauge-out", f"s{index}"
+        )
+        assert shard.ret == 0, shard.stdout.str()
+    buffer = io.StringIO()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(pytester.path)
+        status = main(["merge", "s1", "s2", "--out", "merged", "--history", "h.db"], environ={}, out=buffer)
+    assert status == 0, buffer.getvalue()
+    single, merged = (
+        _gate_row(pytester.path / "one", FLAKY_GATE),
+        _gate_row(pytester.path / "merged", FLAKY_GATE),
+    )
+    assert "1 of 5 tasks left out as flaky (m02)" in merged["message"]
+    assert (merged["value"], merged["n"], merged["message"]) == (
+        single["value"],
+        single["n"],
+        single["message"],
+    )
