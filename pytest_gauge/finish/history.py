@@ -17,7 +17,7 @@ from ..files.history import HistoryError, append_runs, read_history
 from ..files.readwrite import read_jsonl, write_atomic
 from ..records import CaseRecord, SuiteMeta, content_hash
 from ..records.history import AgentOutcome, GateOutcome, HistoryRun, TaskOutcome
-from ..report.history import HISTORY_FILE, history_json, render_history_section
+from ..report.history import HISTORY_FILE, history_json, history_lines, render_history_section
 from ..run.judge import JUDGE_SYSTEM_PROMPT
 
 if TYPE_CHECKING:
@@ -234,8 +234,6 @@ def record_merges(
     """``merge --history PATH``: each merged suite's run appended once (every task, the merged gates),
     its view of the history added to the merged conclusion.md; the terminal's lines (a file that cannot
     be read or written is an error line, the merge's verdicts stand)."""
-    from ..report.history import history_lines  # deferred: the merge's only use of the history's text
-
     try:
         history = RunHistory(path, read_history(path) if path.is_file() else [])
     except HistoryError as exc:

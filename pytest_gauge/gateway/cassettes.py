@@ -62,9 +62,9 @@ class CassetteError(Exception):
 @dataclass(frozen=True)
 class RunKeys:
     """The cache keys one run of a suite used (its ledger's ``request`` of every answered call, live or
-    from the cache), the run's id, and the output folder whose manifest describes it."""
+    from the cache), the run ids of those calls, and the output folder whose manifest describes it."""
 
-    run_id: str
+    run_ids: tuple[str, ...]
     keys: frozenset[str]
     out_dir: Path
 
@@ -106,7 +106,7 @@ def run_keys(run: str, suite: str, out_dir: str | os.PathLike[str]) -> RunKeys:
     keys = frozenset(str(r["request"]) for r in rows if r.get("request") and r.get("status") == "ok")
     if not keys:
         raise CassetteError(f"{ledger}: no call of suite {suite} used the cache; was it on (--gauge-cache)?")
-    return RunKeys(run if not given.exists() else ", ".join(ids), keys, out)
+    return RunKeys(tuple(sorted({str(r.get("run_id")) for r in rows})), keys, out)
 
 
 @dataclass(frozen=True)
