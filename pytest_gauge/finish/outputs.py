@@ -208,6 +208,7 @@ def html_page(
         ledger=ledger,
         elo_svg=reports.get("elo.svg"),
         metrics=json.loads(metrics) if metrics else {},
+        history=json.loads(reports["history.json"]) if "history.json" in reports else None,
     )
 
 
@@ -372,6 +373,7 @@ def report_suite(
     report_options: GaugeOptions | None = None,
     interrupted: str | None = None,
     adaptive: AdaptiveGates | None = None,
+    flake_rates: Mapping[str, float] | None = None,
 ) -> SuiteReports:
     """The suite analysed (:func:`~pytest_gauge.analysis.suite.analyse_suite`) and every report rendered
     and written under ``out/reports``. Shared by the end of a run and by ``python -m pytest_gauge merge``.
@@ -399,6 +401,7 @@ def report_suite(
         labels=suite_labels(meta.name, opts.labels),
         partial=partial,
         deferred=deferred,
+        flake_rates=flake_rates,
         interrupted=interrupted,
         adaptive=adaptive,
         case_hashes=_case_hashes(records, written) if opts.labels else None,
@@ -504,6 +507,7 @@ def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool)
             report_options=shown,
             interrupted=label,
             adaptive=adaptive,
+            flake_rates=history.flake_rates(meta) if history is not None else None,
         )  # fmt: skip
         if opts.shard:
             shard, options = parse_shard(str(opts.shard)), options_json(opts)
