@@ -1,4 +1,4 @@
-"""``exclude_flaky=P`` (docs/gates.md#leaving-out-flaky-tasks): a gate evaluated without the tasks whose
+"""``exclude_flaky=P`` (docs/reproducibility.md#leaving-out-flaky-tasks): a gate evaluated without the tasks whose
 flake rate in the verdict history, before this run, is above ``P``, and what that costs in the difference
 the gate can decide.
 
