@@ -216,9 +216,9 @@ def cluster_wilson(k: FloatArray, n: FloatArray) -> tuple[FloatArray, FloatArray
     exact = 1.0 - 0.025 ** (1.0 / kish)
     high = np.where(~varies & (p <= 0), exact, high)
     low = np.where(~varies & (p >= 1), 1.0 - exact, low)
-    over_low, over_high = exact_task_bounds(k, n)  # never looser than counting each task one trial
-    high = np.where(np.isfinite(over_high), np.minimum(high, over_high), high)
-    low = np.where(np.isfinite(over_low), np.maximum(low, over_low), low)
+    over_low, over_high = exact_task_bounds(k, n)  # the rare side never looser than one trial per task
+    high = np.where(np.isfinite(over_high) & (p <= 0.5), np.minimum(high, over_high), high)
+    low = np.where(np.isfinite(over_low) & (p >= 0.5), np.maximum(low, over_low), low)
     empty = total <= 0
     low = np.where(empty, np.nan, np.clip(low, 0.0, 1.0))
     high = np.where(empty, np.nan, np.clip(high, 0.0, 1.0))
