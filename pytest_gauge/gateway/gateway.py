@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..records import ChatResult, LedgerRecord
+from ..records import NEUTRAL_API, ChatResult, LedgerRecord
 from .diagnosis import final_error, is_timeout, server_message
 from .endpoint import KEY_VARIABLE, URL_VARIABLE
 from .errors import (
@@ -70,8 +70,6 @@ __all__ = [
 CACHE_FORMAT_VERSION = 1
 RETRYABLE = frozenset({408, 409, 429})
 _NO_JITTER = random.Random(0)  # retry_delay reads the headers' hint only: no draw is made from it
-ANTHROPIC_VERSION = "2023-06-01"
-"""The ``anthropic-version`` header every Messages request carries (the API refuses a request without it)."""
 
 
 class Gateway:
@@ -123,7 +121,7 @@ class Gateway:
             await self._client.aclose()
 
     def cache_key(
-        self, body: dict[str, Any], ctx: CallContext, api: Api = "chat", headers: PassedHeaders = ()
+        self, body: dict[str, Any], ctx: CallContext, api: Api = NEUTRAL_API, headers: PassedHeaders = ()
     ) -> str:
         """The canonical request (its format's :meth:`~.wire.WireFormat.cache_material`) plus the sample
         index: never the key, headers, timeouts or retry settings, nor which case or agent asked (identical
@@ -135,7 +133,7 @@ class Gateway:
             "scope": ctx.cache_scope(),
             **wire_format(api).cache_material(body),
         }
-        if api != "chat":
+        if api != NEUTRAL_API:
             material["api"] = api
         if headers:  # only then: keys of calls without passed headers stay those of earlier versions
             material["headers"] = dict(headers)
@@ -167,7 +165,7 @@ class Gateway:
         possibly_billed: bool = False,
         request: str | None = None,
         said: Mapping[str, Any] | None = None,
-        api: Api = "chat",
+        api: Api = NEUTRAL_API,
     ) -> LedgerRecord:
         """The ledger line of one attempt or cache hit; ``response`` is the format's own (checked) one."""
         keys = self.settings.key_variables
@@ -241,7 +239,7 @@ class Gateway:
         request = entry.get("request")
         if not isinstance(request, dict):
             return "it stores no request"
-        stored = entry.get("api", "chat")
+        stored = entry.get("api", NEUTRAL_API)
         if stored != api:
             return f"it stores a {stored!r} response, not a {api!r} one"
         fmt = wire_format(api)
@@ -259,14 +257,14 @@ class Gateway:
                 return "its response was changed after it was stored"
             fmt.parse_response(json.dumps(response).encode())
         except BadResponse as exc:
-            what = "a chat completion" if api == "chat" else f"an {api} response"
+            what = "a chat completion" if api == NEUTRAL_API else f"an {api} response"
             return f"its response is not {what} ({exc.problem})"
         except (TypeError, ValueError):
             return "its stored request is not JSON data"
         return None
 
     async def chat(
-        self, ctx: CallContext, seq: int, role: str, model: str, body: dict[str, Any], api: Api = "chat"
+        self, ctx: CallContext, seq: int, role: str, model: str, body: dict[str, Any], api: Api = NEUTRAL_API
     ) -> ChatResult:
         """One logical call from a chat request body (the package's neutral shape), sent in the wire
         format ``api`` (its :meth:`~.wire.WireFormat.request_body`), answered as a chat completion.
@@ -497,10 +495,8 @@ class Gateway:
         body, within ``--gauge-timeout`` in all, refused past the body bound (:mod:`.transport`); the
         format's parsed, checked response and the response's headers."""
         client, fmt = self.client, wire_format(a.api)
-        auth = self.settings.anthropic_auth if a.api == "anthropic" else "bearer"
-        headers = dict(a.headers)
-        if a.api == "anthropic":
-            headers["anthropic-version"] = ANTHROPIC_VERSION
+        auth = self.settings.anthropic_auth if fmt.own_auth else "bearer"
+        headers = {**dict(a.headers), **fmt.request_headers}
         own = self.settings.role_keys.get(a.role)  # the role's own key, else the client's
         path = fmt.request_path(client.base_url)  # Messages: the Anthropic SDK's URL for the same base
         body, answered = await client.post(
@@ -667,7 +663,7 @@ class _Call:
     model: str
     body: dict[str, Any]
     request: str | None
-    api: Api = "chat"
+    api: Api = NEUTRAL_API
     headers: PassedHeaders = ()  # a proxied client's own headers of the format's passed_headers
     encoded: list[bytes] = field(default_factory=list, compare=False)  # the body's JSON, once made
 

@@ -41,7 +41,7 @@ from .endpoint import ROLE_KEY_VARIABLES, key_variables
 from .errors import GatewayError
 from .redact import MIN_RUN, known_secrets, redact
 from .route_policy import Refusals, RoutePolicy, refusal
-from .wire import APIS, Api, WireFormat, wire_format
+from .wire import APIS, NEUTRAL_API, Api, WireFormat, wire_format
 from .wire.sse import encode_events
 
 if TYPE_CHECKING:
@@ -496,7 +496,7 @@ class RecordingProxy:
         headers["x-gauge-cache"] = "hit" if reply.record.cache_hit else "miss"
         if stream:
             events = fmt.stream_events(reply.response)
-            data = encode_events(events, done_marker=fmt.api == "chat")
+            data = encode_events(events, done_marker=fmt.done_marker)
             sse = {"content-type": "text/event-stream", "cache-control": "no-cache", **headers}
             return ProxyAnswer(200, data, sse)
         return ProxyAnswer(200, _json(reply.response), {"content-type": "application/json", **headers})
@@ -539,7 +539,7 @@ def _api_of_path(path: str) -> Api:
     for suffix, api in _ENDPOINTS.items():
         if clean.endswith(suffix):
             return api
-    return "chat"
+    return NEUTRAL_API
 
 
 def _error(fmt: WireFormat, status: int, message: str) -> ProxyAnswer:

@@ -13,7 +13,7 @@ import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal, get_args
 
 if TYPE_CHECKING:  # only for annotations: the records themselves never import numpy
     import numpy as np
@@ -26,6 +26,7 @@ __all__ = [
     "APIS",
     "CASE_FORMAT_VERSION",
     "LEDGER_FORMAT_VERSION",
+    "NEUTRAL_API",
     "ROLES",
     "Api",
     "CaseKey",
@@ -53,8 +54,11 @@ CASE_FORMAT_VERSION = 1
 LEDGER_FORMAT_VERSION = 2
 
 Api = Literal["chat", "anthropic", "responses"]
-APIS: tuple[Api, ...] = ("chat", "anthropic", "responses")
+APIS: tuple[Api, ...] = get_args(Api)
 """The wire formats a model is called in (``api=`` on every model role; gateway/wire has one module each)."""
+NEUTRAL_API: Final[Api] = "chat"
+"""The package's own shape (roles build chat bodies, the dialogue reads chat completions) and every
+call's default format: its requests and completions cross the wire untranslated."""
 
 Role = Literal["agent", "user_sim", "judge", "user_audit"]
 ROLES: tuple[Role, ...] = ("agent", "user_sim", "judge", "user_audit")
@@ -453,7 +457,7 @@ class LedgerRecord:
     gateway_retries: int | None = None
     gateway_cost: float | None = None
     key_variable: str | None = None  # live calls: the variable whose key was sent (its name, never the key)
-    api: str = "chat"  # the wire format of the call (gateway/wire): chat, anthropic or responses
+    api: str = NEUTRAL_API  # the wire format of the call (gateway/wire): one of APIS
 
     def to_json(self) -> dict[str, Any]:
         """The JSON form (``dataclasses.asdict``'s result, without its deep copy: every gateway

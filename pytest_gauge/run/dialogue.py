@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..records import Api, ChatResult, ToolCall, Transcript, Turn
+from ..records import NEUTRAL_API, Api, ChatResult, ToolCall, Transcript, Turn
 from ..suite.tasks import Task
 from ..suite.tools import cut_text
 from .http_agent import HttpSession
@@ -90,7 +90,7 @@ class ChatCaller(Protocol):
         tools: list[dict[str, Any]] | None = None,
         seed: int | None = None,
         response_format: dict[str, Any] | None = None,
-        api: Api = "chat",
+        api: Api = NEUTRAL_API,
     ) -> ChatResult: ...
 
 
@@ -110,7 +110,7 @@ class BodyCaller(ABC):
         tools: list[dict[str, Any]] | None = None,
         seed: int | None = None,
         response_format: dict[str, Any] | None = None,
-        api: Api = "chat",
+        api: Api = NEUTRAL_API,
     ) -> ChatResult:
         body = {
             "messages": messages,
@@ -124,7 +124,7 @@ class BodyCaller(ABC):
         return await self.send(role, model, body, api)
 
     @abstractmethod
-    async def send(self, role: str, model: str, body: dict[str, Any], api: Api = "chat") -> ChatResult:
+    async def send(self, role: str, model: str, body: dict[str, Any], api: Api = NEUTRAL_API) -> ChatResult:
         """Send one call's chat body as the caller's next call, in the wire format ``api``."""
 
 
@@ -159,8 +159,8 @@ class DialogueConfig:
     user_seed: int | None = None
     max_reply_chars: int = 0  # a longer reply is cut with a marker (0: no limit); Suite(max_reply_chars=)
     workdir: Path | None = None  # the transcript's workspace (files/workspace.py), when it has one
-    agent_api: Api = "chat"  # the wire format of the agent's calls (ModelAgent(api=))
-    user_api: Api = "chat"  # the wire format of the user simulator's calls (UserSimulator(api=))
+    agent_api: Api = NEUTRAL_API  # the wire format of the agent's calls (ModelAgent(api=))
+    user_api: Api = NEUTRAL_API  # the wire format of the user simulator's calls (UserSimulator(api=))
     program: ProgramSession | None = None  # a CommandAgent's transcript: one process per turn
     http: HttpSession | None = None  # an HttpAgent's transcript: one POST per turn
     mcp: McpTools | None = None  # a program agent's MCP server of the suite's tools (its recorded calls)

@@ -24,7 +24,17 @@ from ..gateway.proxy import ProxyRoute, RecordingProxy, WireRequest, gateway_cal
 from ..gateway.route_policy import route_policy
 from ..gateway.wire import WireFormat
 from ..gateway.wire.noise import register_suite
-from ..records import Api, CaseRecord, JudgmentResult, Transcript, TranscriptResult, Turn, UnitSpend, Usage
+from ..records import (
+    NEUTRAL_API,
+    Api,
+    CaseRecord,
+    JudgmentResult,
+    Transcript,
+    TranscriptResult,
+    Turn,
+    UnitSpend,
+    Usage,
+)
 from ..records.work_key import WorkKey
 from ..suite.cases import Case
 from ..suite.declare import Agent, CallableAgent, CommandAgent, HttpAgent, ModelAgent, Suite
@@ -78,7 +88,7 @@ class WorkCaller(BodyCaller):
         self.seq += 1
         return self.seq
 
-    async def send(self, role: str, model: str, body: dict[str, Any], api: Api = "chat") -> ChatResult:
+    async def send(self, role: str, model: str, body: dict[str, Any], api: Api = NEUTRAL_API) -> ChatResult:
         result = await self.gateway.chat(self.ctx, self.next_seq(), role, model, body, api)
         self.spend += _spend_of(result.usage, result.cost)
         return result
@@ -175,7 +185,7 @@ class SuiteRuntime:
             max_reply_chars=self.suite.max_reply_chars,
             agent_seed=seed,
             user_seed=seed,
-            agent_api=agent.api if isinstance(agent, ModelAgent) else "chat",
+            agent_api=agent.api if isinstance(agent, ModelAgent) else NEUTRAL_API,
             user_api=user.api,
         )
 

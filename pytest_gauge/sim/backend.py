@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ..gateway.transport import serve_transport
-from ..gateway.wire import WireFormat, format_for_path
+from ..gateway.wire import NEUTRAL_API, WireFormat, format_for_path
 from ..gateway.wire.sse import encode_events
 from ..records import dumps
 from ..suite.sim_profiles import SimAgent, SimJudge, SimUser
@@ -239,7 +239,7 @@ class SimBackend:
         except ValueError as exc:
             return 400, _in_format(fmt, 400, error_body(str(exc), "invalid_request_error", None))
         status, payload = self.respond(chat_body)
-        if fmt.api == "chat":
+        if fmt.api == NEUTRAL_API:
             return status, payload
         if status != 200:
             return status, _in_format(fmt, status, payload)
@@ -252,7 +252,7 @@ class SimBackend:
         fmt = format_for_path(path)
         if status == 200 and fmt is not None and _asks_stream(raw):
             events = fmt.stream_events(payload)
-            return 200, "text/event-stream", encode_events(events, done_marker=fmt.api == "chat")
+            return 200, "text/event-stream", encode_events(events, done_marker=fmt.done_marker)
         return status, "application/json", dump_response(payload)
 
     def transport(self) -> httpx2.AsyncBaseTransport:

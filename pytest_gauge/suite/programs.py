@@ -17,6 +17,7 @@ from typing import Any
 
 import tomli_w
 
+from ..records import APIS, NEUTRAL_API
 from .sim_profiles import SimAgent
 from .strategy import Strategy
 
@@ -109,7 +110,7 @@ class CommandAgent:
     timeout: float = 300.0
     env: Mapping[str, str] = field(default_factory=dict)
     model: str | None = None
-    api: str = "chat"
+    api: str = NEUTRAL_API
     configure: Configure | None = None
     drop_env: tuple[str, ...] = ()  # prefixes removed from the built environment before ``env`` is added
     sim: SimAgent = field(default_factory=SimAgent)  # how the simulator answers its model calls
@@ -132,8 +133,8 @@ class CommandAgent:
             raise ValueError(f"CommandAgent {self.name!r}: output is one of {known}, not {self.output!r}")
         if not self.timeout > 0:
             raise ValueError(f"CommandAgent {self.name!r}: timeout must be > 0 seconds, got {self.timeout!r}")
-        if self.api not in ("chat", "anthropic", "responses"):
-            raise ValueError(f"CommandAgent {self.name!r}: api must be chat, anthropic or responses")
+        if self.api not in APIS:
+            raise ValueError(f"CommandAgent {self.name!r}: api must be {', '.join(APIS[:-1])} or {APIS[-1]}")
         if not self.stdin and not any("{prompt}" in a for a in self.argv):
             raise ValueError(f"CommandAgent {self.name!r}: argv has no {{prompt}} and stdin=False")
 
