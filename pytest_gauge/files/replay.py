@@ -15,8 +15,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from ..records.json_types import JSONObject
 from .readwrite import FileFormatError, read_json_object, write_atomic
 
 __all__ = ["RECORDING_FILE", "Recording", "RecordingError", "load_recording", "save_recording"]
@@ -35,7 +35,7 @@ class Recording:
     seed: int | None = None
     hashes: Mapping[str, str] = field(default_factory=dict)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             "gateway": self.gateway,
             "models": dict(sorted(self.models.items())),

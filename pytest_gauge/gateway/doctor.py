@@ -15,9 +15,10 @@ import urllib.parse
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TextIO
+from typing import TYPE_CHECKING, Literal, TextIO
 
 from ..records import NEUTRAL_API
+from ..records.json_types import JSONObject
 from .diagnosis import diagnose
 from .endpoint import (
     KEY_VARIABLE,
@@ -114,7 +115,7 @@ class Target:
 
     model: str
     roles: str
-    response_formats: tuple[dict[str, Any] | None, ...] = (None,)
+    response_formats: tuple[JSONObject | None, ...] = (None,)
     """The formats to try in order (a judge's JSON-mode chain); the first one accepted is reported."""
     origin: str | None = None
     """The environment variable the model name was read from (``env_model``), for the fix."""
@@ -394,7 +395,7 @@ def _client(base_url: str, key: str, timeout: float) -> openai.OpenAI:
 def _ping(
     client: openai.OpenAI,
     model: str | None,
-    response_format: dict[str, Any] | None = None,
+    response_format: JSONObject | None = None,
     api: str = NEUTRAL_API,
 ) -> None:
     """One minimal call (``max_tokens=1``) in the wire format ``api`` or, without a model, ``GET /models``.
@@ -403,7 +404,7 @@ def _ping(
         client.models.list()
     elif api != NEUTRAL_API:
         fmt = wire_format(api)
-        chat: dict[str, Any] = {"model": model, "messages": [{"role": "user", "content": "ping"}]}
+        chat: JSONObject = {"model": model, "messages": [{"role": "user", "content": "ping"}]}
         chat["max_tokens"] = fmt.ping_tokens
         if response_format:
             chat["response_format"] = response_format

@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from .json_types import JSONObject
+
 __all__ = [
     "CHECKS_FORMAT_VERSION",
     "CheckEntry",
@@ -39,7 +41,7 @@ class CheckEntry:
     message: str
     properties: tuple[tuple[str, str], ...] = ()
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             "nodeid": self.nodeid,
             "group": self.group,
@@ -63,7 +65,7 @@ class CheckEntry:
         )
 
 
-def checks_to_json(entries: Mapping[str, CheckEntry]) -> dict[str, Any]:
+def checks_to_json(entries: Mapping[str, CheckEntry]) -> JSONObject:
     """The run folder's ``checks.json``: every check by node id (the xdist workers' gate items read it)."""
     return {
         "format_version": CHECKS_FORMAT_VERSION,

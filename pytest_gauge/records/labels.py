@@ -10,6 +10,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .json_types import JSONObject
+
 __all__ = [
     "LABEL_CHOICES",
     "LABEL_STRATA",
@@ -42,7 +44,7 @@ class Label:
     stratum: str = ""
     transcripts: str = ""  # the hash of the two transcripts it was given on ("": not recorded)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         """The line as written (``format_version`` 1; ``transcripts`` when known)."""
         return {
             "format_version": 1,
@@ -104,7 +106,7 @@ class SampleCase:
     weight: float
     position: int
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         """The line as written."""
         return {
             "position": self.position,

@@ -16,7 +16,6 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from ..files.workspace import workspace_for
 from ..gateway.gateway import CallContext, Gateway, WireReply
@@ -35,6 +34,7 @@ from ..records import (
     UnitSpend,
     Usage,
 )
+from ..records.json_types import JSONObject
 from ..records.work_key import WorkKey
 from ..suite.cases import Case
 from ..suite.declare import Agent, CallableAgent, CommandAgent, HttpAgent, ModelAgent, Suite
@@ -88,7 +88,7 @@ class WorkCaller(BodyCaller):
         self.seq += 1
         return self.seq
 
-    async def send(self, role: str, model: str, body: dict[str, Any], api: Api = NEUTRAL_API) -> ChatResult:
+    async def send(self, role: str, model: str, body: JSONObject, api: Api = NEUTRAL_API) -> ChatResult:
         result = await self.gateway.chat(self.ctx, self.next_seq(), role, model, body, api)
         self.spend += _spend_of(result.usage, result.cost)
         return result
@@ -367,7 +367,7 @@ class SuiteRuntime:
         self, agent: ModelAgent, transcript: Transcript, rounds: int, caller: WorkCaller, seed: int | None
     ) -> Transcript:
         """Reflection rounds: the agent revises its final reply; the revision replaces it."""
-        history: list[dict[str, Any]] = [{"role": "system", "content": agent.system_prompt}]
+        history: list[JSONObject] = [{"role": "system", "content": agent.system_prompt}]
         for turn in transcript.turns:
             if turn.role in ("user", "assistant") and turn.content and not turn.tool_calls:
                 history.append({"role": turn.role, "content": turn.content})

@@ -18,6 +18,7 @@ from typing import Any
 import tomli_w
 
 from ..records import APIS, NEUTRAL_API
+from ..records.json_types import JSONObject
 from .sim_profiles import SimAgent
 from .strategy import Strategy
 
@@ -249,7 +250,7 @@ def codex_config(model: str, base_url: str, mcp_servers: Mapping[str, Mapping[st
         "request_max_retries": 0,
         "stream_max_retries": 0,
     }
-    config: dict[str, Any] = {
+    config: JSONObject = {
         "model": model,
         "model_provider": "gauge",
         "check_for_update_on_startup": False,

@@ -20,6 +20,7 @@ from ..gateway.wire import NEUTRAL_API, WireFormat
 from ..gateway.wire.anthropic import MESSAGES
 from ..gateway.wire.responses import RESPONSES
 from ..gateway.wire.sse import encode_events
+from ..records.json_types import JSONObject
 from .exchange import Request, Response
 from .responders import (
     Responder,
@@ -158,7 +159,7 @@ class FaultPlan:
     (429, 5xx, malformed, reset, 529), and their fault index ``n`` counts only them, so the schedule they
     meet is the same whatever the other formats' requests do; empty: every format's, indexed together."""
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         """Plain-JSON form (the model sets as sorted lists), as served by the admin stats route."""
         d = asdict(self)
         d["status_400_models"] = sorted(self.status_400_models)
@@ -255,7 +256,7 @@ def echo_auth(req: Request, spec: str) -> Response:
 
 def chat_response(
     req: Request,
-    body: dict[str, Any] | None,
+    body: JSONObject | None,
     body_error: bool,
     plan: FaultPlan,
     n: int,
@@ -366,7 +367,7 @@ _ERROR_KINDS = {
 def model_response(
     fmt: WireFormat,
     req: Request,
-    body: dict[str, Any] | None,
+    body: JSONObject | None,
     body_error: bool,
     plan: FaultPlan,
     n: int,
@@ -407,7 +408,7 @@ def in_format(fmt: WireFormat, resp: Response) -> Response:
     return Response(resp.status, fmt.error_body(resp.status, message, kind), resp.headers, resp.reset)
 
 
-def finish_completion(body: dict[str, Any], out: dict[str, Any], plan: FaultPlan, seq: int) -> dict[str, Any]:
+def finish_completion(body: JSONObject, out: JSONObject, plan: FaultPlan, seq: int) -> JSONObject:
     """A responder's answer made a full chat.completion (ids, indexes, usage), with the plan's
     truncation, missing usage and cached/cache-write/reasoning token details applied (prompt tokens
     include the cache's reads and writes)."""
