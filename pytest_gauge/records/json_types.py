@@ -21,4 +21,3 @@ class UnitSpendJSON(TypedDict):
     output_tokens: int
     cost: float | None
     unpriced_calls: NotRequired[int]
-
