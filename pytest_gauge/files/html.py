@@ -183,6 +183,7 @@ def load_suite(folder: Path) -> SuiteOutputs:
         elo_svg=svg_path.read_text(encoding="utf-8") if svg_path.is_file() else None,
         metrics=_json(files.report("metrics.json")),
         sample=_sample(files),
+        history=_json(files.report("history.json")) or None,
     )
 
 
@@ -205,6 +206,7 @@ def suite_outputs(
     elo_svg: str | None,
     metrics: Mapping[str, Any],
     sample: tuple[SampleCase, ...] = (),
+    history: Mapping[str, Any] | None = None,
 ) -> SuiteOutputs:
     """The page's values from a suite's outputs as they are written (the manifest, tasks.jsonl's task
     rows, the records, the agents' transcript rows, the ledger, elo.svg, metrics.json): the one builder
@@ -221,6 +223,7 @@ def suite_outputs(
         ledger=tuple(ledger),
         elo_svg=elo_svg,
         sample=sample,
+        history=dict(history) if history is not None else None,
         **_metrics_parts(metrics),
     )
 
