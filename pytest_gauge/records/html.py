@@ -161,7 +161,7 @@ class SuiteOutputs:
     human: JSONObject | None = None  # metrics.json's "human" block (--gauge-labels), None without labels
     self_preference: JSONObject | None = None  # metrics.json's: a judge sharing a contestant's model
     sample: tuple[SampleCase, ...] = ()  # labels/sample.jsonl: the cases the labelling mode offers first
-    history: dict[str, Any] | None = None  # reports/history.json (--gauge-history): the trend view's data
+    history: JSONObject | None = None  # reports/history.json (--gauge-history): the trend view's data
 
 
 def redaction_names(outputs: SuiteOutputs) -> list[str]:

@@ -96,6 +96,7 @@ class MessagesFormat:
     own_auth = True
     done_marker = False
     ping_tokens = 1
+    provider = "anthropic"
     title = "Messages (api=anthropic)"
 
     # -- client side ---------------------------------------------------------------------------------

@@ -36,6 +36,9 @@ class WireFormat(Protocol):
     """True when the format's stream ends with ``data: [DONE]`` (Chat Completions)."""
     ping_tokens: int
     """The least output-token cap the format's servers take: ``gauge doctor``'s 1-token call asks for it."""
+    provider: str
+    """The API's maker as OpenTelemetry's ``gen_ai.provider.name`` says it (the API the call spoke: a
+    gateway may host any model behind it)."""
     title: str
     """The format as ``gauge doctor`` names it in a line (``Responses``, ``Messages (api=anthropic)``)."""
 

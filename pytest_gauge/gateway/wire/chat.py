@@ -44,6 +44,7 @@ class ChatFormat:
     own_auth = False
     done_marker = True
     ping_tokens = 1
+    provider = "openai"
     title = "chat"
 
     def request_path(self, base_url: str) -> str:

@@ -671,6 +671,7 @@ class ResponsesFormat:
     own_auth = False
     done_marker = False
     ping_tokens = 16  # the least max_output_tokens OpenAI's Responses API takes
+    provider = "openai"
     title = "Responses"
 
     def request_path(self, base_url: str) -> str:

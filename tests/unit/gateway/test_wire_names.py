@@ -19,6 +19,8 @@ HOME = ("gateway/wire/", "records/__init__.py")  # the format modules, the regis
 ALLOWED: dict[tuple[str, str], int] = {
     # Codex's own config vocabulary (its ``wire_api`` values), checked and written for the user
     ("gateway/program_doctor.py", "chat"): 1,
+    # OpenTelemetry's GenAI vocabulary: the operation every model call is (gen_ai.operation.name)
+    ("finish/otel.py", "chat"): 1,
     # the presets say which format the program's CLI speaks: Claude Code Messages, Codex Responses
     ("suite/programs.py", "anthropic"): 2,
     ("suite/programs.py", "responses"): 3,
@@ -81,7 +83,7 @@ def test_every_format_says_what_the_rest_of_the_package_asks_of_it(api: str) -> 
     root = "http://127.0.0.1:1/w/t"
     assert fmt.sdk_base_url(root) in (root, root + "/v1")
     assert fmt.request_path(fmt.sdk_base_url(root)).endswith(fmt.path)
-    assert fmt.ping_tokens >= 1 and fmt.title
+    assert fmt.ping_tokens >= 1 and fmt.title and fmt.provider
     assert fmt.done_marker == (api == NEUTRAL_API)  # only Chat Completions' stream ends in [DONE]
     assert all(k == k.lower() for k in fmt.request_headers)
 
