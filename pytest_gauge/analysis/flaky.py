@@ -1,6 +1,6 @@
-"""``exclude_flaky=P`` (docs/reproducibility.md#leaving-out-flaky-tasks): a gate evaluated without the tasks whose
-flake rate in the verdict history, before this run, is above ``P``, and what that costs in the difference
-the gate can decide.
+"""``exclude_flaky=P`` (docs/reproducibility.md#leaving-out-flaky-tasks): a gate evaluated without the
+tasks whose flake rate in the verdict history, before this run, is above ``P``, and what that costs in the
+difference the gate can decide.
 
 The flake rates come from :func:`pytest_gauge.analysis.history.task_flakes` over the earlier runs with each
 task's current key; the end of the run passes them in (None without ``--gauge-history``, and the gate is
