@@ -33,6 +33,7 @@ from .gateway.doctor import (
     run_doctor,
 )
 from .gateway.endpoint import KEY_VARIABLE
+from .records.json_types import JSONObject
 from .run.programs import INSTALL
 from .suite.declare import (
     MODEL_VARIABLES,  # filled by the suites' env_model as they are imported
@@ -340,7 +341,7 @@ def targets_of(found: Sequence[tuple[str, Any]]) -> list[Target]:
     """One doctor target per distinct (role, model) of the suites found, labelled with the suites (and
     agents) that use it; judge models are tried in their JSON-mode chain."""
     users: dict[tuple[str, str, str], list[str]] = {}  # (role, model, api) -> who uses it
-    chains: dict[str, tuple[dict[str, Any] | None, ...]] = {}
+    chains: dict[str, tuple[JSONObject | None, ...]] = {}
     for name, suite in found:
         for agent in suite.agents:
             if isinstance(agent, ModelAgent):

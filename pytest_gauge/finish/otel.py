@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..analysis.gates import GateResult
 from ..gateway.redact import known_secrets, redact_known
+from ..gateway.wire import APIS, wire_format
 from ..records import CaseRecord, Judgment, LedgerRecord, SuiteMeta
 from ..records.work_key import WorkKey, parse_work
 from ..version import __version__
@@ -35,8 +36,6 @@ __all__ = ["EVALUATION_EVENT", "SuiteTelemetry", "build_spans", "export_run"]
 
 EVALUATION_EVENT = "gen_ai.evaluation.result"
 EVALUATION_NAME = "pairwise_preference"
-_PROVIDERS = {"chat": "openai", "responses": "openai", "anthropic": "anthropic"}
-"""``gen_ai.provider.name`` by wire format: the API the call spoke (a gateway may host any model)."""
 _BATCH = 512  # spans per OTLP request
 
 
@@ -114,7 +113,7 @@ def _call_attributes(call: _Call) -> dict[str, Any]:
     ok = last.status == "ok"
     return {
         "gen_ai.operation.name": "chat",
-        "gen_ai.provider.name": _PROVIDERS.get(last.api),
+        "gen_ai.provider.name": wire_format(last.api).provider if last.api in APIS else None,
         "gen_ai.request.model": last.model,
         "gen_ai.response.model": (last.served_model or last.model) if ok else None,
         "gen_ai.usage.input_tokens": usage.input_tokens if usage else None,
