@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .analysis.gate_check import (
+from .analysis.gate_precheck import (
     SuiteShape,
     check_gates,
     missing_baseline,
@@ -65,7 +65,7 @@ from .suite.declare import MODEL_VARIABLES, Suite, SuiteError, TaskFileError
 from .suite.discover import find_suites
 
 if TYPE_CHECKING:
-    from .analysis.gate_check import SuiteShape
+    from .analysis.gate_precheck import SuiteShape
 
 FATAL_PROPERTY = "gauge_fatal"
 resumed_key = pytest.StashKey[str | None]()  # the line on an earlier run's reports written at the start

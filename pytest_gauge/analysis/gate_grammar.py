@@ -11,7 +11,7 @@ One grammar serves the suite module, the ini key ``gauge_gates`` and the CLI ``-
     OPTION     := 'min_n' '=' INT | 'allow_inconclusive' | 'allow_unpriced'
                 | 'reproducible' '=' NUMBER [':' ('fail' | 'inconclusive')] | 'exclude_flaky' '=' NUMBER
 
-No numpy here: every process parses gates at collection (:mod:`.gate_check`); :mod:`.gates` evaluates them.
+No numpy here: every process parses gates at collection (:mod:`.gate_precheck`); :mod:`.gates` evaluates them.
 """
 
 from __future__ import annotations

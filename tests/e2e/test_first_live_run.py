@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from pytest_gauge.analysis.gate_check import SuiteShape, check_gate
+from pytest_gauge.analysis.gate_precheck import SuiteShape, check_gate
 from pytest_gauge.analysis.gates import parse_gate
 from pytest_gauge.cli import main, suite_targets
 from pytest_gauge.gateway.endpoint import check_base_url, normalise_url
