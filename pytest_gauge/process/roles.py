@@ -33,7 +33,7 @@ from ..gateway.model_stops import read_stops
 from ..gateway.redact import register_secret
 from ..options import GaugeOptions
 from ..records import CaseRecord, WorkerSummary
-from ..records.checks import CheckEntry, checks_from_json, checks_to_json, is_check_nodeid
+from ..records.checks import CheckEntry, checks_from_json, checks_to_json, is_check_nodeid, without_group
 from ..run.engine import STOP_GRACE
 from ..run.looks import LookState
 from .state import GaugeState, render_worker_summaries
@@ -379,13 +379,13 @@ class Controller(_EndsTheRun):
     def collected(self, ids: list[str]) -> None:
         if self.expected is None:
             self.expected = {i for i in ids if not is_check_nodeid(i)}
-            self.state.selected_gates = {i for i in ids if is_check_nodeid(i)}
+            self.state.selected_gates = {without_group(i) for i in ids if is_check_nodeid(i)}
 
     def item_done(self, report: pytest.TestReport) -> None:
         """Once every test but the gates is done, end the run: the workers' gate items wait for the
         outcomes (``checks.json``), so a gate is reported by its own item."""
         if is_check_nodeid(report.nodeid):
-            self.reported.add(report.nodeid)
+            self.reported.add(without_group(report.nodeid))
             return
         self.done.add(report.nodeid)
         expected, session = self.expected, self.session

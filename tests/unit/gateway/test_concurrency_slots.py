@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_gauge.files import locks
 from pytest_gauge.gateway import limits
 from pytest_gauge.gateway.limits import ConcurrencySlots
 
@@ -131,7 +132,7 @@ def test_waiting_polls_once_for_all_the_waiters(tmp_path: Path, monkeypatch: pyt
     folder = tmp_path
     other, mine, taken = _all_taken_by_another(folder, 32)
     calls = 0
-    lock_file = limits.lock_file
+    lock_file = locks.lock_file
 
     def counting(fd: int, *, block: bool) -> bool:
         nonlocal calls
