@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -39,17 +40,23 @@ def three_suites(mini_suite: Path) -> Path:
 
 
 def _pytest(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """``python -m pytest`` in ``folder``; a run that hangs fails at the timeout instead of hanging."""
+    """``python -m pytest`` in ``folder``, in a session of its own: a run that hangs fails at the
+    timeout, its workers killed with it, instead of hanging."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_XDIST_", "PYTEST_ADDOPTS"))}
     env.pop("PYTEST_CURRENT_TEST", None)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    argv = [sys.executable, "-m", "pytest", "-p", "no:randomly", "-p", "no:cacheprovider", "-rA", *args]
+    proc = subprocess.Popen(
+        argv, cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,
+    )  # fmt: skip
     try:
-        return subprocess.run(
-            [sys.executable, "-m", "pytest", "-p", "no:randomly", "-p", "no:cacheprovider", "-rA", *args],
-            cwd=folder, env=env, capture_output=True, text=True, timeout=240, check=False,
-        )  # fmt: skip
-    except subprocess.TimeoutExpired as exc:
-        pytest.fail(f"pytest {' '.join(args)} did not end in 240 s: {str(exc.stdout)[-2000:]}")
+        out, err = proc.communicate(timeout=240)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        pytest.fail(f"pytest {' '.join(args)} did not end in 240 s: {out[-2000:]}")
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
 
 def _gate_outcomes(stdout: str) -> dict[str, str]:
