@@ -42,6 +42,7 @@ __all__ = [
 
 BACKENDS = ("live", "sim", "replay")
 CACHE_MODES = ("use", "refresh", "off", "replay-then-live")
+BATCH_ROLES = ("off", "judge")  # --gauge-batch: nothing batched, or the judge's calls
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,8 @@ class GaugeOptions:
     tpm_models: tuple[tuple[str, float], ...] = ()
     retry_after_cap: float = 60.0
     anthropic_auth: str = "bearer"  # --gauge-anthropic-auth: where Messages calls send the key
+    batch: str = "off"  # --gauge-batch: off, or judge (its cache misses sent in batches)
+    batch_deadline: float = 60.0  # --gauge-batch-deadline: minutes before a batch's rest falls back
     close_threshold: float = 0.1
     gates: tuple[str, ...] = ()
     budget_usd: float | None = None
@@ -163,6 +166,7 @@ _seed = _bounded(_whole, 0, 2**63 - 1)  # numpy's and the API's seeds are 64-bit
 _retries = _bounded(_whole, 0, 100)
 _concurrency = _bounded(_whole, 1, 10_000)
 _rounds = _bounded(_whole, 1, 10**15)  # and the memory it needs: analysis/memory.py
+_minutes = _bounded(_finite_float, 0.0, 7 * 24 * 60.0, open_low=True)  # a batch's deadline: at most a week
 _share = _bounded(_finite_float, 0.0, 1.0)  # a gap between mean rewards, which lie in [0, 1]
 _rate = _bounded(_finite_float, 0.001, 1e12)  # per minute: one call per 1,000 minutes to any service's
 
@@ -289,6 +293,21 @@ _SETTINGS: tuple[tuple[str, str, Any, str, tuple[str, ...] | None], ...] = (
         "where api='anthropic' calls send the key: bearer (default, Authorization: Bearer, as Claude Code's"
         " ANTHROPIC_AUTH_TOKEN) or x-api-key",
         ("bearer", "x-api-key"),
+    ),
+    (
+        "batch",
+        "gauge_batch",
+        str,
+        "off (default) or judge: the judge's calls that miss the cache go through the gateway's batch"
+        " endpoint (OpenAI /files + /batches, Anthropic Message Batches), at the batch price",
+        BATCH_ROLES,
+    ),
+    (
+        "batch-deadline",
+        "gauge_batch_deadline",
+        _minutes,
+        "minutes a batch may take before its unanswered calls are sent the ordinary way (default 60)",
+        None,
     ),
     (
         "close-threshold",
@@ -625,6 +644,8 @@ def resolve_options(config: pytest.Config) -> GaugeOptions:
         tpm_models=tpm_models,
         retry_after_cap=pick("gauge_retry_after_cap", 60.0),
         anthropic_auth=pick("gauge_anthropic_auth", "bearer"),
+        batch=pick("gauge_batch", "off"),
+        batch_deadline=pick("gauge_batch_deadline", 60.0),
         close_threshold=pick("gauge_close_threshold", 0.1),
         gates=gates,
         budget_usd=values["gauge_budget_usd"],

@@ -45,8 +45,8 @@ def price_number(value: object) -> bool:
 
 
 def _from_mapping(data: object, where: str) -> dict[str, Price]:
-    """``{model: {input, output[, cached_input][, cache_write][, cache_write_1h][, context_tokens]}}``
-    or ``{model: [input, output[, cached_input]]}``."""
+    """``{model: {input, output[, cached_input][, cache_write][, cache_write_1h][, context_tokens]
+    [, batch]}}`` or ``{model: [input, output[, cached_input]]}``."""
     if not isinstance(data, dict):
         raise pytest.UsageError(f"{where}: expected a table of models")
     table = data.get("prices", data)
@@ -75,7 +75,13 @@ def _from_mapping(data: object, where: str) -> dict[str, Price]:
         ):
             raise pytest.UsageError(f"{where}: context_tokens of {model!r} must be a positive whole number")
         writes = _write_prices(entry, model, where) if isinstance(entry, dict) else (None, None)
-        out[str(model)] = Price(float(values[0]), float(values[1]), cached, where, window, *writes)
+        share = entry.get("batch") if isinstance(entry, dict) else None
+        if share is not None and not (price_number(share) and share <= 1):
+            raise pytest.UsageError(
+                f"{where}: batch of {model!r} must be a share of the ordinary price from 0 to 1 (0.5: half)"
+            )
+        batch = None if share is None else float(share)
+        out[str(model)] = Price(float(values[0]), float(values[1]), cached, where, window, *writes, batch)
     return out
 
 

@@ -24,6 +24,7 @@ import pytest
 from ..files.folders import OutFolder, RunFolder
 from ..files.readwrite import FileFormatError, read_json_object, write_atomic
 from ..files.work_store import WorkStore
+from ..gateway.batch import Batcher, BatchSettings
 from ..gateway.gateway import (
     REPLAY_THEN_LIVE,
     REUSING_MODES,
@@ -281,6 +282,7 @@ class GaugeState:
             model_rates=build_model_rates(opts, run, self.run_id),  # run folder or --gauge-limits
             pacer=ModelPacer(opts.max_concurrency),
             recorded=_recorded(opts),
+            batcher=_batcher(opts),
         )
         return GatewayShared(settings, resources)
 
@@ -459,6 +461,14 @@ def _worker_order(worker: str) -> tuple[int, str]:
 
 
 state_key = pytest.StashKey[GaugeState]()
+
+
+def _batcher(opts: GaugeOptions) -> Batcher | None:
+    """``--gauge-batch judge`` on a live run: the judge's cache misses go through batches (the simulator
+    and a replay have no batch endpoint)."""
+    if opts.batch == "off" or opts.backend != "live":
+        return None
+    return Batcher(BatchSettings(frozenset({opts.batch}), deadline=opts.batch_deadline * 60.0))
 
 
 def _recorded(opts: GaugeOptions) -> Store | None:
