@@ -101,6 +101,9 @@ class BatchStore:
             if batch is None:
                 return Response(400, error_body("not a batch request", "invalid_request_error"))
             return Response(200, self._view(batch))
+        if req.method == "GET" and not rest:  # the listing (the doctor's probe)
+            found = [self._view(b) for b in self.batches.values() if b.anthropic == anthropic]
+            return Response(200, {"object": "list", "data": found[-1:], "has_more": len(found) > 1})
         batch = self.batches.get(rest[0]) if rest else None
         if batch is None or batch.anthropic != anthropic:
             return Response(404, error_body("No such batch", "invalid_request_error"))

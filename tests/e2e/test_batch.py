@@ -4,17 +4,20 @@ expired, partly failed or absent batch endpoint falling back to ordinary calls w
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from pytest_gauge.cli import main
+from pytest_gauge.gateway.doctor import Target, run_checks
 from pytest_gauge.testing import LoopbackServer
 from pytest_gauge.testing.batches import BatchFaults
 from pytest_gauge.testing.simserver import sim_responder
 from tests.e2e import test_live
-from tests.helpers import normalised, read_jsonl, stable_report
+from tests.helpers import normalised, read_jsonl, run_inprocess, stable_report
 
 CASES = test_live.CASES
 KEY = test_live.KEY
@@ -115,3 +118,79 @@ def test_a_batch_past_its_deadline_is_cancelled_and_its_calls_sent(
     assert len(lines) == CASES and {r["status"] for r in lines} == {"ok"}
     assert not any("batched" in r for r in lines)
     assert all(b.status == "cancelled" for b in server.batches.batches.values())
+
+
+@pytest.mark.parametrize(
+    ("api", "route"), [("anthropic", "/v1/messages/batches"), ("responses", "/v1/batches")]
+)
+def test_a_judge_of_each_wire_format_batches_in_its_own_batch_api(
+    pytester: pytest.Pytester, mini_suite: Path, monkeypatch: pytest.MonkeyPatch, api: str, route: str
+) -> None:
+    module = mini_suite / "test_mini.py"
+    text = module.read_text(encoding="utf-8")
+    judge = 'judge=Judge("sim-judge", sim=SimJudge(noise=0.15))'
+    assert judge in text
+    module.write_text(text.replace(judge, judge[:-1] + f', api="{api}")'), encoding="utf-8")
+    with LoopbackServer(sim_responder(module, seed=7)) as srv:
+        monkeypatch.setenv("TAOTOKEN_API_KEY", KEY)
+        monkeypatch.setenv("TAOTOKEN_BASE_URL", srv.base_url)
+        monkeypatch.setenv("GAUGE_PRICES", PRICES)
+        test_live.live(pytester, "--gauge-out", "plain").assert_outcomes(passed=CASES)
+        srv.batches.faults = BatchFaults(fail_every=4)
+        test_live.live(pytester, "--gauge-out", "batched", "--gauge-batch", "judge").assert_outcomes(
+            passed=CASES
+        )
+        paths = srv.by_path
+        requests = srv.batches.requests
+    plain, batched = pytester.path / "plain" / "mini", pytester.path / "batched" / "mini"
+    assert outputs(batched, (f"{judge_cost(batched):g}", f"{judge_cost(plain):g}")) == outputs(plain)
+    lines = judge_lines(batched)
+    assert {r["api"] for r in lines} == {api} and len(lines) == CASES
+    assert 0 < len([r for r in lines if r.get("batched")]) == requests < CASES  # every 4th fell back
+    assert paths.get(route, 0) >= 1
+
+
+def test_batched_answers_are_cached_so_a_replay_sends_nothing(
+    pytester: pytest.Pytester, server: LoopbackServer
+) -> None:
+    args = ("suites", "--gauge-cache", "use", "--gauge-batch", "judge")
+    run_inprocess(pytester, *args, "--gauge-backend", "live", "--gauge-out", "live").assert_outcomes(
+        passed=CASES
+    )
+    sent = server.requests_total
+    run_inprocess(pytester, *args, "--gauge-backend", "replay", "--gauge-out", "replay").assert_outcomes(
+        passed=CASES
+    )
+    assert server.requests_total == sent and server.batches.created >= 1
+    live, replay = pytester.path / "live" / "mini", pytester.path / "replay" / "mini"
+    assert all(r.get("batched") for r in judge_lines(live))
+    assert all(r["cache_hit"] and "batched" not in r for r in judge_lines(replay))
+    records = {
+        f: normalised(read_jsonl(d / "pairs/pair_results.jsonl")) for f, d in (("l", live), ("r", replay))
+    }
+    assert records["l"] == records["r"]
+
+
+def test_doctor_probes_the_batch_endpoint_of_each_judge_format(tmp_path: Path) -> None:
+    with LoopbackServer() as srv:
+        env = {"TAOTOKEN_API_KEY": "sk-doctor-key", "TAOTOKEN_BASE_URL": srv.base_url}
+        targets = [
+            Target("j1", "judge (a)"),
+            Target("j2", "judge (b)", api="anthropic"),
+            Target("a", "agent"),
+        ]
+        found = {c.message.split(":")[0]: c for c in run_checks(env, targets=targets, batch=True)}
+        srv.batches.faults = BatchFaults(available=False)
+        absent = [c for c in run_checks(env, targets=targets, batch=True) if c.topic == "batch"]
+        plain = [c for c in run_checks(env, targets=targets) if c.topic == "batch"]
+        paths = srv.by_path
+    assert found["OpenAI batches (/files + /batches)"].status == "ok"
+    assert found["Message Batches"].status == "ok"
+    assert [c.status for c in absent] == ["warn", "warn"]
+    assert all("no batch endpoint" in c.message and "ordinary way" in c.message for c in absent)
+    assert plain == [] and paths["/v1/batches"] == 2 and paths["/v1/messages/batches"] == 2
+    out = io.StringIO()
+    with LoopbackServer() as srv:
+        env = {"TAOTOKEN_API_KEY": "sk-doctor-key", "TAOTOKEN_BASE_URL": srv.base_url}
+        assert main(["doctor", "--models", "m", "--batch"], environ=env, out=out, err=io.StringIO()) == 0
+    assert "ok    batch: OpenAI batches" in out.getvalue() and "sk-doctor-key" not in out.getvalue()
