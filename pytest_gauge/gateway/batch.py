@@ -147,7 +147,7 @@ class Batcher:
             item.custom_id = f"gauge-{i}"
         http = _Http(gateway, api)
         try:
-            view = await http.create([(item.custom_id, item.call.body) for item in live])
+            view = await http.create([(item.custom_id, item.call.body) for item in live], model)
         except (CallError, BadResponse, TimeoutError, ValueError) as exc:
             self._refused(gateway, api, exc)
             _settle(live, gateway)
@@ -279,11 +279,17 @@ class _Http:
                 wire_format("anthropic").request_path(self.client.base_url)
             )
 
-    async def _send(self, method: str, path: str, body: bytes = b"", kind: str | None = None) -> bytes:
+    async def _send(
+        self, method: str, path: str, body: bytes = b"", kind: str | None = None, model: str | None = None
+    ) -> bytes:
         settings = self.gateway.settings
         headers: dict[str, str] = {}
         if kind is not None:
             headers["Content-Type"] = kind
+        if (
+            model is not None
+        ):  # LiteLLM's proxy routes an upload (and the batch on it) by this model's deployment
+            headers["x-litellm-model"] = model
         auth = "bearer"
         if self.api == "anthropic":
             headers["anthropic-version"] = ANTHROPIC_VERSION
@@ -304,13 +310,13 @@ class _Http:
     def _view(self, obj: object) -> BatchView:
         return anthropic_batch.batch_view(obj) if self.api == "anthropic" else openai_batch.batch_view(obj)
 
-    async def create(self, items: list[tuple[str, Mapping[str, Any]]]) -> BatchView:
+    async def create(self, items: list[tuple[str, Mapping[str, Any]]], model: str) -> BatchView:
         """Send the batch: Message Batches' create, or the input file's upload and the batch's create."""
         if self.api == "anthropic":
             return self._view(await self._json("POST", self.root, anthropic_batch.create_body(items)))
         data = openai_batch.input_file(self.api, items)
         content, kind = openai_batch.multipart(data, "gauge-batch.jsonl", uuid.uuid4().hex)
-        uploaded = json.loads(await self._send("POST", openai_batch.FILES_PATH, content, kind))
+        uploaded = json.loads(await self._send("POST", openai_batch.FILES_PATH, content, kind, model))
         file_id = uploaded.get("id") if isinstance(uploaded, dict) else None
         if not isinstance(file_id, str):
             raise ValueError("the file upload gave no file id")

@@ -45,6 +45,8 @@ class _Batch:
     requests: list[tuple[str, str, dict[str, Any]]]
     polls_left: int
     status: str = "in_progress"
+    endpoint: str = "/v1/chat/completions"
+    input_file: str = ""
     lines: list[dict[str, Any]] = field(default_factory=list)
     errors: list[dict[str, Any]] = field(default_factory=list)
 
@@ -90,7 +92,9 @@ class BatchStore:
                 )
             file_id = f"file-gauge-{len(self.files) + 1}"
             self.files[file_id] = content
-            return Response(200, {"id": file_id, "object": "file", "bytes": len(content), "purpose": "batch"})
+            return Response(200, _file_object(file_id, len(content), "batch"))
+        if req.method == "GET" and len(rest) == 1 and rest[0] in self.files:
+            return Response(200, _file_object(rest[0], len(self.files[rest[0]]), "batch"))
         if req.method == "GET" and len(rest) == 2 and rest[1] == "content" and rest[0] in self.files:
             return Response(200, None, {"content-type": "application/jsonl"}, raw=self.files[rest[0]])
         return Response(404, error_body(f"No such file: {'/'.join(rest)}", "invalid_request_error"))
@@ -144,6 +148,8 @@ class BatchStore:
         self.created += 1
         prefix = "msgbatch_gauge_" if anthropic else "batch_gauge_"
         batch = _Batch(f"{prefix}{self.created}", anthropic, requests, self.faults.polls)
+        if not anthropic:
+            batch.endpoint, batch.input_file = str(body.get("endpoint")), str(body.get("input_file_id"))
         self.batches[batch.batch_id] = batch
         return batch
 
@@ -228,11 +234,16 @@ class BatchStore:
         return {
             "id": batch.batch_id,
             "object": "batch",
-            "endpoint": "/v1/chat/completions",
+            "endpoint": batch.endpoint,
+            "errors": None,
+            "input_file_id": batch.input_file,
+            "completion_window": "24h",
             "status": batch.status,
             "output_file_id": out,
             "error_file_id": err,
+            "created_at": 1_700_000_000,
             "request_counts": {"total": total, "completed": len(batch.lines), "failed": len(batch.errors)},
+            "metadata": None,
         }
 
     def _file(self, batch_id: str, kind: str, lines: list[dict[str, Any]]) -> str | None:
@@ -242,6 +253,19 @@ class BatchStore:
         file_id = f"file-{batch_id}-{kind}"
         self.files[file_id] = "".join(json.dumps(line) + "\n" for line in lines).encode()
         return file_id
+
+
+def _file_object(file_id: str, size: int, purpose: str) -> dict[str, Any]:
+    """An OpenAI file object (what ``/files`` answers)."""
+    return {
+        "id": file_id,
+        "object": "file",
+        "bytes": size,
+        "created_at": 1_700_000_000,
+        "filename": f"{file_id}.jsonl",
+        "purpose": purpose,
+        "status": "processed",
+    }
 
 
 def _multipart_file(req: Request) -> bytes | None:
