@@ -23,21 +23,21 @@ import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..records import LedgerRecord
 from .limits import Reservation, model_wait, output_tokens_cap, prompt_tokens_estimate
 from .response import BadResponse
 from .transport import APIStatusError, CallError, attempt_failures
+from .wire import Api, wire_format
 from .wire import batch_anthropic as anthropic_batch
 from .wire import batch_openai as openai_batch
-from .wire import wire_format
 from .wire.batch_openai import BatchView, ItemResult
 
 if TYPE_CHECKING:
-    from .gateway import Gateway, _Call
+    from .gateway import CallContext, Gateway
 
-__all__ = ["BATCH_APIS", "Answer", "BatchSettings", "Batcher"]
+__all__ = ["BATCH_APIS", "Answer", "BatchCall", "BatchSettings", "Batcher"]
 
 BATCH_APIS = frozenset({"chat", "responses", "anthropic"})
 NO_ENDPOINT = frozenset({400, 404, 405, 501})
@@ -59,6 +59,26 @@ class BatchSettings:
     poll_cap: float = 30.0
 
 
+class BatchCall(Protocol):
+    """What a batch reads of one gateway call (the gateway's own call value): which call, its request
+    body in its wire format, and its cache key."""
+
+    @property
+    def ctx(self) -> CallContext: ...
+    @property
+    def seq(self) -> int: ...
+    @property
+    def role(self) -> str: ...
+    @property
+    def model(self) -> str: ...
+    @property
+    def body(self) -> dict[str, Any]: ...
+    @property
+    def request(self) -> str | None: ...
+    @property
+    def api(self) -> Api: ...
+
+
 Answer = tuple[dict[str, Any], LedgerRecord]
 """A batched call's checked response (its format's own) and its ``batched`` ledger line."""
 
@@ -68,7 +88,7 @@ class _Item:
     """One call waiting in a batch: its gateway, the call, the future its caller awaits, its budget."""
 
     gateway: Gateway
-    call: _Call
+    call: BatchCall
     future: asyncio.Future[Answer | None]
     custom_id: str = ""
     reservation: Reservation | None = None
@@ -93,7 +113,7 @@ class Batcher:
         """Whether a call of ``role`` in format ``api`` goes through a batch."""
         return role in self.settings.roles and api in BATCH_APIS
 
-    async def send(self, gateway: Gateway, call: _Call) -> Answer | None:
+    async def send(self, gateway: Gateway, call: BatchCall) -> Answer | None:
         """The call's answer from a batch, or None: send it the ordinary way. Waiting for the batch
         lends the caller's look-ahead place to other work."""
         if _endpoint(gateway, call.api) in self.no_endpoint:

@@ -9,15 +9,18 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from .tls import tls_context
 from .wire import wire_format
 
 if TYPE_CHECKING:
-    from .doctor import Check, Target
+    from .doctor import Target
 
-__all__ = ["batch_checks", "batch_families"]
+__all__ = ["Finding", "batch_checks", "batch_families"]
+
+Finding = tuple[Literal["ok", "warn"], str, str, str]
+"""One doctor check as plain values: status (ok, warn), topic, message, fix (doctor.py makes its Check)."""
 
 ANTHROPIC_VERSION = "2023-06-01"
 NO_ENDPOINT = (400, 404, 405, 501)
@@ -57,22 +60,20 @@ def _status(url: str, key: str, family: str, timeout: float) -> tuple[int | None
         return None, str(getattr(exc, "reason", exc))[:100]
 
 
-def batch_checks(base_url: str, key: str, targets: Sequence[Target], timeout: float) -> list[Check]:
+def batch_checks(base_url: str, key: str, targets: Sequence[Target], timeout: float) -> list[Finding]:
     """One check per batch family the judge targets use: ok when the gateway lists batches, a warning
     naming the fallback when it has no batch endpoint or the probe failed."""
-    from .doctor import Check  # deferred: doctor.py imports this module for its checks
-
-    checks = []
+    checks: list[Finding] = []
     for family in batch_families(targets):
         name = "Message Batches" if family == "anthropic" else "OpenAI batches (/files + /batches)"
         url = _url(base_url, family)
         status, cause = _status(url, key, family, timeout)
         shown = urllib.parse.urlsplit(url).path
         if status is not None and 200 <= status < 300:
-            checks.append(Check("ok", "batch", f"{name}: the gateway answers GET {shown}"))
+            checks.append(("ok", "batch", f"{name}: the gateway answers GET {shown}", ""))
         elif status in NO_ENDPOINT:
             checks.append(
-                Check(
+                (
                     "warn",
                     "batch",
                     f"{name}: no batch endpoint (GET {shown} answered {status}); --gauge-batch judge sends"
@@ -84,7 +85,7 @@ def batch_checks(base_url: str, key: str, targets: Sequence[Target], timeout: fl
         else:
             said = f"answered {status}" if status is not None else f"no answer ({cause})"
             checks.append(
-                Check(
+                (
                     "warn",
                     "batch",
                     f"{name}: GET {shown} {said}; batches that fail are sent the ordinary way",

@@ -593,7 +593,9 @@ def run_checks(
         checks += probe_checks(url_check.full_url, _read_key(environ), chosen, timeout, environ)
         if batch:
             judge_key = {r: k for r, (_, k) in role_keys(environ).items()}.get("judge", _read_key(environ))
-            checks += batch_checks(url_check.full_url, judge_key, chosen, timeout)
+            checks += [
+                Check(*found) for found in batch_checks(url_check.full_url, judge_key, chosen, timeout)
+            ]
     return checks
 
 

@@ -49,7 +49,7 @@ def outputs(folder: Path, judge_cost: tuple[str, str] = ("", "")) -> dict[str, A
 
 
 def judge_cost(folder: Path) -> float:
-    return round(sum(r["cost"] for r in judge_lines(folder) if r["cost"]), 6)
+    return round(float(sum(r["cost"] for r in judge_lines(folder) if r["cost"])), 6)
 
 
 def judge_lines(folder: Path) -> list[dict[str, Any]]:
