@@ -4,6 +4,8 @@ expired, partly failed or absent batch endpoint falling back to ordinary calls w
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import io
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,11 +14,17 @@ from typing import Any
 import pytest
 
 from pytest_gauge.cli import main
+from pytest_gauge.gateway.batch import Batcher, BatchSettings
 from pytest_gauge.gateway.doctor import Target, run_checks
+from pytest_gauge.gateway.errors import BudgetExhausted, GatewayError
+from pytest_gauge.gateway.gateway import CallContext, GatewayShared
+from pytest_gauge.gateway.limits import output_tokens_cap, prompt_tokens_estimate
+from pytest_gauge.records.prices import BATCH_SHARE
 from pytest_gauge.testing import LoopbackServer
 from pytest_gauge.testing.batches import BatchFaults
 from pytest_gauge.testing.simserver import sim_responder
 from tests.e2e import test_live
+from tests.e2e.test_gateway import BODY, ledger, make_gateway
 from tests.helpers import normalised, read_jsonl, run_inprocess, stable_report
 
 CASES = test_live.CASES
@@ -194,3 +202,32 @@ def test_doctor_probes_the_batch_endpoint_of_each_judge_format(tmp_path: Path) -
         env = {"TAOTOKEN_API_KEY": "sk-doctor-key", "TAOTOKEN_BASE_URL": srv.base_url}
         assert main(["doctor", "--models", "m", "--batch"], environ=env, out=out, err=io.StringIO()) == 0
     assert "ok    batch: OpenAI batches" in out.getvalue() and "sk-doctor-key" not in out.getvalue()
+
+
+def test_the_budget_counts_a_batch_before_it_is_sent(tmp_path: Path) -> None:
+    """Four judge calls gathered in one batch with a budget for two at the batch price: two are sent in
+    the batch, two fail as over budget without being sent, and the answered ones are batched lines."""
+    with LoopbackServer() as srv:
+        gw = make_gateway(tmp_path, srv, prices={"m": (1000.0, 1000.0)})
+        cap = output_tokens_cap(BODY)
+        worst = gw.resources.prices.cost("m", prompt_tokens_estimate(BODY) + cap, cap) or 0.0
+        gw = make_gateway(tmp_path, srv, prices={"m": (1000.0, 1000.0)}, budget_usd=2.5 * worst * BATCH_SHARE)
+        batcher = Batcher(BatchSettings(frozenset({"judge"}), deadline=60.0, window=0.05))
+        gw.shared = GatewayShared(gw.settings, dataclasses.replace(gw.resources, batcher=batcher))
+
+        async def judge(i: int) -> Any:
+            try:
+                return await gw.chat(CallContext("s", "t", f"judge/c{i}/0/0"), 1, "judge", "m", BODY)
+            except GatewayError as exc:
+                return exc
+
+        async def run() -> list[Any]:
+            return await asyncio.gather(*(judge(i) for i in range(4)))
+
+        results = asyncio.run(run())
+        sent = srv.batches.requests
+        chat = srv.by_path.get("/v1/chat/completions", 0)
+    assert [isinstance(r, BudgetExhausted) for r in results] == [False, False, True, True]
+    assert sent == 2 and chat == 0 and batcher.batches_sent == 1
+    rows = ledger(tmp_path)
+    assert [r.status for r in rows] == ["ok", "ok"] and all(r.batched for r in rows)
