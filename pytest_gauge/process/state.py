@@ -291,7 +291,7 @@ class GaugeState:
         if self.engine is None or self.shared is None:
             return
         ledger = self.shared.resources.ledger
-        snapshot = {
+        snapshot: dict[str, Any] = {
             "done_units": self.engine.done_units,
             "total_units": self.engine.total_units,
             "live_calls": ledger.live_calls,
@@ -302,6 +302,9 @@ class GaugeState:
             "rate_limit_waits": self.shared.state.rate_limit_waits,
             "damaged_entries": self.shared.state.damaged_entries,
         }
+        batcher = self.shared.resources.batcher
+        if batcher is not None and batcher.no_endpoint:
+            snapshot["no_batch_endpoint"] = dict(batcher.no_endpoint)
         target = self.run_folder.progress(self.worker_id)
         try:
             write_atomic(target, json.dumps(snapshot), mkdir=False)
@@ -344,6 +347,16 @@ class GaugeState:
         own = self.shared.state.damaged_entries if self.shared is not None else 0
         others = sum(int(s.get("damaged_entries", 0)) for s in self.progress_snapshots())
         return max(own, others)
+
+    def no_batch_endpoints(self) -> dict[str, str]:
+        """The gateways ``--gauge-batch`` found without a batch endpoint, by every process (where ->
+        what it answered): their calls went the ordinary way."""
+        found: dict[str, str] = {}
+        for snapshot in self.progress_snapshots():
+            found.update(snapshot.get("no_batch_endpoint") or {})
+        batcher = self.shared.resources.batcher if self.shared is not None else None
+        found.update(batcher.no_endpoint if batcher is not None else {})
+        return found
 
     def close(self) -> None:
         """Stop this process's engine, then its proxy (the units the engine lets finish may be program

@@ -70,7 +70,9 @@ def test_batched_judging_gives_the_same_records_at_half_the_judge_cost(
     test_live.live(pytester, "--gauge-out", "plain").assert_outcomes(passed=CASES)
     plain_requests = server.requests_total
     server.reset_counters()
-    test_live.live(pytester, "--gauge-out", "batched", "--gauge-batch", "judge").assert_outcomes(passed=CASES)
+    result = test_live.live(pytester, "--gauge-out", "batched", "--gauge-batch", "judge")
+    result.assert_outcomes(passed=CASES)
+    assert f"; {CASES} answered in batches, at the batch price" in result.stdout.str()
     plain, batched = pytester.path / "plain" / "mini", pytester.path / "batched" / "mini"
     assert judge_cost(batched) == pytest.approx(judge_cost(plain) / 2, abs=2e-6)
     assert outputs(batched, (f"{judge_cost(batched):g}", f"{judge_cost(plain):g}")) == outputs(plain)
@@ -110,7 +112,10 @@ def test_a_gateway_without_batches_is_called_the_ordinary_way(
     pytester: pytest.Pytester, server: LoopbackServer
 ) -> None:
     server.batches.faults = BatchFaults(available=False)
-    test_live.live(pytester, "--gauge-batch", "judge").assert_outcomes(passed=CASES)
+    result = test_live.live(pytester, "--gauge-batch", "judge")
+    result.assert_outcomes(passed=CASES)
+    warning = f"--gauge-batch: no batch endpoint at {server.base_url} (OpenAI batches) (HTTP 404"
+    assert warning in result.stdout.str() and "answered in batches" not in result.stdout.str()
     lines = judge_lines(pytester.path / "gauge-out" / "mini")
     assert len(lines) == CASES and not any("batched" in r for r in lines)
     assert server.by_path.get("/v1/files", 0) == 1  # found absent once, not tried again
@@ -231,3 +236,17 @@ def test_the_budget_counts_a_batch_before_it_is_sent(tmp_path: Path) -> None:
     assert sent == 2 and chat == 0 and batcher.batches_sent == 1
     rows = ledger(tmp_path)
     assert [r.status for r in rows] == ["ok", "ok"] and all(r.batched for r in rows)
+
+
+@pytest.mark.slow  # two xdist workers in a subprocess
+def test_each_xdist_worker_batches_its_own_judge_calls(
+    pytester: pytest.Pytester, server: LoopbackServer
+) -> None:
+    test_live.live(pytester, "--gauge-out", "plain").assert_outcomes(passed=CASES)
+    args = ("--gauge-out", "batched", "--gauge-batch", "judge", "-n", "2")
+    test_live.live(pytester, *args).assert_outcomes(passed=CASES)
+    plain, batched = pytester.path / "plain" / "mini", pytester.path / "batched" / "mini"
+    assert outputs(batched, (f"{judge_cost(batched):g}", f"{judge_cost(plain):g}")) == outputs(plain)
+    lines = judge_lines(batched)
+    assert len(lines) == CASES and all(r.get("batched") for r in lines)
+    assert {r["worker"] for r in lines} == {"gw0", "gw1"} and server.batches.created >= 2
