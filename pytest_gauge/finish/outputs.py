@@ -35,8 +35,8 @@ from ..files.replay import load_recording
 from ..files.shards import parse_shard, write_shard_manifest
 from ..files.work_store import WorkStore
 from ..fixtures import finish_tests
-from ..gateway.gateway import REPLAY_THEN_LIVE
 from ..gateway.ledger import merge_ledgers
+from ..gateway.shared import REPLAY_THEN_LIVE
 from ..gateway.store import content_key
 from ..process.replay import miss_message, miss_reasons
 from ..process.shards import options_json

@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import email.utils
 import json
 import random
-import re
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -22,10 +20,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..records import ChatResult, LedgerRecord
-from ..records.prices import PriceTable
-from ..records.work_key import parse_work
 from .diagnosis import final_error, is_timeout, server_message
-from .endpoint import KEY_VARIABLE, ROLE_KEY_VARIABLES, URL_VARIABLE, key_variable, role_keys
+from .endpoint import KEY_VARIABLE, URL_VARIABLE
 from .errors import (
     FORMAT_REFUSAL_STATUSES,
     GatewayError,
@@ -33,30 +29,28 @@ from .errors import (
     ModelKeyRejected,
     ModelNotFound,
     ReplayMiss,
-    RunStopped,
     names_format,
 )
-from .ledger import INTERRUPTED, SENT, Ledger
-from .limits import (
-    InFlightLimit,
-    ModelPacer,
-    ModelRates,
-    RateLimit,
-    SpendLimit,
-    model_wait,
-    output_tokens_cap,
-    prompt_tokens_estimate,
-)
-from .model_stops import ModelStops
+from .ledger import INTERRUPTED, SENT
+from .limits import model_wait, output_tokens_cap, prompt_tokens_estimate
 from .replay_diff import explain_miss
 from .response import BadResponse
-from .said import gateway_said, served_model
+from .server_hints import backoff, gateway_said, retry_delay, served_model
+from .shared import (
+    REUSING_MODES,
+    CallContext,
+    GatewayResources,
+    GatewaySettings,
+    GatewayShared,
+    GatewayState,
+    WireReply,
+    live_keys,
+)
 from .store import Store, content_key
 from .transport import APIStatusError, attempt_failures, encode_body
 from .wire import Api, WireFormat, wire_format
 
 if TYPE_CHECKING:
-    from .batch import Batcher
     from .transport import ModelClient
 
 __all__ = [
@@ -78,194 +72,6 @@ RETRYABLE = frozenset({408, 409, 429})
 _NO_JITTER = random.Random(0)  # retry_delay reads the headers' hint only: no draw is made from it
 ANTHROPIC_VERSION = "2023-06-01"
 """The ``anthropic-version`` header every Messages request carries (the API refuses a request without it)."""
-AUTHS = ("bearer", "x-api-key")
-"""Where a call sends the key: ``Authorization: Bearer`` (the default, as Claude Code's
-``ANTHROPIC_AUTH_TOKEN``) or an ``x-api-key`` header (Anthropic's own form, for a gateway that wants it)."""
-
-
-@dataclass(frozen=True)
-class WireReply:
-    """One logical call's answer in its wire format: the format's own response (as the server sent it,
-    checked), the same answer viewed as a chat completion, and the ledger line of the attempt that
-    answered (or of the cache hit)."""
-
-    response: dict[str, Any]
-    result: ChatResult
-    record: LedgerRecord
-
-
-REPLAY_THEN_LIVE = "replay-then-live"  # --gauge-cache: answer what is recorded, send only the misses
-REUSING_MODES = ("use", REPLAY_THEN_LIVE)  # cache modes that answer from persisted entries
-
-
-@dataclass(frozen=True)
-class CallContext:
-    """Which work a call belongs to (docs/protocol.md#ledger): suite, task, work key, strategy."""
-
-    suite: str
-    task_id: str
-    work: str
-    strategy: str = "single"
-
-    def cache_scope(self) -> int | str:
-        """What keys the cache beside the request. For the engine's work
-        (``transcript/<task>/<agent>/<sample>``, ``judge/<case>/<judge>/<repeat>``) only the sample or repeat
-        index, so best-of-N and repeats get distinct entries while identical requests of different cases
-        share one; any other work (ad-hoc fixture calls) keeps entries of its own."""
-        key = parse_work(self.work)
-        return key.index if key is not None else self.work
-
-
-@dataclass(frozen=True)
-class GatewaySettings:
-    """The run's plain settings every suite's gateway reads and none changes: the run id, the cache mode,
-    retries, timeout and caps, and where the keys and model names came from."""
-
-    run_id: str
-    cache_mode: str
-    replay: bool
-    max_retries: int
-    timeout: float
-    retry_after_cap: float
-    model_variables: Mapping[str, str] = field(default_factory=dict)  # model -> the variable it came from
-    key_variables: Mapping[str, str] | None = None  # live: role -> the variable whose key it sends
-    role_keys: Mapping[str, str] = field(default_factory=dict)  # role -> its own key (never written anywhere)
-    anthropic_auth: str = "bearer"  # where Messages calls send the key (AUTHS): --gauge-anthropic-auth
-    backoff_base: float = 0.25  # seconds before the first retry when the server names no wait (doubling)
-
-
-@dataclass(frozen=True)
-class GatewayResources:
-    """What this process's gateways share and use: the ledger, the run's limits (slots, rate, budget,
-    per-model buckets, the pacer), the prices, the response cache and the model stops."""
-
-    ledger: Ledger
-    slots: InFlightLimit
-    rate: RateLimit
-    budget: SpendLimit
-    prices: PriceTable
-    cache: Store | None
-    stops: ModelStops = field(default_factory=lambda: ModelStops(None))
-    model_rates: ModelRates | None = None  # --gauge-rpm/--gauge-tpm MODEL=N
-    pacer: ModelPacer | None = None  # adaptive concurrency per model (halve on 429, +1 per success)
-    recorded: Store | None = None  # replay-then-live: exported cassettes, read after the cache, never written
-    batcher: Batcher | None = None  # --gauge-batch: the roles whose cache misses go through a batch
-
-
-@dataclass
-class GatewayState:
-    """What changes while this process's gateways run: the first-call gates, the run's fatal error and
-    stop, the attempts in flight and the counters the progress line and the end of the run read."""
-
-    fatal: GatewayError | None = None
-    first_ok: asyncio.Event = field(default_factory=asyncio.Event)
-    first_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    model_gates: dict[tuple[str, str], tuple[asyncio.Event, asyncio.Lock]] = field(default_factory=dict)
-    stopping: bool = False
-    in_flight: int = 0  # attempts sent and not yet answered (a stop waits for them, briefly)
-    peak_in_flight: int = 0  # the most attempts this process had in flight at once
-    rate_limit_waits: int = 0
-    damaged_entries: int = 0  # cache entries refused as misses (damaged, or not matching their key)
-    first_damaged: str | None = None
-    damaged_keys: set[str] = field(default_factory=set)
-
-    def damaged_entry(self, key: str, problem: str) -> None:
-        """A cache entry refused as a miss (see ``Gateway._entry_problem``): counted; the run's end says
-        how many in one warning line (``first_damaged`` keeps the first one's key and problem)."""
-        if key in self.damaged_keys:  # looked up again under its lock: one entry, counted once
-            return
-        self.damaged_keys.add(key)
-        self.damaged_entries += 1
-        if self.first_damaged is None:
-            self.first_damaged = f"{key[:16]}...: {problem}"
-
-    def model_gate(self, role: str, model: str) -> tuple[asyncio.Event, asyncio.Lock]:
-        """The first-call gate of (role, model): set once a call to it has worked."""
-        gate = self.model_gates.get((role, model))
-        if gate is None:
-            gate = self.model_gates[(role, model)] = (asyncio.Event(), asyncio.Lock())
-        return gate
-
-
-@dataclass(frozen=True)
-class GatewayShared:
-    """Per-process things every suite's gateway shares: its settings, its resources and its state."""
-
-    settings: GatewaySettings
-    resources: GatewayResources
-    state: GatewayState = field(default_factory=GatewayState)
-
-    def check_open(self, role: str, model: str) -> None:
-        """Raise instead of sending: the run is stopping, a fatal error was seen, or this (role, model)
-        was stopped (:mod:`.model_stops`: unknown, timing out, ...)."""
-        if self.state.stopping:
-            raise RunStopped(
-                "the run is stopping (Ctrl-C or SIGTERM)", "re-run: finished calls come from the cache"
-            )
-        if self.state.fatal is not None:
-            raise self.state.fatal
-        self.resources.stops.check(role, model)
-
-
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
-_DURATIONS = re.compile(r"(?:\d+(?:\.\d+)?(?:ms|s|m|h))+")
-_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
-
-
-def _seconds(text: str, now: float | None = None) -> float | None:
-    """``"1.5"`` seconds, an HTTP date, or a duration such as ``"6m0s"`` / ``"20ms"`` (OpenAI's
-    ``x-ratelimit-reset-*``), as seconds from now; None when unreadable."""
-    text = text.strip()
-    try:
-        return max(0.0, float(text))
-    except ValueError:
-        pass
-    if _DURATIONS.fullmatch(text):
-        return sum(float(a) * _UNIT_SECONDS[b] for a, b in _DURATION.findall(text))
-    try:
-        parsed = email.utils.parsedate_to_datetime(text)
-    except (TypeError, ValueError, IndexError):
-        return None
-    return max(0.0, parsed.timestamp() - (now if now is not None else time.time()))
-
-
-def retry_delay(
-    headers: Mapping[str, str], attempt: int, rng: random.Random, now: float | None = None
-) -> float | None:
-    """Seconds the server asks us to wait, else None: ``retry-after-ms``, ``Retry-After`` (seconds or an
-    HTTP date), provider-prefixed forms (``llm_provider-retry-after``, ``x-...-retry-after-ms``), then
-    the longer of ``x-ratelimit-reset-requests`` / ``-tokens``."""
-    found = {str(k).lower(): str(v) for k, v in headers.items()}
-    for name in ("retry-after-ms", *sorted(k for k in found if k.endswith("-retry-after-ms"))):
-        if name in found:
-            try:
-                return max(0.0, float(found[name]) / 1000.0)
-            except ValueError:
-                pass
-    for name in ("retry-after", *sorted(k for k in found if k.endswith("-retry-after"))):
-        wait = _seconds(found[name], now) if name in found else None
-        if wait is not None:
-            return wait
-    resets = ("x-ratelimit-reset-requests", "x-ratelimit-reset-tokens")
-    known = [w for k in resets if k in found and (w := _seconds(found[k], now)) is not None]
-    return max(known) if known else None
-
-
-def backoff(attempt: int, rng: random.Random, base: float = 0.25, cap: float = 8.0) -> float:
-    """Capped exponential backoff with ±25% jitter."""
-    return float(min(cap, base * 2.0 ** (attempt - 1)) * rng.uniform(0.75, 1.25))
-
-
-def live_keys(backend: str, environ: Mapping[str, str]) -> dict[str, Any]:
-    """The gateway's per-role keys for a live run (``GatewaySettings``' ``key_variables`` and
-    ``role_keys``); nothing for the simulator or a replay, which send no key."""
-    if backend != "live":
-        return {}
-    own = role_keys(environ)
-    return {
-        "key_variables": {role: key_variable(role, environ) for role in ROLE_KEY_VARIABLES},
-        "role_keys": {role: key for role, (_, key) in own.items()},
-    }
 
 
 class Gateway:

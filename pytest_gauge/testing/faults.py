@@ -126,6 +126,9 @@ class FaultPlan:
     zero_usage: bool = False  # usage with zero counts (a proxy passing on usage its upstream never sent)
     served_model: str | None = None  # the response's model field (a proxy's fallback model answered)
     attempted_retries: int = 0  # x-litellm-attempted-retries on every 200
+    error_attempted_retries: int = 0
+    """``x-litellm-attempted-retries`` on every scheduled 5xx (``burst_503``, ``503``, ``500``): a proxy that
+    says the upstream retries behind an attempt it failed."""
     response_cost: float | None = None  # x-litellm-response-cost on every 200
     cached_tokens: int = 0
     cache_write_tokens: int = 0
@@ -316,11 +319,16 @@ def chat_response(
             headers["retry-after-ms"] = str(plan.retry_after_ms)
         msg = f"Rate limit reached for requests on {model}. Please try again later."
         return Response(429, error_body(msg, "requests", "rate_limit_exceeded"), headers)
+    told = (
+        {"x-litellm-attempted-retries": str(plan.error_attempted_retries)}
+        if plan.error_attempted_retries
+        else {}
+    )
     if fault in ("burst_503", "503"):
-        return Response(503, error_body("The server is overloaded or not ready yet.", "server_error"))
+        return Response(503, error_body("The server is overloaded or not ready yet.", "server_error"), told)
     if fault == "500":
         msg = "The server had an error while processing your request. Sorry about that!"
-        return Response(500, error_body(msg, "server_error"))
+        return Response(500, error_body(msg, "server_error"), told)
     if fault == "malformed":
         return Response(200, None, raw=malformed_body(plan, n, api))
     if fault == "529":

@@ -19,6 +19,7 @@ from ..redact import known_secrets, redact_known
 from ..response import BadResponse, body_snippet, usage_problem
 from .base import Api, StreamEvent
 from .noise import quiet_material
+from .shapes import ChatUsageBody, MessagesUsageBody, UsageCounts
 
 __all__ = ["DEFAULT_MAX_TOKENS", "JSON_TOOL", "MESSAGES", "SEED_USER", "MessagesFormat", "usage_counts"]
 
@@ -512,7 +513,7 @@ def _int(value: Any) -> int:
     return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
 
 
-def usage_counts(u: dict[str, Any]) -> dict[str, int]:
+def usage_counts(u: dict[str, Any]) -> UsageCounts:
     """Messages usage in the ledger's terms: uncached input, cache reads, the cache writes' 5-minute and
     1-hour parts (all writes are 5-minute without a ``cache_creation`` breakdown, the default TTL), output."""
     writes = _int(u.get("cache_creation_input_tokens"))
@@ -530,11 +531,11 @@ def usage_counts(u: dict[str, Any]) -> dict[str, int]:
     }
 
 
-def _writes(counts: dict[str, int]) -> int:
+def _writes(counts: UsageCounts) -> int:
     return counts["cache_write_tokens"] + counts["cache_write_1h_tokens"]
 
 
-def _ledger_usage(counts: dict[str, int], raw: dict[str, Any]) -> Usage:
+def _ledger_usage(counts: UsageCounts, raw: dict[str, Any]) -> Usage:
     """The ledger's Usage of Messages counts (docs/protocol.md#usage: ``cache_write_tokens`` is every
     write, ``cache_write_1h_tokens`` the one-hour part of them), with the Messages usage object as raw."""
     return Usage(
@@ -547,7 +548,7 @@ def _ledger_usage(counts: dict[str, int], raw: dict[str, Any]) -> Usage:
     )
 
 
-def _chat_usage(u: Any) -> dict[str, Any] | None:
+def _chat_usage(u: Any) -> ChatUsageBody | None:
     """Messages usage as a chat ``usage`` (prompt including the cache's reads and writes)."""
     if not isinstance(u, dict):
         return None
@@ -660,7 +661,7 @@ def _forced_use(name: str, text: str, cid: str) -> dict[str, Any]:
     }
 
 
-def _messages_usage(u: dict[str, Any]) -> dict[str, Any]:
+def _messages_usage(u: dict[str, Any]) -> MessagesUsageBody:
     """A chat ``usage`` as Messages usage: ``input_tokens`` without the cache's reads
     (``prompt_tokens_details.cached_tokens``) and writes (``cache_write_tokens``, of which
     ``cache_write_1h_tokens`` are one-hour writes: the loopback server's way to send them)."""

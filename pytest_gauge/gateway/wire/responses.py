@@ -20,6 +20,7 @@ from ..response import BadResponse, body_snippet, usage_problem
 from .base import Api, StreamEvent
 from .chat import CHAT
 from .noise import quiet_material
+from .shapes import ChatUsageBody, ResponsesUsageBody
 
 __all__ = ["RESPONSES", "ResponsesFormat"]
 
@@ -247,13 +248,13 @@ def _finish(response: dict[str, Any], calls: list[dict[str, Any]]) -> str:
     return "tool_calls" if calls else "stop"
 
 
-def _chat_usage(usage: Any) -> dict[str, Any] | None:
+def _chat_usage(usage: Any) -> ChatUsageBody | None:
     """Responses usage in Chat's shape (both count cached tokens inside the input and reasoning tokens
     inside the output)."""
     if not isinstance(usage, dict):
         return None
     ins, outs = usage.get("input_tokens_details"), usage.get("output_tokens_details")
-    out: dict[str, Any] = {
+    out: ChatUsageBody = {
         "prompt_tokens": usage.get("input_tokens") or 0,
         "completion_tokens": usage.get("output_tokens") or 0,
         "total_tokens": usage.get("total_tokens")
@@ -469,7 +470,7 @@ def _suffix(completion: dict[str, Any]) -> str:
     return re.sub(r"[^A-Za-z0-9]", "", raw.split("-", 1)[-1]) or "0"
 
 
-def _responses_usage(usage: Any) -> dict[str, Any] | None:
+def _responses_usage(usage: Any) -> ResponsesUsageBody | None:
     """Chat usage as Responses usage (the same counts; the details as the Responses API names them)."""
     if not isinstance(usage, dict):
         return None
