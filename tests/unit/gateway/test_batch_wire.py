@@ -11,6 +11,7 @@ import pytest
 
 from pytest_gauge.gateway.prices import load_prices
 from pytest_gauge.gateway.wire import batch_anthropic, batch_openai
+from pytest_gauge.options import parse_price_lines
 from pytest_gauge.records import Usage
 from pytest_gauge.records.prices import BATCH_SHARE, Price, PriceTable
 
@@ -85,3 +86,15 @@ def test_a_batched_call_costs_its_models_batch_share(tmp_path: Path) -> None:
     (tmp_path / "bad.json").write_text('{"m": {"input": 1, "output": 1, "batch": 2}}', encoding="utf-8")
     with pytest.raises(pytest.UsageError, match="batch of 'm' must be a share"):
         load_prices(ini_lines=[], file="bad.json", environ={}, base=tmp_path)
+
+
+def test_an_ini_price_line_takes_a_batch_share() -> None:
+    rows = parse_price_lines(["m 2 8 batch=0.25", "n 2 8 1 context=1000"])
+    table = PriceTable.from_rows(tuple(rows))
+    assert table.batch_cost("m", Usage(1_000_000, 0)) == pytest.approx(0.5)
+    assert table.batch_cost("n", Usage(1_000_000, 0)) == pytest.approx(1.0)
+    assert PriceTable.from_rows(tuple(table.rows())).batch_cost("m", Usage(0, 1_000_000)) == pytest.approx(
+        2.0
+    )
+    with pytest.raises(pytest.UsageError, match="batch= must be a share"):
+        parse_price_lines(["m 2 8 batch=3"])
