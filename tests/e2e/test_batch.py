@@ -250,3 +250,23 @@ def test_each_xdist_worker_batches_its_own_judge_calls(
     lines = judge_lines(batched)
     assert len(lines) == CASES and all(r.get("batched") for r in lines)
     assert {r["worker"] for r in lines} == {"gw0", "gw1"} and server.batches.created >= 2
+
+
+def test_an_adaptive_run_waits_for_the_batches_of_its_looks(
+    pytester: pytest.Pytester, server: LoopbackServer
+) -> None:
+    """Each look's judge calls go in batches and the look waits for them: the same looks, records and
+    reports as the unbatched adaptive run."""
+    gate = (
+        "--gauge-adaptive",
+        "--gauge-adaptive-look",
+        "2",
+        "--gauge-gate",
+        "upper(judge_error_rate) <= 0.5",
+    )
+    test_live.live(pytester, "--gauge-out", "plain", *gate)
+    test_live.live(pytester, "--gauge-out", "batched", "--gauge-batch", "judge", *gate)
+    plain, batched = pytester.path / "plain" / "mini", pytester.path / "batched" / "mini"
+    assert outputs(batched, (f"{judge_cost(batched):g}", f"{judge_cost(plain):g}")) == outputs(plain)
+    lines = judge_lines(batched)
+    assert lines and all(r.get("batched") for r in lines) and server.batches.created >= 2
