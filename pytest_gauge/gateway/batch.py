@@ -146,26 +146,30 @@ class Batcher:
         try:
             await self._batch(items)
         finally:
+            _settle([item for item in items if item.reservation is not None], items[0].gateway)
             for item in items:
                 if not item.future.done():
                     self.calls_fell_back += 1
                     item.future.set_result(None)
 
     async def _batch(self, items: list[_Item]) -> None:
+        """Reserve, send, poll and read one batch of calls of one gateway, format and model (the calls
+        whose callers are gone left out; a stopped run or model fails them as it would unbatched)."""
         gateway = items[0].gateway
         api, model = items[0].call.api, items[0].call.model
+        waiting = [item for item in items if not item.future.done()]
         try:
             gateway.shared.check_open(items[0].call.role, model)
         except Exception as exc:
-            for item in items:
+            for item in waiting:
                 item.future.set_exception(exc)
             return
-        live = [item for item in items if self._reserve(item)]
+        live = [item for item in waiting if self._reserve(item)]
         if not live:
             return
         for i, item in enumerate(live):
             item.custom_id = f"gauge-{i}"
-        http = _Http(gateway, api)
+        http = _Http(gateway, api, items[0].call.role)
         try:
             view = await http.create([(item.custom_id, item.call.body) for item in live], model)
         except (CallError, BadResponse, TimeoutError, ValueError) as exc:
@@ -291,8 +295,8 @@ def _endpoint(gateway: Gateway, api: str) -> str:
 class _Http:
     """The batch requests of one gateway and format: create, poll, cancel, read the results."""
 
-    def __init__(self, gateway: Gateway, api: str) -> None:
-        self.gateway, self.api = gateway, api
+    def __init__(self, gateway: Gateway, api: str, role: str) -> None:
+        self.gateway, self.api, self.role = gateway, api, role
         self.client = gateway.client
         if api == "anthropic":
             self.root = anthropic_batch.batches_path(
@@ -314,7 +318,7 @@ class _Http:
         if self.api == "anthropic":
             headers["anthropic-version"] = ANTHROPIC_VERSION
             auth = settings.anthropic_auth
-        own = settings.role_keys.get("judge")
+        own = settings.role_keys.get(self.role)  # the role's own key, else the client's
         got, _ = await self.client.send(
             method, path, body, headers, key=own, auth=auth, timeout=settings.timeout
         )
