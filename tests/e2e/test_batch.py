@@ -270,3 +270,15 @@ def test_an_adaptive_run_waits_for_the_batches_of_its_looks(
     assert outputs(batched, (f"{judge_cost(batched):g}", f"{judge_cost(plain):g}")) == outputs(plain)
     lines = judge_lines(batched)
     assert lines and all(r.get("batched") for r in lines) and server.batches.created >= 2
+
+
+def test_gauge_doctor_with_gauge_batch_probes_the_batch_endpoint(
+    pytester: pytest.Pytester, server: LoopbackServer
+) -> None:
+    result = run_inprocess(pytester, "suites", "--gauge-doctor", "--gauge-batch", "judge")
+    assert "ok    batch: OpenAI batches (/files + /batches): the gateway answers GET /v1/batches" in (
+        result.stdout.str()
+    )
+    assert server.by_path.get("/v1/batches") == 1 and server.batches.created == 0  # nothing created
+    plain = run_inprocess(pytester, "suites", "--gauge-doctor")
+    assert "batch:" not in plain.stdout.str() and server.by_path.get("/v1/batches") == 1
