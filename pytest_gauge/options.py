@@ -24,7 +24,13 @@ from .analysis.gates import GateSyntaxError, gate_arg, parse_gates
 from .files.folders import CACHE_DIR
 from .files.labels import LabelsError, read_labels
 from .files.shards import ShardError, shard_from
-from .gateway.prices import GENAI_PRICES, check_genai_prices, load_prices, with_genai_prices
+from .gateway.prices import (
+    GENAI_PRICES,
+    check_genai_prices,
+    load_prices,
+    parse_price_lines,
+    with_genai_prices,
+)
 
 if TYPE_CHECKING:
     from .records.prices import PriceRow
@@ -512,55 +518,6 @@ def _setting(config: pytest.Config, ini: str, kind: Any) -> Any:
         return kind(str(raw).strip())
     except (ValueError, argparse.ArgumentTypeError) as exc:
         raise pytest.UsageError(f"ini key {ini} = {raw!r}: {exc}") from None
-
-
-def parse_price_lines(lines: list[str]) -> list[PriceRow]:
-    """``MODEL INPUT_PER_M OUTPUT_PER_M [CACHED_INPUT_PER_M] [context=TOKENS] [batch=SHARE]`` lines (ini
-    ``gauge_prices``) as price rows (``context=`` is the model's context window, which a judge's prompt is
-    shortened to fit; ``batch=`` a batched call's share of the ordinary price, 0.5 when not given)."""
-    from .gateway.prices import MAX_PRICE_PER_M, price_number  # deferred: off pytest's start-up
-
-    prices: list[PriceRow] = []
-    usage = (
-        "gauge_prices: expected 'MODEL INPUT_PER_M OUTPUT_PER_M [CACHED_INPUT_PER_M] [context=TOKENS]"
-        " [batch=SHARE]'"
-    )
-    for line in lines:
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        parts = line.split()
-        window_parts = [p for p in parts[1:] if p.startswith("context=")]
-        batch_parts = [p for p in parts[1:] if p.startswith("batch=")]
-        parts = [p for p in parts if not p.startswith(("context=", "batch="))]
-        if len(parts) not in (3, 4) or len(window_parts) > 1 or len(batch_parts) > 1:
-            raise pytest.UsageError(f"{usage}, got {line!r}")
-        try:
-            numbers = [float(p) for p in parts[1:]]
-            window = int(window_parts[0].split("=", 1)[1]) if window_parts else None
-            batch = float(batch_parts[0].split("=", 1)[1]) if batch_parts else None
-        except ValueError:
-            raise pytest.UsageError(
-                f"gauge_prices: prices and context= must be numbers in {line!r}"
-            ) from None
-        if not all(price_number(n) for n in numbers):
-            raise pytest.UsageError(
-                f"gauge_prices: prices must be numbers from 0 to {MAX_PRICE_PER_M:,.0f} per million tokens"
-                f" in {line!r}"
-            )
-        if window is not None and window <= 0:
-            raise pytest.UsageError(f"gauge_prices: context= must be a positive number of tokens in {line!r}")
-        cached = numbers[2] if len(numbers) == 3 else None
-        if batch is not None:
-            if not 0 <= batch <= 1:
-                raise pytest.UsageError(f"gauge_prices: batch= must be a share from 0 to 1 in {line!r}")
-            prices.append(
-                (parts[0], numbers[0], numbers[1], cached, "ini gauge_prices", window, None, None, batch)
-            )
-        elif window is None:
-            prices.append((parts[0], numbers[0], numbers[1], cached, "ini gauge_prices"))
-        else:
-            prices.append((parts[0], numbers[0], numbers[1], cached, "ini gauge_prices", window))
-    return prices
 
 
 def _shard(config: pytest.Config) -> str | None:

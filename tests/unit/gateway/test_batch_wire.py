@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gauge.gateway.prices import load_prices
+from pytest_gauge.gateway.prices import load_prices, parse_price_lines
 from pytest_gauge.gateway.wire import batch_anthropic, batch_openai
-from pytest_gauge.options import parse_price_lines
 from pytest_gauge.records import Usage
 from pytest_gauge.records.prices import BATCH_SHARE, Price, PriceTable
 
