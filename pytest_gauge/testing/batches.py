@@ -24,7 +24,8 @@ __all__ = ["BatchFaults", "BatchStore"]
 class BatchFaults:
     """What the batch routes do: ``available`` (else every batch route is a 404), ``polls`` (polls a
     batch stays in progress), ``ending`` (``completed``, ``expired`` or ``cancelled``: the last two
-    answer the first half of the requests only), ``fail_every`` (every n-th request of a batch fails
+    answer the first half of each batch's requests, rounded down), ``fail_every`` (every n-th request the
+    batches reach, counted over all of them so the count does not depend on how calls were gathered, fails
     with a 500 in the error file), ``hold`` (the batch never ends until it is cancelled; nothing of it
     is answered)."""
 
@@ -62,6 +63,7 @@ class BatchStore:
         self.batches: dict[str, _Batch] = {}
         self.created = 0  # batches created
         self.requests = 0  # requests answered in batches
+        self.reached = 0  # requests a batch ran (answered or failed), for fail_every
         self._lock = threading.Lock()
 
     def answer(self, req: Request) -> Response | None:
@@ -155,17 +157,23 @@ class BatchStore:
 
     def _end(self, batch: _Batch, ending: str, answered: int | None = None) -> None:
         """End a batch: answer its requests (all for ``completed``, the first half otherwise, or
-        ``answered``), the rest expired or cancelled; every ``fail_every``-th one an error."""
+        ``answered``), the rest expired or cancelled; every ``fail_every``-th request reached (over all
+        batches) an error."""
         if answered is None:
             answered = len(batch.requests) if ending == "completed" else len(batch.requests) // 2
         for i, (cid, api, body) in enumerate(batch.requests):
             if i >= answered:
                 self._unanswered(batch, cid, ending)
-            elif self.faults.fail_every and (i + 1) % self.faults.fail_every == 0:
+            elif self._fails():
                 self._failed(batch, cid)
             else:
                 self._answered(batch, cid, api, body)
         batch.status = "ended" if batch.anthropic else ending
+
+    def _fails(self) -> bool:
+        """Whether the next request a batch runs fails: every ``fail_every``-th over all batches."""
+        self.reached += 1
+        return bool(self.faults.fail_every) and self.reached % self.faults.fail_every == 0
 
     def _answered(self, batch: _Batch, cid: str, api: str, body: dict[str, Any]) -> None:
         fmt = wire_format(api)
