@@ -33,6 +33,7 @@ from .files.replay import (
 )
 from .files.shards import parse_shard
 from .finish.ending import EndOfRun
+from .finish.otel_setup import add_otel_options, check_otel
 from .finish.pending import pending_suites
 from .fixtures import TESTS_SUITE, tests_report
 from .fixtures import calls as fixture_functions
@@ -72,6 +73,7 @@ resumed_key = pytest.StashKey[str | None]()  # the line on an earlier run's repo
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
+    add_otel_options(parser)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -124,6 +126,7 @@ def pytest_configure(config: pytest.Config) -> None:
         if options.limits:
             _check_limits(options.limits)
         _check_adaptive(options)
+        check_otel(config)
         if pending_suites(Path(options.out_dir)):  # an earlier run stopped before its reports: them first
             from .finish.resume import resume_at_start  # deferred: only when a run left reports pending
 

@@ -19,7 +19,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..records import ChatResult, LedgerRecord
+from ..records import NEUTRAL_API, ChatResult, LedgerRecord
+from ..records.json_types import JSONObject
 from .diagnosis import final_error, is_timeout, server_message
 from .endpoint import KEY_VARIABLE, URL_VARIABLE
 from .errors import (
@@ -70,8 +71,6 @@ __all__ = [
 CACHE_FORMAT_VERSION = 1
 RETRYABLE = frozenset({408, 409, 429})
 _NO_JITTER = random.Random(0)  # retry_delay reads the headers' hint only: no draw is made from it
-ANTHROPIC_VERSION = "2023-06-01"
-"""The ``anthropic-version`` header every Messages request carries (the API refuses a request without it)."""
 
 
 class Gateway:
@@ -123,7 +122,7 @@ class Gateway:
             await self._client.aclose()
 
     def cache_key(
-        self, body: dict[str, Any], ctx: CallContext, api: Api = "chat", headers: PassedHeaders = ()
+        self, body: JSONObject, ctx: CallContext, api: Api = NEUTRAL_API, headers: PassedHeaders = ()
     ) -> str:
         """The canonical request (its format's :meth:`~.wire.WireFormat.cache_material`) plus the sample
         index: never the key, headers, timeouts or retry settings, nor which case or agent asked (identical
@@ -135,13 +134,13 @@ class Gateway:
             "scope": ctx.cache_scope(),
             **wire_format(api).cache_material(body),
         }
-        if api != "chat":
+        if api != NEUTRAL_API:
             material["api"] = api
         if headers:  # only then: keys of calls without passed headers stay those of earlier versions
             material["headers"] = dict(headers)
         return content_key(material)
 
-    def _usable(self, entry: dict[str, Any] | None) -> bool:
+    def _usable(self, entry: JSONObject | None) -> bool:
         if entry is None:
             return False
         if entry.get("run_id") == self.settings.run_id:
@@ -159,7 +158,7 @@ class Gateway:
         model: str,
         *,
         status: str,
-        response: dict[str, Any] | None = None,
+        response: JSONObject | None = None,
         latency: float = 0.0,
         cache_hit: bool = False,
         http_status: int | None = None,
@@ -167,7 +166,7 @@ class Gateway:
         possibly_billed: bool = False,
         request: str | None = None,
         said: Mapping[str, Any] | None = None,
-        api: Api = "chat",
+        api: Api = NEUTRAL_API,
         batched: bool = False,
     ) -> LedgerRecord:
         """The ledger line of one attempt or cache hit; ``response`` is the format's own (checked) one;
@@ -236,7 +235,7 @@ class Gateway:
         )  # fmt: skip
         return _reply(response, record)
 
-    def _entry_problem(self, entry: dict[str, Any], key: str, ctx: CallContext, api: Api) -> str | None:
+    def _entry_problem(self, entry: JSONObject, key: str, ctx: CallContext, api: Api) -> str | None:
         """Why a cache entry (or cassette) cannot be served, or None: it is of the call's wire format (an
         entry without ``api`` is a chat one), its stored request must hash to the key it is filed under (an
         entry copied over another, or edited, does not), and its response must be one the format's reader
@@ -245,7 +244,7 @@ class Gateway:
         request = entry.get("request")
         if not isinstance(request, dict):
             return "it stores no request"
-        stored = entry.get("api", "chat")
+        stored = entry.get("api", NEUTRAL_API)
         if stored != api:
             return f"it stores a {stored!r} response, not a {api!r} one"
         fmt = wire_format(api)
@@ -263,14 +262,14 @@ class Gateway:
                 return "its response was changed after it was stored"
             fmt.parse_response(json.dumps(response).encode())
         except BadResponse as exc:
-            what = "a chat completion" if api == "chat" else f"an {api} response"
+            what = "a chat completion" if api == NEUTRAL_API else f"an {api} response"
             return f"its response is not {what} ({exc.problem})"
         except (TypeError, ValueError):
             return "its stored request is not JSON data"
         return None
 
     async def chat(
-        self, ctx: CallContext, seq: int, role: str, model: str, body: dict[str, Any], api: Api = "chat"
+        self, ctx: CallContext, seq: int, role: str, model: str, body: JSONObject, api: Api = NEUTRAL_API
     ) -> ChatResult:
         """One logical call from a chat request body (the package's neutral shape), sent in the wire
         format ``api`` (its :meth:`~.wire.WireFormat.request_body`), answered as a chat completion.
@@ -289,7 +288,7 @@ class Gateway:
         role: str,
         model: str,
         api: Api,
-        body: dict[str, Any],
+        body: JSONObject,
         headers: Mapping[str, str] | None = None,
     ) -> WireReply:
         """One logical call with ``body`` already in the wire format ``api``'s request shape (no
@@ -345,7 +344,7 @@ class Gateway:
         HTTP 403): nothing was sent, nothing is billed (gateway/route_policy.py)."""
         self._record(ctx, seq, 1, role, model, status="refused", http_status=403, error=reason, api=api)
 
-    def _entry(self, call: _Call, response: dict[str, Any]) -> dict[str, Any]:
+    def _entry(self, call: _Call, response: JSONObject) -> JSONObject:
         """The cache entry of a call's answer: the request and the format's own response (``api`` says
         which format; every 200 the rules score is kept, truncated ones too, so a re-run sends nothing)."""
         return {
@@ -369,7 +368,7 @@ class Gateway:
             "created": time.time(),
         }
 
-    async def _deliver(self, call: _Call) -> tuple[dict[str, Any], LedgerRecord]:
+    async def _deliver(self, call: _Call) -> tuple[JSONObject, LedgerRecord]:
         """A call that missed the cache: through a batch when its role batches (``--gauge-batch``),
         sent the ordinary way when the batch does not answer it."""
         batcher = self.resources.batcher
@@ -379,7 +378,7 @@ class Gateway:
                 return answer
         return await self._send(call)
 
-    async def _send(self, call: _Call) -> tuple[dict[str, Any], LedgerRecord]:
+    async def _send(self, call: _Call) -> tuple[JSONObject, LedgerRecord]:
         """Send with retries behind two first-call gates: until one call of this process has worked
         (a bad key or URL), and until one call to this (role, model) has worked (a wrong model name),
         calls go one at a time, so such a mistake reaches the server once per worker, not once per call."""
@@ -396,7 +395,7 @@ class Gateway:
                     lock.release()
         return await self._send_with_retries(call)
 
-    async def _send_with_retries(self, call: _Call) -> tuple[dict[str, Any], LedgerRecord]:
+    async def _send_with_retries(self, call: _Call) -> tuple[JSONObject, LedgerRecord]:
         """Attempts until one gives a usable completion; :meth:`_retry_wait` decides after each failure."""
         shared = self.shared
         settings, res, state = self.settings, self.resources, self.state
@@ -506,15 +505,13 @@ class Gateway:
         elif isinstance(failure, APIStatusError) and failure.status_code == 429:
             pacer.slowed(model, hinted=retry_delay(failure.headers, 1, _NO_JITTER) is not None)
 
-    async def _post(self, a: _Attempt, content: bytes) -> tuple[dict[str, Any], Mapping[str, str]]:
+    async def _post(self, a: _Attempt, content: bytes) -> tuple[JSONObject, Mapping[str, str]]:
         """The POST of ``content`` (the call's body, encoded once) to the format's path and the whole
         body, within ``--gauge-timeout`` in all, refused past the body bound (:mod:`.transport`); the
         format's parsed, checked response and the response's headers."""
         client, fmt = self.client, wire_format(a.api)
-        auth = self.settings.anthropic_auth if a.api == "anthropic" else "bearer"
-        headers = dict(a.headers)
-        if a.api == "anthropic":
-            headers["anthropic-version"] = ANTHROPIC_VERSION
+        auth = self.settings.anthropic_auth if fmt.own_auth else "bearer"
+        headers = {**dict(a.headers), **fmt.request_headers}
         own = self.settings.role_keys.get(a.role)  # the role's own key, else the client's
         path = fmt.request_path(client.base_url)  # Messages: the Anthropic SDK's URL for the same base
         body, answered = await client.post(
@@ -564,7 +561,7 @@ class Gateway:
             status, error = "timeout", type(failure).__name__
         else:
             status, error = "connection_error", type(failure).__name__
-        said: dict[str, Any] = {}
+        said: JSONObject = {}
         if isinstance(failure, APIStatusError):
             said = gateway_said(failure.headers, failure.body)
             wait = retry_delay(failure.headers, a.attempt, random.Random(0))
@@ -679,9 +676,9 @@ class _Call:
     seq: int
     role: str
     model: str
-    body: dict[str, Any]
+    body: JSONObject
     request: str | None
-    api: Api = "chat"
+    api: Api = NEUTRAL_API
     headers: PassedHeaders = ()  # a proxied client's own headers of the format's passed_headers
     encoded: list[bytes] = field(default_factory=list, compare=False)  # the body's JSON, once made
 
@@ -709,12 +706,12 @@ class _Attempt(_Call):
 class _Outcome:
     """An attempt's result: the completion and its ledger line, or the failure and its line."""
 
-    response: dict[str, Any] | None
+    response: JSONObject | None
     record: LedgerRecord
     failure: Exception | None
 
 
-def _reply(response: dict[str, Any], record: LedgerRecord) -> WireReply:
+def _reply(response: JSONObject, record: LedgerRecord) -> WireReply:
     """A call's reply: the format's response, its chat-completion view as a ChatResult, and its line."""
     completion = wire_format(record.api).completion(response)
     choice = (completion.get("choices") or [{}])[0]

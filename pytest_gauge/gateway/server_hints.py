@@ -10,7 +10,8 @@ import random
 import re
 import time
 from collections.abc import Mapping
-from typing import Any
+
+from ..records.json_types import JSONObject
 
 __all__ = ["backoff", "gateway_said", "retry_delay", "served_model"]
 
@@ -90,11 +91,11 @@ def _retried_in(body: object) -> int | None:
     return int(found.group(1)) if found else None
 
 
-def gateway_said(headers: Mapping[str, str], body: object = None) -> dict[str, Any]:
+def gateway_said(headers: Mapping[str, str], body: object = None) -> JSONObject:
     """What a proxy reports beside the answer: retries it made upstream within this attempt (the
     ``x-litellm-attempted-retries`` header, or for an error the "LiteLLM Retried: N times" of its
     ``body``) and the cost it computed (``x-litellm-response-cost``)."""
-    said: dict[str, Any] = {}
+    said: JSONObject = {}
     retries = (headers.get("x-litellm-attempted-retries") or "").strip()
     plain = retries.isascii() and retries.isdigit() and len(retries) <= 4  # "²" and 5,000 digits: not a count
     count = int(retries) if plain else _retried_in(body)

@@ -6,9 +6,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..records import ChatResult, LedgerRecord
+from ..records.json_types import JSONObject
 from ..records.prices import PriceTable
 from ..records.work_key import parse_work
 from .endpoint import ROLE_KEY_VARIABLES, key_variable, role_keys
@@ -45,7 +46,7 @@ class WireReply:
     checked), the same answer viewed as a chat completion, and the ledger line of the attempt that
     answered (or of the cache hit)."""
 
-    response: dict[str, Any]
+    response: JSONObject
     result: ChatResult
     record: LedgerRecord
 
@@ -163,7 +164,7 @@ class GatewayShared:
         self.resources.stops.check(role, model)
 
 
-def live_keys(backend: str, environ: Mapping[str, str]) -> dict[str, Any]:
+def live_keys(backend: str, environ: Mapping[str, str]) -> JSONObject:
     """The gateway's per-role keys for a live run (``GatewaySettings``' ``key_variables`` and
     ``role_keys``); nothing for the simulator or a replay, which send no key."""
     if backend != "live":

@@ -16,8 +16,11 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal
 
-from ..gateway.wire import WireFormat
+from ..gateway.wire import NEUTRAL_API, WireFormat
+from ..gateway.wire.anthropic import MESSAGES
+from ..gateway.wire.responses import RESPONSES
 from ..gateway.wire.sse import encode_events
+from ..records.json_types import JSONObject
 from .exchange import Request, Response
 from .responders import (
     Responder,
@@ -67,8 +70,8 @@ MALFORMED_BODIES: dict[str, bytes] = {
 
 _SHARED_MALFORMED = ("html", "empty", "array")
 MALFORMED_BY_API: dict[str, dict[str, bytes]] = {
-    "chat": MALFORMED_BODIES,
-    "anthropic": {
+    NEUTRAL_API: MALFORMED_BODIES,
+    MESSAGES.api: {
         **{k: MALFORMED_BODIES[k] for k in _SHARED_MALFORMED},
         "content_not_list": b'{"id": "msg_x", "type": "message", "role": "assistant", "content": "hi"}',
         "content_empty": (
@@ -81,7 +84,7 @@ MALFORMED_BY_API: dict[str, dict[str, bytes]] = {
             b' "output_tokens": 1}}'
         ),
     },
-    "responses": {
+    RESPONSES.api: {
         **{k: MALFORMED_BODIES[k] for k in _SHARED_MALFORMED},
         "output_not_list": b'{"id": "resp_x", "object": "response", "status": "completed", "output": "hi"}',
         "output_empty": b'{"id": "resp_x", "object": "response", "status": "completed", "output": []}',
@@ -156,7 +159,7 @@ class FaultPlan:
     (429, 5xx, malformed, reset, 529), and their fault index ``n`` counts only them, so the schedule they
     meet is the same whatever the other formats' requests do; empty: every format's, indexed together."""
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         """Plain-JSON form (the model sets as sorted lists), as served by the admin stats route."""
         d = asdict(self)
         d["status_400_models"] = sorted(self.status_400_models)
@@ -215,7 +218,7 @@ def scheduled_fault(plan: FaultPlan, n: int) -> ScheduledFault | None:
     return None
 
 
-def malformed_body(plan: FaultPlan, n: int, api: str = "chat") -> bytes:
+def malformed_body(plan: FaultPlan, n: int, api: str = NEUTRAL_API) -> bytes:
     """The malformed body of the n-th request in wire format ``api``: ``plan.malformed``'s kind, or each
     of the format's kinds in turn (mixed, or a kind the format does not have)."""
     bodies = MALFORMED_BY_API.get(api, MALFORMED_BODIES)
@@ -253,13 +256,13 @@ def echo_auth(req: Request, spec: str) -> Response:
 
 def chat_response(
     req: Request,
-    body: dict[str, Any] | None,
+    body: JSONObject | None,
     body_error: bool,
     plan: FaultPlan,
     n: int,
     seq: int,
     responder: Responder,
-    api: str = "chat",
+    api: str = NEUTRAL_API,
 ) -> Response:
     """The answer to the n-th model request, read as the chat body ``body`` (``stream`` removed): its
     planned fault, an OpenAI-style 4xx for a bad request, else the responder's completion (finished by
@@ -364,7 +367,7 @@ _ERROR_KINDS = {
 def model_response(
     fmt: WireFormat,
     req: Request,
-    body: dict[str, Any] | None,
+    body: JSONObject | None,
     body_error: bool,
     plan: FaultPlan,
     n: int,
@@ -387,17 +390,17 @@ def model_response(
     resp = chat_response(req, chat_body, body_error, plan, n, seq, responder, fmt.api)
     if resp.status != 200 or resp.raw is not None:
         return in_format(fmt, resp)
-    out = resp.payload if fmt.api == "chat" else fmt.from_completion(resp.payload, body or {})
+    out = resp.payload if fmt.api == NEUTRAL_API else fmt.from_completion(resp.payload, body or {})
     if not stream:
         return Response(200, out, resp.headers)
-    events = encode_events(fmt.stream_events(out), done_marker=fmt.api == "chat")
+    events = encode_events(fmt.stream_events(out), done_marker=fmt.done_marker)
     return Response(200, None, {**resp.headers, "content-type": "text/event-stream"}, raw=events)
 
 
 def in_format(fmt: WireFormat, resp: Response) -> Response:
     """An OpenAI-style error answer in ``fmt``'s own error shape (chat's is that shape; raw bodies, e.g.
     an echoed key or a malformed 200, are sent as they are)."""
-    if fmt.api == "chat" or resp.raw is not None or not isinstance(resp.payload, dict):
+    if fmt.api == NEUTRAL_API or resp.raw is not None or not isinstance(resp.payload, dict):
         return resp
     err = resp.payload.get("error")
     message = str(err.get("message", "error")) if isinstance(err, dict) else "error"
@@ -405,7 +408,7 @@ def in_format(fmt: WireFormat, resp: Response) -> Response:
     return Response(resp.status, fmt.error_body(resp.status, message, kind), resp.headers, resp.reset)
 
 
-def finish_completion(body: dict[str, Any], out: dict[str, Any], plan: FaultPlan, seq: int) -> dict[str, Any]:
+def finish_completion(body: JSONObject, out: JSONObject, plan: FaultPlan, seq: int) -> JSONObject:
     """A responder's answer made a full chat.completion (ids, indexes, usage), with the plan's
     truncation, missing usage and cached/cache-write/reasoning token details applied (prompt tokens
     include the cache's reads and writes)."""

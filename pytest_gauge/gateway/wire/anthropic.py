@@ -12,6 +12,7 @@ Messages form: the prompt alone asks for JSON (the fallback's next step).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from ...records import Usage
@@ -21,7 +22,15 @@ from .base import Api, StreamEvent
 from .noise import quiet_material
 from .shapes import ChatUsageBody, MessagesUsageBody, UsageCounts
 
-__all__ = ["DEFAULT_MAX_TOKENS", "JSON_TOOL", "MESSAGES", "SEED_USER", "MessagesFormat", "usage_counts"]
+__all__ = [
+    "ANTHROPIC_VERSION",
+    "DEFAULT_MAX_TOKENS",
+    "JSON_TOOL",
+    "MESSAGES",
+    "SEED_USER",
+    "MessagesFormat",
+    "usage_counts",
+]
 
 DEFAULT_MAX_TOKENS = 4096
 """``max_tokens`` of a Messages request whose chat body sets none (Messages requires it): the output
@@ -72,6 +81,8 @@ _ERROR_TYPES = {
     "overloaded": "overloaded_error",
     "server": "api_error",
 }
+ANTHROPIC_VERSION = "2023-06-01"
+"""The ``anthropic-version`` header every Messages request carries (the API refuses a request without it)."""
 _USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
 
 
@@ -81,6 +92,12 @@ class MessagesFormat:
     api: Api = "anthropic"
     path = "/messages"
     passed_headers: tuple[str, ...] = ("anthropic-beta",)  # beta body fields need their flag
+    request_headers: Mapping[str, str] = {"anthropic-version": ANTHROPIC_VERSION}
+    own_auth = True
+    done_marker = False
+    ping_tokens = 1
+    provider = "anthropic"
+    title = "Messages (api=anthropic)"
 
     # -- client side ---------------------------------------------------------------------------------
     def request_path(self, base_url: str) -> str:
@@ -88,6 +105,9 @@ class MessagesFormat:
         ``{root}/v1/messages``, the one the Anthropic SDK (and Claude Code) builds from the gateway's root,
         so a gateway serving Claude Code serves the plugin's Messages calls at the same path."""
         return self.path if base_url.rstrip("/").endswith("/v1") else "/v1" + self.path
+
+    def sdk_base_url(self, root: str) -> str:
+        return root
 
     def request_body(self, chat_body: dict[str, Any]) -> dict[str, Any]:
         """System messages joined into ``system``, the rest as content blocks (empty messages left out,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from ...records import Usage
@@ -666,9 +667,18 @@ class ResponsesFormat:
     api: Api = "responses"
     path = "/responses"
     passed_headers: tuple[str, ...] = ("openai-beta",)
+    request_headers: Mapping[str, str] = {}
+    own_auth = False
+    done_marker = False
+    ping_tokens = 16  # the least max_output_tokens OpenAI's Responses API takes
+    provider = "openai"
+    title = "Responses"
 
     def request_path(self, base_url: str) -> str:
         return self.path
+
+    def sdk_base_url(self, root: str) -> str:
+        return root + "/v1"
 
     def request_body(self, chat_body: dict[str, Any]) -> dict[str, Any]:
         """Leading system messages as ``instructions``, the rest as ``input`` items (assistant tool calls

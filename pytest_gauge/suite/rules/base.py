@@ -8,9 +8,10 @@ import re
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypedDict
 
 from ...records import Transcript
+from ...records.json_types import JSONObject
 
 __all__ = [
     "FLAG_CHARS",
@@ -18,6 +19,7 @@ __all__ = [
     "CustomCheck",
     "Rule",
     "RuleArgs",
+    "RuleCommon",
     "RuleResult",
     "RuleSpecError",
     "Score",
@@ -32,6 +34,13 @@ __all__ = [
     "quote_list",
     "unfenced",
 ]
+
+
+class RuleCommon(TypedDict):
+    """The keywords every rule's constructor takes from its spec (``weight``, ``description``)."""
+
+    weight: float
+    description: str | None
 
 
 @dataclass(frozen=True)
@@ -51,9 +60,9 @@ class SimHint:
     refuse_without_alternative: bool = False
     json_keys: tuple[str, ...] | None = None  # reply is a JSON object with these keys
     invalid_json: bool = False  # reply is not valid JSON (to break a JSON rule)
-    tool_calls: tuple[tuple[str, dict[str, Any]], ...] = ()  # calls to make, in order
+    tool_calls: tuple[tuple[str, JSONObject], ...] = ()  # calls to make, in order
     avoid_tools: tuple[str, ...] = ()  # tools never to call
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: JSONObject = field(default_factory=dict)
     min_chars: int | None = None  # pad the reply to at least this many characters (to break a limit)
 
 
@@ -83,11 +92,11 @@ class Score:
     criteria: tuple[RuleResult, ...]
     constraints: tuple[RuleResult, ...]
 
-    def to_json(self, criteria: Sequence[Rule], constraints: Sequence[Rule]) -> dict[str, Any]:
+    def to_json(self, criteria: Sequence[Rule], constraints: Sequence[Rule]) -> JSONObject:
         """The verdict as ``agents/<agent>.jsonl`` stores it (field ``score``): reward, success, and each
         rule's text with pass/fail and why, so reports can show them without the suite's checks."""
 
-        def rows(rules: Sequence[Rule], results: tuple[RuleResult, ...]) -> list[dict[str, Any]]:
+        def rows(rules: Sequence[Rule], results: tuple[RuleResult, ...]) -> list[JSONObject]:
             return [
                 {"rule": r.describe(), "weight": r.weight, "passed": x.passed, "detail": x.detail}
                 for r, x in zip(rules, results, strict=True)
@@ -195,7 +204,7 @@ def unfenced(text: str) -> str:
     return fence.group(1) if fence else body
 
 
-def parse_json_reply(text: str) -> tuple[dict[str, Any] | None, str]:
+def parse_json_reply(text: str) -> tuple[JSONObject | None, str]:
     """The reply as a JSON object (optionally inside one ```json fence and nothing else), or a reason."""
     try:
         value = json.loads(unfenced(text), parse_constant=_reject_constant)
@@ -316,5 +325,5 @@ class Rule:
         return SimHint()
 
     @classmethod
-    def _build(cls, a: RuleArgs, common: dict[str, Any]) -> Rule:
+    def _build(cls, a: RuleArgs, common: RuleCommon) -> Rule:
         raise NotImplementedError

@@ -12,6 +12,7 @@ from .base import (
     CustomCheck,
     Rule,
     RuleArgs,
+    RuleCommon,
     RuleSpecError,
     Score,
     is_number,
@@ -83,7 +84,7 @@ def parse_rule(obj: object, *, field: str, custom: Mapping[str, CustomCheck] | N
     description = obj.get("description")
     if description is not None and (not isinstance(description, str) or not description.strip()):
         raise RuleSpecError(f"{field}.description", f"must be a non-empty string, got {quote(description)}")
-    common = {"weight": float(weight), "description": description}
+    common: RuleCommon = {"weight": float(weight), "description": description}
     rule: Rule = cls._build(RuleArgs(obj, field, custom or {}), common)
     return rule
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import unicodedata
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from ...records import Transcript
 from ..regex_bound import PatternTimeout, bounded_search
@@ -14,6 +14,7 @@ from .base import (
     CustomCheck,
     Rule,
     RuleArgs,
+    RuleCommon,
     RuleResult,
     RuleSpecError,
     SimHint,
@@ -69,7 +70,7 @@ class _PhraseRule(_TextRule):
     case_sensitive: bool = False
 
     @classmethod
-    def _build(cls, a: RuleArgs, common: dict[str, Any]) -> Rule:
+    def _build(cls, a: RuleArgs, common: RuleCommon) -> Rule:
         return cls(
             phrases=a.strings("phrases", min_items=cls._MIN_PHRASES),
             case_sensitive=a.flag("case_sensitive", False),
@@ -193,7 +194,7 @@ class Regex(_TextRule):
     example: str | None = None
 
     @classmethod
-    def _build(cls, a: RuleArgs, common: dict[str, Any]) -> Rule:
+    def _build(cls, a: RuleArgs, common: RuleCommon) -> Rule:
         flags = a.obj.get("flags", "")
         if not isinstance(flags, str) or any(c not in FLAG_CHARS for c in flags):
             raise RuleSpecError(
@@ -249,7 +250,7 @@ class _LengthRule(_TextRule):
     limit: int
 
     @classmethod
-    def _build(cls, a: RuleArgs, common: dict[str, Any]) -> Rule:
+    def _build(cls, a: RuleArgs, common: RuleCommon) -> Rule:
         return cls(limit=a.integer("limit"), scope=a.scope(), **common)
 
     @staticmethod
@@ -305,7 +306,7 @@ class JsonKeys(Rule):
     keys: tuple[str, ...]
 
     @classmethod
-    def _build(cls, a: RuleArgs, common: dict[str, Any]) -> Rule:
+    def _build(cls, a: RuleArgs, common: RuleCommon) -> Rule:
         return cls(keys=a.strings("keys"), **common)
 
     def check(self, transcript: Transcript) -> RuleResult:
@@ -332,7 +333,7 @@ class AsksClarification(Rule):
     type: ClassVar[str] = "asks_clarification"
 
     @classmethod
-    def _build(cls, a: RuleArgs, common: dict[str, Any]) -> Rule:
+    def _build(cls, a: RuleArgs, common: RuleCommon) -> Rule:
         return cls(**common)
 
     def check(self, transcript: Transcript) -> RuleResult:
@@ -381,7 +382,7 @@ class RefusesWithAlternative(_TextRule):
     alternative_phrases: tuple[str, ...] = _ALTERNATIVES
 
     @classmethod
-    def _build(cls, a: RuleArgs, common: dict[str, Any]) -> Rule:
+    def _build(cls, a: RuleArgs, common: RuleCommon) -> Rule:
         refusal = a.strings("refusal_phrases") if a.has("refusal_phrases") else _REFUSALS
         alternative = a.strings("alternative_phrases") if a.has("alternative_phrases") else _ALTERNATIVES
         return cls(refusal_phrases=refusal, alternative_phrases=alternative, scope=a.scope(), **common)
@@ -424,7 +425,7 @@ class PythonCheck(Rule):
     func: CustomCheck = field(repr=False)
 
     @classmethod
-    def _build(cls, a: RuleArgs, common: dict[str, Any]) -> Rule:
+    def _build(cls, a: RuleArgs, common: RuleCommon) -> Rule:
         name = a.name("callable")
         if name not in a.custom:
             known = ", ".join(sorted(a.custom)) or "(none registered)"

@@ -8,11 +8,13 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from ...records import ToolCall, Transcript
+from ...records.json_types import JSONObject
 from ..regex_bound import PatternTimeout, bounded_search
 from ..schema import CompiledSchema, SchemaError, compile_schema
 from .base import (
     Rule,
     RuleArgs,
+    RuleCommon,
     RuleResult,
     RuleSpecError,
     SimHint,
@@ -53,7 +55,7 @@ class ToolCalled(Rule):
     min_count: int = 1
 
     @classmethod
-    def _build(cls, a: RuleArgs, common: dict[str, Any]) -> Rule:
+    def _build(cls, a: RuleArgs, common: RuleCommon) -> Rule:
         return cls(name=a.name("name"), min_count=a.integer("min_count", minimum=1, default=1), **common)
 
     def check(self, transcript: Transcript) -> RuleResult:
@@ -86,7 +88,7 @@ class ToolNotCalled(Rule):
     name: str
 
     @classmethod
-    def _build(cls, a: RuleArgs, common: dict[str, Any]) -> Rule:
+    def _build(cls, a: RuleArgs, common: RuleCommon) -> Rule:
         return cls(name=a.name("name"), **common)
 
     def check(self, transcript: Transcript) -> RuleResult:
@@ -127,13 +129,13 @@ class ToolArgs(Rule):
     _REQUIRED: ClassVar[tuple[str, ...]] = ("name",)
 
     name: str
-    args: dict[str, Any] = field(default_factory=dict, hash=False)
+    args: JSONObject = field(default_factory=dict, hash=False)
     patterns: dict[str, str] = field(default_factory=dict, hash=False)
-    schema: dict[str, Any] | None = field(default=None, hash=False)
+    schema: JSONObject | None = field(default=None, hash=False)
     validator: CompiledSchema | None = field(default=None, hash=False, compare=False, repr=False)
 
     @classmethod
-    def _build(cls, a: RuleArgs, common: dict[str, Any]) -> Rule:
+    def _build(cls, a: RuleArgs, common: RuleCommon) -> Rule:
         name = a.name("name")
         args = a.obj.get("args", {})
         if not isinstance(args, dict):
@@ -163,7 +165,7 @@ class ToolArgs(Rule):
             name=name, args=dict(args), patterns=dict(patterns), schema=schema, validator=compiled, **common
         )
 
-    def _mismatch(self, arguments: dict[str, Any]) -> str | None:
+    def _mismatch(self, arguments: JSONObject) -> str | None:
         for key, want in self.args.items():
             if key not in arguments:
                 return f"{key} missing"
@@ -208,7 +210,7 @@ class ToolArgs(Rule):
         return f"The agent calls the tool {quote(self.name)} with {', '.join(parts)}."
 
     def hint(self, satisfy: bool) -> SimHint:
-        extra: dict[str, Any] = {}
+        extra: JSONObject = {}
         if self.patterns:
             extra["patterns"] = dict(self.patterns)
         if self.schema is not None:
@@ -233,7 +235,7 @@ class ToolOrder(Rule):
     names: tuple[str, ...]
 
     @classmethod
-    def _build(cls, a: RuleArgs, common: dict[str, Any]) -> Rule:
+    def _build(cls, a: RuleArgs, common: RuleCommon) -> Rule:
         return cls(names=a.strings("names", min_items=2, unique=True), **common)
 
     def check(self, transcript: Transcript) -> RuleResult:
@@ -269,7 +271,7 @@ class ToolCallCount(Rule):
     max: int | None = None
 
     @classmethod
-    def _build(cls, a: RuleArgs, common: dict[str, Any]) -> Rule:
+    def _build(cls, a: RuleArgs, common: RuleCommon) -> Rule:
         name = a.name("name")
         lo = a.integer("min", default=None)
         hi = a.integer("max", default=None)
@@ -323,7 +325,7 @@ class ToolReturnCode(Rule):
     code: int
 
     @classmethod
-    def _build(cls, a: RuleArgs, common: dict[str, Any]) -> Rule:
+    def _build(cls, a: RuleArgs, common: RuleCommon) -> Rule:
         return cls(name=a.name("name"), code=a.integer("code", minimum=None), **common)
 
     def check(self, transcript: Transcript) -> RuleResult:
@@ -358,7 +360,7 @@ class NoCallAfterFailure(Rule):
     then: str
 
     @classmethod
-    def _build(cls, a: RuleArgs, common: dict[str, Any]) -> Rule:
+    def _build(cls, a: RuleArgs, common: RuleCommon) -> Rule:
         return cls(precondition=a.name("precondition"), then=a.name("then"), **common)
 
     def check(self, transcript: Transcript) -> RuleResult:

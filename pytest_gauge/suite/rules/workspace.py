@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ...records import Transcript
+from ...records.json_types import JSONObject
 from ..file_checks import (
     MAX_FILE_BYTES,
     CommandOutcome,
@@ -29,6 +30,7 @@ from .base import (
     FLAG_CHARS,
     Rule,
     RuleArgs,
+    RuleCommon,
     RuleResult,
     RuleSpecError,
     compile_pattern,
@@ -106,7 +108,7 @@ class FileExists(WorkspaceRule):
     exists: bool = True
 
     @classmethod
-    def _build(cls, a: RuleArgs, common: dict[str, Any]) -> Rule:
+    def _build(cls, a: RuleArgs, common: RuleCommon) -> Rule:
         return cls(path=cls._relative(a, "path"), exists=a.flag("exists", True), **common)
 
     def observe(self, workspace: Path) -> RuleResult:
@@ -138,7 +140,7 @@ class FileContains(WorkspaceRule):
     case_sensitive: bool = False
 
     @classmethod
-    def _build(cls, a: RuleArgs, common: dict[str, Any]) -> Rule:
+    def _build(cls, a: RuleArgs, common: RuleCommon) -> Rule:
         path = cls._relative(a, "path")
         if a.has("phrases") == a.has("pattern"):
             raise RuleSpecError(a.path, "file_contains needs exactly one of phrases, pattern")
@@ -200,7 +202,7 @@ class CommandSucceeds(WorkspaceRule):
     code: int = 0
 
     @classmethod
-    def _build(cls, a: RuleArgs, common: dict[str, Any]) -> Rule:
+    def _build(cls, a: RuleArgs, common: RuleCommon) -> Rule:
         raw = a.obj["command"]
         if isinstance(raw, str):
             try:
@@ -249,10 +251,10 @@ def workspace_rules(rules: Sequence[Rule]) -> tuple[WorkspaceRule, ...]:
 
 async def observe_workspace_async(
     rules: Sequence[Rule], workspace: Path, runner: CommandRunner | None = None
-) -> dict[str, dict[str, Any]]:
+) -> dict[str, JSONObject]:
     """:func:`observe_workspace` on the engine's loop (a cancelled unit kills a running command);
     commands run by ``runner`` (the engine's sandbox, ``run/commands.py``)."""
-    seen: dict[str, dict[str, Any]] = {}
+    seen: dict[str, JSONObject] = {}
     for rule in workspace_rules(rules):
         try:
             result = await rule.aobserve(workspace, runner)
@@ -262,10 +264,10 @@ async def observe_workspace_async(
     return seen
 
 
-def observe_workspace(rules: Sequence[Rule], workspace: Path) -> dict[str, dict[str, Any]]:
+def observe_workspace(rules: Sequence[Rule], workspace: Path) -> dict[str, JSONObject]:
     """Every workspace rule of ``rules`` decided on ``workspace``: ``Transcript.workspace_checks``.
     A rule's own failure (a file it cannot read) is its detail, never an escape."""
-    seen: dict[str, dict[str, Any]] = {}
+    seen: dict[str, JSONObject] = {}
     for rule in workspace_rules(rules):
         try:
             result = rule.observe(workspace)
