@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..records import LedgerRecord
+from ..records.json_types import JSONObject
 from .limits import Reservation, model_wait, output_tokens_cap, prompt_tokens_estimate
 from .response import BadResponse
 from .transport import APIStatusError, CallError, attempt_failures
@@ -33,16 +34,15 @@ from .wire import Api, wire_format
 from .wire import batch_anthropic as anthropic_batch
 from .wire import batch_openai as openai_batch
 from .wire.batch_openai import BatchView, ItemResult
+from .wire.batches import BATCH_APIS, batch_family, message_batches
 
 if TYPE_CHECKING:
     from .gateway import CallContext, Gateway
 
 __all__ = ["BATCH_APIS", "Answer", "BatchCall", "BatchSettings", "Batcher"]
 
-BATCH_APIS = frozenset({"chat", "responses", "anthropic"})
 NO_ENDPOINT = frozenset({400, 404, 405, 501})
 """Statuses of a batch request that say the gateway has no batch endpoint: its calls are not batched again."""
-ANTHROPIC_VERSION = "2023-06-01"
 
 
 @dataclass(frozen=True)
@@ -72,14 +72,14 @@ class BatchCall(Protocol):
     @property
     def model(self) -> str: ...
     @property
-    def body(self) -> dict[str, Any]: ...
+    def body(self) -> JSONObject: ...
     @property
     def request(self) -> str | None: ...
     @property
     def api(self) -> Api: ...
 
 
-Answer = tuple[dict[str, Any], LedgerRecord]
+Answer = tuple[JSONObject, LedgerRecord]
 """A batched call's checked response (its format's own) and its ``batched`` ledger line."""
 
 
@@ -289,7 +289,7 @@ def _secrets(gateway: Gateway) -> tuple[str, ...]:
 
 def _endpoint(gateway: Gateway, api: str) -> str:
     """Which batch endpoint a gateway's calls of ``api`` use: its base URL and the family."""
-    return f"{gateway.client.base_url} ({'Message Batches' if api == 'anthropic' else 'OpenAI batches'})"
+    return f"{gateway.client.base_url} ({batch_family(api)})"
 
 
 class _Http:
@@ -298,10 +298,10 @@ class _Http:
     def __init__(self, gateway: Gateway, api: str, role: str) -> None:
         self.gateway, self.api, self.role = gateway, api, role
         self.client = gateway.client
-        if api == "anthropic":
-            self.root = anthropic_batch.batches_path(
-                wire_format("anthropic").request_path(self.client.base_url)
-            )
+        self.fmt = wire_format(api)
+        self.messages = message_batches(api)
+        if self.messages:
+            self.root = anthropic_batch.batches_path(self.fmt.request_path(self.client.base_url))
 
     async def _send(
         self, method: str, path: str, body: bytes = b"", kind: str | None = None, model: str | None = None
@@ -314,10 +314,8 @@ class _Http:
             model is not None
         ):  # LiteLLM's proxy routes an upload (and the batch on it) by this model's deployment
             headers["x-litellm-model"] = model
-        auth = "bearer"
-        if self.api == "anthropic":
-            headers["anthropic-version"] = ANTHROPIC_VERSION
-            auth = settings.anthropic_auth
+        headers.update(self.fmt.request_headers)  # Messages: its anthropic-version
+        auth = settings.anthropic_auth if self.fmt.own_auth else "bearer"
         own = settings.role_keys.get(self.role)  # the role's own key, else the client's
         got, _ = await self.client.send(
             method, path, body, headers, key=own, auth=auth, timeout=settings.timeout
@@ -332,11 +330,11 @@ class _Http:
             raise ValueError(f"the answer is not JSON: {exc}") from None
 
     def _view(self, obj: object) -> BatchView:
-        return anthropic_batch.batch_view(obj) if self.api == "anthropic" else openai_batch.batch_view(obj)
+        return anthropic_batch.batch_view(obj) if self.messages else openai_batch.batch_view(obj)
 
     async def create(self, items: list[tuple[str, Mapping[str, Any]]], model: str) -> BatchView:
         """Send the batch: Message Batches' create, or the input file's upload and the batch's create."""
-        if self.api == "anthropic":
+        if self.messages:
             return self._view(await self._json("POST", self.root, anthropic_batch.create_body(items)))
         data = openai_batch.input_file(self.api, items)
         content, kind = openai_batch.multipart(data, "gauge-batch.jsonl", uuid.uuid4().hex)
@@ -348,12 +346,12 @@ class _Http:
         return self._view(await self._json("POST", openai_batch.BATCHES_PATH, body))
 
     async def poll(self, view: BatchView) -> BatchView:
-        root = self.root if self.api == "anthropic" else openai_batch.BATCHES_PATH
+        root = self.root if self.messages else openai_batch.BATCHES_PATH
         return self._view(await self._json("GET", f"{root}/{view.batch_id}"))
 
     async def cancel(self, view: BatchView) -> BatchView:
         """Ask the gateway to cancel the batch, then look once more (an ended batch's part is read)."""
-        root = self.root if self.api == "anthropic" else openai_batch.BATCHES_PATH
+        root = self.root if self.messages else openai_batch.BATCHES_PATH
         await self._send("POST", f"{root}/{view.batch_id}/cancel")
         return await self.poll(view)
 
@@ -362,7 +360,7 @@ class _Http:
         is left out (those calls fall back)."""
         found: dict[str, ItemResult] = {}
         with contextlib.suppress(*attempt_failures(), ValueError):
-            if self.api == "anthropic":
+            if self.messages:
                 text = await self._send("GET", f"{self.root}/{view.batch_id}/results")
                 return anthropic_batch.read_results(text)
             for file_id in (view.errors, view.output):  # the output file's answers win

@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal
 
 from .tls import tls_context
-from .wire import wire_format
+from .wire import NEUTRAL_API, wire_format
+from .wire.batches import batch_family, message_batches
 
 if TYPE_CHECKING:
     from .doctor import Target
@@ -22,34 +23,33 @@ __all__ = ["Finding", "batch_checks", "batch_families"]
 Finding = tuple[Literal["ok", "warn"], str, str, str]
 """One doctor check as plain values: status (ok, warn), topic, message, fix (doctor.py makes its Check)."""
 
-ANTHROPIC_VERSION = "2023-06-01"
 NO_ENDPOINT = (400, 404, 405, 501)
 
 
 def batch_families(targets: Sequence[Target]) -> list[str]:
-    """The batch APIs the judge targets would use: ``anthropic`` for Messages judges, ``openai`` for the
-    others (``openai`` alone when no target is a judge)."""
+    """One format per batch API the judge targets would use (Message Batches, OpenAI batches), sorted;
+    the neutral format alone when no target is a judge."""
     judges = [t for t in targets if t.roles.split(" ", 1)[0] == "judge"]
-    found = {"anthropic" if t.api == "anthropic" else "openai" for t in judges}
-    return sorted(found) or ["openai"]
+    found = {batch_family(t.api): t.api for t in judges}
+    return [found[name] for name in sorted(found)] or [NEUTRAL_API]
 
 
-def _url(base_url: str, family: str) -> str:
-    """The listing URL of ``family``'s batches below ``base_url`` (its query kept, ``limit=1`` added)."""
+def _url(base_url: str, api: str) -> str:
+    """The listing URL of the batches ``api``'s calls use below ``base_url`` (its query kept, ``limit=1``
+    added)."""
     base, _, query = base_url.partition("?")
     path = "/batches"
-    if family == "anthropic":
-        path = wire_format("anthropic").request_path(base) + "/batches"
+    if message_batches(api):
+        path = wire_format(api).request_path(base) + "/batches"
     joined = base.rstrip("/") + path
     params = [*urllib.parse.parse_qsl(query), ("limit", "1")]
     return joined + "?" + urllib.parse.urlencode(params)
 
 
-def _status(url: str, key: str, family: str, timeout: float) -> tuple[int | None, str]:
+def _status(url: str, key: str, api: str, timeout: float) -> tuple[int | None, str]:
     """The listing's HTTP status (None when no answer came) and a short cause."""
     headers = {"Authorization": f"Bearer {key}", "User-Agent": "pytest-gauge doctor"}
-    if family == "anthropic":
-        headers["anthropic-version"] = ANTHROPIC_VERSION
+    headers.update(wire_format(api).request_headers)
     request = urllib.request.Request(url, headers=headers, method="GET")
     try:
         with urllib.request.urlopen(request, timeout=timeout, context=tls_context()) as answer:
@@ -64,10 +64,10 @@ def batch_checks(base_url: str, key: str, targets: Sequence[Target], timeout: fl
     """One check per batch family the judge targets use: ok when the gateway lists batches, a warning
     naming the fallback when it has no batch endpoint or the probe failed."""
     checks: list[Finding] = []
-    for family in batch_families(targets):
-        name = "Message Batches" if family == "anthropic" else "OpenAI batches (/files + /batches)"
-        url = _url(base_url, family)
-        status, cause = _status(url, key, family, timeout)
+    for api in batch_families(targets):
+        name = batch_family(api)
+        url = _url(base_url, api)
+        status, cause = _status(url, key, api, timeout)
         shown = urllib.parse.urlsplit(url).path
         if status is not None and 200 <= status < 300:
             checks.append(("ok", "batch", f"{name}: the gateway answers GET {shown}", ""))

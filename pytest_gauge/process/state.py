@@ -41,6 +41,7 @@ from ..gateway.shared import REPLAY_THEN_LIVE, REUSING_MODES
 from ..gateway.store import Store
 from ..options import GaugeOptions
 from ..records import CaseKey, CaseRecord, SuiteMeta, WorkerSummary, dumps
+from ..records.json_types import JSONObject
 from ..records.prices import PriceTable
 from ..run.engine import Engine, SuiteRuntime
 from ..run.judge_format import JudgeFormats, format_chain, format_label, format_scope
@@ -290,7 +291,7 @@ class GaugeState:
         if self.engine is None or self.shared is None:
             return
         ledger = self.shared.resources.ledger
-        snapshot: dict[str, Any] = {
+        snapshot: JSONObject = {
             "done_units": self.engine.done_units,
             "total_units": self.engine.total_units,
             "live_calls": ledger.live_calls,

@@ -10,9 +10,10 @@ import json
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
-from ..gateway.wire import format_for_path, wire_format
+from ..gateway.wire import NEUTRAL_API, format_for_path, wire_format
+from ..gateway.wire.batches import MESSAGE_BATCHES_API
+from ..records.json_types import JSONObject
 from .exchange import Request, Response
 from .faults import FaultPlan, model_response
 from .responders import Responder, error_body
@@ -43,13 +44,13 @@ class _Batch:
 
     batch_id: str
     anthropic: bool
-    requests: list[tuple[str, str, dict[str, Any]]]
+    requests: list[tuple[str, str, JSONObject]]
     polls_left: int
     status: str = "in_progress"
     endpoint: str = "/v1/chat/completions"
     input_file: str = ""
-    lines: list[dict[str, Any]] = field(default_factory=list)
-    errors: list[dict[str, Any]] = field(default_factory=list)
+    lines: list[JSONObject] = field(default_factory=list)
+    errors: list[JSONObject] = field(default_factory=list)
 
 
 class BatchStore:
@@ -134,10 +135,10 @@ class BatchStore:
             body = json.loads(req.body)
         except ValueError:
             return None
-        requests: list[tuple[str, str, dict[str, Any]]] = []
+        requests: list[tuple[str, str, JSONObject]] = []
         if anthropic:
             for item in body.get("requests") or []:
-                requests.append((str(item["custom_id"]), "anthropic", dict(item["params"])))
+                requests.append((str(item["custom_id"]), MESSAGE_BATCHES_API, dict(item["params"])))
         else:
             content = self.files.get(str(body.get("input_file_id")))
             if content is None:
@@ -146,7 +147,9 @@ class BatchStore:
                 if raw.strip():
                     line = json.loads(raw)
                     fmt = format_for_path(str(line["url"]))
-                    requests.append((str(line["custom_id"]), fmt.api if fmt else "chat", dict(line["body"])))
+                    requests.append(
+                        (str(line["custom_id"]), fmt.api if fmt else NEUTRAL_API, dict(line["body"]))
+                    )
         self.created += 1
         prefix = "msgbatch_gauge_" if anthropic else "batch_gauge_"
         batch = _Batch(f"{prefix}{self.created}", anthropic, requests, self.faults.polls)
@@ -175,7 +178,7 @@ class BatchStore:
         self.reached += 1
         return bool(self.faults.fail_every) and self.reached % self.faults.fail_every == 0
 
-    def _answered(self, batch: _Batch, cid: str, api: str, body: dict[str, Any]) -> None:
+    def _answered(self, batch: _Batch, cid: str, api: str, body: JSONObject) -> None:
         fmt = wire_format(api)
         self.requests += 1
         req = Request("POST", fmt.path, fmt.path, "", {}, json.dumps(body).encode())
@@ -221,7 +224,7 @@ class BatchStore:
         error = {"code": code, "message": f"This request was not executed ({code})."}
         batch.errors.append({"id": "batch_req_none", "custom_id": cid, "response": None, "error": error})
 
-    def _view(self, batch: _Batch) -> dict[str, Any]:
+    def _view(self, batch: _Batch) -> JSONObject:
         """The batch object of its family."""
         total = len(batch.requests)
         if batch.anthropic:
@@ -254,7 +257,7 @@ class BatchStore:
             "metadata": None,
         }
 
-    def _file(self, batch_id: str, kind: str, lines: list[dict[str, Any]]) -> str | None:
+    def _file(self, batch_id: str, kind: str, lines: list[JSONObject]) -> str | None:
         """A results file of the batch (None when it would be empty, as OpenAI leaves it unset)."""
         if not lines:
             return None
@@ -263,7 +266,7 @@ class BatchStore:
         return file_id
 
 
-def _file_object(file_id: str, size: int, purpose: str) -> dict[str, Any]:
+def _file_object(file_id: str, size: int, purpose: str) -> JSONObject:
     """An OpenAI file object (what ``/files`` answers)."""
     return {
         "id": file_id,

@@ -128,7 +128,7 @@ def test_a_gateway_without_batches_is_called_the_ordinary_way(
     server.batches.faults = BatchFaults(available=False)
     result = test_live.live(pytester, "--gauge-batch", "judge")
     result.assert_outcomes(passed=CASES)
-    warning = f"--gauge-batch: no batch endpoint at {server.base_url} (OpenAI batches) (HTTP 404"
+    warning = f"no batch endpoint at {server.base_url} (OpenAI batches (/files + /batches)) (HTTP 404"
     assert warning in result.stdout.str() and "answered in batches" not in result.stdout.str()
     lines = judge_lines(pytester.path / "gauge-out" / "mini")
     assert len(lines) == CASES and not any("batched" in r for r in lines)
