@@ -23,7 +23,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # the benchmarks impor
 
 import bench_adaptive as ba
 
-from pytest_gauge.analysis.sequential import equal_looks
+from pytest_gauge.analysis.drift import drift_hold
+from pytest_gauge.analysis.gates import OPS
+from pytest_gauge.analysis.sequential import Look, decide, equal_looks
 
 THRESHOLD = 0.65
 
@@ -48,6 +50,38 @@ def drifting(rng: np.random.Generator, move: float, runs: int, tasks: int) -> ba
     return (rng.binomial(6, rates).astype(np.float64), np.full((runs, tasks), 6.0))
 
 
+def checked(kind: ba.Kind, data: ba.Data, looks: tuple[Look, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """(verdicts, tasks run) of the adaptive procedure with the drift check of the plugin's looks
+    (:func:`~pytest_gauge.analysis.drift.drift_hold`): a decision before the last look stands only when
+    the rate extrapolated along its trend in run order agrees (data columns are in run order)."""
+    runs = data[0].shape[0]
+    verdict = np.full(runs, -1)
+    tasks = np.zeros(runs, dtype=np.int64)
+    open_ = np.ones(runs, dtype=bool)
+    gate = kind.gate
+    for look in looks:
+        rows = np.flatnonzero(open_)
+        q = kind.at(tuple(a[rows] for a in data), look.tasks)
+        for i, r in enumerate(rows):
+            df = None if q.df is None else float(q.df[i])
+            value, low, high = ba._num(q.value[i]), ba._num(q.low[i]), ba._num(q.high[i])
+            got, _, _ = decide(
+                gate, value, low, high, q.n, look=look, df=df, nominal_quantile=float(q.q95[i]), wilson=True
+            )
+            if got is not None and not look.final:
+                k, n = data[0][r, : look.tasks], data[1][r, : look.tasks]
+                if drift_hold(k, n, look.total_tasks, lambda v: OPS[gate.op](v, gate.threshold), got):
+                    continue
+            if got is None and not look.final:
+                continue
+            open_[r] = False
+            tasks[r] = look.tasks
+            verdict[r] = {"pass": 1, "fail": 0, None: -1}[got]
+        if not open_.any():
+            break
+    return verdict, tasks
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=600)
@@ -61,12 +95,27 @@ def main() -> None:
                 np.random.default_rng([46, tasks, round(10 * move) + 100]), move, args.runs, tasks
             )
             full = float(np.mean(ba.full_run(kind, data, THRESHOLD).verdict == 1))
-            adaptive = float(np.mean(ba.adaptive(kind, data, equal_looks(tasks, 5), THRESHOLD).verdict == 1))
+            plain = ba.adaptive(kind, data, equal_looks(tasks, 5), THRESHOLD)
+            adaptive = float(np.mean(plain.verdict == 1))
+            verdict, run = checked(kind, data, equal_looks(tasks, 5))
+            held = float(np.mean(verdict == 1))
             se = math.sqrt(adaptive * (1 - adaptive) / args.runs)
+            se_held = math.sqrt(max(held, 1 / args.runs) * (1 - held) / args.runs)
             print(
                 f"{tasks} tasks, move {move:+.1f} logits: wrong passes full {100 * full:.1f}%, "
-                f"adaptive {100 * adaptive:.1f}% (MC se {100 * se:.1f})"
+                f"adaptive {100 * adaptive:.1f}% (MC se {100 * se:.1f}), with the drift check "
+                f"{100 * held:.1f}% ({100 * se_held:.1f}); mean tasks run {plain.tasks.mean():.1f} -> "
+                f"{run.mean():.1f}"
             )
+        clear = kind.simulate(np.random.default_rng([47, tasks]), kind.truths["clear pass"], args.runs, tasks)
+        plain = ba.adaptive(kind, clear, equal_looks(tasks, 5), kind.truths["clear pass"])
+        verdict, run = checked(kind, clear, equal_looks(tasks, 5))
+        print(
+            f"{tasks} tasks, no drift, clear pass ({kind.truths['clear pass']}): passes "
+            f"{100 * np.mean(plain.verdict == 1):.1f}% -> {100 * np.mean(verdict == 1):.1f}%, median tasks "
+            f"run {np.median(plain.tasks):.0f} -> {np.median(run):.0f} (mean {plain.tasks.mean():.1f} -> "
+            f"{run.mean():.1f})"
+        )
 
 
 if __name__ == "__main__":

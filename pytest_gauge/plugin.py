@@ -289,6 +289,10 @@ class SuiteCollector(pytest.Collector):
 
         for judge, agents in shared_models(suite.models()).items():
             self.warn(pytest.PytestWarning(self_judging(name, judge, agents)))
+        from .analysis.decidable import undecidable_gates  # deferred: numpy, only with suites
+
+        for note in undecidable_gates(name, (*suite.gates, *state.options.gates), len(tasks)):
+            self.warn(pytest.PytestWarning(note))
         items: list[pytest.Item] = [CaseItem.from_parent(self, name=c.case_id, case=c) for c in cases]
         return items + self._gate_items(name, suite, state.options)
 

@@ -13,7 +13,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from .gates import Gate, GateResult, MetricSource, QuantityLike, is_cost_gate, is_count
+from .drift import drift_hold
+from .gates import OPS, Gate, GateResult, MetricSource, QuantityLike, is_cost_gate, is_count
 from .intervals import Z95, t_quantile
 from .sequential import Look, decide
 
@@ -117,7 +118,22 @@ def _growing(gate: Gate, q: QuantityLike) -> bool:
     return str(getattr(q, "method", "none")) == _EXACT and gate.right is None
 
 
-def _decide_one(gate: Gate, source: MetricSource, look: Look) -> GateDecision | None:
+def _drift(gate: Gate, q: QuantityLike, look: Look, status: str, order: Sequence[int] | None) -> str | None:
+    """Why a rate gate decided at a look before the last must wait (:func:`.drift.drift_hold`), or None:
+    a rate of one term with per-task counts whose tasks ``order`` puts in run order."""
+    counts = getattr(q, "counts", None)
+    if order is None or look.final or gate.right is not None or counts is None or len(counts) != 2:
+        return None
+    k, n = counts
+    if len(k) != len(order) or str(getattr(q, "method", "")) != "cluster-wilson":
+        return None
+    index = list(order)
+    return drift_hold(k[index], n[index], look.total_tasks, lambda v: OPS[gate.op](v, gate.threshold), status)
+
+
+def _decide_one(
+    gate: Gate, source: MetricSource, look: Look, order: Sequence[int] | None, held: dict[str, str]
+) -> GateDecision | None:
     q = quantity_of(gate, source)
     if q is None:
         return None
@@ -135,20 +151,33 @@ def _decide_one(gate: Gate, source: MetricSource, look: Look) -> GateDecision | 
     )  # fmt: skip
     if status is None:
         return None
+    why = _drift(gate, q, look, status, order)
+    if why is not None:
+        held[gate.expression()] = why
+        return None
     return GateDecision(status, look.index, look.tasks, look.total_tasks, q.value, low, high, n)
 
 
 def decide_gates(
-    gates: Iterable[Gate], source: MetricSource, look: Look, decided: Mapping[str, GateDecision]
+    gates: Iterable[Gate],
+    source: MetricSource,
+    look: Look,
+    decided: Mapping[str, GateDecision],
+    *,
+    order: Sequence[int] | None = None,
+    held: dict[str, str] | None = None,
 ) -> dict[str, GateDecision]:
     """The gates newly decided at this look (gates already decided keep their decision: a decision is
-    final, or the error rate would grow with every look)."""
+    final, or the error rate would grow with every look). ``order``: the metrics' per-task counts'
+    indices in run order (None: no drift check); ``held`` receives, per gate expression, why a rate gate
+    its interval decided waits (its rate may drift)."""
+    held = {} if held is None else held
     found: dict[str, GateDecision] = {}
     for gate in gates:
         key = gate_key(gate)
         if key in decided or key in found:
             continue
-        decision = _decide_one(gate, source, look)
+        decision = _decide_one(gate, source, look, order, held)
         if decision is not None:
             found[key] = decision
     return found

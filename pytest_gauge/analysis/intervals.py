@@ -24,12 +24,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .exact_tasks import exact_task_bounds
+
 if TYPE_CHECKING:
     from ..records import FloatArray
 
 __all__ = [
     "CONTINUITY",
     "FEW_TASKS",
+    "SKEW_SHARE",
     "Z95",
     "cluster_difference",
     "cluster_difference_se",
@@ -167,6 +170,32 @@ def cluster_wilson_df(k: FloatArray, n: FloatArray) -> FloatArray:
     return _effective_count(k, n)[2]
 
 
+SKEW_SHARE = 0.5
+"""The share of Hall's (1992) skewness correction of a studentized mean that :func:`cluster_wilson` adds to
+the quantile of the side the tasks' residuals are skewed towards: ``z + SKEW_SHARE * g (2 z^2 + 1) /
+(6 sqrt(T))`` (``g`` their skewness). Half, because the Wilson interval already carries a rate's own skew:
+the full correction put the upper misses of symmetric Beta tasks near 1%, none left the upper side of
+logit-normal tasks with 4 or 12 cases missing 3.6% at 44 tasks (now 2.3%)."""
+
+
+def _skew_quantiles(
+    k: FloatArray, n: FloatArray, p: FloatArray, z: FloatArray
+) -> tuple[FloatArray, FloatArray]:
+    """(lower-side, upper-side) quantiles: ``z`` with the side the tasks' residuals ``k - p n`` lean to
+    widened by :data:`SKEW_SHARE` of the Edgeworth term of a studentized mean (a skewed sample that
+    lacks the rare high tasks has a point value and a variance that are both too small)."""
+    present = n > 0
+    tasks = np.maximum(np.sum(present, axis=-1), 1).astype(np.float64)
+    resid = np.where(present, k - p[..., None] * n, 0.0)
+    squared = resid * resid
+    m2 = np.sum(squared, axis=-1) / tasks
+    m3 = np.sum(squared * resid, axis=-1) / tasks
+    spread = m2 > 1e-12
+    skew = np.where(spread, m3 / np.where(spread, m2, 1.0) ** 1.5, 0.0)
+    shift = SKEW_SHARE * (2.0 * z * z + 1.0) / (6.0 * np.sqrt(tasks))
+    return z + shift * np.maximum(-skew, 0.0), z + shift * np.maximum(skew, 0.0)
+
+
 def cluster_wilson(k: FloatArray, n: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
     """(rate, low, high) of ``sum(k) / sum(n)`` over the last axis (tasks); NaN where ``sum(n) == 0``.
 
@@ -181,12 +210,15 @@ def cluster_wilson(k: FloatArray, n: FloatArray) -> tuple[FloatArray, FloatArray
     """
     p, n_eff, df, kish, total = _effective_parts(k, n)
     varies = p * (1.0 - p) > 0
-    z = t_quantile(df)
-    low = np.where(p > 0, _wilson_side(p, n_eff, z, -1.0), 0.0)
-    high = np.where(p < 1, _wilson_side(p, n_eff, z, 1.0), 1.0)
+    z_low, z_high = _skew_quantiles(k, n, p, t_quantile(df))
+    low = np.where(p > 0, _wilson_side(p, n_eff, z_low, -1.0), 0.0)
+    high = np.where(p < 1, _wilson_side(p, n_eff, z_high, 1.0), 1.0)
     exact = 1.0 - 0.025 ** (1.0 / kish)
     high = np.where(~varies & (p <= 0), exact, high)
     low = np.where(~varies & (p >= 1), 1.0 - exact, low)
+    over_low, over_high = exact_task_bounds(k, n)  # the rare side never looser than one trial per task
+    high = np.where(np.isfinite(over_high) & (p <= 0.5), np.minimum(high, over_high), high)
+    low = np.where(np.isfinite(over_low) & (p >= 0.5), np.maximum(low, over_low), low)
     empty = total <= 0
     low = np.where(empty, np.nan, np.clip(low, 0.0, 1.0))
     high = np.where(empty, np.nan, np.clip(high, 0.0, 1.0))

@@ -23,6 +23,18 @@ if TYPE_CHECKING:
 
 __all__ = ["LookDecisions", "SuiteLooks", "savings"]
 
+_DRIFT_WORDS = "not decided early"
+
+
+def _run_order(records: Sequence[CaseRecord], tasks: Sequence[str]) -> list[int] | None:
+    """Indices of the metrics' per-task counts (tasks sorted by id, as the metrics hold them) in the
+    run's order, or None when the records' tasks are not exactly the tasks run."""
+    ids = sorted({r.task_id for r in records})
+    if sorted(tasks) != ids:
+        return None
+    where = {t: i for i, t in enumerate(ids)}
+    return [where[t] for t in tasks]
+
 
 def savings(
     ledger: Sequence[LedgerRecord], tasks_run: int, total_tasks: int
@@ -101,7 +113,15 @@ class LookDecisions:
                 why = waits_for_last_look(gate, numbers.source)
                 if why:
                     suite.waiting[gate.expression()] = why
-        new = decide_gates(suite.gates, numbers.source, at, suite.decided)
+        held: dict[str, str] = {}
+        order = _run_order(records, tasks)
+        new = decide_gates(suite.gates, numbers.source, at, suite.decided, order=order, held=held)
+        for gate in suite.gates:  # a drift hold is reported until a later look decides the gate
+            expression = gate.expression()
+            if expression in held:
+                suite.waiting[expression] = held[expression]
+            elif gate_key(gate) in new and suite.waiting.get(expression, "").startswith(_DRIFT_WORDS):
+                del suite.waiting[expression]
         suite.decided.update(new)
         if new:
             suite.last = next(reversed(new))

@@ -466,6 +466,22 @@ def _baseline_link(opts: GaugeOptions, out: Path) -> str:
     return Path(os.path.relpath(str(opts.baseline), SuiteFolder(out).reports)).as_posix()
 
 
+def _defer_to_merge(
+    state: GaugeState,
+    meta: SuiteMeta,
+    out: Path,
+    manifest: Mapping[str, Any],
+    gates: int,
+    *,
+    interrupted: bool,
+) -> None:
+    """A shard's end of suite: its shard manifest written, its gates left to ``merge``."""
+    opts = state.options
+    shard, options = parse_shard(str(opts.shard)), options_json(opts)
+    write_shard_manifest(out, meta, shard, options, manifest, interrupted=interrupted)
+    state.gate_notes.append((False, f"{gates} gates of suite {meta.name} deferred to merge"))
+
+
 def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool) -> list[CheckEntry]:
     """Write every suite's outputs and reports, evaluate its gates and report snapshots: their test
     outcomes, which the gate items (or, for what no item reports, :func:`emit_entry`) report."""
@@ -510,11 +526,7 @@ def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool)
             flake_rates=history.flake_rates(meta) if history is not None else None,
         )  # fmt: skip
         if opts.shard:
-            shard, options = parse_shard(str(opts.shard)), options_json(opts)
-            write_shard_manifest(out, meta, shard, options, written[0], interrupted=interrupted)
-            state.gate_notes.append(
-                (False, f"{len(analysis.results)} gates of suite {name} deferred to merge")
-            )
+            _defer_to_merge(state, meta, out, written[0], len(analysis.results), interrupted=interrupted)
         if opts.snapshot_reports and not partial:
             entries += check_report_snapshots(session, meta, analysis.reports)
         state.finished[name] = {"ctx": analysis.ctx, "out": out, "manifest": written[0]}

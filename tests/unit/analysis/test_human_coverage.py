@@ -80,5 +80,5 @@ def test_agreement_and_kappa_intervals_cover_at_40_labelled_cases(tasks: int, co
 
 @pytest.mark.slow
 def test_the_coverage_check_fails_intervals_that_are_too_narrow() -> None:
-    agreement, kappa = _coverage(300, 20, 4.0, shrink=0.6)
+    agreement, kappa = _coverage(300, 20, 4.0, shrink=0.5)
     assert agreement < 0.93 and kappa < 0.93, (agreement, kappa)

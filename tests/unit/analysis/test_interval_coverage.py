@@ -14,7 +14,7 @@ the truth), or is that probability (homogeneous). Coverage of the agents' Elo an
 neighbouring agents by the cluster-robust t intervals of :mod:`pytest_gauge.analysis.elo`; the test
 fails below 93% at 20 tasks or more.
 
-The tables in docs/protocol.md#coverage are these tests' output (``GAUGE_WRITE_COVERAGE=1`` rewrites
+The tables in docs/gates.md#coverage are these tests' output (``GAUGE_WRITE_COVERAGE=1`` rewrites
 them).
 """
 
@@ -46,7 +46,7 @@ SIZES = (10, 20, 40, 80)
 SPREADS: tuple[tuple[str, float | None], ...] = (("homogeneous", None), ("Beta c=4", 4.0), ("Beta c=1", 1.0))
 TRUTH = {"close": 0.4, "distant": 0.1}
 CASES = 4
-DOC = Path(__file__).resolve().parents[3] / "docs" / "protocol.md"
+DOC = Path(__file__).resolve().parents[3] / "docs" / "gates.md"
 BEGIN, END = "<!-- coverage table: begin -->", "<!-- coverage table: end -->"
 ELO_BEGIN, ELO_END = "<!-- elo coverage table: begin -->", "<!-- elo coverage table: end -->"
 ELO_THETA = np.array([-0.8, -0.3, 0.0, 0.4, 0.7])
@@ -139,7 +139,7 @@ def _check(
     table: tuple[list[str], dict[tuple[str, str, int], float]], target: float, begin: str, end: str
 ) -> None:
     """No cell at 20 tasks or more below ``target``, and the table between ``begin`` and ``end`` in
-    docs/protocol.md is this one (rewritten on request)."""
+    docs/gates.md is this one (rewritten on request)."""
     lines, now = table
     low = {k: v for k, v in now.items() if k[2] >= 20 and v < target}
     assert not low, f"coverage below {target:.0%} at >= 20 tasks: {low}\n" + "\n".join(lines)
@@ -149,7 +149,7 @@ def _check(
         head, rest = text.split(begin, 1)
         DOC.write_text(head + block + rest.split(end, 1)[1], encoding="utf-8")
     else:
-        assert block in text, "docs/protocol.md's coverage table is stale; rerun with GAUGE_WRITE_COVERAGE=1"
+        assert block in text, "docs/gates.md's coverage table is stale; rerun with GAUGE_WRITE_COVERAGE=1"
 
 
 @pytest.mark.slow

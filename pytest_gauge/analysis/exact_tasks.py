@@ -1,0 +1,107 @@
+"""The exact (Clopper-Pearson) bound of a rate over tasks, vectorised: each task counted as one trial
+whose outcome is its share of events, the rate's successes ``p * T_eff`` out of Kish's effective number
+of tasks ``T_eff = N^2 / sum(n^2)``.
+
+A task's share of events lies in [0, 1], and among variables on [0, 1] of a given mean the Bernoulli one
+(a task always or never with the event) is the most spread (Hoeffding 1956), so the binomial tail over
+tasks bounds the rate's tail whatever the tasks' shapes. Where the events sit in a few whole tasks this
+is the exact test, where a cluster variance estimated from those few tasks rests on a t quantile with one
+or two degrees of freedom; elsewhere it is conservative. :func:`~.intervals.cluster_wilson` takes the
+tighter of the two bounds on each side (docs/protocol.md#coverage).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from ..records import FloatArray
+
+__all__ = ["beta_cdf", "beta_quantile", "exact_task_bounds"]
+
+_TAIL = 0.025
+_FRACTION_STEPS = 300  # continued-fraction terms: enough for shape parameters up to ~10^4 (1e-12)
+_STEPS = 100  # Newton steps (bisection where a step leaves the bracket)
+_lgamma = np.frompyfunc(math.lgamma, 1, 1)
+
+
+def _log_gamma(x: FloatArray) -> FloatArray:
+    return np.asarray(_lgamma(x), dtype=np.float64)
+
+
+def _fraction(x: FloatArray, a: FloatArray, b: FloatArray) -> FloatArray:
+    """The incomplete beta continued fraction (modified Lentz), a fixed number of terms for every entry."""
+    tiny = 1e-300
+    c = np.ones_like(x)
+    d = 1.0 - (a + b) * x / (a + 1.0)
+    d = 1.0 / np.where(np.abs(d) > tiny, d, tiny)
+    h = d.copy()
+    done = np.zeros(x.shape, dtype=bool)  # converged entries keep their value: a batch gives each row's bits
+    for m in range(1, _FRACTION_STEPS):
+        for num in (
+            m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+            -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1)),
+        ):
+            d = 1.0 + num * d
+            d = 1.0 / np.where(np.abs(d) > tiny, d, tiny)
+            c = 1.0 + num / c
+            c = np.where(np.abs(c) > tiny, c, tiny)
+            h = np.where(done, h, h * d * c)
+        done |= np.abs(d * c - 1.0) < 1e-15
+        if np.all(done):
+            break
+    return h
+
+
+def beta_cdf(x: FloatArray, a: FloatArray, b: FloatArray) -> FloatArray:
+    """The regularised incomplete beta function ``I_x(a, b)``, elementwise (a, b > 0)."""
+    x, a, b = np.broadcast_arrays(*(np.asarray(v, dtype=np.float64) for v in (x, a, b)))
+    xc = np.clip(x, 1e-300, 1.0 - 1e-16)
+    flip = xc >= (a + 1.0) / (a + b + 2.0)
+    xs, as_, bs = np.where(flip, 1.0 - xc, xc), np.where(flip, b, a), np.where(flip, a, b)
+    front = _log_gamma(as_ + bs) - _log_gamma(as_) - _log_gamma(bs) + as_ * np.log(xs) + bs * np.log1p(-xs)
+    value = np.exp(front) * _fraction(xs, as_, bs) / as_
+    out = np.where(flip, 1.0 - value, value)
+    return np.asarray(np.where(x <= 0.0, 0.0, np.where(x >= 1.0, 1.0, np.clip(out, 0.0, 1.0))))
+
+
+def beta_quantile(q: float, a: FloatArray, b: FloatArray) -> FloatArray:
+    """The ``q`` quantile of Beta(a, b), elementwise: Newton's method on :func:`beta_cdf` from the
+    mean, safeguarded by bisection (to about 1e-13)."""
+    a, b = np.broadcast_arrays(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64))
+    lo, hi = np.zeros_like(a), np.ones_like(a)
+    log_norm = _log_gamma(a + b) - _log_gamma(a) - _log_gamma(b)
+    x = a / (a + b)
+    done = np.zeros(x.shape, dtype=bool)  # converged entries stop: a batch gives each row's bits
+    for _ in range(_STEPS):
+        f = beta_cdf(x, a, b) - q
+        done |= (np.abs(f) < 1e-14) | (hi - lo < 1e-13)
+        if np.all(done):
+            break
+        lo, hi = np.where(f < 0, x, lo), np.where(f < 0, hi, x)
+        density = np.exp(log_norm + (a - 1.0) * np.log(x) + (b - 1.0) * np.log1p(-x))
+        step = x - f / np.where(density > 0, density, np.inf)
+        moved = np.where((step > lo) & (step < hi) & (density > 0), step, 0.5 * (lo + hi))
+        x = np.where(done, x, moved)
+    return np.asarray(x)
+
+
+def exact_task_bounds(k: FloatArray, n: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """(low, high): the 95% Clopper-Pearson bounds of ``sum(k) / sum(n)`` (last axis: tasks) with
+    ``p * T_eff`` successes out of Kish's ``T_eff`` tasks (fractional counts through the beta
+    quantiles); 0 and 1 at the ends, NaN without cases."""
+    k = np.asarray(k, dtype=np.float64)
+    n = np.asarray(n, dtype=np.float64)
+    total = np.sum(n, axis=-1)
+    safe = np.maximum(total, 1.0)
+    p = np.clip(np.sum(k, axis=-1) / safe, 0.0, 1.0)
+    kish = np.maximum(safe * safe / np.maximum(np.sum(n * n, axis=-1), 1.0), 1.0)
+    s = p * kish
+    fails = kish - s
+    high = np.where(fails > 0, beta_quantile(1.0 - _TAIL, s + 1.0, np.maximum(fails, 1e-12)), 1.0)
+    low = np.where(s > 0, beta_quantile(_TAIL, np.maximum(s, 1e-12), fails + 1.0), 0.0)
+    empty = total <= 0
+    return np.where(empty, np.nan, low), np.where(empty, np.nan, high)
