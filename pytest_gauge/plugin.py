@@ -96,6 +96,7 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
         origins=MODEL_VARIABLES,
         programs=programs_of(found),
         services=services_of(found),
+        batch=(config.getoption("gauge_batch") or config.getini("gauge_batch") or "off") != "off",
     )
 
 

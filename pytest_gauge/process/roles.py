@@ -280,6 +280,7 @@ class _EndsTheRun(Role):
         self.close()
         self.stops = read_stops(self.state.run_dir)  # before the run folder goes
         self.damaged = self.state.damaged_entries()
+        self.no_batch = self.state.no_batch_endpoints()
         entries = self.ending.write(session, self.state, interrupted=interrupted)
         self.entries = {e.nodeid: e for e in entries}
         self.outputs_written = True
@@ -292,6 +293,9 @@ class _EndsTheRun(Role):
         if getattr(self, "damaged", 0):
             replay = self.state.options.backend == "replay"
             reporter.write_line(damaged_warning(self.damaged, replay=replay), yellow=True)
+        for where, said in sorted(getattr(self, "no_batch", {}).items()):
+            line = f"pytest-gauge warning: --gauge-batch: no batch endpoint at {where} ({said}): the calls"
+            reporter.write_line(f"{line} went the ordinary way, at the ordinary price", yellow=True)
         if self.state.finished or self.state.gate_notes:
             self.ending.summary(reporter, self.state)
         if int(self.config.getoption("verbose", 0) or 0) > 0:
