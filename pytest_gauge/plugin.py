@@ -55,11 +55,12 @@ from .options import (
 )
 from .process.replay import recorded_suite
 from .process.roles import FAILURE_PROPERTY, RECORD_PROPERTY, Role, choose_role, role_key
+from .process.scheduling import checks_last_scheduler
 from .process.shards import suite_shard_tasks
 from .process.state import GaugeState, SuiteEntry, state_key
 from .process.stopping import install_sigterm, restore_sigterm
 from .records import dumps
-from .records.checks import is_check_nodeid
+from .records.checks import is_check_nodeid, without_group
 from .suite.cases import Case, build_cases
 from .suite.declare import MODEL_VARIABLES, Suite, SuiteError, TaskFileError
 from .suite.discover import find_suites
@@ -95,6 +96,7 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
         origins=MODEL_VARIABLES,
         programs=programs_of(found),
         services=services_of(found),
+        batch=(config.getoption("gauge_batch") or config.getini("gauge_batch") or "off") != "off",
     )
 
 
@@ -410,7 +412,7 @@ class GateItem(pytest.Item):
         self.add_marker("gauge_gate")
 
     def runtest(self) -> None:
-        entry = self.config.stash[role_key].gate_entry(self.session, self.nodeid)
+        entry = self.config.stash[role_key].gate_entry(self.session, without_group(self.nodeid))
         if entry is None:
             pytest.skip("not evaluated: the run stopped before its end, or no case of the suite ran")
         self.user_properties.extend(entry.properties)
@@ -466,7 +468,7 @@ def _note_selection(state: GaugeState, items: list[pytest.Item]) -> None:
         if isinstance(item, CaseItem):
             ids = state.selected.setdefault(item.case.suite, [])
             ids.append(f"{item.case.suite}::{item.case.case_id}")
-    state.selected_gates = {i.nodeid for i in items if isinstance(i, GateItem)}
+    state.selected_gates = {without_group(i.nodeid) for i in items if isinstance(i, GateItem)}
 
 
 def _order_by_look(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -593,6 +595,12 @@ class GaugeRun:
 
         args = joined_value_args(str(a) for a in config.invocation_params.args)
         config.invocation_params = dataclasses.replace(config.invocation_params, args=tuple(args))
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
+        """xdist controller: under ``--dist loadscope/loadfile/loadgroup`` the gates go out last, in a
+        unit of their own (:mod:`.process.scheduling`); else xdist's own scheduler."""
+        return checks_last_scheduler(config, log)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:

@@ -33,7 +33,7 @@ from ..gateway.model_stops import read_stops
 from ..gateway.redact import register_secret
 from ..options import GaugeOptions
 from ..records import CaseRecord, WorkerSummary
-from ..records.checks import CheckEntry, checks_from_json, checks_to_json, is_check_nodeid
+from ..records.checks import CheckEntry, checks_from_json, checks_to_json, is_check_nodeid, without_group
 from ..run.engine import STOP_GRACE
 from ..run.looks import LookState
 from .state import GaugeState, render_worker_summaries
@@ -280,6 +280,7 @@ class _EndsTheRun(Role):
         self.close()
         self.stops = read_stops(self.state.run_dir)  # before the run folder goes
         self.damaged = self.state.damaged_entries()
+        self.no_batch = self.state.no_batch_endpoints()
         entries = self.ending.write(session, self.state, interrupted=interrupted)
         self.entries = {e.nodeid: e for e in entries}
         self.outputs_written = True
@@ -292,6 +293,9 @@ class _EndsTheRun(Role):
         if getattr(self, "damaged", 0):
             replay = self.state.options.backend == "replay"
             reporter.write_line(damaged_warning(self.damaged, replay=replay), yellow=True)
+        for where, said in sorted(getattr(self, "no_batch", {}).items()):
+            line = f"pytest-gauge warning: --gauge-batch: no batch endpoint at {where} ({said}): the calls"
+            reporter.write_line(f"{line} went the ordinary way, at the ordinary price", yellow=True)
         if self.state.finished or self.state.gate_notes:
             self.ending.summary(reporter, self.state)
         if int(self.config.getoption("verbose", 0) or 0) > 0:
@@ -379,13 +383,13 @@ class Controller(_EndsTheRun):
     def collected(self, ids: list[str]) -> None:
         if self.expected is None:
             self.expected = {i for i in ids if not is_check_nodeid(i)}
-            self.state.selected_gates = {i for i in ids if is_check_nodeid(i)}
+            self.state.selected_gates = {without_group(i) for i in ids if is_check_nodeid(i)}
 
     def item_done(self, report: pytest.TestReport) -> None:
         """Once every test but the gates is done, end the run: the workers' gate items wait for the
         outcomes (``checks.json``), so a gate is reported by its own item."""
         if is_check_nodeid(report.nodeid):
-            self.reported.add(report.nodeid)
+            self.reported.add(without_group(report.nodeid))
             return
         self.done.add(report.nodeid)
         expected, session = self.expected, self.session

@@ -24,6 +24,7 @@ import pytest
 from ..files.folders import OutFolder, RunFolder
 from ..files.readwrite import FileFormatError, read_json_object, write_atomic
 from ..files.work_store import WorkStore
+from ..gateway.batch import Batcher, BatchSettings
 from ..gateway.gateway import (
     Gateway,
     GatewayResources,
@@ -40,6 +41,7 @@ from ..gateway.shared import REPLAY_THEN_LIVE, REUSING_MODES
 from ..gateway.store import Store
 from ..options import GaugeOptions
 from ..records import CaseKey, CaseRecord, SuiteMeta, WorkerSummary, dumps
+from ..records.json_types import JSONObject
 from ..records.prices import PriceTable
 from ..run.engine import Engine, SuiteRuntime
 from ..run.judge_format import JudgeFormats, format_chain, format_label, format_scope
@@ -280,6 +282,7 @@ class GaugeState:
             model_rates=build_model_rates(opts, run, self.run_id),  # run folder or --gauge-limits
             pacer=ModelPacer(opts.max_concurrency),
             recorded=_recorded(opts),
+            batcher=_batcher(opts),
         )
         return GatewayShared(settings, resources)
 
@@ -288,7 +291,7 @@ class GaugeState:
         if self.engine is None or self.shared is None:
             return
         ledger = self.shared.resources.ledger
-        snapshot = {
+        snapshot: JSONObject = {
             "done_units": self.engine.done_units,
             "total_units": self.engine.total_units,
             "live_calls": ledger.live_calls,
@@ -299,6 +302,9 @@ class GaugeState:
             "rate_limit_waits": self.shared.state.rate_limit_waits,
             "damaged_entries": self.shared.state.damaged_entries,
         }
+        batcher = self.shared.resources.batcher
+        if batcher is not None and batcher.no_endpoint:
+            snapshot["no_batch_endpoint"] = dict(batcher.no_endpoint)
         target = self.run_folder.progress(self.worker_id)
         try:
             write_atomic(target, json.dumps(snapshot), mkdir=False)
@@ -341,6 +347,16 @@ class GaugeState:
         own = self.shared.state.damaged_entries if self.shared is not None else 0
         others = sum(int(s.get("damaged_entries", 0)) for s in self.progress_snapshots())
         return max(own, others)
+
+    def no_batch_endpoints(self) -> dict[str, str]:
+        """The gateways ``--gauge-batch`` found without a batch endpoint, by every process (where ->
+        what it answered): their calls went the ordinary way."""
+        found: dict[str, str] = {}
+        for snapshot in self.progress_snapshots():
+            found.update(snapshot.get("no_batch_endpoint") or {})
+        batcher = self.shared.resources.batcher if self.shared is not None else None
+        found.update(batcher.no_endpoint if batcher is not None else {})
+        return found
 
     def close(self) -> None:
         """Stop this process's engine, then its proxy (the units the engine lets finish may be program
@@ -458,6 +474,14 @@ def _worker_order(worker: str) -> tuple[int, str]:
 
 
 state_key = pytest.StashKey[GaugeState]()
+
+
+def _batcher(opts: GaugeOptions) -> Batcher | None:
+    """``--gauge-batch judge`` on a live run: the judge's cache misses go through batches (the simulator
+    and a replay have no batch endpoint)."""
+    if opts.batch == "off" or opts.backend != "live":
+        return None
+    return Batcher(BatchSettings(frozenset({opts.batch}), deadline=opts.batch_deadline * 60.0))
 
 
 def _recorded(opts: GaugeOptions) -> Store | None:

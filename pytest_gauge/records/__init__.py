@@ -413,7 +413,14 @@ class CaseRecord:
         return cls(judgments=judgments, **fields)
 
 
-_OPTIONAL_LEDGER_FIELDS = ("retry_after", "served_model", "gateway_retries", "gateway_cost", "key_variable")
+_OPTIONAL_LEDGER_FIELDS = (
+    "retry_after",
+    "served_model",
+    "gateway_retries",
+    "gateway_cost",
+    "key_variable",
+    "batched",
+)
 
 
 @dataclass
@@ -460,6 +467,7 @@ class LedgerRecord:
     gateway_cost: float | None = None
     key_variable: str | None = None  # live calls: the variable whose key was sent (its name, never the key)
     api: str = NEUTRAL_API  # the wire format of the call (gateway/wire): one of APIS
+    batched: bool | None = None  # sent in a batch (--gauge-batch), priced at the batch price; else absent
 
     def to_json(self) -> JSONObject:
         """The JSON form (``dataclasses.asdict``'s result, without its deep copy: every gateway

@@ -10,7 +10,6 @@ or ``GAUGE_REQUIRE_BROWSER`` set, as ``.ci/run`` does after installing Chromium)
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import shutil
@@ -21,6 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import filelock
 import pytest
 
 from pytest_gauge.cli import main
@@ -55,8 +55,7 @@ def run_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
     base = tmp_path_factory.getbasetemp()
     shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # this session's, not older ones
     folder = shared / "html-report-run"
-    with (shared / "html-report-run.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with filelock.FileLock(shared / "html-report-run.lock"):
         if not (folder / "done").is_file():
             shutil.rmtree(folder, ignore_errors=True)
             shutil.copytree(DATA / "mini", folder / "suites" / "mini")

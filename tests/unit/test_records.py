@@ -61,7 +61,14 @@ def test_to_json_equals_asdict_and_round_trips() -> None:
                 del turn[
                     "truncated"
                 ]  # written only when set, so transcripts without truncation keep their bytes
-        for key in ("retry_after", "served_model", "gateway_retries", "gateway_cost", "key_variable"):
+        for key in (
+            "retry_after",
+            "served_model",
+            "gateway_retries",
+            "gateway_cost",
+            "key_variable",
+            "batched",
+        ):
             if expected.get(key, 0) is None:
                 del expected[key]  # a ledger line has the gateway's reports only when it made them
         if expected.get("workspace_checks") == {}:
