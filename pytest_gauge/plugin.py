@@ -52,11 +52,10 @@ from .options import (
     resolve_options,
 )
 from .process.replay import recorded_suite
-from .process.roles import FAILURE_PROPERTY, RECORD_PROPERTY, Role, choose_role, role_key
+from .process.roles import FAILURE_PROPERTY, Role, choose_role, role_key
 from .process.shards import suite_shard_tasks
 from .process.state import GaugeState, SuiteEntry, state_key
 from .process.stopping import install_sigterm, restore_sigterm
-from .records import dumps
 from .records.checks import is_check_nodeid
 from .suite.cases import Case, build_cases
 from .suite.declare import MODEL_VARIABLES, Suite, SuiteError, TaskFileError
@@ -364,8 +363,7 @@ class CaseItem(pytest.Item):
                 self.session.shouldstop = f"pytest-gauge: gateway configuration error: {outcome.error}"
             text = _failure_text(role.state.run_dir, self.case.case_id, outcome.error or "")
             raise GaugeCaseFailure(text)
-        self.user_properties.append((RECORD_PROPERTY, dumps(outcome.record.to_json())))
-        role.keep_record(outcome.record)  # no xdist: this process ends the run (a worker publishes it)
+        role.keep_record(outcome.record)  # kept here (no xdist), or in the worker's record log (xdist)
         if outcome.record.judge_choice == "error":
             raise GaugeCaseFailure(
                 f"judge error: {outcome.record.judge_error}\nraw verdict: {outcome.record.judge_raw!r}"
@@ -598,7 +596,7 @@ class GaugeRun:
                 self.role.item_done(report)
             return
         if report.when == "call":
-            self.role.record_report(report)  # records are collected where they are used
+            self.role.record_report(report)  # the progress line, where the run ends
         if report.when == "call" or (report.when == "setup" and not report.passed):
             self.role.case_finished(report)  # --gauge-adaptive: the look's progress
         if report.when not in ("setup", "call"):  # its teardown (or xdist's report of a crashed worker)

@@ -74,7 +74,7 @@ from .judge_metrics import (
 )
 from .judge_rules import PANEL, PRIMARY, rank_moments
 from .metric_table import METRICS, SUITE_METRICS, Metric
-from .resampling import percentile_interval, ratio_rows, resample_counts
+from .resampling import percentile_interval, ratio_rows, task_counts
 from .sequential import critical_quantile, t_upper_tail
 from .skewed import cost_interval_note, skewed_ratio_interval
 
@@ -830,7 +830,7 @@ def compute_metrics(
     judges = [j for j in found_judges.judges if j != PRIMARY]  # the judge models named in judgments
     confusion = found_judges.confusion
     stats = _statistics(acc, found_judges)
-    counts = resample_counts(acc.n_tasks, rounds, np.random.default_rng(seed))
+    counts = task_counts(acc.n_tasks, rounds, seed)  # shared with the mean rewards' (same draws)
     costs = cost_summary(ledger, found.successes)
     stats.update(cost_ratios(acc, ledger, acc.data[("success_rate",)][:, 0], costs))
     fixed = fixed_costs(costs, len(ledger))
