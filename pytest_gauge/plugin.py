@@ -590,7 +590,9 @@ class GaugeRun:
         """xdist controller: the tests a worker collected (the gates are evaluated once all are done)."""
         self.role.collected(ids)
 
+    @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self.role.report_arrived(report)
         if is_check_nodeid(report.nodeid):
             if report.when == "teardown":
                 self.role.item_done(report)

@@ -36,6 +36,7 @@ from ..records import CaseRecord, WorkerSummary
 from ..records.checks import CheckEntry, checks_from_json, checks_to_json, is_check_nodeid
 from ..run.engine import STOP_GRACE
 from ..run.looks import LookState
+from .reports import ReportSharing
 from .state import GaugeState, render_worker_summaries
 from .stopping import (
     StopWatcher,
@@ -158,6 +159,9 @@ class Role:
 
     def record_report(self, report: pytest.TestReport) -> None:
         """A test's report (``pytest_runtest_logreport``, the call phase)."""
+
+    def report_arrived(self, report: pytest.TestReport) -> None:
+        """Every report of every phase, first (``pytest_runtest_logreport``, tried first)."""
 
     def gate_entry(self, session: pytest.Session, nodeid: str) -> CheckEntry | None:
         """A gate item's outcome, once the run's end has evaluated the gates; None when the run stopped
@@ -372,9 +376,14 @@ class Controller(_EndsTheRun):
         self.expected: set[str] | None = None  # the tests (not the checks) a worker collected
         self.done: set[str] = set()
         self.session: pytest.Session | None = None
+        self.sharing = ReportSharing()
 
     def start_loop(self, session: pytest.Session) -> None:
         self.session = session
+
+    def report_arrived(self, report: pytest.TestReport) -> None:
+        """Share the report's strings: the terminal reporter keeps every report to the end of the run."""
+        self.sharing.share(report)
 
     def collected(self, ids: list[str]) -> None:
         if self.expected is None:
