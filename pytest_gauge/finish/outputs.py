@@ -523,6 +523,7 @@ def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool)
         if not opts.shard:  # a shard's gates are deferred to merge
             module_id = _module_id(session, meta)
             entries += [gate_entry(module_id, meta, r, strict_skips=strict) for r in analysis.results]
+        del written, records, ledger  # the transcript dicts go before the pages render (they keep their own)
     from .html import write_html_pages  # deferred: keeps numpy off the import of finish.outputs
 
     if pages:
