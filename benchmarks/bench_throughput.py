@@ -790,6 +790,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     t0 = time.perf_counter()
     if a.memory_only:
         memory = memory_section(work, memory_sizes, rows)
+        for row in rows:
+            print(row.render())
         targets = _print_memory(memory)
         _print_targets(targets, a.quick)
         print(f"\n(total {time.perf_counter() - t0:.0f} s; load average now {os.getloadavg()[0]:.1f})")
