@@ -22,7 +22,7 @@ from .files.history import HistoryError, merge_histories
 from .files.html import ReportInputError
 from .finish.merge import run_merge
 from .gateway.cache import merge_caches, prune_cache
-from .gateway.cassettes import export_cassettes
+from .gateway.cassettes import CassetteError, export_cassettes, run_keys
 from .gateway.doctor import (
     CONFIG_KINDS,
     DEFAULT_TIMEOUT,
@@ -33,6 +33,7 @@ from .gateway.doctor import (
     run_doctor,
 )
 from .gateway.endpoint import KEY_VARIABLE
+from .records.json_types import JSONObject
 from .run.programs import INSTALL
 from .suite.declare import (
     MODEL_VARIABLES,  # filled by the suites' env_model as they are imported
@@ -122,6 +123,13 @@ def _add_cassettes(commands: _Commands) -> None:
         metavar="URL",
         help="the gateway whose responses to export, as the cache names it (default: the latest one's)",
     )
+    export.add_argument(
+        "--run",
+        default=None,
+        metavar="RUN",
+        help="export only the entries one run used: its --gauge-out folder (or suite folder), or its run id"
+        " as --out's ledger names it (default: every persisted entry of the suite)",
+    )
 
 
 def _add_cache(commands: _Commands) -> None:
@@ -162,6 +170,12 @@ def _add_merge(commands: _Commands) -> None:
     merge.add_argument("shards", nargs="+", metavar="SHARD_DIR", help="each shard's --gauge-out folder")
     merge.add_argument("--out", required=True, help="folder for the merged outputs")
     merge.add_argument("--junitxml", default=None, metavar="FILE", help="write the gates as JUnit XML")
+    merge.add_argument(
+        "--history",
+        default=None,
+        metavar="PATH",
+        help="verdict history (SQLite) to append the merged run to, once per suite (not once per shard)",
+    )
 
 
 def _add_history(commands: _Commands) -> None:
@@ -327,7 +341,7 @@ def targets_of(found: Sequence[tuple[str, Any]]) -> list[Target]:
     """One doctor target per distinct (role, model) of the suites found, labelled with the suites (and
     agents) that use it; judge models are tried in their JSON-mode chain."""
     users: dict[tuple[str, str, str], list[str]] = {}  # (role, model, api) -> who uses it
-    chains: dict[str, tuple[dict[str, Any] | None, ...]] = {}
+    chains: dict[str, tuple[JSONObject | None, ...]] = {}
     for name, suite in found:
         for agent in suite.agents:
             if isinstance(agent, ModelAgent):
@@ -349,7 +363,20 @@ def targets_of(found: Sequence[tuple[str, Any]]) -> list[Target]:
 
 
 def _export(args: argparse.Namespace, environ: Mapping[str, str], out: TextIO, err: TextIO) -> int:
-    result = export_cassettes(args.cache_dir, args.suite, args.to, environ, args.out, args.gateway)
+    only, out_dir = None, args.out
+    if args.run is not None:
+        try:
+            used = run_keys(args.run, args.suite, args.out)
+        except CassetteError as exc:
+            err.write(f"error: {exc}\n")
+            return 1
+        only, out_dir = used.keys, used.out_dir
+    result = export_cassettes(args.cache_dir, args.suite, args.to, environ, out_dir, args.gateway, only)
+    if result.missing:
+        err.write(
+            f"note: {len(result.missing)} of the {len(only or ())} entries run {args.run} used are not in the"
+            " cache as persisted entries (pruned, or written with the cache off): not exported\n"
+        )
     for other, count in result.other_gateways:
         err.write(
             f"note: {count} entries of suite {args.suite} were recorded through another gateway ({other}):"
@@ -438,7 +465,7 @@ def main(
     if args.command == "cache":
         return _prune(args, out)
     if args.command == "merge":
-        return run_merge(args.shards, args.out, args.junitxml, env, out)
+        return run_merge(args.shards, args.out, args.junitxml, env, out, args.history)
     if args.command == "baseline":
         return _save_baseline(args, out, err)
     if args.command == "report":

@@ -25,6 +25,7 @@ from .files.folders import CACHE_DIR
 from .files.labels import LabelsError, read_labels
 from .files.shards import ShardError, shard_from
 from .gateway.prices import GENAI_PRICES, check_genai_prices, load_prices, with_genai_prices
+from .records.json_types import JSONObject
 
 if TYPE_CHECKING:
     from .records.prices import PriceRow
@@ -95,15 +96,15 @@ class GaugeOptions:
 
         return with_genai_prices(self.prices, models)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         """Every setting as plain JSON: what the controller hands each xdist worker (``workerinput``)."""
         data = dataclasses.asdict(self)
         data.pop("extra", None)
-        plain: dict[str, Any] = json.loads(json.dumps(data))
+        plain: JSONObject = json.loads(json.dumps(data))
         return plain
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> GaugeOptions:
+    def from_json(cls, data: JSONObject) -> GaugeOptions:
         """The options :meth:`to_json` wrote (lists back to tuples, unknown keys ignored)."""
         known = {f.name for f in dataclasses.fields(cls)} - {"extra"}
         values = {k: v for k, v in data.items() if k in known}
@@ -562,7 +563,7 @@ def check_out_dir(path: Path, flag: str = "--gauge-out") -> None:
         raise pytest.UsageError(f"{flag} {path}: the folder is not writable")
 
 
-def _check_start(config: pytest.Config, invocation: Path, out: str, values: dict[str, Any]) -> None:
+def _check_start(config: pytest.Config, invocation: Path, out: str, values: JSONObject) -> None:
     """What the options alone show a run cannot finish with: its output folder and its cache folder
     (made and removed here, by the process the user started: a worker writes to the controller's), a
     cassettes folder that is not one, and bootstrap rounds past the memory."""
@@ -578,7 +579,7 @@ def _check_start(config: pytest.Config, invocation: Path, out: str, values: dict
 
 def resolve_options(config: pytest.Config) -> GaugeOptions:
     """Resolve every setting once, CLI first, then ini, then the default."""
-    values: dict[str, Any] = {}
+    values: JSONObject = {}
     for _suffix, ini, kind, _help, choices in _SETTINGS:
         value = _setting(config, ini, kind)
         if value is not None and choices and value not in choices:

@@ -33,6 +33,8 @@ from .files.replay import (
 )
 from .files.shards import parse_shard
 from .finish.ending import EndOfRun
+from .finish.otel_setup import add_otel_options, check_otel
+from .finish.pending import pending_suites
 from .fixtures import TESTS_SUITE, tests_report
 from .fixtures import calls as fixture_functions
 from .gateway.backends import install_replay_guard, replay_guard
@@ -65,10 +67,12 @@ if TYPE_CHECKING:
     from .analysis.gate_check import SuiteShape
 
 FATAL_PROPERTY = "gauge_fatal"
+resumed_key = pytest.StashKey[str | None]()  # the line on an earlier run's reports written at the start
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
+    add_otel_options(parser)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -120,6 +124,11 @@ def pytest_configure(config: pytest.Config) -> None:
         if options.limits:
             _check_limits(options.limits)
         _check_adaptive(options)
+        check_otel(config)
+        if pending_suites(Path(options.out_dir)):  # an earlier run stopped before its reports: them first
+            from .finish.resume import resume_at_start  # deferred: only when a run left reports pending
+
+            config.stash[resumed_key] = resume_at_start(Path(options.out_dir))
     config.stash[role_key] = role
     config.stash[state_key] = role.state
     config.pluginmanager.register(GaugeRun(config), "gauge-run")
@@ -565,6 +574,10 @@ class GaugeRun:
     @pytest.hookimpl(trylast=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         """After xdist's (which starts the workers): the process that ends the run gets ready to."""
+        resumed = self.config.stash.get(resumed_key, None)
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if resumed and reporter is not None:
+            reporter.write_line(resumed)
         self.role.session_started()
 
     @pytest.hookimpl(optionalhook=True)

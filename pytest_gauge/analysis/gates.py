@@ -9,7 +9,7 @@ One grammar serves the suite module, the ini key ``gauge_gates`` and the CLI ``-
     TERM       := NAME ( '(' ARG (',' ARG)* ')' )? | 'delta' '(' TERM ')'
     OP         := '<=' | '>=' | '<' | '>' | '=='
     OPTION     := 'min_n' '=' INT | 'allow_inconclusive' | 'allow_unpriced'
-                | 'reproducible' '=' NUMBER [':' ('fail' | 'inconclusive')]
+                | 'reproducible' '=' NUMBER [':' ('fail' | 'inconclusive')] | 'exclude_flaky' '=' NUMBER
 
 A gate on a cost (``total_cost``, ``cost_per_success``, a role's cost, the judge's share) is inconclusive
 while any call of the run reported no usage (its cost is then a lower bound), unless it says
@@ -61,7 +61,7 @@ __all__ = [
 
 GRAMMAR = (
     "(EXPR | lower(EXPR) | upper(EXPR)) OP NUMBER [; min_n=INT] [; allow_inconclusive] [; allow_unpriced] "
-    "[; reproducible=P[:inconclusive]], "
+    "[; reproducible=P[:inconclusive]] [; exclude_flaky=P], "
     "EXPR = METRIC[(ARG, ...)] [- METRIC[(ARG, ...)]] or delta(METRIC[(ARG, ...)]), "
     "OP = <= >= < > ==, "
     "e.g. 'upper(lrs_close) <= 0.5; min_n=20'"
@@ -79,7 +79,7 @@ OPS: dict[str, Callable[[float, float], bool]] = {
 }
 _NEGATED = {"<=": ">", ">=": "<", "<": ">=", ">": "<=", "==": "!="}
 _BOUNDS = ("lower", "upper")
-_OPTIONS = "min_n=INT, allow_inconclusive, allow_unpriced, reproducible=P[:inconclusive]"
+_OPTIONS = "min_n=INT, allow_inconclusive, allow_unpriced, reproducible=P[:inconclusive], exclude_flaky=P"
 _FLAGS = ("allow_inconclusive", "allow_unpriced")
 _MAX_DRIVERS = 10
 DELTA = "delta"
@@ -162,6 +162,7 @@ class Gate:
     allow_unpriced: bool = False
     reproducible: float | None = None  # a PASS must repeat on at least this share of same-task reruns
     unreproducible: Literal["fail", "inconclusive"] = "fail"  # what a PASS below it becomes
+    exclude_flaky: float | None = None  # tasks whose history flake rate is above it are left out (flaky.py)
 
     def __post_init__(self) -> None:
         if self.op not in OPS:
@@ -188,6 +189,8 @@ class Gate:
         if self.reproducible is not None:
             text += f"; reproducible={_number_text(self.reproducible)}"
             text += "" if self.unreproducible == "fail" else f":{self.unreproducible}"
+        if self.exclude_flaky is not None:
+            text += f"; exclude_flaky={_number_text(self.exclude_flaky)}"
         return text
 
 
@@ -204,6 +207,7 @@ class _Parser:
     def __init__(self, text: str) -> None:
         self.s = text
         self.i = 0
+        self.flaky: float | None = None  # exclude_flaky=P
 
     def error(self, pos: int, reason: str) -> GateSyntaxError:
         return GateSyntaxError(self.s, pos + 1, reason)
@@ -267,6 +271,7 @@ class _Parser:
             "allow_unpriced" in flags,
             None if reproducible is None else reproducible[0],
             "fail" if reproducible is None else reproducible[1],
+            self.flaky,
         )
 
     def expr(self) -> tuple[Term, Term | None]:
@@ -376,7 +381,7 @@ class _Parser:
         while True:
             self.ws()
             if self.at_end():
-                return min_n, seen - {"min_n", "reproducible"}, reproducible
+                return min_n, seen - {"min_n", "reproducible", "exclude_flaky"}, reproducible
             if self.peek() != ";":
                 what = "option" if seen else "threshold"
                 raise self.error(
@@ -394,6 +399,8 @@ class _Parser:
                 min_n = self.min_n(m.end())
             elif name == "reproducible":
                 reproducible = self.reproducible(m.end())
+            elif name == "exclude_flaky":
+                self.flaky = self.flake_bound(m.end())
             elif name in _FLAGS:
                 self.i = m.end()
                 save = self.i
@@ -433,6 +440,19 @@ class _Parser:
             )
         self.i = w.end()
         return float(v.group(0)), "fail" if w.group(0) == "fail" else "inconclusive"
+
+    def flake_bound(self, at: int) -> float:
+        """``exclude_flaky=P``: a flake rate in [0, 1) above which a task is left out."""
+        self.i = at
+        self.ws()
+        v = _NUMBER_RE.match(self.s, self.i + 1) if self.peek() == "=" else None
+        if v is None or not float(v.group(0)) < 1.0:
+            found = self.found() if v is None else repr(v.group(0))
+            raise self.error(
+                self.i, f"exclude_flaky needs '=' and a rate in [0, 1) (exclude_flaky=0.3), found {found}"
+            )
+        self.i = v.end()
+        return float(v.group(0))
 
     def min_n(self, at: int) -> int:
         """``min_n=INT`` from after its name."""

@@ -17,15 +17,18 @@ from .estimates import wilson
 
 __all__ = [
     "DEFAULT_LAST",
+    "MERGED_SHARD",
     "GateRecord",
     "HistoryView",
     "TaskFlake",
     "gate_records",
     "history_view",
     "task_flakes",
+    "without_merged_shards",
 ]
 
 DEFAULT_LAST = 10  # runs a gate's record shows
+MERGED_SHARD = "merged"  # the shard of a merge's run; its run id joins the shards' with "+"
 
 
 @dataclass(frozen=True)
@@ -103,9 +106,18 @@ def gate_records(runs: Sequence[HistoryRun], suite: str, exprs: Sequence[str], l
     return records
 
 
+def without_merged_shards(runs: Sequence[HistoryRun]) -> list[HistoryRun]:
+    """The runs less the shard runs a merge's run stands for (its run id joins theirs with "+"): the
+    merge holds every task and the merged gates, so a sharded run counts once."""
+    merged = {(r.suite, part) for r in runs if r.shard == MERGED_SHARD for part in r.run_id.split("+")}
+    return [r for r in runs if r.shard in ("", MERGED_SHARD) or (r.suite, r.run_id) not in merged]
+
+
 def history_view(past: Sequence[HistoryRun], current: HistoryRun, last: int = DEFAULT_LAST) -> HistoryView:
-    """The current run's view of its history: ``past`` (oldest first) followed by the run itself."""
-    runs = [r for r in past if r.identity != current.identity and r.suite == current.suite] + [current]
+    """The current run's view of its history: ``past`` (oldest first) followed by the run itself (shard
+    runs a merge stands for left out)."""
+    mine = [r for r in past if r.identity != current.identity and r.suite == current.suite] + [current]
+    runs = without_merged_shards(mine)
     keys = {(t.task_id, t.key) for t in current.tasks}
     flakes = tuple(f for f in task_flakes(runs, current.suite) if (f.task_id, f.key) in keys)
     gates = tuple(gate_records(runs, current.suite, [g.expr for g in current.gates], last))

@@ -165,13 +165,15 @@ def analyse_suite(
     interrupted: str | None = None,
     adaptive: AdaptiveGates | None = None,
     case_hashes: Mapping[str, str] | None = None,
+    flake_rates: Mapping[str, float] | None = None,
 ) -> SuiteAnalysis:
     """Records + ledger -> metrics, Elo, the gates' source and the gates evaluated. ``comparison``: this
     run against its baseline (or None and why); ``labels``: the suite's human labels (None: no labels
     file). ``deferred`` (a shard): the gates are not evaluated here
     but by the merge. ``interrupted`` ("interrupted: N of M cases"): the run was stopped; its gates are
     evaluated only with ``--gauge-gates-on-partial``. ``adaptive``: the gates as an adaptive run decided
-    them, look by look."""
+    them, look by look. ``flake_rates``: each task's flake rate in the verdict history before this run
+    (None without one), for ``exclude_flaky`` gates (analysis/flaky.py)."""
     numbers = gate_source(
         meta, records, ledger, opts, comparison=comparison, labels=labels, case_hashes=case_hashes
     )
@@ -186,4 +188,10 @@ def analyse_suite(
         spread=numbers.spread,
         adaptive=adaptive,
     )
+    if any(r.gate.exclude_flaky is not None for r in results):
+        from .flaky import apply_exclusions, subset_evaluator  # deferred: only for exclude_flaky gates
+
+        tasks = list(dict.fromkeys(r.task_id for r in records))
+        evaluate = subset_evaluator(meta, records, ledger, opts)
+        results = apply_exclusions(results, tasks, flake_rates, evaluate)[0]
     return SuiteAnalysis(numbers, results)

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..records import CaseRecord, Judgment, LedgerRecord, SuiteMeta, Usage, content_hash, dumps
+from ..records.json_types import JSONObject
 from ..records.run_side import RunSide, outcomes_from_records, setup_of
 from ..version import __version__
 from .folders import SuiteFolder
@@ -62,11 +63,11 @@ def _check_version(path: Path, version: object) -> None:
         )
 
 
-def _read_json(path: Path) -> dict[str, Any]:
+def _read_json(path: Path) -> JSONObject:
     return read_json_object(path, error=BaselineError)
 
 
-def _jsonl(path: Path) -> list[dict[str, Any]]:
+def _jsonl(path: Path) -> list[JSONObject]:
     return read_jsonl(path, missing_ok=True, error=BaselineError)
 
 
@@ -74,7 +75,7 @@ def _jsonl(path: Path) -> list[dict[str, Any]]:
 
 
 @cache
-def _hints(cls: type) -> dict[str, Any]:
+def _hints(cls: type) -> JSONObject:
     return typing.get_type_hints(cls)
 
 
@@ -141,7 +142,7 @@ def _case_records(path: Path) -> list[CaseRecord]:
     return [_case_record(f"{path}:{n}", row) for n, row in lines]
 
 
-def _checked_rows(path: Path, fields: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _checked_rows(path: Path, fields: Mapping[str, Any]) -> list[JSONObject]:
     """The rows of a baseline's JSON-lines file, each field of ``fields`` that is present of its type."""
     rows = []
     for number, row in read_jsonl_lines(path, missing_ok=True, error=BaselineError):
@@ -155,12 +156,12 @@ def _checked_rows(path: Path, fields: Mapping[str, Any]) -> list[dict[str, Any]]
     return rows
 
 
-_LEDGER_FIELDS: dict[str, Any] = {"task_id": str, "cost": float | None, "usage": dict | None}
-_TRANSCRIPT_FIELDS: dict[str, Any] = {"task_id": str, "sample": int}
-_TASK_FIELDS: dict[str, Any] = {"task_id": str}
+_LEDGER_FIELDS: dict[str, object] = {"task_id": str, "cost": float | None, "usage": dict | None}
+_TRANSCRIPT_FIELDS: dict[str, object] = {"task_id": str, "sample": int}
+_TASK_FIELDS: dict[str, object] = {"task_id": str}
 
 
-def _check_compact(path: Path, data: dict[str, Any]) -> None:
+def _check_compact(path: Path, data: JSONObject) -> None:
     if data.get("format") != BASELINE_FORMAT:
         raise BaselineError(f"{path}: not a pytest-gauge baseline (format {data.get('format')!r})")
     if data.get("format_version") != BASELINE_FORMAT_VERSION:
@@ -171,7 +172,7 @@ def _check_compact(path: Path, data: dict[str, Any]) -> None:
     _check_version(path, data.get("pytest_gauge"))
 
 
-def _check_manifest(path: Path, manifest: dict[str, Any]) -> None:
+def _check_manifest(path: Path, manifest: JSONObject) -> None:
     _check_manifest_types(path, manifest)
     if manifest.get("format_version") != _OUT_FORMAT_VERSION:
         raise BaselineError(
@@ -382,8 +383,8 @@ def baseline_side(folder: str | None, suite: str, link_base: Path | None) -> tup
     return base, ""
 
 
-def _ledger_summary(ledger: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    out: dict[str, dict[str, Any]] = {}
+def _ledger_summary(ledger: Sequence[JSONObject]) -> dict[str, JSONObject]:
+    out: dict[str, JSONObject] = {}
     for x in ledger:
         empty = {"attempts": 0, "input_tokens": 0, "output_tokens": 0, "cost": 0.0}
         role = out.setdefault(str(x.get("role")), empty)

@@ -21,6 +21,7 @@ from ..records.html import (
     TranscriptRow,
     WatchRow,
 )
+from ..records.json_types import JSONObject
 from ..records.labels import SampleCase
 from .folders import SuiteFolder
 from .labels import LabelsError, read_sample
@@ -44,15 +45,15 @@ def is_suite_folder(folder: Path) -> bool:
     return SuiteFolder(folder).pairs.is_file()
 
 
-def _jsonl(path: Path) -> list[dict[str, Any]]:
+def _jsonl(path: Path) -> list[JSONObject]:
     return read_jsonl(path, error=ReportInputError)
 
 
-def _json(path: Path) -> dict[str, Any]:
+def _json(path: Path) -> JSONObject:
     return read_json_object(path, missing_ok=True, error=ReportInputError)
 
 
-def _rules(rows: list[dict[str, Any]] | None) -> tuple[RuleRow, ...]:
+def _rules(rows: list[JSONObject] | None) -> tuple[RuleRow, ...]:
     return tuple(
         RuleRow(r["rule"], bool(r["passed"]), r.get("detail", ""), r.get("weight", 1.0)) for r in rows or []
     )
@@ -85,13 +86,13 @@ def _reproducibility(doc: Any) -> tuple[float, float] | None:
     return float(doc["same_tasks"]), float(doc["fresh_tasks"])
 
 
-def _block(doc: Mapping[str, Any], name: str) -> dict[str, Any] | None:
+def _block(doc: Mapping[str, Any], name: str) -> JSONObject | None:
     """A metrics.json block the page shows when present (an object), else None."""
     value = doc.get(name)
     return value if isinstance(value, dict) else None
 
 
-def _metrics_parts(doc: Mapping[str, Any]) -> dict[str, Any]:
+def _metrics_parts(doc: Mapping[str, Any]) -> JSONObject:
     gates = tuple(
         GateRow(
             expr=g["expr"],
@@ -182,6 +183,7 @@ def load_suite(folder: Path) -> SuiteOutputs:
         elo_svg=svg_path.read_text(encoding="utf-8") if svg_path.is_file() else None,
         metrics=_json(files.report("metrics.json")),
         sample=_sample(files),
+        history=_json(files.report("history.json")) or None,
     )
 
 
@@ -204,6 +206,7 @@ def suite_outputs(
     elo_svg: str | None,
     metrics: Mapping[str, Any],
     sample: tuple[SampleCase, ...] = (),
+    history: Mapping[str, Any] | None = None,
 ) -> SuiteOutputs:
     """The page's values from a suite's outputs as they are written (the manifest, tasks.jsonl's task
     rows, the records, the agents' transcript rows, the ledger, elo.svg, metrics.json): the one builder
@@ -220,6 +223,7 @@ def suite_outputs(
         ledger=tuple(ledger),
         elo_svg=elo_svg,
         sample=sample,
+        history=dict(history) if history is not None else None,
         **_metrics_parts(metrics),
     )
 

@@ -8,8 +8,8 @@ import json
 import math
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
 
+from ..records.json_types import JSONObject
 from ..records.labels import LABEL_CHOICES, LABEL_STRATA, Label, SampleCase
 from .readwrite import FileFormatError, read_jsonl_lines, write_atomic
 
@@ -28,14 +28,14 @@ class LabelsError(FileFormatError):
     """A labels or sample file that cannot be read; the message names the file and line."""
 
 
-def _text(row: dict[str, Any], key: str, where: str, *, required: bool = True) -> str:
+def _text(row: JSONObject, key: str, where: str, *, required: bool = True) -> str:
     value = row.get(key, None if required else "")
     if not isinstance(value, str) or (required and not value.strip()):
         raise LabelsError(f"{where}: field {key!r} must be a non-empty string, got {value!r}")
     return value
 
 
-def _weight(row: dict[str, Any], where: str) -> float:
+def _weight(row: JSONObject, where: str) -> float:
     value = row.get("weight", 1.0)
     if (
         isinstance(value, bool)
@@ -49,7 +49,7 @@ def _weight(row: dict[str, Any], where: str) -> float:
     return float(value)
 
 
-def _label(row: dict[str, Any], where: str) -> Label:
+def _label(row: JSONObject, where: str) -> Label:
     label = row.get("label")
     if label not in LABEL_CHOICES:
         raise LabelsError(f"{where}: field 'label' must be one of A, B, tie, got {label!r}")

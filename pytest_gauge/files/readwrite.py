@@ -9,6 +9,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ..records.json_types import JSONObject
+
 __all__ = [
     "MAX_DEPTH",
     "MAX_FILE_BYTES",
@@ -42,7 +44,7 @@ class JsonBoundError(ValueError):
     """JSON text that parses but is not accepted: nested past :data:`MAX_DEPTH` or with a key twice."""
 
 
-def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def _object(pairs: list[tuple[str, Any]]) -> JSONObject:
     """A JSON object whose keys are all different (``json.loads`` would keep the last of a repeated key
     silently: ``{"task_id": "a", "task_id": "b"}`` is task ``b``)."""
     obj = dict(pairs)
@@ -117,7 +119,7 @@ def read_jsonl(
     missing_ok: bool = False,
     error: type[Exception] = FileFormatError,
     max_bytes: int | None = None,
-) -> list[dict[str, Any]]:
+) -> list[JSONObject]:
     """Every JSON line of ``path`` (blank lines skipped); ``[]`` for a missing file when ``missing_ok``.
     A line that is not UTF-8 or not a JSON object raises ``error`` naming ``path:line``."""
     return [row for _, row in read_jsonl_lines(path, missing_ok=missing_ok, error=error, max_bytes=max_bytes)]
@@ -129,11 +131,11 @@ def read_jsonl_lines(
     missing_ok: bool = False,
     error: type[Exception] = FileFormatError,
     max_bytes: int | None = None,
-) -> list[tuple[int, dict[str, Any]]]:
+) -> list[tuple[int, JSONObject]]:
     """:func:`read_jsonl` with each row's 1-based line number, for errors about a row's content. A file
     larger than ``max_bytes`` (an input a person gives: labels, say), a line longer than
     :data:`MAX_LINE_BYTES`, nesting past :data:`MAX_DEPTH` or a key twice in an object raise ``error``."""
-    rows: list[tuple[int, dict[str, Any]]] = []
+    rows: list[tuple[int, JSONObject]] = []
     try:
         fh = path.open("rb")
     except FileNotFoundError:
@@ -159,7 +161,7 @@ def read_jsonl_lines(
     return rows
 
 
-def _jsonl_row(raw: bytes, where: str, error: type[Exception]) -> dict[str, Any] | None:
+def _jsonl_row(raw: bytes, where: str, error: type[Exception]) -> JSONObject | None:
     """One JSONL line's object (None for a blank line), or ``error`` naming ``where``."""
     try:
         line = raw.decode("utf-8")
@@ -184,7 +186,7 @@ def read_json_object(
     missing_ok: bool = False,
     error: type[Exception] = FileFormatError,
     max_bytes: int = MAX_FILE_BYTES,
-) -> dict[str, Any]:
+) -> JSONObject:
     """The JSON object in ``path``; ``{}`` for a missing file when ``missing_ok``. A file that cannot be
     read, is larger than ``max_bytes``, is not JSON (or nests too deep, or repeats a key) or holds something
     else than an object raises ``error`` naming the file (and line)."""

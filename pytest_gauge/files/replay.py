@@ -15,14 +15,30 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from .readwrite import FileFormatError, read_json_object, write_atomic
 
-__all__ = ["RECORDING_FILE", "Recording", "RecordingError", "load_recording", "save_recording"]
+__all__ = [
+    "RECORDING_FILE",
+    "Recording",
+    "RecordingError",
+    "RecordingJSON",
+    "load_recording",
+    "save_recording",
+]
 
 RECORDING_FILE = "recording.json"
 RECORDING_FORMAT_VERSION = 1
+
+
+class RecordingJSON(TypedDict):
+    """One suite's entry of ``recording.json`` (:meth:`Recording.to_json`)."""
+
+    gateway: str | None
+    models: dict[str, str | None]
+    seed: int | None
+    hashes: dict[str, str]
 
 
 @dataclass(frozen=True)
@@ -35,7 +51,7 @@ class Recording:
     seed: int | None = None
     hashes: Mapping[str, str] = field(default_factory=dict)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> RecordingJSON:
         return {
             "gateway": self.gateway,
             "models": dict(sorted(self.models.items())),

@@ -30,9 +30,9 @@ import os
 import threading
 import weakref
 from pathlib import Path
-from typing import Any
 
 from ..records import dumps
+from ..records.json_types import JSONObject
 from .locks import lock_byte, unlock_byte
 
 __all__ = ["WorkStore"]
@@ -44,7 +44,7 @@ LOG_SUFFIX = ".log"
 _CHUNK = 1 << 20  # bytes read from a log at once (doubled for a longer line)
 
 
-class _Kept(dict[str, dict[str, Any]]):
+class _Kept(dict[str, JSONObject]):
     """Entries of one work folder held in this process's memory (a dict that can be weakly referenced)."""
 
 
@@ -229,14 +229,14 @@ class WorkStore:
         self._kept: _Kept | None = None  # entries this instance keeps in memory (see keep)
         self.unreadable: set[str] = set()  # keys whose last line is not a JSON object (damaged)
 
-    def keep(self, key: str, value: dict[str, Any]) -> None:
+    def keep(self, key: str, value: JSONObject) -> None:
         """Hold the entry in memory instead of writing it, for a store no other process reads; every
         ``WorkStore`` over this folder in this process sees it while this instance lives."""
         if self._kept is None:
             self._kept = _KEPT.setdefault(self._root, _Kept())
         self._kept[key] = value
 
-    def get(self, key: str) -> dict[str, Any] | None:
+    def get(self, key: str) -> JSONObject | None:
         """The entry, or None when absent (or unreadable, which counts as absent). The logs are read
         again only when the key is not known yet (or its known line is damaged)."""
         kept = _KEPT.get(self._root)
@@ -247,7 +247,7 @@ class WorkStore:
             value = self._parse(key, self._folder.entry(key, fresh=True))
         return value
 
-    def _parse(self, key: str, raw: bytes | None) -> dict[str, Any] | None:
+    def _parse(self, key: str, raw: bytes | None) -> JSONObject | None:
         if raw is None:
             return None
         try:
@@ -266,7 +266,7 @@ class WorkStore:
         were any (the engine wakes the units that wait for another process's work on it)."""
         return self._folder.refresh()
 
-    def put(self, key: str, value: dict[str, Any]) -> None:
+    def put(self, key: str, value: JSONObject) -> None:
         """Append the entry to this process's log: one line, written whole with one ``write``."""
         if " " in key or "\n" in key:
             raise ValueError(f"a work store key has no space or newline: {key!r}")

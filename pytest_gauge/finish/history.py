@@ -6,25 +6,34 @@ conclusion.md, and the history file written once, on the controller, after every
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..analysis.history import HistoryView, history_view
+from ..analysis.history import MERGED_SHARD, HistoryView, history_view, task_flakes, without_merged_shards
 from ..files.folders import SuiteFolder
 from ..files.history import HistoryError, append_runs, read_history
-from ..files.readwrite import write_atomic
+from ..files.readwrite import read_jsonl, write_atomic
 from ..records import CaseRecord, SuiteMeta, content_hash
 from ..records.history import AgentOutcome, GateOutcome, HistoryRun, TaskOutcome
-from ..report.history import render_history_section
+from ..report.history import HISTORY_FILE, history_json, history_lines, render_history_section
 from ..run.judge import JUDGE_SYSTEM_PROMPT
 
 if TYPE_CHECKING:
     from ..analysis.gates import GateResult
     from ..process.state import GaugeState
+    from .merge import ShardRun
+    from .outputs import SuiteReports
 
-__all__ = ["RunHistory", "history_run", "open_history"]
+__all__ = [
+    "RunHistory",
+    "history_run",
+    "merged_history_run",
+    "open_history",
+    "past_flake_rates",
+    "record_merges",
+]
 
 RULE_FIELDS = ("success_criteria", "hard_constraints")
 
@@ -75,6 +84,12 @@ def _complete_tasks(meta: SuiteMeta, records: Sequence[CaseRecord]) -> dict[str,
     return {t: rows for t, rows in by_task.items() if t not in missing}
 
 
+def _task_key(meta: SuiteMeta, row: Mapping[str, Any], agents_hash: str, judge_hash: str) -> str:
+    """The task's key: what its outcome may depend on (records/history.py's ``TaskOutcome.key``)."""
+    rules_hash = _hash({k: row.get(k) for k in RULE_FIELDS})
+    return _hash([meta.name, _hash(row), rules_hash, agents_hash, judge_hash])
+
+
 def _task_outcomes(meta: SuiteMeta, complete: Mapping[str, list[CaseRecord]]) -> tuple[TaskOutcome, ...]:
     agents_hash, judge_hash = _setup_hashes(meta)
     out = []
@@ -84,7 +99,7 @@ def _task_outcomes(meta: SuiteMeta, complete: Mapping[str, list[CaseRecord]]) ->
             continue
         task_hash = _hash(row)
         rules_hash = _hash({k: row.get(k) for k in RULE_FIELDS})
-        key = _hash([meta.name, task_hash, rules_hash, agents_hash, judge_hash])
+        key = _task_key(meta, row, agents_hash, judge_hash)
         outcome = _outcome(complete[task_id])
         out.append(TaskOutcome(task_id, task_hash, rules_hash, agents_hash, judge_hash, key, outcome))
     return tuple(out)
@@ -116,9 +131,11 @@ def history_run(
     manifest: Mapping[str, Any],
     shard: str | None,
 ) -> HistoryRun:
-    """The suite's run as the history remembers it, from what the end of the run has just written."""
+    """The suite's run as the history remembers it, from what the end of the run has just written. A
+    shard's gates are deferred, not evaluated: it records none (the merge records the verdicts once)."""
     complete = _complete_tasks(meta, records)
     gates = tuple(GateOutcome(r.gate.canonical(), r.status, r.value, r.low, r.high, r.n) for r in results)
+    gates = () if shard and shard != MERGED_SHARD else gates
     return HistoryRun(
         run_id=str(manifest["run_id"]),
         suite=meta.name,
@@ -134,6 +151,23 @@ def history_run(
     )
 
 
+def merged_history_run(
+    meta: SuiteMeta,
+    records: Sequence[CaseRecord],
+    results: Sequence[GateResult],
+    manifests: Sequence[Mapping[str, Any]],
+) -> HistoryRun:
+    """The merge's run of a sharded suite: every task and the merged gates, its run id the shards' joined
+    with "+" (so a history that also holds the shards' own runs counts the sharded run once, and merging
+    the same shards again replaces it), finished when its last shard did."""
+    manifest = {
+        **manifests[0],
+        "run_id": "+".join(sorted(str(m["run_id"]) for m in manifests)),
+        "finished_at": max(str(m["finished_at"]) for m in manifests),
+    }
+    return history_run(meta, records, results, manifest, MERGED_SHARD)
+
+
 @dataclass
 class RunHistory:
     """The history of a run being finished: the runs it held at the start (``past``) and this run's."""
@@ -143,14 +177,24 @@ class RunHistory:
     runs: list[HistoryRun] = field(default_factory=list)
 
     def add(self, run: HistoryRun, reports: MutableMapping[str, str], out: Path) -> HistoryView:
-        """This suite's run added; its view of the history appended to conclusion.md (in ``reports``
-        and on disk)."""
+        """This suite's run added; its view of the history appended to conclusion.md and written to
+        ``reports/history.json`` for the HTML page's trend view (in ``reports`` and on disk)."""
         self.runs.append(run)
         view = history_view(self.past, run)
         section = render_history_section(view, self.path.name)
         reports["conclusion.md"] = reports["conclusion.md"].rstrip("\n") + "\n\n" + section
         write_atomic(SuiteFolder(out).report("conclusion.md"), reports["conclusion.md"])
+        reports[HISTORY_FILE] = json.dumps(history_json(view), indent=1) + "\n"
+        write_atomic(SuiteFolder(out).report(HISTORY_FILE), reports[HISTORY_FILE])
         return view
+
+    def flake_rates(self, meta: SuiteMeta) -> dict[str, float]:
+        """Each task's flake rate over the runs before this one with its current key (for
+        ``exclude_flaky`` gates; a task without such runs has none)."""
+        agents_hash, judge_hash = _setup_hashes(meta)
+        keys = {str(row["task_id"]): _task_key(meta, row, agents_hash, judge_hash) for row in meta.tasks}
+        past = without_merged_shards(self.past)
+        return {f.task_id: f.rate for f in task_flakes(past, meta.name) if keys.get(f.task_id) == f.key}
 
     def write(self, state: GaugeState) -> None:
         """The run's suites appended to the file, once (a failure is a loud note, not a lost run)."""
@@ -171,3 +215,40 @@ def open_history(state: GaugeState) -> RunHistory | None:
     except HistoryError as exc:
         state.gate_notes.append((True, str(exc)))
         return None
+
+
+def past_flake_rates(path: Path, shard_ids: set[str]) -> Callable[[SuiteMeta], dict[str, float]] | None:
+    """The history's flake rates by suite before the run being merged (its shards' own rows, run ids
+    ``shard_ids``, left out), for a merge's ``exclude_flaky`` gates (None when the file cannot be read:
+    :func:`record_merges` then says why)."""
+    try:
+        past = read_history(path) if path.is_file() else []
+        return RunHistory(path, [r for r in past if r.run_id not in shard_ids]).flake_rates
+    except HistoryError:
+        return None
+
+
+def record_merges(
+    path: Path, shards: Mapping[str, Sequence[ShardRun]], merged: Mapping[str, SuiteReports], out_dir: Path
+) -> list[str]:
+    """``merge --history PATH``: each merged suite's run appended once (every task, the merged gates),
+    its view of the history added to the merged conclusion.md; the terminal's lines (a file that cannot
+    be read or written is an error line, the merge's verdicts stand)."""
+    try:
+        history = RunHistory(path, read_history(path) if path.is_file() else [])
+    except HistoryError as exc:
+        return [f"error: {exc}"]
+    lines = []
+    for suite, analysis in merged.items():
+        runs = shards[suite]
+        folder = SuiteFolder(out_dir / suite)
+        meta = SuiteMeta.from_json(runs[0].shard["meta"])
+        records = [CaseRecord.from_json(r) for r in read_jsonl(folder.pairs, missing_ok=True)]
+        run = merged_history_run(meta, records, analysis.results, [r.manifest for r in runs])
+        view = history.add(run, analysis.reports, folder.path)
+        lines += [f"{suite}: {line}" for line in history_lines(view)]
+    try:
+        append_runs(path, history.runs)
+    except HistoryError as exc:
+        lines.append(f"error: {exc}")
+    return lines

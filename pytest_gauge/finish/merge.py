@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 import xml.etree.ElementTree as ET
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -157,9 +157,15 @@ def _write_transcripts(
     return written
 
 
-def merge_shards(suite: str, runs: Sequence[ShardRun], out_dir: Path) -> SuiteReports:
+def merge_shards(
+    suite: str,
+    runs: Sequence[ShardRun],
+    out_dir: Path,
+    flake_rates: Callable[[SuiteMeta], Mapping[str, float]] | None = None,
+) -> SuiteReports:
     """Write the merged suite folder ``out_dir/<suite>`` and return its
-    :class:`~pytest_gauge.finish.outputs.SuiteReports` (gates evaluated)."""
+    :class:`~pytest_gauge.finish.outputs.SuiteReports` (gates evaluated; ``flake_rates``: the history's,
+    for ``exclude_flaky`` gates)."""
     check_shards(suite, runs)
     runs = sorted(runs, key=lambda r: int(r.shard["index"]))
     out = out_dir / suite
@@ -190,7 +196,10 @@ def merge_shards(suite: str, runs: Sequence[ShardRun], out_dir: Path) -> SuiteRe
     shown = replace(opts, prices=opts.prices_for(str(m) for m in meta.models.values() if m))
     partial = len(meta.selected) < len(meta.cases)
     written = (manifest, transcripts)
-    return report_suite(meta, records, ledger, opts, out, written, partial=partial, report_options=shown)
+    rates = flake_rates(meta) if flake_rates is not None else None
+    return report_suite(
+        meta, records, ledger, opts, out, written, partial=partial, report_options=shown, flake_rates=rates
+    )
 
 
 def _junit(path: Path, results: Sequence[tuple[str, Any, str]]) -> None:
@@ -218,10 +227,15 @@ def _junit(path: Path, results: Sequence[tuple[str, Any, str]]) -> None:
 
 
 def run_merge(
-    dirs: Sequence[str], out_dir: str, junitxml: str | None, environ: Mapping[str, str], out: TextIO
+    dirs: Sequence[str],
+    out_dir: str,
+    junitxml: str | None,
+    environ: Mapping[str, str],
+    out: TextIO,
+    history: str | None = None,
 ) -> int:
     """The ``merge`` command: 0 when every gate passes, 1 on a failing gate, 2 on shards that cannot
-    be merged."""
+    be merged. ``history``: the verdict history the merged run is appended to, once per suite."""
     from ..report import render_summary  # deferred: keeps numpy off the import of finish.merge
     from ..report.github import (  # deferred: keeps numpy off the import of finish.merge
         render_pr_comment,
@@ -232,10 +246,23 @@ def run_merge(
 
     try:
         found = find_shards(dirs)
-        merged = {suite: merge_shards(suite, runs, Path(out_dir)) for suite, runs in sorted(found.items())}
+        rates = None
+        if history:
+            from .history import past_flake_rates  # deferred: sqlite3 only when a history is given
+
+            shard_ids = {str(r.manifest.get("run_id")) for runs in found.values() for r in runs}
+            rates = past_flake_rates(Path(history), shard_ids)
+        merged = {
+            suite: merge_shards(suite, runs, Path(out_dir), rates) for suite, runs in sorted(found.items())
+        }
     except MergeError as exc:
         out.write(f"pytest-gauge merge: {exc}\n")
         return 2
+    if history:
+        from .history import record_merges  # deferred: sqlite3 only when a history is given
+
+        for line in record_merges(Path(history), found, merged, Path(out_dir)):
+            out.write(f"pytest-gauge history: {line}\n")
     strict = ci_active(environ)
     verdicts: list[tuple[str, Any, str]] = []
     texts = []

@@ -35,8 +35,8 @@ from ..files.replay import load_recording
 from ..files.shards import parse_shard, write_shard_manifest
 from ..files.work_store import WorkStore
 from ..fixtures import finish_tests
-from ..gateway.gateway import REPLAY_THEN_LIVE
 from ..gateway.ledger import merge_ledgers
+from ..gateway.shared import REPLAY_THEN_LIVE
 from ..gateway.store import content_key
 from ..process.replay import miss_message, miss_reasons
 from ..process.shards import options_json
@@ -50,6 +50,7 @@ from ..records import (
 )
 from ..records.checks import CheckEntry, gate_nodeid
 from ..run.judge import JUDGE_SYSTEM_PROMPT
+from .otel_setup import otel_settings
 from .pending import complete, mark_pending, provisional
 from .verdict import append_step_summary, ci_active, gate_outcome
 
@@ -207,6 +208,7 @@ def html_page(
         ledger=ledger,
         elo_svg=reports.get("elo.svg"),
         metrics=json.loads(metrics) if metrics else {},
+        history=json.loads(reports["history.json"]) if "history.json" in reports else None,
     )
 
 
@@ -371,6 +373,7 @@ def report_suite(
     report_options: GaugeOptions | None = None,
     interrupted: str | None = None,
     adaptive: AdaptiveGates | None = None,
+    flake_rates: Mapping[str, float] | None = None,
 ) -> SuiteReports:
     """The suite analysed (:func:`~pytest_gauge.analysis.suite.analyse_suite`) and every report rendered
     and written under ``out/reports``. Shared by the end of a run and by ``python -m pytest_gauge merge``.
@@ -398,6 +401,7 @@ def report_suite(
         labels=suite_labels(meta.name, opts.labels),
         partial=partial,
         deferred=deferred,
+        flake_rates=flake_rates,
         interrupted=interrupted,
         adaptive=adaptive,
         case_hashes=_case_hashes(records, written) if opts.labels else None,
@@ -478,6 +482,7 @@ def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool)
 
     pages: list[tuple[Path, SuiteOutputs]] = []
     history = open_history(state)
+    otel, telemetry = otel_settings(session.config, os.environ), list[Any]()
     for meta in metas:
         name = meta.name
         if not meta.selected and not opts.shard:  # every case deselected: so are its gates
@@ -502,6 +507,7 @@ def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool)
             report_options=shown,
             interrupted=label,
             adaptive=adaptive,
+            flake_rates=history.flake_rates(meta) if history is not None else None,
         )  # fmt: skip
         if opts.shard:
             shard, options = parse_shard(str(opts.shard)), options_json(opts)
@@ -523,7 +529,11 @@ def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool)
         if not opts.shard:  # a shard's gates are deferred to merge
             module_id = _module_id(session, meta)
             entries += [gate_entry(module_id, meta, r, strict_skips=strict) for r in analysis.results]
-        del written, records, ledger  # the transcript dicts go before the pages render (they keep their own)
+        if otel is not None:
+            from .otel import SuiteTelemetry  # deferred: the export's module, for a run that asks for it
+
+            gates = () if opts.shard else analysis.results
+            telemetry.append(SuiteTelemetry(meta, records, ledger, written[1], written[0], gates, strict))
     from .html import write_html_pages  # deferred: keeps numpy off the import of finish.outputs
 
     if pages:
@@ -532,6 +542,10 @@ def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool)
         complete(state.finished[name]["out"], state.finished[name]["manifest"])
     if history is not None:
         history.write(state)  # once, after every report
+    if otel is not None and telemetry:
+        from .otel import export_run  # deferred: imports the OpenTelemetry SDK, asked for only
+
+        state.gate_notes.append((False, export_run(telemetry, otel)))
     return entries
 
 

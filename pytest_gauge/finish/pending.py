@@ -19,7 +19,7 @@ from ..records import SuiteMeta, dumps
 if TYPE_CHECKING:
     from ..options import GaugeOptions
 
-__all__ = ["PENDING", "complete", "mark_pending", "provisional"]
+__all__ = ["PENDING", "complete", "mark_pending", "pending_suites", "provisional"]
 
 PENDING = "reports-pending.json"
 """Beside a suite's manifest while its reports are not all written."""
@@ -53,3 +53,11 @@ def complete(out: Path, manifest: dict[str, Any]) -> None:
     """The reports are written: the manifest as the run meant it, and nothing pending."""
     write_atomic(SuiteFolder(out).manifest, dumps(manifest) + "\n")
     (out / PENDING).unlink(missing_ok=True)
+
+
+def pending_suites(out_dir: Path) -> list[Path]:
+    """The suite folders of ``out_dir`` whose run stopped before their reports (sorted; none when
+    ``out_dir`` is not a folder): a look at file names only, cheap enough for every run's start."""
+    if not out_dir.is_dir():
+        return []
+    return sorted(p for p in out_dir.iterdir() if (p / PENDING).is_file())

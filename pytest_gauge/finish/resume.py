@@ -1,5 +1,6 @@
-"""``python -m pytest_gauge report``'s first step: the reports of a run stopped while it wrote its outputs,
-written from what it kept (:mod:`~pytest_gauge.finish.pending`)."""
+"""``python -m pytest_gauge report``'s first step, and the first thing a run does with a ``--gauge-out``
+folder holding such a run: the reports of a run stopped while it wrote its outputs, written from what it
+kept (:mod:`~pytest_gauge.finish.pending`)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,9 @@ from ..files.readwrite import FileFormatError, read_json_object, read_jsonl
 from ..options import GaugeOptions
 from ..records import CaseRecord, LedgerRecord, SuiteMeta
 from .outputs import report_suite
-from .pending import PENDING, complete
+from .pending import PENDING, complete, pending_suites
 
-__all__ = ["write_pending_reports"]
+__all__ = ["resume_at_start", "write_pending_reports"]
 
 
 def _transcripts(folder: SuiteFolder, meta: SuiteMeta) -> dict[str, list[dict[str, Any]]]:
@@ -47,9 +48,7 @@ def write_pending_reports(out_dir: Path) -> list[Path]:
     its kept outputs and its manifest completed; returns the suite folders done. ``FileFormatError``
     (or a subclass) names a file that cannot be read."""
     done: list[Path] = []
-    if not out_dir.is_dir():
-        return done
-    for out in sorted(p for p in out_dir.iterdir() if (p / PENDING).is_file()):
+    for out in pending_suites(out_dir):
         try:
             _report_one(out)
         except (KeyError, TypeError, ValueError) as exc:
@@ -58,3 +57,21 @@ def write_pending_reports(out_dir: Path) -> list[Path]:
             raise FileFormatError(f"{out / PENDING}: cannot be read ({exc})") from None
         done.append(out)
     return done
+
+
+def resume_at_start(out_dir: Path) -> str | None:
+    """At a run's start, before it writes anything: the missing reports of an earlier run stopped while
+    it wrote its outputs into ``out_dir``, written first (this run may then replace some of those folders,
+    not the others); the one line saying so, or None when nothing was pending. A pending
+    file that cannot be read does not stop this run: the line says so and names the command to retry."""
+    if not pending_suites(out_dir):
+        return None
+    try:
+        done = write_pending_reports(out_dir)
+    except (FileFormatError, OSError) as exc:
+        return (
+            f"pytest-gauge warning: an earlier run in {out_dir} stopped before its reports, which could not"
+            f" be written ({exc}); python -m pytest_gauge report {out_dir} tries again"
+        )
+    names = ", ".join(p.name for p in done)
+    return f"pytest-gauge: an earlier run in {out_dir} stopped before its reports: wrote them first ({names})"

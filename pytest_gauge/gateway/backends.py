@@ -11,13 +11,10 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from .endpoint import check_base_url, configured_base_url, normalise_url, read_key
-from .transport import ModelClient
-
-if TYPE_CHECKING:
-    from ..sim.backend import SimBackend
+from .transport import ModelClient, Serve
 
 __all__ = [
     "install_replay_guard",
@@ -64,11 +61,12 @@ def install_replay_guard() -> None:
     _ReplayGuard.active = True
 
 
-def sim_client(backend: SimBackend) -> Callable[[], ModelClient]:
-    """A factory for a :class:`ModelClient` answered in-process by the simulator ``backend``."""
+def sim_client(serve: Serve) -> Callable[[], ModelClient]:
+    """A factory for a :class:`ModelClient` answered in-process by ``serve`` (the simulator backend's
+    ``serve``: the wiring hands it over, so the gateway never names the simulator)."""
 
     def make() -> ModelClient:
-        return ModelClient(SIM_BASE_URL, "sim-backend-no-key", serve=backend.serve)
+        return ModelClient(SIM_BASE_URL, "sim-backend-no-key", serve=serve)
 
     return make
 

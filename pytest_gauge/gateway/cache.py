@@ -11,9 +11,9 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ..files.readwrite import FileFormatError, read_json_object
+from ..records.json_types import JSONObject
 from .store import Store
 
 __all__ = ["TMP_GRACE_SECONDS", "CacheMergeResult", "PruneResult", "merge_caches", "prune_cache"]
@@ -38,7 +38,7 @@ class PruneResult:
         return self.removed_old + self.removed_unpersisted + self.removed_unreadable
 
 
-def _read_entry(path: Path) -> dict[str, Any] | None:
+def _read_entry(path: Path) -> JSONObject | None:
     try:
         return read_json_object(path)
     except FileFormatError:

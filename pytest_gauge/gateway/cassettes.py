@@ -12,13 +12,21 @@ from pathlib import Path
 from typing import Any
 
 from ..files.folders import OutFolder
-from ..files.readwrite import FileFormatError, read_json_object, write_atomic
+from ..files.readwrite import FileFormatError, read_json_object, read_jsonl, write_atomic
 from ..files.replay import Recording, save_recording
 from ..records.work_key import parse_work
 from .endpoint import KEY_VARIABLE
 from .store import Store
 
-__all__ = ["DROPPED_FIELDS", "ExportResult", "export_cassettes", "scrub_entry"]
+__all__ = [
+    "DROPPED_FIELDS",
+    "CassetteError",
+    "ExportResult",
+    "RunKeys",
+    "export_cassettes",
+    "run_keys",
+    "scrub_entry",
+]
 
 DROPPED_FIELDS = frozenset({"run_id", "created"})
 _SECRET_NAME = re.compile(r"authorization|api_?key|headers?$|^cookie$|^set_cookie$")
@@ -47,6 +55,60 @@ def _has_secret_field(entry: Mapping[str, Any]) -> bool:
     return any(_secret_name(name) for part in parts for name in part) or bool(DROPPED_FIELDS & set(entry))
 
 
+class CassetteError(Exception):
+    """An export that cannot be made as asked (a run whose ledger is not found): the message says why."""
+
+
+@dataclass(frozen=True)
+class RunKeys:
+    """The cache keys one run of a suite used (its ledger's ``request`` of every answered call, live or
+    from the cache), the run ids of those calls, and the output folder whose manifest describes it."""
+
+    run_ids: tuple[str, ...]
+    keys: frozenset[str]
+    out_dir: Path
+
+
+def _ledger_rows(path: Path) -> list[dict[str, Any]]:
+    try:
+        return read_jsonl(path)
+    except FileFormatError as exc:
+        raise CassetteError(str(exc)) from None
+
+
+def run_keys(run: str, suite: str, out_dir: str | os.PathLike[str]) -> RunKeys:
+    """The keys of the run ``run`` names: a run's ``--gauge-out`` folder, its suite folder or its
+    ``agent_runs.jsonl``; else a run id, looked up in ``<out_dir>/<suite>/agent_runs.jsonl``. A ledger
+    links a run to the entries it used: each answered call's ``request`` is its cache key."""
+    given = Path(run)
+    if given.is_file():
+        ledger, out = given, given.parent.parent
+    elif (given / "agent_runs.jsonl").is_file():
+        ledger, out = given / "agent_runs.jsonl", given.parent
+    elif given.is_dir():
+        ledger, out = OutFolder(given).suite(suite).ledger, given
+    else:
+        ledger, out = OutFolder(Path(out_dir)).suite(suite).ledger, Path(out_dir)
+    if not ledger.is_file():
+        raise CassetteError(
+            f"no ledger {ledger} for run {run!r}: give the run's --gauge-out folder, or its id with --out"
+            " naming the folder it wrote"
+        )
+    rows = [r for r in _ledger_rows(ledger) if r.get("suite") == suite]
+    ids = sorted({str(r.get("run_id")) for r in rows})
+    if not given.exists():  # a run id: only its lines (the folder may hold a later run's)
+        if run not in ids:
+            seen = ", ".join(ids) or "none"
+            raise CassetteError(
+                f"{ledger} holds no call of suite {suite} by run {run!r} (runs there: {seen})"
+            )
+        rows = [r for r in rows if r.get("run_id") == run]
+    keys = frozenset(str(r["request"]) for r in rows if r.get("request") and r.get("status") == "ok")
+    if not keys:
+        raise CassetteError(f"{ledger}: no call of suite {suite} used the cache; was it on (--gauge-cache)?")
+    return RunKeys(tuple(sorted({str(r.get("run_id")) for r in rows})), keys, out)
+
+
 @dataclass(frozen=True)
 class ExportResult:
     """What an export wrote: the keys exported, the suites present in the cache, and keys refused."""
@@ -56,6 +118,7 @@ class ExportResult:
     refused: tuple[str, ...]
     gateway: str | None = None  # the gateway whose entries were exported
     other_gateways: tuple[tuple[str, int], ...] = ()  # the suite's entries of other gateways, not exported
+    missing: tuple[str, ...] = ()  # keys the named run used that the cache no longer holds as persisted
 
 
 def _review_json(value: Any) -> str:
@@ -99,12 +162,14 @@ def export_cassettes(
     environ: Mapping[str, str] | None = None,
     out_dir: str | os.PathLike[str] = "gauge-out",
     gateway: str | None = None,
+    only: frozenset[str] | None = None,
 ) -> ExportResult:
     """Copy the suite's persisted cache entries into ``to`` (same content-addressed layout, readable by
     :class:`Store`), scrubbed and pretty-printed, then rewrite ``to/README.md`` and the suite's entry of
     ``to/recording.json`` (what replay needs without the recording's environment). Entries in which the
     value of ``TAOTOKEN_API_KEY`` appears are refused, not exported. One gateway's entries per export
-    (replay keys requests by gateway): ``gateway``, else the one of the suite's latest entry."""
+    (replay keys requests by gateway): ``gateway``, else the one of the suite's latest entry. ``only``:
+    the keys of one run (:func:`run_keys`), the others are left out."""
     env = os.environ if environ is None else environ
     key_value = env.get(KEY_VARIABLE, "").strip()
     source = Store(Path(cache_dir) / "responses")
@@ -121,7 +186,7 @@ def export_cassettes(
         entry_suite = meta.get("suite") if isinstance(meta, dict) else None
         if isinstance(entry_suite, str):
             suites.add(entry_suite)
-        if entry_suite == suite and entry.get("persist") is True:
+        if entry_suite == suite and entry.get("persist") is True and (only is None or key in only):
             mine[key] = entry
     chosen, others = _one_gateway(mine, gateway)
     for key, entry in mine.items():
@@ -138,7 +203,8 @@ def export_cassettes(
     if exported:
         write_atomic(Path(to) / "README.md", _readme(dest))
         save_recording(to, _recording(suite, [dest.get(k) for k in exported], out_dir))
-    return ExportResult(tuple(exported), tuple(sorted(suites)), tuple(refused), chosen, others)
+    missing = tuple(sorted(only - set(mine))) if only is not None else ()
+    return ExportResult(tuple(exported), tuple(sorted(suites)), tuple(refused), chosen, others, missing)
 
 
 def _gateway_of(entry: Mapping[str, Any]) -> str | None:

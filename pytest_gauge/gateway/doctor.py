@@ -15,8 +15,10 @@ import urllib.parse
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TextIO
+from typing import TYPE_CHECKING, Literal, TextIO
 
+from ..records import NEUTRAL_API
+from ..records.json_types import JSONObject
 from .diagnosis import diagnose
 from .endpoint import (
     KEY_VARIABLE,
@@ -32,7 +34,6 @@ from .endpoint import (
 )
 from .endpoint import read_key as _read_key
 from .errors import rejects_format
-from .gateway import ANTHROPIC_VERSION
 from .program_doctor import (
     ClaudeSettings,
     Finding,
@@ -50,6 +51,8 @@ from .program_doctor import (
 from .redact import redact as _redact
 from .transport import APIConnectionError, APITimeoutError, CallError, status_error, tls_context
 from .wire import wire_format
+from .wire.anthropic import MESSAGES
+from .wire.responses import RESPONSES
 
 if TYPE_CHECKING:  # openai is imported where a check runs: the CLI's other commands start without it
     import openai
@@ -112,11 +115,11 @@ class Target:
 
     model: str
     roles: str
-    response_formats: tuple[dict[str, Any] | None, ...] = (None,)
+    response_formats: tuple[JSONObject | None, ...] = (None,)
     """The formats to try in order (a judge's JSON-mode chain); the first one accepted is reported."""
     origin: str | None = None
     """The environment variable the model name was read from (``env_model``), for the fix."""
-    api: str = "chat"
+    api: str = NEUTRAL_API
     """The wire format the role calls the model in (``api=``): the probe is sent in it."""
 
 
@@ -322,7 +325,7 @@ def claude_settings_checks(
     if files and not checks:
         checks.append(Check("ok", "Claude Code settings", ", ".join(f.path for f in files)))
     model = claude_model(files, environ)
-    target = None if model is None else Target(model[0], f"Claude Code ({model[1]})", api="anthropic")
+    target = None if model is None else Target(model[0], f"Claude Code ({model[1]})", api=MESSAGES.api)
     return checks, target
 
 
@@ -335,7 +338,7 @@ def codex_model_target(environ: Mapping[str, str]) -> Target | None:
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
         return None  # codex_checks names the problem
     model = data.get("model")
-    return Target(model, f"Codex (model in {path})", api="responses") if isinstance(model, str) else None
+    return Target(model, f"Codex (model in {path})", api=RESPONSES.api) if isinstance(model, str) else None
 
 
 def _check(finding: Finding) -> Check:
@@ -389,23 +392,23 @@ def _client(base_url: str, key: str, timeout: float) -> openai.OpenAI:
     )
 
 
-_PING_TOKENS = {"responses": 16}  # the least max_output_tokens OpenAI's Responses API takes
-
-
 def _ping(
-    client: openai.OpenAI, model: str | None, response_format: dict[str, Any] | None = None, api: str = "chat"
+    client: openai.OpenAI,
+    model: str | None,
+    response_format: JSONObject | None = None,
+    api: str = NEUTRAL_API,
 ) -> None:
     """One minimal call (``max_tokens=1``) in the wire format ``api`` or, without a model, ``GET /models``.
     Raises on failure."""
     if model is None:
         client.models.list()
-    elif api != "chat":
-        chat: dict[str, Any] = {"model": model, "messages": [{"role": "user", "content": "ping"}]}
-        chat["max_tokens"] = _PING_TOKENS.get(api, 1)
+    elif api != NEUTRAL_API:
+        fmt = wire_format(api)
+        chat: JSONObject = {"model": model, "messages": [{"role": "user", "content": "ping"}]}
+        chat["max_tokens"] = fmt.ping_tokens
         if response_format:
             chat["response_format"] = response_format
-        fmt = wire_format(api)
-        headers = {"anthropic-version": ANTHROPIC_VERSION} if api == "anthropic" else {}
+        headers = dict(fmt.request_headers)
         path = fmt.request_path(str(client.base_url))
         client.post(path, body=fmt.request_body(chat), cast_to=object, options={"headers": headers})
     else:
@@ -528,7 +531,7 @@ def _probe(base_url: str, key: str, target: Target | None, timeout: float) -> Ch
     if target is None:
         return Check("ok", topic, "answered")
     fmt = target.response_formats[len(refused)]
-    call = {"chat": "chat", "anthropic": "Messages (api=anthropic)", "responses": "Responses"}[target.api]
+    call = wire_format(target.api).title
     what = f"answered a 1-token {call} call" + (f" with response_format {fmt['type']}" if fmt else "")
     if refused:
         fix = "nothing to do: the judge falls back the same way once per run (said in the summary)"

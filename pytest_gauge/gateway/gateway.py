@@ -11,21 +11,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import email.utils
 import json
 import random
-import re
 import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..records import ChatResult, LedgerRecord
-from ..records.prices import PriceTable
-from ..records.work_key import parse_work
+from ..records import NEUTRAL_API, ChatResult, LedgerRecord
+from ..records.json_types import JSONObject
 from .diagnosis import final_error, is_timeout, server_message
-from .endpoint import KEY_VARIABLE, ROLE_KEY_VARIABLES, URL_VARIABLE, key_variable, role_keys
+from .endpoint import KEY_VARIABLE, URL_VARIABLE
 from .errors import (
     FORMAT_REFUSAL_STATUSES,
     GatewayError,
@@ -33,23 +30,23 @@ from .errors import (
     ModelKeyRejected,
     ModelNotFound,
     ReplayMiss,
-    RunStopped,
     names_format,
 )
-from .ledger import INTERRUPTED, SENT, Ledger
-from .limits import (
-    InFlightLimit,
-    ModelPacer,
-    ModelRates,
-    RateLimit,
-    SpendLimit,
-    model_wait,
-    output_tokens_cap,
-    prompt_tokens_estimate,
-)
-from .model_stops import ModelStops
+from .ledger import INTERRUPTED, SENT
+from .limits import model_wait, output_tokens_cap, prompt_tokens_estimate
 from .replay_diff import explain_miss
 from .response import BadResponse
+from .server_hints import backoff, gateway_said, retry_delay, served_model
+from .shared import (
+    REUSING_MODES,
+    CallContext,
+    GatewayResources,
+    GatewaySettings,
+    GatewayShared,
+    GatewayState,
+    WireReply,
+    live_keys,
+)
 from .store import Store, content_key
 from .transport import APIStatusError, attempt_failures, encode_body
 from .wire import Api, WireFormat, wire_format
@@ -74,240 +71,6 @@ __all__ = [
 CACHE_FORMAT_VERSION = 1
 RETRYABLE = frozenset({408, 409, 429})
 _NO_JITTER = random.Random(0)  # retry_delay reads the headers' hint only: no draw is made from it
-ANTHROPIC_VERSION = "2023-06-01"
-"""The ``anthropic-version`` header every Messages request carries (the API refuses a request without it)."""
-AUTHS = ("bearer", "x-api-key")
-"""Where a call sends the key: ``Authorization: Bearer`` (the default, as Claude Code's
-``ANTHROPIC_AUTH_TOKEN``) or an ``x-api-key`` header (Anthropic's own form, for a gateway that wants it)."""
-
-
-@dataclass(frozen=True)
-class WireReply:
-    """One logical call's answer in its wire format: the format's own response (as the server sent it,
-    checked), the same answer viewed as a chat completion, and the ledger line of the attempt that
-    answered (or of the cache hit)."""
-
-    response: dict[str, Any]
-    result: ChatResult
-    record: LedgerRecord
-
-
-REPLAY_THEN_LIVE = "replay-then-live"  # --gauge-cache: answer what is recorded, send only the misses
-REUSING_MODES = ("use", REPLAY_THEN_LIVE)  # cache modes that answer from persisted entries
-
-
-@dataclass(frozen=True)
-class CallContext:
-    """Which work a call belongs to (docs/protocol.md#ledger): suite, task, work key, strategy."""
-
-    suite: str
-    task_id: str
-    work: str
-    strategy: str = "single"
-
-    def cache_scope(self) -> int | str:
-        """What keys the cache beside the request. For the engine's work
-        (``transcript/<task>/<agent>/<sample>``, ``judge/<case>/<judge>/<repeat>``) only the sample or repeat
-        index, so best-of-N and repeats get distinct entries while identical requests of different cases
-        share one; any other work (ad-hoc fixture calls) keeps entries of its own."""
-        key = parse_work(self.work)
-        return key.index if key is not None else self.work
-
-
-@dataclass(frozen=True)
-class GatewaySettings:
-    """The run's plain settings every suite's gateway reads and none changes: the run id, the cache mode,
-    retries, timeout and caps, and where the keys and model names came from."""
-
-    run_id: str
-    cache_mode: str
-    replay: bool
-    max_retries: int
-    timeout: float
-    retry_after_cap: float
-    model_variables: Mapping[str, str] = field(default_factory=dict)  # model -> the variable it came from
-    key_variables: Mapping[str, str] | None = None  # live: role -> the variable whose key it sends
-    role_keys: Mapping[str, str] = field(default_factory=dict)  # role -> its own key (never written anywhere)
-    anthropic_auth: str = "bearer"  # where Messages calls send the key (AUTHS): --gauge-anthropic-auth
-    backoff_base: float = 0.25  # seconds before the first retry when the server names no wait (doubling)
-
-
-@dataclass(frozen=True)
-class GatewayResources:
-    """What this process's gateways share and use: the ledger, the run's limits (slots, rate, budget,
-    per-model buckets, the pacer), the prices, the response cache and the model stops."""
-
-    ledger: Ledger
-    slots: InFlightLimit
-    rate: RateLimit
-    budget: SpendLimit
-    prices: PriceTable
-    cache: Store | None
-    stops: ModelStops = field(default_factory=lambda: ModelStops(None))
-    model_rates: ModelRates | None = None  # --gauge-rpm/--gauge-tpm MODEL=N
-    pacer: ModelPacer | None = None  # adaptive concurrency per model (halve on 429, +1 per success)
-    recorded: Store | None = None  # replay-then-live: exported cassettes, read after the cache, never written
-
-
-@dataclass
-class GatewayState:
-    """What changes while this process's gateways run: the first-call gates, the run's fatal error and
-    stop, the attempts in flight and the counters the progress line and the end of the run read."""
-
-    fatal: GatewayError | None = None
-    first_ok: asyncio.Event = field(default_factory=asyncio.Event)
-    first_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    model_gates: dict[tuple[str, str], tuple[asyncio.Event, asyncio.Lock]] = field(default_factory=dict)
-    stopping: bool = False
-    in_flight: int = 0  # attempts sent and not yet answered (a stop waits for them, briefly)
-    peak_in_flight: int = 0  # the most attempts this process had in flight at once
-    rate_limit_waits: int = 0
-    damaged_entries: int = 0  # cache entries refused as misses (damaged, or not matching their key)
-    first_damaged: str | None = None
-    damaged_keys: set[str] = field(default_factory=set)
-
-    def damaged_entry(self, key: str, problem: str) -> None:
-        """A cache entry refused as a miss (see ``Gateway._entry_problem``): counted; the run's end says
-        how many in one warning line (``first_damaged`` keeps the first one's key and problem)."""
-        if key in self.damaged_keys:  # looked up again under its lock: one entry, counted once
-            return
-        self.damaged_keys.add(key)
-        self.damaged_entries += 1
-        if self.first_damaged is None:
-            self.first_damaged = f"{key[:16]}...: {problem}"
-
-    def model_gate(self, role: str, model: str) -> tuple[asyncio.Event, asyncio.Lock]:
-        """The first-call gate of (role, model): set once a call to it has worked."""
-        gate = self.model_gates.get((role, model))
-        if gate is None:
-            gate = self.model_gates[(role, model)] = (asyncio.Event(), asyncio.Lock())
-        return gate
-
-
-@dataclass(frozen=True)
-class GatewayShared:
-    """Per-process things every suite's gateway shares: its settings, its resources and its state."""
-
-    settings: GatewaySettings
-    resources: GatewayResources
-    state: GatewayState = field(default_factory=GatewayState)
-
-    def check_open(self, role: str, model: str) -> None:
-        """Raise instead of sending: the run is stopping, a fatal error was seen, or this (role, model)
-        was stopped (:mod:`.model_stops`: unknown, timing out, ...)."""
-        if self.state.stopping:
-            raise RunStopped(
-                "the run is stopping (Ctrl-C or SIGTERM)", "re-run: finished calls come from the cache"
-            )
-        if self.state.fatal is not None:
-            raise self.state.fatal
-        self.resources.stops.check(role, model)
-
-
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
-_DURATIONS = re.compile(r"(?:\d+(?:\.\d+)?(?:ms|s|m|h))+")
-_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
-
-
-def _seconds(text: str, now: float | None = None) -> float | None:
-    """``"1.5"`` seconds, an HTTP date, or a duration such as ``"6m0s"`` / ``"20ms"`` (OpenAI's
-    ``x-ratelimit-reset-*``), as seconds from now; None when unreadable."""
-    text = text.strip()
-    try:
-        return max(0.0, float(text))
-    except ValueError:
-        pass
-    if _DURATIONS.fullmatch(text):
-        return sum(float(a) * _UNIT_SECONDS[b] for a, b in _DURATION.findall(text))
-    try:
-        parsed = email.utils.parsedate_to_datetime(text)
-    except (TypeError, ValueError, IndexError):
-        return None
-    return max(0.0, parsed.timestamp() - (now if now is not None else time.time()))
-
-
-def retry_delay(
-    headers: Mapping[str, str], attempt: int, rng: random.Random, now: float | None = None
-) -> float | None:
-    """Seconds the server asks us to wait, else None: ``retry-after-ms``, ``Retry-After`` (seconds or an
-    HTTP date), provider-prefixed forms (``llm_provider-retry-after``, ``x-...-retry-after-ms``), then
-    the longer of ``x-ratelimit-reset-requests`` / ``-tokens``."""
-    found = {str(k).lower(): str(v) for k, v in headers.items()}
-    for name in ("retry-after-ms", *sorted(k for k in found if k.endswith("-retry-after-ms"))):
-        if name in found:
-            try:
-                return max(0.0, float(found[name]) / 1000.0)
-            except ValueError:
-                pass
-    for name in ("retry-after", *sorted(k for k in found if k.endswith("-retry-after"))):
-        wait = _seconds(found[name], now) if name in found else None
-        if wait is not None:
-            return wait
-    resets = ("x-ratelimit-reset-requests", "x-ratelimit-reset-tokens")
-    known = [w for k in resets if k in found and (w := _seconds(found[k], now)) is not None]
-    return max(known) if known else None
-
-
-def backoff(attempt: int, rng: random.Random, base: float = 0.25, cap: float = 8.0) -> float:
-    """Capped exponential backoff with ±25% jitter."""
-    return float(min(cap, base * 2.0 ** (attempt - 1)) * rng.uniform(0.75, 1.25))
-
-
-def live_keys(backend: str, environ: Mapping[str, str]) -> dict[str, Any]:
-    """The gateway's per-role keys for a live run (``GatewaySettings``' ``key_variables`` and
-    ``role_keys``); nothing for the simulator or a replay, which send no key."""
-    if backend != "live":
-        return {}
-    own = role_keys(environ)
-    return {
-        "key_variables": {role: key_variable(role, environ) for role in ROLE_KEY_VARIABLES},
-        "role_keys": {role: key for role, (_, key) in own.items()},
-    }
-
-
-def served_model(requested: str, answered: object) -> str | None:
-    """The model that answered when it is not the one requested (a proxy's fallback), else None. A dated
-    or provider-qualified name of the same model (``gpt-4o-2024-08-06`` for ``gpt-4o``,
-    ``gpt-4o`` for ``openai/gpt-4o``) is the same model."""
-    if not isinstance(answered, str) or not answered or answered == requested:
-        return None
-    bare = requested.rsplit("/", 1)[-1]
-    if answered.startswith((requested, bare)) or answered.rsplit("/", 1)[-1] == bare:
-        return None
-    return answered
-
-
-_PROXY_RETRIED = re.compile(r"LiteLLM Retried: (\d{1,4}) times")
-"""How LiteLLM's proxy says, in an error's message, the upstream retries behind an attempt it failed (it
-sends ``x-litellm-attempted-retries`` only with a success)."""
-
-
-def _retried_in(body: object) -> int | None:
-    """The retries a proxy's error body says it made upstream (its first 64 KiB read), or None."""
-    if body is None:
-        return None
-    text = body if isinstance(body, str) else json.dumps(body, default=str)
-    found = _PROXY_RETRIED.search(text[:65536])
-    return int(found.group(1)) if found else None
-
-
-def gateway_said(headers: Mapping[str, str], body: object = None) -> dict[str, Any]:
-    """What a proxy reports beside the answer: retries it made upstream within this attempt (the
-    ``x-litellm-attempted-retries`` header, or for an error the "LiteLLM Retried: N times" of its
-    ``body``) and the cost it computed (``x-litellm-response-cost``)."""
-    said: dict[str, Any] = {}
-    retries = (headers.get("x-litellm-attempted-retries") or "").strip()
-    plain = retries.isascii() and retries.isdigit() and len(retries) <= 4  # "²" and 5,000 digits: not a count
-    count = int(retries) if plain else _retried_in(body)
-    if count:
-        said["gateway_retries"] = count
-    cost = headers.get("x-litellm-response-cost")
-    if cost is not None:
-        try:
-            said["gateway_cost"] = float(cost)
-        except ValueError:
-            pass
-    return said
 
 
 class Gateway:
@@ -359,7 +122,7 @@ class Gateway:
             await self._client.aclose()
 
     def cache_key(
-        self, body: dict[str, Any], ctx: CallContext, api: Api = "chat", headers: PassedHeaders = ()
+        self, body: JSONObject, ctx: CallContext, api: Api = NEUTRAL_API, headers: PassedHeaders = ()
     ) -> str:
         """The canonical request (its format's :meth:`~.wire.WireFormat.cache_material`) plus the sample
         index: never the key, headers, timeouts or retry settings, nor which case or agent asked (identical
@@ -371,13 +134,13 @@ class Gateway:
             "scope": ctx.cache_scope(),
             **wire_format(api).cache_material(body),
         }
-        if api != "chat":
+        if api != NEUTRAL_API:
             material["api"] = api
         if headers:  # only then: keys of calls without passed headers stay those of earlier versions
             material["headers"] = dict(headers)
         return content_key(material)
 
-    def _usable(self, entry: dict[str, Any] | None) -> bool:
+    def _usable(self, entry: JSONObject | None) -> bool:
         if entry is None:
             return False
         if entry.get("run_id") == self.settings.run_id:
@@ -395,7 +158,7 @@ class Gateway:
         model: str,
         *,
         status: str,
-        response: dict[str, Any] | None = None,
+        response: JSONObject | None = None,
         latency: float = 0.0,
         cache_hit: bool = False,
         http_status: int | None = None,
@@ -403,7 +166,7 @@ class Gateway:
         possibly_billed: bool = False,
         request: str | None = None,
         said: Mapping[str, Any] | None = None,
-        api: Api = "chat",
+        api: Api = NEUTRAL_API,
     ) -> LedgerRecord:
         """The ledger line of one attempt or cache hit; ``response`` is the format's own (checked) one."""
         keys = self.settings.key_variables
@@ -468,7 +231,7 @@ class Gateway:
         )  # fmt: skip
         return _reply(response, record)
 
-    def _entry_problem(self, entry: dict[str, Any], key: str, ctx: CallContext, api: Api) -> str | None:
+    def _entry_problem(self, entry: JSONObject, key: str, ctx: CallContext, api: Api) -> str | None:
         """Why a cache entry (or cassette) cannot be served, or None: it is of the call's wire format (an
         entry without ``api`` is a chat one), its stored request must hash to the key it is filed under (an
         entry copied over another, or edited, does not), and its response must be one the format's reader
@@ -477,7 +240,7 @@ class Gateway:
         request = entry.get("request")
         if not isinstance(request, dict):
             return "it stores no request"
-        stored = entry.get("api", "chat")
+        stored = entry.get("api", NEUTRAL_API)
         if stored != api:
             return f"it stores a {stored!r} response, not a {api!r} one"
         fmt = wire_format(api)
@@ -495,14 +258,14 @@ class Gateway:
                 return "its response was changed after it was stored"
             fmt.parse_response(json.dumps(response).encode())
         except BadResponse as exc:
-            what = "a chat completion" if api == "chat" else f"an {api} response"
+            what = "a chat completion" if api == NEUTRAL_API else f"an {api} response"
             return f"its response is not {what} ({exc.problem})"
         except (TypeError, ValueError):
             return "its stored request is not JSON data"
         return None
 
     async def chat(
-        self, ctx: CallContext, seq: int, role: str, model: str, body: dict[str, Any], api: Api = "chat"
+        self, ctx: CallContext, seq: int, role: str, model: str, body: JSONObject, api: Api = NEUTRAL_API
     ) -> ChatResult:
         """One logical call from a chat request body (the package's neutral shape), sent in the wire
         format ``api`` (its :meth:`~.wire.WireFormat.request_body`), answered as a chat completion.
@@ -521,7 +284,7 @@ class Gateway:
         role: str,
         model: str,
         api: Api,
-        body: dict[str, Any],
+        body: JSONObject,
         headers: Mapping[str, str] | None = None,
     ) -> WireReply:
         """One logical call with ``body`` already in the wire format ``api``'s request shape (no
@@ -577,7 +340,7 @@ class Gateway:
         HTTP 403): nothing was sent, nothing is billed (gateway/route_policy.py)."""
         self._record(ctx, seq, 1, role, model, status="refused", http_status=403, error=reason, api=api)
 
-    def _entry(self, call: _Call, response: dict[str, Any]) -> dict[str, Any]:
+    def _entry(self, call: _Call, response: JSONObject) -> JSONObject:
         """The cache entry of a call's answer: the request and the format's own response (``api`` says
         which format; every 200 the rules score is kept, truncated ones too, so a re-run sends nothing)."""
         return {
@@ -601,7 +364,7 @@ class Gateway:
             "created": time.time(),
         }
 
-    async def _send(self, call: _Call) -> tuple[dict[str, Any], LedgerRecord]:
+    async def _send(self, call: _Call) -> tuple[JSONObject, LedgerRecord]:
         """Send with retries behind two first-call gates: until one call of this process has worked
         (a bad key or URL), and until one call to this (role, model) has worked (a wrong model name),
         calls go one at a time, so such a mistake reaches the server once per worker, not once per call."""
@@ -618,7 +381,7 @@ class Gateway:
                     lock.release()
         return await self._send_with_retries(call)
 
-    async def _send_with_retries(self, call: _Call) -> tuple[dict[str, Any], LedgerRecord]:
+    async def _send_with_retries(self, call: _Call) -> tuple[JSONObject, LedgerRecord]:
         """Attempts until one gives a usable completion; :meth:`_retry_wait` decides after each failure."""
         shared = self.shared
         settings, res, state = self.settings, self.resources, self.state
@@ -728,15 +491,13 @@ class Gateway:
         elif isinstance(failure, APIStatusError) and failure.status_code == 429:
             pacer.slowed(model, hinted=retry_delay(failure.headers, 1, _NO_JITTER) is not None)
 
-    async def _post(self, a: _Attempt, content: bytes) -> tuple[dict[str, Any], Mapping[str, str]]:
+    async def _post(self, a: _Attempt, content: bytes) -> tuple[JSONObject, Mapping[str, str]]:
         """The POST of ``content`` (the call's body, encoded once) to the format's path and the whole
         body, within ``--gauge-timeout`` in all, refused past the body bound (:mod:`.transport`); the
         format's parsed, checked response and the response's headers."""
         client, fmt = self.client, wire_format(a.api)
-        auth = self.settings.anthropic_auth if a.api == "anthropic" else "bearer"
-        headers = dict(a.headers)
-        if a.api == "anthropic":
-            headers["anthropic-version"] = ANTHROPIC_VERSION
+        auth = self.settings.anthropic_auth if fmt.own_auth else "bearer"
+        headers = {**dict(a.headers), **fmt.request_headers}
         own = self.settings.role_keys.get(a.role)  # the role's own key, else the client's
         path = fmt.request_path(client.base_url)  # Messages: the Anthropic SDK's URL for the same base
         body, answered = await client.post(
@@ -786,7 +547,7 @@ class Gateway:
             status, error = "timeout", type(failure).__name__
         else:
             status, error = "connection_error", type(failure).__name__
-        said: dict[str, Any] = {}
+        said: JSONObject = {}
         if isinstance(failure, APIStatusError):
             said = gateway_said(failure.headers, failure.body)
             wait = retry_delay(failure.headers, a.attempt, random.Random(0))
@@ -901,9 +662,9 @@ class _Call:
     seq: int
     role: str
     model: str
-    body: dict[str, Any]
+    body: JSONObject
     request: str | None
-    api: Api = "chat"
+    api: Api = NEUTRAL_API
     headers: PassedHeaders = ()  # a proxied client's own headers of the format's passed_headers
     encoded: list[bytes] = field(default_factory=list, compare=False)  # the body's JSON, once made
 
@@ -931,12 +692,12 @@ class _Attempt(_Call):
 class _Outcome:
     """An attempt's result: the completion and its ledger line, or the failure and its line."""
 
-    response: dict[str, Any] | None
+    response: JSONObject | None
     record: LedgerRecord
     failure: Exception | None
 
 
-def _reply(response: dict[str, Any], record: LedgerRecord) -> WireReply:
+def _reply(response: JSONObject, record: LedgerRecord) -> WireReply:
     """A call's reply: the format's response, its chat-completion view as a ChatResult, and its line."""
     completion = wire_format(record.api).completion(response)
     choice = (completion.get("choices") or [{}])[0]

@@ -20,10 +20,10 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from ..files.folders import RunFolder
 from ..records import LedgerRecord, dumps
+from ..records.json_types import JSONObject
 
 __all__ = [
     "INTERRUPTED",
@@ -155,7 +155,7 @@ class _SentLine:
     status = SENT
     cache_hit = False
 
-    def __init__(self, row: dict[str, Any]) -> None:
+    def __init__(self, row: JSONObject) -> None:
         self.row = row
         self.call_id, self.attempt, self.request = row["call_id"], row["attempt"], row.get("request")
 

@@ -29,6 +29,7 @@ from typing import Any, Protocol
 
 from ..files.folders import RunFolder
 from ..files.locks import lock_file, unlock_file
+from ..records.json_types import JSONObject
 from .errors import BudgetExhausted
 
 __all__ = [
@@ -114,7 +115,7 @@ class StateStore(Protocol):
     """A small JSON-like state changed atomically: :class:`SharedState` (a file under ``flock``, every
     process of the run) or :class:`LocalState` (this process's memory)."""
 
-    def update(self, fn: Callable[[dict[str, Any]], Any]) -> Any:
+    def update(self, fn: Callable[[JSONObject], Any]) -> Any:
         """Apply ``fn`` to the state (mutating it in place), alone, and return what it returns."""
 
 
@@ -327,14 +328,14 @@ class SharedState:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
 
-    def update(self, fn: Callable[[dict[str, Any]], Any]) -> Any:
+    def update(self, fn: Callable[[JSONObject], Any]) -> Any:
         """Apply ``fn`` to the state (mutating it in place) and return what it returns."""
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             lock_file(fd, block=True)
             with os.fdopen(os.dup(fd), "r+", encoding="utf-8") as fh:
                 text = fh.read()
-                state: dict[str, Any] = json.loads(text) if text else {}
+                state: JSONObject = json.loads(text) if text else {}
                 result = fn(state)
                 fh.seek(0)
                 fh.truncate()
@@ -344,7 +345,7 @@ class SharedState:
             unlock_file(fd)
             os.close(fd)
 
-    def read(self) -> dict[str, Any]:
+    def read(self) -> JSONObject:
         return dict(self.update(lambda s: dict(s)))
 
 
@@ -353,10 +354,10 @@ class LocalState:
     limit that only this process keeps (one test's ``gauge_budget``)."""
 
     def __init__(self) -> None:
-        self._state: dict[str, Any] = {}
+        self._state: JSONObject = {}
         self._lock = threading.Lock()
 
-    def update(self, fn: Callable[[dict[str, Any]], Any]) -> Any:
+    def update(self, fn: Callable[[JSONObject], Any]) -> Any:
         with self._lock:
             return fn(self._state)
 
@@ -374,7 +375,7 @@ class RateLimiter:
         self.waited_s = 0.0
 
     def _take(self, tokens: int, now: float) -> float:
-        def take(s: dict[str, Any]) -> float:
+        def take(s: JSONObject) -> float:
             wait = 0.0
             for name, per_min, amount in (("req", self.rpm, 1), ("tok", self.tpm, tokens)):
                 if not per_min:
@@ -413,7 +414,7 @@ class RateLimiter:
         if not self.tpm or actual == estimated:
             return
 
-        def fix(s: dict[str, Any]) -> None:
+        def fix(s: JSONObject) -> None:
             s["tok_level"] = s.get("tok_level", 0.0) - (actual - estimated)
 
         self.state.update(fix)
@@ -470,7 +471,7 @@ class Budget(BudgetLimits):
         self.state = state
 
     def reserve(self, task_id: str, usd: float, tokens: int) -> Reservation:
-        def take(s: dict[str, Any]) -> str | None:
+        def take(s: JSONObject) -> str | None:
             spent_usd = s.get("spent_usd", 0.0) + s.get("reserved_usd", 0.0)
             spent_tok = s.get("spent_tokens", 0) + s.get("reserved_tokens", 0)
             task_spent = s.get("tasks", {}).get(task_id, 0.0)
@@ -490,7 +491,7 @@ class Budget(BudgetLimits):
         return Reservation(usd, tokens, task_id)
 
     def settle(self, r: Reservation, usd: float, tokens: int) -> None:
-        def fix(s: dict[str, Any]) -> None:
+        def fix(s: JSONObject) -> None:
             s["reserved_usd"] = s.get("reserved_usd", 0.0) - r.usd
             s["reserved_tokens"] = s.get("reserved_tokens", 0) - r.tokens
             s["spent_usd"] = s.get("spent_usd", 0.0) + usd

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from ..records.json_types import JSONObject
 from .endpoint import KEY_VARIABLE, URL_VARIABLE, check_base_url, fixed_path_url
 
 __all__ = [
@@ -287,7 +288,7 @@ def read_claude_settings(path: Path) -> ClaudeSettings | Finding:
         )
     data = data if isinstance(data, dict) else {}
     raw = data.get("env")
-    env: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    env: JSONObject = raw if isinstance(raw, dict) else {}
     clean = {str(k): str(v) for k, v in env.items() if isinstance(v, str | int | float)}
     model = data.get("model") if isinstance(data.get("model"), str) else None
     return ClaudeSettings(str(path), clean, model, bool(data.get("apiKeyHelper")))

@@ -36,12 +36,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
+from ..records.json_types import JSONObject
 from .backends import replay_guard
 from .endpoint import ROLE_KEY_VARIABLES, key_variables
 from .errors import GatewayError
 from .redact import MIN_RUN, known_secrets, redact
 from .route_policy import Refusals, RoutePolicy, refusal
-from .wire import APIS, Api, WireFormat, wire_format
+from .wire import APIS, NEUTRAL_API, Api, WireFormat, wire_format
 from .wire.sse import encode_events
 
 if TYPE_CHECKING:
@@ -123,7 +124,7 @@ class WireRequest:
     role: str
     model: str
     api: Api
-    body: dict[str, Any]
+    body: JSONObject
     headers: Mapping[str, str] | None = None
 
 
@@ -469,7 +470,7 @@ class RecordingProxy:
         return any(hmac.compare_digest(t.encode(), self.token.encode()) for t in presented_tokens(headers))
 
     async def _forward(
-        self, work: _Work, fmt: WireFormat, body: dict[str, Any], client_headers: Mapping[str, str]
+        self, work: _Work, fmt: WireFormat, body: JSONObject, client_headers: Mapping[str, str]
     ) -> ProxyAnswer:
         """The request through the gateway, as the unit's next call (with the client's headers of the
         format's ``passed_headers``, e.g. ``anthropic-beta``); the answer whole or as events."""
@@ -496,7 +497,7 @@ class RecordingProxy:
         headers["x-gauge-cache"] = "hit" if reply.record.cache_hit else "miss"
         if stream:
             events = fmt.stream_events(reply.response)
-            data = encode_events(events, done_marker=fmt.api == "chat")
+            data = encode_events(events, done_marker=fmt.done_marker)
             sse = {"content-type": "text/event-stream", "cache-control": "no-cache", **headers}
             return ProxyAnswer(200, data, sse)
         return ProxyAnswer(200, _json(reply.response), {"content-type": "application/json", **headers})
@@ -517,7 +518,7 @@ def _not_a_bad_request(record: logging.LogRecord) -> bool:
     return not (record.exc_info and isinstance(record.exc_info[1], HttpProcessingError))
 
 
-def _json_body(fmt: WireFormat, raw: bytes) -> dict[str, Any] | ProxyAnswer:
+def _json_body(fmt: WireFormat, raw: bytes) -> JSONObject | ProxyAnswer:
     """A request body as the JSON object with a model it must be, else the 400 saying what it is."""
     try:
         body = json.loads(raw.decode("utf-8"))
@@ -539,7 +540,7 @@ def _api_of_path(path: str) -> Api:
     for suffix, api in _ENDPOINTS.items():
         if clean.endswith(suffix):
             return api
-    return "chat"
+    return NEUTRAL_API
 
 
 def _error(fmt: WireFormat, status: int, message: str) -> ProxyAnswer:

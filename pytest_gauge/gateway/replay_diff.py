@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from itertools import islice
 from typing import Any
 
+from ..records.json_types import JSONObject
 from .store import Store
 from .wire import Api, wire_format
 
@@ -44,7 +45,7 @@ def _excerpt(value: Any, other: Any) -> str:
     return repr(("…" if lo else "") + value[lo : lo + SHOWN] + ("…" if lo + SHOWN < len(value) else ""))
 
 
-def nearest_difference(cache: Store, work: str, model: str, api: Api, body: dict[str, Any]) -> str | None:
+def nearest_difference(cache: Store, work: str, model: str, api: Api, body: JSONObject) -> str | None:
     """The nearest recorded request of ``work`` and ``model`` (fewest differing parts of their cache
     material) and where it differs from ``body``, in one clause; None when nothing of that work and
     model is recorded."""
@@ -74,7 +75,7 @@ def nearest_difference(cache: Store, work: str, model: str, api: Api, body: dict
     )
 
 
-def explain_miss(cache: Store, work: str, model: str, api: Api, body: dict[str, Any]) -> str | None:
+def explain_miss(cache: Store, work: str, model: str, api: Api, body: JSONObject) -> str | None:
     """:func:`nearest_difference` for the first :data:`EXPLAINED` misses of the process (a replay that
     misses everything is not slowed down by a scan per miss); None after them or on any failure."""
     if _explained[0] >= EXPLAINED:

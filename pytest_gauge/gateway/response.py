@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..records.json_types import JSONObject
 from .redact import known_secrets, redact, redact_known
 
 __all__ = ["MAX_BODY_BYTES", "BadResponse", "body_snippet", "parse_completion", "usage_problem"]
@@ -81,7 +82,7 @@ def _choice_problem(choices: Any) -> str | None:
     return None
 
 
-def parse_completion(body: bytes, secrets: tuple[str, ...] = ()) -> dict[str, Any]:
+def parse_completion(body: bytes, secrets: tuple[str, ...] = ()) -> JSONObject:
     """The chat completion in ``body``, or :class:`BadResponse` saying what is wrong with it. A key the
     run knows quoted in the body is removed before it is used (:func:`.redact.redact_known`)."""
     try:

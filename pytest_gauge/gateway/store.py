@@ -23,6 +23,7 @@ from typing import Any
 from ..files.locks import lock_file, unlock_file
 from ..files.readwrite import loads_bounded, write_atomic
 from ..records import dumps
+from ..records.json_types import JSONObject
 
 __all__ = ["Store", "content_key"]
 
@@ -52,7 +53,7 @@ class Store:
     def path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.json"
 
-    def get(self, key: str) -> dict[str, Any] | None:
+    def get(self, key: str) -> JSONObject | None:
         """The entry, or None when absent (or unreadable, which counts as absent)."""
         try:
             with open(os.path.join(self._root, key[:2], key + ".json"), "rb") as fh:
@@ -67,7 +68,7 @@ class Store:
             return None
         return value
 
-    def put(self, key: str, value: dict[str, Any]) -> None:
+    def put(self, key: str, value: JSONObject) -> None:
         """Write atomically: a temporary file in the same folder, then a rename."""
         text = dumps(value)
         target = Path(self._shard(key), key + ".json")

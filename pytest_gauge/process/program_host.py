@@ -12,6 +12,7 @@ from typing import Any
 from ..gateway.gateway import CallContext
 from ..gateway.proxy import RecordingProxy, WorkCalls, client_environment
 from ..gateway.route_policy import RoutePolicy
+from ..gateway.wire import APIS, wire_format
 from ..run import sandbox
 from ..run.programs import ProgramMissing
 from ..run.relay import HostRelay
@@ -54,8 +55,7 @@ class ProxyProgramHost:
                 f"{sandbox.INSTALL_LINE}, or run with --gauge-unsandboxed",
             )
         route = self.proxy.register(ctx, "agent", calls=calls, seed=seed, policy=policy)
-        urls = {"chat": route.openai_base_url, "responses": route.openai_base_url}
-        urls["anthropic"] = route.anthropic_base_url
+        urls: dict[str, str] = {api: wire_format(api).sdk_base_url(route.base_url) for api in APIS}
         env = client_environment(route, environ={})  # the route's variables only: the program's
         # environment is built from nothing (run/programs.py), never from the test process's
         if self.unsandboxed:

@@ -26,8 +26,6 @@ from ..files.readwrite import FileFormatError, read_json_object, write_atomic
 from ..files.record_log import RecordLog, read_new_lines
 from ..files.work_store import WorkStore
 from ..gateway.gateway import (
-    REPLAY_THEN_LIVE,
-    REUSING_MODES,
     Gateway,
     GatewayResources,
     GatewaySettings,
@@ -39,6 +37,7 @@ from ..gateway.limits import ModelPacer
 from ..gateway.model_stops import ModelStops
 from ..gateway.proxy import RecordingProxy, new_proxy_token
 from ..gateway.redact import register_secret
+from ..gateway.shared import REPLAY_THEN_LIVE, REUSING_MODES
 from ..gateway.store import Store
 from ..options import GaugeOptions
 from ..records import CaseKey, CaseRecord, SuiteMeta, WorkerSummary, dumps

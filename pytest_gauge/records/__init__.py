@@ -13,7 +13,9 @@ import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal, get_args
+
+from .json_types import JSONObject, UnitSpendJSON
 
 if TYPE_CHECKING:  # only for annotations: the records themselves never import numpy
     import numpy as np
@@ -26,6 +28,7 @@ __all__ = [
     "APIS",
     "CASE_FORMAT_VERSION",
     "LEDGER_FORMAT_VERSION",
+    "NEUTRAL_API",
     "ROLES",
     "Api",
     "CaseKey",
@@ -53,8 +56,11 @@ CASE_FORMAT_VERSION = 1
 LEDGER_FORMAT_VERSION = 2
 
 Api = Literal["chat", "anthropic", "responses"]
-APIS: tuple[Api, ...] = ("chat", "anthropic", "responses")
+APIS: tuple[Api, ...] = get_args(Api)
 """The wire formats a model is called in (``api=`` on every model role; gateway/wire has one module each)."""
+NEUTRAL_API: Final[Api] = "chat"
+"""The package's own shape (roles build chat bodies, the dialogue reads chat completions) and every
+call's default format: its requests and completions cross the wire untranslated."""
 
 Role = Literal["agent", "user_sim", "judge", "user_audit"]
 ROLES: tuple[Role, ...] = ("agent", "user_sim", "judge", "user_audit")
@@ -122,7 +128,7 @@ class Usage:
         """The cache reads under their Chat Completions name (``prompt_tokens_details.cached_tokens``)."""
         return self.cached_input_tokens
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         """The ledger's ``usage`` (format version 2): the counts, the details (null when not sent) and
         the format's own object under ``raw`` (left out when there is none)."""
         data = dict(vars(self))
@@ -177,7 +183,7 @@ class ChatResult:
     """What a gateway call returned, already parsed: text, tool calls and the finish reason."""
 
     content: str
-    tool_calls: tuple[dict[str, Any], ...]
+    tool_calls: tuple[JSONObject, ...]
     finish_reason: str | None
     usage: Usage | None = None
     cost: float | None = None
@@ -195,7 +201,7 @@ class ToolCall:
     id: str
     name: str
     raw_arguments: str
-    arguments: dict[str, Any] | None
+    arguments: JSONObject | None
     result: str = ""
     return_code: int = 0
     latency_s: float = 0.0
@@ -223,7 +229,7 @@ class Turn:
         that printed nothing). Flagged in the transcript, counted in conclusion.md, gateable."""
         return not self.content.strip() and not self.tool_calls
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         """The JSON form, ``truncated`` only when set, ``"empty": true`` on an empty turn."""
         data = {**vars(self), "tool_calls": [dict(vars(c)) for c in self.tool_calls]}
         if not self.truncated:
@@ -253,10 +259,10 @@ class Transcript:
     ended_by: str
     error: str | None = None
     strategy: str = "single"
-    workspace_checks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    workspace_checks: dict[str, JSONObject] = field(default_factory=dict)
     # a program agent's own view of each turn ({"session", "usage", "cost_usd"}), beside the ledger's;
     # written only when there is one
-    program_turns: list[dict[str, Any]] = field(default_factory=list)
+    program_turns: list[JSONObject] = field(default_factory=list)
     # the judge-model audit's finding on the simulated user's turns (its reason), when it found an error;
     # written only then (docs/protocol.md#user-audit)
     user_audit: str | None = None
@@ -270,7 +276,7 @@ class Transcript:
     def tool_calls(self) -> list[ToolCall]:
         return [c for t in self.turns if t.role == "assistant" for c in t.tool_calls]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         """The JSON form (``dataclasses.asdict`` without its deep copy: the result is serialised at
         once, and asdict was most of the end-of-run cost on large suites)."""
         data = dict(vars(self))
@@ -286,7 +292,7 @@ class Transcript:
         return data
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Transcript:
+    def from_json(cls, data: JSONObject) -> Transcript:
         turns = [
             Turn(
                 role=t["role"],
@@ -384,7 +390,7 @@ class CaseRecord:
         left_in_a = self.blind_order == "A=left"
         return self.agent_left if (self.judge_choice == "A") == left_in_a else self.agent_right
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         """The JSON form (``dataclasses.asdict``'s result, without its deep copy)."""
         data = dict(vars(self))
         data["judgments"] = [dict(vars(j)) for j in self.judgments]
@@ -401,7 +407,7 @@ class CaseRecord:
         return data
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> CaseRecord:
+    def from_json(cls, data: JSONObject) -> CaseRecord:
         judgments = [Judgment(**j) for j in data.get("judgments", [])]
         fields = {k: v for k, v in data.items() if k != "judgments"}
         return cls(judgments=judgments, **fields)
@@ -453,9 +459,9 @@ class LedgerRecord:
     gateway_retries: int | None = None
     gateway_cost: float | None = None
     key_variable: str | None = None  # live calls: the variable whose key was sent (its name, never the key)
-    api: str = "chat"  # the wire format of the call (gateway/wire): chat, anthropic or responses
+    api: str = NEUTRAL_API  # the wire format of the call (gateway/wire): one of APIS
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         """The JSON form (``dataclasses.asdict``'s result, without its deep copy: every gateway
         attempt pays for it); the gateway's optional reports only when present."""
         data = dict(vars(self))
@@ -466,7 +472,7 @@ class LedgerRecord:
         return data
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> LedgerRecord:
+    def from_json(cls, data: JSONObject) -> LedgerRecord:
         """A ledger line of this format version or an earlier one (version 1: chat usage, no ``api``),
         read into this version's record (written back, it is a version-2 line)."""
         usage = Usage.from_json(data["usage"]) if data.get("usage") else None
@@ -502,8 +508,8 @@ class UnitSpend:
             self.unpriced_calls + other.unpriced_calls,
         )
 
-    def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
+    def to_json(self) -> UnitSpendJSON:
+        data: UnitSpendJSON = {
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
             "cost": self.cost,
@@ -528,7 +534,7 @@ class TranscriptResult:
     spend: UnitSpend
     score: Mapping[str, object] | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             "ok": True,
             "transcript": self.transcript.to_json(),
@@ -544,7 +550,7 @@ class JudgmentResult:
     judgment: Judgment
     spend: UnitSpend
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {"ok": True, "judgment": dict(vars(self.judgment)), "spend": self.spend.to_json()}
 
 
@@ -557,7 +563,7 @@ class WorkFailure:
     fatal: bool = False
     kind: str = "GatewayError"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {"ok": False, "error": self.error, "fatal": self.fatal, "kind": self.kind}
 
 
@@ -646,7 +652,7 @@ class SuiteMeta:
         chosen = set(self.selected)
         return [c for c in self.cases if f"{self.name}::{c.case_id}" in chosen]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         """The JSON form (``shard.json``'s ``meta``): every field, the cases both structured
         (``cases``) and as ids (``case_ids``), ``shard_tasks`` only in a shard."""
         data = dict(vars(self))
@@ -696,7 +702,7 @@ class WorkerSummary:
     rate_limit_waits: int
     peak_in_flight: int
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return dict(vars(self))
 
     @classmethod

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 __all__ = [
     "CHECKS_FORMAT_VERSION",
     "CheckEntry",
+    "CheckEntryJSON",
+    "ChecksJSON",
     "checks_from_json",
     "checks_to_json",
     "gate_nodeid",
@@ -26,6 +28,25 @@ def gate_nodeid(module_nodeid: str, canonical: str) -> str:
     return f"{module_nodeid}::gates[{canonical}]"
 
 
+class CheckEntryJSON(TypedDict):
+    """One check as ``checks.json`` holds it (:meth:`CheckEntry.to_json`)."""
+
+    nodeid: str
+    group: Literal["gates", "snapshots"]
+    name: str
+    suite: str
+    outcome: Outcome
+    message: str
+    properties: list[list[str]]
+
+
+class ChecksJSON(TypedDict):
+    """The run folder's ``checks.json`` (:func:`checks_to_json`)."""
+
+    format_version: int
+    checks: list[CheckEntryJSON]
+
+
 @dataclass(frozen=True)
 class CheckEntry:
     """One check's test outcome; ``properties`` are (name, value) pairs in a fixed order (the gate's
@@ -39,7 +60,7 @@ class CheckEntry:
     message: str
     properties: tuple[tuple[str, str], ...] = ()
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> CheckEntryJSON:
         return {
             "nodeid": self.nodeid,
             "group": self.group,
@@ -63,7 +84,7 @@ class CheckEntry:
         )
 
 
-def checks_to_json(entries: Mapping[str, CheckEntry]) -> dict[str, Any]:
+def checks_to_json(entries: Mapping[str, CheckEntry]) -> ChecksJSON:
     """The run folder's ``checks.json``: every check by node id (the xdist workers' gate items read it)."""
     return {
         "format_version": CHECKS_FORMAT_VERSION,

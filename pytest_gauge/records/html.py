@@ -7,9 +7,9 @@ values, so :mod:`.payload` and :mod:`.render` stay pure functions of them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from . import CaseRecord, LedgerRecord, Transcript
+from .json_types import JSONObject
 from .labels import SampleCase
 
 __all__ = [
@@ -157,10 +157,11 @@ class SuiteOutputs:
     pair_class: dict[str, str] = field(default_factory=dict)
     flipped: tuple[FlipKey, ...] = ()  # the (task, pair, sample) groups whose verdict flipped with the order
     elo_svg: str | None = None
-    baseline: dict[str, Any] | None = None  # metrics.json's "baseline" block (--gauge-baseline), or None
-    human: dict[str, Any] | None = None  # metrics.json's "human" block (--gauge-labels), None without labels
-    self_preference: dict[str, Any] | None = None  # metrics.json's: a judge sharing a contestant's model
+    baseline: JSONObject | None = None  # metrics.json's "baseline" block (--gauge-baseline), or None
+    human: JSONObject | None = None  # metrics.json's "human" block (--gauge-labels), None without labels
+    self_preference: JSONObject | None = None  # metrics.json's: a judge sharing a contestant's model
     sample: tuple[SampleCase, ...] = ()  # labels/sample.jsonl: the cases the labelling mode offers first
+    history: JSONObject | None = None  # reports/history.json (--gauge-history): the trend view's data
 
 
 def redaction_names(outputs: SuiteOutputs) -> list[str]:

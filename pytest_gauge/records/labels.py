@@ -8,13 +8,16 @@ import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
+
+from .json_types import JSONObject
 
 __all__ = [
     "LABEL_CHOICES",
     "LABEL_STRATA",
     "Label",
     "SampleCase",
+    "SampleCaseJSON",
     "bind_labels",
     "case_transcripts",
     "transcripts_hash",
@@ -42,7 +45,7 @@ class Label:
     stratum: str = ""
     transcripts: str = ""  # the hash of the two transcripts it was given on ("": not recorded)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         """The line as written (``format_version`` 1; ``transcripts`` when known)."""
         return {
             "format_version": 1,
@@ -94,6 +97,15 @@ def bind_labels(labels: Sequence[Label], hashes: Mapping[str, str] | None) -> tu
     return kept, len(labels) - len(kept)
 
 
+class SampleCaseJSON(TypedDict):
+    """One line of ``labels/sample.jsonl`` (:meth:`SampleCase.to_json`)."""
+
+    position: int
+    case_id: str
+    stratum: str
+    weight: float
+
+
 @dataclass(frozen=True)
 class SampleCase:
     """One case of ``labels/sample.jsonl``: its place in the order the page offers, its stratum, the
@@ -104,7 +116,7 @@ class SampleCase:
     weight: float
     position: int
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> SampleCaseJSON:
         """The line as written."""
         return {
             "position": self.position,

@@ -5,12 +5,12 @@ regression, the run-to-run noise floor and pass@k / pass^k / flaky tasks. Pure r
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from ..analysis.baseline import AgentComparison, BaselineComparison, TaskFlip
 from ..analysis.gates import GateResult, is_count
 from ..analysis.metrics import Estimate
 from ..analysis.repeats import RepeatCounts, flaky_tasks, noise_floor_of, pass_at_k, pass_hat_k
+from ..records.json_types import JSONObject
 from .format import DASH, fmt_ci, fmt_num, fmt_rate, md_code, md_table
 
 __all__ = [
@@ -229,10 +229,10 @@ def repeats_lines(repeats: Mapping[str, RepeatCounts]) -> list[str]:
     return lines
 
 
-def repeats_json(repeats: Mapping[str, RepeatCounts], rounds: int, seed: int) -> dict[str, Any]:
+def repeats_json(repeats: Mapping[str, RepeatCounts], rounds: int, seed: int) -> JSONObject:
     """The ``"repeats"`` section of ``metrics.json``: per agent the noise floor, flaky tasks, and pass@k /
     pass^k for every k up to the samples per task."""
-    out: dict[str, Any] = {}
+    out: JSONObject = {}
     for a, c in repeats.items():
         most = int(c.samples.min()) if c.samples.size else 0
         est, ids = flaky_tasks(c)

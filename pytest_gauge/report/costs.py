@@ -6,10 +6,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from ..analysis.metrics import COST_INCLUDES_RETRIES
 from ..records import ROLES, LedgerRecord, roles_in
+from ..records.json_types import JSONObject
 from ..records.prices import Price
 from ..records.totals import ledger_totals
 from .common import ReportContext, price_basis, prices_of, suite_name
@@ -138,7 +138,7 @@ class Latency:
     p50: float
     p95: float
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             "role": self.role,
             "model": self.model,
@@ -185,7 +185,7 @@ class KeyCost:
     cost: float | None
     usage_missing: int
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             "roles": list(self.roles),
             "calls": self.calls,
@@ -301,7 +301,7 @@ class Spend:
     spent_usd: float | None
     possibly_billed: int = 0
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         """Plain JSON form (``metrics.json``'s ``spent_this_run``)."""
         return {
             "live_calls": self.live_calls,

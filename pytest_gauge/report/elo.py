@@ -11,6 +11,7 @@ from typing import Any
 
 from ..analysis.elo_report import EloReport, agent_tokens, finite, ordered_agents
 from ..records import CaseRecord
+from ..records.json_types import JSONObject
 from .format import DASH, md_table, unsign_zero
 
 __all__ = [
@@ -67,7 +68,7 @@ def _with_ci(value: str, low: float | None, high: float | None, fmt: Any) -> str
 # elo.md
 
 
-def _reading(rows: Sequence[dict[str, Any]]) -> str:
+def _reading(rows: Sequence[JSONObject]) -> str:
     """One paragraph on a family's tiers, chosen by rules from the numbers (see ``render_elo_md``)."""
     if len(rows) < 2:
         return f"Only one tier ({rows[0]['tier']}): nothing to compare." if rows else ""
@@ -297,12 +298,12 @@ def _round(x: Any) -> Any:
     return x
 
 
-def elo_json(report: EloReport) -> dict[str, Any]:
+def elo_json(report: EloReport) -> JSONObject:
     """``elo.json``: agents (Elo, interval, rank, tokens), how the intervals were made (``interval_method``:
     ``cluster-t``, ``bootstrap-tasks`` or ``none``), tier rows, per-task strengths, problems and notes;
     floats rounded to 6 decimals, non-finite numbers as null."""
     res = report.result
-    agents: dict[str, Any] = {}
+    agents: JSONObject = {}
     for a in res.agents:
         ts = agent_tokens(report, a)
         agents[a] = {
@@ -337,7 +338,7 @@ def elo_json(report: EloReport) -> dict[str, Any]:
         "notes": [*res.notes, *report.notes],
         "fit_check": None if res.fit_check is None else res.fit_check.to_json(),
     }
-    rounded: dict[str, Any] = _round(out)
+    rounded: JSONObject = _round(out)
     return rounded
 
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from ..analysis.history import GateRecord, HistoryView, TaskFlake
 
-__all__ = ["HISTORY_HEADING", "history_lines", "render_history_section"]
+__all__ = ["HISTORY_FILE", "HISTORY_HEADING", "history_json", "history_lines", "render_history_section"]
 
 HISTORY_HEADING = "## History"
+HISTORY_FILE = "history.json"  # reports/: the HTML page's trend view reads it
 _FLAKY = (
     "A task is flaky when runs with the same task, rules, agents and judge gave it different outcomes "
     "(preferred agents or rule successes); its flake rate is the share of those runs that differ from its "
@@ -56,6 +57,21 @@ def render_history_section(view: HistoryView, path: str) -> str:
         lines += ["", f"Gates over the last {view.last} runs (oldest first):", ""]
         lines += ["| gate | passed | statuses |", "|---|---|---|", *(_gate_row(g) for g in view.gates)]
     return "\n".join(lines) + "\n"
+
+
+def history_json(view: HistoryView) -> dict[str, object]:
+    """The view as the HTML page's trend section shows it (keys sorted): each gate's statuses over the
+    last runs (oldest first), the flaky tasks (id, runs, differing, rate, interval) and the counts."""
+    once = sum(1 for f in view.flakes if f.runs < 2)
+    return {
+        "flaky": [[f.task_id, f.runs, f.differing, f.rate, f.low, f.high] for f in view.flaky],
+        "gates": [[g.expr, list(g.statuses)] for g in view.gates],
+        "last": view.last,
+        "once": once,
+        "runs": view.runs,
+        "stable": len(view.flakes) - len(view.flaky) - once,
+        "tasks": len(view.flakes),
+    }
 
 
 def history_lines(view: HistoryView) -> list[str]:

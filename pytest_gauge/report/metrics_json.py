@@ -12,6 +12,7 @@ from ..analysis.human import HumanFindings
 from ..analysis.judge_rules import PRIMARY
 from ..analysis.metrics import COST_INCLUDES_RETRIES, PAIR_METRICS, Estimate, FlippedGroup, SuiteMetrics
 from ..records import CaseRecord, roles_in
+from ..records.json_types import JSONObject
 from ..run.user_audit import USER_AUDIT_KINDS
 from .adaptive import adaptive_json
 from .baseline import repeats_json
@@ -46,13 +47,13 @@ def _canon(x: Any) -> Any:
     return str(x)
 
 
-def _est_json(e: Estimate) -> dict[str, Any]:
+def _est_json(e: Estimate) -> JSONObject:
     return {"value": e.value, "n": e.n, "low": e.low, "high": e.high, "method": e.method}
 
 
-def _metrics_block(ctx: ReportContext) -> dict[str, Any]:
+def _metrics_block(ctx: ReportContext) -> JSONObject:
     m = ctx.metrics
-    out: dict[str, Any] = {name: _est_json(e) for name, e in m.metrics.items()}
+    out: JSONObject = {name: _est_json(e) for name, e in m.metrics.items()}
     for agent, per in m.per_agent.items():
         for name, e in per.items():
             out[f"{name}({agent})"] = _est_json(e)
@@ -82,9 +83,9 @@ def _metrics_block(ctx: ReportContext) -> dict[str, Any]:
     return out
 
 
-def human_metrics(h: HumanFindings) -> dict[str, dict[str, Any]]:
+def human_metrics(h: HumanFindings) -> dict[str, JSONObject]:
     """The human-label metrics by gate name (``--gauge-labels``)."""
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, JSONObject] = {}
     for who in h.agreement:
         arg = "" if who == PRIMARY else f"({who})"
         out[f"human_judge_agreement{arg}"] = _est_json(h.agreement[who])
@@ -95,7 +96,7 @@ def human_metrics(h: HumanFindings) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _gates_json(ctx: ReportContext) -> list[dict[str, Any]]:
+def _gates_json(ctx: ReportContext) -> list[JSONObject]:
     """Each gate's expression, status, value with interval and count, message, threshold and drivers."""
     return [
         {
@@ -143,7 +144,7 @@ def driver_cases(
     return [records[i].case_id for i in sorted(hits)]
 
 
-def _costs_json(ctx: ReportContext) -> dict[str, Any]:
+def _costs_json(ctx: ReportContext) -> JSONObject:
     """Nominal costs per role and per model, totals and the prices used."""
     costs = ctx.metrics.costs
     missing = ctx.metrics.without_usage()
@@ -191,7 +192,7 @@ def _costs_json(ctx: ReportContext) -> dict[str, Any]:
     }
 
 
-def _recommendations_json(m: SuiteMetrics) -> list[dict[str, Any]]:
+def _recommendations_json(m: SuiteMetrics) -> list[JSONObject]:
     """Every recommendation rule with its threshold, the value it saw and whether it fired."""
     return [
         {
@@ -210,7 +211,7 @@ def render_metrics_json(ctx: ReportContext) -> str:
     m = ctx.metrics
     expected, recorded, missing = case_counts(ctx)
     spend = spent_this_run(ctx.ledger)
-    doc: dict[str, Any] = {
+    doc: JSONObject = {
         "format_version": METRICS_FORMAT_VERSION,
         "number_format": "floats rounded to 6 decimals; null for no number (NaN, no data, unknown cost)",
         "suite": suite_name(ctx),

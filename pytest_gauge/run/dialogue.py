@@ -14,9 +14,10 @@ from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
-from ..records import Api, ChatResult, ToolCall, Transcript, Turn
+from ..records import NEUTRAL_API, Api, ChatResult, ToolCall, Transcript, Turn
+from ..records.json_types import JSONObject
 from ..suite.tasks import Task
 from ..suite.tools import cut_text
 from .http_agent import HttpSession
@@ -83,14 +84,14 @@ class ChatCaller(Protocol):
         self,
         role: str,
         model: str,
-        messages: list[dict[str, Any]],
+        messages: list[JSONObject],
         *,
         temperature: float,
         max_tokens: int,
-        tools: list[dict[str, Any]] | None = None,
+        tools: list[JSONObject] | None = None,
         seed: int | None = None,
-        response_format: dict[str, Any] | None = None,
-        api: Api = "chat",
+        response_format: JSONObject | None = None,
+        api: Api = NEUTRAL_API,
     ) -> ChatResult: ...
 
 
@@ -103,14 +104,14 @@ class BodyCaller(ABC):
         self,
         role: str,
         model: str,
-        messages: list[dict[str, Any]],
+        messages: list[JSONObject],
         *,
         temperature: float,
         max_tokens: int,
-        tools: list[dict[str, Any]] | None = None,
+        tools: list[JSONObject] | None = None,
         seed: int | None = None,
-        response_format: dict[str, Any] | None = None,
-        api: Api = "chat",
+        response_format: JSONObject | None = None,
+        api: Api = NEUTRAL_API,
     ) -> ChatResult:
         body = {
             "messages": messages,
@@ -124,17 +125,17 @@ class BodyCaller(ABC):
         return await self.send(role, model, body, api)
 
     @abstractmethod
-    async def send(self, role: str, model: str, body: dict[str, Any], api: Api = "chat") -> ChatResult:
+    async def send(self, role: str, model: str, body: JSONObject, api: Api = NEUTRAL_API) -> ChatResult:
         """Send one call's chat body as the caller's next call, in the wire format ``api``."""
 
 
-AgentFn = Callable[[list[dict[str, Any]], "ToolRunner"], Awaitable[str] | str]
+AgentFn = Callable[[list[JSONObject], "ToolRunner"], Awaitable[str] | str]
 
 
 class ToolRunner(Protocol):
     """Executes a tool call locally and returns the record (result, return code, latency)."""
 
-    schemas: list[dict[str, Any]]
+    schemas: list[JSONObject]
 
     async def run(self, call_id: str, name: str, raw_arguments: str) -> ToolCall: ...
 
@@ -159,8 +160,8 @@ class DialogueConfig:
     user_seed: int | None = None
     max_reply_chars: int = 0  # a longer reply is cut with a marker (0: no limit); Suite(max_reply_chars=)
     workdir: Path | None = None  # the transcript's workspace (files/workspace.py), when it has one
-    agent_api: Api = "chat"  # the wire format of the agent's calls (ModelAgent(api=))
-    user_api: Api = "chat"  # the wire format of the user simulator's calls (UserSimulator(api=))
+    agent_api: Api = NEUTRAL_API  # the wire format of the agent's calls (ModelAgent(api=))
+    user_api: Api = NEUTRAL_API  # the wire format of the user simulator's calls (UserSimulator(api=))
     program: ProgramSession | None = None  # a CommandAgent's transcript: one process per turn
     http: HttpSession | None = None  # an HttpAgent's transcript: one POST per turn
     mcp: McpTools | None = None  # a program agent's MCP server of the suite's tools (its recorded calls)
@@ -169,7 +170,7 @@ class DialogueConfig:
 async def _agent_reply(
     cfg: DialogueConfig,
     call: ChatCaller,
-    history: list[dict[str, Any]],
+    history: list[JSONObject],
     tools: ToolRunner | None,
     turns: list[Turn],
 ) -> tuple[str, bool, bool]:
@@ -220,7 +221,7 @@ async def _agent_reply(
 
 
 async def _program_reply(
-    cfg: DialogueConfig, program: ProgramSession, history: list[dict[str, Any]], turns: list[Turn]
+    cfg: DialogueConfig, program: ProgramSession, history: list[JSONObject], turns: list[Turn]
 ) -> tuple[str, bool, bool]:
     """A program agent's turn: run it on the user's last message; the tool calls its output reports
     (its own tools and the suite's over MCP) are recorded before its reply."""
@@ -251,7 +252,7 @@ def _in_workspace(call: ToolCall, workdir: str) -> ToolCall:
     )
 
 
-def _openai_call(call: ToolCall) -> dict[str, Any]:
+def _openai_call(call: ToolCall) -> JSONObject:
     """A recorded call in the OpenAI ``tool_calls`` shape (for a callable agent's history)."""
     function = {"name": call.name, "arguments": call.raw_arguments}
     return {"id": call.id, "type": "function", "function": function}
@@ -260,14 +261,14 @@ def _openai_call(call: ToolCall) -> dict[str, Any]:
 def _append_tool_activity(
     content: str,
     calls: list[ToolCall],
-    raw_calls: list[dict[str, Any]],
+    raw_calls: list[JSONObject],
     turns: list[Turn],
-    history: list[dict[str, Any]],
-    messages: list[dict[str, Any]] | None,
+    history: list[JSONObject],
+    messages: list[JSONObject] | None,
 ) -> None:
     """Record one round of tool calls: the assistant turn with its calls, then a ``tool`` turn per result."""
     turns.append(Turn("assistant", content, tool_calls=calls))
-    new: list[dict[str, Any]] = [{"role": "assistant", "content": content or None, "tool_calls": raw_calls}]
+    new: list[JSONObject] = [{"role": "assistant", "content": content or None, "tool_calls": raw_calls}]
     for c in calls:
         turns.append(Turn("tool", c.result, tool_call_id=c.id))
         new.append({"role": "tool", "tool_call_id": c.id, "content": c.result})
@@ -290,7 +291,7 @@ class _RecordingRunner:
         return call
 
 
-def _flip(history: Sequence[dict[str, Any]]) -> list[dict[str, str]]:
+def _flip(history: Sequence[JSONObject]) -> list[dict[str, str]]:
     """The conversation as the simulated user sees it: its own turns as assistant, the agent's as user.
 
     Tool activity is hidden from the user; it only sees the agent's text replies.
@@ -316,7 +317,7 @@ async def run_dialogue(
     max_turns = task.max_turns or cfg.max_turns
     system = user_sim_system_prompt(task, max_turns, cfg.user_extra_prompt)
     turns: list[Turn] = []
-    history: list[dict[str, Any]] = []  # the agent's view (without its system prompt)
+    history: list[JSONObject] = []  # the agent's view (without its system prompt)
     satisfied: bool | None = None
     ended_by = "max_turns"
     error: str | None = None
@@ -389,7 +390,7 @@ async def revise(
     activity (a program's edits) is recorded before it. A failed turn ends the transcript with its error."""
     if transcript.error is not None:
         return transcript
-    history: list[dict[str, Any]] = [
+    history: list[JSONObject] = [
         {"role": t.role, "content": t.content}
         for t in transcript.turns
         if t.role in ("user", "assistant") and t.content and not t.tool_calls
@@ -407,24 +408,24 @@ async def revise(
     return replace(transcript, turns=turns, final_reply=reply, program_turns=_kept_turns(cfg))
 
 
-def _kept_turns(cfg: DialogueConfig) -> list[dict[str, Any]]:
+def _kept_turns(cfg: DialogueConfig) -> list[JSONObject]:
     """A program's or a service's own record of its turns so far."""
     return _program_turns(cfg.program) or _http_turns(cfg.http)
 
 
-def _program_turns(program: ProgramSession | None) -> list[dict[str, Any]]:
+def _program_turns(program: ProgramSession | None) -> list[JSONObject]:
     """A program agent's own view of each turn (session, usage, cost), kept beside the ledger's."""
     if program is None:
         return []
     return [{"session": r.session, "usage": r.usage, "cost_usd": r.cost_usd} for r in program.replies]
 
 
-def _http_turns(http: HttpSession | None) -> list[dict[str, Any]]:
+def _http_turns(http: HttpSession | None) -> list[JSONObject]:
     """An HTTP agent's turns as recorded: status, latency, attempts, session, the usage it reported."""
     return [t.record() for t in http.turns] if http is not None else []
 
 
-def tool_arguments(raw: str) -> dict[str, Any] | None:
+def tool_arguments(raw: str) -> JSONObject | None:
     """Parse tool-call arguments; None when they are not a JSON object (a recorded agent mistake)."""
     try:
         value = json.loads(raw) if raw.strip() else {}

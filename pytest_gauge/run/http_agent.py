@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from ..gateway.diagnosis import diagnose_http_agent
 from ..gateway.redact import redact, register_secret
 from ..gateway.response import BadResponse
+from ..records.json_types import JSONObject
 from ..suite.http_agent import MISSING, HttpAgent, env_references, extract, fill_headers, render_body
 from .programs import ProgramFailed
 
@@ -46,9 +47,9 @@ class HttpTurn:
     status: int
     latency_s: float
     attempts: int
-    usage: dict[str, Any] | None
+    usage: JSONObject | None
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> JSONObject:
         """The turn in ``Transcript.program_turns`` (cost: the service reports none the plugin trusts)."""
         return {
             "session": self.session,
@@ -69,7 +70,7 @@ class HttpSession:
     session: str | None = None
     turns: list[HttpTurn] = field(default_factory=list)
 
-    async def turn(self, history: list[dict[str, Any]]) -> HttpTurn:
+    async def turn(self, history: list[JSONObject]) -> HttpTurn:
         """POST the conversation so far (``history``: the agent's view, the user's message last) and
         read the reply; raises :class:`HttpAgentFailed` with the diagnosis."""
         messages = [{"role": m["role"], "content": m.get("content") or ""} for m in history]

@@ -18,11 +18,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any
 
 from ..files.folders import OutFolder
 from ..files.readwrite import write_atomic
 from ..records import ToolCall
+from ..records.json_types import JSONObject
 from ..suite.tools import ToolExecutor
 from .mcp_server import MCP_SERVER_NAME, CallLog, serve_connection
 from .programs import ProgramFailed
@@ -140,7 +140,7 @@ class McpTools:
         """The relay's command line: this interpreter, ``-m pytest_gauge.run.mcp_relay <socket>``."""
         return [sys.executable, "-m", "pytest_gauge.run.mcp_relay", str(self.socket)]
 
-    def claude_config(self) -> dict[str, Any]:
+    def claude_config(self) -> JSONObject:
         """Claude Code's ``--mcp-config`` JSON (use with ``--strict-mcp-config``); each server entry is
         also what a Codex ``[mcp_servers.<name>]`` table holds (a stdio server: no ``type`` key)."""
         command, *args = self.argv()

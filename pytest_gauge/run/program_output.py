@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..records import ToolCall
+from ..records.json_types import JSONObject
 
 __all__ = ["PARSERS", "ProgramReply", "parse_claude", "parse_codex", "parse_jsonl", "parse_text"]
 
@@ -25,14 +26,14 @@ class ProgramReply:
     reply: str = ""
     session: str | None = None
     tool_calls: list[ToolCall] = field(default_factory=list)
-    usage: dict[str, Any] | None = None  # the program's own usage object, as it printed it
+    usage: JSONObject | None = None  # the program's own usage object, as it printed it
     cost_usd: float | None = None  # the program's own cost estimate (Claude Code's total_cost_usd)
     error: str | None = None  # the program said the turn failed (its message)
 
 
-def _lines(stdout: str) -> list[dict[str, Any]]:
+def _lines(stdout: str) -> list[JSONObject]:
     """The JSON objects of a JSON-lines stdout; other lines (warnings, progress) are skipped."""
-    out: list[dict[str, Any]] = []
+    out: list[JSONObject] = []
     for line in stdout.splitlines():
         line = line.strip()
         if not line.startswith("{"):
@@ -126,7 +127,7 @@ def parse_claude(stdout: str) -> ProgramReply:
     return out
 
 
-def _codex_item(item: dict[str, Any], out: ProgramReply) -> None:
+def _codex_item(item: JSONObject, out: ProgramReply) -> None:
     """One completed item of Codex's stream: a message, a command run, an MCP tool call or an error."""
     kind = item.get("type")
     call_id = str(item.get("id", ""))

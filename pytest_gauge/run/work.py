@@ -16,7 +16,6 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from ..files.workspace import workspace_for
 from ..gateway.gateway import CallContext, Gateway, WireReply
@@ -24,7 +23,18 @@ from ..gateway.proxy import ProxyRoute, RecordingProxy, WireRequest, gateway_cal
 from ..gateway.route_policy import route_policy
 from ..gateway.wire import WireFormat
 from ..gateway.wire.noise import register_suite
-from ..records import Api, CaseRecord, JudgmentResult, Transcript, TranscriptResult, Turn, UnitSpend, Usage
+from ..records import (
+    NEUTRAL_API,
+    Api,
+    CaseRecord,
+    JudgmentResult,
+    Transcript,
+    TranscriptResult,
+    Turn,
+    UnitSpend,
+    Usage,
+)
+from ..records.json_types import JSONObject
 from ..records.work_key import WorkKey
 from ..suite.cases import Case
 from ..suite.declare import Agent, CallableAgent, CommandAgent, HttpAgent, ModelAgent, Suite
@@ -78,7 +88,7 @@ class WorkCaller(BodyCaller):
         self.seq += 1
         return self.seq
 
-    async def send(self, role: str, model: str, body: dict[str, Any], api: Api = "chat") -> ChatResult:
+    async def send(self, role: str, model: str, body: JSONObject, api: Api = NEUTRAL_API) -> ChatResult:
         result = await self.gateway.chat(self.ctx, self.next_seq(), role, model, body, api)
         self.spend += _spend_of(result.usage, result.cost)
         return result
@@ -175,7 +185,7 @@ class SuiteRuntime:
             max_reply_chars=self.suite.max_reply_chars,
             agent_seed=seed,
             user_seed=seed,
-            agent_api=agent.api if isinstance(agent, ModelAgent) else "chat",
+            agent_api=agent.api if isinstance(agent, ModelAgent) else NEUTRAL_API,
             user_api=user.api,
         )
 
@@ -357,7 +367,7 @@ class SuiteRuntime:
         self, agent: ModelAgent, transcript: Transcript, rounds: int, caller: WorkCaller, seed: int | None
     ) -> Transcript:
         """Reflection rounds: the agent revises its final reply; the revision replaces it."""
-        history: list[dict[str, Any]] = [{"role": "system", "content": agent.system_prompt}]
+        history: list[JSONObject] = [{"role": "system", "content": agent.system_prompt}]
         for turn in transcript.turns:
             if turn.role in ("user", "assistant") and turn.content and not turn.tool_calls:
                 history.append({"role": turn.role, "content": turn.content})

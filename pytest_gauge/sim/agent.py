@@ -18,6 +18,7 @@ from typing import Any
 
 from ..gateway.wire.noise import quiet_text
 from ..records import Transcript, Turn
+from ..records.json_types import JSONObject
 from ..run.dialogue import REFLECTION_PROMPT
 from ..run.mcp_tools import MCP_SERVER_NAME
 from ..suite.rules import FileContains, Rule, SimHint
@@ -36,7 +37,7 @@ class AgentOutput:
     """One agent response: text content, or tool calls in OpenAI shape (then content is None)."""
 
     content: str | None
-    tool_calls: tuple[dict[str, Any], ...] = ()
+    tool_calls: tuple[JSONObject, ...] = ()
 
 
 def is_tool_rule(rule_type: str) -> bool:
@@ -96,10 +97,10 @@ _MCP_PREFIXES = (f"mcp__{MCP_SERVER_NAME}__", f"{MCP_SERVER_NAME}__")
 Codex ``gauge__<tool>`` (docs/protocol.md#mcp)."""
 
 
-def _offered_tools(body: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+def _offered_tools(body: Mapping[str, Any]) -> dict[str, JSONObject]:
     """The request's tools by name; a suite tool a program agent offers under its MCP name is also
     found under the suite's name (the rules' hints name it so), its function keeping the offered name."""
-    offered: dict[str, dict[str, Any]] = {}
+    offered: dict[str, JSONObject] = {}
     for tool in body.get("tools") or []:
         if isinstance(tool, dict):
             fn = tool.get("function") or {}
@@ -117,8 +118,8 @@ _WORKDIR = re.compile(r"Primary working directory: (\S+)")
 
 def _edit_plan(
     edits: Sequence[tuple[str, str]],
-    offered: Mapping[str, dict[str, Any]],
-    messages: Sequence[dict[str, Any]],
+    offered: Mapping[str, JSONObject],
+    messages: Sequence[JSONObject],
 ) -> list[tuple[str, str]]:
     """The file edits a coding task's ``file_contains`` rules ask for, made with the agent program's own
     tools as a model would: a shell command writing the file in its working directory (Claude Code's
@@ -142,13 +143,13 @@ def _edit_plan(
     return plan
 
 
-def _example_args(schema: Mapping[str, Any]) -> dict[str, Any]:
+def _example_args(schema: Mapping[str, Any]) -> JSONObject:
     params = schema.get("parameters") or {}
     props: Mapping[str, Any] = params.get("properties") or {} if isinstance(params, dict) else {}
     required = params.get("required") if isinstance(params, dict) else None
     names = [n for n in props if not required or n in required]
     examples = {"string": "example", "integer": 1, "number": 1.0, "boolean": True, "array": [], "object": {}}
-    out: dict[str, Any] = {}
+    out: JSONObject = {}
     for name in names:
         spec = props.get(name) or {}
         if not isinstance(spec, dict):
@@ -179,7 +180,7 @@ def _wrong_value(value: Any) -> Any:
 
 def _tool_plan(
     merged: MergedHints,
-    offered: Mapping[str, dict[str, Any]],
+    offered: Mapping[str, JSONObject],
     tool_skill: float,
     key: tuple[Any, ...],
 ) -> list[tuple[str, str]]:
@@ -263,7 +264,7 @@ def agent_reply(
 ) -> AgentOutput:
     """The agent's next message for the conversation in ``body`` (a pure function of its arguments)."""
     model = str(body.get("model", ""))
-    messages: list[dict[str, Any]] = [m for m in body.get("messages") or [] if isinstance(m, dict)]
+    messages: list[JSONObject] = [m for m in body.get("messages") or [] if isinstance(m, dict)]
     users = [m for m in messages if m.get("role") == "user"]
     opening = _opening(tasks, users)
     first_user = message_text(users[opening]) if users else ""

@@ -17,9 +17,10 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ..gateway.transport import serve_transport
-from ..gateway.wire import WireFormat, format_for_path
+from ..gateway.wire import NEUTRAL_API, WireFormat, format_for_path
 from ..gateway.wire.sse import encode_events
 from ..records import dumps
+from ..records.json_types import JSONObject
 from ..suite.sim_profiles import SimAgent, SimJudge, SimUser
 from ..suite.tasks import Task
 from .agent import agent_reply
@@ -35,7 +36,7 @@ __all__ = ["SimBackend", "SimWorld", "dump_response", "error_body"]
 _CREATED = 0
 
 
-def _user_parts(profile: SimUser) -> dict[str, Any]:
+def _user_parts(profile: SimUser) -> JSONObject:
     """A user profile in the fingerprint; its mistake knobs only when set, so worlds without them keep
     their fingerprints (and their cached answers)."""
     return {k: v for k, v in asdict(profile).items() if not (k.endswith("_tasks") and not v)}
@@ -84,7 +85,7 @@ class SimWorld:
         return stable_hash(*parts)
 
 
-def error_body(message: str, type_: str, code: str | None, param: str | None = None) -> dict[str, Any]:
+def error_body(message: str, type_: str, code: str | None, param: str | None = None) -> JSONObject:
     """An OpenAI-style error payload."""
     return {"error": {"message": message, "type": type_, "param": param, "code": code}}
 
@@ -134,7 +135,7 @@ class SimBackend:
             self.world = replace(self.world, tasks=(*self.world.tasks, task))
         self._learned.add(task.task_id)
 
-    def respond(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    def respond(self, body: JSONObject) -> tuple[int, JSONObject]:
         """(HTTP status, JSON payload) for one request body: a pure function of (world, body)."""
         if not isinstance(body, dict):
             return 400, error_body("The request body must be a JSON object.", "invalid_request_error", None)
@@ -151,7 +152,7 @@ class SimBackend:
                 None,
                 "messages",
             )
-        tool_calls: tuple[dict[str, Any], ...] = ()
+        tool_calls: tuple[JSONObject, ...] = ()
         if is_user_audit_request(messages):
             content: str | None = user_audit_reply(self.world.tasks, body)
         elif is_judge_request(messages):
@@ -173,8 +174,8 @@ class SimBackend:
         return 200, self._completion(body, content, tool_calls)
 
     def _completion(
-        self, body: Mapping[str, Any], content: str | None, tool_calls: tuple[dict[str, Any], ...]
-    ) -> dict[str, Any]:
+        self, body: Mapping[str, Any], content: str | None, tool_calls: tuple[JSONObject, ...]
+    ) -> JSONObject:
         limit = _max_tokens(body)
         finish = "tool_calls" if tool_calls else "stop"
         calls = [json.loads(json.dumps(c)) for c in tool_calls]
@@ -196,7 +197,7 @@ class SimBackend:
             content = text
         completion = max(completion, 1) if limit is None or limit > 0 else completion
         prompt = _prompt_tokens(body)
-        message: dict[str, Any] = {"role": "assistant", "content": None if calls else content}
+        message: JSONObject = {"role": "assistant", "content": None if calls else content}
         if calls:
             message["tool_calls"] = calls
         return {
@@ -213,7 +214,7 @@ class SimBackend:
             },
         }
 
-    def handle(self, method: str, path: str, raw: bytes) -> tuple[int, dict[str, Any]]:
+    def handle(self, method: str, path: str, raw: bytes) -> tuple[int, JSONObject]:
         """One HTTP request (method, URL path, raw body) to (status, payload) in the wire format the path
         names (``.../chat/completions``, ``.../messages``, ``.../responses``): the routing shared by the mock
         transport and a loopback server. A format's request is read as a chat body, answered by
@@ -239,7 +240,7 @@ class SimBackend:
         except ValueError as exc:
             return 400, _in_format(fmt, 400, error_body(str(exc), "invalid_request_error", None))
         status, payload = self.respond(chat_body)
-        if fmt.api == "chat":
+        if fmt.api == NEUTRAL_API:
             return status, payload
         if status != 200:
             return status, _in_format(fmt, status, payload)
@@ -252,7 +253,7 @@ class SimBackend:
         fmt = format_for_path(path)
         if status == 200 and fmt is not None and _asks_stream(raw):
             events = fmt.stream_events(payload)
-            return 200, "text/event-stream", encode_events(events, done_marker=fmt.api == "chat")
+            return 200, "text/event-stream", encode_events(events, done_marker=fmt.done_marker)
         return status, "application/json", dump_response(payload)
 
     def transport(self) -> httpx2.AsyncBaseTransport:
@@ -264,7 +265,7 @@ class SimBackend:
 _ERROR_KINDS = {401: "authentication", 404: "not_found", 429: "rate_limit", 529: "overloaded"}
 
 
-def _in_format(fmt: WireFormat, status: int, payload: Mapping[str, Any]) -> dict[str, Any]:
+def _in_format(fmt: WireFormat, status: int, payload: Mapping[str, Any]) -> JSONObject:
     """An OpenAI-style error payload in ``fmt``'s own error shape."""
     err = payload.get("error")
     message = str(err.get("message", "error")) if isinstance(err, dict) else "error"

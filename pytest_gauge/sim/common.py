@@ -13,6 +13,7 @@ import re
 from typing import Any
 
 from ..records import dumps
+from ..records.json_types import JSONObject
 
 __all__ = [
     "SIM_VERSION",
@@ -85,7 +86,7 @@ def content_text(content: Any) -> str:
     return ""
 
 
-def message_text(message: dict[str, Any]) -> str:
+def message_text(message: JSONObject) -> str:
     """The text of a chat message (:func:`content_text` of its content)."""
     return content_text(message.get("content"))
 

@@ -12,8 +12,8 @@ import random
 import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
+from ..records.json_types import JSONObject
 from ..suite.rules import SimHint, count_words
 
 __all__ = [
@@ -67,7 +67,7 @@ class PlannedCall:
     """One tool call in a merged plan; ``strong`` when a hint being satisfied asked for it."""
 
     name: str
-    args: dict[str, Any]
+    args: JSONObject
     strong: bool
 
 
@@ -114,11 +114,11 @@ def _max(a: int | None, b: int | None) -> int | None:
     return b if a is None else a if b is None else max(a, b)
 
 
-def _compatible(a: dict[str, Any], b: dict[str, Any]) -> bool:
+def _compatible(a: JSONObject, b: JSONObject) -> bool:
     return all(a[k] == b[k] for k in a.keys() & b.keys())
 
 
-def _merge_calls(plan: list[PlannedCall], wanted: Sequence[tuple[str, dict[str, Any]]], strong: bool) -> None:
+def _merge_calls(plan: list[PlannedCall], wanted: Sequence[tuple[str, JSONObject]], strong: bool) -> None:
     """Fold one hint's call sequence into the plan: reuse a compatible planned call that comes after
     the previous one of this sequence (filling in its arguments), else insert a new call there.
     So counts add up per hint, relative order is kept, and argument hints attach to bare calls."""

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..records import ToolCall, Transcript, Turn
+from ..records.json_types import JSONObject
 from ..run import judge as judge_mod
 from ..run.dialogue import tool_arguments
 from ..suite.rules import count_words
@@ -244,7 +245,7 @@ def judge_reply(
         (broke_a, broke_b),
         (bool(POLITE.search(side_a.final_reply)), bool(POLITE.search(side_b.final_reply))),
     )
-    verdict: dict[str, Any] = {
+    verdict: JSONObject = {
         "winner": decision.winner,
         "reward_a": decision.reward_a,
         "reward_b": decision.reward_b,

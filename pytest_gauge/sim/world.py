@@ -52,5 +52,5 @@ def build_client(
     """
     if backend == "sim":
         world = sim_world(suite, tasks, seed)
-        return sim_client(SimBackend(world)), f"sim:{world.fingerprint()}"
+        return sim_client(SimBackend(world).serve), f"sim:{world.fingerprint()}"
     return network_client(backend, timeout, max_connections)

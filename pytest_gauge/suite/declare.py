@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..records import APIS, Api
+from ..records import APIS, NEUTRAL_API, Api
 from .http_agent import HttpAgent
 from .programs import CommandAgent
 from .response_format import format_chain
@@ -72,7 +72,7 @@ class ModelAgent:
     max_tokens: int = 800
     sim: SimAgent = field(default_factory=SimAgent)
     strategy: Strategy | None = None
-    api: Api = "chat"
+    api: Api = NEUTRAL_API
 
     def __post_init__(self) -> None:
         _check_api("ModelAgent", self.api)
@@ -132,7 +132,7 @@ class UserSimulator:
     max_turns: int = 3
     extra_prompt: str = ""
     sim: SimUser = field(default_factory=SimUser)
-    api: Api = "chat"
+    api: Api = NEUTRAL_API
     audit_model: str | None = None
 
     def __post_init__(self) -> None:
@@ -163,7 +163,7 @@ class Judge:
     sim: SimJudge = field(default_factory=SimJudge)
     extra_sims: Mapping[str, SimJudge] = field(default_factory=dict)
     context_tokens: int | None = None  # the judge model's context window: transcripts shortened to fit
-    api: Api = "chat"
+    api: Api = NEUTRAL_API
 
     def __post_init__(self) -> None:
         _check_api("Judge", self.api)

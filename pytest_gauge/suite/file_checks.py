@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from ..records.json_types import JSONObject
+
 __all__ = [
     "MAX_FILE_BYTES",
     "OUTPUT_TAIL_BYTES",
@@ -108,7 +110,7 @@ def command_env(environ: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in environ.items() if not _SECRET_NAME.search(k.upper())}
 
 
-def _spawn_options(workspace: Path) -> dict[str, Any]:
+def _spawn_options(workspace: Path) -> JSONObject:
     """How a rule's command starts, sync or async alike: in the workspace, with :func:`command_env` (no
     key variable), no stdin, output and errors together, in a session of its own (its whole process
     group can be killed)."""

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..records.json_types import JSONObject
 from .sim_profiles import SimAgent
 from .strategy import Strategy
 
@@ -33,7 +34,7 @@ _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 MISSING: Any = object()
 
 
-def _default_body() -> dict[str, Any]:
+def _default_body() -> JSONObject:
     return {"messages": "{messages}", "session_id": "{session}"}
 
 

@@ -17,6 +17,8 @@ from typing import Any
 
 import tomli_w
 
+from ..records import APIS, NEUTRAL_API
+from ..records.json_types import JSONObject
 from .sim_profiles import SimAgent
 from .strategy import Strategy
 
@@ -109,7 +111,7 @@ class CommandAgent:
     timeout: float = 300.0
     env: Mapping[str, str] = field(default_factory=dict)
     model: str | None = None
-    api: str = "chat"
+    api: str = NEUTRAL_API
     configure: Configure | None = None
     drop_env: tuple[str, ...] = ()  # prefixes removed from the built environment before ``env`` is added
     sim: SimAgent = field(default_factory=SimAgent)  # how the simulator answers its model calls
@@ -132,8 +134,8 @@ class CommandAgent:
             raise ValueError(f"CommandAgent {self.name!r}: output is one of {known}, not {self.output!r}")
         if not self.timeout > 0:
             raise ValueError(f"CommandAgent {self.name!r}: timeout must be > 0 seconds, got {self.timeout!r}")
-        if self.api not in ("chat", "anthropic", "responses"):
-            raise ValueError(f"CommandAgent {self.name!r}: api must be chat, anthropic or responses")
+        if self.api not in APIS:
+            raise ValueError(f"CommandAgent {self.name!r}: api must be {', '.join(APIS[:-1])} or {APIS[-1]}")
         if not self.stdin and not any("{prompt}" in a for a in self.argv):
             raise ValueError(f"CommandAgent {self.name!r}: argv has no {{prompt}} and stdin=False")
 
@@ -248,7 +250,7 @@ def codex_config(model: str, base_url: str, mcp_servers: Mapping[str, Mapping[st
         "request_max_retries": 0,
         "stream_max_retries": 0,
     }
-    config: dict[str, Any] = {
+    config: JSONObject = {
         "model": model,
         "model_provider": "gauge",
         "check_for_update_on_startup": False,

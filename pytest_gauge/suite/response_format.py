@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..records.json_types import JSONObject
+
 __all__ = [
     "AUTO",
     "JSON_OBJECT",
@@ -19,7 +21,7 @@ __all__ = [
 
 AUTO = "auto"
 
-VERDICT_SCHEMA: dict[str, Any] = {
+VERDICT_SCHEMA: JSONObject = {
     "type": "object",
     "properties": {
         "winner": {"type": "string", "enum": ["A", "B", "tie"]},
@@ -33,13 +35,13 @@ VERDICT_SCHEMA: dict[str, Any] = {
 """The verdict as the judge prompt asks for it (rewards 0..1 are checked by the parser: strict schemas
 of several gateways refuse ``minimum``/``maximum``)."""
 
-JSON_SCHEMA: dict[str, Any] = {
+JSON_SCHEMA: JSONObject = {
     "type": "json_schema",
     "json_schema": {"name": "judge_verdict", "strict": True, "schema": VERDICT_SCHEMA},
 }
-JSON_OBJECT: dict[str, Any] = {"type": "json_object"}
+JSON_OBJECT: JSONObject = {"type": "json_object"}
 
-FormatChain = tuple[dict[str, Any] | None, ...]
+FormatChain = tuple[JSONObject | None, ...]
 
 
 def format_chain(setting: str | Mapping[str, Any] | None) -> FormatChain:

@@ -12,6 +12,7 @@ from typing import Any
 
 from ..files.readwrite import MAX_DEPTH as READ_MAX_DEPTH
 from ..files.readwrite import MAX_FILE_BYTES, JsonBoundError, loads_bounded
+from ..records.json_types import JSONObject
 from .rules import Rule, RuleResult, RuleSpecError, parse_rules, tools_named
 
 __all__ = ["CATEGORIES", "TASKS_FORMAT_VERSION", "Task", "TaskFileError", "load_tasks"]
@@ -187,7 +188,7 @@ def load_tasks(
 
 
 def _parse_task(
-    obj: dict[str, Any],
+    obj: JSONObject,
     path: Path,
     number: int,
     seen: dict[str, int],

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..records import ToolCall
+from ..records.json_types import JSONObject
 from .schema import CompiledSchema, SchemaError, compile_schema
 
 __all__ = ["Tool", "ToolError", "ToolExecutor", "ToolResult", "cut_text", "wants_workspace"]
@@ -67,7 +68,7 @@ class Tool:
             raise ToolError(f"{where}: the top-level schema must have type 'object'")
         object.__setattr__(self, "validator", compiled)
 
-    def schema(self) -> dict[str, Any]:
+    def schema(self) -> JSONObject:
         """The OpenAI ``tools`` entry."""
         return {
             "type": "function",
@@ -79,9 +80,9 @@ class Tool:
         }
 
 
-def _run_with_timeout(fn: Callable[..., Any], args: dict[str, Any], timeout: float) -> Any:
+def _run_with_timeout(fn: Callable[..., Any], args: JSONObject, timeout: float) -> Any:
     """Run in a daemon thread so that a hung tool never blocks the run or the interpreter's exit."""
-    box: dict[str, Any] = {}
+    box: JSONObject = {}
 
     def target() -> None:
         try:
@@ -199,7 +200,7 @@ class ToolExecutor:
         call_id: str,
         name: str,
         raw: str,
-        parsed: dict[str, Any] | None,
+        parsed: JSONObject | None,
         result: str,
         code: int,
         start: float,

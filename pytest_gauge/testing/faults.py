@@ -16,8 +16,11 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal
 
-from ..gateway.wire import WireFormat
+from ..gateway.wire import NEUTRAL_API, WireFormat
+from ..gateway.wire.anthropic import MESSAGES
+from ..gateway.wire.responses import RESPONSES
 from ..gateway.wire.sse import encode_events
+from ..records.json_types import JSONObject
 from .exchange import Request, Response
 from .responders import (
     Responder,
@@ -67,8 +70,8 @@ MALFORMED_BODIES: dict[str, bytes] = {
 
 _SHARED_MALFORMED = ("html", "empty", "array")
 MALFORMED_BY_API: dict[str, dict[str, bytes]] = {
-    "chat": MALFORMED_BODIES,
-    "anthropic": {
+    NEUTRAL_API: MALFORMED_BODIES,
+    MESSAGES.api: {
         **{k: MALFORMED_BODIES[k] for k in _SHARED_MALFORMED},
         "content_not_list": b'{"id": "msg_x", "type": "message", "role": "assistant", "content": "hi"}',
         "content_empty": (
@@ -81,7 +84,7 @@ MALFORMED_BY_API: dict[str, dict[str, bytes]] = {
             b' "output_tokens": 1}}'
         ),
     },
-    "responses": {
+    RESPONSES.api: {
         **{k: MALFORMED_BODIES[k] for k in _SHARED_MALFORMED},
         "output_not_list": b'{"id": "resp_x", "object": "response", "status": "completed", "output": "hi"}',
         "output_empty": b'{"id": "resp_x", "object": "response", "status": "completed", "output": []}',
@@ -126,6 +129,9 @@ class FaultPlan:
     zero_usage: bool = False  # usage with zero counts (a proxy passing on usage its upstream never sent)
     served_model: str | None = None  # the response's model field (a proxy's fallback model answered)
     attempted_retries: int = 0  # x-litellm-attempted-retries on every 200
+    error_attempted_retries: int = 0
+    """``x-litellm-attempted-retries`` on every scheduled 5xx (``burst_503``, ``503``, ``500``): a proxy that
+    says the upstream retries behind an attempt it failed."""
     response_cost: float | None = None  # x-litellm-response-cost on every 200
     cached_tokens: int = 0
     cache_write_tokens: int = 0
@@ -153,7 +159,7 @@ class FaultPlan:
     (429, 5xx, malformed, reset, 529), and their fault index ``n`` counts only them, so the schedule they
     meet is the same whatever the other formats' requests do; empty: every format's, indexed together."""
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         """Plain-JSON form (the model sets as sorted lists), as served by the admin stats route."""
         d = asdict(self)
         d["status_400_models"] = sorted(self.status_400_models)
@@ -212,7 +218,7 @@ def scheduled_fault(plan: FaultPlan, n: int) -> ScheduledFault | None:
     return None
 
 
-def malformed_body(plan: FaultPlan, n: int, api: str = "chat") -> bytes:
+def malformed_body(plan: FaultPlan, n: int, api: str = NEUTRAL_API) -> bytes:
     """The malformed body of the n-th request in wire format ``api``: ``plan.malformed``'s kind, or each
     of the format's kinds in turn (mixed, or a kind the format does not have)."""
     bodies = MALFORMED_BY_API.get(api, MALFORMED_BODIES)
@@ -250,13 +256,13 @@ def echo_auth(req: Request, spec: str) -> Response:
 
 def chat_response(
     req: Request,
-    body: dict[str, Any] | None,
+    body: JSONObject | None,
     body_error: bool,
     plan: FaultPlan,
     n: int,
     seq: int,
     responder: Responder,
-    api: str = "chat",
+    api: str = NEUTRAL_API,
 ) -> Response:
     """The answer to the n-th model request, read as the chat body ``body`` (``stream`` removed): its
     planned fault, an OpenAI-style 4xx for a bad request, else the responder's completion (finished by
@@ -316,11 +322,16 @@ def chat_response(
             headers["retry-after-ms"] = str(plan.retry_after_ms)
         msg = f"Rate limit reached for requests on {model}. Please try again later."
         return Response(429, error_body(msg, "requests", "rate_limit_exceeded"), headers)
+    told = (
+        {"x-litellm-attempted-retries": str(plan.error_attempted_retries)}
+        if plan.error_attempted_retries
+        else {}
+    )
     if fault in ("burst_503", "503"):
-        return Response(503, error_body("The server is overloaded or not ready yet.", "server_error"))
+        return Response(503, error_body("The server is overloaded or not ready yet.", "server_error"), told)
     if fault == "500":
         msg = "The server had an error while processing your request. Sorry about that!"
-        return Response(500, error_body(msg, "server_error"))
+        return Response(500, error_body(msg, "server_error"), told)
     if fault == "malformed":
         return Response(200, None, raw=malformed_body(plan, n, api))
     if fault == "529":
@@ -356,7 +367,7 @@ _ERROR_KINDS = {
 def model_response(
     fmt: WireFormat,
     req: Request,
-    body: dict[str, Any] | None,
+    body: JSONObject | None,
     body_error: bool,
     plan: FaultPlan,
     n: int,
@@ -379,17 +390,17 @@ def model_response(
     resp = chat_response(req, chat_body, body_error, plan, n, seq, responder, fmt.api)
     if resp.status != 200 or resp.raw is not None:
         return in_format(fmt, resp)
-    out = resp.payload if fmt.api == "chat" else fmt.from_completion(resp.payload, body or {})
+    out = resp.payload if fmt.api == NEUTRAL_API else fmt.from_completion(resp.payload, body or {})
     if not stream:
         return Response(200, out, resp.headers)
-    events = encode_events(fmt.stream_events(out), done_marker=fmt.api == "chat")
+    events = encode_events(fmt.stream_events(out), done_marker=fmt.done_marker)
     return Response(200, None, {**resp.headers, "content-type": "text/event-stream"}, raw=events)
 
 
 def in_format(fmt: WireFormat, resp: Response) -> Response:
     """An OpenAI-style error answer in ``fmt``'s own error shape (chat's is that shape; raw bodies, e.g.
     an echoed key or a malformed 200, are sent as they are)."""
-    if fmt.api == "chat" or resp.raw is not None or not isinstance(resp.payload, dict):
+    if fmt.api == NEUTRAL_API or resp.raw is not None or not isinstance(resp.payload, dict):
         return resp
     err = resp.payload.get("error")
     message = str(err.get("message", "error")) if isinstance(err, dict) else "error"
@@ -397,7 +408,7 @@ def in_format(fmt: WireFormat, resp: Response) -> Response:
     return Response(resp.status, fmt.error_body(resp.status, message, kind), resp.headers, resp.reset)
 
 
-def finish_completion(body: dict[str, Any], out: dict[str, Any], plan: FaultPlan, seq: int) -> dict[str, Any]:
+def finish_completion(body: JSONObject, out: JSONObject, plan: FaultPlan, seq: int) -> JSONObject:
     """A responder's answer made a full chat.completion (ids, indexes, usage), with the plan's
     truncation, missing usage and cached/cache-write/reasoning token details applied (prompt tokens
     include the cache's reads and writes)."""

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..records.json_types import JSONObject
 from .faults import FaultPlan
 from .server import ADMIN_PREFIX, Served
 
@@ -23,7 +24,7 @@ __all__ = ["ServerProcess", "admin_call"]
 
 def admin_call(
     root_url: str, route: str, payload: Any = None, timeout: float = 10.0, cafile: str | None = None
-) -> dict[str, Any]:
+) -> JSONObject:
     """One call to a running server's admin routes (GET without a payload, POST with one); an HTTPS
     server's certificate is trusted from ``cafile``, else ``SSL_CERT_FILE``."""
     data = None if payload is None else json.dumps(payload).encode("utf-8")
@@ -37,7 +38,7 @@ def admin_call(
     trusted = cafile or os.environ.get("SSL_CERT_FILE")
     context = ssl.create_default_context(cafile=trusted) if https else None
     with urllib.request.urlopen(req, timeout=timeout, context=context) as resp:  # loopback only
-        result: dict[str, Any] = json.loads(resp.read())
+        result: JSONObject = json.loads(resp.read())
         return result
 
 
@@ -98,7 +99,7 @@ class ServerProcess(Served):
     def __enter__(self) -> ServerProcess:
         return self if self.proc is not None else self.start()
 
-    def stats(self, full: bool = False) -> dict[str, Any]:
+    def stats(self, full: bool = False) -> JSONObject:
         """The child's counters via ``GET /__gauge__/stats``."""
         return admin_call(self.root_url, "/stats" + ("?full=1" if full else ""), cafile=self.cafile)
 

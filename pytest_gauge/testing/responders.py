@@ -8,6 +8,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ..records.json_types import JSONObject
 from ..sim.common import content_text as message_text
 
 __all__ = [
@@ -23,7 +24,7 @@ __all__ = [
     "tool_call",
 ]
 
-Responder = Callable[[dict[str, Any]], dict[str, Any]]
+Responder = Callable[[JSONObject], JSONObject]
 """Request JSON body -> chat.completion JSON dict (id/object/created/model are filled in when missing)."""
 
 
@@ -49,7 +50,7 @@ class ResponderError(Exception):
         self.headers = dict(headers or {})
 
 
-def tool_call(call_id: str, name: str, arguments: Mapping[str, Any] | str) -> dict[str, Any]:
+def tool_call(call_id: str, name: str, arguments: Mapping[str, Any] | str) -> JSONObject:
     """One assistant ``tool_calls`` entry; ``arguments`` as a dict is JSON-encoded, a str is sent verbatim."""
     raw = arguments if isinstance(arguments, str) else json.dumps(dict(arguments))
     return {"id": call_id, "type": "function", "function": {"name": name, "arguments": raw}}
@@ -62,16 +63,16 @@ def completion(
     finish_reason: str | None = None,
     usage: Mapping[str, int] | None = None,
     model: str | None = None,
-) -> dict[str, Any]:
+) -> JSONObject:
     """A chat.completion dict for a responder to return; finish_reason defaults to tool_calls/stop.
 
     Without ``usage`` the server computes the default character-based usage for the request.
     """
-    message: dict[str, Any] = {"role": "assistant", "content": content}
+    message: JSONObject = {"role": "assistant", "content": content}
     if tool_calls:
         message["tool_calls"] = [dict(tc) for tc in tool_calls]
     reason = finish_reason or ("tool_calls" if tool_calls else "stop")
-    out: dict[str, Any] = {"choices": [{"index": 0, "message": message, "finish_reason": reason}]}
+    out: JSONObject = {"choices": [{"index": 0, "message": message, "finish_reason": reason}]}
     if usage is not None:
         out["usage"] = full_usage(dict(usage))
     if model is not None:
@@ -79,7 +80,7 @@ def completion(
     return out
 
 
-def full_usage(usage: dict[str, Any]) -> dict[str, Any]:
+def full_usage(usage: JSONObject) -> JSONObject:
     """A responder's usage with its token counts as ints and the total filled in."""
     prompt = int(usage.get("prompt_tokens", 0))
     completion_tokens = int(usage.get("completion_tokens", 0))
@@ -99,7 +100,7 @@ def default_usage(body: Mapping[str, Any], content: str) -> dict[str, int]:
     return {"prompt_tokens": prompt, "completion_tokens": out, "total_tokens": prompt + out}
 
 
-def default_responder(body: dict[str, Any]) -> dict[str, Any]:
+def default_responder(body: JSONObject) -> JSONObject:
     """Deterministic echo: ``"ok: " + last user message[:40]``; usage = chars//4 + 1 on each side."""
     messages = body.get("messages") or []
     last_user = next((m for m in reversed(messages) if isinstance(m, dict) and m.get("role") == "user"), None)
@@ -108,7 +109,7 @@ def default_responder(body: dict[str, Any]) -> dict[str, Any]:
     return completion(content, usage=default_usage(body, content))
 
 
-def biased_verdict(body: Mapping[str, Any], slot: str | None) -> dict[str, Any] | None:
+def biased_verdict(body: Mapping[str, Any], slot: str | None) -> JSONObject | None:
     """With ``FaultPlan.judge_prefers`` set: a judge request (a user message carrying ``<response_a>``, as
     pytest-gauge's blind judge prompt does) is answered with a valid verdict for that slot, whatever the
     responses say: a judge with total position bias. Other requests: None (the responder answers)."""
@@ -130,6 +131,6 @@ def biased_verdict(body: Mapping[str, Any], slot: str | None) -> dict[str, Any] 
     return completion(content, usage=default_usage(body, content))
 
 
-def error_body(message: str, type: str, code: str | None = None, param: str | None = None) -> dict[str, Any]:
+def error_body(message: str, type: str, code: str | None = None, param: str | None = None) -> JSONObject:
     """An OpenAI-style error body."""
     return {"error": {"message": message, "type": type, "param": param, "code": code}}

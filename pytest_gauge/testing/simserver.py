@@ -4,8 +4,8 @@ HTTP path (``--gauge-backend=live``) against answers as realistic as the offline
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
+from ..records.json_types import JSONObject
 from ..sim.backend import SimBackend
 from ..sim.world import sim_world
 from ..suite.discover import load_suite
@@ -20,7 +20,7 @@ def sim_responder(module_path: Path, seed: int) -> Responder:
     tasks = suite.load(module_path.parent)
     backend = SimBackend(sim_world(suite, tasks, seed))
 
-    def respond(body: dict[str, Any]) -> dict[str, Any]:
+    def respond(body: JSONObject) -> JSONObject:
         status, payload = backend.respond(body)
         if status != 200:
             err = payload.get("error", {})

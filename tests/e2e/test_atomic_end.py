@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from pytest_gauge.cli import main
+from pytest_gauge.finish import ending as finish_ending
 from pytest_gauge.finish import html as finish_html
 from pytest_gauge.finish import outputs as finish_outputs
 from pytest_gauge.report.format import without_volatile
@@ -66,3 +67,43 @@ def test_an_uninterrupted_run_leaves_nothing_pending(pytester: pytest.Pytester, 
     assert run_inprocess(pytester, "suites", "--gauge-out", "out").ret == 0
     assert "interrupted" not in _manifest(pytester.path / "out")
     assert not (pytester.path / "out" / "mini" / "reports-pending.json").exists()
+
+
+def test_the_next_run_writes_the_missing_reports_first_and_says_so(
+    pytester: pytest.Pytester, mini_suite: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run into a ``--gauge-out`` folder holding a run stopped before its reports writes that run's
+    reports before anything else (here the new run's own end is switched off, so every report found came
+    from the earlier run's kept outputs) and says so in one line."""
+    with monkeypatch.context() as mp:
+        mp.setattr(finish_outputs, "report_suite", _stop)
+        with pytest.raises(KeyboardInterrupt):
+            run_inprocess(pytester, "suites", "--gauge-out", "cut", "--gauge-cache", "off")
+    cut = pytester.path / "cut"
+    stopped_run = _manifest(cut)["run_id"]
+    assert (cut / "mini" / "reports-pending.json").exists()
+
+    monkeypatch.setattr(finish_ending, "finish_run", lambda *_a, **_k: [])
+    result = run_inprocess(pytester, "suites", "--gauge-out", "cut", "--gauge-cache", "off")
+    said = [line for line in result.outlines if "stopped before its reports" in line]
+    assert said == [
+        f"pytest-gauge: an earlier run in {cut} stopped before its reports: wrote them first (mini)"
+    ]
+    done = _manifest(cut)
+    assert done["run_id"] == stopped_run and "interrupted" not in done
+    assert not (cut / "mini" / "reports-pending.json").exists()
+    assert (cut / "mini" / "reports" / "pairwise_table.md").is_file()
+
+    again = run_inprocess(pytester, "suites", "--gauge-out", "other", "--gauge-cache", "off")
+    assert not [line for line in again.outlines if "stopped before its reports" in line]
+
+
+def test_a_pending_file_that_cannot_be_read_does_not_stop_the_next_run(
+    pytester: pytest.Pytester, mini_suite: Path
+) -> None:
+    (pytester.path / "out" / "mini").mkdir(parents=True)
+    (pytester.path / "out" / "mini" / "reports-pending.json").write_text("{not json", encoding="utf-8")
+    result = run_inprocess(pytester, "suites", "--gauge-out", "out", "--gauge-cache", "off")
+    said = [line for line in result.outlines if "stopped before its reports" in line]
+    assert len(said) == 1 and said[0].startswith("pytest-gauge warning:") and "tries again" in said[0], said
+    assert result.ret == 0 and "interrupted" not in _manifest(pytester.path / "out")

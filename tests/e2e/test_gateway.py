@@ -333,3 +333,15 @@ def test_a_proxys_retries_behind_an_error_are_counted_on_its_line(
     (row,) = ledger(tmp_path)
     assert (row.status, row.gateway_retries) == ("http_500", 3)
     assert ledger_totals([row]).possibly_billed == 3
+
+
+def test_a_proxys_retries_said_on_failed_attempts_add_up_with_those_of_the_success(tmp_path: Path) -> None:
+    """Two 5xx from a proxy that says 2 upstream retries behind each, then a success it says 1 behind:
+    every attempt's line carries its own count and the totals add them all (2 + 2 + 1)."""
+    plan = FaultPlan(burst_5xx=2, error_attempted_retries=2, attempted_retries=1)
+    with LoopbackServer(faults=plan) as srv:
+        gw = make_gateway(tmp_path, srv, retries=3)
+        call(gw)
+    rows = sorted(ledger(tmp_path), key=lambda r: r.attempt)
+    assert [(r.status, r.gateway_retries) for r in rows] == [("http_503", 2), ("http_503", 2), ("ok", 1)]
+    assert ledger_totals(rows).possibly_billed == 5

@@ -198,3 +198,39 @@ def test_the_reference_names_every_metric_of_the_one_table() -> None:
     section = text[text.index("## Metrics") : text.index("## Outputs")]
     missing = [m.name for m in METRICS if not re.search(rf"`{m.name}[`(]", section)]
     assert not missing, f"add these metrics to docs/reference.md#metrics: {missing}"
+
+
+PROTOCOL_PAGES = (
+    "protocol",
+    "judging",
+    "metrics",
+    "gates",
+    "reproducibility",
+    "costs",
+    "programs",
+    "gateway",
+)
+PAGE_LIMIT = 30_000
+
+
+def test_the_protocol_pages_stay_focused() -> None:
+    """The protocol is a front page and one page per part, each at most 30 KB, so that a reader finds a
+    section without scrolling through the whole reasoning."""
+    sizes = {name: len((ROOT / "docs" / f"{name}.md").read_bytes()) for name in PROTOCOL_PAGES}
+    assert {name: size for name, size in sizes.items() if size > PAGE_LIMIT} == {}
+
+
+def test_the_protocol_front_page_keeps_every_anchor_of_its_pages() -> None:
+    """Reports and code cite anchors of the front page (``protocol.md`` and an anchor); every section
+    anchor of a part's page stays on the front page, leading to it."""
+    front = (ROOT / "docs" / "protocol.md").read_text(encoding="utf-8")
+    explicit = set(re.findall(r'<a id="([^"]+)"></a>', front))
+    missing = {
+        f"{name}.md#{anchor}"
+        for name in PROTOCOL_PAGES[1:]
+        for anchor in re.findall(
+            r'<a id="([^"]+)"></a>', (ROOT / "docs" / f"{name}.md").read_text(encoding="utf-8")
+        )
+        if anchor not in explicit
+    }
+    assert missing == set()

@@ -40,11 +40,7 @@ MAY_IMPORT["finish"] = MAY_IMPORT["fixtures"] | {"fixtures"}
 for _entry in _ENTRY:  # the entry points, where the wiring happens, may use every layer
     MAY_IMPORT[_entry] = frozenset(MAY_IMPORT) | frozenset(_ENTRY)
 
-KNOWN: dict[tuple[str, str], str] = {
-    ("pytest_gauge.gateway.backends", "pytest_gauge.sim.backend"): (
-        "annotation of the simulator's backend, until the wiring hands the gateway a backend"
-    ),
-}
+KNOWN: dict[tuple[str, str], str] = {}
 """Imports against the table, each with why it stays for now (the test fails when one is gone)."""
 
 DEFERRED = "# deferred:"

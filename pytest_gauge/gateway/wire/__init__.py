@@ -16,9 +16,9 @@ One module per format is its only home: nothing else in the package spells a for
 from __future__ import annotations
 
 from . import anthropic, chat, responses
-from .base import APIS, Api, StreamEvent, WireFormat
+from .base import APIS, NEUTRAL_API, Api, StreamEvent, WireFormat
 
-__all__ = ["APIS", "Api", "StreamEvent", "WireFormat", "format_for_path", "wire_format"]
+__all__ = ["APIS", "NEUTRAL_API", "Api", "StreamEvent", "WireFormat", "format_for_path", "wire_format"]
 
 _FORMATS: dict[str, WireFormat] = {
     "chat": chat.CHAT,

@@ -12,6 +12,7 @@ Messages form: the prompt alone asks for JSON (the fallback's next step).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from ...records import Usage
@@ -19,8 +20,17 @@ from ..redact import known_secrets, redact_known
 from ..response import BadResponse, body_snippet, usage_problem
 from .base import Api, StreamEvent
 from .noise import quiet_material
+from .shapes import ChatUsageBody, MessagesUsageBody, UsageCounts
 
-__all__ = ["DEFAULT_MAX_TOKENS", "JSON_TOOL", "MESSAGES", "SEED_USER", "MessagesFormat", "usage_counts"]
+__all__ = [
+    "ANTHROPIC_VERSION",
+    "DEFAULT_MAX_TOKENS",
+    "JSON_TOOL",
+    "MESSAGES",
+    "SEED_USER",
+    "MessagesFormat",
+    "usage_counts",
+]
 
 DEFAULT_MAX_TOKENS = 4096
 """``max_tokens`` of a Messages request whose chat body sets none (Messages requires it): the output
@@ -71,6 +81,8 @@ _ERROR_TYPES = {
     "overloaded": "overloaded_error",
     "server": "api_error",
 }
+ANTHROPIC_VERSION = "2023-06-01"
+"""The ``anthropic-version`` header every Messages request carries (the API refuses a request without it)."""
 _USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
 
 
@@ -80,6 +92,12 @@ class MessagesFormat:
     api: Api = "anthropic"
     path = "/messages"
     passed_headers: tuple[str, ...] = ("anthropic-beta",)  # beta body fields need their flag
+    request_headers: Mapping[str, str] = {"anthropic-version": ANTHROPIC_VERSION}
+    own_auth = True
+    done_marker = False
+    ping_tokens = 1
+    provider = "anthropic"
+    title = "Messages (api=anthropic)"
 
     # -- client side ---------------------------------------------------------------------------------
     def request_path(self, base_url: str) -> str:
@@ -87,6 +105,9 @@ class MessagesFormat:
         ``{root}/v1/messages``, the one the Anthropic SDK (and Claude Code) builds from the gateway's root,
         so a gateway serving Claude Code serves the plugin's Messages calls at the same path."""
         return self.path if base_url.rstrip("/").endswith("/v1") else "/v1" + self.path
+
+    def sdk_base_url(self, root: str) -> str:
+        return root
 
     def request_body(self, chat_body: dict[str, Any]) -> dict[str, Any]:
         """System messages joined into ``system``, the rest as content blocks (empty messages left out,
@@ -512,7 +533,7 @@ def _int(value: Any) -> int:
     return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
 
 
-def usage_counts(u: dict[str, Any]) -> dict[str, int]:
+def usage_counts(u: dict[str, Any]) -> UsageCounts:
     """Messages usage in the ledger's terms: uncached input, cache reads, the cache writes' 5-minute and
     1-hour parts (all writes are 5-minute without a ``cache_creation`` breakdown, the default TTL), output."""
     writes = _int(u.get("cache_creation_input_tokens"))
@@ -530,11 +551,11 @@ def usage_counts(u: dict[str, Any]) -> dict[str, int]:
     }
 
 
-def _writes(counts: dict[str, int]) -> int:
+def _writes(counts: UsageCounts) -> int:
     return counts["cache_write_tokens"] + counts["cache_write_1h_tokens"]
 
 
-def _ledger_usage(counts: dict[str, int], raw: dict[str, Any]) -> Usage:
+def _ledger_usage(counts: UsageCounts, raw: dict[str, Any]) -> Usage:
     """The ledger's Usage of Messages counts (docs/protocol.md#usage: ``cache_write_tokens`` is every
     write, ``cache_write_1h_tokens`` the one-hour part of them), with the Messages usage object as raw."""
     return Usage(
@@ -547,7 +568,7 @@ def _ledger_usage(counts: dict[str, int], raw: dict[str, Any]) -> Usage:
     )
 
 
-def _chat_usage(u: Any) -> dict[str, Any] | None:
+def _chat_usage(u: Any) -> ChatUsageBody | None:
     """Messages usage as a chat ``usage`` (prompt including the cache's reads and writes)."""
     if not isinstance(u, dict):
         return None
@@ -660,7 +681,7 @@ def _forced_use(name: str, text: str, cid: str) -> dict[str, Any]:
     }
 
 
-def _messages_usage(u: dict[str, Any]) -> dict[str, Any]:
+def _messages_usage(u: dict[str, Any]) -> MessagesUsageBody:
     """A chat ``usage`` as Messages usage: ``input_tokens`` without the cache's reads
     (``prompt_tokens_details.cached_tokens``) and writes (``cache_write_tokens``, of which
     ``cache_write_1h_tokens`` are one-hour writes: the loopback server's way to send them)."""

@@ -3,14 +3,15 @@ format module implements (the package docstring of :mod:`pytest_gauge.gateway.wi
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ...records import APIS, Api
+from ...records import APIS, NEUTRAL_API, Api
 
 if TYPE_CHECKING:
     from ...records import Usage
 
-__all__ = ["APIS", "Api", "StreamEvent", "WireFormat"]
+__all__ = ["APIS", "NEUTRAL_API", "Api", "StreamEvent", "WireFormat"]
 
 StreamEvent = tuple[str | None, dict[str, Any]]
 """One server-sent event: its ``event:`` name (None for Chat Completions' unnamed chunks) and JSON data."""
@@ -26,11 +27,31 @@ class WireFormat(Protocol):
     passed_headers: tuple[str, ...]
     """Request headers (lower case) that change what a request means, so the recording proxy passes a
     client's own on to the gateway (Messages' ``anthropic-beta``: Claude Code's body fields need it)."""
+    request_headers: Mapping[str, str]
+    """Headers every request of the format carries (Messages' ``anthropic-version``: refused without)."""
+    own_auth: bool
+    """True when the format's servers may take the key in their own header (Messages' ``x-api-key``): the
+    gateway then places it as ``--gauge-anthropic-auth`` says; otherwise ``Authorization: Bearer``."""
+    done_marker: bool
+    """True when the format's stream ends with ``data: [DONE]`` (Chat Completions)."""
+    ping_tokens: int
+    """The least output-token cap the format's servers take: ``gauge doctor``'s 1-token call asks for it."""
+    provider: str
+    """The API's maker as OpenTelemetry's ``gen_ai.provider.name`` says it (the API the call spoke: a
+    gateway may host any model behind it)."""
+    title: str
+    """The format as ``gauge doctor`` names it in a line (``Responses``, ``Messages (api=anthropic)``)."""
 
     # -- client side: the gateway -------------------------------------------------------------------
     def request_path(self, base_url: str) -> str:
         """The path the gateway POSTs to below ``base_url``: the one the format's official SDK builds
         from the same base URL (:attr:`path`; Messages: ``/v1/messages`` below a base without ``/v1``)."""
+        ...
+
+    def sdk_base_url(self, root: str) -> str:
+        """The base URL a client of this format (its official SDK, a program agent) is given for a server
+        whose routes sit below ``root``: the openai SDK's ends in ``/v1``, the anthropic SDK's does not
+        (it appends ``/v1/messages`` itself)."""
         ...
 
     def request_body(self, chat_body: dict[str, Any]) -> dict[str, Any]:

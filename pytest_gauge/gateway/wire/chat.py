@@ -40,9 +40,18 @@ class ChatFormat:
     api: Api = "chat"
     path = "/chat/completions"
     passed_headers: tuple[str, ...] = ()
+    request_headers: Mapping[str, str] = {}
+    own_auth = False
+    done_marker = True
+    ping_tokens = 1
+    provider = "openai"
+    title = "chat"
 
     def request_path(self, base_url: str) -> str:
         return self.path
+
+    def sdk_base_url(self, root: str) -> str:
+        return root + "/v1"
 
     def request_body(self, chat_body: dict[str, Any]) -> dict[str, Any]:
         return {k: v for k, v in chat_body.items() if k not in ("stream", "stream_options")}

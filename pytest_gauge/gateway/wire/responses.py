@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from ...records import Usage
@@ -20,6 +21,7 @@ from ..response import BadResponse, body_snippet, usage_problem
 from .base import Api, StreamEvent
 from .chat import CHAT
 from .noise import quiet_material
+from .shapes import ChatUsageBody, ResponsesUsageBody
 
 __all__ = ["RESPONSES", "ResponsesFormat"]
 
@@ -247,13 +249,13 @@ def _finish(response: dict[str, Any], calls: list[dict[str, Any]]) -> str:
     return "tool_calls" if calls else "stop"
 
 
-def _chat_usage(usage: Any) -> dict[str, Any] | None:
+def _chat_usage(usage: Any) -> ChatUsageBody | None:
     """Responses usage in Chat's shape (both count cached tokens inside the input and reasoning tokens
     inside the output)."""
     if not isinstance(usage, dict):
         return None
     ins, outs = usage.get("input_tokens_details"), usage.get("output_tokens_details")
-    out: dict[str, Any] = {
+    out: ChatUsageBody = {
         "prompt_tokens": usage.get("input_tokens") or 0,
         "completion_tokens": usage.get("output_tokens") or 0,
         "total_tokens": usage.get("total_tokens")
@@ -469,7 +471,7 @@ def _suffix(completion: dict[str, Any]) -> str:
     return re.sub(r"[^A-Za-z0-9]", "", raw.split("-", 1)[-1]) or "0"
 
 
-def _responses_usage(usage: Any) -> dict[str, Any] | None:
+def _responses_usage(usage: Any) -> ResponsesUsageBody | None:
     """Chat usage as Responses usage (the same counts; the details as the Responses API names them)."""
     if not isinstance(usage, dict):
         return None
@@ -665,9 +667,18 @@ class ResponsesFormat:
     api: Api = "responses"
     path = "/responses"
     passed_headers: tuple[str, ...] = ("openai-beta",)
+    request_headers: Mapping[str, str] = {}
+    own_auth = False
+    done_marker = False
+    ping_tokens = 16  # the least max_output_tokens OpenAI's Responses API takes
+    provider = "openai"
+    title = "Responses"
 
     def request_path(self, base_url: str) -> str:
         return self.path
+
+    def sdk_base_url(self, root: str) -> str:
+        return root + "/v1"
 
     def request_body(self, chat_body: dict[str, Any]) -> dict[str, Any]:
         """Leading system messages as ``instructions``, the rest as ``input`` items (assistant tool calls

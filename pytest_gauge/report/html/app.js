@@ -183,7 +183,28 @@
     baselinePanel(sec);
     selfPreferencePanel(sec);
     humanPanel(sec);
+    historyPanel(sec);
     glossary(sec);
+  }
+
+  // The verdict history (--gauge-history): reports/history.json, each gate's record over the last runs
+  // (one mark per run, oldest first) and the tasks whose outcome differed between runs of the same setup
+  function historyPanel(sec) {
+    const h = D.history;
+    if (!h) return;
+    const mark = { pass: "✓", fail: "✗", inconclusive: "?", skipped: "–" };
+    const trend = (statuses) => el("span", { class: "trend", role: "img", "aria-label": statuses.join(", ") },
+      ...statuses.map((s, i) => el("span", { class: "run " + s, title: "run " + (i + 1) + " of " + statuses.length + ": " + s }, mark[s] || "·")));
+    const pctOf = (x) => Math.round(100 * x) + "%";
+    sec.append(el("h3", { id: "history-h" }, "History"),
+      el("p", { class: "facts" }, h.runs + (h.runs === 1 ? " run" : " runs") + " of this suite in the history (this one included); flaky tasks " +
+        h.flaky.length + " of " + h.tasks + ", stable over 2+ runs " + h.stable + ", seen once " + h.once + "."),
+      h.gates.length ? table([["gate"], ["passed", "num"], ["last " + h.last + " runs, oldest first"]],
+        h.gates.map((g) => el("tr", null, td(el("code", null, g[0])),
+          td(g[1].filter((s) => s === "pass").length + "/" + g[1].length, "num"), td(trend(g[1])))), "history-gates") : null,
+      h.flaky.length ? table([["flaky task"], ["runs", "num"], ["differing", "num"], ["flake rate", "num"], ["95% interval", "num"]],
+        h.flaky.map((f) => el("tr", null, td(el("code", null, f[0])), td(f[1], "num"), td(f[2], "num"), td(pctOf(f[3]), "num"),
+          td(pctOf(f[4]) + "–" + pctOf(f[5]), "num"))), "history-flaky") : el("p", { class: "muted", id: "history-flaky" }, "No flaky task."));
   }
 
   // Since the baseline (--gauge-baseline): metrics.json's "baseline" block, the tasks linked to both

@@ -320,6 +320,7 @@ def build_payload(out: SuiteOutputs, redact: Redact) -> dict[str, Any]:
         "elo_svg": out.elo_svg,
         "gates": [_gate(g, by_id) for g in gates],
         "glossary": [[m.name, m.description] for m in SUITE_METRICS],
+        **({"history": out.history} if out.history is not None else {}),  # only with --gauge-history
         "human": out.human,
         "ledger": [_ledger_line(x, caching) for x in out.ledger],
         "metrics": [[m.name, m.value, m.low, m.high, m.n, m.method] for m in out.metrics],

@@ -30,9 +30,9 @@ __all__ = ["SuiteLink", "embed_json", "render_index_html", "render_suite_html", 
 _ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
 _SLOT = re.compile(r"\{\{(TITLE|CSP|CSS|JS|DATA|BULK|VOLATILE)\}\}")
 BULK_CHARS = 8_000_000
-"""A page whose JSON document is longer than this carries its cases, transcripts and ledger lines gzipped in a
-``gauge-bulk`` block (base64), with its cases, which the script inflates before its first render: a suite of 30,000 cases
-then fits in a page of at most 15 MB, still one file that opens from disk."""
+"""A page whose JSON document is longer than this carries its cases, transcripts and ledger lines
+gzipped in a ``gauge-bulk`` block (base64), which the script inflates before its first render: a suite
+of 30,000 cases then fits in a page of about 7 MB, still one file that opens from disk."""
 BULK_KEYS = ("cases", "ledger", "transcripts")
 
 
