@@ -54,12 +54,11 @@ from .options import (
     resolve_options,
 )
 from .process.replay import recorded_suite
-from .process.roles import FAILURE_PROPERTY, RECORD_PROPERTY, Role, choose_role, role_key
+from .process.roles import FAILURE_PROPERTY, Role, choose_role, role_key
 from .process.scheduling import checks_last_scheduler
 from .process.shards import suite_shard_tasks
 from .process.state import GaugeState, SuiteEntry, state_key
 from .process.stopping import install_sigterm, restore_sigterm
-from .records import dumps
 from .records.checks import is_check_nodeid, without_group
 from .suite.cases import Case, build_cases
 from .suite.declare import MODEL_VARIABLES, Suite, SuiteError, TaskFileError
@@ -379,8 +378,7 @@ class CaseItem(pytest.Item):
                 self.session.shouldstop = f"pytest-gauge: gateway configuration error: {outcome.error}"
             text = _failure_text(role.state.run_dir, self.case.case_id, outcome.error or "")
             raise GaugeCaseFailure(text)
-        self.user_properties.append((RECORD_PROPERTY, dumps(outcome.record.to_json())))
-        role.keep_record(outcome.record)  # no xdist: this process ends the run (a worker publishes it)
+        role.keep_record(outcome.record)  # kept here (no xdist), or in the worker's record log (xdist)
         if outcome.record.judge_choice == "error":
             raise GaugeCaseFailure(
                 f"judge error: {outcome.record.judge_error}\nraw verdict: {outcome.record.judge_raw!r}"
@@ -617,13 +615,15 @@ class GaugeRun:
         """xdist controller: the tests a worker collected (the gates are evaluated once all are done)."""
         self.role.collected(ids)
 
+    @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self.role.report_arrived(report)
         if is_check_nodeid(report.nodeid):
             if report.when == "teardown":
                 self.role.item_done(report)
             return
         if report.when == "call":
-            self.role.record_report(report)  # records are collected where they are used
+            self.role.record_report(report)  # the progress line, where the run ends
         if report.when == "call" or (report.when == "setup" and not report.passed):
             self.role.case_finished(report)  # --gauge-adaptive: the look's progress
         if report.when not in ("setup", "call"):  # its teardown (or xdist's report of a crashed worker)

@@ -79,7 +79,7 @@ from .metric_tallies import (
     pair_infos,
     transcript_rates,
 )
-from .resampling import ratio_rows, resample_counts
+from .resampling import ratio_rows, task_counts
 from .suite_stats import GATE_NAMES, SuiteStats, metric_names
 
 if TYPE_CHECKING:
@@ -289,7 +289,7 @@ def compute_metrics(
     judges = [j for j in found_judges.judges if j != PRIMARY]  # the judge models named in judgments
     confusion = found_judges.confusion
     stats = _statistics(acc, found_judges)
-    counts = resample_counts(acc.n_tasks, rounds, np.random.default_rng(seed))
+    counts = task_counts(acc.n_tasks, rounds, seed)  # shared with the mean rewards' (same draws)
     costs = cost_summary(ledger, found.successes)
     stats.update(cost_ratios(acc, ledger, acc.data[("success_rate",)][:, 0], costs))
     fixed = fixed_costs(costs, len(ledger))
