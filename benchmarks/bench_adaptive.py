@@ -45,16 +45,16 @@ import numpy.typing as npt
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pytest_gauge.analysis.gates import Gate, Quantity, Term, evaluate_gate, parse_gate
-from pytest_gauge.analysis.intervals import (
+from pytest_gauge._internal.analysis.gates import Gate, Quantity, Term, evaluate_gate, parse_gate
+from pytest_gauge._internal.analysis.intervals import (
     Z95,
     cluster_difference,
     cluster_wilson,
     cluster_wilson_df,
     t_quantile,
 )
-from pytest_gauge.analysis.paired import paired_interval
-from pytest_gauge.analysis.sequential import RHO, Look, decide, equal_looks
+from pytest_gauge._internal.analysis.paired import paired_interval
+from pytest_gauge._internal.analysis.sequential import RHO, Look, decide, equal_looks
 
 Array = npt.NDArray[np.float64]
 

@@ -26,9 +26,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import itertools
 
-from pytest_gauge.analysis.gates import GateResult, parse_gate
-from pytest_gauge.analysis.intervals import cluster_wilson
-from pytest_gauge.analysis.reproducibility import case_rate_reproducibility
+from pytest_gauge._internal.analysis.gates import GateResult, parse_gate
+from pytest_gauge._internal.analysis.intervals import cluster_wilson
+from pytest_gauge._internal.analysis.reproducibility import case_rate_reproducibility
 
 Process = Callable[[np.random.Generator, int], tuple[np.ndarray, np.ndarray]]
 BINS = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 1.01)

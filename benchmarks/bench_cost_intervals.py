@@ -15,8 +15,8 @@ import math
 import numpy as np
 from scipy.special import ndtr
 
-from pytest_gauge.analysis.resampling import percentile_bounds, ratio_rows, resample_counts
-from pytest_gauge.analysis.skewed import ratio_delta_interval, skewed_ratio_interval
+from pytest_gauge._internal.analysis.resampling import percentile_bounds, ratio_rows, resample_counts
+from pytest_gauge._internal.analysis.skewed import ratio_delta_interval, skewed_ratio_interval
 
 NODES, WEIGHTS = np.polynomial.hermite_e.hermegauss(80)
 WEIGHTS = WEIGHTS / WEIGHTS.sum()

@@ -23,9 +23,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # the benchmarks impor
 
 import bench_adaptive as ba
 
-from pytest_gauge.analysis.drift import drift_hold
-from pytest_gauge.analysis.gates import OPS
-from pytest_gauge.analysis.sequential import Look, decide, equal_looks
+from pytest_gauge._internal.analysis.drift import drift_hold
+from pytest_gauge._internal.analysis.gates import OPS
+from pytest_gauge._internal.analysis.sequential import Look, decide, equal_looks
 
 THRESHOLD = 0.65
 
@@ -52,8 +52,8 @@ def drifting(rng: np.random.Generator, move: float, runs: int, tasks: int) -> ba
 
 def checked(kind: ba.Kind, data: ba.Data, looks: tuple[Look, ...]) -> tuple[np.ndarray, np.ndarray]:
     """(verdicts, tasks run) of the adaptive procedure with the drift check of the plugin's looks
-    (:func:`~pytest_gauge.analysis.drift.drift_hold`): a decision before the last look stands only when
-    the rate extrapolated along its trend in run order agrees (data columns are in run order)."""
+    (:func:`~pytest_gauge._internal.analysis.drift.drift_hold`): a decision before the last look stands only
+    when the rate extrapolated along its trend in run order agrees (data columns are in run order)."""
     runs = data[0].shape[0]
     verdict = np.full(runs, -1)
     tasks = np.zeros(runs, dtype=np.int64)

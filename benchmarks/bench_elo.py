@@ -20,7 +20,7 @@ from scipy.optimize import minimize
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pytest_gauge.analysis.elo import Comparison, EloResult, fit_bradley_terry, fit_elo
+from pytest_gauge._internal.analysis.elo import Comparison, EloResult, fit_bradley_terry, fit_elo
 
 T = TypeVar("T")
 
@@ -106,7 +106,7 @@ def bench_bootstrap(rng: np.random.Generator, ref_rounds: int = 100) -> tuple[fl
     t_ours, result = best_time(ours_boot)
 
     # The same resamples as fit_elo draws (tasks sorted by id; seeded Generator).
-    from pytest_gauge.analysis.resampling import resample_counts
+    from pytest_gauge._internal.analysis.resampling import resample_counts
 
     counts = resample_counts(n_tasks, rounds, np.random.default_rng(seed))
     a_all = np.concatenate([r[0] for r in rows])

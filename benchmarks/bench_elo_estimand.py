@@ -16,7 +16,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pytest_gauge.analysis.elo import ELO_PER_THETA, fit_bradley_terry
+from pytest_gauge._internal.analysis.elo import ELO_PER_THETA, fit_bradley_terry
 
 THETA = np.array([-0.8, -0.3, 0.0, 0.4, 0.7])
 TASKS = 20_000

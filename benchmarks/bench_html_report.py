@@ -26,9 +26,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pytest_gauge.files.html import load_suite
-from pytest_gauge.report.html import SuiteOutputs, redaction_names, render_suite_html
-from pytest_gauge.run.judge import Redactor
+from pytest_gauge._internal.files.html import load_suite
+from pytest_gauge._internal.report.html import SuiteOutputs, redaction_names, render_suite_html
+from pytest_gauge._internal.run.judge import Redactor
 from pytest_gauge.testing.browser import chromium
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -32,16 +32,22 @@ from typing import Any
 
 import openai
 
-from pytest_gauge.gateway.gateway import (
+from pytest_gauge._internal.gateway.gateway import (
     CallContext,
     Gateway,
     GatewayResources,
     GatewaySettings,
     GatewayShared,
 )
-from pytest_gauge.gateway.ledger import Ledger
-from pytest_gauge.gateway.limits import Budget, ConcurrencySlots, ModelPacer, RateLimiter, SharedState
-from pytest_gauge.records.prices import PriceTable
+from pytest_gauge._internal.gateway.ledger import Ledger
+from pytest_gauge._internal.gateway.limits import (
+    Budget,
+    ConcurrencySlots,
+    ModelPacer,
+    RateLimiter,
+    SharedState,
+)
+from pytest_gauge._internal.records.prices import PriceTable
 from pytest_gauge.testing import LoopbackServer, ResponderError, completion
 
 TARGET = 1.10

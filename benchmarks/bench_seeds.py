@@ -39,15 +39,15 @@ Outcomes = dict[str, str]  # entry (gate expression or test name) -> pass / fail
 
 
 class _DirectClient:
-    """What the gateway needs of its :class:`~pytest_gauge.gateway.transport.ModelClient` (``api_key``
-    and ``post``), answered by the simulator without HTTP or the httpx mock transport."""
+    """What the gateway needs of its :class:`~pytest_gauge._internal.gateway.transport.ModelClient`
+    (``api_key`` and ``post``), answered by the simulator without HTTP or the httpx mock transport."""
 
     def __init__(self, backend: Any) -> None:
         self.backend = backend
         self.api_key = "sim-backend-no-key"
 
     async def post(self, path: str, content: bytes, *_: Any, **__: Any) -> tuple[bytes, dict[str, str]]:
-        from pytest_gauge.sim.backend import dump_response
+        from pytest_gauge._internal.sim.backend import dump_response
 
         status, payload = self.backend.respond(json.loads(content))
         if status != 200:  # the simulator's fault modes are not used by the examples
@@ -57,8 +57,8 @@ class _DirectClient:
 
 def _fast_sim() -> None:
     """Route the sim backend's client through :class:`_DirectClient` in this process."""
-    from pytest_gauge.gateway import backends
-    from pytest_gauge.sim import world
+    from pytest_gauge._internal.gateway import backends
+    from pytest_gauge._internal.sim import world
 
     def sim_client(serve: Any) -> Callable[[], Any]:  # the backend's bound serve: its backend answers
         return lambda: _DirectClient(serve.__self__)
@@ -138,7 +138,7 @@ class _Capture:
     state: Any = None
 
     def pytest_collection_finish(self, session: Any) -> None:
-        from pytest_gauge.process.state import state_key
+        from pytest_gauge._internal.process.state import state_key
 
         self.state = session.config.stash[state_key]
 
@@ -161,8 +161,8 @@ async def _records(runtime: Any, cases: list[Any]) -> list[Any]:
     """Every case's record, as the engine makes them (each transcript once, then the case's verdicts)."""
     import asyncio
 
-    from pytest_gauge.records import TranscriptResult
-    from pytest_gauge.run.work import build_record
+    from pytest_gauge._internal.records import TranscriptResult
+    from pytest_gauge._internal.run.work import build_record
 
     made: dict[tuple[str, str, int], asyncio.Task[Any]] = {}
 
@@ -197,16 +197,21 @@ def direct_results(suite: str, seed: int, work: str, extra: tuple[str, ...] = ()
     import asyncio
     from dataclasses import replace
 
-    from pytest_gauge.analysis.numbers import gate_source
-    from pytest_gauge.analysis.suite import gate_results
-    from pytest_gauge.gateway.gateway import Gateway, GatewayResources, GatewaySettings, GatewayShared
-    from pytest_gauge.gateway.ledger import Ledger, merge_ledgers
-    from pytest_gauge.process.limits import build_limits
-    from pytest_gauge.records.prices import PriceTable
-    from pytest_gauge.run.judge_format import JudgeFormats
-    from pytest_gauge.run.work import SuiteRuntime
-    from pytest_gauge.sim.world import build_client
-    from pytest_gauge.suite.cases import build_cases
+    from pytest_gauge._internal.analysis.numbers import gate_source
+    from pytest_gauge._internal.analysis.suite import gate_results
+    from pytest_gauge._internal.gateway.gateway import (
+        Gateway,
+        GatewayResources,
+        GatewaySettings,
+        GatewayShared,
+    )
+    from pytest_gauge._internal.gateway.ledger import Ledger, merge_ledgers
+    from pytest_gauge._internal.process.limits import build_limits
+    from pytest_gauge._internal.records.prices import PriceTable
+    from pytest_gauge._internal.run.judge_format import JudgeFormats
+    from pytest_gauge._internal.run.work import SuiteRuntime
+    from pytest_gauge._internal.sim.world import build_client
+    from pytest_gauge._internal.suite.cases import build_cases
 
     options, entry = _collected(suite)
     opts = replace(options, seed=seed, gates=(*options.gates, *extra))  # extra: --gauge-gate ones

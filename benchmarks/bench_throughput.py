@@ -519,17 +519,17 @@ def _raw_sender(base_url: str) -> Any:
 
 def _plugin_sender(folder: Path) -> Any:
     """``Gateway.chat`` built as a run builds it (process/state.py), without budget or rate limits."""
-    from pytest_gauge.gateway.backends import network_client
-    from pytest_gauge.gateway.gateway import (
+    from pytest_gauge._internal.gateway.backends import network_client
+    from pytest_gauge._internal.gateway.gateway import (
         CallContext,
         Gateway,
         GatewayResources,
         GatewaySettings,
         GatewayShared,
     )
-    from pytest_gauge.gateway.ledger import Ledger
-    from pytest_gauge.gateway.limits import Budget, ConcurrencySlots, RateLimiter, SharedState
-    from pytest_gauge.records.prices import PriceTable
+    from pytest_gauge._internal.gateway.ledger import Ledger
+    from pytest_gauge._internal.gateway.limits import Budget, ConcurrencySlots, RateLimiter, SharedState
+    from pytest_gauge._internal.records.prices import PriceTable
 
     shared = GatewayShared(
         GatewaySettings(

@@ -7,7 +7,7 @@ token/cost ledger, and suite-level gates that fail the run.
 
 from __future__ import annotations
 
-from .fixtures import (
+from ._internal.fixtures import (
     Comparison,
     GaugeBudgetExceeded,
     GaugeClient,
@@ -17,9 +17,9 @@ from .fixtures import (
     Reply,
     Spent,
 )
-from .gateway.proxy import ProxyRoute, client_environment
-from .records import CaseRecord, Judgment, LedgerRecord, ToolCall, Transcript, Turn, Usage
-from .suite.declare import (
+from ._internal.gateway.proxy import ProxyRoute, client_environment
+from ._internal.records import CaseRecord, Judgment, LedgerRecord, ToolCall, Transcript, Turn, Usage
+from ._internal.suite.declare import (
     BestOf,
     CallableAgent,
     Judge,
@@ -31,12 +31,12 @@ from .suite.declare import (
     env_model,
     reflection,
 )
-from .suite.http_agent import HttpAgent
-from .suite.programs import CommandAgent, claude_code, codex
-from .suite.rules import RuleResult
-from .suite.sim_profiles import SimAgent, SimJudge, SimUser
-from .suite.tools import Tool, ToolResult
-from .version import __version__ as __version__
+from ._internal.suite.http_agent import HttpAgent
+from ._internal.suite.programs import CommandAgent, claude_code, codex
+from ._internal.suite.rules import RuleResult
+from ._internal.suite.sim_profiles import SimAgent, SimJudge, SimUser
+from ._internal.suite.tools import Tool, ToolResult
+from ._internal.version import __version__ as __version__
 
 __all__ = [
     "BestOf",

@@ -14,38 +14,38 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .analysis.gate_precheck import (
+from ._internal.analysis.gate_precheck import (
     SuiteShape,
     check_gates,
     missing_baseline,
 )
-from .analysis.gates import (
+from ._internal.analysis.gates import (
     GateSyntaxError,
     parse_gate,
 )
-from .files.baseline import (
+from ._internal.files.baseline import (
     BaselineError,
     check_baseline_dir,
 )
-from .files.replay import (
+from ._internal.files.replay import (
     RecordingError,
     load_recording,
 )
-from .files.shards import parse_shard
-from .finish.ending import EndOfRun
-from .finish.otel_setup import add_otel_options, check_otel
-from .finish.pending import pending_suites
-from .fixtures import TESTS_SUITE, tests_report
-from .fixtures import calls as fixture_functions
-from .gateway.backends import install_replay_guard, replay_guard
-from .gateway.doctor import run_doctor
-from .gateway.endpoint import live_settings_problems
-from .gateway.errors import ModelStopped
-from .gateway.redis_limits import (
+from ._internal.files.shards import parse_shard
+from ._internal.finish.ending import EndOfRun
+from ._internal.finish.otel_setup import add_otel_options, check_otel
+from ._internal.finish.pending import pending_suites
+from ._internal.fixtures import TESTS_SUITE, tests_report
+from ._internal.fixtures import calls as fixture_functions
+from ._internal.gateway.backends import install_replay_guard, replay_guard
+from ._internal.gateway.doctor import run_doctor
+from ._internal.gateway.endpoint import live_settings_problems
+from ._internal.gateway.errors import ModelStopped
+from ._internal.gateway.redis_limits import (
     LimitsUnavailable,
     connect,
 )
-from .options import (
+from ._internal.options import (
     GaugeOptions,
     add_options,
     check_bootstrap_rounds,
@@ -53,19 +53,19 @@ from .options import (
     misread_ini_problem,
     resolve_options,
 )
-from .process.replay import recorded_suite
-from .process.roles import FAILURE_PROPERTY, Role, choose_role, role_key
-from .process.scheduling import checks_last_scheduler
-from .process.shards import suite_shard_tasks
-from .process.state import GaugeState, SuiteEntry, state_key
-from .process.stopping import install_sigterm, restore_sigterm
-from .records.checks import is_check_nodeid, without_group
-from .suite.cases import Case, build_cases
-from .suite.declare import MODEL_VARIABLES, Suite, SuiteError, TaskFileError
-from .suite.discover import find_suites
+from ._internal.process.replay import recorded_suite
+from ._internal.process.roles import FAILURE_PROPERTY, Role, choose_role, role_key
+from ._internal.process.scheduling import checks_last_scheduler
+from ._internal.process.shards import suite_shard_tasks
+from ._internal.process.state import GaugeState, SuiteEntry, state_key
+from ._internal.process.stopping import install_sigterm, restore_sigterm
+from ._internal.records.checks import is_check_nodeid, without_group
+from ._internal.suite.cases import Case, build_cases
+from ._internal.suite.declare import MODEL_VARIABLES, Suite, SuiteError, TaskFileError
+from ._internal.suite.discover import find_suites
 
 if TYPE_CHECKING:
-    from .analysis.gate_precheck import SuiteShape
+    from ._internal.analysis.gate_precheck import SuiteShape
 
 FATAL_PROPERTY = "gauge_fatal"
 resumed_key = pytest.StashKey[str | None]()  # the line on an earlier run's reports written at the start
@@ -84,7 +84,11 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
     if not config.getoption("gauge_doctor", False):
         return None
 
-    from .cli import programs_of, services_of, targets_of  # deferred: 14 ms (xml), --gauge-doctor only
+    from ._internal.cli import (  # deferred: 14 ms (xml), --gauge-doctor only
+        programs_of,
+        services_of,
+        targets_of,
+    )
 
     found = find_suites([str(a).split("::")[0] for a in config.args])
     targets = targets_of(found) or None
@@ -100,7 +104,9 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    from .files.locks import platform_problem  # deferred: imports filelock only once pytest configures
+    from ._internal.files.locks import (
+        platform_problem,  # deferred: imports filelock only once pytest configures
+    )
 
     problem = platform_problem()
     if problem:  # one warning, and every other hook stands aside: someone else's pytest still runs
@@ -128,7 +134,9 @@ def pytest_configure(config: pytest.Config) -> None:
         _check_adaptive(options)
         check_otel(config)
         if pending_suites(Path(options.out_dir)):  # an earlier run stopped before its reports: them first
-            from .finish.resume import resume_at_start  # deferred: only when a run left reports pending
+            from ._internal.finish.resume import (
+                resume_at_start,  # deferred: only when a run left reports pending
+            )
 
             config.stash[resumed_key] = resume_at_start(Path(options.out_dir))
     config.stash[role_key] = role
@@ -167,7 +175,7 @@ def _check_baseline(options: GaugeOptions) -> None:
 def _check_adaptive(options: GaugeOptions) -> None:
     if not options.adaptive:
         return  # nothing to check (and no numpy to import before the workers start)
-    from .process.adaptive import adaptive_problem  # deferred: keeps numpy off pytest's start-up
+    from ._internal.process.adaptive import adaptive_problem  # deferred: keeps numpy off pytest's start-up
 
     problem = adaptive_problem(options)
     if problem:
@@ -285,11 +293,14 @@ class SuiteCollector(pytest.Collector):
             name, suite, tasks, folder, module_path, self.nodeid, cases, recorded_gateway
         )
 
-        from .analysis.self_preference import self_judging, shared_models  # deferred: numpy, only with suites
+        from ._internal.analysis.self_preference import (  # deferred: numpy, only with suites
+            self_judging,
+            shared_models,
+        )
 
         for judge, agents in shared_models(suite.models()).items():
             self.warn(pytest.PytestWarning(self_judging(name, judge, agents)))
-        from .analysis.decidable import undecidable_gates  # deferred: numpy, only with suites
+        from ._internal.analysis.decidable import undecidable_gates  # deferred: numpy, only with suites
 
         for note in undecidable_gates(name, (*suite.gates, *state.options.gates), len(tasks)):
             self.warn(pytest.PytestWarning(note))
@@ -299,7 +310,7 @@ class SuiteCollector(pytest.Collector):
     def _gate_items(self, name: str, suite: Suite, options: GaugeOptions) -> list[pytest.Item]:
         """One item per gate, beside the suite in its module (``<module>::gates[<gate>]``), run after
         every other test; none in a shard run (its gates are deferred to ``merge``)."""
-        from .analysis.gates import parse_gate  # deferred: off pytest's start-up
+        from ._internal.analysis.gates import parse_gate  # deferred: off pytest's start-up
 
         if options.shard:
             return []
@@ -536,7 +547,7 @@ class CheckOrder:
         self, session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
     ) -> Generator[None, None, None]:
         yield
-        from .process.selection import order_checks  # deferred: off pytest's start-up
+        from ._internal.process.selection import order_checks  # deferred: off pytest's start-up
 
         items[:], restored = order_checks(items, self.deselected)
         reporter = config.pluginmanager.get_plugin("terminalreporter")
@@ -674,7 +685,7 @@ class GaugeRun:
 
 @pytest.fixture(scope="session")
 def gauge_options(pytestconfig: pytest.Config) -> GaugeOptions:
-    """The run's resolved :class:`~pytest_gauge.options.GaugeOptions`."""
+    """The run's resolved :class:`~pytest_gauge._internal.options.GaugeOptions`."""
     return pytestconfig.stash[state_key].options
 
 

@@ -75,7 +75,7 @@ def parsed(path: Path) -> ast.Module:
 def stable_report(path: Path) -> str:
     """A report file without what varies from run to run (latencies: docs/protocol.md#volatile-fields),
     what runs of one suite and seed must agree on byte for byte."""
-    from pytest_gauge.report.format import without_volatile
+    from pytest_gauge._internal.report.format import without_volatile
 
     return without_volatile(path.read_text(encoding="utf-8"), json_doc=path.suffix == ".json")
 
@@ -273,7 +273,7 @@ def _one_request_each_way() -> None:
 
     import openai
 
-    from pytest_gauge.gateway.transport import tls_context
+    from pytest_gauge._internal.gateway.transport import tls_context
     from pytest_gauge.testing import LoopbackServer
 
     messages: Any = [{"role": "user", "content": "warm up"}]

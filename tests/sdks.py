@@ -45,6 +45,6 @@ def sdk_http(sdk: Any) -> Any:
     """The SDK's own default HTTP client (``sdk.DefaultHttpxClient``: its timeouts, limits, redirects) on
     the process's one TLS context (``transport.tls_context``): each client an SDK builds loads the CA
     bundle again (20-60 ms), and the tests build a few hundred against loopback servers."""
-    from pytest_gauge.gateway.transport import tls_context
+    from pytest_gauge._internal.gateway.transport import tls_context
 
     return sdk.DefaultHttpxClient(verify=tls_context())

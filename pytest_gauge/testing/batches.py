@@ -11,9 +11,9 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..gateway.wire import NEUTRAL_API, format_for_path, wire_format
-from ..gateway.wire.batches import MESSAGE_BATCHES_API
-from ..records.json_types import JSONObject
+from .._internal.gateway.wire import NEUTRAL_API, format_for_path, wire_format
+from .._internal.gateway.wire.batches import MESSAGE_BATCHES_API
+from .._internal.records.json_types import JSONObject
 from .exchange import Request, Response
 from .faults import FaultPlan, model_response
 from .responders import Responder, error_body

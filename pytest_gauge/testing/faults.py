@@ -16,11 +16,11 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal
 
-from ..gateway.wire import NEUTRAL_API, WireFormat
-from ..gateway.wire.anthropic import MESSAGES
-from ..gateway.wire.responses import RESPONSES
-from ..gateway.wire.sse import encode_events
-from ..records.json_types import JSONObject
+from .._internal.gateway.wire import NEUTRAL_API, WireFormat
+from .._internal.gateway.wire.anthropic import MESSAGES
+from .._internal.gateway.wire.responses import RESPONSES
+from .._internal.gateway.wire.sse import encode_events
+from .._internal.records.json_types import JSONObject
 from .exchange import Request, Response
 from .responders import (
     Responder,

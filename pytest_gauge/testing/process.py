@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..records.json_types import JSONObject
+from .._internal.records.json_types import JSONObject
 from .faults import FaultPlan
 from .server import ADMIN_PREFIX, Served
 

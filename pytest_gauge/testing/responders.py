@@ -8,8 +8,8 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ..records.json_types import JSONObject
-from ..sim.common import content_text as message_text
+from .._internal.records.json_types import JSONObject
+from .._internal.sim.common import content_text as message_text
 
 __all__ = [
     "Responder",

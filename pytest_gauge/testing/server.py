@@ -1,6 +1,6 @@
 """A real model server on 127.0.0.1 that injects gateway faults on purpose: OpenAI Chat Completions,
 Anthropic Messages and OpenAI Responses (each model route speaks the wire format its path names,
-:mod:`pytest_gauge.gateway.wire`, streamed as server-sent events when the request asks for it).
+:mod:`pytest_gauge._internal.gateway.wire`, streamed as server-sent events when the request asks for it).
 
 Tests and benchmarks point the real ``openai`` (or ``anthropic``) client at it
 (``base_url=server.base_url``) to exercise 401/404/429/5xx handling, timeouts, connection resets, missing
@@ -34,8 +34,8 @@ from urllib.parse import parse_qs
 
 from aiohttp import web
 
-from ..gateway.proxy import quiet_logger
-from ..gateway.wire import WireFormat, format_for_path
+from .._internal.gateway.proxy import quiet_logger
+from .._internal.gateway.wire import WireFormat, format_for_path
 from .batches import BatchStore
 from .exchange import Request, Response
 from .faults import FaultPlan, auth_fault, every, model_response

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..records.json_types import JSONObject
-from ..sim.backend import SimBackend
-from ..sim.world import sim_world
-from ..suite.discover import load_suite
+from .._internal.records.json_types import JSONObject
+from .._internal.sim.backend import SimBackend
+from .._internal.sim.world import sim_world
+from .._internal.suite.discover import load_suite
 from .responders import Responder, ResponderError
 
 __all__ = ["load_suite", "sim_responder"]

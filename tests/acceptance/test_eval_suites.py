@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from pytest_gauge.report import REPORT_FILES
+from pytest_gauge._internal.report import REPORT_FILES
 from tests.helpers import SharedRun, SharedRuns, normalised, read_jsonl, run_inprocess, stable_report
 
 ROOT = Path(__file__).resolve().parents[2]

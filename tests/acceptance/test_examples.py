@@ -92,7 +92,7 @@ def test_loading_a_suite_module_leaves_no_module_name_taken(tmp_path: Path) -> N
     import sys
 
     from pytest_gauge import ModelAgent
-    from pytest_gauge.suite.discover import load_suite
+    from pytest_gauge._internal.suite.discover import load_suite
 
     source = Path(__file__).resolve().parents[2] / "eval_suites" / "example"
     first, second = tmp_path / "a" / "example", tmp_path / "b" / "example"

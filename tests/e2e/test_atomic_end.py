@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gauge.cli import main
-from pytest_gauge.finish import ending as finish_ending
-from pytest_gauge.finish import html as finish_html
-from pytest_gauge.finish import outputs as finish_outputs
-from pytest_gauge.report.format import without_volatile
+from pytest_gauge._internal.cli import main
+from pytest_gauge._internal.finish import ending as finish_ending
+from pytest_gauge._internal.finish import html as finish_html
+from pytest_gauge._internal.finish import outputs as finish_outputs
+from pytest_gauge._internal.report.format import without_volatile
 from tests.helpers import run_inprocess
 
 

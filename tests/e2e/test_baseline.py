@@ -147,10 +147,10 @@ def test_the_baseline_comparison_made_from_memory_equals_the_one_read_back_from_
     (load_run_side, the one reader) renders the same reports, flipped tasks' transcript links included."""
     from dataclasses import replace
 
-    from pytest_gauge.analysis.numbers import compare_with_baseline
-    from pytest_gauge.files.baseline import baseline_side, load_run_side
-    from pytest_gauge.process.state import state_key
-    from pytest_gauge.report import render_reports
+    from pytest_gauge._internal.analysis.numbers import compare_with_baseline
+    from pytest_gauge._internal.files.baseline import baseline_side, load_run_side
+    from pytest_gauge._internal.process.state import state_key
+    from pytest_gauge._internal.report import render_reports
 
     class Keep:
         """Keeps the run's options and finished suites (the state drops them after the summary)."""
@@ -181,7 +181,7 @@ def test_the_baseline_comparison_made_from_memory_equals_the_one_read_back_from_
 def test_a_changed_judge_is_named_and_its_metrics_deltas_are_inconclusive(
     pytester: pytest.Pytester, mini_suite: Path
 ) -> None:
-    from pytest_gauge.cli import main
+    from pytest_gauge._internal.cli import main
 
     first = run_inprocess(pytester, "suites", "-n", "0", "--gauge-out", "base-out")
     assert first.ret == 0, first.stdout.str()[-2000:]

@@ -15,13 +15,13 @@ from typing import Any
 
 import pytest
 
-from pytest_gauge.cli import main
-from pytest_gauge.gateway.batch import Batcher, BatchSettings
-from pytest_gauge.gateway.doctor import Target, run_checks
-from pytest_gauge.gateway.errors import BudgetExhausted, GatewayError
-from pytest_gauge.gateway.gateway import CallContext, GatewayShared
-from pytest_gauge.gateway.limits import output_tokens_cap, prompt_tokens_estimate
-from pytest_gauge.records.prices import BATCH_SHARE
+from pytest_gauge._internal.cli import main
+from pytest_gauge._internal.gateway.batch import Batcher, BatchSettings
+from pytest_gauge._internal.gateway.doctor import Target, run_checks
+from pytest_gauge._internal.gateway.errors import BudgetExhausted, GatewayError
+from pytest_gauge._internal.gateway.gateway import CallContext, GatewayShared
+from pytest_gauge._internal.gateway.limits import output_tokens_cap, prompt_tokens_estimate
+from pytest_gauge._internal.records.prices import BATCH_SHARE
 from pytest_gauge.testing import LoopbackServer
 from pytest_gauge.testing.batches import BatchFaults
 from pytest_gauge.testing.simserver import sim_responder

@@ -15,9 +15,9 @@ from typing import Any
 import numpy
 import pytest
 
-from pytest_gauge.analysis import elo_report
-from pytest_gauge.gateway import backends
-from pytest_gauge.report.format import without_volatile
+from pytest_gauge._internal.analysis import elo_report
+from pytest_gauge._internal.gateway import backends
+from pytest_gauge._internal.report.format import without_volatile
 from pytest_gauge.testing import LoopbackServer
 from pytest_gauge.testing.simserver import sim_responder
 from tests.helpers import normalised, read_jsonl, run_inprocess

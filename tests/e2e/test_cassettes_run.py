@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy
 import pytest
 
-from pytest_gauge.analysis import elo_report
+from pytest_gauge._internal.analysis import elo_report
 from pytest_gauge.testing import LoopbackServer
 from pytest_gauge.testing.simserver import sim_responder
 from tests.helpers import read_jsonl, run_inprocess

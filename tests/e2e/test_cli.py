@@ -11,19 +11,19 @@ from typing import Any
 
 import pytest
 
-from pytest_gauge.cli import main
-from pytest_gauge.gateway.gateway import (
+from pytest_gauge._internal.cli import main
+from pytest_gauge._internal.gateway.gateway import (
     CallContext,
     Gateway,
     GatewayResources,
     GatewaySettings,
     GatewayShared,
 )
-from pytest_gauge.gateway.ledger import Ledger
-from pytest_gauge.gateway.limits import Budget, ConcurrencySlots, RateLimiter, SharedState
-from pytest_gauge.gateway.store import Store
-from pytest_gauge.gateway.transport import ModelClient
-from pytest_gauge.records.prices import PriceTable
+from pytest_gauge._internal.gateway.ledger import Ledger
+from pytest_gauge._internal.gateway.limits import Budget, ConcurrencySlots, RateLimiter, SharedState
+from pytest_gauge._internal.gateway.store import Store
+from pytest_gauge._internal.gateway.transport import ModelClient
+from pytest_gauge._internal.records.prices import PriceTable
 from pytest_gauge.testing import FaultPlan, LoopbackServer
 from tests.unit.gateway.test_cache import DAY
 from tests.unit.gateway.test_cassettes import KEY, entry, put

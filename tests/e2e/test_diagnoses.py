@@ -10,15 +10,15 @@ from typing import Any
 
 import pytest
 
-from pytest_gauge.cli import main
-from pytest_gauge.gateway.errors import (
+from pytest_gauge._internal.cli import main
+from pytest_gauge._internal.gateway.errors import (
     ConfigurationError,
     GatewayError,
     KeyRejected,
     ModelNotFound,
     ModelStopped,
 )
-from pytest_gauge.gateway.gateway import CallContext, Gateway
+from pytest_gauge._internal.gateway.gateway import CallContext, Gateway
 from pytest_gauge.testing import LoopbackServer, ResponderError, completion
 from tests.e2e.test_gateway import BODY, ledger, make_gateway
 

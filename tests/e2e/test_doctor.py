@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gauge.gateway.doctor import (
+from pytest_gauge._internal.gateway.doctor import (
     Check,
     Target,
     format_checks,

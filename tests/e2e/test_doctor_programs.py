@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gauge.cli import main
-from pytest_gauge.gateway.doctor import Program, run_doctor
+from pytest_gauge._internal.cli import main
+from pytest_gauge._internal.gateway.doctor import Program, run_doctor
 from pytest_gauge.testing import FaultPlan, LoopbackServer
 from tests.e2e.test_doctor import KEY, environ, lines, write_codex
 
@@ -155,7 +155,7 @@ def test_the_cli_finds_the_programs_of_a_suite(tmp_path: Path, server: LoopbackS
     suite.mkdir(parents=True)
     (suite / "tasks.jsonl").write_text('{"format_version": 1}\n', encoding="utf-8")
     (suite / "test_prog.py").write_text(
-        "from pytest_gauge import ModelAgent, Suite\nfrom pytest_gauge.suite.programs import CommandAgent\n"
+        "from pytest_gauge import CommandAgent, ModelAgent, Suite\n"
         "from pytest_gauge import HttpAgent\n"
         "suite = Suite(agents=[ModelAgent('m', 'model-m'),"
         " CommandAgent('tool', ('gauge-no-such-program', '{prompt}')),"
@@ -239,7 +239,11 @@ def test_codexs_configured_model_is_probed_once(tmp_path: Path, server: Loopback
 
 
 def test_a_tracking_links_fix_keeps_the_gateways_path() -> None:
-    from pytest_gauge.gateway.program_doctor import ClaudeSettings, claude_settings_findings, url_problem
+    from pytest_gauge._internal.gateway.program_doctor import (
+        ClaudeSettings,
+        claude_settings_findings,
+        url_problem,
+    )
 
     assert url_problem("https://gw.example/api?utm_source=x") == (
         "tracking parameters or a fragment (pasted from a link)",

@@ -17,18 +17,18 @@ from typing import Any
 
 import pytest
 
-from pytest_gauge.analysis.gate_precheck import SuiteShape, check_gate
-from pytest_gauge.analysis.gates import parse_gate
-from pytest_gauge.cli import main, suite_targets
-from pytest_gauge.gateway.endpoint import check_base_url, normalise_url
-from pytest_gauge.gateway.errors import GatewayError, ReplayMiss
-from pytest_gauge.gateway.prices import parse_price_lines, with_genai_prices
-from pytest_gauge.gateway.wire.chat import chat_usage
-from pytest_gauge.records import Usage
-from pytest_gauge.records.prices import Price, PriceRow, PriceTable
-from pytest_gauge.run.dialogue import ChatResult
-from pytest_gauge.run.judge import JUDGE_SYSTEM_PROMPT
-from pytest_gauge.run.judge_format import (
+from pytest_gauge._internal.analysis.gate_precheck import SuiteShape, check_gate
+from pytest_gauge._internal.analysis.gates import parse_gate
+from pytest_gauge._internal.cli import main, suite_targets
+from pytest_gauge._internal.gateway.endpoint import check_base_url, normalise_url
+from pytest_gauge._internal.gateway.errors import GatewayError, ReplayMiss
+from pytest_gauge._internal.gateway.prices import parse_price_lines, with_genai_prices
+from pytest_gauge._internal.gateway.wire.chat import chat_usage
+from pytest_gauge._internal.records import Usage
+from pytest_gauge._internal.records.prices import Price, PriceRow, PriceTable
+from pytest_gauge._internal.run.dialogue import ChatResult
+from pytest_gauge._internal.run.judge import JUDGE_SYSTEM_PROMPT
+from pytest_gauge._internal.run.judge_format import (
     JSON_OBJECT,
     JSON_SCHEMA,
     JudgeFormats,
@@ -36,7 +36,7 @@ from pytest_gauge.run.judge_format import (
     format_chain,
     rejects_format,
 )
-from pytest_gauge.suite.declare import Judge
+from pytest_gauge._internal.suite.declare import Judge
 from pytest_gauge.testing import FaultPlan, LoopbackServer
 from pytest_gauge.testing.simserver import sim_responder
 from tests.e2e import test_live

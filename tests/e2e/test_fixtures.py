@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gauge.fixtures import (
+from pytest_gauge._internal.fixtures import (
     JudgedOrder,
     Spent,
     combine,
     render_cost_by_test,
     spent_of,
 )
-from pytest_gauge.gateway.cassettes import export_cassettes
-from pytest_gauge.records import LedgerRecord, Usage
+from pytest_gauge._internal.gateway.cassettes import export_cassettes
+from pytest_gauge._internal.records import LedgerRecord, Usage
 from pytest_gauge.testing import FaultPlan, LoopbackServer
 from tests.helpers import read_jsonl
 

@@ -11,21 +11,32 @@ from typing import Any
 
 import pytest
 
-from pytest_gauge.gateway.errors import BudgetExhausted, ConfigurationError, GatewayError, ReplayMiss
-from pytest_gauge.gateway.gateway import (
+from pytest_gauge._internal.gateway.errors import (
+    BudgetExhausted,
+    ConfigurationError,
+    GatewayError,
+    ReplayMiss,
+)
+from pytest_gauge._internal.gateway.gateway import (
     CallContext,
     Gateway,
     GatewayResources,
     GatewaySettings,
     GatewayShared,
 )
-from pytest_gauge.gateway.ledger import Ledger, read_ledger_file
-from pytest_gauge.gateway.limits import Budget, ConcurrencySlots, ModelPacer, RateLimiter, SharedState
-from pytest_gauge.gateway.store import Store
-from pytest_gauge.gateway.transport import ModelClient
-from pytest_gauge.records.prices import Price, PriceTable
-from pytest_gauge.records.totals import ledger_totals
-from pytest_gauge.suite.declare import MODEL_VARIABLES
+from pytest_gauge._internal.gateway.ledger import Ledger, read_ledger_file
+from pytest_gauge._internal.gateway.limits import (
+    Budget,
+    ConcurrencySlots,
+    ModelPacer,
+    RateLimiter,
+    SharedState,
+)
+from pytest_gauge._internal.gateway.store import Store
+from pytest_gauge._internal.gateway.transport import ModelClient
+from pytest_gauge._internal.records.prices import Price, PriceTable
+from pytest_gauge._internal.records.totals import ledger_totals
+from pytest_gauge._internal.suite.declare import MODEL_VARIABLES
 from pytest_gauge.testing import FaultPlan, LoopbackServer, ResponderError, completion
 
 KEY = "sk-test-key"
@@ -164,7 +175,7 @@ def test_an_error_inside_the_plugin_still_closes_its_attempt_in_the_ledger(
     def broken(content: bytes, keys: Any) -> Any:
         raise ValueError("a bug in the body check")
 
-    monkeypatch.setattr("pytest_gauge.gateway.wire.chat.parse_completion", broken)
+    monkeypatch.setattr("pytest_gauge._internal.gateway.wire.chat.parse_completion", broken)
     gw = make_gateway(tmp_path, server)
     with pytest.raises(ValueError, match="a bug"):
         call(gw)

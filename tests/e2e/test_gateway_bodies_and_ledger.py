@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from pytest_gauge.gateway.errors import GatewayError, ModelNotFound, ModelStopped
-from pytest_gauge.gateway.gateway import CallContext
-from pytest_gauge.gateway.ledger import Ledger, read_ledger_file, resolve_sent
-from pytest_gauge.gateway.response import BadResponse, body_snippet, parse_completion
-from pytest_gauge.records import LedgerRecord
+from pytest_gauge._internal.gateway.errors import GatewayError, ModelNotFound, ModelStopped
+from pytest_gauge._internal.gateway.gateway import CallContext
+from pytest_gauge._internal.gateway.ledger import Ledger, read_ledger_file, resolve_sent
+from pytest_gauge._internal.gateway.response import BadResponse, body_snippet, parse_completion
+from pytest_gauge._internal.records import LedgerRecord
 from pytest_gauge.testing import MALFORMED_BODIES, FaultPlan, LoopbackServer, completion
 from tests.e2e.test_gateway import BODY, KEY, call, ledger, make_gateway
 
@@ -114,7 +114,7 @@ def test_an_unknown_model_is_sent_once_then_every_call_for_it_stops(
     tmp_path: Path, server: LoopbackServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("GAUGE_TEST_AGENT_MODEL", "gpt-nope")
-    from pytest_gauge.suite.declare import env_model
+    from pytest_gauge._internal.suite.declare import env_model
 
     model = env_model("GAUGE_TEST_AGENT_MODEL", "sim")
     server.faults = FaultPlan(unknown_models=frozenset({model}))
@@ -204,7 +204,7 @@ def test_a_killed_process_leaves_its_sent_line_as_interrupted(tmp_path: Path) ->
 
 
 def test_a_catastrophic_regex_rule_is_a_rule_error_not_a_hang(monkeypatch: pytest.MonkeyPatch) -> None:
-    from pytest_gauge.suite import regex_bound
+    from pytest_gauge._internal.suite import regex_bound
     from tests.unit.suite.test_rules import call as tool_call
     from tests.unit.suite.test_rules import reply, rule, tools
 
@@ -219,10 +219,10 @@ def test_a_catastrophic_regex_rule_is_a_rule_error_not_a_hang(monkeypatch: pytes
 
 
 def test_turns_cut_by_max_tokens_are_marked_in_the_transcript_and_counted(tmp_path: Path) -> None:
-    from pytest_gauge.report.common import truncated_turns
-    from pytest_gauge.run.dialogue import DialogueConfig, run_dialogue
-    from pytest_gauge.run.work import WorkCaller
-    from pytest_gauge.suite.tasks import Task
+    from pytest_gauge._internal.report.common import truncated_turns
+    from pytest_gauge._internal.run.dialogue import DialogueConfig, run_dialogue
+    from pytest_gauge._internal.run.work import WorkCaller
+    from pytest_gauge._internal.suite.tasks import Task
 
     with LoopbackServer() as srv:
         srv.faults = FaultPlan(truncate=True)  # every answer: half its text, finish_reason "length"
@@ -246,10 +246,10 @@ def test_turns_cut_by_max_tokens_are_marked_in_the_transcript_and_counted(tmp_pa
 def test_an_interrupted_run_is_marked_in_its_reports_and_its_gates_wait_for_the_flag() -> None:
     import dataclasses
 
-    from pytest_gauge.analysis.suite import gate_results
-    from pytest_gauge.options import GaugeOptions
-    from pytest_gauge.report.conclusion import render_conclusion
-    from pytest_gauge.report.summary import render_summary
+    from pytest_gauge._internal.analysis.suite import gate_results
+    from pytest_gauge._internal.options import GaugeOptions
+    from pytest_gauge._internal.report.conclusion import render_conclusion
+    from pytest_gauge._internal.report.summary import render_summary
     from tests.unit.report.test_report import build_ctx
 
     label = "interrupted: 9 of 12 cases"

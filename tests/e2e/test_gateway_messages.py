@@ -11,26 +11,26 @@ from typing import Any
 
 import pytest
 
-from pytest_gauge.gateway.errors import GatewayError, rejects_format
-from pytest_gauge.gateway.gateway import (
+from pytest_gauge._internal.gateway.errors import GatewayError, rejects_format
+from pytest_gauge._internal.gateway.gateway import (
     CallContext,
     Gateway,
     GatewayResources,
     GatewaySettings,
     GatewayShared,
 )
-from pytest_gauge.gateway.ledger import Ledger, read_ledger_file
-from pytest_gauge.gateway.limits import Budget, ConcurrencySlots, RateLimiter, SharedState
-from pytest_gauge.gateway.store import Store
-from pytest_gauge.gateway.transport import ModelClient
-from pytest_gauge.gateway.wire.anthropic import JSON_TOOL
-from pytest_gauge.records import Transcript, Turn
-from pytest_gauge.records.prices import Price, PriceTable
-from pytest_gauge.run.judge import Redactor, build_judge_messages, parse_verdict
-from pytest_gauge.suite.declare import MODEL_VARIABLES
-from pytest_gauge.suite.response_format import JSON_OBJECT, JSON_SCHEMA
-from pytest_gauge.suite.rules import parse_rules
-from pytest_gauge.suite.tasks import Task
+from pytest_gauge._internal.gateway.ledger import Ledger, read_ledger_file
+from pytest_gauge._internal.gateway.limits import Budget, ConcurrencySlots, RateLimiter, SharedState
+from pytest_gauge._internal.gateway.store import Store
+from pytest_gauge._internal.gateway.transport import ModelClient
+from pytest_gauge._internal.gateway.wire.anthropic import JSON_TOOL
+from pytest_gauge._internal.records import Transcript, Turn
+from pytest_gauge._internal.records.prices import Price, PriceTable
+from pytest_gauge._internal.run.judge import Redactor, build_judge_messages, parse_verdict
+from pytest_gauge._internal.suite.declare import MODEL_VARIABLES
+from pytest_gauge._internal.suite.response_format import JSON_OBJECT, JSON_SCHEMA
+from pytest_gauge._internal.suite.rules import parse_rules
+from pytest_gauge._internal.suite.tasks import Task
 from pytest_gauge.testing import FaultPlan, LoopbackServer, completion, scheduled_fault
 
 KEY = "sk-test-key"

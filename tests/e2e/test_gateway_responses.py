@@ -10,15 +10,20 @@ from typing import Any
 
 import pytest
 
-from pytest_gauge.gateway.errors import GatewayError, rejects_format
-from pytest_gauge.gateway.gateway import CallContext
-from pytest_gauge.gateway.wire import wire_format
-from pytest_gauge.records import Transcript, Turn
-from pytest_gauge.records.prices import Price
-from pytest_gauge.run.judge import JUDGE_SYSTEM_PROMPT, Redactor, build_judge_messages, parse_verdict
-from pytest_gauge.suite.response_format import JSON_SCHEMA
-from pytest_gauge.suite.rules import parse_rules
-from pytest_gauge.suite.tasks import Task
+from pytest_gauge._internal.gateway.errors import GatewayError, rejects_format
+from pytest_gauge._internal.gateway.gateway import CallContext
+from pytest_gauge._internal.gateway.wire import wire_format
+from pytest_gauge._internal.records import Transcript, Turn
+from pytest_gauge._internal.records.prices import Price
+from pytest_gauge._internal.run.judge import (
+    JUDGE_SYSTEM_PROMPT,
+    Redactor,
+    build_judge_messages,
+    parse_verdict,
+)
+from pytest_gauge._internal.suite.response_format import JSON_SCHEMA
+from pytest_gauge._internal.suite.rules import parse_rules
+from pytest_gauge._internal.suite.tasks import Task
 from pytest_gauge.testing import FaultPlan, LoopbackServer, scheduled_fault
 
 from .test_gateway import ledger, make_gateway

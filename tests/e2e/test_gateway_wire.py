@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
-from pytest_gauge.gateway.cassettes import scrub_entry
-from pytest_gauge.gateway.errors import GatewayError
-from pytest_gauge.gateway.gateway import CACHE_FORMAT_VERSION, CallContext, Gateway, WireReply
-from pytest_gauge.gateway.store import content_key
-from pytest_gauge.gateway.wire import wire_format
-from pytest_gauge.records import Api
-from pytest_gauge.records.prices import Price, PriceTable
+from pytest_gauge._internal.gateway.cassettes import scrub_entry
+from pytest_gauge._internal.gateway.errors import GatewayError
+from pytest_gauge._internal.gateway.gateway import CACHE_FORMAT_VERSION, CallContext, Gateway, WireReply
+from pytest_gauge._internal.gateway.store import content_key
+from pytest_gauge._internal.gateway.wire import wire_format
+from pytest_gauge._internal.records import Api
+from pytest_gauge._internal.records.prices import Price, PriceTable
 from pytest_gauge.testing import FaultPlan, LoopbackServer
 from tests.e2e.test_gateway import BODY, KEY, ledger, make_gateway
 
@@ -178,8 +178,8 @@ def test_anthropic_529_is_retried_then_named_overloaded(tmp_path: Path) -> None:
 
 
 def test_anthropic_error_bodies_are_read_for_the_diagnosis() -> None:
-    from pytest_gauge.gateway.diagnosis import error_type, server_message
-    from pytest_gauge.gateway.transport import RateLimitError, status_error
+    from pytest_gauge._internal.gateway.diagnosis import error_type, server_message
+    from pytest_gauge._internal.gateway.transport import RateLimitError, status_error
 
     body = {
         "type": "error",

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from pytest_gauge.cli import main
-from pytest_gauge.files.history import append_runs, read_history
+from pytest_gauge._internal.cli import main
+from pytest_gauge._internal.files.history import append_runs, read_history
 from tests.e2e import test_html_report as html_report
 from tests.helpers import MINI_INI, read_jsonl, run_inprocess
 

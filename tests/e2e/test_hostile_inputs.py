@@ -101,7 +101,7 @@ def _damage_wrong_type(out: Path) -> str:
 
 
 def _damage_compact(out: Path) -> str:
-    from pytest_gauge.cli import main
+    from pytest_gauge._internal.cli import main
 
     compact = out.parent / "compact"
     assert main(["baseline", "save", "--from", str(out), "--to", str(compact)]) == 0

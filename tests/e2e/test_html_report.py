@@ -24,12 +24,12 @@ from typing import Any
 import filelock
 import pytest
 
-from pytest_gauge.cli import main
-from pytest_gauge.report.format import without_volatile
-from pytest_gauge.report.html import (
+from pytest_gauge._internal.cli import main
+from pytest_gauge._internal.report.format import without_volatile
+from pytest_gauge._internal.report.html import (
     render_suite_html,
 )
-from pytest_gauge.report.html.payload import PAGE_TRANSCRIPT_CHARS
+from pytest_gauge._internal.report.html.payload import PAGE_TRANSCRIPT_CHARS
 from pytest_gauge.testing.browser import chromium, find_chromium
 from tests.helpers import DATA, read_jsonl
 from tests.unit.report.test_html import ROOT, Capture, bulk_page, huge_outputs, redactor_of, tiny_outputs
@@ -315,7 +315,7 @@ def test_ledger_tables_show_cache_reads_and_writes_when_a_call_used_the_cache(
 ) -> None:
     from selenium.webdriver.common.by import By
 
-    from pytest_gauge.records import Usage
+    from pytest_gauge._internal.records import Usage
 
     out = tiny_outputs()
     cached = Usage(10, 2, cached_input_tokens=300, cache_write_tokens=40)

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from pytest_gauge import HttpAgent
-from pytest_gauge.run.http_agent import HttpAgentFailed, HttpSession
-from pytest_gauge.suite.http_agent import MISSING, extract, fill_headers, render_body
+from pytest_gauge._internal.run.http_agent import HttpAgentFailed, HttpSession
+from pytest_gauge._internal.suite.http_agent import MISSING, extract, fill_headers, render_body
 from tests.helpers import read_jsonl, run_inprocess
 
 TOKEN = "agent-service-token-5d1e"

@@ -17,10 +17,10 @@ from typing import Any
 import brotli
 import pytest
 
-from pytest_gauge.gateway import transport
-from pytest_gauge.gateway.response import BadResponse
-from pytest_gauge.gateway.tls import tls_context
-from pytest_gauge.gateway.transport import (
+from pytest_gauge._internal.gateway import transport
+from pytest_gauge._internal.gateway.response import BadResponse
+from pytest_gauge._internal.gateway.tls import tls_context
+from pytest_gauge._internal.gateway.transport import (
     APIConnectionError,
     APIStatusError,
     APITimeoutError,

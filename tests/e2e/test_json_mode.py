@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gauge.gateway.errors import GatewayError, rejects_format
+from pytest_gauge._internal.gateway.errors import GatewayError, rejects_format
 from pytest_gauge.testing import FaultPlan, LoopbackServer
 from pytest_gauge.testing.simserver import sim_responder
 from tests.helpers import read_jsonl, run_inprocess

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gauge.records.labels import Label
+from pytest_gauge._internal.records.labels import Label
 from tests.helpers import run_inprocess
 
 

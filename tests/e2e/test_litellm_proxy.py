@@ -26,11 +26,11 @@ from typing import Any
 
 import pytest
 
-from pytest_gauge.gateway.errors import GatewayError, KeyRejected, ModelNotFound, ModelStopped
-from pytest_gauge.gateway.gateway import CallContext, Gateway, gateway_said
-from pytest_gauge.gateway.limits import ModelPacer
-from pytest_gauge.gateway.transport import ModelClient
-from pytest_gauge.records.totals import ledger_totals
+from pytest_gauge._internal.gateway.errors import GatewayError, KeyRejected, ModelNotFound, ModelStopped
+from pytest_gauge._internal.gateway.gateway import CallContext, Gateway, gateway_said
+from pytest_gauge._internal.gateway.limits import ModelPacer
+from pytest_gauge._internal.gateway.transport import ModelClient
+from pytest_gauge._internal.records.totals import ledger_totals
 from pytest_gauge.testing import FaultPlan, LoopbackServer
 from pytest_gauge.testing.batches import BatchFaults
 from pytest_gauge.testing.simserver import sim_responder

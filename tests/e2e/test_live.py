@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from pytest_gauge.run.judge import JUDGE_SYSTEM_PROMPT
+from pytest_gauge._internal.run.judge import JUDGE_SYSTEM_PROMPT
 from pytest_gauge.testing import FaultPlan, LoopbackServer
 from pytest_gauge.testing.simserver import sim_responder
 from tests.helpers import DATA, MINI_INI, SharedRun, SharedRuns, normalised, read_jsonl, run_inprocess

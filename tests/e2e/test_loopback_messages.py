@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from pytest_gauge.gateway.response import BadResponse
-from pytest_gauge.gateway.wire.anthropic import MESSAGES
+from pytest_gauge._internal.gateway.response import BadResponse
+from pytest_gauge._internal.gateway.wire.anthropic import MESSAGES
 from pytest_gauge.testing import FaultPlan, LoopbackServer, completion, scheduled_fault, tool_call
 from pytest_gauge.testing.faults import MALFORMED_BY_API
 from tests.sdks import ANTHROPIC_INSTALL, LazySDK, sdk_http

@@ -14,8 +14,8 @@ from typing import Any
 import openai
 import pytest
 
-from pytest_gauge.gateway.response import BadResponse
-from pytest_gauge.gateway.wire import wire_format
+from pytest_gauge._internal.gateway.response import BadResponse
+from pytest_gauge._internal.gateway.wire import wire_format
 from pytest_gauge.testing import FaultPlan, LoopbackServer, completion, tool_call
 from pytest_gauge.testing.faults import MALFORMED_BY_API
 from tests.sdks import sdk_http

@@ -1,6 +1,6 @@
 """The suite's tools over MCP, driven by the ``mcp`` package's own client (``stdio_client`` /
-``ClientSession``) through the relay a program starts (``python -m pytest_gauge.run.mcp_relay``) to the
-tool server this process serves on the transcript's Unix socket: the tools listed with their schemas,
+``ClientSession``) through the relay a program starts (``python -m pytest_gauge._internal.run.mcp_relay``) to
+the tool server this process serves on the transcript's Unix socket: the tools listed with their schemas,
 calls run through the plugin's executor (schema errors, timeouts, return codes) and recorded here, as
 ToolCall records that the tool rules score (a file written into the MCP folder changes nothing); and the
 configuration that names the relay to Claude Code and Codex."""
@@ -18,11 +18,11 @@ from typing import Any
 import anyio
 import pytest
 
-from pytest_gauge.records import Transcript, Turn
-from pytest_gauge.run.mcp_tools import McpTools
-from pytest_gauge.suite.discover import load_suite
-from pytest_gauge.suite.rules import parse_rules, score
-from pytest_gauge.suite.tools import ToolExecutor
+from pytest_gauge._internal.records import Transcript, Turn
+from pytest_gauge._internal.run.mcp_tools import McpTools
+from pytest_gauge._internal.suite.discover import load_suite
+from pytest_gauge._internal.suite.rules import parse_rules, score
+from pytest_gauge._internal.suite.tools import ToolExecutor
 
 SUITE_DATA = Path(__file__).resolve().parents[1] / "data" / "mcp_suite"
 
@@ -133,7 +133,12 @@ def test_the_agents_configurations_name_the_same_server(mcp_tools: McpTools) -> 
     claude = json.loads(mcp_tools.claude_config_file.read_text(encoding="utf-8"))
     server = claude["mcpServers"]["gauge"]
     assert [server["command"], *server["args"]] == mcp_tools.argv()
-    assert mcp_tools.argv() == [sys.executable, "-m", "pytest_gauge.run.mcp_relay", str(mcp_tools.socket)]
+    assert mcp_tools.argv() == [
+        sys.executable,
+        "-m",
+        "pytest_gauge._internal.run.mcp_relay",
+        str(mcp_tools.socket),
+    ]
     assert set(server["env"]) == {"PYTHONPATH"}  # never a key
     codex = tomllib.loads(mcp_tools.codex_toml())["mcp_servers"]["gauge"]
     assert [codex["command"], *codex["args"]] == mcp_tools.argv() and codex["env"] == server["env"]
@@ -147,8 +152,8 @@ def test_the_agents_configurations_name_the_same_server(mcp_tools: McpTools) -> 
 
 
 def test_merge_keeps_the_programs_other_calls_and_takes_the_servers_records() -> None:
-    from pytest_gauge.records import ToolCall
-    from pytest_gauge.run.mcp_tools import merge_calls
+    from pytest_gauge._internal.records import ToolCall
+    from pytest_gauge._internal.run.mcp_tools import merge_calls
 
     shell = ToolCall("t1", "Bash", '{"command": "ls"}', {"command": "ls"}, "a.txt")
     claude_view = ToolCall("t2", "mcp__gauge__lookup_order", "{}", {}, "…", 0)

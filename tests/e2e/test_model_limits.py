@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from pytest_gauge.gateway.limits import ModelPacer, ModelRates
-from pytest_gauge.options import resolve_options
-from pytest_gauge.process.workers import controller_paths, worker_options
+from pytest_gauge._internal.gateway.limits import ModelPacer, ModelRates
+from pytest_gauge._internal.options import resolve_options
+from pytest_gauge._internal.process.workers import controller_paths, worker_options
 
 
 def test_per_model_limits_from_the_command_line_and_the_ini(pytester: pytest.Pytester) -> None:
@@ -78,7 +78,7 @@ def test_a_429_halves_only_that_models_concurrency_and_successes_grow_it_back() 
 def test_a_first_call_retrying_a_429_does_not_hold_back_the_other_models(tmp_path: Path) -> None:
     """Until one call works, a process sends one call at a time (a bad key reaches the server once); a
     429 shows the key and URL work, so the other models' calls go while the limited one waits."""
-    from pytest_gauge.gateway.gateway import CallContext
+    from pytest_gauge._internal.gateway.gateway import CallContext
     from pytest_gauge.testing import LoopbackServer, ResponderError, completion
     from tests.e2e.test_gateway import BODY, make_gateway
 

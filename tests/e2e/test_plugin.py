@@ -156,7 +156,7 @@ def test_plugin_can_be_disabled(pytester: pytest.Pytester, mini_suite: Path) -> 
 def test_pytest_help_lists_every_flag_and_ini_key(pytester: pytest.Pytester) -> None:
     """``pytest --help`` works and shows each ``--gauge-*`` flag and ini key with its help (a help text
     with a bare ``%``, such as "95%", made argparse raise instead)."""
-    from pytest_gauge.options import _SETTINGS
+    from pytest_gauge._internal.options import _SETTINGS
 
     result = pytester.runpytest("--help")
     assert result.ret == 0, result.stderr.str()

@@ -22,17 +22,17 @@ from typing import Any
 import openai
 import pytest
 
-from pytest_gauge.gateway.errors import GatewayError
-from pytest_gauge.gateway.gateway import CallContext, WireReply
-from pytest_gauge.gateway.proxy import (
+from pytest_gauge._internal.gateway.errors import GatewayError
+from pytest_gauge._internal.gateway.gateway import CallContext, WireReply
+from pytest_gauge._internal.gateway.proxy import (
     ProxyRoute,
     RecordingProxy,
     WireRequest,
     client_environment,
     new_proxy_token,
 )
-from pytest_gauge.gateway.wire import Api, wire_format
-from pytest_gauge.records import ChatResult, LedgerRecord
+from pytest_gauge._internal.gateway.wire import Api, wire_format
+from pytest_gauge._internal.records import ChatResult, LedgerRecord
 from tests.helpers import read_jsonl, run_inprocess
 from tests.sdks import ANTHROPIC_INSTALL, require_sdk, sdk_http
 
@@ -285,7 +285,7 @@ CLIENT_TEST = """
 import openai
 import pytest
 
-from pytest_gauge.gateway.proxy import ProxyRoute
+from pytest_gauge._internal.gateway.proxy import ProxyRoute
 
 ASK = [{{"role": "user", "content": "How long do customers have to ask for a refund?"}}]
 
@@ -401,7 +401,7 @@ def test_a_program_agents_calls_go_through_the_proxy_as_its_transcripts(pytester
 
 
 def test_on_replay_a_client_reaches_its_own_proxy_and_nothing_else(proxy: RecordingProxy) -> None:
-    from pytest_gauge.gateway import backends
+    from pytest_gauge._internal.gateway import backends
 
     other = socket.create_server(("127.0.0.1", 0))
     route = proxy.register(CTX, calls=FakeCalls())

@@ -14,16 +14,16 @@ from typing import Any
 
 import pytest
 
-from pytest_gauge.gateway.gateway import CallContext, WireReply
-from pytest_gauge.gateway.proxy import (
+from pytest_gauge._internal.gateway.gateway import CallContext, WireReply
+from pytest_gauge._internal.gateway.proxy import (
     MAX_REQUEST_BYTES,
     ProxyRoute,
     RecordingProxy,
     WireRequest,
     new_proxy_token,
 )
-from pytest_gauge.gateway.wire import wire_format
-from pytest_gauge.records import ChatResult, LedgerRecord
+from pytest_gauge._internal.gateway.wire import wire_format
+from pytest_gauge._internal.records import ChatResult, LedgerRecord
 
 CTX = CallContext("suite", "t1", "transcript/t1/agent-a/0")
 READ_TIMEOUT = 0.5

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gauge.gateway.errors import BudgetExhausted
-from pytest_gauge.gateway.redis_limits import LimitsUnavailable, RedisLimits
+from pytest_gauge._internal.gateway.errors import BudgetExhausted
+from pytest_gauge._internal.gateway.redis_limits import LimitsUnavailable, RedisLimits
 from pytest_gauge.testing import LoopbackServer
 from pytest_gauge.testing.simserver import sim_responder
 
@@ -85,7 +85,7 @@ def test_slots_are_shared_by_every_client_of_a_run(redis_url: str) -> None:
 
 HOLDER = """
 import asyncio, sys
-from pytest_gauge.gateway.redis_limits import RedisLimits
+from pytest_gauge._internal.gateway.redis_limits import RedisLimits
 
 async def main():
     slots = RedisLimits(sys.argv[1], "run-kill", lease=3.0).slots(2)
@@ -142,7 +142,7 @@ def test_the_token_bucket_makes_callers_wait(redis_url: str) -> None:
 
 def test_a_models_own_bucket_is_shared_by_every_host_of_the_run(redis_url: str) -> None:
     """--gauge-rpm MODEL=N with --gauge-limits: one bucket per model on the server, not one per host."""
-    from pytest_gauge.gateway.limits import model_key
+    from pytest_gauge._internal.gateway.limits import model_key
 
     hosts = [RedisLimits(redis_url, "run-models").model_rates({"limited": 60.0}, {}) for _ in range(2)]
     other_run = RedisLimits(redis_url, "run-other").model_rates({"limited": 60.0}, {})

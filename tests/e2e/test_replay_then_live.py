@@ -16,9 +16,9 @@ from typing import Any
 import numpy
 import pytest
 
-from pytest_gauge.analysis import elo_report
-from pytest_gauge.cli import main
-from pytest_gauge.report.format import fmt_usd
+from pytest_gauge._internal.analysis import elo_report
+from pytest_gauge._internal.cli import main
+from pytest_gauge._internal.report.format import fmt_usd
 from pytest_gauge.testing import LoopbackServer
 from pytest_gauge.testing.simserver import sim_responder
 from tests.helpers import read_jsonl, run_inprocess

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gauge.process.roles import Controller, Standalone, role_key
-from pytest_gauge.process.state import render_worker_summaries, state_key
-from pytest_gauge.records import Usage, WorkerSummary
+from pytest_gauge._internal.process.roles import Controller, Standalone, role_key
+from pytest_gauge._internal.process.state import render_worker_summaries, state_key
+from pytest_gauge._internal.records import Usage, WorkerSummary
 from tests.helpers import read_jsonl, run_inprocess
 
 IDS_TEST = """
-from pytest_gauge.process.state import state_key
+from pytest_gauge._internal.process.state import state_key
 
 
 def test_the_run_id_is_xdists_testrun_uid(testrun_uid, pytestconfig):

@@ -12,9 +12,9 @@ from typing import Any
 import openai
 import pytest
 
-from pytest_gauge.gateway.proxy import RecordingProxy
-from pytest_gauge.gateway.route_policy import route_policy
-from pytest_gauge.gateway.wire import WireFormat
+from pytest_gauge._internal.gateway.proxy import RecordingProxy
+from pytest_gauge._internal.gateway.route_policy import route_policy
+from pytest_gauge._internal.gateway.wire import WireFormat
 from tests.e2e.test_proxy import CTX, FakeCalls, _anthropic, _openai, proxy  # noqa: F401 (fixture)
 from tests.helpers import read_jsonl, run_inprocess
 from tests.sdks import sdk_http

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from pytest_gauge.run.sandbox import sandbox_problem
+from pytest_gauge._internal.run.sandbox import sandbox_problem
 from pytest_gauge.testing import LoopbackServer
 from pytest_gauge.testing.responders import ResponderError
 from pytest_gauge.testing.simserver import sim_responder

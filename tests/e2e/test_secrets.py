@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gauge.gateway.errors import GatewayError
-from pytest_gauge.gateway.redact import known_secrets, redact, redact_known, register_secret
+from pytest_gauge._internal.gateway.errors import GatewayError
+from pytest_gauge._internal.gateway.redact import known_secrets, redact, redact_known, register_secret
 from pytest_gauge.testing import FaultPlan, LoopbackServer
 from pytest_gauge.testing.simserver import sim_responder
 

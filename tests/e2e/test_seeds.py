@@ -8,10 +8,10 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from pytest_gauge.run.work import SuiteRuntime, call_seed
-from pytest_gauge.suite.cases import Case
-from pytest_gauge.suite.declare import Judge, ModelAgent, Suite, UserSimulator, best_of
-from pytest_gauge.suite.tasks import Task
+from pytest_gauge._internal.run.work import SuiteRuntime, call_seed
+from pytest_gauge._internal.suite.cases import Case
+from pytest_gauge._internal.suite.declare import Judge, ModelAgent, Suite, UserSimulator, best_of
+from pytest_gauge._internal.suite.tasks import Task
 from pytest_gauge.testing import LoopbackServer, completion, default_responder
 from tests.e2e.test_gateway import make_gateway
 

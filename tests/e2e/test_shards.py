@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from pytest_gauge.cli import main
-from pytest_gauge.files.shards import (
+from pytest_gauge._internal.cli import main
+from pytest_gauge._internal.files.shards import (
     Shard,
     ShardError,
     assign_tasks,
@@ -22,8 +22,8 @@ from pytest_gauge.files.shards import (
     task_weights,
     tasks_of,
 )
-from pytest_gauge.gateway.store import Store
-from pytest_gauge.report.format import without_volatile
+from pytest_gauge._internal.gateway.store import Store
+from pytest_gauge._internal.report.format import without_volatile
 from tests.helpers import VOLATILE, run_inprocess
 
 GATE = ("--gauge-gate", "lrs <= 1")

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gauge.cli import main
-from pytest_gauge.records import LedgerRecord
-from pytest_gauge.report.summary import _cached_calls
-from pytest_gauge.suite.discover import find_suites
+from pytest_gauge._internal.cli import main
+from pytest_gauge._internal.records import LedgerRecord
+from pytest_gauge._internal.report.summary import _cached_calls
+from pytest_gauge._internal.suite.discover import find_suites
 from tests.helpers import run_inprocess
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gauge.cli import main, suite_targets
+from pytest_gauge._internal.cli import main, suite_targets
 from pytest_gauge.testing import LoopbackServer
 from tests.helpers import DATA, MINI_INI, SharedRun, SharedRuns, normalised, read_jsonl, stable_report
 

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gauge.files.work_store import WorkStore
-from pytest_gauge.gateway.ledger import Ledger
-from pytest_gauge.gateway.limits import ConcurrencySlots
-from pytest_gauge.process.state import render_progress
-from pytest_gauge.records import LedgerRecord, Usage
+from pytest_gauge._internal.files.work_store import WorkStore
+from pytest_gauge._internal.gateway.ledger import Ledger
+from pytest_gauge._internal.gateway.limits import ConcurrencySlots
+from pytest_gauge._internal.process.state import render_progress
+from pytest_gauge._internal.records import LedgerRecord, Usage
 from pytest_gauge.testing import LoopbackServer
 from pytest_gauge.testing.simserver import sim_responder
 from tests.helpers import normalised, numbered_task, read_jsonl, run_inprocess
@@ -228,7 +228,7 @@ def test_a_run_served_from_the_cache_never_builds_a_client(
     (about 1 s of CPU per process), nor ``httpx2``, which the simulator's client does not use."""
     pytester.makeconftest(
         "import json, sys\n"
-        "from pytest_gauge.gateway import transport\n"
+        "from pytest_gauge._internal.gateway import transport\n"
         "built = []\n"
         "make = transport.ModelClient.__init__\n"
         "def counted(self, *args, **kwargs):\n"

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from pytest_gauge.run.judge import JUDGE_SYSTEM_PROMPT
+from pytest_gauge._internal.run.judge import JUDGE_SYSTEM_PROMPT
 from pytest_gauge.testing import LoopbackServer, completion, message_text, tool_call
 from tests.helpers import read_jsonl, run_inprocess
 from tests.unit.run.test_tool_activity import STEP_LIMIT

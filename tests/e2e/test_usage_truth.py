@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from pytest_gauge.gateway.gateway import CallContext, retry_delay, served_model
-from pytest_gauge.records import LedgerRecord
-from pytest_gauge.records.totals import ledger_totals
-from pytest_gauge.report.costs import served_warnings
+from pytest_gauge._internal.gateway.gateway import CallContext, retry_delay, served_model
+from pytest_gauge._internal.records import LedgerRecord
+from pytest_gauge._internal.records.totals import ledger_totals
+from pytest_gauge._internal.report.costs import served_warnings
 from pytest_gauge.testing import FaultPlan, LoopbackServer
 from tests.e2e.test_gateway import BODY, call, ledger, make_gateway
 
@@ -109,7 +109,7 @@ def test_a_wait_past_the_cap_fails_fast_naming_it(tmp_path: Path) -> None:
 def test_each_role_sends_its_own_key_and_the_ledger_names_the_variable(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pytest_gauge.gateway.gateway import live_keys
+    from pytest_gauge._internal.gateway.gateway import live_keys
 
     env = {"TAOTOKEN_API_KEY": "sk-run-key-0001", "TAOTOKEN_JUDGE_API_KEY": "sk-judge-key-0002"}
     with LoopbackServer() as srv:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gauge.options import GaugeOptions, nearest_config_file
-from pytest_gauge.process.workers import OPTIONS_KEY, controller_paths, worker_options
+from pytest_gauge._internal.options import GaugeOptions, nearest_config_file
+from pytest_gauge._internal.process.workers import OPTIONS_KEY, controller_paths, worker_options
 from tests.helpers import read_jsonl, run_inprocess
 
 ARGS = ("--gauge-cache", "off")  # run_inprocess adds -p no:cacheprovider -p no:randomly

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_gauge.records.checks import is_check_nodeid, without_group
+from pytest_gauge._internal.records.checks import is_check_nodeid, without_group
 
 
 @pytest.mark.parametrize(

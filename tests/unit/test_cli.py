@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pytest_gauge.cli import main
+from pytest_gauge._internal.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gauge.cli import build_parser
+from pytest_gauge._internal.cli import build_parser
 
 ROOT = Path(__file__).resolve().parents[2]
 SEARCHED = ("pytest_gauge", "tests", "eval_suites", "benchmarks", "docs")
@@ -192,7 +192,7 @@ def test_no_issue_numbers_in_the_package_tests_or_docs() -> None:
 
 def test_the_reference_names_every_metric_of_the_one_table() -> None:
     """docs/reference.md#metrics documents every metric a gate may name (analysis/metric_table.py)."""
-    from pytest_gauge.analysis.metric_table import METRICS
+    from pytest_gauge._internal.analysis.metric_table import METRICS
 
     text = (ROOT / "docs" / "reference.md").read_text(encoding="utf-8")
     section = text[text.index("## Metrics") : text.index("## Outputs")]

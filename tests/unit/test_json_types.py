@@ -1,12 +1,12 @@
-"""JSON bodies are typed at the package's seams (pytest_gauge/records/json_types.py): a closed shape is a
-TypedDict, an open one says so as ``JSONObject``; a bare ``dict[str, Any]`` outside the wire formats
+"""JSON bodies are typed at the package's seams (pytest_gauge/_internal/records/json_types.py): a closed shape
+is a TypedDict, an open one says so as ``JSONObject``; a bare ``dict[str, Any]`` outside the wire formats
 (whose servers' bodies are checked at run time) stays under a ceiling that only goes down."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[2] / "pytest_gauge"
+PACKAGE = Path(__file__).resolve().parents[2] / "pytest_gauge" / "_internal"
 CEILING = 77
 """The bare ``dict[str, Any]`` left outside ``gateway/wire/`` (lower it when you type one more)."""
 

@@ -148,9 +148,11 @@ def _package_imports() -> tuple[Import, ...]:
 
 
 def layer_of(module: str) -> str:
-    """``pytest_gauge.run.engine`` → ``run``; the package root's own module is ``__init__``."""
+    """``pytest_gauge._internal.run.engine`` → ``run``; the package root's own module is ``__init__``."""
     parts = module.split(".")
-    return parts[1] if len(parts) > 1 else "__init__"
+    if len(parts) > 2 and parts[1] == "_internal":  # the machinery: its stage is the layer
+        return parts[2]
+    return parts[1] if len(parts) > 1 and parts[1] != "_internal" else "__init__"
 
 
 def upward(imports: list[Import], known: dict[tuple[str, str], str] | None = None) -> list[str]:
@@ -267,11 +269,15 @@ def test_the_checker_counts_annotation_only_and_deferred_imports() -> None:
     annotation-only, a function-level one as deferred, one under ``if __name__ == "__main__":`` not
     at all, and a relative import resolves against the module's package."""
     stmts = list(_statements(ast.parse(MADE_UP)))
-    named = [(n, s.kind) for s in stmts for n in _named(s.node, "pytest_gauge.gateway.x", is_package=False)]
+    named = [
+        (n, s.kind)
+        for s in stmts
+        for n in _named(s.node, "pytest_gauge._internal.gateway.x", is_package=False)
+    ]
     assert named == [
         ("typing.TYPE_CHECKING", "module"),
-        ("pytest_gauge.report.common", "annotation"),
-        ("pytest_gauge.analysis.gates", "deferred"),
+        ("pytest_gauge._internal.report.common", "annotation"),
+        ("pytest_gauge._internal.analysis.gates", "deferred"),
         ("json", "deferred"),
     ]
     assert unexplained_deferred(Path("x.py"), ast.parse(MADE_UP), MADE_UP.splitlines()) == [
@@ -280,22 +286,40 @@ def test_the_checker_counts_annotation_only_and_deferred_imports() -> None:
 
 
 def test_the_checker_names_an_upward_import_of_any_kind_and_a_cycle() -> None:
-    where = "pytest_gauge/gateway/x.py"
-    up = Import("pytest_gauge.gateway.x", where, 3, "pytest_gauge.report.common", "annotation")
-    deferred = Import("pytest_gauge.gateway.x", where, 5, "pytest_gauge.analysis.gates", "deferred")
-    side = Import("pytest_gauge.analysis.gates", "pytest_gauge/analysis/gates.py", 9, "pytest_gauge.files.x")
+    where = "pytest_gauge/_internal/gateway/x.py"
+    up = Import(
+        "pytest_gauge._internal.gateway.x", where, 3, "pytest_gauge._internal.report.common", "annotation"
+    )
+    deferred = Import(
+        "pytest_gauge._internal.gateway.x", where, 5, "pytest_gauge._internal.analysis.gates", "deferred"
+    )
+    side = Import(
+        "pytest_gauge._internal.analysis.gates",
+        "pytest_gauge/_internal/analysis/gates.py",
+        9,
+        "pytest_gauge._internal.files.x",
+    )
     assert upward([up, deferred, side], known={}) == [
-        f"{where}:3 imports pytest_gauge.report.common (annotation): layer gateway may import files, records,"
-        " version; not report",
-        f"{where}:5 imports pytest_gauge.analysis.gates (deferred): layer gateway may import files, records,"
-        " version; not analysis",
-        "pytest_gauge/analysis/gates.py:9 imports pytest_gauge.files.x: layer analysis may import records,"
-        " run, version; not files",
+        f"{where}:3 imports pytest_gauge._internal.report.common (annotation): layer gateway may import"
+        " files, records, version; not report",
+        f"{where}:5 imports pytest_gauge._internal.analysis.gates (deferred): layer gateway may import"
+        " files, records, version; not analysis",
+        "pytest_gauge/_internal/analysis/gates.py:9 imports pytest_gauge._internal.files.x: layer analysis"
+        " may import records, run, version; not files",
     ]
-    gates = "pytest_gauge/analysis/gates.py"
-    back = Import("pytest_gauge.analysis.gates", gates, 9, "pytest_gauge.gateway.x")
+    gates = "pytest_gauge/_internal/analysis/gates.py"
+    back = Import("pytest_gauge._internal.analysis.gates", gates, 9, "pytest_gauge._internal.gateway.x")
     assert cycles([deferred, back]) == [
-        "pytest_gauge/analysis/gates.py:9 imports pytest_gauge.gateway.x → pytest_gauge/gateway/x.py:5"
-        " imports pytest_gauge.analysis.gates (deferred) (a cycle)"
+        "pytest_gauge/_internal/analysis/gates.py:9 imports pytest_gauge._internal.gateway.x →"
+        " pytest_gauge/_internal/gateway/x.py:5 imports pytest_gauge._internal.analysis.gates (deferred)"
+        " (a cycle)"
     ]
-    assert cycles([up, Import("pytest_gauge.report.common", "r.py", 1, "pytest_gauge.gateway.x")]) == []
+    assert (
+        cycles(
+            [
+                up,
+                Import("pytest_gauge._internal.report.common", "r.py", 1, "pytest_gauge._internal.gateway.x"),
+            ]
+        )
+        == []
+    )

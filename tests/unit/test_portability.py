@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gauge.run import programs
-from pytest_gauge.suite.file_checks import run_command_async
+from pytest_gauge._internal.run import programs
+from pytest_gauge._internal.suite.file_checks import run_command_async
 from tests.helpers import ROOT
 
 
@@ -43,8 +43,8 @@ def test_a_program_agents_process_is_killed_without_process_groups(monkeypatch: 
 
 
 def test_the_package_never_imports_fcntl() -> None:
-    """Every lock goes through ``pytest_gauge.files.locks``, which uses ``filelock``: no module of the
-    package imports ``fcntl`` (Windows has none)."""
+    """Every lock goes through ``pytest_gauge._internal.files.locks``, which uses ``filelock``: no module of
+    the package imports ``fcntl`` (Windows has none)."""
     importers = []
     for path in sorted((ROOT / "pytest_gauge").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest_gauge
-from pytest_gauge import cli, plugin
+from pytest_gauge import plugin
+from pytest_gauge._internal import cli
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -186,6 +187,17 @@ def _commands(parser: argparse.ArgumentParser) -> dict[str, Any]:
             for name, sub in action.choices.items():
                 found[name] = _commands(sub)
     return found
+
+
+TOP_LEVEL = ["__init__.py", "__main__.py", "_internal", "plugin.py", "py.typed", "testing"]
+
+
+def test_only_the_public_modules_sit_at_the_package_top() -> None:
+    """The machinery lives under ``pytest_gauge._internal`` (as httpx's underscore modules): at the top
+    sit only the public API (``__init__``), the CLI's ``__main__``, the entry point and the shipped test
+    helpers, so a reader tells the public surface from machinery by its path."""
+    found = sorted(p.name for p in (ROOT / "pytest_gauge").iterdir() if p.name != "__pycache__")
+    assert found == TOP_LEVEL
 
 
 def test_the_entry_point_is_frozen() -> None:

@@ -6,7 +6,16 @@ from __future__ import annotations
 import dataclasses
 import json
 
-from pytest_gauge.records import CaseRecord, Judgment, LedgerRecord, ToolCall, Transcript, Turn, Usage, dumps
+from pytest_gauge._internal.records import (
+    CaseRecord,
+    Judgment,
+    LedgerRecord,
+    ToolCall,
+    Transcript,
+    Turn,
+    Usage,
+    dumps,
+)
 
 
 def _transcript() -> Transcript:
@@ -108,7 +117,7 @@ def test_to_json_does_not_alias_the_record() -> None:
 
 
 def test_a_work_key_is_formatted_and_parsed_in_one_place() -> None:
-    from pytest_gauge.records.work_key import WorkKey, parse_work
+    from pytest_gauge._internal.records.work_key import WorkKey, parse_work
 
     transcript = WorkKey.transcript("t013", "agent_x", 2)
     judge = WorkKey.judge("t013-agent_x-vs-agent_y-BA", 1, 0)
@@ -120,7 +129,7 @@ def test_a_work_key_is_formatted_and_parsed_in_one_place() -> None:
 
 
 def test_labels_bind_to_what_was_said_not_to_tool_latencies() -> None:
-    from pytest_gauge.records.labels import Label, bind_labels, transcripts_hash
+    from pytest_gauge._internal.records.labels import Label, bind_labels, transcripts_hash
 
     call = {"name": "lookup", "arguments": {"id": 1}, "result": "ok", "latency_s": 0.008}
     said = {"final_reply": "done", "turns": [{"role": "assistant", "content": "", "tool_calls": [call]}]}

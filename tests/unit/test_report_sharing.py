@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_gauge.process.reports import ReportSharing
+from pytest_gauge._internal.process.reports import ReportSharing
 
 
 def _report(when: str, nodeid: str) -> pytest.TestReport:

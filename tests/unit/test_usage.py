@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from pytest_gauge.gateway.wire.chat import CHAT, chat_usage
-from pytest_gauge.records import LEDGER_FORMAT_VERSION, LedgerRecord, Usage
-from pytest_gauge.records.prices import Price, PriceTable
+from pytest_gauge._internal.gateway.wire.chat import CHAT, chat_usage
+from pytest_gauge._internal.records import LEDGER_FORMAT_VERSION, LedgerRecord, Usage
+from pytest_gauge._internal.records.prices import Price, PriceTable
 
 V1_LINE = {
     "attempt": 1, "cache_hit": False, "call_id": "judge/c/j/0#1", "cost": 0.001165, "error": None,

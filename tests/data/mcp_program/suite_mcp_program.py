@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_gauge import CommandAgent, Judge, ModelAgent, SimAgent, Suite, Tool, ToolResult, UserSimulator
-from pytest_gauge.suite.programs import ProgramSetup
+from pytest_gauge._internal.suite.programs import ProgramSetup
 
 __all__ = ["suite"]
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import threading
 
-from pytest_gauge.analysis.adaptive import decide_gates, gate_key, waits_for_last_look
-from pytest_gauge.analysis.gates import Term, parse_gate
-from pytest_gauge.analysis.metrics import Estimate
-from pytest_gauge.analysis.sequential import Look
-from pytest_gauge.run.looks import LookGate, LookState, plan_looks
+from pytest_gauge._internal.analysis.adaptive import decide_gates, gate_key, waits_for_last_look
+from pytest_gauge._internal.analysis.gates import Term, parse_gate
+from pytest_gauge._internal.analysis.metrics import Estimate
+from pytest_gauge._internal.analysis.sequential import Look
+from pytest_gauge._internal.run.looks import LookGate, LookState, plan_looks
 
 
 def test_looks_take_every_task_once_in_a_seeded_order() -> None:

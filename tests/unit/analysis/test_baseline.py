@@ -5,22 +5,22 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_gauge.analysis.baseline import (
+from pytest_gauge._internal.analysis.baseline import (
     RunSide,
     compare_runs,
     mean_rewards,
     outcomes_from_records,
 )
-from pytest_gauge.analysis.elo import fit_elo
-from pytest_gauge.analysis.elo_report import comparisons_from_records
-from pytest_gauge.analysis.gate_precheck import SuiteShape, check_gates
-from pytest_gauge.analysis.gate_source import GateSource
-from pytest_gauge.analysis.gates import evaluate_gate, parse_gate, parse_gates
-from pytest_gauge.analysis.metrics import compute_metrics
-from pytest_gauge.analysis.power import with_needed_n
-from pytest_gauge.analysis.repeats import counts_by_agent
-from pytest_gauge.records import CaseRecord
-from pytest_gauge.report.baseline import render_baseline_md
+from pytest_gauge._internal.analysis.elo import fit_elo
+from pytest_gauge._internal.analysis.elo_report import comparisons_from_records
+from pytest_gauge._internal.analysis.gate_precheck import SuiteShape, check_gates
+from pytest_gauge._internal.analysis.gate_source import GateSource
+from pytest_gauge._internal.analysis.gates import evaluate_gate, parse_gate, parse_gates
+from pytest_gauge._internal.analysis.metrics import compute_metrics
+from pytest_gauge._internal.analysis.power import with_needed_n
+from pytest_gauge._internal.analysis.repeats import counts_by_agent
+from pytest_gauge._internal.records import CaseRecord
+from pytest_gauge._internal.report.baseline import render_baseline_md
 from tests.unit.analysis.test_metrics import case
 
 TASKS = ("t1", "t2", "t3", "t4")

@@ -14,8 +14,8 @@ import math
 import numpy as np
 import pytest
 
-from pytest_gauge.analysis.intervals import t_quantile, z_value
-from pytest_gauge.analysis.paired import (
+from pytest_gauge._internal.analysis.intervals import t_quantile, z_value
+from pytest_gauge._internal.analysis.paired import (
     PairedTally,
     mcnemar_exact,
     mcnemar_mid_p,
@@ -25,8 +25,14 @@ from pytest_gauge.analysis.paired import (
     paired_ratio_delta,
     tango_interval,
 )
-from pytest_gauge.analysis.power import gate_needed_n, min_detectable, needed_n, noise_floor, unit_sd
-from pytest_gauge.analysis.repeats import (
+from pytest_gauge._internal.analysis.power import (
+    gate_needed_n,
+    min_detectable,
+    needed_n,
+    noise_floor,
+    unit_sd,
+)
+from pytest_gauge._internal.analysis.repeats import (
     RepeatCounts,
     flaky_tasks,
     noise_floor_of,
@@ -35,7 +41,7 @@ from pytest_gauge.analysis.repeats import (
     pass_hat_k,
     pass_hat_k_values,
 )
-from pytest_gauge.analysis.resampling import bootstrap_means, percentile_bounds, task_counts
+from pytest_gauge._internal.analysis.resampling import bootstrap_means, percentile_bounds, task_counts
 
 T = 44
 ROUNDS = 2000
@@ -332,7 +338,7 @@ def test_tango_interval_matches_its_closed_forms() -> None:
         method="bounded",
     )
     stat = (x - y - n * d) / np.sqrt(n * (2 * best.x + d * (1 - d)))
-    from pytest_gauge.analysis.paired import _tango_stat
+    from pytest_gauge._internal.analysis.paired import _tango_stat
 
     assert float(_tango_stat(np.array(x), np.array(y), np.array(n), np.array(d))) == pytest.approx(
         stat, rel=1e-5

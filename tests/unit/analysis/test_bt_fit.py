@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pytest_gauge.analysis.bt_fit import bt_fit_check
-from pytest_gauge.analysis.elo import Comparison, check_graph, fit_bradley_terry, fit_elo
+from pytest_gauge._internal.analysis.bt_fit import bt_fit_check
+from pytest_gauge._internal.analysis.elo import Comparison, check_graph, fit_bradley_terry, fit_elo
 
 
 def _suite(

@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 from scipy.special import ndtr
 
-from pytest_gauge.analysis.resampling import resample_counts
-from pytest_gauge.analysis.skewed import MIN_COST_TASKS, ratio_delta_interval, skewed_ratio_interval
+from pytest_gauge._internal.analysis.resampling import resample_counts
+from pytest_gauge._internal.analysis.skewed import MIN_COST_TASKS, ratio_delta_interval, skewed_ratio_interval
 
 RUNS = 1500
 ROUNDS = 1000

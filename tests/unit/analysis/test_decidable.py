@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pytest_gauge.analysis.decidable import fewest_tasks, undecidable_gates
-from pytest_gauge.analysis.gates import parse_gate
-from pytest_gauge.analysis.paired import paired_interval
+from pytest_gauge._internal.analysis.decidable import fewest_tasks, undecidable_gates
+from pytest_gauge._internal.analysis.gates import parse_gate
+from pytest_gauge._internal.analysis.paired import paired_interval
 from tests.helpers import run_inprocess
 
 NI = "lower(delta(success_rate(agent_x))) >= -0.05"
@@ -29,7 +29,7 @@ def test_fewest_tasks_is_where_an_unchanged_agent_first_passes(gate: str) -> Non
     side = 0 if parsed.bound == "lower" else 1
     below = float(paired_interval(np.zeros((1, need - 1)))[side][0])
     at = float(paired_interval(np.zeros((1, need)))[side][0])
-    from pytest_gauge.analysis.gates import OPS
+    from pytest_gauge._internal.analysis.gates import OPS
 
     assert not OPS[parsed.op](below, parsed.threshold)
     assert OPS[parsed.op](at, parsed.threshold)

@@ -9,12 +9,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pytest_gauge.analysis.adaptive import decide_gates
-from pytest_gauge.analysis.drift import drift_hold, extrapolated, trend_z
-from pytest_gauge.analysis.estimates import Estimate
-from pytest_gauge.analysis.gates import Quantity, Term, evaluate_gate, parse_gate
-from pytest_gauge.analysis.intervals import cluster_wilson, cluster_wilson_df
-from pytest_gauge.analysis.sequential import equal_looks
+from pytest_gauge._internal.analysis.adaptive import decide_gates
+from pytest_gauge._internal.analysis.drift import drift_hold, extrapolated, trend_z
+from pytest_gauge._internal.analysis.estimates import Estimate
+from pytest_gauge._internal.analysis.gates import Quantity, Term, evaluate_gate, parse_gate
+from pytest_gauge._internal.analysis.intervals import cluster_wilson, cluster_wilson_df
+from pytest_gauge._internal.analysis.sequential import equal_looks
 
 Array = np.ndarray
 RUNS = 400  # Monte Carlo standard error 0.9 points at a 3% wrong-pass rate, 2.5 at a 50% share

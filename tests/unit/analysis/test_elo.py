@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from pytest_gauge.analysis.elo import (
+from pytest_gauge._internal.analysis.elo import (
     ELO_PER_THETA,
     Comparison,
     EloResult,

@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pytest_gauge.analysis.estimates import Estimate
-from pytest_gauge.analysis.familywise import (
+from pytest_gauge._internal.analysis.estimates import Estimate
+from pytest_gauge._internal.analysis.familywise import (
     _holm_levels,
     apply_holm,
     confident_fail,
@@ -17,8 +17,8 @@ from pytest_gauge.analysis.familywise import (
     inflation,
     one_sided_p,
 )
-from pytest_gauge.analysis.gates import Term, evaluate_gates, parse_gate
-from pytest_gauge.analysis.intervals import cluster_wilson, t_quantile
+from pytest_gauge._internal.analysis.gates import Term, evaluate_gates, parse_gate
+from pytest_gauge._internal.analysis.intervals import cluster_wilson, t_quantile
 
 Array = np.ndarray[Any, np.dtype[Any]]
 

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_gauge.analysis.flaky import NO_HISTORY, apply_exclusions, decidable_difference, flaky_above
-from pytest_gauge.analysis.gates import Gate, GateResult, GateSyntaxError, parse_gate
+from pytest_gauge._internal.analysis.flaky import (
+    NO_HISTORY,
+    apply_exclusions,
+    decidable_difference,
+    flaky_above,
+)
+from pytest_gauge._internal.analysis.gates import Gate, GateResult, GateSyntaxError, parse_gate
 
 TASKS = ("t1", "t2", "t3", "t4")
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from pytest_gauge.analysis.gate_precheck import missing_baseline
-from pytest_gauge.analysis.gates import (
+from pytest_gauge._internal.analysis.gate_precheck import missing_baseline
+from pytest_gauge._internal.analysis.gates import (
     GRAMMAR,
     Gate,
     GateResult,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_gauge.analysis.estimates import wilson
-from pytest_gauge.analysis.history import gate_records, history_view, task_flakes
-from pytest_gauge.records.history import GateOutcome, HistoryRun, TaskOutcome
+from pytest_gauge._internal.analysis.estimates import wilson
+from pytest_gauge._internal.analysis.history import gate_records, history_view, task_flakes
+from pytest_gauge._internal.records.history import GateOutcome, HistoryRun, TaskOutcome
 
 
 def run(

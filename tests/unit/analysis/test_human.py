@@ -9,13 +9,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pytest_gauge.analysis.estimates import kappa_of
-from pytest_gauge.analysis.human import human_findings, jackknife_kappa, rules_choice
-from pytest_gauge.analysis.label_sample import allocate, sample_cases, strata_of
-from pytest_gauge.analysis.metrics import compute_metrics
-from pytest_gauge.files.labels import LabelsError, read_labels, read_sample, write_labels, write_sample
-from pytest_gauge.records import CaseRecord, Judgment
-from pytest_gauge.records.labels import Label
+from pytest_gauge._internal.analysis.estimates import kappa_of
+from pytest_gauge._internal.analysis.human import human_findings, jackknife_kappa, rules_choice
+from pytest_gauge._internal.analysis.label_sample import allocate, sample_cases, strata_of
+from pytest_gauge._internal.analysis.metrics import compute_metrics
+from pytest_gauge._internal.files.labels import (
+    LabelsError,
+    read_labels,
+    read_sample,
+    write_labels,
+    write_sample,
+)
+from pytest_gauge._internal.records import CaseRecord, Judgment
+from pytest_gauge._internal.records.labels import Label
 from tests.unit.analysis.test_metrics import case
 
 
@@ -138,8 +144,8 @@ def test_stratified_sample_allocates_weights_and_is_seeded(tmp_path: Path) -> No
 
 
 def test_a_human_gate_without_labels_is_inconclusive_saying_why() -> None:
-    from pytest_gauge.analysis.gate_source import GateSource
-    from pytest_gauge.analysis.gates import evaluate_gates, parse_gates
+    from pytest_gauge._internal.analysis.gate_source import GateSource
+    from pytest_gauge._internal.analysis.gates import evaluate_gates, parse_gates
 
     records = _records()
     gates = parse_gates(["lower(human_judge_agreement) >= 0.8"])

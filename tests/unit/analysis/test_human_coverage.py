@@ -9,11 +9,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pytest_gauge.analysis.estimates import kappa_of
-from pytest_gauge.analysis.human import human_findings
-from pytest_gauge.analysis.label_sample import sample_cases
-from pytest_gauge.records import CaseRecord
-from pytest_gauge.records.labels import Label
+from pytest_gauge._internal.analysis.estimates import kappa_of
+from pytest_gauge._internal.analysis.human import human_findings
+from pytest_gauge._internal.analysis.label_sample import sample_cases
+from pytest_gauge._internal.records import CaseRecord
+from pytest_gauge._internal.records.labels import Label
 from tests.unit.analysis.test_metrics import case
 
 _CATS = {"A": 0, "B": 1, "tie": 2}

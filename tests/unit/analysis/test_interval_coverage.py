@@ -4,14 +4,14 @@ Each run draws T tasks; each task's LRS on close pairs is drawn from Beta(c * 0.
 distant pairs from Beta(c * 0.1, c * 0.9) (concentration c = 4 or 1; or every task at the truth), and
 each task has 4 judged cases of each class. Coverage is the share of runs whose 95% interval contains
 the truth (0.4, 0.1 and their difference 0.3), for the percentile bootstrap over tasks (what the metrics
-used before) and the cluster-adjusted intervals of :mod:`pytest_gauge.analysis.intervals` (what they
+used before) and the cluster-adjusted intervals of :mod:`pytest_gauge._internal.analysis.intervals` (what they
 use now). The test fails below 94% at 20 tasks or more.
 
 Elo (:func:`test_elo_intervals_cover_heterogeneous_tasks`): 5 agents with known strengths, every pair
 judged in both orders on each task; each (task, pair)'s win probability is drawn from a Beta around the
 Bradley-Terry probability of the true strengths (mean = that probability, so the pooled fit's target is
 the truth), or is that probability (homogeneous). Coverage of the agents' Elo and of the differences of
-neighbouring agents by the cluster-robust t intervals of :mod:`pytest_gauge.analysis.elo`; the test
+neighbouring agents by the cluster-robust t intervals of :mod:`pytest_gauge._internal.analysis.elo`; the test
 fails below 93% at 20 tasks or more.
 
 The tables in docs/gates.md#coverage are these tests' output (``GAUGE_WRITE_COVERAGE=1`` rewrites
@@ -28,15 +28,15 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pytest_gauge.analysis import elo
-from pytest_gauge.analysis.elo import (
+from pytest_gauge._internal.analysis import elo
+from pytest_gauge._internal.analysis.elo import (
     ELO_PER_THETA,
     Comparison,
     cluster_covariance,
     cluster_t_halfwidth,
     fit_elo,
 )
-from pytest_gauge.analysis.intervals import cluster_difference, cluster_wilson
+from pytest_gauge._internal.analysis.intervals import cluster_difference, cluster_wilson
 
 Array = np.ndarray[Any, np.dtype[Any]]
 
@@ -360,8 +360,8 @@ def test_pass_at_k_and_pass_hat_k_intervals_cover_skewed_suites() -> None:
     Beta-distributed (mostly hard, mostly easy, uniform): ``task_mean_wilson`` covers >= 93%. The
     percentile bootstrap over tasks it replaced covered pass^5 on mostly-hard tasks 72.6% (Beta(0.5, 2))
     and 83.4% (Beta(0.3, 1.2)) at 44 tasks, pass@5 on mostly-easy ones 74.2%."""
-    from pytest_gauge.analysis.intervals import task_mean_wilson
-    from pytest_gauge.analysis.repeats import pass_at_k_values, pass_hat_k_values
+    from pytest_gauge._internal.analysis.intervals import task_mean_wilson
+    from pytest_gauge._internal.analysis.repeats import pass_at_k_values, pass_hat_k_values
 
     rng = np.random.default_rng(265)
     samples, k = 10, 5
@@ -391,7 +391,7 @@ def test_success_rate_of_an_agent_with_samples_is_clustered_over_tasks() -> None
     20 and 44 tasks (1,000 runs, Monte Carlo error 0.7 points): the cluster-Wilson interval over tasks it
     now uses covers the agent's rate over the task population >= 93%; Wilson over the transcripts (as if
     independent) covered 77-91% of it."""
-    from pytest_gauge.analysis.estimates import wilson
+    from pytest_gauge._internal.analysis.estimates import wilson
 
     rng = np.random.default_rng(268)
     covered: dict[tuple[float, int, int], tuple[float, float]] = {}

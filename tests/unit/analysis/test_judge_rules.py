@@ -9,13 +9,13 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from pytest_gauge.analysis.gate_precheck import SuiteShape, check_gate
-from pytest_gauge.analysis.gates import parse_gate
-from pytest_gauge.analysis.judge_rules import RewardPoint, average_ranks, calibration, panel_choice
-from pytest_gauge.analysis.metrics import compute_metrics
-from pytest_gauge.records import CaseRecord, Judgment, LedgerRecord, Usage
-from pytest_gauge.sim.judge import decide
-from pytest_gauge.suite.sim_profiles import SimJudge
+from pytest_gauge._internal.analysis.gate_precheck import SuiteShape, check_gate
+from pytest_gauge._internal.analysis.gates import parse_gate
+from pytest_gauge._internal.analysis.judge_rules import RewardPoint, average_ranks, calibration, panel_choice
+from pytest_gauge._internal.analysis.metrics import compute_metrics
+from pytest_gauge._internal.records import CaseRecord, Judgment, LedgerRecord, Usage
+from pytest_gauge._internal.sim.judge import decide
+from pytest_gauge._internal.suite.sim_profiles import SimJudge
 from tests.unit.analysis.test_metrics import case
 
 NOISE = {"sharp": 0.25, "cheap": 0.25, "blurry": 0.8}

@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pytest_gauge.analysis.gates import GateResult, Quantity, Term, evaluate_gate, parse_gate
-from pytest_gauge.analysis.intervals import cluster_wilson
-from pytest_gauge.analysis.power import (
+from pytest_gauge._internal.analysis.gates import GateResult, Quantity, Term, evaluate_gate, parse_gate
+from pytest_gauge._internal.analysis.intervals import cluster_wilson
+from pytest_gauge._internal.analysis.power import (
     VarianceComponents,
     gate_needed_n,
     needed_samples,
@@ -19,7 +19,7 @@ from pytest_gauge.analysis.power import (
     variance_components,
     with_needed_n,
 )
-from pytest_gauge.report.baseline import gate_ci, gate_value
+from pytest_gauge._internal.report.baseline import gate_ci, gate_value
 
 Array = np.ndarray[Any, np.dtype[Any]]
 

@@ -9,7 +9,7 @@ import itertools
 import numpy as np
 import pytest
 
-from pytest_gauge.analysis.paired import paired_interval
+from pytest_gauge._internal.analysis.paired import paired_interval
 
 Array = np.ndarray
 RUNS = 3000  # Monte Carlo standard error of a difference of two powers near 30%: about 1.2 points

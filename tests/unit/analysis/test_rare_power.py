@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from scipy.stats import beta, binom
 
-from pytest_gauge.analysis.exact_tasks import beta_cdf, beta_quantile, exact_task_bounds
-from pytest_gauge.analysis.intervals import cluster_wilson
+from pytest_gauge._internal.analysis.exact_tasks import beta_cdf, beta_quantile, exact_task_bounds
+from pytest_gauge._internal.analysis.intervals import cluster_wilson
 
 Array = np.ndarray
 RUNS = 2000  # Monte Carlo standard error: 0.9 points at 80%, 0.35 at 2.5%

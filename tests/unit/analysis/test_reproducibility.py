@@ -8,10 +8,10 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from pytest_gauge.analysis.gates import OPS, Gate, GateResult, GateSyntaxError, parse_gate
-from pytest_gauge.analysis.intervals import cluster_wilson, t_quantile
-from pytest_gauge.analysis.power import variance_components
-from pytest_gauge.analysis.reproducibility import (
+from pytest_gauge._internal.analysis.gates import OPS, Gate, GateResult, GateSyntaxError, parse_gate
+from pytest_gauge._internal.analysis.intervals import cluster_wilson, t_quantile
+from pytest_gauge._internal.analysis.power import variance_components
+from pytest_gauge._internal.analysis.reproducibility import (
     Reproducibility,
     case_rate_reproducibility,
     components_within_share,
@@ -283,7 +283,7 @@ def test_mean_of_samples_reproducibility_matches_simulated_reruns(tasks: int) ->
 def test_a_suite_too_small_gets_no_figure_and_says_so() -> None:
     """Below MIN_FIGURE_TASKS tasks (runs of 8 tasks printing about 85% repeated 70-74% of the time): no
     number, the reason instead; a pass that must be reproducible cannot be shown to be."""
-    from pytest_gauge.analysis.reproducibility import MIN_FIGURE_TASKS, without_figure
+    from pytest_gauge._internal.analysis.reproducibility import MIN_FIGURE_TASKS, without_figure
 
     plain = without_figure(_result("upper(x) <= 0.5", "pass", 0.3, 0.2, 0.4), MIN_FIGURE_TASKS - 1)
     assert plain.status == "pass" and plain.reproducibility is None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pytest_gauge.analysis.resampling import resample_counts, task_counts
+from pytest_gauge._internal.analysis.resampling import resample_counts, task_counts
 
 
 @pytest.mark.parametrize(("n", "rounds", "seed"), [(7, 50, 3), (40, 300, 11)])

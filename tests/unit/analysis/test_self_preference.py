@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_gauge.analysis.estimates import wilson
-from pytest_gauge.analysis.self_preference import self_preference, shared_models
+from pytest_gauge._internal.analysis.estimates import wilson
+from pytest_gauge._internal.analysis.self_preference import self_preference, shared_models
 from tests.unit.analysis.test_metrics import case
 
 MODELS = {"agent:x": "m-judge", "agent:y": "m-y", "agent:z": "m-z", "judge:0": "m-judge", "user_sim": "u"}

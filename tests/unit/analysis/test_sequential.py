@@ -11,9 +11,9 @@ from statistics import NormalDist
 import numpy as np
 import pytest
 
-from pytest_gauge.analysis.gates import parse_gate
-from pytest_gauge.analysis.intervals import Z95
-from pytest_gauge.analysis.sequential import (
+from pytest_gauge._internal.analysis.gates import parse_gate
+from pytest_gauge._internal.analysis.intervals import Z95
+from pytest_gauge._internal.analysis.sequential import (
     ALPHA_SIDE,
     MIN_TASKS,
     RHO,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pytest_gauge.analysis.intervals import cluster_wilson
+from pytest_gauge._internal.analysis.intervals import cluster_wilson
 
 Array = np.ndarray
 RUNS = 8000  # Monte Carlo standard error 0.2 points at a 3.5% miss

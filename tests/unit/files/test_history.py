@@ -8,9 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gauge.cli import main
-from pytest_gauge.files.history import HistoryError, append_runs, check_history, merge_histories, read_history
-from pytest_gauge.records.history import AgentOutcome, GateOutcome, HistoryRun, TaskOutcome
+from pytest_gauge._internal.cli import main
+from pytest_gauge._internal.files.history import (
+    HistoryError,
+    append_runs,
+    check_history,
+    merge_histories,
+    read_history,
+)
+from pytest_gauge._internal.records.history import AgentOutcome, GateOutcome, HistoryRun, TaskOutcome
 
 
 def a_run(run_id: str, finished_at: str = "2026-01-01T00:00:00Z", outcome: str = '{"x": 1}') -> HistoryRun:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gauge.files.readwrite import (
+from pytest_gauge._internal.files.readwrite import (
     MAX_LINE_BYTES,
     FileFormatError,
     JsonBoundError,
@@ -17,7 +17,7 @@ from pytest_gauge.files.readwrite import (
     temp_name,
     write_atomic,
 )
-from pytest_gauge.gateway.store import Store
+from pytest_gauge._internal.gateway.store import Store
 
 
 def test_write_atomic_replaces_the_file_whole_and_leaves_no_temporary(tmp_path: Path) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pytest_gauge.files.record_log import RecordLog, read_new_lines
+from pytest_gauge._internal.files.record_log import RecordLog, read_new_lines
 
 
 def test_lines_are_read_once_each_and_a_cut_off_last_line_waits_for_its_end(tmp_path: Path) -> None:

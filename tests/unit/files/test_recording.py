@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gauge.files.replay import RecordingError, load_recording
+from pytest_gauge._internal.files.replay import RecordingError, load_recording
 
 
 @pytest.mark.parametrize(
@@ -33,7 +33,7 @@ def test_an_absent_recording_or_suite_is_none(tmp_path: Path) -> None:
 
 
 def test_a_missing_recording_is_named_when_replay_misses(tmp_path: Path) -> None:
-    from pytest_gauge.process.replay import miss_reasons
+    from pytest_gauge._internal.process.replay import miss_reasons
 
     (missing,) = miss_reasons(None, {}, 7, {}, str(tmp_path))
     assert f"{tmp_path / 'recording.json'} is missing" in missing and "cassettes export" in missing

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gauge.files.work_store import CLAIMS, WorkStore
-from pytest_gauge.gateway.store import content_key
+from pytest_gauge._internal.files.work_store import CLAIMS, WorkStore
+from pytest_gauge._internal.gateway.store import content_key
 from tests.helpers import ROOT
 
 KEY = content_key(["transcript", "s", "t1", "a", 0])
@@ -27,7 +27,7 @@ OTHER = content_key(["transcript", "s", "t1", "b", 0])
 HOLDER = textwrap.dedent(
     """
     import sys
-    from pytest_gauge.files.work_store import WorkStore
+    from pytest_gauge._internal.files.work_store import WorkStore
     store = WorkStore(sys.argv[1], "gw9")
     token = store.try_lock(sys.argv[2])
     print("busy" if token is None else "held", flush=True)

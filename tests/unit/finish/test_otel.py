@@ -12,11 +12,11 @@ import pytest
 
 pytest.importorskip("opentelemetry.sdk.trace", reason="the otel extra (pip install -e '.[otel]')")
 
-from pytest_gauge.analysis.gates import GateResult, parse_gate
-from pytest_gauge.finish import otel_setup
-from pytest_gauge.finish.otel import EVALUATION_EVENT, SuiteTelemetry, build_spans
-from pytest_gauge.finish.otel_setup import OtelSettings, check_otel, otel_settings
-from pytest_gauge.records import CaseKey, CaseRecord, Judgment, LedgerRecord, SuiteMeta, Usage
+from pytest_gauge._internal.analysis.gates import GateResult, parse_gate
+from pytest_gauge._internal.finish import otel_setup
+from pytest_gauge._internal.finish.otel import EVALUATION_EVENT, SuiteTelemetry, build_spans
+from pytest_gauge._internal.finish.otel_setup import OtelSettings, check_otel, otel_settings
+from pytest_gauge._internal.records import CaseKey, CaseRecord, Judgment, LedgerRecord, SuiteMeta, Usage
 
 KEY = "sk-fake-otel-key-4c9e2a71b0d3"
 TEXT = "the customer's address is 12 Juniper Lane"  # message text: never exported by default

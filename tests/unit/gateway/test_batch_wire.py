@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gauge.gateway.prices import load_prices, parse_price_lines
-from pytest_gauge.gateway.wire import batch_anthropic, batch_openai
-from pytest_gauge.records import Usage
-from pytest_gauge.records.prices import BATCH_SHARE, Price, PriceTable
+from pytest_gauge._internal.gateway.prices import load_prices, parse_price_lines
+from pytest_gauge._internal.gateway.wire import batch_anthropic, batch_openai
+from pytest_gauge._internal.records import Usage
+from pytest_gauge._internal.records.prices import BATCH_SHARE, Price, PriceTable
 
 
 def test_the_openai_input_file_names_each_request_and_its_endpoint() -> None:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pytest_gauge.gateway.cache import prune_cache
-from pytest_gauge.gateway.store import Store, content_key
+from pytest_gauge._internal.gateway.cache import prune_cache
+from pytest_gauge._internal.gateway.store import Store, content_key
 from tests.unit.gateway.test_cassettes import NOW, entry, put
 
 DAY = 86400.0

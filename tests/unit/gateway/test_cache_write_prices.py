@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gauge.gateway.prices import load_prices
-from pytest_gauge.records import LedgerRecord, Usage
-from pytest_gauge.records.prices import PriceTable
-from pytest_gauge.report.common import price_basis
-from pytest_gauge.report.costs import _prompt_cache
+from pytest_gauge._internal.gateway.prices import load_prices
+from pytest_gauge._internal.records import LedgerRecord, Usage
+from pytest_gauge._internal.records.prices import PriceTable
+from pytest_gauge._internal.report.common import price_basis
+from pytest_gauge._internal.report.costs import _prompt_cache
 
 PRICES = """
 [prices.claude-x]

@@ -8,9 +8,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pytest_gauge.cli import main
-from pytest_gauge.gateway.cassettes import export_cassettes, scrub_entry
-from pytest_gauge.gateway.store import Store, content_key
+from pytest_gauge._internal.cli import main
+from pytest_gauge._internal.gateway.cassettes import export_cassettes, scrub_entry
+from pytest_gauge._internal.gateway.store import Store, content_key
 
 KEY = "sk-cli-test-8d1e77"
 

@@ -1,8 +1,9 @@
-"""The run-wide in-flight cap over lock files (:class:`~pytest_gauge.gateway.limits.ConcurrencySlots`):
-local waiters queue first in, first out, one poll serves them all, a released slot goes to the oldest
-waiter, other processes' slots are found, a cancelled waiter leaves nothing held, and two processes
-share the slots without going over ``n`` or starving one another. Two slot sets over one folder stand
-for two processes where that is enough (``flock`` belongs to the open file); the share test forks."""
+"""The run-wide in-flight cap over lock files
+(:class:`~pytest_gauge._internal.gateway.limits.ConcurrencySlots`): local waiters queue first in, first out,
+one poll serves them all, a released slot goes to the oldest waiter, other processes' slots are found, a
+cancelled waiter leaves nothing held, and two processes share the slots without going over ``n`` or starving
+one another. Two slot sets over one folder stand for two processes where that is enough (``flock`` belongs to
+the open file); the share test forks."""
 
 from __future__ import annotations
 
@@ -14,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gauge.files import locks
-from pytest_gauge.gateway import limits
-from pytest_gauge.gateway.limits import ConcurrencySlots
+from pytest_gauge._internal.files import locks
+from pytest_gauge._internal.gateway import limits
+from pytest_gauge._internal.gateway.limits import ConcurrencySlots
 
 
 def _take_all(slots: ConcurrencySlots, n: int) -> list[int]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_gauge.gateway.endpoint import check_base_url, check_key
+from pytest_gauge._internal.gateway.endpoint import check_base_url, check_key
 
 
 def test_key_checks_name_the_variable_and_never_echo_the_key() -> None:

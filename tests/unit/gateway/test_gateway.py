@@ -8,7 +8,7 @@ from email.utils import format_datetime
 
 import pytest
 
-from pytest_gauge.gateway.server_hints import backoff, retry_delay
+from pytest_gauge._internal.gateway.server_hints import backoff, retry_delay
 
 
 def test_retry_delay_reads_ms_seconds_and_http_dates() -> None:

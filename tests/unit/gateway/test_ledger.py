@@ -7,11 +7,16 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from pytest_gauge.fixtures import Spent, spent_of
-from pytest_gauge.gateway.ledger import Ledger, attribute_shared_calls, merge_ledgers, one_history_per_call
-from pytest_gauge.records import LedgerRecord, Role, Usage
-from pytest_gauge.records.totals import LedgerTotals, TokenCost, ledger_totals
-from pytest_gauge.report.costs import Spend, model_costs, spent_this_run
+from pytest_gauge._internal.fixtures import Spent, spent_of
+from pytest_gauge._internal.gateway.ledger import (
+    Ledger,
+    attribute_shared_calls,
+    merge_ledgers,
+    one_history_per_call,
+)
+from pytest_gauge._internal.records import LedgerRecord, Role, Usage
+from pytest_gauge._internal.records.totals import LedgerTotals, TokenCost, ledger_totals
+from pytest_gauge._internal.report.costs import Spend, model_costs, spent_this_run
 
 USAGE = Usage(100, 20)
 

@@ -1,5 +1,5 @@
-"""The one reserve/settle budget (:class:`~pytest_gauge.gateway.limits.Budget`) over either state: the
-run folder's file (every process) and this process's memory (a test's ``gauge_budget``)."""
+"""The one reserve/settle budget (:class:`~pytest_gauge._internal.gateway.limits.Budget`) over either state:
+the run folder's file (every process) and this process's memory (a test's ``gauge_budget``)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gauge.gateway.errors import BudgetExhausted
-from pytest_gauge.gateway.limits import (
+from pytest_gauge._internal.gateway.errors import BudgetExhausted
+from pytest_gauge._internal.gateway.limits import (
     Budget,
     FileLimits,
     LocalState,
@@ -70,7 +70,7 @@ def test_shared_rate_limit_spaces_requests(tmp_path: Path) -> None:
 
 def test_estimates_read_every_wire_formats_body() -> None:
     """What limits and budgets reserve for a request of each format (a chat body's as before)."""
-    from pytest_gauge.gateway.limits import output_tokens_cap, prompt_tokens_estimate
+    from pytest_gauge._internal.gateway.limits import output_tokens_cap, prompt_tokens_estimate
 
     text = "x" * 400
     chat = {

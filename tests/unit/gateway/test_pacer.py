@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from pytest_gauge.gateway.limits import NOISE_WINDOW, ModelPacer
+from pytest_gauge._internal.gateway.limits import NOISE_WINDOW, ModelPacer
 
 
 def occupancy(

@@ -7,8 +7,8 @@ import asyncio
 
 import pytest
 
-from pytest_gauge.gateway.gateway import CallContext
-from pytest_gauge.gateway.proxy import (
+from pytest_gauge._internal.gateway.gateway import CallContext
+from pytest_gauge._internal.gateway.proxy import (
     ProxyRoute,
     RecordingProxy,
     client_environment,
@@ -16,9 +16,9 @@ from pytest_gauge.gateway.proxy import (
     parse_route_path,
     presented_tokens,
 )
-from pytest_gauge.gateway.redact import redact
-from pytest_gauge.options import GaugeOptions
-from pytest_gauge.process.workers import PROXY_TOKEN_KEY, controller_paths
+from pytest_gauge._internal.gateway.redact import redact
+from pytest_gauge._internal.options import GaugeOptions
+from pytest_gauge._internal.process.workers import PROXY_TOKEN_KEY, controller_paths
 
 WORK = "0123456789abcdef"
 
@@ -105,7 +105,7 @@ def test_client_environment_holds_no_gateway_key() -> None:
 
 
 def test_the_proxy_token_is_redacted_once_a_process_knows_it() -> None:
-    from pytest_gauge.process.state import GaugeState
+    from pytest_gauge._internal.process.state import GaugeState
 
     state = GaugeState(GaugeOptions(), run_id="r1")
     assert state.proxy_token not in redact(f"the client sent {state.proxy_token}")

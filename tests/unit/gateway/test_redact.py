@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 import pytest
 
-from pytest_gauge.gateway.redact import known_secrets, register_secret
+from pytest_gauge._internal.gateway.redact import known_secrets, register_secret
 
 
 def test_known_secrets_follow_every_change_of_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -29,7 +29,7 @@ def test_known_secrets_follow_every_change_of_the_environment(monkeypatch: pytes
 def test_pytests_current_test_variable_alone_does_not_rescan(monkeypatch: pytest.MonkeyPatch) -> None:
     """pytest sets PYTEST_CURRENT_TEST at every phase of every test (while the engine thread redacts
     responses): a change of it alone reuses the last scan; any other change is still seen."""
-    from pytest_gauge.gateway import redact
+    from pytest_gauge._internal.gateway import redact
 
     scans: list[int] = []
     real_scan = redact._scan

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pytest_gauge.gateway.replay_diff import differences, nearest_difference
-from pytest_gauge.gateway.store import Store
+from pytest_gauge._internal.gateway.replay_diff import differences, nearest_difference
+from pytest_gauge._internal.gateway.store import Store
 
 WORK = "transcript/t1/codex/0"
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from pytest_gauge.gateway.route_policy import RoutePolicy, refusal, route_policy
-from pytest_gauge.gateway.wire import Api, wire_format
+from pytest_gauge._internal.gateway.route_policy import RoutePolicy, refusal, route_policy
+from pytest_gauge._internal.gateway.wire import Api, wire_format
 
 POLICY = route_policy(("claude-main", "claude-small", None), max_tokens=8000, max_n=1)
 ASK = [{"role": "user", "content": "hi"}]

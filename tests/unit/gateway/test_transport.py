@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from pytest_gauge.gateway.response import BadResponse
-from pytest_gauge.gateway.transport import (
+from pytest_gauge._internal.gateway.response import BadResponse
+from pytest_gauge._internal.gateway.transport import (
     APIStatusError,
     BadRequestError,
     InternalServerError,

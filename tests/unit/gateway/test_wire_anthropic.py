@@ -9,11 +9,16 @@ from typing import Any
 
 import pytest
 
-from pytest_gauge.gateway.response import BadResponse
-from pytest_gauge.gateway.wire import format_for_path, wire_format
-from pytest_gauge.gateway.wire.anthropic import DEFAULT_MAX_TOKENS, JSON_TOOL, MESSAGES, usage_counts
-from pytest_gauge.gateway.wire.sse import encode_events, parse_events
-from pytest_gauge.suite.response_format import JSON_OBJECT, JSON_SCHEMA, VERDICT_SCHEMA
+from pytest_gauge._internal.gateway.response import BadResponse
+from pytest_gauge._internal.gateway.wire import format_for_path, wire_format
+from pytest_gauge._internal.gateway.wire.anthropic import (
+    DEFAULT_MAX_TOKENS,
+    JSON_TOOL,
+    MESSAGES,
+    usage_counts,
+)
+from pytest_gauge._internal.gateway.wire.sse import encode_events, parse_events
+from pytest_gauge._internal.suite.response_format import JSON_OBJECT, JSON_SCHEMA, VERDICT_SCHEMA
 from pytest_gauge.testing.faults import MALFORMED_BY_API
 
 LOOKUP: dict[str, Any] = {

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gauge.gateway.wire import APIS, NEUTRAL_API, wire_format
+from pytest_gauge._internal.gateway.wire import APIS, NEUTRAL_API, wire_format
 from tests.helpers import parsed
 
-PACKAGE = Path(__file__).resolve().parents[3] / "pytest_gauge"
+PACKAGE = Path(__file__).resolve().parents[3] / "pytest_gauge" / "_internal"
 HOME = ("gateway/wire/", "records/__init__.py")  # the format modules, the registry, the Api literal
 
 ALLOWED: dict[tuple[str, str], int] = {

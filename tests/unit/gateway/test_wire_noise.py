@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_gauge.gateway.wire import wire_format
-from pytest_gauge.gateway.wire.noise import quiet, register_folder, register_suite
+from pytest_gauge._internal.gateway.wire import wire_format
+from pytest_gauge._internal.gateway.wire.noise import quiet, register_folder, register_suite
 
 
 def _codex_body(root: str, day: str, ids: tuple[str, str], prompt: str = "Fix the bug") -> dict[str, Any]:
@@ -80,7 +80,7 @@ def test_a_request_without_noise_is_unchanged() -> None:
 def test_a_tool_schema_with_a_property_named_type_is_material_too() -> None:
     """Codex's tools have parameters whose properties include one named ``type`` (a dict there, not an
     item's type): quiet keeps it whole (it raised TypeError, a 500 from the proxy to every request)."""
-    from pytest_gauge.gateway.wire.noise import quiet
+    from pytest_gauge._internal.gateway.wire.noise import quiet
 
     tool = {"type": "function", "parameters": {"properties": {"type": {"type": "string"}}, "id": "kept"}}
     assert quiet([tool]) == [tool]

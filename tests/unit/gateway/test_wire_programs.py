@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_gauge.gateway.wire import wire_format
-from pytest_gauge.sim.agent import _offered_tools
+from pytest_gauge._internal.gateway.wire import wire_format
+from pytest_gauge._internal.sim.agent import _offered_tools
 
 NAMESPACE = {
     "type": "namespace",

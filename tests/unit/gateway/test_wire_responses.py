@@ -12,10 +12,10 @@ import pytest
 from openai.types.responses import Response, ResponseStreamEvent
 from pydantic import TypeAdapter
 
-from pytest_gauge.gateway.errors import names_format
-from pytest_gauge.gateway.response import BadResponse
-from pytest_gauge.gateway.wire import format_for_path, wire_format
-from pytest_gauge.gateway.wire.sse import encode_events, parse_events
+from pytest_gauge._internal.gateway.errors import names_format
+from pytest_gauge._internal.gateway.response import BadResponse
+from pytest_gauge._internal.gateway.wire import format_for_path, wire_format
+from pytest_gauge._internal.gateway.wire.sse import encode_events, parse_events
 
 R = wire_format("responses")
 EVENT: TypeAdapter[Any] = TypeAdapter(ResponseStreamEvent)

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from syrupy.assertion import SnapshotAssertion
 
-from pytest_gauge.analysis.elo import Comparison, elo_difference
-from pytest_gauge.analysis.elo_report import (
+from pytest_gauge._internal.analysis.elo import Comparison, elo_difference
+from pytest_gauge._internal.analysis.elo_report import (
     NO_ELO,
     EloReport,
     TokenStats,
@@ -22,12 +22,12 @@ from pytest_gauge.analysis.elo_report import (
     comparisons_from_records,
     token_stats,
 )
-from pytest_gauge.analysis.gate_source import GateSource
-from pytest_gauge.analysis.gates import NoData, Term, evaluate_gate, parse_gate
-from pytest_gauge.analysis.metrics import SuiteMetrics, compute_metrics
-from pytest_gauge.records import CaseRecord, LedgerRecord, Usage
-from pytest_gauge.report.elo import elo_json, render_elo_md
-from pytest_gauge.report.elo_svg import render_elo_svg
+from pytest_gauge._internal.analysis.gate_source import GateSource
+from pytest_gauge._internal.analysis.gates import NoData, Term, evaluate_gate, parse_gate
+from pytest_gauge._internal.analysis.metrics import SuiteMetrics, compute_metrics
+from pytest_gauge._internal.records import CaseRecord, LedgerRecord, Usage
+from pytest_gauge._internal.report.elo import elo_json, render_elo_md
+from pytest_gauge._internal.report.elo_svg import render_elo_svg
 from tests.helpers import JSONTextSnapshot, MarkdownSnapshot, SVGSnapshot
 
 SVG_NS = "{http://www.w3.org/2000/svg}"

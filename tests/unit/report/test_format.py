@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_gauge.report.format import counted, md_cell, md_code, md_safe, md_text
+from pytest_gauge._internal.report.format import counted, md_cell, md_code, md_safe, md_text
 
 
 @pytest.mark.parametrize(
@@ -42,8 +42,8 @@ def test_tiny_values_print_inside_their_intervals() -> None:
     """A cost of 0.0005 printed as ``0.0005 [0.000, 0.000]``; a nonzero value that would print
     as zero, or an interval that would print as one number, now gets significant digits, and ordinary
     rates keep three decimals."""
-    from pytest_gauge.analysis.estimates import Estimate
-    from pytest_gauge.report.format import estimate_cells, fmt_task_ci, fmt_usd
+    from pytest_gauge._internal.analysis.estimates import Estimate
+    from pytest_gauge._internal.report.format import estimate_cells, fmt_task_ci, fmt_usd
 
     tiny = Estimate(0.00035, 10, 0.0003, 0.0004, "x")
     assert estimate_cells(tiny) == ["0.000350", "10", "[0.000300, 0.000400]"]

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from pytest_gauge.analysis.history import GateRecord, HistoryView, TaskFlake
-from pytest_gauge.analysis.misses import live_misses
-from pytest_gauge.records import LedgerRecord, Usage
-from pytest_gauge.report.history import history_lines, render_history_section
-from pytest_gauge.report.misses import misses_line, render_misses_section
+from pytest_gauge._internal.analysis.history import GateRecord, HistoryView, TaskFlake
+from pytest_gauge._internal.analysis.misses import live_misses
+from pytest_gauge._internal.records import LedgerRecord, Usage
+from pytest_gauge._internal.report.history import history_lines, render_history_section
+from pytest_gauge._internal.report.misses import misses_line, render_misses_section
 
 
 def flake(task: str, runs: int, differing: int) -> TaskFlake:

@@ -16,12 +16,20 @@ from typing import Any
 import pytest
 from syrupy.assertion import SnapshotAssertion
 
-from pytest_gauge.analysis.metrics import FlippedGroup
-from pytest_gauge.cli import main
-from pytest_gauge.files.html import ReportInputError, load_suite
-from pytest_gauge.records import CaseRecord, Judgment, LedgerRecord, ToolCall, Transcript, Turn, Usage
-from pytest_gauge.report.format import without_volatile
-from pytest_gauge.report.html import (
+from pytest_gauge._internal.analysis.metrics import FlippedGroup
+from pytest_gauge._internal.cli import main
+from pytest_gauge._internal.files.html import ReportInputError, load_suite
+from pytest_gauge._internal.records import (
+    CaseRecord,
+    Judgment,
+    LedgerRecord,
+    ToolCall,
+    Transcript,
+    Turn,
+    Usage,
+)
+from pytest_gauge._internal.report.format import without_volatile
+from pytest_gauge._internal.report.html import (
     GateRow,
     LatencyRow,
     MetricRow,
@@ -37,9 +45,9 @@ from pytest_gauge.report.html import (
     redaction_names,
     render_suite_html,
 )
-from pytest_gauge.report.html.payload import PAGE_TRANSCRIPT_CHARS
-from pytest_gauge.report.metrics_json import driver_cases as gate_driver_cases
-from pytest_gauge.run.judge import Redactor
+from pytest_gauge._internal.report.html.payload import PAGE_TRANSCRIPT_CHARS
+from pytest_gauge._internal.report.metrics_json import driver_cases as gate_driver_cases
+from pytest_gauge._internal.run.judge import Redactor
 from tests.helpers import HTMLSnapshot
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -235,7 +243,7 @@ def test_page_bytes_snapshot(snapshot: SnapshotAssertion) -> None:
     )
     # the stylesheet and script stand in the snapshot as their hashes (they are reviewed as source files)
     for name in ("app.css", "app.js"):
-        text = (ROOT / "pytest_gauge" / "report" / "html" / name).read_text(encoding="utf-8")
+        text = (ROOT / "pytest_gauge" / "_internal" / "report" / "html" / name).read_text(encoding="utf-8")
         assert page.count(text) == 1
         page = page.replace(text, f"/* {name} sha256={hashlib.sha256(text.encode()).hexdigest()} */")
     assert page == snapshot(extension_class=HTMLSnapshot)
@@ -244,7 +252,7 @@ def test_page_bytes_snapshot(snapshot: SnapshotAssertion) -> None:
 def bulk_page(outputs: Any, monkeypatch: pytest.MonkeyPatch) -> str:
     """``outputs``' page rendered as a large suite's: its cases, transcripts and ledger in the gzipped
     ``gauge-bulk`` block (the threshold lowered to 0)."""
-    from pytest_gauge.report.html import render
+    from pytest_gauge._internal.report.html import render
 
     monkeypatch.setattr(render, "BULK_CHARS", 0)
     return render_suite_html(outputs, redactor_of(outputs))
@@ -378,7 +386,7 @@ def test_the_page_embeds_a_bounded_part_of_each_transcript_and_says_where_the_re
 def test_the_front_page_shows_each_suites_verdict_headline_and_what_moved() -> None:
     import dataclasses
 
-    from pytest_gauge.report.html import render_index_html, suite_link
+    from pytest_gauge._internal.report.html import render_index_html, suite_link
 
     out = dataclasses.replace(
         tiny_outputs(),

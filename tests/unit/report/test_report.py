@@ -12,13 +12,13 @@ from typing import Any
 import pytest
 from syrupy.assertion import SnapshotAssertion
 
-from pytest_gauge.analysis.elo import EloResult
-from pytest_gauge.analysis.gates import evaluate_gates, parse_gates
-from pytest_gauge.analysis.metrics import Estimate, SuiteMetrics, compute_metrics
-from pytest_gauge.options import GaugeOptions
-from pytest_gauge.records import CaseKey, CaseRecord, Judgment, LedgerRecord, SuiteMeta, Usage
-from pytest_gauge.records.prices import cost_of
-from pytest_gauge.report import (
+from pytest_gauge._internal.analysis.elo import EloResult
+from pytest_gauge._internal.analysis.gates import evaluate_gates, parse_gates
+from pytest_gauge._internal.analysis.metrics import Estimate, SuiteMetrics, compute_metrics
+from pytest_gauge._internal.options import GaugeOptions
+from pytest_gauge._internal.records import CaseKey, CaseRecord, Judgment, LedgerRecord, SuiteMeta, Usage
+from pytest_gauge._internal.records.prices import cost_of
+from pytest_gauge._internal.report import (
     REPORT_FILES,
     RULES,
     ReportContext,
@@ -379,9 +379,9 @@ def test_summary_snapshot(snapshot: SnapshotAssertion) -> None:
 def test_people_sections_snapshot(snapshot: SnapshotAssertion) -> None:
     """conclusion.md's "The judge against people" (two labellers, sample weights, a label of a case not
     in the run) and "The simulated user audited" (flagged transcripts)."""
-    from pytest_gauge.records.labels import Label
-    from pytest_gauge.report.human import human_section
-    from pytest_gauge.report.user_audit import user_audit_section
+    from pytest_gauge._internal.records.labels import Label
+    from pytest_gauge._internal.report.human import human_section
+    from pytest_gauge._internal.report.user_audit import user_audit_section
 
     ctx = build_ctx()
     kinds: tuple[list[str], ...] = (["leaked_fact"], ["ended_early", "cooperative"], [])

@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from pytest_gauge.report import render_reports
-from pytest_gauge.report.costs import key_variable_costs, latency_figures
-from pytest_gauge.report.format import VOLATILE_BEGIN, VOLATILE_END, without_volatile
+from pytest_gauge._internal.report import render_reports
+from pytest_gauge._internal.report.costs import key_variable_costs, latency_figures
+from pytest_gauge._internal.report.format import VOLATILE_BEGIN, VOLATILE_END, without_volatile
 from tests.unit.report.test_report import build_ctx
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from pytest_gauge.files.work_store import WorkStore
-from pytest_gauge.gateway.store import content_key
-from pytest_gauge.run.engine import Engine
+from pytest_gauge._internal.files.work_store import WorkStore
+from pytest_gauge._internal.gateway.store import content_key
+from pytest_gauge._internal.run.engine import Engine
 
 KEY = content_key(["transcript", "s", "t1", "a", 0])
 

@@ -9,10 +9,10 @@ from typing import Any, cast
 
 import pytest
 
-from pytest_gauge.records import Transcript, Turn
-from pytest_gauge.run.judge import Redactor, judge_prompt, shorten_transcript
-from pytest_gauge.suite.rules import parse_rules
-from pytest_gauge.suite.tasks import Task
+from pytest_gauge._internal.records import Transcript, Turn
+from pytest_gauge._internal.run.judge import Redactor, judge_prompt, shorten_transcript
+from pytest_gauge._internal.suite.rules import parse_rules
+from pytest_gauge._internal.suite.tasks import Task
 
 
 def _long(agent: str, turns: int) -> Transcript:
@@ -52,10 +52,10 @@ def test_the_prompt_fits_the_judges_context_window() -> None:
 
 
 def test_the_judges_window_comes_from_the_price_table_when_not_given(tmp_path: Path) -> None:
-    from pytest_gauge.gateway.prices import load_prices, parse_price_lines
-    from pytest_gauge.records.prices import PriceTable
-    from pytest_gauge.run.work import SuiteRuntime
-    from pytest_gauge.suite.declare import Judge, ModelAgent, Suite
+    from pytest_gauge._internal.gateway.prices import load_prices, parse_price_lines
+    from pytest_gauge._internal.records.prices import PriceTable
+    from pytest_gauge._internal.run.work import SuiteRuntime
+    from pytest_gauge._internal.suite.declare import Judge, ModelAgent, Suite
 
     rows = parse_price_lines(["judge-a 1 2 context=4096", "judge-b 1 2 0.5 context=8192", "other 1 2"])
     assert rows[0] == ("judge-a", 1.0, 2.0, None, "ini gauge_prices", 4096) and len(rows[2]) == 5
@@ -76,7 +76,7 @@ def test_the_judges_window_comes_from_the_price_table_when_not_given(tmp_path: P
 
 
 def test_a_bad_context_column_names_the_line_or_the_file(tmp_path: Path) -> None:
-    from pytest_gauge.gateway.prices import load_prices, parse_price_lines
+    from pytest_gauge._internal.gateway.prices import load_prices, parse_price_lines
 
     with pytest.raises(pytest.UsageError, match="context= must be a positive"):
         parse_price_lines(["m 1 2 context=0"])

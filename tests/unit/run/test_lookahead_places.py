@@ -6,8 +6,13 @@ from __future__ import annotations
 
 import asyncio
 
-from pytest_gauge.gateway.limits import ModelPacer, model_wait, reset_model_wait_hook, set_model_wait_hook
-from pytest_gauge.run.engine import _Place
+from pytest_gauge._internal.gateway.limits import (
+    ModelPacer,
+    model_wait,
+    reset_model_wait_hook,
+    set_model_wait_hook,
+)
+from pytest_gauge._internal.run.engine import _Place
 
 
 def test_units_waiting_for_their_models_limit_lend_their_places() -> None:

@@ -15,9 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gauge.run.program_output import parse_claude, parse_codex, parse_jsonl, parse_text
-from pytest_gauge.run.programs import ProgramFailed, ProgramMissing, ProgramSession, build_environment
-from pytest_gauge.suite.programs import (
+from pytest_gauge._internal.run.program_output import parse_claude, parse_codex, parse_jsonl, parse_text
+from pytest_gauge._internal.run.programs import (
+    ProgramFailed,
+    ProgramMissing,
+    ProgramSession,
+    build_environment,
+)
+from pytest_gauge._internal.suite.programs import (
     CommandAgent,
     ProgramEndpoint,
     ProgramSetup,

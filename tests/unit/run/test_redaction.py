@@ -3,10 +3,10 @@ words alone), the task and its rules kept as written, and the sides' own text st
 
 from __future__ import annotations
 
-from pytest_gauge.records import Transcript, Turn
-from pytest_gauge.run.judge import REDACTED, Redactor, build_judge_messages
-from pytest_gauge.suite.rules import parse_rules
-from pytest_gauge.suite.tasks import Task
+from pytest_gauge._internal.records import Transcript, Turn
+from pytest_gauge._internal.run.judge import REDACTED, Redactor, build_judge_messages
+from pytest_gauge._internal.suite.rules import parse_rules
+from pytest_gauge._internal.suite.tasks import Task
 
 
 def test_names_are_redacted_as_whole_identifiers_only() -> None:

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from pytest_gauge import CallableAgent, ModelAgent, Suite
-from pytest_gauge.records import ChatResult
-from pytest_gauge.run.dialogue import DialogueConfig, run_dialogue
-from pytest_gauge.suite.declare import SuiteError
-from pytest_gauge.suite.tasks import Task
+from pytest_gauge._internal.records import ChatResult
+from pytest_gauge._internal.run.dialogue import DialogueConfig, run_dialogue
+from pytest_gauge._internal.suite.declare import SuiteError
+from pytest_gauge._internal.suite.tasks import Task
 
 LIMIT = 1_000
 

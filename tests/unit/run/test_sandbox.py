@@ -8,10 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gauge.gateway.redact import host_secrets, redact_output
-from pytest_gauge.process.program_host import inside_urls
-from pytest_gauge.run.sandbox import HOME, PROXY_PORT, WORKSPACE, SandboxSpec, allowed_environment, bwrap_argv
-from pytest_gauge.suite.file_checks import read_tail
+from pytest_gauge._internal.gateway.redact import host_secrets, redact_output
+from pytest_gauge._internal.process.program_host import inside_urls
+from pytest_gauge._internal.run.sandbox import (
+    HOME,
+    PROXY_PORT,
+    WORKSPACE,
+    SandboxSpec,
+    allowed_environment,
+    bwrap_argv,
+)
+from pytest_gauge._internal.suite.file_checks import read_tail
 
 
 def _pairs(argv: list[str], flag: str) -> list[tuple[str, str]]:
@@ -108,11 +115,11 @@ def test_output_is_redacted_of_host_secrets_and_token_shapes(monkeypatch: pytest
 def test_without_a_sandbox_programs_refuse_in_one_line_naming_the_fix(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from pytest_gauge.gateway.gateway import CallContext
-    from pytest_gauge.process.program_host import ProxyProgramHost
-    from pytest_gauge.run import sandbox
-    from pytest_gauge.run.commands import SandboxedCommands
-    from pytest_gauge.run.programs import ProgramMissing
+    from pytest_gauge._internal.gateway.gateway import CallContext
+    from pytest_gauge._internal.process.program_host import ProxyProgramHost
+    from pytest_gauge._internal.run import sandbox
+    from pytest_gauge._internal.run.commands import SandboxedCommands
+    from pytest_gauge._internal.run.programs import ProgramMissing
 
     monkeypatch.setattr(sandbox, "sandbox_problem", lambda: "bubblewrap (bwrap) is not installed")
     host = ProxyProgramHost(None, unsandboxed=False)  # type: ignore[arg-type]  # refused before any route

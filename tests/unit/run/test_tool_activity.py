@@ -9,12 +9,12 @@ from dataclasses import replace
 from typing import Any
 
 from pytest_gauge import Tool
-from pytest_gauge.records import ToolCall, Transcript, Turn
-from pytest_gauge.run.dialogue import ChatResult, run_dialogue
-from pytest_gauge.run.judge import Redactor, render_transcript
-from pytest_gauge.suite.rules import parse_rules, score
-from pytest_gauge.suite.tasks import Task
-from pytest_gauge.suite.tools import ToolExecutor
+from pytest_gauge._internal.records import ToolCall, Transcript, Turn
+from pytest_gauge._internal.run.dialogue import ChatResult, run_dialogue
+from pytest_gauge._internal.run.judge import Redactor, render_transcript
+from pytest_gauge._internal.suite.rules import parse_rules, score
+from pytest_gauge._internal.suite.tasks import Task
+from pytest_gauge._internal.suite.tools import ToolExecutor
 from tests.unit.sim.test_sim import config
 from tests.unit.suite.test_tools import ORDER_SCHEMA
 

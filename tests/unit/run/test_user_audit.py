@@ -10,8 +10,8 @@ from dataclasses import replace
 
 import pytest
 
-from pytest_gauge.records import Transcript, Turn
-from pytest_gauge.run.user_audit import (
+from pytest_gauge._internal.records import Transcript, Turn
+from pytest_gauge._internal.run.user_audit import (
     USER_AUDIT_KINDS,
     audit_user,
     contradicted,
@@ -19,8 +19,8 @@ from pytest_gauge.run.user_audit import (
     parse_user_audit,
     user_audit_messages,
 )
-from pytest_gauge.sim import SimBackend, SimWorld
-from pytest_gauge.suite.tasks import Task
+from pytest_gauge._internal.sim import SimBackend, SimWorld
+from pytest_gauge._internal.suite.tasks import Task
 
 _TASK = Task(
     task_id="t",

@@ -18,8 +18,8 @@ import openai
 import pytest
 from openai.types.chat import ChatCompletion
 
-from pytest_gauge.records import ToolCall, Transcript, Turn
-from pytest_gauge.run.dialogue import (
+from pytest_gauge._internal.records import ToolCall, Transcript, Turn
+from pytest_gauge._internal.run.dialogue import (
     USER_SIM_LAST_TURN,
     USER_SIM_OPENING,
     ChatResult,
@@ -27,10 +27,16 @@ from pytest_gauge.run.dialogue import (
     run_dialogue,
     user_sim_system_prompt,
 )
-from pytest_gauge.run.judge import JUDGE_SYSTEM_PROMPT, Redactor, Verdict, build_judge_messages, parse_verdict
-from pytest_gauge.sim import SimAgent, SimBackend, SimJudge, SimUser, SimWorld
-from pytest_gauge.suite.rules import parse_rules, score
-from pytest_gauge.suite.tasks import Task
+from pytest_gauge._internal.run.judge import (
+    JUDGE_SYSTEM_PROMPT,
+    Redactor,
+    Verdict,
+    build_judge_messages,
+    parse_verdict,
+)
+from pytest_gauge._internal.sim import SimAgent, SimBackend, SimJudge, SimUser, SimWorld
+from pytest_gauge._internal.suite.rules import parse_rules, score
+from pytest_gauge._internal.suite.tasks import Task
 
 T = TypeVar("T")
 

@@ -8,7 +8,7 @@ import json
 import shlex
 from typing import Any
 
-from pytest_gauge.sim.agent import _edit_plan
+from pytest_gauge._internal.sim.agent import _edit_plan
 
 EDITS = [("status.py", 'CARRIERS = {"A123": "UPS"}\n')]
 

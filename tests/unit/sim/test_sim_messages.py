@@ -10,12 +10,12 @@ from typing import Any
 
 import httpx2
 
-from pytest_gauge.gateway.wire.anthropic import JSON_TOOL, MESSAGES
-from pytest_gauge.records import Transcript
-from pytest_gauge.run.dialogue import ChatResult, run_dialogue
-from pytest_gauge.run.judge import Redactor, build_judge_messages, parse_verdict
-from pytest_gauge.sim import SimBackend, SimJudge
-from pytest_gauge.suite.response_format import JSON_SCHEMA
+from pytest_gauge._internal.gateway.wire.anthropic import JSON_TOOL, MESSAGES
+from pytest_gauge._internal.records import Transcript
+from pytest_gauge._internal.run.dialogue import ChatResult, run_dialogue
+from pytest_gauge._internal.run.judge import Redactor, build_judge_messages, parse_verdict
+from pytest_gauge._internal.sim import SimBackend, SimJudge
+from pytest_gauge._internal.suite.response_format import JSON_SCHEMA
 from tests.sdks import ANTHROPIC_INSTALL, LazySDK
 from tests.unit.sim.test_sim import (
     AGENTS,

@@ -14,12 +14,12 @@ import openai
 import pytest
 from openai.types.responses import Response
 
-from pytest_gauge.gateway.wire import wire_format
-from pytest_gauge.gateway.wire.sse import parse_events
-from pytest_gauge.records import Transcript
-from pytest_gauge.run.dialogue import ChatResult, run_dialogue
-from pytest_gauge.sim import SimBackend
-from pytest_gauge.suite.tasks import Task
+from pytest_gauge._internal.gateway.wire import wire_format
+from pytest_gauge._internal.gateway.wire.sse import parse_events
+from pytest_gauge._internal.records import Transcript
+from pytest_gauge._internal.run.dialogue import ChatResult, run_dialogue
+from pytest_gauge._internal.sim import SimBackend
+from pytest_gauge._internal.suite.tasks import Task
 
 from .test_sim import AGENTS, CLARIFY, TEXT, TOOLS, FakeTools, agent_body, client_for, config, run, world
 from .test_sim import caller as chat_caller

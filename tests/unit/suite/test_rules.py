@@ -1,5 +1,6 @@
-"""Tests for pytest_gauge.suite.rules: every rule type on hand-built transcripts with hand-checked answers,
-the reward formula, every validation error path, and hint/check consistency via a tiny reply composer."""
+"""Tests for pytest_gauge._internal.suite.rules: every rule type on hand-built transcripts with hand-checked
+answers, the reward formula, every validation error path, and hint/check consistency via a tiny reply
+composer."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from pytest_gauge.records import ToolCall, Transcript, Turn
-from pytest_gauge.suite.rules import (
+from pytest_gauge._internal.records import ToolCall, Transcript, Turn
+from pytest_gauge._internal.suite.rules import (
     RULE_TYPES,
     Rule,
     RuleResult,

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gauge.suite.declare import TaskFileError
-from pytest_gauge.suite.tasks import MAX_LINE_CHARS, load_tasks
+from pytest_gauge._internal.suite.declare import TaskFileError
+from pytest_gauge._internal.suite.tasks import MAX_LINE_CHARS, load_tasks
 
 HEADER = b'{"format_version": 1}\n'
 GOOD = (

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from pytest_gauge import ModelAgent, Suite, Tool, ToolResult
-from pytest_gauge.records import ToolCall
-from pytest_gauge.suite.declare import SuiteError
-from pytest_gauge.suite.schema import SchemaError, compile_schema
-from pytest_gauge.suite.tools import ToolError, ToolExecutor
+from pytest_gauge._internal.records import ToolCall
+from pytest_gauge._internal.suite.declare import SuiteError
+from pytest_gauge._internal.suite.schema import SchemaError, compile_schema
+from pytest_gauge._internal.suite.tools import ToolError, ToolExecutor
 
 OBJ: dict[str, Any] = {"type": "object", "properties": {}}
 
@@ -325,8 +325,8 @@ def test_suite_rejects_duplicate_tools_and_objects_that_are_not_tools() -> None:
 def test_a_huge_result_or_error_is_cut_with_a_marker() -> None:
     """A 20 MB result and a 5 MB exception message are cut to the tool's
     ``max_result_chars`` (default 20,000) before they are recorded or sent back to the model."""
-    from pytest_gauge.suite.tools import Tool as _Tool
-    from pytest_gauge.suite.tools import ToolExecutor as _Executor
+    from pytest_gauge._internal.suite.tools import Tool as _Tool
+    from pytest_gauge._internal.suite.tools import ToolExecutor as _Executor
 
     def huge(**_: Any) -> str:
         return "x" * 20_000_000

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from pytest_gauge.files.workspace import workspace_for, workspace_path
-from pytest_gauge.records import Transcript
-from pytest_gauge.suite import regex_bound
-from pytest_gauge.suite.file_checks import command_env, run_command_async
-from pytest_gauge.suite.rules import (
+from pytest_gauge._internal.files.workspace import workspace_for, workspace_path
+from pytest_gauge._internal.records import Transcript
+from pytest_gauge._internal.suite import regex_bound
+from pytest_gauge._internal.suite.file_checks import command_env, run_command_async
+from pytest_gauge._internal.suite.rules import (
     CommandSucceeds,
     FileContains,
     FileExists,
@@ -25,8 +25,8 @@ from pytest_gauge.suite.rules import (
     parse_rule,
     score,
 )
-from pytest_gauge.suite.tasks import TaskFileError, load_tasks
-from pytest_gauge.suite.tools import Tool, ToolExecutor
+from pytest_gauge._internal.suite.tasks import TaskFileError, load_tasks
+from pytest_gauge._internal.suite.tools import Tool, ToolExecutor
 from tests.helpers import KILL_TIMEOUTS, process_ended
 
 
