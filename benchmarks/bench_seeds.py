@@ -60,8 +60,8 @@ def _fast_sim() -> None:
     from pytest_gauge.gateway import backends
     from pytest_gauge.sim import world
 
-    def sim_client(backend: Any) -> Callable[[], Any]:
-        return lambda: _DirectClient(backend)
+    def sim_client(serve: Any) -> Callable[[], Any]:  # the backend's bound serve: its backend answers
+        return lambda: _DirectClient(serve.__self__)
 
     backends.sim_client = sim_client
     world.sim_client = sim_client  # type: ignore[attr-defined]

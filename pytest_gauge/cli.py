@@ -98,6 +98,11 @@ def _add_doctor(commands: _Commands) -> None:
     doctor.add_argument(
         "--timeout", type=_positive_float, default=DEFAULT_TIMEOUT, help="seconds per request"
     )
+    doctor.add_argument(
+        "--batch",
+        action="store_true",
+        help="also probe the batch endpoint --gauge-batch judge would use (one listing GET, nothing billed)",
+    )
 
 
 def _add_cassettes(commands: _Commands) -> None:
@@ -308,6 +313,7 @@ def _doctor(args: argparse.Namespace, environ: Mapping[str, str], out: TextIO) -
         origins=MODEL_VARIABLES,
         programs=programs_of(found),
         services=services_of(found),
+        batch=args.batch,
     )
 
 

@@ -24,7 +24,13 @@ from .analysis.gates import GateSyntaxError, gate_arg, parse_gates
 from .files.folders import CACHE_DIR
 from .files.labels import LabelsError, read_labels
 from .files.shards import ShardError, shard_from
-from .gateway.prices import GENAI_PRICES, check_genai_prices, load_prices, with_genai_prices
+from .gateway.prices import (
+    GENAI_PRICES,
+    check_genai_prices,
+    load_prices,
+    parse_price_lines,
+    with_genai_prices,
+)
 from .records.json_types import JSONObject
 
 if TYPE_CHECKING:
@@ -43,6 +49,7 @@ __all__ = [
 
 BACKENDS = ("live", "sim", "replay")
 CACHE_MODES = ("use", "refresh", "off", "replay-then-live")
+BATCH_ROLES = ("off", "judge")  # --gauge-batch: nothing batched, or the judge's calls
 
 
 @dataclass(frozen=True)
@@ -65,6 +72,8 @@ class GaugeOptions:
     tpm_models: tuple[tuple[str, float], ...] = ()
     retry_after_cap: float = 60.0
     anthropic_auth: str = "bearer"  # --gauge-anthropic-auth: where Messages calls send the key
+    batch: str = "off"  # --gauge-batch: off, or judge (its cache misses sent in batches)
+    batch_deadline: float = 60.0  # --gauge-batch-deadline: minutes before a batch's rest falls back
     close_threshold: float = 0.1
     gates: tuple[str, ...] = ()
     budget_usd: float | None = None
@@ -164,6 +173,7 @@ _seed = _bounded(_whole, 0, 2**63 - 1)  # numpy's and the API's seeds are 64-bit
 _retries = _bounded(_whole, 0, 100)
 _concurrency = _bounded(_whole, 1, 10_000)
 _rounds = _bounded(_whole, 1, 10**15)  # and the memory it needs: analysis/memory.py
+_minutes = _bounded(_finite_float, 0.0, 7 * 24 * 60.0, open_low=True)  # a batch's deadline: at most a week
 _share = _bounded(_finite_float, 0.0, 1.0)  # a gap between mean rewards, which lie in [0, 1]
 _rate = _bounded(_finite_float, 0.001, 1e12)  # per minute: one call per 1,000 minutes to any service's
 
@@ -290,6 +300,21 @@ _SETTINGS: tuple[tuple[str, str, Any, str, tuple[str, ...] | None], ...] = (
         "where api='anthropic' calls send the key: bearer (default, Authorization: Bearer, as Claude Code's"
         " ANTHROPIC_AUTH_TOKEN) or x-api-key",
         ("bearer", "x-api-key"),
+    ),
+    (
+        "batch",
+        "gauge_batch",
+        str,
+        "off (default) or judge: the judge's calls that miss the cache go through the gateway's batch"
+        " endpoint (OpenAI /files + /batches, Anthropic Message Batches), at the batch price",
+        BATCH_ROLES,
+    ),
+    (
+        "batch-deadline",
+        "gauge_batch_deadline",
+        _minutes,
+        "minutes a batch may take before its unanswered calls are sent the ordinary way (default 60)",
+        None,
     ),
     (
         "close-threshold",
@@ -496,43 +521,6 @@ def _setting(config: pytest.Config, ini: str, kind: Any) -> Any:
         raise pytest.UsageError(f"ini key {ini} = {raw!r}: {exc}") from None
 
 
-def parse_price_lines(lines: list[str]) -> list[PriceRow]:
-    """``MODEL INPUT_PER_M OUTPUT_PER_M [CACHED_INPUT_PER_M] [context=TOKENS]`` lines (ini ``gauge_prices``)
-    as price rows (``context=`` is the model's context window, which a judge's prompt is shortened to fit)."""
-    from .gateway.prices import MAX_PRICE_PER_M, price_number  # deferred: off pytest's start-up
-
-    prices: list[PriceRow] = []
-    usage = "gauge_prices: expected 'MODEL INPUT_PER_M OUTPUT_PER_M [CACHED_INPUT_PER_M] [context=TOKENS]'"
-    for line in lines:
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        parts = line.split()
-        window_parts = [p for p in parts[1:] if p.startswith("context=")]
-        parts = [p for p in parts if not p.startswith("context=")]
-        if len(parts) not in (3, 4) or len(window_parts) > 1:
-            raise pytest.UsageError(f"{usage}, got {line!r}")
-        try:
-            numbers = [float(p) for p in parts[1:]]
-            window = int(window_parts[0].split("=", 1)[1]) if window_parts else None
-        except ValueError:
-            raise pytest.UsageError(
-                f"gauge_prices: prices and context= must be numbers in {line!r}"
-            ) from None
-        if not all(price_number(n) for n in numbers):
-            raise pytest.UsageError(
-                f"gauge_prices: prices must be numbers from 0 to {MAX_PRICE_PER_M:,.0f} per million tokens"
-                f" in {line!r}"
-            )
-        if window is not None and window <= 0:
-            raise pytest.UsageError(f"gauge_prices: context= must be a positive number of tokens in {line!r}")
-        cached = numbers[2] if len(numbers) == 3 else None
-        if window is None:
-            prices.append((parts[0], numbers[0], numbers[1], cached, "ini gauge_prices"))
-        else:
-            prices.append((parts[0], numbers[0], numbers[1], cached, "ini gauge_prices", window))
-    return prices
-
-
 def _shard(config: pytest.Config) -> str | None:
     """The shard label (``I/N``) from ``--gauge-shard`` or the environment, checked."""
     try:
@@ -626,6 +614,8 @@ def resolve_options(config: pytest.Config) -> GaugeOptions:
         tpm_models=tpm_models,
         retry_after_cap=pick("gauge_retry_after_cap", 60.0),
         anthropic_auth=pick("gauge_anthropic_auth", "bearer"),
+        batch=pick("gauge_batch", "off"),
+        batch_deadline=pick("gauge_batch_deadline", 60.0),
         close_threshold=pick("gauge_close_threshold", 0.1),
         gates=gates,
         budget_usd=values["gauge_budget_usd"],

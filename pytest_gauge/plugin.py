@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .analysis.gate_check import (
+from .analysis.gate_precheck import (
     SuiteShape,
     check_gates,
     missing_baseline,
@@ -54,18 +54,18 @@ from .options import (
     resolve_options,
 )
 from .process.replay import recorded_suite
-from .process.roles import FAILURE_PROPERTY, RECORD_PROPERTY, Role, choose_role, role_key
+from .process.roles import FAILURE_PROPERTY, Role, choose_role, role_key
+from .process.scheduling import checks_last_scheduler
 from .process.shards import suite_shard_tasks
 from .process.state import GaugeState, SuiteEntry, state_key
 from .process.stopping import install_sigterm, restore_sigterm
-from .records import dumps
-from .records.checks import is_check_nodeid
+from .records.checks import is_check_nodeid, without_group
 from .suite.cases import Case, build_cases
 from .suite.declare import MODEL_VARIABLES, Suite, SuiteError, TaskFileError
 from .suite.discover import find_suites
 
 if TYPE_CHECKING:
-    from .analysis.gate_check import SuiteShape
+    from .analysis.gate_precheck import SuiteShape
 
 FATAL_PROPERTY = "gauge_fatal"
 resumed_key = pytest.StashKey[str | None]()  # the line on an earlier run's reports written at the start
@@ -95,6 +95,7 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
         origins=MODEL_VARIABLES,
         programs=programs_of(found),
         services=services_of(found),
+        batch=(config.getoption("gauge_batch") or config.getini("gauge_batch") or "off") != "off",
     )
 
 
@@ -377,8 +378,7 @@ class CaseItem(pytest.Item):
                 self.session.shouldstop = f"pytest-gauge: gateway configuration error: {outcome.error}"
             text = _failure_text(role.state.run_dir, self.case.case_id, outcome.error or "")
             raise GaugeCaseFailure(text)
-        self.user_properties.append((RECORD_PROPERTY, dumps(outcome.record.to_json())))
-        role.keep_record(outcome.record)  # no xdist: this process ends the run (a worker publishes it)
+        role.keep_record(outcome.record)  # kept here (no xdist), or in the worker's record log (xdist)
         if outcome.record.judge_choice == "error":
             raise GaugeCaseFailure(
                 f"judge error: {outcome.record.judge_error}\nraw verdict: {outcome.record.judge_raw!r}"
@@ -410,7 +410,7 @@ class GateItem(pytest.Item):
         self.add_marker("gauge_gate")
 
     def runtest(self) -> None:
-        entry = self.config.stash[role_key].gate_entry(self.session, self.nodeid)
+        entry = self.config.stash[role_key].gate_entry(self.session, without_group(self.nodeid))
         if entry is None:
             pytest.skip("not evaluated: the run stopped before its end, or no case of the suite ran")
         self.user_properties.extend(entry.properties)
@@ -466,7 +466,7 @@ def _note_selection(state: GaugeState, items: list[pytest.Item]) -> None:
         if isinstance(item, CaseItem):
             ids = state.selected.setdefault(item.case.suite, [])
             ids.append(f"{item.case.suite}::{item.case.case_id}")
-    state.selected_gates = {i.nodeid for i in items if isinstance(i, GateItem)}
+    state.selected_gates = {without_group(i.nodeid) for i in items if isinstance(i, GateItem)}
 
 
 def _order_by_look(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -595,6 +595,12 @@ class GaugeRun:
         config.invocation_params = dataclasses.replace(config.invocation_params, args=tuple(args))
 
     @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
+        """xdist controller: under ``--dist loadscope/loadfile/loadgroup`` the gates go out last, in a
+        unit of their own (:mod:`.process.scheduling`); else xdist's own scheduler."""
+        return checks_last_scheduler(config, log)
+
+    @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
         """xdist controller: every worker joins the controller's run folder."""
         self.role.configure_node(node)
@@ -609,13 +615,15 @@ class GaugeRun:
         """xdist controller: the tests a worker collected (the gates are evaluated once all are done)."""
         self.role.collected(ids)
 
+    @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self.role.report_arrived(report)
         if is_check_nodeid(report.nodeid):
             if report.when == "teardown":
                 self.role.item_done(report)
             return
         if report.when == "call":
-            self.role.record_report(report)  # records are collected where they are used
+            self.role.record_report(report)  # the progress line, where the run ends
         if report.when == "call" or (report.when == "setup" and not report.passed):
             self.role.case_finished(report)  # --gauge-adaptive: the look's progress
         if report.when not in ("setup", "call"):  # its teardown (or xdist's report of a crashed worker)

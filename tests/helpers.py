@@ -7,7 +7,6 @@ Fixtures live in the conftest files: ``tests/conftest.py`` for every tier, ``tes
 from __future__ import annotations
 
 import ast
-import fcntl
 import functools
 import importlib
 import json
@@ -22,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import filelock
 import pytest
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
@@ -163,8 +163,7 @@ class SharedRuns:
         saw, say)."""
         folder = self.base / name
         done = self.base / f"{name}.result.json"
-        with open(self.base / f"{name}.lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
+        with filelock.FileLock(self.base / f"{name}.lock"):
             if not done.exists():
                 shutil.rmtree(folder, ignore_errors=True)
                 folder.mkdir(parents=True)

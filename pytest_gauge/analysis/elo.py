@@ -26,7 +26,7 @@ import numpy.typing as npt
 from .bt_fit import FitCheck, bt_fit_check
 from .estimates import Estimate
 from .intervals import t_quantile
-from .resampling import resample_counts
+from .resampling import task_counts
 
 if TYPE_CHECKING:
     from ..records import FloatArray
@@ -498,8 +498,7 @@ def fit_elo(
 
     samples = np.zeros((0, k))
     if rounds > 0:
-        rng = np.random.default_rng(seed)
-        counts = resample_counts(len(tasks), rounds, rng)
+        counts = task_counts(len(tasks), rounds, seed)  # the metrics' matrix when it is still held
         boot_w = (counts @ tensor.reshape(len(tasks), k * k)).reshape(rounds, k, k)
         thetas, fallback = _fit_batch(boot_w, theta, l2_used, tol, max_iter)
         samples = elo_scale(thetas, anchor)

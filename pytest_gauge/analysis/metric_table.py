@@ -1,5 +1,5 @@
 """The one metric table: every metric a gate may name, with its description, the argument lists it
-takes and where its number comes from. The gate checker (:mod:`.gate_check`), the evaluator
+takes and where its number comes from. The gate checker (:mod:`.gate_precheck`), the evaluator
 (:mod:`.metrics`, :mod:`.gate_source`, :mod:`.baseline`), the reports (the HTML glossary, the summary
 table) and the docs test read names and signatures from here: a new metric is one row here and its
 number where ``source`` says (docs/architecture.md#adding-a-metric-with-a-gate)."""

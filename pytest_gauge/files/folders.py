@@ -136,6 +136,14 @@ class RunFolder:
         """Every process's ledger file, sorted (the merge's order)."""
         return sorted(self.path.glob("ledger-*.jsonl"))
 
+    def records(self, worker: str) -> Path:
+        """A worker's record log (:mod:`.record_log`): its cases' records, one JSON line each."""
+        return self.path / f"records-{worker}.jsonl"
+
+    def record_logs(self) -> list[Path]:
+        """Every worker's record log, sorted."""
+        return sorted(self.path.glob("records-*.jsonl"))
+
     @property
     def slots(self) -> Path:
         return self.path / "slots"

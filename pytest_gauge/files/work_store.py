@@ -2,14 +2,15 @@
 run is produced once, by whichever process claims it, and read by every process that needs it (so both
 orders of a pair judge the same bytes and an agent in three pairs runs once), with no file created per
 unit: creating a file costs hundreds of microseconds of CPU on many disks, and a run has thousands of
-units. POSIX only. The format (docs/architecture.md#the-run-folder):
+units. The format (docs/architecture.md#the-run-folder):
 
-* ``claims.lock``, one empty file: a unit's claim is a POSIX record lock (``fcntl.lockf``) on one byte of
-  it, at an offset taken from the key (its first 15 hex digits). The kernel drops a process's locks
-  when it dies, so a killed worker never leaves a stale claim. Record locks belong to the process, not
-  to a file descriptor: closing any descriptor of the file drops all of them, and locking a byte the
-  process already holds succeeds. So each process opens the file once per folder and keeps it open,
-  and tracks the offsets it holds (a held one is not available).
+* ``claims/<key>.lock``, one empty file per unit claimed: a unit's claim is an exclusive lock on its
+  file (:mod:`pytest_gauge.files.locks`: ``flock`` on Linux and macOS, ``LockFileEx`` on Windows, through
+  ``filelock``), held on a descriptor opened for the claim and closed with it. The operating system
+  drops a process's locks when it dies, so a killed worker never leaves a stale claim. A claim file is
+  created only when a process claims a unit while another process may (under xdist: a process alone in
+  its run claims in memory, see below), and is never removed (a removed lock file lets two processes
+  lock two files of one name). The process tracks the keys it holds (a held one is not available).
 * ``<writer>-<pid>.log``, one per process that wrote entries: one line per entry, ``<key> <canonical
   JSON>\\n``, appended with one ``write`` (looped on a short write) to an ``O_APPEND`` descriptor. A
   reader reads every log of the folder on from where it stopped and indexes complete lines only (a
@@ -33,12 +34,12 @@ from pathlib import Path
 
 from ..records import dumps
 from ..records.json_types import JSONObject
-from .locks import lock_byte, unlock_byte
+from .locks import lock_file, unlock_file
 
 __all__ = ["WorkStore"]
 
-CLAIMS = "claims.lock"
-"""The claims file's name in the work folder."""
+CLAIMS = "claims"
+"""The claims folder's name in the work folder (one ``<key>.lock`` per claimed unit)."""
 LOG_SUFFIX = ".log"
 """How an entry log's name ends (``<writer>-<pid>.log``)."""
 _CHUNK = 1 << 20  # bytes read from a log at once (doubled for a longer line)
@@ -51,13 +52,24 @@ class _Kept(dict[str, JSONObject]):
 _KEPT: weakref.WeakValueDictionary[str, _Kept] = weakref.WeakValueDictionary()
 
 
-def _offset(key: str) -> int:
-    """The claims file's byte that stands for ``key``: its first 15 hex digits (a key that is not hex
-    is hashed first). Two keys sharing a byte only make one claim wait for the other."""
-    try:
-        return int(key[:15], 16)
-    except ValueError:
-        return int(hashlib.sha256(key.encode("utf-8")).hexdigest()[:15], 16)
+_HEX = frozenset("0123456789abcdef")
+
+
+def _claim_name(key: str) -> str:
+    """The claim file's name of ``key``: the key itself when it is a hex digest (the engine's keys),
+    else its sha256, so any key makes a safe file name."""
+    if 0 < len(key) <= 64 and _HEX.issuperset(key):
+        return key + ".lock"
+    return hashlib.sha256(key.encode("utf-8")).hexdigest() + ".lock"
+
+
+def _pread(fd: int, length: int, offset: int) -> bytes:
+    """``os.pread`` where it exists; elsewhere (Windows) a seek and a read, safe under the folder's mutex
+    (every read of a log descriptor holds it)."""
+    if hasattr(os, "pread"):
+        return os.pread(fd, length, offset)
+    os.lseek(fd, offset, os.SEEK_SET)
+    return os.read(fd, length)
 
 
 class _Log:
@@ -70,8 +82,8 @@ class _Log:
         self.done = 0
 
 
-def _close_all(fds: list[int]) -> None:
-    for fd in fds:
+def _close_all(fds: list[int], claims: dict[int, str]) -> None:
+    for fd in [*fds, *claims]:
         try:
             os.close(fd)
         except OSError:
@@ -79,21 +91,22 @@ def _close_all(fds: list[int]) -> None:
 
 
 class _Folder:
-    """What every ``WorkStore`` over one folder shares in this process: the claims file and the offsets
-    held, this process's own log, and the index of every line read so far (key → log, offset, length).
-    One per folder and process, so the claims file is opened once (see the module docstring)."""
+    """What every ``WorkStore`` over one folder shares in this process: the claims held (claim file name
+    → its locked descriptor), this process's own log, and the index of every line read so far (key →
+    log, offset, length). One per folder and process, so two stores of a process never claim one key."""
 
     def __init__(self, root: str) -> None:
         self.root = root
         self.mutex = threading.Lock()  # the engine's loop thread and the main thread may both read
-        self.held: set[int] = set()
+        self.held: dict[str, int] = {}  # claim file name -> its locked descriptor
+        self._held_names: dict[int, str] = {}  # the same, descriptor -> name
         self.index: dict[str, tuple[_Log, int, int]] = {}
         self._logs: dict[str, _Log] = {}
-        self._claims: int | None = None
+        self._claims_made = False  # the claims folder exists
         self._out: int | None = None
         self._outs = 0  # logs this process has opened for writing (a new one after a failed write)
         self._fds: list[int] = []  # closed when no store of the folder is left
-        weakref.finalize(self, _close_all, self._fds)
+        weakref.finalize(self, _close_all, self._fds, self._held_names)
 
     def _open(self, name: str, flags: int) -> int:
         fd = os.open(os.path.join(self.root, name), flags, 0o644)
@@ -101,23 +114,40 @@ class _Folder:
         return fd
 
     # ----- claims ---------------------------------------------------------------------------
-    def try_lock(self, offset: int) -> bool:
+    def try_lock(self, name: str) -> int | None:
+        """Lock the claim file ``name`` without waiting: its descriptor, or None if held (here or
+        elsewhere)."""
         with self.mutex:
-            if offset in self.held:
-                return False
-            if self._claims is None:
-                os.makedirs(self.root, exist_ok=True)
-                self._claims = self._open(CLAIMS, os.O_RDWR | os.O_CREAT)
-            if not lock_byte(self._claims, offset):
-                return False
-            self.held.add(offset)
-            return True
+            if name in self.held:
+                return None
+            claims = os.path.join(self.root, CLAIMS)
+            if not self._claims_made:
+                os.makedirs(claims, exist_ok=True)
+                self._claims_made = True
+            fd = os.open(os.path.join(claims, name), os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                locked = lock_file(fd, block=False)
+            except BaseException:
+                os.close(fd)
+                raise
+            if not locked:
+                os.close(fd)
+                return None
+            self.held[name] = fd
+            self._held_names[fd] = name
+            return fd
 
-    def unlock(self, offset: int) -> None:
+    def unlock(self, fd: int) -> None:
+        """Give back the claim whose descriptor is ``fd`` (unknown ones are ignored)."""
         with self.mutex:
-            if offset in self.held and self._claims is not None:
-                unlock_byte(self._claims, offset)
-                self.held.discard(offset)
+            name = self._held_names.pop(fd, None)
+            if name is None:
+                return
+            del self.held[name]
+            try:
+                unlock_file(fd)
+            finally:
+                os.close(fd)
 
     # ----- entries --------------------------------------------------------------------------
     def append(self, line: bytes, writer: str) -> None:
@@ -149,7 +179,7 @@ class _Folder:
             if where is None:
                 return None
             log, offset, length = where
-            return os.pread(log.fd, length, offset)
+            return _pread(log.fd, length, offset)
 
     def refresh(self) -> bool:
         """Read what the logs gained; whether they gained any entry."""
@@ -179,7 +209,7 @@ class _Folder:
         """Index the complete lines the log gained since it was last read."""
         size = _CHUNK
         while True:
-            data = os.pread(log.fd, size, log.done)
+            data = _pread(log.fd, size, log.done)
             end = data.rfind(b"\n")
             if end < 0:
                 if len(data) < size:
@@ -275,8 +305,7 @@ class WorkStore:
     def try_lock(self, key: str) -> int | None:
         """Claim the key without waiting: a token to :meth:`unlock`, or None if any process (this one
         included) holds its claim."""
-        offset = _offset(key)
-        return offset if self._folder.try_lock(offset) else None
+        return self._folder.try_lock(_claim_name(key))
 
     def unlock(self, token: int) -> None:
         """Give the claim back (other processes may take it at once)."""

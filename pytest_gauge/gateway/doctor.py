@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Literal, TextIO
 
 from ..records import NEUTRAL_API
 from ..records.json_types import JSONObject
+from .batch_doctor import batch_checks
 from .diagnosis import diagnose
 from .endpoint import (
     KEY_VARIABLE,
@@ -567,10 +568,12 @@ def run_checks(
     programs: Sequence[Program] = (),
     services: Sequence[Service] = (),
     project: Path | None = None,
+    batch: bool = False,
 ) -> list[Check]:
     """Every doctor check in order: key, base URL, Claude Code and Codex settings (``project``: the
     folder whose ``.claude/`` is read, default the current one), the agent programs, then live
-    requests, the models Claude Code's and Codex's settings name included (one request each)."""
+    requests, the models Claude Code's and Codex's settings name included (one request each), and with
+    ``batch`` the batch endpoints the judge would use (:mod:`.batch_doctor`)."""
     checks = key_checks(environ)
     url_check, url_found = base_url_checks(environ)
     checks += url_found
@@ -591,6 +594,11 @@ def run_checks(
         clis = [t for t in (claude_target, codex_model_target(environ)) if t is not None]
         chosen += [t for t in clis if all((c.model, c.api) != (t.model, t.api) for c in chosen)]
         checks += probe_checks(url_check.full_url, _read_key(environ), chosen, timeout, environ)
+        if batch:
+            judge_key = {r: k for r, (_, k) in role_keys(environ).items()}.get("judge", _read_key(environ))
+            checks += [
+                Check(*found) for found in batch_checks(url_check.full_url, judge_key, chosen, timeout)
+            ]
     return checks
 
 
@@ -617,12 +625,13 @@ def run_doctor(
     programs: Sequence[Program] = (),
     services: Sequence[Service] = (),
     project: Path | None = None,
+    batch: bool = False,
 ) -> int:
     """Run every check, print the report to ``out``; 1 when anything failed, else 0 (for CLI and plugin).
 
     ``targets`` (the (role, model) pairs of collected suites) replace the role variables when given;
     ``programs`` / ``services``: the agent programs the suites run and the HTTP agents they call."""
-    checks = run_checks(environ, models, timeout, targets, origins, programs, services, project)
+    checks = run_checks(environ, models, timeout, targets, origins, programs, services, project, batch)
     secrets = [environ.get(n, "") for n in key_variables()] + [
         environ.get(n, "") for n in ANTHROPIC_VARIABLES[1:]
     ]

@@ -167,8 +167,10 @@ class Gateway:
         request: str | None = None,
         said: Mapping[str, Any] | None = None,
         api: Api = NEUTRAL_API,
+        batched: bool = False,
     ) -> LedgerRecord:
-        """The ledger line of one attempt or cache hit; ``response`` is the format's own (checked) one."""
+        """The ledger line of one attempt or cache hit; ``response`` is the format's own (checked) one;
+        ``batched``: sent in a batch, marked so and priced at the batch price."""
         keys = self.settings.key_variables
         usage = None
         finish = None
@@ -181,7 +183,8 @@ class Gateway:
             finish = choices[0].get("finish_reason")
             served = served_model(model, completion.get("model"))  # warned once per pair at the end
         priced = served or model
-        cost = self.resources.prices.usage_cost(priced, usage) if usage else None
+        prices = self.resources.prices
+        cost = (prices.batch_cost if batched else prices.usage_cost)(priced, usage) if usage else None
         record = LedgerRecord(
             run_id=self.settings.run_id,
             call_id=f"{ctx.work}#{seq}",
@@ -207,6 +210,7 @@ class Gateway:
             served_model=served,
             key_variable=keys.get(role, KEY_VARIABLE) if keys is not None else None,
             api=api,
+            batched=True if batched else None,
             **(said or {}),
         )
         self.resources.ledger.append(record)
@@ -302,7 +306,7 @@ class Gateway:
         cache = res.cache
         if (cache is None or settings.cache_mode == "off") and not settings.replay:
             # no key needed: skip hashing it
-            response, record = await self._send(_Call(ctx, seq, role, model, body, None, api, passed))
+            response, record = await self._deliver(_Call(ctx, seq, role, model, body, None, api, passed))
             return _reply(response, record)
         key = self.cache_key(body, ctx, api, passed)
         call = _Call(ctx, seq, role, model, body, key, api, passed)
@@ -331,7 +335,7 @@ class Gateway:
             hit = self._cache_hit(cache, key, call)
             if hit is not None:
                 return hit
-            response, record = await self._send(call)
+            response, record = await self._deliver(call)
             cache.put(key, self._entry(call, response))
         return _reply(response, record)
 
@@ -363,6 +367,16 @@ class Gateway:
             "run_id": self.settings.run_id,
             "created": time.time(),
         }
+
+    async def _deliver(self, call: _Call) -> tuple[JSONObject, LedgerRecord]:
+        """A call that missed the cache: through a batch when its role batches (``--gauge-batch``),
+        sent the ordinary way when the batch does not answer it."""
+        batcher = self.resources.batcher
+        if batcher is not None and not self.settings.replay and batcher.takes(call.role, call.api):
+            answer = await batcher.send(self, call)
+            if answer is not None:
+                return answer
+        return await self._send(call)
 
     async def _send(self, call: _Call) -> tuple[JSONObject, LedgerRecord]:
         """Send with retries behind two first-call gates: until one call of this process has worked

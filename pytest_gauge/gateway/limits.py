@@ -2,11 +2,12 @@
 tokens per minute, and the spending budget.
 
 All state lives in the run folder on local disk. In-flight requests are N slot files, each held with
-``flock`` while a request is out, so at most N requests are in flight whatever the number of workers
-(and a dead worker's slots free themselves). Rate limits and the budget are small JSON states updated
-under an exclusive ``flock``. :class:`Budget` is the one reserve/settle mechanism: over the run folder's
-file for the run and its tasks, over this process's memory (:class:`LocalState`) for one test's
-``gauge_budget``; the Redis limiters (:mod:`.redis_limits`) keep the same Protocols.
+a file lock (:mod:`pytest_gauge.files.locks`) while a request is out, so at most N requests are in
+flight whatever the number of workers (and a dead worker's slots free themselves). Rate limits and
+the budget are small JSON states updated under an exclusive file lock. :class:`Budget` is the one
+reserve/settle mechanism: over the run folder's file for the run and its tasks, over this process's
+memory (:class:`LocalState`) for one test's ``gauge_budget``; the Redis limiters
+(:mod:`.redis_limits`) keep the same Protocols.
 """
 
 from __future__ import annotations
@@ -112,7 +113,7 @@ class RunLimits(Protocol):
 
 
 class StateStore(Protocol):
-    """A small JSON-like state changed atomically: :class:`SharedState` (a file under ``flock``, every
+    """A small JSON-like state changed atomically: :class:`SharedState` (a file under a file lock, every
     process of the run) or :class:`LocalState` (this process's memory)."""
 
     def update(self, fn: Callable[[JSONObject], Any]) -> Any:
@@ -154,11 +155,11 @@ class ConcurrencySlots:
     """A cross-process counting semaphore made of ``n`` lock files.
 
     Each process opens the slot files once and keeps them open; a slot is taken with a non-blocking
-    ``flock`` on one this process does not already hold (``flock`` belongs to the open file, so the
-    process tracks its own; a dead process's locks go with it). Local waiters queue first in, first
+    file lock on one this process does not already hold (the process tracks its own: a lock belongs
+    to the open file, and a dead process's locks go with it). Local waiters queue first in, first
     out, and only the queue polls the files: one timer (1 ms doubling to 20 ms) tries them for the
     oldest waiter, so waiting costs the same with one waiter or ``n``. A released slot goes straight to
-    the oldest local waiter, its ``flock`` still held.
+    the oldest local waiter, its lock still held.
 
     So that no process starves, a process that waits says so by holding one of ``processes``
     ``hungry-<k>.lock`` files; a process holding its share of the slots (``n`` over itself and the
@@ -276,7 +277,7 @@ class ConcurrencySlots:
     def _release(self, i: int) -> None:
         waiter = self._head()
         if waiter is not None and self._may_hold(len(self._held)):
-            self._give(waiter, i)  # the flock stays held: no unlock and lock again
+            self._give(waiter, i)  # the lock stays held: no unlock and lock again
             return
         unlock_file(self._fd(i))
         self._held.discard(i)

@@ -21,6 +21,7 @@ __all__ = [
     "check_genai_prices",
     "genai_price_rows",
     "load_prices",
+    "parse_price_lines",
     "with_genai_prices",
 ]
 
@@ -45,8 +46,8 @@ def price_number(value: object) -> bool:
 
 
 def _from_mapping(data: object, where: str) -> dict[str, Price]:
-    """``{model: {input, output[, cached_input][, cache_write][, cache_write_1h][, context_tokens]}}``
-    or ``{model: [input, output[, cached_input]]}``."""
+    """``{model: {input, output[, cached_input][, cache_write][, cache_write_1h][, context_tokens]
+    [, batch]}}`` or ``{model: [input, output[, cached_input]]}``."""
     if not isinstance(data, dict):
         raise pytest.UsageError(f"{where}: expected a table of models")
     table = data.get("prices", data)
@@ -75,7 +76,13 @@ def _from_mapping(data: object, where: str) -> dict[str, Price]:
         ):
             raise pytest.UsageError(f"{where}: context_tokens of {model!r} must be a positive whole number")
         writes = _write_prices(entry, model, where) if isinstance(entry, dict) else (None, None)
-        out[str(model)] = Price(float(values[0]), float(values[1]), cached, where, window, *writes)
+        share = entry.get("batch") if isinstance(entry, dict) else None
+        if share is not None and not (price_number(share) and share <= 1):
+            raise pytest.UsageError(
+                f"{where}: batch of {model!r} must be a share of the ordinary price from 0 to 1 (0.5: half)"
+            )
+        batch = None if share is None else float(share)
+        out[str(model)] = Price(float(values[0]), float(values[1]), cached, where, window, *writes, batch)
     return out
 
 
@@ -169,3 +176,50 @@ def with_genai_prices(rows: tuple[PriceRow, ...], models: Iterable[str]) -> tupl
     priced = {row[0] for row in rows}
     extra = genai_price_rows(m for m in models if m not in priced)
     return tuple(sorted([*rows, *extra], key=lambda row: row[0]))
+
+
+def parse_price_lines(lines: list[str]) -> list[PriceRow]:
+    """``MODEL INPUT_PER_M OUTPUT_PER_M [CACHED_INPUT_PER_M] [context=TOKENS] [batch=SHARE]`` lines (ini
+    ``gauge_prices``) as price rows (``context=`` is the model's context window, which a judge's prompt is
+    shortened to fit; ``batch=`` a batched call's share of the ordinary price, 0.5 when not given)."""
+    prices: list[PriceRow] = []
+    usage = (
+        "gauge_prices: expected 'MODEL INPUT_PER_M OUTPUT_PER_M [CACHED_INPUT_PER_M] [context=TOKENS]"
+        " [batch=SHARE]'"
+    )
+    for line in lines:
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        parts = line.split()
+        window_parts = [p for p in parts[1:] if p.startswith("context=")]
+        batch_parts = [p for p in parts[1:] if p.startswith("batch=")]
+        parts = [p for p in parts if not p.startswith(("context=", "batch="))]
+        if len(parts) not in (3, 4) or len(window_parts) > 1 or len(batch_parts) > 1:
+            raise pytest.UsageError(f"{usage}, got {line!r}")
+        try:
+            numbers = [float(p) for p in parts[1:]]
+            window = int(window_parts[0].split("=", 1)[1]) if window_parts else None
+            batch = float(batch_parts[0].split("=", 1)[1]) if batch_parts else None
+        except ValueError:
+            raise pytest.UsageError(
+                f"gauge_prices: prices and context= must be numbers in {line!r}"
+            ) from None
+        if not all(price_number(n) for n in numbers):
+            raise pytest.UsageError(
+                f"gauge_prices: prices must be numbers from 0 to {MAX_PRICE_PER_M:,.0f} per million tokens"
+                f" in {line!r}"
+            )
+        if window is not None and window <= 0:
+            raise pytest.UsageError(f"gauge_prices: context= must be a positive number of tokens in {line!r}")
+        cached = numbers[2] if len(numbers) == 3 else None
+        if batch is not None:
+            if not 0 <= batch <= 1:
+                raise pytest.UsageError(f"gauge_prices: batch= must be a share from 0 to 1 in {line!r}")
+            prices.append(
+                (parts[0], numbers[0], numbers[1], cached, "ini gauge_prices", window, None, None, batch)
+            )
+        elif window is None:
+            prices.append((parts[0], numbers[0], numbers[1], cached, "ini gauge_prices"))
+        else:
+            prices.append((parts[0], numbers[0], numbers[1], cached, "ini gauge_prices", window))
+    return prices

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..records import ChatResult, LedgerRecord
 from ..records.json_types import JSONObject
@@ -17,6 +18,9 @@ from .ledger import Ledger
 from .limits import InFlightLimit, ModelPacer, ModelRates, RateLimit, SpendLimit
 from .model_stops import ModelStops
 from .store import Store
+
+if TYPE_CHECKING:
+    from .batch import Batcher
 
 __all__ = [
     "AUTHS",
@@ -102,6 +106,7 @@ class GatewayResources:
     model_rates: ModelRates | None = None  # --gauge-rpm/--gauge-tpm MODEL=N
     pacer: ModelPacer | None = None  # adaptive concurrency per model (halve on 429, +1 per success)
     recorded: Store | None = None  # replay-then-live: exported cassettes, read after the cache, never written
+    batcher: Batcher | None = None  # --gauge-batch: the roles whose cache misses go through a batch
 
 
 @dataclass

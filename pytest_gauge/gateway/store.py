@@ -2,10 +2,10 @@
 
 It serves the **response cache** (``.gauge-cache/responses``: a gateway response keyed by its canonical
 request, so re-runs cost nothing and CI can replay) and the run's once-per-model judge format decisions
-(``<run folder>/formats``). The run's work store, where thousands of units would each cost a file, is
+(``<run folder>/formats``). The run's work store, where thousands of units would each cost an entry file, is
 :mod:`pytest_gauge.files.work_store` instead.
 
-Locks are ``flock`` locks (:mod:`pytest_gauge.files.locks`) on a ``<key>.lock`` file beside the entry:
+Locks are file locks (:mod:`pytest_gauge.files.locks`) on a ``<key>.lock`` file beside the entry:
 the kernel drops them when a process dies, so a crashed worker never leaves a stale lock. Entries are
 written to a temporary file and renamed into place, so a reader sees nothing or a whole entry (POSIX).
 """

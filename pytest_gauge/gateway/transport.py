@@ -277,18 +277,35 @@ class ModelClient:
         bytes cannot hold it longer). Raises :class:`APIStatusError` on any other status,
         :class:`APITimeoutError` / :class:`APIConnectionError` (naming the cause) when no usable answer
         came."""
+        return await self.send("POST", path, content, headers, key=key, auth=auth, timeout=timeout)
+
+    async def send(
+        self,
+        method: str,
+        path: str,
+        content: bytes = b"",
+        headers: Mapping[str, str] | None = None,
+        *,
+        key: str | None = None,
+        auth: str = "bearer",
+        timeout: float | None = None,
+    ) -> tuple[bytes, Mapping[str, str]]:
+        """:meth:`post` with any method (the batch APIs' GETs and uploads: ``headers`` may name another
+        ``Content-Type``), the same errors and bounds."""
         seconds = self.timeout if timeout is None else timeout
         if self._serve is not None:
-            return self._post_in_process(self._serve, path, content)
+            return self._post_in_process(self._serve, path, content, method)
         url = self.target(path)[1]
         sent = self.headers(headers, key, auth)
         async with asyncio.timeout(seconds):
-            return await self._post_network(url, content, sent)
+            return await self._post_network(url, content, sent, method)
 
-    def _post_in_process(self, serve: Serve, path: str, content: bytes) -> tuple[bytes, Mapping[str, str]]:
+    def _post_in_process(
+        self, serve: Serve, path: str, content: bytes, method: str = "POST"
+    ) -> tuple[bytes, Mapping[str, str]]:
         """:meth:`post` answered by the in-process server: its status and body read as a network's."""
         url = self.target(path)[1]
-        status, kind, body = serve("POST", urlsplit(url).path, content)
+        status, kind, body = serve(method, urlsplit(url).path, content)
         headers = {"content-type": kind, "content-length": str(len(body))}
         if not 200 <= status < 300:
             raise status_error(status, headers, body[:MAX_BODY_BYTES].decode("utf-8", "replace"), url)
@@ -297,7 +314,7 @@ class ModelClient:
         return body, headers
 
     async def _post_network(
-        self, url: str, content: bytes, headers: dict[str, str]
+        self, url: str, content: bytes, headers: dict[str, str], method: str = "POST"
     ) -> tuple[bytes, Mapping[str, str]]:
         """:meth:`post` over aiohttp: a status error, a bounded body, or a connection error naming its
         cause (the timeout is the caller's)."""
@@ -306,8 +323,8 @@ class ModelClient:
         if self._session is None:
             self._session = LoopSession(self.max_connections)
         try:
-            async with self._session.get().post(
-                url, data=content, headers=headers, allow_redirects=False
+            async with self._session.get().request(
+                method, url, data=content if method != "GET" else None, headers=headers, allow_redirects=False
             ) as answer:
                 if not 200 <= answer.status < 300:
                     raw = await read_bounded(answer, MAX_BODY_BYTES, truncate=True)

@@ -4,7 +4,7 @@ process, three roles").
 * :class:`Standalone`: no xdist (``-n 0``, no xdist, ``--collect-only``): this process collects, runs
   the cases, keeps their records and finishes the run.
 * :class:`Worker`: an xdist worker: it collects and runs cases, publishes each record in its item's
-  ``user_properties`` and stops at the controller's word; it never finishes the run.
+  record log in the run folder and stops at the controller's word; it never finishes the run.
 * :class:`Controller`: xdist's controller: it runs no case, gets the records from the workers' reports,
   shows progress and, once every worker has finished, finishes the run.
 
@@ -33,9 +33,10 @@ from ..gateway.model_stops import read_stops
 from ..gateway.redact import register_secret
 from ..options import GaugeOptions
 from ..records import CaseRecord, WorkerSummary
-from ..records.checks import CheckEntry, checks_from_json, checks_to_json, is_check_nodeid
+from ..records.checks import CheckEntry, checks_from_json, checks_to_json, is_check_nodeid, without_group
 from ..run.engine import STOP_GRACE
 from ..run.looks import LookState
+from .reports import ReportSharing
 from .state import GaugeState, render_worker_summaries
 from .stopping import (
     StopWatcher,
@@ -72,7 +73,6 @@ __all__ = [
     "stop_finished_workers",
 ]
 
-RECORD_PROPERTY = "gauge_record"
 FAILURE_PROPERTY = "gauge_failure"  # a case without a record: the gateway error's class name
 WORKER_SUMMARY = "gauge_worker_summary"
 """The key of a worker's :class:`WorkerSummary` (JSON form) in xdist's ``workeroutput``."""
@@ -143,7 +143,8 @@ class Role:
         return None
 
     def keep_record(self, record: CaseRecord) -> None:
-        """A case's record, where its item ran (only the process that finishes the run keeps it)."""
+        """A case's record, where its item ran: the process that finishes the run keeps it, an xdist
+        worker appends it to its record log."""
 
     def start_looks(self) -> LookPlan:
         """``--gauge-adaptive``, after collection (where cases run): plan the looks, and listen for the
@@ -158,6 +159,9 @@ class Role:
 
     def record_report(self, report: pytest.TestReport) -> None:
         """A test's report (``pytest_runtest_logreport``, the call phase)."""
+
+    def report_arrived(self, report: pytest.TestReport) -> None:
+        """Every report of every phase, first (``pytest_runtest_logreport``, tried first)."""
 
     def gate_entry(self, session: pytest.Session, nodeid: str) -> CheckEntry | None:
         """A gate item's outcome, once the run's end has evaluated the gates; None when the run stopped
@@ -280,6 +284,7 @@ class _EndsTheRun(Role):
         self.close()
         self.stops = read_stops(self.state.run_dir)  # before the run folder goes
         self.damaged = self.state.damaged_entries()
+        self.no_batch = self.state.no_batch_endpoints()
         entries = self.ending.write(session, self.state, interrupted=interrupted)
         self.entries = {e.nodeid: e for e in entries}
         self.outputs_written = True
@@ -292,6 +297,9 @@ class _EndsTheRun(Role):
         if getattr(self, "damaged", 0):
             replay = self.state.options.backend == "replay"
             reporter.write_line(damaged_warning(self.damaged, replay=replay), yellow=True)
+        for where, said in sorted(getattr(self, "no_batch", {}).items()):
+            line = f"pytest-gauge warning: --gauge-batch: no batch endpoint at {where} ({said}): the calls"
+            reporter.write_line(f"{line} went the ordinary way, at the ordinary price", yellow=True)
         if self.state.finished or self.state.gate_notes:
             self.ending.summary(reporter, self.state)
         if int(self.config.getoption("verbose", 0) or 0) > 0:
@@ -362,7 +370,7 @@ class Standalone(_EndsTheRun):
 
 
 class Controller(_EndsTheRun):
-    """xdist's controller: runs no case; records come in the workers' reports, each worker's end-of-run
+    """xdist's controller: runs no case; records come in the workers' record logs, each worker's end-of-run
     summary in its ``workeroutput`` (:meth:`testnode_down`), and the run ends here."""
 
     def __init__(self, config: pytest.Config, state: GaugeState, ending: RunEnding) -> None:
@@ -372,20 +380,25 @@ class Controller(_EndsTheRun):
         self.expected: set[str] | None = None  # the tests (not the checks) a worker collected
         self.done: set[str] = set()
         self.session: pytest.Session | None = None
+        self.sharing = ReportSharing()
 
     def start_loop(self, session: pytest.Session) -> None:
         self.session = session
 
+    def report_arrived(self, report: pytest.TestReport) -> None:
+        """Share the report's strings: the terminal reporter keeps every report to the end of the run."""
+        self.sharing.share(report)
+
     def collected(self, ids: list[str]) -> None:
         if self.expected is None:
             self.expected = {i for i in ids if not is_check_nodeid(i)}
-            self.state.selected_gates = {i for i in ids if is_check_nodeid(i)}
+            self.state.selected_gates = {without_group(i) for i in ids if is_check_nodeid(i)}
 
     def item_done(self, report: pytest.TestReport) -> None:
         """Once every test but the gates is done, end the run: the workers' gate items wait for the
         outcomes (``checks.json``), so a gate is reported by its own item."""
         if is_check_nodeid(report.nodeid):
-            self.reported.add(report.nodeid)
+            self.reported.add(without_group(report.nodeid))
             return
         self.done.add(report.nodeid)
         expected, session = self.expected, self.session
@@ -422,12 +435,6 @@ class Controller(_EndsTheRun):
 
         publish_looks(self.state.run_dir, looks)
 
-    def record_report(self, report: pytest.TestReport) -> None:
-        for key, value in report.user_properties:
-            if key == RECORD_PROPERTY:
-                self.state.add_record(CaseRecord.from_json(json.loads(str(value))))
-        self.progress()
-
     def finish(self, session: pytest.Session) -> None:
         stop_finished_workers(self.config)
         super().finish(session)
@@ -452,10 +459,13 @@ class Controller(_EndsTheRun):
 
 
 class Worker(Role):
-    """An xdist worker: collects and runs cases, publishes their records in ``user_properties`` (the
-    controller reads them), and stops at the controller's word (its Ctrl-C or SIGTERM)."""
+    """An xdist worker: collects and runs cases, appends their records to its record log in the run folder
+    (the controller reads it), and stops at the controller's word (its Ctrl-C or SIGTERM)."""
 
     started_by_user = False
+
+    def keep_record(self, record: CaseRecord) -> None:
+        self.state.publish_record(record)
 
     def __init__(self, config: pytest.Config, state: GaugeState, ending: RunEnding) -> None:
         super().__init__(config, state, ending)

@@ -1,10 +1,10 @@
 """The run's state in each process: its options, suites, selection, engine and, where the run ends,
 the records (what each process does with it is its role, :mod:`.roles`).
 
-Workers (and a run without xdist) collect suites, run the engine and publish per-case records through
-``user_properties``; the controller collects those records from ``pytest_runtest_logreport``, merges
-every worker's ledger file, and, once every case has finished, writes the outputs, evaluates the gates
-and renders the reports (docs/protocol.md#outputs).
+Workers (and a run without xdist) collect suites, run the engine and publish per-case records (an xdist
+worker through its record log in the run folder); the controller reads those logs, merges every worker's
+ledger file, and, once every case has finished, writes the outputs, evaluates the gates and renders the
+reports (docs/protocol.md#outputs).
 """
 
 from __future__ import annotations
@@ -23,7 +23,9 @@ import pytest
 
 from ..files.folders import OutFolder, RunFolder
 from ..files.readwrite import FileFormatError, read_json_object, write_atomic
+from ..files.record_log import RecordLog, read_new_lines
 from ..files.work_store import WorkStore
+from ..gateway.batch import Batcher, BatchSettings
 from ..gateway.gateway import (
     Gateway,
     GatewayResources,
@@ -40,6 +42,7 @@ from ..gateway.shared import REPLAY_THEN_LIVE, REUSING_MODES
 from ..gateway.store import Store
 from ..options import GaugeOptions
 from ..records import CaseKey, CaseRecord, SuiteMeta, WorkerSummary, dumps
+from ..records.json_types import JSONObject
 from ..records.prices import PriceTable
 from ..run.engine import Engine, SuiteRuntime
 from ..run.judge_format import JudgeFormats, format_chain, format_label, format_scope
@@ -147,6 +150,8 @@ class GaugeState:
     proxy_token: str = field(default_factory=new_proxy_token, repr=False)  # the run's (the controller's)
     proxy: RecordingProxy | None = None  # made with the engine; its server starts with its first route
     program_host: Any = None  # its ProxyProgramHost: the sandboxes' relay, closed with the proxy
+    record_log: RecordLog | None = None  # an xdist worker's: its cases' records, for the controller
+    record_offsets: dict[str, int] = field(default_factory=dict)  # where the run ends: each log read so far
 
     def __post_init__(self) -> None:
         register_secret(self.proxy_token)  # redacted from every output like a key
@@ -280,6 +285,7 @@ class GaugeState:
             model_rates=build_model_rates(opts, run, self.run_id),  # run folder or --gauge-limits
             pacer=ModelPacer(opts.max_concurrency),
             recorded=_recorded(opts),
+            batcher=_batcher(opts),
         )
         return GatewayShared(settings, resources)
 
@@ -288,7 +294,7 @@ class GaugeState:
         if self.engine is None or self.shared is None:
             return
         ledger = self.shared.resources.ledger
-        snapshot = {
+        snapshot: JSONObject = {
             "done_units": self.engine.done_units,
             "total_units": self.engine.total_units,
             "live_calls": ledger.live_calls,
@@ -299,6 +305,9 @@ class GaugeState:
             "rate_limit_waits": self.shared.state.rate_limit_waits,
             "damaged_entries": self.shared.state.damaged_entries,
         }
+        batcher = self.shared.resources.batcher
+        if batcher is not None and batcher.no_endpoint:
+            snapshot["no_batch_endpoint"] = dict(batcher.no_endpoint)
         target = self.run_folder.progress(self.worker_id)
         try:
             write_atomic(target, json.dumps(snapshot), mkdir=False)
@@ -342,6 +351,16 @@ class GaugeState:
         others = sum(int(s.get("damaged_entries", 0)) for s in self.progress_snapshots())
         return max(own, others)
 
+    def no_batch_endpoints(self) -> dict[str, str]:
+        """The gateways ``--gauge-batch`` found without a batch endpoint, by every process (where ->
+        what it answered): their calls went the ordinary way."""
+        found: dict[str, str] = {}
+        for snapshot in self.progress_snapshots():
+            found.update(snapshot.get("no_batch_endpoint") or {})
+        batcher = self.shared.resources.batcher if self.shared is not None else None
+        found.update(batcher.no_endpoint if batcher is not None else {})
+        return found
+
     def close(self) -> None:
         """Stop this process's engine, then its proxy (the units the engine lets finish may be program
         agents still calling it), and close its ledger (idempotent); its last counters written."""
@@ -354,6 +373,8 @@ class GaugeState:
             self.program_host.close()
         if self.shared is not None:
             self.shared.resources.ledger.close()
+        if self.record_log is not None:
+            self.record_log.close()
 
     def price_rows(self) -> tuple[PriceRow, ...]:
         """The run's prices: the configured ones, plus genai-prices for the other models of the collected
@@ -375,14 +396,30 @@ class GaugeState:
                 total += len(SNAPSHOT_REPORTS)
         return total
 
+    def publish_record(self, record: CaseRecord) -> None:
+        """An xdist worker: append a case's record to this worker's record log in the run folder, where
+        the controller reads it (before the case's report is sent, see :mod:`..files.record_log`)."""
+        if self.record_log is None:
+            self.record_log = RecordLog(self.run_folder.records(self.worker_id))
+        self.record_log.append(dumps(record.to_json()))
+
     # ----- controller ------------------------------------------------------------------------
     def add_record(self, record: CaseRecord) -> None:
         """Keep a case's record for the end of the run."""
         self.records.setdefault(record.suite, {})[record.case_id] = record
 
+    def ingest_records(self) -> None:
+        """Keep the records the workers' logs gained since the last call, read line by line."""
+        for path in self.run_folder.record_logs():
+            lines, end = read_new_lines(path, self.record_offsets.get(path.name, 0))
+            for data in lines:
+                self.add_record(CaseRecord.from_json(data))
+            self.record_offsets[path.name] = end[0]
+
     def ordered_records(self, meta: SuiteMeta) -> list[CaseRecord]:
         """The suite's records so far in collection order, never arrival order (same seed, same bytes
         whatever ``-n``)."""
+        self.ingest_records()
         order = {cid: i for i, cid in enumerate(meta.case_ids)}
         kept = self.records.get(meta.name, {}).values()
         return sorted(kept, key=lambda r: order.get(r.case_id, 1 << 30))
@@ -458,6 +495,14 @@ def _worker_order(worker: str) -> tuple[int, str]:
 
 
 state_key = pytest.StashKey[GaugeState]()
+
+
+def _batcher(opts: GaugeOptions) -> Batcher | None:
+    """``--gauge-batch judge`` on a live run: the judge's cache misses go through batches (the simulator
+    and a replay have no batch endpoint)."""
+    if opts.batch == "off" or opts.backend != "live":
+        return None
+    return Batcher(BatchSettings(frozenset({opts.batch}), deadline=opts.batch_deadline * 60.0))
 
 
 def _recorded(opts: GaugeOptions) -> Store | None:

@@ -16,6 +16,7 @@ __all__ = [
     "checks_to_json",
     "gate_nodeid",
     "is_check_nodeid",
+    "without_group",
 ]
 
 CHECKS_FORMAT_VERSION = 1
@@ -97,7 +98,14 @@ def checks_from_json(data: Mapping[str, Any]) -> dict[str, CheckEntry]:
     return {e.nodeid: e for e in entries}
 
 
+def without_group(nodeid: str) -> str:
+    """A check item's id without the ``@<group>`` xdist appends to it on the workers under ``--dist
+    loadgroup`` (from an ``xdist_group`` mark on the suite module): the id its outcome is kept under."""
+    head, sep, tail = nodeid.rpartition("@")
+    return head if sep and head.endswith("]") and "]" not in tail and "::" not in tail else nodeid
+
+
 def is_check_nodeid(nodeid: str) -> bool:
     """Whether a test id is a suite-level check's (a gate item, a report snapshot entry)."""
-    last = nodeid.rsplit("::", 1)[-1]
+    last = without_group(nodeid).rsplit("::", 1)[-1]
     return last.startswith(("gates[", "snapshots["))

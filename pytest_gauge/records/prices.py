@@ -12,23 +12,36 @@ from dataclasses import dataclass
 
 from . import Usage
 
-__all__ = ["WRITE_1H_MULTIPLIER", "WRITE_MULTIPLIER", "Price", "PriceRow", "PriceTable", "cost_of"]
+__all__ = [
+    "BATCH_SHARE",
+    "WRITE_1H_MULTIPLIER",
+    "WRITE_MULTIPLIER",
+    "Price",
+    "PriceRow",
+    "PriceTable",
+    "cost_of",
+]
 
 PriceRow = (
     tuple[str, float, float]
     | tuple[str, float, float, float | None, str]
     | tuple[str, float, float, float | None, str, int | None]
     | tuple[str, float, float, float | None, str, int | None, float | None, float | None]
+    | tuple[str, float, float, float | None, str, int | None, float | None, float | None, float | None]
 )
 """``(model, input, output)``, ``(model, input, output, cached_input, source)`` or the same with the model's
 context window in tokens (``context_tokens``, what a judge's prompt is shortened to fit), then the cache
-write prices (``cache_write``, ``cache_write_1h``) when the model has one, USD per million tokens:
-the form options carry (hashable, picklable to xdist workers)."""
+write prices (``cache_write``, ``cache_write_1h``) when the model has one, USD per million tokens, then
+the batch price as a share of the ordinary one (``batch``) when configured: the form options carry
+(hashable, picklable to xdist workers)."""
 
 
 WRITE_MULTIPLIER = 1.25
 """A cache write's price as a multiple of the input price when the model has no ``cache_write`` price
 (Anthropic's five-minute cache writes; the only wire format that reports writes is Messages)."""
+BATCH_SHARE = 0.5
+"""A batched call's price as a share of the ordinary one when the model has no ``batch`` price
+(OpenAI's Batch API and Anthropic's Message Batches both bill half)."""
 WRITE_1H_MULTIPLIER = 2.0
 """The same for writes to the one-hour cache when the model has no ``cache_write_1h`` price."""
 
@@ -49,6 +62,12 @@ class Price:
     context_tokens: int | None = None  # the model's context window, when the table knows it
     cache_write: float | None = None
     cache_write_1h: float | None = None
+    batch: float | None = None  # a batched call's price as a share of this one (None: BATCH_SHARE)
+
+    @property
+    def batch_share(self) -> float:
+        """What a batched call costs as a share of the same call sent alone: ``batch``, else 0.5."""
+        return self.batch if self.batch is not None else BATCH_SHARE
 
     def cost(self, usage: Usage) -> float:
         """The cost of one call's usage (docs/protocol.md#costs): uncached input at the input price, cache
@@ -93,7 +112,11 @@ class PriceTable:
         for model in self.prices:
             p = self.price(model)
             assert p is not None
-            if p.cache_write is not None or p.cache_write_1h is not None:
+            if p.batch is not None:
+                writes = (p.cache_write, p.cache_write_1h)
+                row = (model, p.input, p.output, p.cached_input, p.source, p.context_tokens, *writes, p.batch)
+                out.append(row)
+            elif p.cache_write is not None or p.cache_write_1h is not None:
                 writes = (p.cache_write, p.cache_write_1h)
                 out.append((model, p.input, p.output, p.cached_input, p.source, p.context_tokens, *writes))
             elif p.context_tokens is None:
@@ -112,8 +135,10 @@ class PriceTable:
                 table[row[0]] = Price(row[1], row[2], row[3], row[4])
             elif len(row) == 6:
                 table[row[0]] = Price(row[1], row[2], row[3], row[4], row[5])
-            else:
+            elif len(row) == 8:
                 table[row[0]] = Price(row[1], row[2], row[3], row[4], row[5], row[6], row[7])
+            else:
+                table[row[0]] = Price(row[1], row[2], row[3], row[4], row[5], row[6], row[7], row[8])
         return cls(table)
 
     def context_tokens(self, model: str) -> int | None:
@@ -130,6 +155,11 @@ class PriceTable:
         """The cost of a call's usage (cached input at its own price); None when the model has no price."""
         price = self.price(model)
         return None if price is None else price.cost(usage)
+
+    def batch_cost(self, model: str, usage: Usage) -> float | None:
+        """The cost of a batched call's usage: the ordinary cost times the model's batch share."""
+        price = self.price(model)
+        return None if price is None else price.cost(usage) * price.batch_share
 
     def has(self, model: str) -> bool:
         return model in self.prices

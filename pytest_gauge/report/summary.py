@@ -160,7 +160,14 @@ def _spent_line(ctx: ReportContext) -> str:
         f" {_cached_calls(ctx.ledger, spend.cached_calls)}"
         + (f", {live_missing} without usage)" if live_missing else ")")
         + (f", {spend.possibly_billed} more possibly billed" if spend.possibly_billed else "")
+        + _batched(ctx.ledger)
     )
+
+
+def _batched(ledger: Sequence[LedgerRecord]) -> str:
+    """How many calls a batch answered (``--gauge-batch``: priced at the batch price), when any."""
+    batched = sum(1 for x in ledger if x.batched and not x.cache_hit)
+    return f"; {batched} answered in batches, at the batch price" if batched else ""
 
 
 def _cached_calls(ledger: Sequence[LedgerRecord], cached: int) -> str:

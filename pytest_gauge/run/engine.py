@@ -15,8 +15,8 @@ benchmarks/README.md), so each process runs an asyncio loop in a background thre
 * every unit is **claimed through the run's work store** (:mod:`pytest_gauge.files.work_store`): the
   process that takes the key's claim produces it, appends the result to its log, and every other
   process waits for the entry. So no work is done twice across workers, and the outcome does not
-  depend on which worker ran which test. No file is created per unit: claims are byte-range locks on
-  one file, entries lines of one log per process. A process alone in its run (no xdist, or one
+  depend on which worker ran which test. Claims are locks on one empty file per unit (taken only
+  under xdist), entries lines of one log per process. A process alone in its run (no xdist, or one
   worker) claims in memory and keeps entries in memory (:meth:`WorkStore.keep`);
 * a test item asks for its case with :meth:`Engine.outcome`, which produces the case's work now if
   nobody has claimed it, moves the look-ahead there, and blocks until its record is ready;

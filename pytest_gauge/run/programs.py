@@ -262,8 +262,12 @@ class ProgramSession:
 
 
 def _kill_group(pid: int) -> None:
-    """SIGKILL to the process group ``pid`` leads (gone already: nothing to do)."""
+    """SIGKILL to the process group ``pid`` leads (gone already: nothing to do; where there are no
+    process groups, Windows: the process itself)."""
     try:
-        os.killpg(pid, signal.SIGKILL)
+        if hasattr(os, "killpg"):
+            os.killpg(pid, signal.SIGKILL)
+        else:
+            os.kill(pid, signal.SIGTERM)
     except (ProcessLookupError, PermissionError):
         pass

@@ -257,7 +257,7 @@ class Suite:
         except ValueError as exc:
             raise SuiteError(str(exc)) from None
         # gates are checked at collection (syntax, metric names, agents, pairs, tiers): a usage error
-        # naming the suite, see pytest_gauge.analysis.gate_check
+        # naming the suite, see pytest_gauge.analysis.gate_precheck
         for t in self.tools:
             if not isinstance(t, Tool):
                 raise SuiteError(f"Suite(tools=...): expected Tool objects, got {t!r}")

@@ -161,8 +161,12 @@ async def spawn_bounded(argv: Sequence[str], timeout: float, **options: Any) -> 
 
 
 def _kill_group(proc: asyncio.subprocess.Process) -> None:
+    """Kill the command's process group (where there are none, Windows: the command itself)."""
     try:
-        os.killpg(proc.pid, signal.SIGKILL)
+        if hasattr(os, "killpg"):
+            os.killpg(proc.pid, signal.SIGKILL)
+        else:
+            proc.kill()
     except ProcessLookupError:
         pass
 

@@ -36,6 +36,7 @@ from aiohttp import web
 
 from ..gateway.proxy import quiet_logger
 from ..gateway.wire import WireFormat, format_for_path
+from .batches import BatchStore
 from .exchange import Request, Response
 from .faults import FaultPlan, auth_fault, every, model_response
 from .responders import Responder, default_responder, error_body
@@ -138,6 +139,7 @@ class LoopbackServer(Served):
         self._gathered: asyncio.Event | None = None
         self.gather_timed_out = False
         self._holding = 0
+        self.batches = BatchStore(prefix, lambda: self.responder)  # /files, /batches, /messages/batches
         self._release: asyncio.Event | None = None
         self._reset_state()
 
@@ -489,7 +491,10 @@ class LoopbackServer(Served):
                 await asyncio.sleep(delay)
             if is_model and plan.hold_after and (chat_index or 0) > plan.hold_after:
                 await self._hold()  # a request that reached the server and waits: tests stop runs here
-            if fmt is not None:
+            batch = None if fmt is not None else self.batches.answer(req)
+            if batch is not None:
+                resp = auth_fault(req, plan) or batch
+            elif fmt is not None:
                 n = self._faulted_total if plan.fault_apis and fmt.api in plan.fault_apis else chat_index
                 resp = model_response(fmt, req, body, body_error, plan, n or 0, record.seq, self.responder)
             elif req.method == "GET" and req.path == models_path:

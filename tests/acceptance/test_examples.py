@@ -63,6 +63,7 @@ def test_two_suites_with_their_own_tools_module_run_together_and_the_in_house_ex
     result = pytester.runpytest_subprocess("suites", "-p", "no:cacheprovider", "--gauge-cache", "off")
     # in_house: 3 tasks x 1 pair x 2 orders and its gate; weather: 1 seeded case
     result.assert_outcomes(passed=6 + 1 + 1)
+    result.stdout.fnmatch_lines(["suite in_house: 6/6 cases recorded, 3 tasks, 1 pair, orders both"])
     out = pytester.path / "gauge-out"
     support = {r["task_id"]: r for r in read_jsonl(out / "in_house" / "agents" / "support_bot.jsonl")}
     assert sorted(support) == ["o01", "o02", "p01"]

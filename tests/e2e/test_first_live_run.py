@@ -17,14 +17,13 @@ from typing import Any
 
 import pytest
 
-from pytest_gauge.analysis.gate_check import SuiteShape, check_gate
+from pytest_gauge.analysis.gate_precheck import SuiteShape, check_gate
 from pytest_gauge.analysis.gates import parse_gate
 from pytest_gauge.cli import main, suite_targets
 from pytest_gauge.gateway.endpoint import check_base_url, normalise_url
 from pytest_gauge.gateway.errors import GatewayError, ReplayMiss
-from pytest_gauge.gateway.prices import with_genai_prices
+from pytest_gauge.gateway.prices import parse_price_lines, with_genai_prices
 from pytest_gauge.gateway.wire.chat import chat_usage
-from pytest_gauge.options import parse_price_lines
 from pytest_gauge.records import Usage
 from pytest_gauge.records.prices import Price, PriceRow, PriceTable
 from pytest_gauge.run.dialogue import ChatResult

@@ -202,7 +202,7 @@ def test_exclude_flaky_leaves_out_the_tasks_the_history_calls_flaky(
 
 def _decidable(row: dict[str, Any]) -> float:
     """80% power, 95% interval: (1.96 + 0.8416) / 1.96 times the interval's half-width."""
-    return (1.959964 + 0.841621) / 1.959964 * (row["high"] - row["low"]) / 2
+    return float((1.959964 + 0.841621) / 1.959964 * (row["high"] - row["low"]) / 2)
 
 
 def test_exclude_flaky_without_a_history_keeps_every_task_and_says_so(

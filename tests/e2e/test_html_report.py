@@ -10,17 +10,18 @@ or ``GAUGE_REQUIRE_BROWSER`` set, as ``.ci/run`` does after installing Chromium)
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import filelock
 import pytest
 
 from pytest_gauge.cli import main
@@ -31,7 +32,7 @@ from pytest_gauge.report.html import (
 from pytest_gauge.report.html.payload import PAGE_TRANSCRIPT_CHARS
 from pytest_gauge.testing.browser import chromium, find_chromium
 from tests.helpers import DATA, read_jsonl
-from tests.unit.report.test_html import ROOT, Capture, huge_outputs, redactor_of, tiny_outputs
+from tests.unit.report.test_html import ROOT, Capture, bulk_page, huge_outputs, redactor_of, tiny_outputs
 
 GATES = ("lrs <= 0", "flip_rate <= 0")
 NETWORK = ("http:", "https:", "ws:", "wss:", "ftp:")
@@ -55,8 +56,7 @@ def run_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
     base = tmp_path_factory.getbasetemp()
     shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # this session's, not older ones
     folder = shared / "html-report-run"
-    with (shared / "html-report-run.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with filelock.FileLock(shared / "html-report-run.lock"):
         if not (folder / "done").is_file():
             shutil.rmtree(folder, ignore_errors=True)
             shutil.copytree(DATA / "mini", folder / "suites" / "mini")
@@ -142,7 +142,11 @@ def page(browser: Any) -> Iterator[Any]:
 
 def _open(driver: Any, path: Path, fragment: str = "") -> None:
     driver.get(path.as_uri() + fragment)
-    assert driver.execute_script("return document.documentElement.dataset.ready") == "1"
+    for _ in range(200):  # a large page inflates its bulk block first (a few ms here)
+        if driver.execute_script("return document.documentElement.dataset.ready") == "1":
+            return
+        time.sleep(0.05)
+    raise AssertionError("the page did not finish its first render")
 
 
 def _rows(driver: Any) -> list[str]:
@@ -610,3 +614,24 @@ def test_a_judge_sharing_a_contestants_model_has_its_self_preference_drawn(page:
         ["another agent's", "0.250", "[0.050, 0.700]", "4"],
         ["difference (own − others)", "0.500", "[-0.100, 0.800]", "4"],
     ]
+
+
+@pytest.mark.slow
+def test_a_large_page_inflates_its_bulk_block_and_shows_what_the_inline_page_shows(
+    page: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The page of a large suite (threshold lowered) carries its cases, transcripts and ledger gzipped:
+    the browser shows the same case table and the same case view (both transcripts, every ledger
+    table) as the page with everything inline."""
+    outputs = tiny_outputs()
+    inline, packed = tmp_path / "inline.html", tmp_path / "packed.html"
+    inline.write_text(render_suite_html(outputs, redactor_of(outputs)), encoding="utf-8")
+    packed.write_text(bulk_page(outputs, monkeypatch), encoding="utf-8")
+    assert 'id="gauge-bulk"' in packed.read_text(encoding="utf-8")
+    shown = []
+    for path in (inline, packed):
+        _open(page, path)
+        rows = _rows(page)
+        _open(page, path, "#case=0")
+        shown.append((rows, page.execute_script("return document.getElementById('case').innerText")))
+    assert shown[0] == shown[1] and shown[0][0] and "transcript/t1/alpha/0#1" in shown[0][1]

@@ -2,8 +2,10 @@
 config written here (its local cost map, no telemetry), in front of the project's loopback servers. The
 plugin's gateway meets its real habits: a wrong key on a proxy without a database, an unknown model, the
 proxy's own retries of upstream 5xx (behind a success or a failure), usage it passes on as zeros, a
-fallback model, and real 429s from a per-model ``rpm`` limit that slow that model only. Never skipped under
-``CI`` (the test extra installs ``litellm[proxy]``); startup takes a minute or more, so the tests are slow.
+fallback model, real 429s from a per-model ``rpm`` limit that slow that model only, and the OpenAI batch
+API passed on to a deployment (``--gauge-batch judge``, routed by the ``x-litellm-model`` header). Never
+skipped under ``CI`` (the test extra installs ``litellm[proxy]``); startup takes a minute or more, so the
+tests are slow.
 """
 
 from __future__ import annotations
@@ -30,12 +32,17 @@ from pytest_gauge.gateway.limits import ModelPacer
 from pytest_gauge.gateway.transport import ModelClient
 from pytest_gauge.records.totals import ledger_totals
 from pytest_gauge.testing import FaultPlan, LoopbackServer
+from pytest_gauge.testing.batches import BatchFaults
+from pytest_gauge.testing.simserver import sim_responder
+from tests.e2e import test_batch, test_live
 from tests.e2e.test_gateway import BODY, ledger, make_gateway
+from tests.helpers import DATA
 
 pytestmark = pytest.mark.slow
 MASTER = "sk-gauge-proxy-master-7d1e"
 STARTUP_S = 600.0  # a loaded machine needs minutes to import the proxy; bounded all the same
 LIMITED_RPM = 2
+SIM_MODELS = ("sim-agent-x", "sim-agent-y", "sim-agent-z", "sim-user", "sim-judge")
 
 
 @dataclass
@@ -66,6 +73,7 @@ def _config(up: dict[str, LoopbackServer]) -> str:
         + deployment("dead", "dead")
         + deployment("limited", "good")
         + f"      rpm: {LIMITED_RPM}\n"  # the router's own per-deployment limit
+        + "".join(deployment(name, "sim", model=name) for name in SIM_MODELS)  # the mini suite's, as named
     )
     return (
         f"model_list:\n{models}litellm_settings:\n  telemetry: False\n  num_retries: 3\n"
@@ -104,6 +112,7 @@ def proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proxy]:
         "nousage": LoopbackServer(faults=FaultPlan(no_usage=True)),
         "broken": LoopbackServer(faults=FaultPlan(unknown_models=frozenset({"gone"}))),
         "dead": LoopbackServer(faults=FaultPlan(rate_500=1.0)),
+        "sim": LoopbackServer(sim_responder(DATA / "mini" / "test_mini.py", seed=7)),  # with its batch APIs
     }
     for server in servers.values():
         server.start()
@@ -269,3 +278,35 @@ def test_a_per_model_rpm_limit_gives_real_429s_that_slow_only_that_model(
     assert [(r.status, r.attempt) for r in good] == [("ok", 1)] * 4  # the other model: no 429, no retry
     pacer = gw.resources.pacer
     assert pacer is not None and pacer.limit.get("limited", 8) < 8 and "good" not in pacer.limit
+
+
+def test_batched_judging_through_the_proxy_gives_the_same_records(
+    pytester: pytest.Pytester, mini_suite: Path, proxy: Proxy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The mini suite through the proxy, the judge unbatched, batched, and batched with every third
+    request failing in its batch: the same records and reports (the judge's cost halved when batched)."""
+    sim = proxy.upstream["sim"]
+    monkeypatch.setenv("TAOTOKEN_API_KEY", MASTER)
+    monkeypatch.setenv("TAOTOKEN_BASE_URL", proxy.base_url)
+    monkeypatch.setenv("GAUGE_PRICES", test_batch.PRICES)
+    cases = test_live.CASES
+    test_live.live(pytester, "--gauge-out", "plain", "--gauge-timeout", "120").assert_outcomes(passed=cases)
+    runs = {"plain": pytester.path / "plain" / "mini"}
+    for name, faults in (("batched", BatchFaults()), ("partly", BatchFaults(fail_every=3))):
+        sim.batches.faults = faults
+        before = sim.batches.requests
+        args = ("--gauge-out", name, "--gauge-batch", "judge", "--gauge-timeout", "120")
+        test_live.live(pytester, *args).assert_outcomes(passed=cases)
+        runs[name] = pytester.path / name / "mini"
+        lines = test_batch.judge_lines(runs[name])
+        batched = [r for r in lines if r.get("batched")]
+        assert len(lines) == cases and {r["status"] for r in lines} == {"ok"}
+        assert len(batched) == sim.batches.requests - before  # each batched line answered upstream
+        assert (len(batched) == cases) if name == "batched" else (0 < len(batched) < cases)
+    sim.batches.faults = BatchFaults()
+    plain = test_batch.outputs(runs["plain"])
+    for name in ("batched", "partly"):
+        assert test_batch.outputs(runs[name]) == plain, name
+    assert test_batch.judge_cost(runs["batched"]) == pytest.approx(
+        test_batch.judge_cost(runs["plain"]) / 2, abs=2e-6
+    )

@@ -61,7 +61,14 @@ def test_to_json_equals_asdict_and_round_trips() -> None:
                 del turn[
                     "truncated"
                 ]  # written only when set, so transcripts without truncation keep their bytes
-        for key in ("retry_after", "served_model", "gateway_retries", "gateway_cost", "key_variable"):
+        for key in (
+            "retry_after",
+            "served_model",
+            "gateway_retries",
+            "gateway_cost",
+            "key_variable",
+            "batched",
+        ):
             if expected.get(key, 0) is None:
                 del expected[key]  # a ledger line has the gateway's reports only when it made them
         if expected.get("workspace_checks") == {}:
@@ -128,3 +135,14 @@ def test_labels_bind_to_what_was_said_not_to_tool_latencies() -> None:
     kept, aside = bind_labels(labels, {"c1": h, "c2": transcripts_hash(other, None), "c3": "x"})
     assert [x.case_id for x in kept] == ["c1", "c3"] and aside == 1  # c3 names no hash: kept
     assert bind_labels(labels, None) == (labels, 0)
+
+
+def test_records_read_from_separate_lines_share_their_short_strings() -> None:
+    """Each line read back holds the run's repeated names once (interned), with equal values."""
+    for record in (_case(), _ledger(Usage(3, 4))):
+        line = dumps(record.to_json())
+        first, second = (type(record).from_json(json.loads(line)) for _ in range(2))
+        assert first == second == record
+        assert first.suite is second.suite and first.task_id is second.task_id
+    one, two = (CaseRecord.from_json(json.loads(dumps(_case().to_json()))) for _ in range(2))
+    assert one.judgments[0].judge is two.judgments[0].judge and one.pair_id is two.pair_id

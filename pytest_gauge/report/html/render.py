@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import gc
+import gzip
 import hashlib
 import html
 import json
@@ -27,7 +28,12 @@ from .payload import Redact, build_payload, build_volatile
 __all__ = ["SuiteLink", "embed_json", "render_index_html", "render_suite_html", "suite_link"]
 
 _ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
-_SLOT = re.compile(r"\{\{(TITLE|CSP|CSS|JS|DATA|VOLATILE)\}\}")
+_SLOT = re.compile(r"\{\{(TITLE|CSP|CSS|JS|DATA|BULK|VOLATILE)\}\}")
+BULK_CHARS = 8_000_000
+"""A page whose JSON document is longer than this carries its cases, transcripts and ledger lines
+gzipped in a ``gauge-bulk`` block (base64), which the script inflates before its first render: a suite
+of 30,000 cases then fits in a page of about 7 MB, still one file that opens from disk."""
+BULK_KEYS = ("cases", "ledger", "transcripts")
 
 
 def embed_json(doc: Any) -> str:
@@ -67,6 +73,7 @@ def render_suite_html(outputs: SuiteOutputs, redact: Redact) -> str:
         f"default-src 'none'; script-src '{_csp_hash(script)}'; style-src '{_csp_hash(style)}'; "
         "img-src data:; base-uri 'none'; form-action 'none'"
     )
+    data, bulk = _document(outputs, redact)
     return _fill(
         _asset("page.html"),
         {
@@ -74,26 +81,43 @@ def render_suite_html(outputs: SuiteOutputs, redact: Redact) -> str:
             "CSP": html.escape(csp),
             "CSS": style,
             "JS": script,
-            "DATA": _document(outputs, redact),
+            "DATA": data,
+            "BULK": bulk,
             "VOLATILE": embed_json(build_volatile(outputs)),
         },
     )
 
 
-def _document(outputs: SuiteOutputs, redact: Redact) -> str:
-    """The page's JSON block. The cyclic garbage collector is paused meanwhile: the document is some
+def _document(outputs: SuiteOutputs, redact: Redact) -> tuple[str, str]:
+    """The page's JSON block, and its ``gauge-bulk`` block (empty unless the document is longer than
+    :data:`BULK_CHARS`). The cyclic garbage collector is paused meanwhile: the document is some
     100,000 fresh acyclic lists and dicts at 5,000 cases, whose allocation set off collections that
     walked them and the run's records again and again (a third of the render time)."""
     enabled = gc.isenabled()
     gc.disable()
     try:
         doc = build_payload(outputs, redact)  # its keys come sorted, and it is a fresh tree: no cycle
-        return _escaped(
-            json.dumps(doc, ensure_ascii=False, separators=(",", ":"), allow_nan=False, check_circular=False)
+        text = _compact(doc)
+        if len(text) <= BULK_CHARS:
+            return _escaped(text), ""
+        del text
+        bulk = {key: doc.pop(key) for key in BULK_KEYS}
+        packed = gzip.compress(_compact(bulk).encode("utf-8"), compresslevel=6, mtime=0)
+        del bulk
+        block = base64.b64encode(packed).decode("ascii")
+        doc["bulk"] = list(BULK_KEYS)
+        return (
+            _escaped(_compact(dict(sorted(doc.items())))),
+            f'<script type="application/octet-stream" id="gauge-bulk">{block}</script>',
         )
     finally:
         if enabled:
             gc.enable()
+
+
+def _compact(doc: Any) -> str:
+    """``doc`` (keys already sorted) as compact JSON."""
+    return json.dumps(doc, ensure_ascii=False, separators=(",", ":"), allow_nan=False, check_circular=False)
 
 
 @dataclass(frozen=True)

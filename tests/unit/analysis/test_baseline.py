@@ -13,7 +13,7 @@ from pytest_gauge.analysis.baseline import (
 )
 from pytest_gauge.analysis.elo import fit_elo
 from pytest_gauge.analysis.elo_report import comparisons_from_records
-from pytest_gauge.analysis.gate_check import SuiteShape, check_gates
+from pytest_gauge.analysis.gate_precheck import SuiteShape, check_gates
 from pytest_gauge.analysis.gate_source import GateSource
 from pytest_gauge.analysis.gates import evaluate_gate, parse_gate, parse_gates
 from pytest_gauge.analysis.metrics import compute_metrics

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from pytest_gauge.analysis.gate_check import missing_baseline
+from pytest_gauge.analysis.gate_precheck import missing_baseline
 from pytest_gauge.analysis.gates import (
     GRAMMAR,
     Gate,

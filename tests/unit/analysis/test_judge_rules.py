@@ -9,7 +9,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from pytest_gauge.analysis.gate_check import SuiteShape, check_gate
+from pytest_gauge.analysis.gate_precheck import SuiteShape, check_gate
 from pytest_gauge.analysis.gates import parse_gate
 from pytest_gauge.analysis.judge_rules import RewardPoint, average_ranks, calibration, panel_choice
 from pytest_gauge.analysis.metrics import compute_metrics

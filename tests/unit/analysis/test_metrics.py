@@ -484,7 +484,7 @@ def test_to_json_is_plain() -> None:
 def test_no_value_outside_its_own_interval() -> None:
     """A percentile interval whose resamples all lie on one side of the point value (a skewed or
     discrete statistic) is widened to hold it; every metric of a suite then has low <= value <= high."""
-    from pytest_gauge.analysis.metrics import _around
+    from pytest_gauge.analysis.suite_stats import _around
 
     assert _around(0.0005, 0.0006, 0.0009) == (0.0005, 0.0009)
     assert _around(0.5, 0.1, 0.4) == (0.1, 0.5)

@@ -1,6 +1,6 @@
 """The run's work store: entries appended to one log per process and read back by every store of the
-folder (complete lines only, a damaged one unreadable), claims as byte-range locks on one file that
-exclude other processes and this one, and vanish with the process that held them."""
+folder (complete lines only, a damaged one unreadable), claims as locks on one file per claimed key
+that exclude other processes and this one, and vanish with the process that held them."""
 
 from __future__ import annotations
 
@@ -167,6 +167,24 @@ def test_a_process_cannot_claim_a_key_it_holds(tmp_path: Path) -> None:
     two.unlock(again)
     two.unlock(other)
     assert [p.name for p in (tmp_path / "work").iterdir()] == [CLAIMS]
+    assert sorted(p.name for p in (tmp_path / "work" / CLAIMS).iterdir()) == sorted(
+        [KEY + ".lock", OTHER + ".lock"]
+    )
+
+
+def test_any_key_claims_a_file_of_a_safe_name(tmp_path: Path) -> None:
+    """A key that is no hex digest (a path's separators, dots) claims a file named by its hash, inside
+    the claims folder; two such keys claim apart."""
+    store = WorkStore(tmp_path / "work")
+    odd, other = store.try_lock("../../x y/\\z"), store.try_lock("..")
+    assert odd is not None and other is not None
+    assert store.try_lock("../../x y/\\z") is None
+    names = [p.name for p in (tmp_path / "work" / CLAIMS).iterdir()]
+    assert len(names) == 2 and all(len(n) == len("0" * 64 + ".lock") for n in names)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["work"]
+    store.unlock(odd)
+    store.unlock(other)
+    store.unlock(other)  # a token given back twice: the second time nothing happens
 
 
 def test_claims_exclude_other_processes_and_a_release_frees_them(
@@ -202,8 +220,7 @@ def test_a_claim_vanishes_with_the_process_that_held_it(tmp_path: Path, holder_o
 
 
 def test_a_claim_outlives_the_other_stores_of_its_folder(tmp_path: Path, holder_of: type[Holder]) -> None:
-    """Closing any descriptor of the claims file would drop every claim of the process: a store that
-    goes away must not close the one the claim is on."""
+    """A store that goes away must not close the descriptor a claim of another store is on."""
     folder = tmp_path / "work"
     keeper = WorkStore(folder)
     token = keeper.try_lock(KEY)

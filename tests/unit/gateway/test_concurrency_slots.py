@@ -7,7 +7,6 @@ for two processes where that is enough (``flock`` belongs to the open file); the
 from __future__ import annotations
 
 import asyncio
-import fcntl
 import json
 import multiprocessing
 import time
@@ -15,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from pytest_gauge.files import locks
+from pytest_gauge.gateway import limits
 from pytest_gauge.gateway.limits import ConcurrencySlots
 
 
@@ -127,16 +128,16 @@ def test_a_waiter_cancelled_after_a_slot_was_handed_to_it_passes_the_slot_on(tmp
 
 def test_waiting_polls_once_for_all_the_waiters(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """32 waiters blocked for 0.2 s: one poll every 1 to 20 ms tries the 32 files, about 15 polls
-    (a poll each would be 32 times as many ``flock`` calls)."""
+    (a poll each would be 32 times as many lock attempts)."""
     folder = tmp_path
     other, mine, taken = _all_taken_by_another(folder, 32)
     calls = 0
-    flock = fcntl.flock
+    lock_file = locks.lock_file
 
-    def counting(fd: int, op: int) -> None:
+    def counting(fd: int, *, block: bool) -> bool:
         nonlocal calls
         calls += 1
-        flock(fd, op)
+        return lock_file(fd, block=block)
 
     async def main() -> None:
         async def hold() -> None:
@@ -145,11 +146,11 @@ def test_waiting_polls_once_for_all_the_waiters(tmp_path: Path, monkeypatch: pyt
 
         waiters = [asyncio.ensure_future(hold()) for _ in range(32)]
         await asyncio.sleep(0.2)
-        monkeypatch.setattr(fcntl, "flock", flock)
+        monkeypatch.setattr(limits, "lock_file", lock_file)
         _free(other, taken)
         await asyncio.wait_for(asyncio.gather(*waiters), 2)
 
-    monkeypatch.setattr(fcntl, "flock", counting)  # the module calls fcntl.flock
+    monkeypatch.setattr(limits, "lock_file", counting)  # the module calls its lock_file by name
     asyncio.run(main())
     assert mine.waits == 32
     assert 32 <= calls < 32 * 40  # one poller; 32 of them would make about 15,000

@@ -241,6 +241,35 @@ def test_page_bytes_snapshot(snapshot: SnapshotAssertion) -> None:
     assert page == snapshot(extension_class=HTMLSnapshot)
 
 
+def bulk_page(outputs: Any, monkeypatch: pytest.MonkeyPatch) -> str:
+    """``outputs``' page rendered as a large suite's: its cases, transcripts and ledger in the gzipped
+    ``gauge-bulk`` block (the threshold lowered to 0)."""
+    from pytest_gauge.report.html import render
+
+    monkeypatch.setattr(render, "BULK_CHARS", 0)
+    return render_suite_html(outputs, redactor_of(outputs))
+
+
+def test_a_large_pages_bulk_block_holds_exactly_the_documents_cases_transcripts_and_ledger(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import base64
+    import gzip
+
+    outputs = tiny_outputs()
+    doc = build_payload(outputs, redactor_of(outputs))
+    assert 'id="gauge-bulk"' not in render_suite_html(outputs, redactor_of(outputs))  # small: inline
+    page = bulk_page(outputs, monkeypatch)
+    data = json.loads(page.split('id="gauge-data">', 1)[1].split("</script>", 1)[0])
+    block = page.split('id="gauge-bulk">', 1)[1].split("</script>", 1)[0]
+    bulk = json.loads(gzip.decompress(base64.b64decode(block)))
+    assert sorted(bulk) == data["bulk"] == ["cases", "ledger", "transcripts"]
+    assert bulk == {k: doc[k] for k in bulk} and doc["cases"] and doc["transcripts"] and doc["ledger"]
+    assert {**data, **bulk, "bulk": None} == {**doc, "bulk": None}  # the rest stays inline, as it was
+    assert list(data) == sorted(data)
+    assert page == bulk_page(outputs, monkeypatch)  # deterministic bytes (gzip without a time stamp)
+
+
 def _dicts(value: Any) -> Iterator[dict[str, Any]]:
     if isinstance(value, dict):
         yield value

@@ -52,8 +52,7 @@ def test_the_prompt_fits_the_judges_context_window() -> None:
 
 
 def test_the_judges_window_comes_from_the_price_table_when_not_given(tmp_path: Path) -> None:
-    from pytest_gauge.gateway.prices import load_prices
-    from pytest_gauge.options import parse_price_lines
+    from pytest_gauge.gateway.prices import load_prices, parse_price_lines
     from pytest_gauge.records.prices import PriceTable
     from pytest_gauge.run.work import SuiteRuntime
     from pytest_gauge.suite.declare import Judge, ModelAgent, Suite
@@ -77,8 +76,7 @@ def test_the_judges_window_comes_from_the_price_table_when_not_given(tmp_path: P
 
 
 def test_a_bad_context_column_names_the_line_or_the_file(tmp_path: Path) -> None:
-    from pytest_gauge.gateway.prices import load_prices
-    from pytest_gauge.options import parse_price_lines
+    from pytest_gauge.gateway.prices import load_prices, parse_price_lines
 
     with pytest.raises(pytest.UsageError, match="context= must be a positive"):
         parse_price_lines(["m 1 2 context=0"])

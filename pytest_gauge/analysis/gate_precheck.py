@@ -11,8 +11,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ..run.user_audit import USER_AUDIT_KINDS
-from .gates import BASELINE_METRICS, DELTA, DELTA_METRICS, Gate, Term, parse_gates, parse_term
-from .metric_table import SIGNATURES, ArgKind
+from .gate_grammar import BASELINE_METRICS, DELTA, Gate, Term, parse_gates, parse_term
+from .metric_table import DELTA_METRICS, SIGNATURES, ArgKind
 
 __all__ = ["SIGNATURES", "ArgKind", "SuiteShape", "check_gate", "check_gates", "missing_baseline"]
 
