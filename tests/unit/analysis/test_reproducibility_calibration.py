@@ -1,5 +1,5 @@
 """Is "holds on ~X% of reruns" calibrated by bin, with thresholds fixed before the data? Runs binned by
-the printed figure against the share of their reruns that repeat (docs/gates.md#reproducibility)."""
+the printed figure against the share of their reruns that repeat (docs/calibration.md)."""
 
 from __future__ import annotations
 
