@@ -87,3 +87,68 @@ def test_printed_figure_matches_the_share_of_reruns_that_repeat_in_every_bin(nam
     misses = [f"same tasks {m}" for m in _misses(rows[:, 0], rows[:, 1])]
     misses += [f"fresh tasks {m}" for m in _misses(rows[:, 2], rows[:, 3])]
     assert not misses, f"{name}: " + "; ".join(misses)
+
+
+def _mean_bounds(x: Array, tasks: int) -> tuple[Array, Array, Array]:
+    """Per run (rows of ``x``: runs x tasks x samples): the mean over tasks, its upper t bound, its se."""
+    from pytest_gauge.analysis.intervals import t_quantile  # deferred: only this test needs it
+
+    means = x.mean(axis=2)
+    value = means.mean(axis=1)
+    se = means.std(axis=1, ddof=1) / math.sqrt(tasks)
+    return value, value + float(t_quantile(tasks - 1)) * se, se
+
+
+KNOWN_MISS = pytest.mark.xfail(
+    strict=True,
+    reason="same-task figure over by 7-8 points at 12 tasks without task effects (95.6% printed, 88.7%"
+    " repeated): the within share reads chance spread of the task means as task effects",
+)
+
+
+@pytest.mark.parametrize(
+    ("tasks", "heterogeneous"),
+    [(12, True), pytest.param(12, False, marks=KNOWN_MISS), (30, True), (30, False)],
+)
+def test_the_normal_path_is_calibrated_by_bin(tasks: int, heterogeneous: bool) -> None:
+    """The normal path (a mean over tasks of 3 samples, heavy-tailed t(4) noise within tasks, task
+    effects sd 0.2 or none), 6,000 runs: each bin's mean printed figure within 5 points plus two Monte
+    Carlo errors of its share of reruns that repeat, same tasks and fresh (fresh: within 4.1 points, the
+    95-99% bin at 12 tasks; the same-task miss at 12 tasks without task effects is marked)."""
+    from pytest_gauge.analysis.power import variance_components  # deferred: only this test needs it
+    from pytest_gauge.analysis.reproducibility import (
+        components_within_share,
+        gate_reproducibility,
+    )  # deferred: as above
+
+    rng = np.random.default_rng([83, tasks, heterogeneous])
+    runs, spread = 6000, 0.2 if heterogeneous else 0.0
+
+    def draw(mu: Array) -> Array:
+        return mu[..., None] + rng.standard_t(4, (runs, tasks, 3)) * 0.2 / math.sqrt(2.0)
+
+    def tasks_now() -> Array:
+        return 0.5 + rng.normal(0.0, spread, (runs, tasks)) if spread else np.full((runs, tasks), 0.5)
+
+    pilot = _mean_bounds(draw(tasks_now()), tasks)[1]
+    threshold = pilot.mean() + rng.uniform(-3.0, 3.0, runs) * pilot.std()  # fixed before the data
+    mu = tasks_now()
+    x = draw(mu)
+    value, high, _ = _mean_bounds(x, tasks)
+    passed = high <= threshold
+    same = (_mean_bounds(draw(mu), tasks)[1] <= threshold) == passed
+    fresh = (_mean_bounds(draw(tasks_now()), tasks)[1] <= threshold) == passed
+    printed = []
+    for i in range(runs):
+        gate = parse_gate(f"upper(mean_reward(a)) <= {float(threshold[i])!r}")
+        status = "pass" if passed[i] else "fail"
+        low = 2 * value[i] - high[i]
+        result = GateResult(gate, status, float(value[i]), float(low), float(high[i]), tasks, "")  # type: ignore[arg-type]
+        within = components_within_share(variance_components([list(r) for r in x[i]]))
+        rep = gate_reproducibility(result, df=tasks - 1, within=within)
+        assert rep is not None
+        printed.append((rep.same_tasks, rep.fresh_tasks))
+    shown = np.array(printed)
+    misses = [f"same tasks {m}" for m in _misses(shown[:, 0], same.astype(float))]
+    misses += [f"fresh tasks {m}" for m in _misses(shown[:, 1], fresh.astype(float))]
+    assert not misses, f"{tasks} tasks, heterogeneous {heterogeneous}: " + "; ".join(misses)
