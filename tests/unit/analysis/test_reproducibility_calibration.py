@@ -99,22 +99,23 @@ def _mean_bounds(x: Array, tasks: int) -> tuple[Array, Array, Array]:
     return value, value + float(t_quantile(tasks - 1)) * se, se
 
 
-KNOWN_MISS = pytest.mark.xfail(
-    strict=True,
-    reason="same-task figure over by 7-8 points at 12 tasks without task effects (95.6% printed, 88.7%"
-    " repeated): the within share reads chance spread of the task means as task effects",
+EDGE = pytest.mark.xfail(
+    reason="a known miss at the edge of its allowance: same tasks, 70-90% bin, 81.1% printed and 73.9%"
+    " repeated (7.2 points, allowance 7.2): the within share reads the task means' chance spread as"
+    " task effects"
 )
 
 
 @pytest.mark.parametrize(
     ("tasks", "heterogeneous"),
-    [(12, True), pytest.param(12, False, marks=KNOWN_MISS), (30, True), (30, False)],
+    [(12, True), pytest.param(12, False, marks=EDGE), (30, True), (30, False)],
 )
 def test_the_normal_path_is_calibrated_by_bin(tasks: int, heterogeneous: bool) -> None:
     """The normal path (a mean over tasks of 3 samples, heavy-tailed t(4) noise within tasks, task
     effects sd 0.2 or none), 6,000 runs: each bin's mean printed figure within 5 points plus two Monte
-    Carlo errors of its share of reruns that repeat, same tasks and fresh (fresh: within 4.1 points, the
-    95-99% bin at 12 tasks; the same-task miss at 12 tasks without task effects is marked)."""
+    Carlo errors of its share of reruns that repeat, same tasks and fresh. The normal tail (no t on the
+    interval's df) was 7.5 points over on the same tasks at 12 tasks without task effects; a plug-in
+    figure (no sqrt(2)) is 8-12 points over."""
     from pytest_gauge.analysis.power import variance_components  # deferred: only this test needs it
     from pytest_gauge.analysis.reproducibility import (
         components_within_share,
