@@ -4,7 +4,7 @@ Run: ``python benchmarks/bench_calibration.py`` (``--runs 800``). For each simul
 rates and cases of a case-rate gate) and suite size, the bound's sampling distribution is found first
 (a pilot of 300 runs); each run's threshold is then drawn uniformly within 3 of its standard deviations
 of its mean, before that run's data, as a user sets a threshold without seeing the run (the validation
-design of docs/protocol.md#reproducibility). Each run prints its figure (``case_rate_reproducibility``,
+design of docs/calibration.md). Each run prints its figure (``case_rate_reproducibility``,
 what the gate prints) and is rerun once on the same tasks (the tasks' true rates, new cases) and once on
 fresh tasks; runs are binned by the printed figure and each bin's mean printed figure is set against
 the share of its reruns that repeated the verdict (target: within 5 points in every bin). Bins with

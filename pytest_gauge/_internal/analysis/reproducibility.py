@@ -12,7 +12,10 @@ run's own noise), where ``se_x`` is the part of the estimate's standard error a 
 
 The verdict repeats with probability ``Phi(|bound - threshold| / (sqrt(2) se_x))``. Case rates and their
 differences, whose intervals are far from normal when events are few, are rerun instead
-(:func:`case_rate_reproducibility`): the same predictive, drawn from the per-task counts. This is calibrated
+(:func:`case_rate_reproducibility`): the same predictive, drawn from the per-task counts, a single rate's
+fresh tasks from the posterior of the population's rate (its spread at the truth, not at this run's
+estimate), and every rerun's distance from this run's bound widened by a t-like factor for the ``T``
+tasks its spread was read from. This is calibrated
 where gates' thresholds are spread around their truths (of the verdicts printed as ~80%, about 80% repeat);
 for one fixed truth it is an estimate from one run, as uncertain as the run. Pure functions."""
 
@@ -64,12 +67,17 @@ def _phi(x: float) -> float:
     return 0.5 * (1.0 + math.erf(x / math.sqrt(2.0)))
 
 
-def repeat_probability(margin: float, se: float) -> float:
+def repeat_probability(margin: float, se: float, df: float | None = None) -> float:
     """``Phi(|margin| / (sqrt(2) se))``: the chance a rerun's bound lands on the same side of the
-    threshold, ``margin`` being this run's bound minus the threshold (1 when nothing varies)."""
+    threshold, ``margin`` being this run's bound minus the threshold (1 when nothing varies); with ``df``
+    Student's t on ``df`` instead (``se`` estimated from that many: a heavier tail), by the normal
+    approximation ``Phi(x (1 - 1/(4 df)) / sqrt(1 + x^2 / (2 df)))`` (within 0.001 at df 11)."""
     if se <= 0 or not math.isfinite(se):
         return 1.0 if margin != 0 else 0.5
-    return _phi(abs(margin) / (math.sqrt(2.0) * se))
+    x = abs(margin) / (math.sqrt(2.0) * se)
+    if df is not None and math.isfinite(df) and df >= 1:
+        x = x * (1.0 - 1.0 / (4.0 * df)) / math.sqrt(1.0 + x * x / (2.0 * df))
+    return _phi(x)
 
 
 _ARRAY_OPS = {"<=": np.less_equal, ">=": np.greater_equal, "<": np.less, ">": np.greater, "==": np.equal}
@@ -170,6 +178,47 @@ def _fresh_tasks(
     return tuple(out)
 
 
+def _row_spread(k: FloatArray, n: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """Per row of task counts: the intra-task correlation ``rho`` (by moments, as :func:`_task_spread`)
+    and the effective number of cases, the cases over the design effect ``1 + (m - 1) rho`` (``m`` the
+    size-weighted cases per task)."""
+    cases = np.maximum(n.sum(axis=-1), 1e-12)
+    tasks = np.maximum((n > 0).sum(axis=-1).astype(np.float64), 1.0)
+    p = k.sum(axis=-1) / cases
+    pq = np.maximum(p * (1.0 - p), 1e-12)
+    rates = np.where(n > 0, k / np.maximum(n, 1.0), p[..., None])
+    spread = (n * (rates - p[..., None]) ** 2).sum(axis=-1) / pq
+    span = cases - (n * n).sum(axis=-1) / cases - (tasks - 1.0)
+    rho = np.where(span > 0, (spread - (tasks - 1.0)) / np.where(span > 0, span, 1.0), 1.0)
+    rho = np.clip(rho, 1e-3, 0.999)
+    size = (n * n).sum(axis=-1) / cases
+    return rho, cases / (1.0 + (size - 1.0) * rho)
+
+
+def _posterior_fresh(
+    k: FloatArray, n: FloatArray, rng: np.random.Generator, shape: tuple[int, int]
+) -> tuple[FloatArray, FloatArray] | None:
+    """Reruns on fresh tasks from the posterior of the population's rate, not from this run's estimate:
+    per rerun the intra-task correlation is read off a task bootstrap (its uncertainty), the population
+    rate drawn from Jeffreys' posterior over the effective cases, Beta(x + 1/2, m - x + 1/2) with ``m``
+    the cases over the design effect, and the tasks' rates from the beta-binomial at that rate, their
+    cases bootstrapped. The truth's spread is the one at the truth: where this run's rate is low by
+    chance its spread looks small, and the posterior's skew puts the weight back. None where every case
+    agreed (no event or events only: :func:`_fresh_tasks`)."""
+    total = _task_spread(k, n)
+    if total is None:
+        return None
+    picks = rng.integers(0, shape[1], shape)
+    kb, nb = k[picks], n[picks]
+    rho, eff = _row_spread(kb, nb)
+    p = float(np.sum(k)) / float(np.sum(n))
+    rate = rng.beta(p * eff + 0.5, (1.0 - p) * eff + 0.5)[:, None]
+    size = ((1.0 - rho) / rho)[:, None]
+    sizes = n[rng.integers(0, shape[1], shape)]
+    task = rng.beta(np.maximum(rate * size, 1e-6), np.maximum((1.0 - rate) * size, 1e-6), shape)
+    return rng.binomial(sizes.astype(np.int64), task).astype(np.float64), sizes
+
+
 def _compared(gate: Gate, counts: tuple[FloatArray, ...]) -> FloatArray:
     """The gate's compared number (bound or value) for each row of per-task counts: a case rate's
     ``cluster_wilson``, a difference of two the ``cluster_difference``."""
@@ -177,11 +226,25 @@ def _compared(gate: Gate, counts: tuple[FloatArray, ...]) -> FloatArray:
     return {"upper": high, "lower": low}.get(gate.bound, value)
 
 
-def _repeats(result: GateResult, rerun: tuple[FloatArray, ...]) -> npt.NDArray[np.bool_]:
+def _widened(compared: FloatArray, current: float | None, tasks: int, rng: np.random.Generator) -> FloatArray:
+    """The reruns' compared numbers moved away from this run's by a t-like factor per rerun,
+    ``sqrt(T / chi2_(T-1))``: the spread a predictive drawn from one run's tasks shows is itself an
+    estimate from ``T`` tasks (a bootstrap's is ``(T - 1) / T`` of the variance), and taking it as
+    known made runs near their thresholds look surer than their reruns were."""
+    if current is None or not math.isfinite(current) or tasks < 2:
+        return compared
+    scale = np.sqrt(tasks / rng.chisquare(tasks - 1, compared.shape))
+    return np.asarray(current + scale * (compared - current))
+
+
+def _repeats(
+    result: GateResult, rerun: tuple[FloatArray, ...], rng: np.random.Generator
+) -> npt.NDArray[np.bool_]:
     """Which reruns give this run's verdict: a rerun with no number to compare or fewer cases than the
     gate's ``min_n`` would be inconclusive, not the same verdict."""
     gate = result.gate
-    compared = _compared(gate, rerun)
+    current = {"upper": result.high, "lower": result.low}.get(gate.bound, result.value)
+    compared = _widened(_compared(gate, rerun), current, rerun[1].shape[-1], rng)
     verdict = _ARRAY_OPS[gate.op](compared, gate.threshold)
     cases = np.min(np.stack([np.sum(c, axis=-1) for c in rerun[1::2]]), axis=0)
     decided = np.isfinite(compared) & (cases >= (gate.min_n or 0))
@@ -201,8 +264,9 @@ def case_rate_reproducibility(result: GateResult, counts: tuple[FloatArray, ...]
         _same_tasks(c, counts[i + 1], rng, shape) if i % 2 == 0 else np.broadcast_to(c, shape)
         for i, c in enumerate(counts)
     )
-    fresh = _fresh_tasks(counts, rng, shape)
-    shares = [float(np.mean(_repeats(result, rerun))) for rerun in (same, fresh)]
+    drawn = _posterior_fresh(counts[0], counts[1], rng, shape) if len(counts) == 2 else None
+    fresh = _fresh_tasks(counts, rng, shape) if drawn is None else drawn
+    shares = [float(np.mean(_repeats(result, rerun, rng))) for rerun in (same, fresh)]
     # A fresh-task rerun redraws all a same-task one does and more: the binomial within tasks overstates
     # the noise where a task's cases are negatively correlated (slot A in both orders of one pair).
     return Reproducibility(max(shares), shares[1])
@@ -260,8 +324,8 @@ def gate_reproducibility(
         return None
     margin = bound - result.gate.threshold
     share = 1.0 if within is None else min(max(within, 0.0), 1.0)
-    fresh = repeat_probability(margin, se)
-    same = repeat_probability(margin, se * math.sqrt(share))
+    fresh = repeat_probability(margin, se, df)
+    same = repeat_probability(margin, se * math.sqrt(share), df)
     return Reproducibility(same, fresh)
 
 

@@ -100,7 +100,8 @@ def test_a_rerun_below_min_n_or_without_a_bound_is_not_the_same_verdict() -> Non
     needy = case_rate_reproducibility(_result(gate, "pass", 0.3, low, high, 30), (k, n))
     assert plain is not None and needy is not None
     # the same tasks keep their 30 cases: min_n plays no part (the two differ by their seeds' draws)
-    assert min(needy.same_tasks, plain.same_tasks) >= 0.98
+    assert min(needy.same_tasks, plain.same_tasks) >= 0.95  # t-widened: 0.97-0.98
+    assert abs(needy.same_tasks - plain.same_tasks) <= 0.03
     assert needy.fresh_tasks < plain.fresh_tasks - 0.2  # fresh tasks hold fewer than 30 cases half the time
 
 
