@@ -10,9 +10,9 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from pytest_gauge.analysis.gates import GateResult, parse_gate
-from pytest_gauge.analysis.intervals import cluster_wilson
-from pytest_gauge.analysis.reproducibility import case_rate_reproducibility
+from pytest_gauge._internal.analysis.gates import GateResult, parse_gate
+from pytest_gauge._internal.analysis.intervals import cluster_wilson
+from pytest_gauge._internal.analysis.reproducibility import case_rate_reproducibility
 
 Array = np.ndarray
 Process = Callable[[np.random.Generator, int], tuple[Array, Array]]
@@ -91,7 +91,7 @@ def test_printed_figure_matches_the_share_of_reruns_that_repeat_in_every_bin(nam
 
 def _mean_bounds(x: Array, tasks: int) -> tuple[Array, Array, Array]:
     """Per run (rows of ``x``: runs x tasks x samples): the mean over tasks, its upper t bound, its se."""
-    from pytest_gauge.analysis.intervals import t_quantile  # deferred: only this test needs it
+    from pytest_gauge._internal.analysis.intervals import t_quantile  # deferred: only this test needs it
 
     means = x.mean(axis=2)
     value = means.mean(axis=1)
@@ -116,8 +116,8 @@ def test_the_normal_path_is_calibrated_by_bin(tasks: int, heterogeneous: bool) -
     Carlo errors of its share of reruns that repeat, same tasks and fresh. The normal tail (no t on the
     interval's df) was 7.5 points over on the same tasks at 12 tasks without task effects; a plug-in
     figure (no sqrt(2)) is 8-12 points over."""
-    from pytest_gauge.analysis.power import variance_components  # deferred: only this test needs it
-    from pytest_gauge.analysis.reproducibility import (
+    from pytest_gauge._internal.analysis.power import variance_components  # deferred: only this test needs it
+    from pytest_gauge._internal.analysis.reproducibility import (
         components_within_share,
         gate_reproducibility,
     )  # deferred: as above
