@@ -104,9 +104,7 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    from ._internal.files.locks import (
-        platform_problem,  # deferred: imports filelock only once pytest configures
-    )
+    from ._internal.files.locks import platform_problem  # deferred: filelock once pytest configures
 
     problem = platform_problem()
     if problem:  # one warning, and every other hook stands aside: someone else's pytest still runs
@@ -134,9 +132,7 @@ def pytest_configure(config: pytest.Config) -> None:
         _check_adaptive(options)
         check_otel(config)
         if pending_suites(Path(options.out_dir)):  # an earlier run stopped before its reports: them first
-            from ._internal.finish.resume import (
-                resume_at_start,  # deferred: only when a run left reports pending
-            )
+            from ._internal.finish.resume import resume_at_start  # deferred: only with reports pending
 
             config.stash[resumed_key] = resume_at_start(Path(options.out_dir))
     config.stash[role_key] = role

@@ -42,7 +42,7 @@ class McpServerError(ProgramFailed):
 def server_env() -> dict[str, str]:
     """What the relay needs in its environment to start (agent programs start it with a minimal one):
     ``PYTHONPATH`` naming this package, never a key."""
-    package_root = str(Path(__file__).resolve().parents[2])
+    package_root = str(Path(__file__).resolve().parents[3])  # the folder holding pytest_gauge/
     return {"PYTHONPATH": package_root}
 
 

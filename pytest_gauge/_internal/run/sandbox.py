@@ -153,7 +153,7 @@ def installation(program: str, search_path: str | None = None) -> Path | None:
 def python_paths() -> tuple[Path, ...]:
     """What this interpreter needs visible to run inside (the relay, the MCP server): its prefixes,
     the folders on ``sys.path`` outside them, and this package's own folder."""
-    package = Path(__file__).resolve().parents[1]
+    package = Path(__file__).resolve().parents[2]  # pytest_gauge/, above _internal/run/
     paths = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).resolve().parent, package}
     for entry in sys.path:
         if entry and os.path.isdir(entry) and not entry.startswith(("/usr/", "/etc/")):
