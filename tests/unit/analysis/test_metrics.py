@@ -498,3 +498,25 @@ def test_no_value_outside_its_own_interval() -> None:
     for name, est in m.metrics.items():
         if est.value is not None and est.low is not None and est.high is not None:
             assert est.low <= est.value <= est.high, (name, est)
+
+
+def test_a_new_suite_wide_tally_resolves_by_its_name_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Adding an argument-less suite metric is its table row and its tally: the gate term resolves to the
+    tally of the same name with no rule of its own in ``suite_stats``; an unknown name still says so."""
+    from pytest_gauge._internal.analysis import suite_stats  # deferred: patched below
+
+    names = (*suite_stats.GATE_NAMES, ("brand_new_rate", "a metric added by a row and a tally"))
+    monkeypatch.setattr(suite_stats, "GATE_NAMES", names)
+    table = suite_stats.SuiteStats(
+        stats={("brand_new_rate",): object()},  # type: ignore[dict-item]  # only its key is read here
+        counts=np.zeros((1, 1)),
+        fixed={},
+        drivers={},
+        pairs={},
+        agents=[],
+        judges=[],
+        samples={},
+    )
+    assert table.resolve("brand_new_rate", ()) == ("brand_new_rate",)
+    with pytest.raises(KeyError, match="unknown metric 'not_a_rate'"):
+        table.resolve("not_a_rate", ())
