@@ -72,27 +72,38 @@ def beta_quantile(q: float, a: FloatArray, b: FloatArray) -> FloatArray:
     """The ``q`` quantile of Beta(a, b), elementwise: Newton's method on :func:`beta_cdf` from the
     mean, safeguarded by bisection (to about 1e-13)."""
     a, b = np.broadcast_arrays(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64))
+    shape = a.shape
+    a, b = a.ravel(), b.ravel()
     lo, hi = np.zeros_like(a), np.ones_like(a)
     log_norm = _log_gamma(a + b) - _log_gamma(a) - _log_gamma(b)
     x = a / (a + b)
-    done = np.zeros(x.shape, dtype=bool)  # converged entries stop: a batch gives each row's bits
+    active = np.arange(a.size)  # entries still moving: each entry's steps depend on it alone
     for _ in range(_STEPS):
-        f = beta_cdf(x, a, b) - q
-        done |= (np.abs(f) < 1e-14) | (hi - lo < 1e-13)
-        if np.all(done):
+        xa, aa, ba = x[active], a[active], b[active]
+        f = beta_cdf(xa, aa, ba) - q
+        done = (np.abs(f) < 1e-14) | (hi[active] - lo[active] < 1e-13)
+        keep = ~done
+        active, xa, aa, ba, f = active[keep], xa[keep], aa[keep], ba[keep], f[keep]
+        if active.size == 0:
             break
-        lo, hi = np.where(f < 0, x, lo), np.where(f < 0, hi, x)
-        density = np.exp(log_norm + (a - 1.0) * np.log(x) + (b - 1.0) * np.log1p(-x))
-        step = x - f / np.where(density > 0, density, np.inf)
-        moved = np.where((step > lo) & (step < hi) & (density > 0), step, 0.5 * (lo + hi))
-        x = np.where(done, x, moved)
+        lo[active] = np.where(f < 0, xa, lo[active])
+        hi[active] = np.where(f < 0, hi[active], xa)
+        density = np.exp(log_norm[active] + (aa - 1.0) * np.log(xa) + (ba - 1.0) * np.log1p(-xa))
+        step = xa - f / np.where(density > 0, density, np.inf)
+        inside = (step > lo[active]) & (step < hi[active]) & (density > 0)
+        x[active] = np.where(inside, step, 0.5 * (lo[active] + hi[active]))
+    x = x.reshape(shape)
     return np.asarray(x)
 
 
-def exact_task_bounds(k: FloatArray, n: FloatArray) -> tuple[FloatArray, FloatArray]:
+def exact_task_bounds(
+    k: FloatArray, n: FloatArray, *, rare_side: bool = False
+) -> tuple[FloatArray, FloatArray]:
     """(low, high): the 95% Clopper-Pearson bounds of ``sum(k) / sum(n)`` (last axis: tasks) with
     ``p * T_eff`` successes out of Kish's ``T_eff`` tasks (fractional counts through the beta
-    quantiles); 0 and 1 at the ends, NaN without cases."""
+    quantiles); 0 and 1 at the ends, NaN without cases. ``rare_side``: only the side of the rarer
+    outcome is solved (high where ``p <= 0.5``, low where ``p >= 0.5``; the other is NaN), the only
+    side an interval over tasks takes from it: each entry's value is the same, at half the work."""
     k = np.asarray(k, dtype=np.float64)
     n = np.asarray(n, dtype=np.float64)
     total = np.sum(n, axis=-1)
@@ -101,7 +112,22 @@ def exact_task_bounds(k: FloatArray, n: FloatArray) -> tuple[FloatArray, FloatAr
     kish = np.maximum(safe * safe / np.maximum(np.sum(n * n, axis=-1), 1.0), 1.0)
     s = p * kish
     fails = kish - s
-    high = np.where(fails > 0, beta_quantile(1.0 - _TAIL, s + 1.0, np.maximum(fails, 1e-12)), 1.0)
-    low = np.where(s > 0, beta_quantile(_TAIL, np.maximum(s, 1e-12), fails + 1.0), 0.0)
+    want_high = np.ones(p.shape, dtype=bool) if not rare_side else p <= 0.5
+    want_low = np.ones(p.shape, dtype=bool) if not rare_side else p >= 0.5
+    high = _solved(want_high & (fails > 0), 1.0 - _TAIL, s + 1.0, np.maximum(fails, 1e-12), 1.0)
+    low = _solved(want_low & (s > 0), _TAIL, np.maximum(s, 1e-12), fails + 1.0, 0.0)
+    high = np.where(want_high, high, np.nan)
+    low = np.where(want_low, low, np.nan)
     empty = total <= 0
     return np.where(empty, np.nan, low), np.where(empty, np.nan, high)
+
+
+def _solved(where: FloatArray, q: float, a: FloatArray, b: FloatArray, otherwise: float) -> FloatArray:
+    """``beta_quantile(q, a, b)`` on the entries ``where`` is true (each entry's value does not depend
+    on the others in the batch), ``otherwise`` elsewhere."""
+    a, b = np.broadcast_arrays(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64))
+    out = np.full(a.shape, otherwise, dtype=np.float64)
+    mask = np.broadcast_to(np.asarray(where, dtype=bool), a.shape)
+    if np.any(mask):
+        out[mask] = beta_quantile(q, a[mask], b[mask])
+    return out

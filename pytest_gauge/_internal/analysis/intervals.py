@@ -216,7 +216,7 @@ def cluster_wilson(k: FloatArray, n: FloatArray) -> tuple[FloatArray, FloatArray
     exact = 1.0 - 0.025 ** (1.0 / kish)
     high = np.where(~varies & (p <= 0), exact, high)
     low = np.where(~varies & (p >= 1), 1.0 - exact, low)
-    over_low, over_high = exact_task_bounds(k, n)  # the rare side never looser than one trial per task
+    over_low, over_high = exact_task_bounds(k, n, rare_side=True)  # never looser than a trial per task
     high = np.where(np.isfinite(over_high) & (p <= 0.5), np.minimum(high, over_high), high)
     low = np.where(np.isfinite(over_low) & (p >= 0.5), np.maximum(low, over_low), low)
     empty = total <= 0
