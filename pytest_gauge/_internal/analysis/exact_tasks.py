@@ -124,10 +124,11 @@ def exact_task_bounds(
 
 def _solved(where: FloatArray, q: float, a: FloatArray, b: FloatArray, otherwise: float) -> FloatArray:
     """``beta_quantile(q, a, b)`` on the entries ``where`` is true (each entry's value does not depend
-    on the others in the batch), ``otherwise`` elsewhere."""
+    on the others in the batch, so equal entries are solved once), ``otherwise`` elsewhere."""
     a, b = np.broadcast_arrays(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64))
     out = np.full(a.shape, otherwise, dtype=np.float64)
     mask = np.broadcast_to(np.asarray(where, dtype=bool), a.shape)
-    if np.any(mask):
-        out[mask] = beta_quantile(q, a[mask], b[mask])
+    if np.any(mask):  # each distinct (a, b) solved once: resampled rows repeat the same counts
+        pairs, where_in = np.unique(np.stack([a[mask], b[mask]]), axis=1, return_inverse=True)
+        out[mask] = beta_quantile(q, pairs[0], pairs[1])[where_in.ravel()]
     return out
