@@ -130,5 +130,23 @@ def _solved(where: FloatArray, q: float, a: FloatArray, b: FloatArray, otherwise
     mask = np.broadcast_to(np.asarray(where, dtype=bool), a.shape)
     if np.any(mask):  # each distinct (a, b) solved once: resampled rows repeat the same counts
         pairs, where_in = np.unique(np.stack([a[mask], b[mask]]), axis=1, return_inverse=True)
-        out[mask] = beta_quantile(q, pairs[0], pairs[1])[where_in.ravel()]
+        out[mask] = _known_quantiles(q, pairs[0], pairs[1])[where_in.ravel()]
     return out
+
+
+_KNOWN: dict[tuple[float, float, float], float] = {}
+_KNOWN_MAX = 1 << 18  # about 30 MB at most; cleared whole when full
+
+
+def _known_quantiles(q: float, a: FloatArray, b: FloatArray) -> FloatArray:
+    """:func:`beta_quantile` of each (a, b), remembered for the process: simulations and resamples ask
+    for the same few count pairs again and again (the values are the same, solved once)."""
+    keys = [(q, float(x), float(y)) for x, y in zip(a.tolist(), b.tolist(), strict=True)]
+    missing = [i for i, key in enumerate(keys) if key not in _KNOWN]
+    if missing:
+        if len(_KNOWN) + len(missing) > _KNOWN_MAX:
+            _KNOWN.clear()
+        solved = beta_quantile(q, a[missing], b[missing])
+        for i, value in zip(missing, solved.tolist(), strict=True):
+            _KNOWN[keys[i]] = value
+    return np.array([_KNOWN[key] for key in keys], dtype=np.float64)
