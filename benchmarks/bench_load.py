@@ -40,6 +40,9 @@ sys.path.insert(0, str(ROOT))
 from pytest_gauge.testing import FaultPlan, LoopbackServer  # noqa: E402
 from pytest_gauge.testing.simserver import sim_responder  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from bench_throughput import write_suite  # noqa: E402
+
 __all__ = ["Checked", "check_outputs", "main", "make_suite", "run_load"]
 
 SEED = 7
@@ -96,19 +99,7 @@ _TEMPLATES: tuple[dict[str, Any], ...] = (
 
 def make_suite(root: Path, n_tasks: int) -> Path:
     """Write ``root/suites/load`` (tasks.jsonl + test module) and ``root/pytest.ini``; return the module."""
-    folder = root / "suites" / "load"
-    folder.mkdir(parents=True, exist_ok=True)
-    lines = [json.dumps({"format_version": 1})]
-    for i in range(n_tasks):
-        task = dict(_TEMPLATES[i % len(_TEMPLATES)])
-        task["task_id"] = f"t{i:04d}"
-        task["task_prompt"] = str(task["task_prompt"]).format(i=i)
-        lines.append(json.dumps(task))
-    (folder / "tasks.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    module = folder / "test_load.py"
-    module.write_text(SUITE_MODULE, encoding="utf-8")
-    (root / "pytest.ini").write_text(f"[pytest]\ngauge_seed = {SEED}\n", encoding="utf-8")
-    return module
+    return write_suite(root, "load", SUITE_MODULE, _TEMPLATES, n_tasks)
 
 
 @dataclass

@@ -3,10 +3,9 @@
 Run: ``python benchmarks/bench_seeds.py`` (``--seeds 200`` by default, ``--jobs`` processes, ``--suites``
 to pick some of ``example in_house prompts tiers``). Each (suite, seed) is an ordinary
 ``pytest eval_suites/<suite> -n 0 --gauge-backend sim --gauge-cache off --gauge-seed S`` run, made
-in-process (``pytest.main``) by a pool of worker processes so imports are paid once per process. The
-one shortcut: the simulator is called directly instead of through ``openai``'s client and an httpx mock
-transport (the same request body, JSON round-tripped, gets the same response bytes); the bench checks
-this on its last seed of every suite, whose outputs it compares with an ordinary subprocess run.
+in-process (``pytest.main``) by a pool of worker processes so imports are paid once per process, on the
+run's own sim path (its model client calls the simulator in-process); the bench checks this on its last
+seed of every suite, whose outputs it compares with an ordinary subprocess run.
 
 It prints, per suite, every gate (and every plain test of ``prompts``) with the number of seeds on
 which it passed, and the seeds that did not; exits 1 when one passes on fewer than ``--target`` (99%)
@@ -26,7 +25,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,35 +35,6 @@ PLAIN = ("prompts",)  # plain pytest tests (fixtures), no Suite: run by pytest i
 PYTEST_ARGS = ["-q", "-n", "0", "-p", "no:randomly", "-p", "no:cacheprovider", "-p", "no:unraisableexception"]
 PYTEST_ARGS += ["--gauge-backend", "sim", "--gauge-cache", "off", "--gauge-no-progress"]
 Outcomes = dict[str, str]  # entry (gate expression or test name) -> pass / fail / inconclusive / skipped
-
-
-class _DirectClient:
-    """What the gateway needs of its :class:`~pytest_gauge._internal.gateway.transport.ModelClient`
-    (``api_key`` and ``post``), answered by the simulator without HTTP or the httpx mock transport."""
-
-    def __init__(self, backend: Any) -> None:
-        self.backend = backend
-        self.api_key = "sim-backend-no-key"
-
-    async def post(self, path: str, content: bytes, *_: Any, **__: Any) -> tuple[bytes, dict[str, str]]:
-        from pytest_gauge._internal.sim.backend import dump_response
-
-        status, payload = self.backend.respond(json.loads(content))
-        if status != 200:  # the simulator's fault modes are not used by the examples
-            raise RuntimeError(f"the simulator answered {status}: {payload}")
-        return dump_response(payload), {}
-
-
-def _fast_sim() -> None:
-    """Route the sim backend's client through :class:`_DirectClient` in this process."""
-    from pytest_gauge._internal.gateway import backends
-    from pytest_gauge._internal.sim import world
-
-    def sim_client(serve: Any) -> Callable[[], Any]:  # the backend's bound serve: its backend answers
-        return lambda: _DirectClient(serve.__self__)
-
-    backends.sim_client = sim_client
-    world.sim_client = sim_client  # type: ignore[attr-defined]
 
 
 class _Collector:
@@ -296,7 +266,6 @@ def ordinary_run(suite: str, seed: int, work: str) -> Outcomes:
 def _init() -> None:
     sys.path.insert(0, str(ROOT))
     os.environ["PYTHONPATH"] = str(ROOT)
-    _fast_sim()
 
 
 def _table(seeds: list[int], results: dict[str, dict[int, Outcomes]], target: float) -> bool:

@@ -47,7 +47,7 @@ sys.path.insert(0, str(ROOT))
 from pytest_gauge.testing import ServerProcess  # noqa: E402
 from pytest_gauge.testing.certs import self_signed  # noqa: E402
 
-__all__ = ["Measured", "main", "make_suite", "make_trivial", "measure", "replay_raw"]
+__all__ = ["Measured", "main", "make_suite", "make_trivial", "measure", "replay_raw", "write_suite"]
 
 LATENCY = 0.05
 CONCURRENCY = 32
@@ -117,21 +117,29 @@ _TEMPLATES: tuple[dict[str, Any], ...] = (
 )
 
 
-def make_suite(root: Path, n_tasks: int, max_turns: int = 1) -> Path:
-    """Write ``root/suites/bench`` (tasks.jsonl + test module) and ``root/pytest.ini``; return the module."""
-    folder = root / "suites" / "bench"
+def write_suite(
+    root: Path, name: str, module_text: str, templates: tuple[dict[str, Any], ...], n_tasks: int
+) -> Path:
+    """Write ``root/suites/<name>`` (``n_tasks`` tasks cycling through ``templates``, and the test module
+    ``module_text``) and ``root/pytest.ini``; return the module. Shared by the generated benchmarks."""
+    folder = root / "suites" / name
     folder.mkdir(parents=True, exist_ok=True)
     lines = [json.dumps({"format_version": 1})]
     for i in range(n_tasks):
-        task = dict(_TEMPLATES[i % len(_TEMPLATES)])
+        task = dict(templates[i % len(templates)])
         task["task_id"] = f"t{i:04d}"
         task["task_prompt"] = str(task["task_prompt"]).format(i=i)
         lines.append(json.dumps(task))
     (folder / "tasks.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    module = folder / "test_bench.py"
-    module.write_text(SUITE_MODULE.format(max_turns=max_turns), encoding="utf-8")
+    module = folder / f"test_{name}.py"
+    module.write_text(module_text, encoding="utf-8")
     (root / "pytest.ini").write_text(f"[pytest]\ngauge_seed = {SEED}\n", encoding="utf-8")
     return module
+
+
+def make_suite(root: Path, n_tasks: int, max_turns: int = 1) -> Path:
+    """Write ``root/suites/bench`` (tasks.jsonl + test module) and ``root/pytest.ini``; return the module."""
+    return write_suite(root, "bench", SUITE_MODULE.format(max_turns=max_turns), _TEMPLATES, n_tasks)
 
 
 def make_trivial(root: Path, n: int) -> Path:
