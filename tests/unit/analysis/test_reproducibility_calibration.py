@@ -80,9 +80,11 @@ def _misses(printed: Array, repeated: Array) -> list[str]:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", list(PROCESSES))
-def test_printed_figure_matches_the_share_of_reruns_that_repeat_in_every_bin(name: str) -> None:
+def test_case_rate_figure_is_off_by_no_more_than_five_points_plus_two_mc_errors_per_bin(name: str) -> None:
     """Processes unlike the ones the method was chosen on (benchmarks/bench_calibration.py), 30 tasks:
-    each bin within 5 points plus two Monte Carlo errors, on the same tasks and on fresh tasks."""
+    each bin within 5 points plus two Monte Carlo errors (14-19 points with 400 runs), on the same tasks
+    and on fresh tasks. A coarse guard against gross miscalibration only: the 5-point target itself is
+    measured by the benchmark, with more runs."""
     rows = _rows(PROCESSES[name], 30, seed=71)
     misses = [f"same tasks {m}" for m in _misses(rows[:, 0], rows[:, 1])]
     misses += [f"fresh tasks {m}" for m in _misses(rows[:, 2], rows[:, 3])]
