@@ -194,15 +194,20 @@ def test_filters_sort_and_gate_drivers_narrow_the_table(page: Any, run_out: Path
     assert sorted(_rows(page)) == sorted(gate["drivers"])
     page.find_element(By.ID, "clear-drivers").click()
     assert len(_rows(page)) == len(records)
-    tokens = page.find_element(By.XPATH, "//th/button[text()='tokens']")
+    tokens = page.find_element(By.XPATH, "//th/button[text()='tokens incl. shared']")
     order = sorted(
-        range(len(records)), key=lambda i: (records[i]["input_tokens"] + records[i]["output_tokens"], i)
+        range(len(records)),
+        key=lambda i: (records[i]["input_tokens_incl_shared"] + records[i]["output_tokens_incl_shared"], i),
     )
     tokens.click()
     assert _rows(page) == [records[i]["case_id"] for i in order]
     tokens.click()  # again: descending (ties keep the records' order)
     order = sorted(
-        range(len(records)), key=lambda i: (-(records[i]["input_tokens"] + records[i]["output_tokens"]), i)
+        range(len(records)),
+        key=lambda i: (
+            -(records[i]["input_tokens_incl_shared"] + records[i]["output_tokens_incl_shared"]),
+            i,
+        ),
     )
     assert _rows(page) == [records[i]["case_id"] for i in order]
 

@@ -65,7 +65,7 @@ def test_no_usage_makes_every_cost_a_lower_bound_and_no_cost_gate_passes(
     result.stdout.fnmatch_lines(["*INCONCLUSIVE total_cost <= 0.0001: *calls without usage*"])
     table = (out / "mini" / "reports" / "pairwise_table.md").read_text(encoding="utf-8")
     rows = [line for line in table.splitlines() if line.startswith("| ") and "without usage)" in line]
-    # every case's est_cost is "at least $0.000000 (N without usage)"
+    # every case's est_cost_incl_shared is "at least $0.000000 (N without usage)"
     assert rows and "$0.000000 |" not in table
     assert len(rows) == len(read_jsonl(out / "mini" / "pairs" / "pair_results.jsonl"))
     page = (out / "mini" / "reports" / "index.html").read_text(encoding="utf-8")

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
 
+from pytest_gauge._internal.files.baseline import load_run_side
 from pytest_gauge._internal.records import (
     CaseRecord,
     Judgment,
@@ -16,6 +18,7 @@ from pytest_gauge._internal.records import (
     Usage,
     dumps,
 )
+from pytest_gauge._internal.version import __version__
 
 
 def _transcript() -> Transcript:
@@ -42,8 +45,9 @@ def _case() -> CaseRecord:
         category="constraint", agent_left="agent_x", agent_right="agent_y", order="AB",
         blind_order="A=left", sample=0, judge_choice="A", reward_left=1.0, reward_right=0.5,
         selected_reward=1.0, lower_reward_selected=False, task_success_left=True,
-        task_success_right=False, user_sat_left=True, user_sat_right=None, input_tokens=10,
-        output_tokens=5, est_cost=None, judge_reward_a=0.9, judge_reward_b=0.1, judge_reason="r",
+        task_success_right=False, user_sat_left=True, user_sat_right=None, input_tokens_incl_shared=10,
+        output_tokens_incl_shared=5, est_cost_incl_shared=None, judge_reward_a=0.9, judge_reward_b=0.1,
+        judge_reason="r",
         judge_raw=None, judge_error=None, chars_left=4, chars_right=8,
         judgments=[Judgment("j", 0, "A", 0.9, 0.1, "r"),
                    Judgment("j", 1, "error", None, None, "", error="e")],
@@ -155,3 +159,37 @@ def test_records_read_from_separate_lines_share_their_short_strings() -> None:
         assert first.suite is second.suite and first.task_id is second.task_id
     one, two = (CaseRecord.from_json(json.loads(dumps(_case().to_json()))) for _ in range(2))
     assert one.judgments[0].judge is two.judgments[0].judge and one.pair_id is two.pair_id
+
+
+def _old_line(record: CaseRecord) -> str:
+    """``record`` as a version before the rename wrote it: the token and cost fields under their old names."""
+    old = {"input_tokens_incl_shared": "input_tokens", "output_tokens_incl_shared": "output_tokens"}
+    old["est_cost_incl_shared"] = "est_cost"
+    return dumps({old.get(k, k): v for k, v in record.to_json().items()})
+
+
+def test_a_case_record_written_before_the_rename_loads_under_the_new_names() -> None:
+    """Records, record logs and run folders of older versions say ``input_tokens``, ``output_tokens`` and
+    ``est_cost``: read back, the values land in the ``*_incl_shared`` fields, and written again they
+    carry only the new names."""
+    record = dataclasses.replace(_case(), est_cost_incl_shared=0.25)
+    line = _old_line(record)
+    assert '"input_tokens":10' in line and '"est_cost":0.25' in line
+    loaded = CaseRecord.from_json(json.loads(line))
+    assert loaded == record
+    assert (loaded.input_tokens_incl_shared, loaded.output_tokens_incl_shared) == (10, 5)
+    written = loaded.to_json()
+    assert {"input_tokens", "output_tokens", "est_cost"}.isdisjoint(written)
+    assert written["est_cost_incl_shared"] == 0.25
+
+
+def test_a_baseline_folder_written_before_the_rename_loads(tmp_path: Path) -> None:
+    """A baseline's ``pairs/pair_results.jsonl`` of the old names passes the baseline's field check."""
+    folder = tmp_path / "s"
+    (folder / "pairs").mkdir(parents=True)
+    manifest = {"format_version": 1, "suite": "s", "versions": {"pytest-gauge": __version__}}
+    (folder / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    record = dataclasses.replace(_case(), suite="s", est_cost_incl_shared=0.25)
+    (folder / "pairs" / "pair_results.jsonl").write_text(_old_line(record) + "\n", encoding="utf-8")
+    side = load_run_side(folder)
+    assert list(side.records) == [record]

@@ -20,7 +20,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from ..records import CaseRecord, Judgment, LedgerRecord, SuiteMeta, Usage, content_hash, dumps
+from ..records import CaseRecord, Judgment, LedgerRecord, SuiteMeta, Usage, case_json, content_hash, dumps
 from ..records.json_types import JSONObject
 from ..records.run_side import RunSide, outcomes_from_records, setup_of
 from ..version import __version__
@@ -125,7 +125,9 @@ def _kind(kind: Any) -> str:
 
 
 def _case_record(where: str, row: Mapping[str, Any]) -> CaseRecord:
-    """One case record of a baseline, its types checked; BaselineError naming ``where`` otherwise."""
+    """One case record of a baseline (also as older versions named its fields), its types checked;
+    BaselineError naming ``where`` otherwise."""
+    row = case_json(row)
     problem = _typed(CaseRecord, row)
     for i, j in enumerate(row.get("judgments") or []):
         wrong = "not an object" if not isinstance(j, dict) else _typed(Judgment, j)

@@ -161,9 +161,9 @@ def _case_attributes(record: CaseRecord) -> dict[str, Any]:
         "gauge.reward.right": record.reward_right,
         "gauge.task_success.left": record.task_success_left,
         "gauge.task_success.right": record.task_success_right,
-        "gen_ai.usage.input_tokens": record.input_tokens,
-        "gen_ai.usage.output_tokens": record.output_tokens,
-        "gauge.cost_usd": record.est_cost,
+        "gen_ai.usage.input_tokens": record.input_tokens_incl_shared,
+        "gen_ai.usage.output_tokens": record.output_tokens_incl_shared,
+        "gauge.cost_usd": record.est_cost_incl_shared,
     }
 
 

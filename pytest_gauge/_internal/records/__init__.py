@@ -47,6 +47,7 @@ __all__ = [
     "WorkFailure",
     "WorkResult",
     "WorkerSummary",
+    "case_json",
     "content_hash",
     "dumps",
     "roles_in",
@@ -341,14 +342,15 @@ class CaseRecord:
 
     ``agent_left``/``agent_right`` are the pair as declared; ``blind_order`` says who sat in slot A.
     ``judge_choice`` and ``judge_reward_*`` are in slot terms; ``reward_*`` are the rule verifier's.
-    Tokens and cost cover the case's judge calls plus both transcripts it judged (transcripts are
-    shared, so summing cases double-counts them: suite totals come from the ledger).
-    ``est_cost`` is None when a model involved has no configured price. ``judge_response_format`` is how
-    the (first) judge was asked for JSON: ``json_schema``, ``json_object`` or ``none``.
-    ``empty_turns_*``: the side's turns with nothing said; ``judge_prompt_cut``: characters of the two
-    transcripts elided from the judge's prompt to fit its context; ``unpriced_calls``: the case's calls
-    answered without usage (``est_cost`` is then a lower bound); ``user_flags_*``: the user simulator's
-    errors on that side's transcript (docs/protocol.md#user-audit); all written only when not 0 or empty.
+    ``*_incl_shared`` (tokens and cost) cover the case's judge calls plus both transcripts it judged
+    (transcripts are shared, so summing cases double-counts them: suite totals come from the ledger).
+    ``est_cost_incl_shared`` is None when a model involved has no configured price.
+    ``judge_response_format`` is how the (first) judge was asked for JSON: ``json_schema``,
+    ``json_object`` or ``none``. ``empty_turns_*``: the side's turns with nothing said;
+    ``judge_prompt_cut``: characters of the two transcripts elided from the judge's prompt to fit its
+    context; ``unpriced_calls``: the case's calls answered without usage (``est_cost_incl_shared`` is
+    then a lower bound); ``user_flags_*``: the user simulator's errors on that side's transcript
+    (docs/protocol.md#user-audit); all written only when not 0 or empty.
     """
 
     suite: str
@@ -370,9 +372,9 @@ class CaseRecord:
     task_success_right: bool
     user_sat_left: bool | None
     user_sat_right: bool | None
-    input_tokens: int
-    output_tokens: int
-    est_cost: float | None
+    input_tokens_incl_shared: int
+    output_tokens_incl_shared: int
+    est_cost_incl_shared: float | None
     judge_reward_a: float | None
     judge_reward_b: float | None
     judge_reason: str
@@ -386,7 +388,7 @@ class CaseRecord:
     empty_turns_left: int = 0  # turns of the transcript with nothing said (see Turn.empty)
     empty_turns_right: int = 0
     judge_prompt_cut: int = 0  # characters of the transcripts left out to fit the judge's context
-    unpriced_calls: int = 0  # calls without usage among the case's: est_cost is a lower bound
+    unpriced_calls: int = 0  # calls without usage among the case's: est_cost_incl_shared is a lower bound
     user_flags_left: list[str] = field(default_factory=list)  # the user simulator's errors (user audit)
     user_flags_right: list[str] = field(default_factory=list)
 
@@ -416,9 +418,25 @@ class CaseRecord:
 
     @classmethod
     def from_json(cls, data: JSONObject) -> CaseRecord:
+        """A case record's JSON form, also as older versions wrote it (see :func:`case_json`)."""
+        data = case_json(data)
         judgments = [Judgment(**_shared_strings(j)) for j in data.get("judgments", [])]
         fields = {k: v for k, v in _shared_strings(data).items() if k != "judgments"}
         return cls(judgments=judgments, **fields)
+
+
+_OLD_CASE_NAMES: Final = {
+    "input_tokens": "input_tokens_incl_shared",
+    "output_tokens": "output_tokens_incl_shared",
+    "est_cost": "est_cost_incl_shared",
+}
+
+
+def case_json(data: Mapping[str, Any]) -> JSONObject:
+    """A case record's JSON with the names older versions gave its fields replaced by this version's
+    (records, record logs, baselines and run folders written before the token and cost fields were
+    named ``*_incl_shared``), so every reader of the format loads old and new lines alike."""
+    return {_OLD_CASE_NAMES.get(k, k): v for k, v in data.items()}
 
 
 _OPTIONAL_LEDGER_FIELDS = (

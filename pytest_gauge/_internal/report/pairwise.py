@@ -23,9 +23,9 @@ _PAIR_COLUMNS = (
     "task_success_right",
     "user_sat_left",
     "user_sat_right",
-    "input_tokens",
-    "output_tokens",
-    "est_cost",
+    "input_tokens_incl_shared",
+    "output_tokens_incl_shared",
+    "est_cost_incl_shared",
     "judge_reward_a",
     "judge_reward_b",
     "judge_reason",
@@ -57,10 +57,10 @@ def render_pairwise_table(ctx: ReportContext) -> str:
         "verifier's rewards (0 if a hard constraint broke).",
         f"- `{DASH}` means null: `selected_reward` and `lower_reward_selected` on a tie or judge error, "
         "`user_sat_*` when the simulated user gave no answer.",
-        "- Tokens and `est_cost` cover the case's judge calls plus both transcripts it judged "
+        "- Tokens and `est_cost_incl_shared` cover the case's judge calls plus both transcripts it judged "
         "(transcripts are shared between cases, so suite totals come from the ledger: see token_cost.md); "
-        "`est_cost` is `unknown` when a model involved has no price, and `at least` a figure when some of "
-        "the case's calls were answered without usage (their cost is unknown).",
+        "`est_cost_incl_shared` is `unknown` when a model involved has no price, and `at least` a figure "
+        "when some of the case's calls were answered without usage (their cost is unknown).",
         "",
     ]
     header = list(_PAIR_COLUMNS)
@@ -88,8 +88,8 @@ def render_pairwise_table(ctx: ReportContext) -> str:
             fmt_bool(r.task_success_right),
             fmt_bool(r.user_sat_left),
             fmt_bool(r.user_sat_right),
-            fmt_int(r.input_tokens),
-            fmt_int(r.output_tokens),
+            fmt_int(r.input_tokens_incl_shared),
+            fmt_int(r.output_tokens_incl_shared),
             _est_cost(r),
             fmt_rate(r.judge_reward_a),
             fmt_rate(r.judge_reward_b),
@@ -122,6 +122,6 @@ def _flags(r: CaseRecord) -> str:
 
 def _est_cost(r: CaseRecord) -> str:
     """The case's cost: ``at least $X (N without usage)`` when some of its calls had no usage."""
-    if not r.unpriced_calls or r.est_cost is None:
-        return fmt_usd(r.est_cost)
-    return f"at least {fmt_usd(r.est_cost)} ({r.unpriced_calls} without usage)"
+    if not r.unpriced_calls or r.est_cost_incl_shared is None:
+        return fmt_usd(r.est_cost_incl_shared)
+    return f"at least {fmt_usd(r.est_cost_incl_shared)} ({r.unpriced_calls} without usage)"

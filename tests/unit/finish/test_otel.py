@@ -73,7 +73,8 @@ def _record(order: str, choices: tuple[str, str]) -> CaseRecord:
         agent_left="x", agent_right="y", order=order, blind_order=blind, sample=0,  # type: ignore[arg-type]
         judge_choice=choices[0], reward_left=1.0, reward_right=0.25, selected_reward=0.25,  # type: ignore[arg-type]
         lower_reward_selected=True, task_success_left=True, task_success_right=False, user_sat_left=True,
-        user_sat_right=None, input_tokens=500, output_tokens=90, est_cost=0.01, judge_reward_a=0.2,
+        user_sat_right=None, input_tokens_incl_shared=500, output_tokens_incl_shared=90,
+        est_cost_incl_shared=0.01, judge_reward_a=0.2,
         judge_reward_b=0.9, judge_reason=REASON, judge_raw=TEXT, judge_error=None, chars_left=40,
         chars_right=44, judgments=judgments,
     )  # fmt: skip

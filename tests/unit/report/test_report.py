@@ -264,9 +264,9 @@ def build_records(ledger: list[LedgerRecord], with_judgments: bool = False) -> l
                 task_success_right=sr,
                 user_sat_left=ul,
                 user_sat_right=ur,
-                input_tokens=tin,
-                output_tokens=tout,
-                est_cost=cost,
+                input_tokens_incl_shared=tin,
+                output_tokens_incl_shared=tout,
+                est_cost_incl_shared=cost,
                 judge_reward_a=ra,
                 judge_reward_b=rb,
                 judge_reason=reason,
@@ -572,9 +572,9 @@ def test_pairwise_table_rows(reports: dict[str, str]) -> None:
         "task_success_right",
         "user_sat_left",
         "user_sat_right",
-        "input_tokens",
-        "output_tokens",
-        "est_cost",
+        "input_tokens_incl_shared",
+        "output_tokens_incl_shared",
+        "est_cost_incl_shared",
     ]
     assert cols[17:] == ["judge_reward_a", "judge_reward_b", "judge_reason"]
     rows = [line for line in lines if line.startswith("| agent_")]

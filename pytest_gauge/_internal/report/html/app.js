@@ -314,8 +314,8 @@
     ["reward left", (c) => c.rl, true],
     ["reward right", (c) => c.rr, true],
     ["markers", (c) => MARKERS.filter((m) => c[m[0]]).length, true],
-    ["tokens", (c) => c.tok, true],
-    ["cost", (c) => c.cost, true],
+    ["tokens incl. shared", (c) => c.tok, true],
+    ["cost incl. shared", (c) => c.cost, true],
   ];
 
   function options(label, key, all, values) {

@@ -205,7 +205,7 @@ def _case(r: CaseRecord, ix: _Index, redact: Redact) -> dict[str, Any]:
         "ao": r.blind_order,
         "cat": r.category,
         "ch": r.judge_choice,
-        "cost": r.est_cost,
+        "cost": r.est_cost_incl_shared,
         "err": r.judge_choice == "error",
         "flip": (r.task_id, r.pair_id, r.sample) in ix.flips,
         "h": ix.hashes.get(r.case_id, ""),
@@ -224,7 +224,7 @@ def _case(r: CaseRecord, ix: _Index, redact: Redact) -> dict[str, Any]:
         "s": r.sample,
         "sbf": _sat_but_failed(r),
         "t": ix.tasks.get(r.task_id, -1),
-        "tok": r.input_tokens + r.output_tokens,
+        "tok": r.input_tokens_incl_shared + r.output_tokens_incl_shared,
         "uf": [list(r.user_flags_left), list(r.user_flags_right)],
         "usr": bool(r.user_flags_left or r.user_flags_right),
     }
