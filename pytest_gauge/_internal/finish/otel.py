@@ -145,7 +145,9 @@ def _retry_attributes(attempt: LedgerRecord) -> dict[str, Any]:
 
 
 def _case_attributes(record: CaseRecord) -> dict[str, Any]:
-    """A case span's attributes: the pair, the orders, the verdict, the rule rewards, tokens and cost."""
+    """A case span's attributes: the pair, the orders, the verdict, the rule rewards, and the case's
+    tokens and cost including its shared transcripts under ``gauge.*_incl_shared``, never under the
+    GenAI usage names or ``gauge.cost_usd``: those sit on the call spans, whose sums are the bill."""
     return {
         "gauge.case_id": record.case_id,
         "gauge.task_id": record.task_id,
@@ -161,9 +163,9 @@ def _case_attributes(record: CaseRecord) -> dict[str, Any]:
         "gauge.reward.right": record.reward_right,
         "gauge.task_success.left": record.task_success_left,
         "gauge.task_success.right": record.task_success_right,
-        "gen_ai.usage.input_tokens": record.input_tokens_incl_shared,
-        "gen_ai.usage.output_tokens": record.output_tokens_incl_shared,
-        "gauge.cost_usd": record.est_cost_incl_shared,
+        "gauge.input_tokens_incl_shared": record.input_tokens_incl_shared,
+        "gauge.output_tokens_incl_shared": record.output_tokens_incl_shared,
+        "gauge.cost_usd_incl_shared": record.est_cost_incl_shared,
     }
 
 

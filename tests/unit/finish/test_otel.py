@@ -242,3 +242,22 @@ def test_the_flag_without_the_extra_is_a_usage_error(monkeypatch: pytest.MonkeyP
     with pytest.raises(pytest.UsageError, match=r"pytest-gauge\[otel\]"):
         check_otel(_Config(gauge_otel=True))  # type: ignore[arg-type]
     check_otel(_Config())  # type: ignore[arg-type]  # not asked for: nothing to check
+
+
+def test_the_trace_sums_to_the_ledger_and_cases_keep_their_footprint_apart(spans: tuple[Any, ...]) -> None:
+    """Summing the GenAI usage and ``gauge.cost_usd`` over every span (what a tracing backend's totals do)
+    gives the ledger's bill: each call counted once. A case's footprint, which counts its shared
+    transcripts again, is on its span under ``gauge.*_incl_shared`` only."""
+    ledger = _ledger()
+    answered = {x.call_id: x for x in sorted(ledger, key=lambda x: x.attempt) if x.usage is not None}
+    tokens = sum(s.attributes.get("gen_ai.usage.input_tokens") or 0 for s in spans)
+    assert tokens == sum(x.usage.input_tokens for x in answered.values() if x.usage is not None)
+    cost = sum(s.attributes.get("gauge.cost_usd") or 0.0 for s in spans)
+    assert cost == pytest.approx(sum(x.cost or 0.0 for x in ledger))
+    for case in _by_name(spans, "gauge case "):
+        attrs = case.attributes
+        assert (attrs["gauge.input_tokens_incl_shared"], attrs["gauge.output_tokens_incl_shared"]) == (
+            500,
+            90,
+        )
+        assert attrs["gauge.cost_usd_incl_shared"] == pytest.approx(0.01)
