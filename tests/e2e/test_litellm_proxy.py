@@ -42,6 +42,15 @@ pytestmark = pytest.mark.slow
 MASTER = "sk-gauge-proxy-master-7d1e"
 STARTUP_S = 600.0  # a loaded machine needs minutes to import the proxy; bounded all the same
 LIMITED_RPM = 2
+LATEST_START_S = 45
+"""The rpm test starts its calls at once up to this second of the clock minute (they pass the proxy's
+limit check within a second or two even on a loaded machine), past it in the next minute. The calls then
+take about 65 s wherever in the minute they start (the proxy refuses the limited model until then), so
+the sleep before is pure cost: 7.5 s on average with a cut-off of 30, 2 s with this one."""
+RETRY_DELAYS = {"INITIAL_RETRY_DELAY": "0.05", "JITTER": "0.05"}
+"""The proxy's own backoff between its upstream retries (LiteLLM's environment settings: 0.5 s doubling,
+plus up to 0.75 s of jitter, by default), shortened: the tests count those retries, never time them, and
+the failing calls (5xx retried three times, rpm 429s) held each answer for about 9 s."""
 SIM_MODELS = ("sim-agent-x", "sim-agent-y", "sim-agent-z", "sim-user", "sim-judge")
 
 
@@ -118,7 +127,7 @@ def proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proxy]:
         server.start()
     (folder / "config.yaml").write_text(_config(servers), encoding="utf-8")
     port = _free_port()
-    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_TELEMETRY": "False"}
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_TELEMETRY": "False", **RETRY_DELAYS}
     log = folder / "litellm.log"
     with open(log, "wb") as out:
         proc = subprocess.Popen(
@@ -253,10 +262,10 @@ def test_a_per_model_rpm_limit_gives_real_429s_that_slow_only_that_model(
     """The proxy's router enforces ``rpm: 2`` on the ``limited`` deployment (in memory, per clock minute):
     its third and fourth calls of the minute get real 429s and wait for the next minute; every call still
     completes, and the other model's calls are neither retried nor held (counts, not wall time)."""
-    second = time.localtime().tm_sec
-    if second > 30:  # the router's window is the clock minute: start early in one so the 429s must come
-        time.sleep(61 - second)  # at most 30 s
-    gw = gateway(tmp_path, proxy, retries=20, cap=90.0, pacer=ModelPacer(8))
+    second = time.gmtime().tm_sec  # the router keys its counts by the UTC clock minute
+    if second > LATEST_START_S:  # too late in this minute to be sure the four calls land in one window
+        time.sleep(61 - second)  # at most 15 s
+    gw = gateway(tmp_path, proxy, retries=40, cap=90.0, pacer=ModelPacer(8))  # 16 quick 429s seen
 
     async def run() -> list[Any]:
         async def one(model: str, i: int) -> Any:
