@@ -107,8 +107,8 @@ _LOCAL_CLAIM = -1  # the token of a claim that needs no lock (see Engine._exclus
 
 DONE_KEPT = 1024
 """Finished units whose results a process shares with several processes keeps in memory (the most
-recent): an older one is read back from the run's work store if a case still needs it, so a worker's
-memory does not grow with the suite."""
+recent; at least four look-aheads' worth): an older one is read back from the run's work store if a case
+still needs it, so a worker's memory does not grow with the suite."""
 
 READY_KEPT = 256
 """Case outcomes made ahead of their items kept at most (the oldest dropped: its item then asks the loop,
@@ -477,7 +477,7 @@ class Engine:
             return
         self._done_order[key] = None
         self._done_order.move_to_end(key)
-        while len(self._done_order) > DONE_KEPT:
+        while len(self._done_order) > max(DONE_KEPT, 4 * self.lookahead):
             old, _ = self._done_order.popitem(last=False)
             kept = self._futures.get(old)
             if kept is not None and kept.done() and not kept.cancelled() and kept.exception() is None:

@@ -56,17 +56,17 @@ def _held(tmp_path: Path, worker_count: int, units: int) -> tuple[Engine, list[s
 def test_a_worker_forgets_all_but_its_most_recent_results(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(engine_module, "DONE_KEPT", 3)
+    monkeypatch.setattr(engine_module, "DONE_KEPT", 5)
     engine, keys, refs = _held(tmp_path, worker_count=2, units=10)
-    assert set(engine._futures) == {*keys[7:10], keys[10]}  # the failure is kept: its cases' outcome
-    assert [r() is None for r in refs] == [True] * 7 + [False] * 3  # the older results are gone
+    assert set(engine._futures) == {*keys[5:10], keys[10]}  # the failure is kept: its cases' outcome
+    assert [r() is None for r in refs] == [True] * 5 + [False] * 5  # the older results are gone
 
 
 def test_a_process_alone_in_its_run_keeps_every_result(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Alone, its results are nowhere else (its work store keeps them in memory): none is forgotten."""
-    monkeypatch.setattr(engine_module, "DONE_KEPT", 3)
+    monkeypatch.setattr(engine_module, "DONE_KEPT", 5)
     engine, keys, refs = _held(tmp_path, worker_count=1, units=10)
     assert set(engine._futures) == set(keys)
     assert all(r() is not None for r in refs)
