@@ -358,13 +358,19 @@ def _failure_text(run_dir: Path, case_id: str, error: str) -> str:
     return f"gateway failure, the same as {first} (its report gives the cause and fix): {cause}"
 
 
+# One marker shared by every item of its kind (a suite has tens of thousands of cases, each collected on
+# every xdist worker); a mark is immutable, so sharing it changes nothing pytest or a plugin sees.
+_CASE_MARK = pytest.mark.gauge_case
+_GATE_MARK = pytest.mark.gauge_gate
+
+
 class CaseItem(pytest.Item):
     """One judged case. Passes when its pipeline produced a record with a verdict."""
 
     def __init__(self, *, case: Case, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.case = case
-        self.add_marker("gauge_case")
+        self.add_marker(_CASE_MARK)
 
     def runtest(self) -> None:
         role = self.config.stash[role_key]
@@ -414,7 +420,7 @@ class GateItem(pytest.Item):
         super().__init__(**kwargs)
         self.suite_name = suite_name
         self.gate = gate
-        self.add_marker("gauge_gate")
+        self.add_marker(_GATE_MARK)
 
     def runtest(self) -> None:
         entry = self.config.stash[role_key].gate_entry(self.session, without_group(self.nodeid))

@@ -45,6 +45,7 @@ from .stopping import (
     request_stop,
     wait_for_workers,
 )
+from .worker_reports import ReportDropping
 from .workers import (
     PROXY_TOKEN_KEY,
     controller_paths,
@@ -471,6 +472,10 @@ class Worker(Role):
         super().__init__(config, state, ending)
         self.stop_watcher: StopWatcher | None = None
         self.look_watcher: LookWatcher | None = None
+
+    def session_started(self) -> None:
+        """The worker's reports are not kept once sent (:mod:`.worker_reports`)."""
+        self.config.pluginmanager.register(ReportDropping(self.config), "gauge-report-dropping")
 
     def start_looks(self) -> LookPlan:
         from .adaptive import LookWatcher  # deferred: keeps numpy off pytest's start-up

@@ -35,6 +35,7 @@ import concurrent.futures
 import contextlib
 import sys
 import threading
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -104,8 +105,17 @@ STORE_WATCH = 0.002
 
 _LOCAL_CLAIM = -1  # the token of a claim that needs no lock (see Engine._exclusive)
 
+DONE_KEPT = 1024
+"""Finished units whose results a process shares with several processes keeps in memory (the most
+recent; at least four look-aheads' worth): an older one is read back from the run's work store if a case
+still needs it, so a worker's memory does not grow with the suite."""
 
-@dataclass(frozen=True)
+READY_KEPT = 256
+"""Case outcomes made ahead of their items kept at most (the oldest dropped: its item then asks the loop,
+which reads the results again); a case another worker runs is never asked for here."""
+
+
+@dataclass(frozen=True, slots=True)
 class _TranscriptUnit:
     """The transcript of (task, agent, sample) in one suite; ``key`` is its work-store key."""
 
@@ -116,7 +126,7 @@ class _TranscriptUnit:
     sample: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _JudgeUnit:
     """One verdict (judge model index, repeat) of one case; it depends on the case's two transcripts."""
 
@@ -223,6 +233,7 @@ class Engine:
         # the loop (each round trip waits for the busy engine thread to hand over the GIL).
         self._ready: dict[str, CaseOutcome] = {}
         self._asked: set[str] = set()  # cases whose items asked (from the items' thread)
+        self._done_order: OrderedDict[str, None] = OrderedDict()  # finished units, oldest first (xdist)
         self.done_units = 0
         self.total_units = len(self._order)
         self._progress = progress
@@ -455,6 +466,22 @@ class Engine:
         self._futures[unit.key] = future
         if isinstance(unit, _JudgeUnit):
             future.add_done_callback(lambda _: self._note(unit.case))
+        if not self._exclusive:  # every result is also in the work store: keep only the recent ones
+            future.add_done_callback(lambda done: self._settled(unit.key, done))
+
+    def _settled(self, key: str, future: asyncio.Future[WorkResult]) -> None:
+        """A unit's result is in: keep the :data:`DONE_KEPT` most recent results, forget older ones
+        (their entries stay in the work store, where a later use reads them). A failed or cancelled
+        unit is kept: its error is the outcome its cases get."""
+        if future.cancelled() or future.exception() is not None:
+            return
+        self._done_order[key] = None
+        self._done_order.move_to_end(key)
+        while len(self._done_order) > max(DONE_KEPT, 4 * self.lookahead):
+            old, _ = self._done_order.popitem(last=False)
+            kept = self._futures.get(old)
+            if kept is not None and kept.done() and not kept.cancelled() and kept.exception() is None:
+                del self._futures[old]
 
     def _lock(self, key: str) -> int | None:
         """The key's cross-process claim (a token to unlock), or None if another process holds it."""
@@ -595,6 +622,11 @@ class Engine:
             results.append(future.result())
         left, right, *judges = results
         self._ready[case_id] = self._outcome_of(case, left, right, judges)
+        while len(self._ready) > READY_KEPT:  # the items' thread pops too: a change under us is a retry
+            try:
+                self._ready.pop(next(iter(self._ready)), None)
+            except RuntimeError:
+                continue
 
     async def _case_outcome(self, case: Case) -> CaseOutcome:
         left, right = await self._transcripts_of(case)

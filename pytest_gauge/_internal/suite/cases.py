@@ -15,7 +15,7 @@ from .tasks import Task
 __all__ = ["Case", "build_cases", "seeded_order"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Case:
     """One judged case. ``case_id`` is also the pytest test id, e.g. ``t013-agent_x-vs-agent_y-BA``."""
 
