@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ __all__ = [
     "read_jsonl_lines",
     "temp_name",
     "write_atomic",
+    "write_lines_atomic",
 ]
 
 
@@ -107,6 +109,21 @@ def write_atomic(path: Path, text: str, *, mkdir: bool = True) -> None:
     tmp = temp_name(path)
     try:
         tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def write_lines_atomic(path: Path, lines: Iterable[str], *, mkdir: bool = True) -> None:
+    """:func:`write_atomic` of ``"".join(lines)`` written line by line: a run's ledger and records go out
+    without their whole text (and every line's JSON object) in memory at once."""
+    if mkdir:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = temp_name(path)
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.writelines(lines)
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)

@@ -30,7 +30,7 @@ from ..files.baseline import baseline_side, side_of_outputs, transcript_links
 from ..files.folders import OutFolder, SuiteFolder
 from ..files.html import suite_outputs
 from ..files.labels import suite_labels
-from ..files.readwrite import write_atomic
+from ..files.readwrite import write_atomic, write_lines_atomic
 from ..files.replay import load_recording
 from ..files.shards import parse_shard, write_shard_manifest
 from ..files.work_store import WorkStore
@@ -155,9 +155,9 @@ def write_outputs(
     write_atomic(folder.tasks, tasks_text)
     agent_rows = _agent_rows(WorkStore(state.run_folder.work), meta)
     for agent, rows in agent_rows.items():
-        write_atomic(folder.transcripts(agent), _jsonl(rows))
-    write_atomic(folder.pairs, _jsonl([r.to_json() for r in records]))
-    write_atomic(folder.ledger, _jsonl([r.to_json() for r in ledger]))
+        write_lines_atomic(folder.transcripts(agent), (dumps(r) + "\n" for r in rows))
+    write_lines_atomic(folder.pairs, (dumps(r.to_json()) + "\n" for r in records))
+    write_lines_atomic(folder.ledger, (dumps(r.to_json()) + "\n" for r in ledger))
     opts = state.options
     manifest = {
         "format_version": 1,

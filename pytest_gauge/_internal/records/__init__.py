@@ -13,7 +13,7 @@ import hashlib
 import json
 import sys
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Final, Literal, get_args
 
 from .json_types import JSONObject, UnitSpendJSON
@@ -86,6 +86,12 @@ def _shared_strings(data: Mapping[str, Any]) -> dict[str, Any]:
     return {k: sys.intern(v) if isinstance(v, str) and len(v) <= 80 else v for k, v in data.items()}
 
 
+def _slot_values(obj: Any) -> dict[str, Any]:
+    """A slotted dataclass's fields and values, in field order (what ``vars`` gives an unslotted one): the
+    records a run keeps by the ten thousand have slots, no per-instance dict (about three times smaller)."""
+    return {f.name: getattr(obj, f.name) for f in fields(obj)}
+
+
 def dumps(obj: Any) -> str:
     """Canonical JSON: sorted keys, no spaces, UTF-8 kept; the same object always gives the same bytes."""
     return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
@@ -96,7 +102,7 @@ def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Usage:
     """Token usage in the ledger's one convention, whatever the wire format (docs/protocol.md#usage).
 
@@ -140,7 +146,7 @@ class Usage:
     def to_json(self) -> JSONObject:
         """The ledger's ``usage`` (format version 2): the counts, the details (null when not sent) and
         the format's own object under ``raw`` (left out when there is none)."""
-        data = dict(vars(self))
+        data = _slot_values(self)
         if data["raw"] is None:
             del data["raw"]
         return data
@@ -316,7 +322,7 @@ class Transcript:
         return cls(turns=turns, **fields)
 
 
-@dataclass
+@dataclass(slots=True)
 class Judgment:
     """One verdict of one judge call (a repeat or a second judge model), in slot terms.
 
@@ -335,7 +341,7 @@ class Judgment:
     response_format: str | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class CaseRecord:
     """One judged case (task × pair × order): the row of ``pairs/pair_results.jsonl``
     (docs/protocol.md#case-record).
@@ -402,8 +408,8 @@ class CaseRecord:
 
     def to_json(self) -> JSONObject:
         """The JSON form (``dataclasses.asdict``'s result, without its deep copy)."""
-        data = dict(vars(self))
-        data["judgments"] = [dict(vars(j)) for j in self.judgments]
+        data = _slot_values(self)
+        data["judgments"] = [_slot_values(j) for j in self.judgments]
         for name in (
             "empty_turns_left",
             "empty_turns_right",
@@ -449,7 +455,7 @@ _OPTIONAL_LEDGER_FIELDS = (
 )
 
 
-@dataclass
+@dataclass(slots=True)
 class LedgerRecord:
     """One gateway attempt (docs/protocol.md#ledger). A retried call has several records sharing ``call_id``.
 
@@ -499,7 +505,7 @@ class LedgerRecord:
     def to_json(self) -> JSONObject:
         """The JSON form (``dataclasses.asdict``'s result, without its deep copy: every gateway
         attempt pays for it); the gateway's optional reports only when present."""
-        data = dict(vars(self))
+        data = _slot_values(self)
         data["usage"] = self.usage.to_json() if self.usage is not None else None
         for key in _OPTIONAL_LEDGER_FIELDS:
             if data[key] is None:
@@ -586,7 +592,7 @@ class JudgmentResult:
     spend: UnitSpend
 
     def to_json(self) -> JSONObject:
-        return {"ok": True, "judgment": dict(vars(self.judgment)), "spend": self.spend.to_json()}
+        return {"ok": True, "judgment": _slot_values(self.judgment), "spend": self.spend.to_json()}
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from pytest_gauge._internal.files.readwrite import (
     read_jsonl,
     temp_name,
     write_atomic,
+    write_lines_atomic,
 )
 from pytest_gauge._internal.gateway.store import Store
 
@@ -108,3 +110,18 @@ def test_a_cache_entry_past_the_bounds_is_a_miss_noted_as_unreadable(tmp_path: P
         store.path(key).parent.mkdir(parents=True, exist_ok=True)
         store.path(key).write_text(text, encoding="utf-8")
         assert store.get(key) is None and key in store.unreadable
+
+
+def test_lines_written_atomically_are_the_joined_text_or_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "sub" / "rows.jsonl"
+    write_lines_atomic(path, (f'{{"n":{i}}}\n' for i in range(3)))
+    assert path.read_text(encoding="utf-8") == '{"n":0}\n{"n":1}\n{"n":2}\n'
+
+    def broken() -> Iterator[str]:
+        yield "half\n"
+        raise RuntimeError("stopped")
+
+    with pytest.raises(RuntimeError):
+        write_lines_atomic(path, broken())
+    assert path.read_text(encoding="utf-8") == '{"n":0}\n{"n":1}\n{"n":2}\n'  # the old file, whole
+    assert [p.name for p in path.parent.iterdir()] == ["rows.jsonl"]  # no temporary left
