@@ -2,7 +2,8 @@
 extrapolated along its trend in run order agrees, so a rate that moves during the run does not pass
 early on its early regime, and a run without drift keeps most of its saving. Checked on processes unlike
 the benchmark's linear drift of Beta tasks (benchmarks/bench_drift.py): a step change half-way (a
-gateway route switching) on logit-normal tasks, and a drift that only starts at the second third."""
+gateway route switching) half-way or at two thirds on logit-normal tasks, and a drift that only starts
+at the second third."""
 
 from __future__ import annotations
 
@@ -51,6 +52,7 @@ def _suite(rng: np.random.Generator, process: str, truth: float) -> tuple[Array,
     course = {
         "step of 1.5 logits half-way": np.where(pos < 0.5, -0.75, 0.75),
         "1.5 logits from the second third on": 1.5 * np.clip((pos - 1 / 3) * 1.5, 0.0, 1.0),
+        "step of 1.5 logits at two thirds": np.where(pos < 2 / 3, -0.5, 1.0),
         "no drift": np.zeros(TASKS),
     }[process]
     noise = rng.standard_normal((RUNS, TASKS))
@@ -121,16 +123,21 @@ def test_trend_and_extrapolation_read_a_line() -> None:
     assert "an early stop needs 75%" in str(drift_hold(flat, n, 100, lambda v: v <= 0.34, "pass"))
 
 
-@pytest.mark.slow  # two adaptive simulations of 400 runs (about 10 s)
+@pytest.mark.slow  # two adaptive simulations of 400 runs (a few seconds)
 @pytest.mark.parametrize(
     "process",
-    ["step of 1.5 logits half-way", "1.5 logits from the second third on"],
+    [
+        "step of 1.5 logits half-way",
+        "1.5 logits from the second third on",
+        "step of 1.5 logits at two thirds",
+    ],
 )
 def test_a_drifting_rate_does_not_pass_early_more_than_the_full_run(process: str) -> None:
     """The suite's mean rate at the threshold, rising during the run: the adaptive run passes wrongly at
     most 3 points more often than the full run (Monte Carlo standard error 0.5-0.9 points). Measured (400
     runs): a step half-way 0.8% against the full run's 0.8% (65.5% without the check); a drift from the
-    second third on 3.2% against 1.2% (25.8% without; 6.2% with the earlier 70% floor and 2.5 sd)."""
+    second third on 3.2% against 1.2% (25.8% without; 6.2% with the earlier 70% floor and 2.5 sd); a step
+    at two thirds 3.2% against 1.2% (55.5% without)."""
     rng = np.random.default_rng(77)
     k, n = _suite(rng, process, 0.3)
     full = float(np.mean(_full(k, n) == 1))
