@@ -1,7 +1,7 @@
 """Adaptive runs that notice drift: a rate gate is decided before the last look only when the rate
 extrapolated along its trend in run order agrees, so a rate that moves during the run does not pass
 early on its early regime, and a run without drift keeps most of its saving. Checked on processes unlike
-the benchmark's linear drift of Beta tasks (benchmarks/bench_drift.py): a step change half-way (a
+the benchmark's linear drift of Beta tasks (benchmarks/bench_drift.py): a step change (a
 gateway route switching) half-way or at two thirds on logit-normal tasks, and a drift that only starts
 at the second third."""
 
