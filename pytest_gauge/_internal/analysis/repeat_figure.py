@@ -5,11 +5,13 @@ rate ``p_t`` at which this run's interval would reach ``t`` (Wilson's score equa
 effective count and quantile); a rerun repeats the verdict when its rate lands on the same side of
 ``p_t``. Under a flat prior on the truth the rerun's rate differs from this one by the truth's
 uncertainty plus the rerun's own noise, twice the variance a rerun redraws (this run's tasks and the
-rerun's): the CR2 cluster variance over tasks for fresh tasks, its within-task part for the same tasks.
-That variance is itself read from the run's tasks, so the figure is Student's t on the cluster
-variance's Satterthwaite df, capped by the tasks that hold the rarer outcome (a spread read from a few
-event tasks is as uncertain as those few). Below :data:`MIN_OUTCOME_TASKS` such tasks no figure is
-given (:func:`withheld`). Pure functions of arrays ``(..., T)``: one run or thousands at once.
+rerun's): the CR2 cluster variance over tasks for fresh tasks, its within-task part for the same
+tasks, scaled up to the spread at the crossing where a rate's ``mu (1 - mu)`` is larger there (the
+verdict flips only if the truth is near it). That variance is itself read from the run's tasks, so
+the figure is Student's t on the cluster variance's Satterthwaite df, capped by the tasks that hold
+the rarer outcome (a spread read from a few event tasks is as uncertain as those few). Below
+:data:`MIN_OUTCOME_TASKS` such tasks no figure is given (:func:`withheld`). Pure functions of arrays
+``(..., T)``: one run or thousands at once.
 """
 
 from __future__ import annotations
@@ -104,10 +106,14 @@ def case_rate_figures(
     _, events, others = _outcome_tasks(k, n)
     rarer = np.minimum(events, others)
     dof = np.maximum(np.minimum(np.where(np.isfinite(df), df, 1.0), rarer - 1.0), 1.0)
-    margin = np.abs(p - _crossing(np.asarray(threshold, dtype=np.float64), bound, n_eff, z_low, z_high))
+    crossing = _crossing(np.asarray(threshold, dtype=np.float64), bound, n_eff, z_low, z_high)
+    margin = np.abs(p - crossing)
+    # The verdict flips only where the truth is near the crossing, and a rate's spread there is its
+    # spread here scaled by mu (1 - mu): the larger of the two (never narrower than measured).
+    toward = np.maximum(1.0, crossing * (1.0 - crossing) / np.maximum(p * (1.0 - p), 1e-12))
     out = []
     for var in (same_var, fresh_var):
-        spread = np.sqrt(2.0 * np.maximum(var, 0.0))
+        spread = np.sqrt(2.0 * toward * np.maximum(var, 0.0))
         x = np.where(
             spread > 0, margin / np.where(spread > 0, spread, 1.0), np.where(margin > 0, np.inf, 0.0)
         )

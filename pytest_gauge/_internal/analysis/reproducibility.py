@@ -333,10 +333,11 @@ def with_reproducibility(result: GateResult, rep: Reproducibility | None) -> Gat
     return replace(result, status=status, reproducibility=rep, message=message)
 
 
-MIN_FIGURE_TASKS = 10
+MIN_FIGURE_TASKS = 12
 """Below this many tasks a gate gets no reproducibility figure, and says so: with thresholds fixed before
-the data, runs of 8 tasks that printed about 85% repeated 70-74% of the time, and 97% ones 87%
-(benchmarks/bench_calibration.py; docs/calibration.md)."""
+the data, case-rate figures at 10 tasks were 5-6 points over in a bin on processes without skew (every
+task at 0.2, temperature 0, always/never), within 3.4 of it at 12 but temperature 0 (5.1 ± 1.5 points,
+50-60% bin) (benchmarks/bench_calibration.py --sizes 10 12; docs/calibration.md)."""
 
 
 def data_shortfall(tasks: int | None, counts: tuple[FloatArray, ...] | None) -> str | None:
