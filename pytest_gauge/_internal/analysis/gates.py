@@ -207,6 +207,7 @@ class GateResult:
     holm_level: float | None = None  # --gauge-familywise holm: the one-sided level it was tested at
     needed_range: tuple[int | None, int | None] = (None, None)  # needed_n at the effect's 50% interval ends
     reproducibility: Reproducibility | None = None  # how often a rerun would give the same verdict
+    no_figure: str = ""  # why there is no reproducibility figure: not enough data to support one
 
     def to_json(self) -> dict[str, object]:
         """The JSON report row: canonical expression, status, numbers, message and the suite size that

@@ -38,6 +38,7 @@ __all__ = [
     "cluster_difference_se",
     "cluster_wilson",
     "cluster_wilson_df",
+    "cluster_wilson_parts",
     "satterthwaite_df",
     "t_quantile",
     "task_mean_wilson",
@@ -223,6 +224,15 @@ def cluster_wilson(k: FloatArray, n: FloatArray) -> tuple[FloatArray, FloatArray
     low = np.where(empty, np.nan, np.clip(low, 0.0, 1.0))
     high = np.where(empty, np.nan, np.clip(high, 0.0, 1.0))
     return np.where(empty, np.nan, p), low, high
+
+
+def cluster_wilson_parts(k: FloatArray, n: FloatArray) -> tuple[FloatArray, ...]:
+    """(rate, effective count, df, low-side quantile, high-side quantile, CR2 cluster variance) of
+    :func:`cluster_wilson`: what its Wilson sides are computed from, for a caller that inverts a bound
+    (the rate at which it would reach a threshold) or needs the rate's spread."""
+    p, n_eff, df, _, total = _effective_parts(k, n)
+    z_low, z_high = _skew_quantiles(k, n, p, t_quantile(df))
+    return p, n_eff, df, z_low, z_high, _residual_var(k, n, p, total)
 
 
 def cluster_difference_se(

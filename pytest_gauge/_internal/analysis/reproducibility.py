@@ -10,14 +10,14 @@ run's own noise), where ``se_x`` is the part of the estimate's standard error a 
   samples), ``w = 1`` where one run cannot separate it (then both figures are the same);
 * **fresh tasks** of the same number: the whole ``se``, read off the gate's own interval.
 
-The verdict repeats with probability ``Phi(|bound - threshold| / (sqrt(2) se_x))``. Case rates and their
-differences, whose intervals are far from normal when events are few, are rerun instead
-(:func:`case_rate_reproducibility`): the same predictive, drawn from the per-task counts, a single rate's
-fresh tasks from the posterior of the population's rate (its spread at the truth, not at this run's
-estimate), and every rerun's distance from this run's bound widened by a t-like factor for the ``T``
-tasks its spread was read from. This is calibrated
-where gates' thresholds are spread around their truths (of the verdicts printed as ~80%, about 80% repeat);
-for one fixed truth it is an estimate from one run, as uncertain as the run. Pure functions."""
+The verdict repeats with probability ``Phi(|bound - threshold| / (sqrt(2) se_x))``. A single case
+rate's figure is the same predictive on the rate's own scale (:mod:`.repeat_figure`: the bound
+inverted at the threshold, Student's t for the spread read from the tasks; withheld where the rarer
+outcome sits in too few tasks); a difference of two rates, whose interval is far from normal when
+events are few, is rerun instead (:func:`case_rate_reproducibility`) from the per-task counts. This is
+calibrated where gates' thresholds are fixed before the data (of the verdicts printed as ~80%, about
+80% repeat: docs/calibration.md); for one fixed truth it is an estimate from one run, as uncertain
+as the run. Pure functions."""
 
 from __future__ import annotations
 
@@ -30,6 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .intervals import Z95, cluster_difference, cluster_wilson, t_quantile
+from .repeat_figure import case_rate_figures, withheld
 
 if TYPE_CHECKING:
     from ..records import FloatArray
@@ -42,6 +43,7 @@ __all__ = [
     "Reproducibility",
     "case_rate_reproducibility",
     "components_within_share",
+    "data_shortfall",
     "gate_reproducibility",
     "repeat_probability",
     "reproducibility_text",
@@ -178,47 +180,6 @@ def _fresh_tasks(
     return tuple(out)
 
 
-def _row_spread(k: FloatArray, n: FloatArray) -> tuple[FloatArray, FloatArray]:
-    """Per row of task counts: the intra-task correlation ``rho`` (by moments, as :func:`_task_spread`)
-    and the effective number of cases, the cases over the design effect ``1 + (m - 1) rho`` (``m`` the
-    size-weighted cases per task)."""
-    cases = np.maximum(n.sum(axis=-1), 1e-12)
-    tasks = np.maximum((n > 0).sum(axis=-1).astype(np.float64), 1.0)
-    p = k.sum(axis=-1) / cases
-    pq = np.maximum(p * (1.0 - p), 1e-12)
-    rates = np.where(n > 0, k / np.maximum(n, 1.0), p[..., None])
-    spread = (n * (rates - p[..., None]) ** 2).sum(axis=-1) / pq
-    span = cases - (n * n).sum(axis=-1) / cases - (tasks - 1.0)
-    rho = np.where(span > 0, (spread - (tasks - 1.0)) / np.where(span > 0, span, 1.0), 1.0)
-    rho = np.clip(rho, 1e-3, 0.999)
-    size = (n * n).sum(axis=-1) / cases
-    return rho, cases / (1.0 + (size - 1.0) * rho)
-
-
-def _posterior_fresh(
-    k: FloatArray, n: FloatArray, rng: np.random.Generator, shape: tuple[int, int]
-) -> tuple[FloatArray, FloatArray] | None:
-    """Reruns on fresh tasks from the posterior of the population's rate, not from this run's estimate:
-    per rerun the intra-task correlation is read off a task bootstrap (its uncertainty), the population
-    rate drawn from Jeffreys' posterior over the effective cases, Beta(x + 1/2, m - x + 1/2) with ``m``
-    the cases over the design effect, and the tasks' rates from the beta-binomial at that rate, their
-    cases bootstrapped. The truth's spread is the one at the truth: where this run's rate is low by
-    chance its spread looks small, and the posterior's skew puts the weight back. None where every case
-    agreed (no event or events only: :func:`_fresh_tasks`)."""
-    total = _task_spread(k, n)
-    if total is None:
-        return None
-    picks = rng.integers(0, shape[1], shape)
-    kb, nb = k[picks], n[picks]
-    rho, eff = _row_spread(kb, nb)
-    p = float(np.sum(k)) / float(np.sum(n))
-    rate = rng.beta(p * eff + 0.5, (1.0 - p) * eff + 0.5)[:, None]
-    size = ((1.0 - rho) / rho)[:, None]
-    sizes = n[rng.integers(0, shape[1], shape)]
-    task = rng.beta(np.maximum(rate * size, 1e-6), np.maximum((1.0 - rate) * size, 1e-6), shape)
-    return rng.binomial(sizes.astype(np.int64), task).astype(np.float64), sizes
-
-
 def _compared(gate: Gate, counts: tuple[FloatArray, ...]) -> FloatArray:
     """The gate's compared number (bound or value) for each row of per-task counts: a case rate's
     ``cluster_wilson``, a difference of two the ``cluster_difference``."""
@@ -252,20 +213,28 @@ def _repeats(
 
 
 def case_rate_reproducibility(result: GateResult, counts: tuple[FloatArray, ...]) -> Reproducibility | None:
-    """A case rate's (or a difference of two's) reproducibility by simulated reruns: its interval
-    recomputed on :data:`REPLAYS` predictive reruns of the per-task counts (``(k, n)`` or ``(k1, n1, k2,
-    n2)``), the share that gives this run's verdict. A task whose cases all agreed reruns the same on
-    the same tasks (an always or never task); the same-task figure is at least the fresh-task one."""
+    """A case rate's (or a difference of two's) reproducibility from its per-task counts (``(k, n)`` or
+    ``(k1, n1, k2, n2)``). A single rate's is in closed form (:func:`~.repeat_figure.case_rate_figures`;
+    None where its counts cannot support one: :func:`~.repeat_figure.withheld`); a difference's by
+    :data:`REPLAYS` simulated reruns, the share that gives this run's verdict. A task whose cases all
+    agreed reruns the same on the same tasks (an always or never task); the same-task figure is at
+    least the fresh-task one."""
     if result.status not in ("pass", "fail"):
         return None
+    gate = result.gate
+    if len(counts) == 2:
+        same_p, fresh_p = case_rate_figures(
+            counts[0], counts[1], gate.threshold, gate.bound or "", gate.min_n or 0
+        )
+        same_f, fresh_f = float(same_p), float(fresh_p)
+        return None if not math.isfinite(fresh_f) else Reproducibility(same_f, fresh_f)
     rng = _replay_rng(result)
     shape = (REPLAYS, counts[0].shape[-1])
     same = tuple(
         _same_tasks(c, counts[i + 1], rng, shape) if i % 2 == 0 else np.broadcast_to(c, shape)
         for i, c in enumerate(counts)
     )
-    drawn = _posterior_fresh(counts[0], counts[1], rng, shape) if len(counts) == 2 else None
-    fresh = _fresh_tasks(counts, rng, shape) if drawn is None else drawn
+    fresh = _fresh_tasks(counts, rng, shape)
     shares = [float(np.mean(_repeats(result, rerun, rng))) for rerun in (same, fresh)]
     # A fresh-task rerun redraws all a same-task one does and more: the binomial within tasks overstates
     # the noise where a task's cases are negatively correlated (slot A in both orders of one pair).
@@ -364,29 +333,41 @@ def with_reproducibility(result: GateResult, rep: Reproducibility | None) -> Gat
     return replace(result, status=status, reproducibility=rep, message=message)
 
 
-MIN_FIGURE_TASKS = 10
+MIN_FIGURE_TASKS = 12
 """Below this many tasks a gate gets no reproducibility figure, and says so: with thresholds fixed before
-the data, runs of 8 tasks that printed about 85% repeated 70-74% of the time, and 97% ones 87%
-(benchmarks/bench_calibration.py; docs/protocol.md#reproducibility)."""
+the data, case-rate figures at 10 tasks were 5-6 points over in a bin on processes without skew (every
+task at 0.2, temperature 0, always/never), within 3.4 of it at 12 but temperature 0 (5.1 ± 1.5 points,
+50-60% bin) (benchmarks/bench_calibration.py --sizes 10 12; docs/calibration.md)."""
 
 
-def without_figure(result: GateResult, tasks: int) -> GateResult:
-    """The result of a suite too small for a figure: its message says so, and a PASS whose gate says
-    ``reproducible=P`` cannot be shown to repeat, so it fails (or is inconclusive with ``:inconclusive``)."""
+def data_shortfall(tasks: int | None, counts: tuple[FloatArray, ...] | None) -> str | None:
+    """Why the run cannot support a figure (``8 tasks``, ``44 tasks, 2 events in 2 of them``), or None:
+    fewer than :data:`MIN_FIGURE_TASKS` tasks, or a case rate whose rarer outcome sits in fewer than
+    :data:`~.repeat_figure.MIN_OUTCOME_TASKS` tasks (:func:`~.repeat_figure.withheld`)."""
+    rate = counts if counts is not None and len(counts) == 2 else None
+    why = withheld(rate[0], rate[1]) if rate is not None else None
+    if tasks is None or tasks >= MIN_FIGURE_TASKS or why is not None:
+        return why
+    if rate is None:
+        return f"{tasks} tasks"
+    events = int(np.sum(rate[0]))
+    return f"{tasks} tasks, {events} event{'s' * (events != 1)}"
+
+
+def without_figure(result: GateResult, why: str) -> GateResult:
+    """The result of a run that cannot support a figure (``why``: :func:`data_shortfall`): its message
+    says so, and a PASS whose gate says ``reproducible=P`` cannot be shown to repeat, so it is
+    inconclusive with that reason."""
     if result.status not in ("pass", "fail"):
         return result
-    text = (
-        f"too few tasks ({tasks}) to say how often a rerun would repeat it "
-        f"(a figure needs {MIN_FIGURE_TASKS})"
-    )
+    text = f"not enough data to say how often a rerun repeats it ({why})"
     gate = result.gate
     if gate.reproducible is None or result.status != "pass":
-        return replace(result, message=f"{result.message}; {text}")
+        return replace(result, message=f"{result.message}; {text}", no_figure=text)
     head = result.message.split(":", 1)
     rest = head[1] if len(head) > 1 else ""
-    status = gate.unreproducible
     message = (
-        f"{status.upper()} {gate.expression()}: the pass cannot be shown to hold on "
+        f"INCONCLUSIVE {gate.expression()}: the pass cannot be shown to hold on "
         f"reproducible={gate.reproducible:g} of reruns: {text} (as computed:{rest})"
     )
-    return replace(result, status=status, message=message)
+    return replace(result, status="inconclusive", message=message, no_figure=text)

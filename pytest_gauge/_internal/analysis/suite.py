@@ -119,12 +119,12 @@ def _with_reproducibility(
     result: GateResult, source: Any, spread: VarianceComponents | None, tasks: int | None = None
 ) -> GateResult:
     """The result with how often its verdict would repeat, from its quantity's interval df and the
-    within-task share of its variance (docs/protocol.md#reproducibility); below ``MIN_FIGURE_TASKS``
-    tasks, why there is no figure."""
+    within-task share of its variance (docs/protocol.md#reproducibility); where the run cannot support
+    a figure (too few tasks, or a rate's rarer outcome in too few), why there is none."""
     from .reproducibility import (  # deferred: keeps numpy off the import of analysis.suite
-        MIN_FIGURE_TASKS,
         case_rate_reproducibility,
         components_within_share,
+        data_shortfall,
         gate_reproducibility,
         with_reproducibility,
         without_figure,
@@ -132,8 +132,6 @@ def _with_reproducibility(
 
     if result.status not in ("pass", "fail"):
         return result
-    if tasks is not None and tasks < MIN_FIGURE_TASKS:
-        return without_figure(result, tasks)
     gate = result.gate
     try:
         q = (
@@ -142,8 +140,13 @@ def _with_reproducibility(
             else source.difference(gate.left, gate.right)
         )
     except KeyError:
-        return result
+        q = None
     counts = getattr(q, "counts", None)
+    why = data_shortfall(tasks, counts)
+    if why is not None:
+        return without_figure(result, why)
+    if q is None:
+        return result
     if counts is not None:
         rep = case_rate_reproducibility(result, counts)
     else:

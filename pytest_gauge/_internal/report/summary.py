@@ -102,11 +102,11 @@ def _gate_lines(ctx: ReportContext) -> list[str]:
     ]
     shown = ctx.gates[:_MAX_SUMMARY_GATES]
     holm = any(g.holm_level is not None for g in shown)  # the one-sided level Holm tested it at
-    repeats = any(g.reproducibility is not None for g in shown)  # how often the verdict would repeat
+    repeats = any(g.reproducibility is not None or g.no_figure for g in shown)  # how often it would repeat
     grows = [
         [g.status.upper(), g.gate.canonical(), gate_value(g), gate_ci(g), f"n={g.n}"]
         + ([] if not holm else ["" if g.holm_level is None else f"holm level {g.holm_level:.3g}"])
-        + ([] if not repeats else [reproducibility_text(g.reproducibility)])
+        + ([] if not repeats else [reproducibility_text(g.reproducibility) or g.no_figure])
         for g in shown
     ]
     lines += ["  " + ln for ln in text_table(grows, "llrlrll"[: len(grows[0])])]

@@ -1,0 +1,137 @@
+"""A case rate's reproducibility figure in closed form, vectorised over runs (docs/calibration.md).
+
+The gate compares the rate's bound (or the rate) with a threshold ``t``. Inverting the bound gives the
+rate ``p_t`` at which this run's interval would reach ``t`` (Wilson's score equation at this run's
+effective count and quantile); a rerun repeats the verdict when its rate lands on the same side of
+``p_t``. Under a flat prior on the truth the rerun's rate differs from this one by the truth's
+uncertainty plus the rerun's own noise, twice the variance a rerun redraws (this run's tasks and the
+rerun's): the CR2 cluster variance over tasks for fresh tasks, its within-task part for the same
+tasks, scaled up to the spread at the crossing where a rate's ``mu (1 - mu)`` is larger there (the
+verdict flips only if the truth is near it). That variance is itself read from the run's tasks, so
+the figure is Student's t on the cluster variance's Satterthwaite df, capped by the tasks that hold
+the rarer outcome (a spread read from a few event tasks is as uncertain as those few). Below
+:data:`MIN_OUTCOME_TASKS` such tasks no figure is given (:func:`withheld`). Pure functions of arrays
+``(..., T)``: one run or thousands at once.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .exact_tasks import beta_cdf
+from .intervals import CONTINUITY, cluster_wilson_parts
+
+if TYPE_CHECKING:
+    from ..records import FloatArray
+
+__all__ = ["MIN_OUTCOME_TASKS", "case_rate_figures", "student_cdf", "withheld"]
+
+MIN_OUTCOME_TASKS = 4
+"""Fewest tasks that must show the rarer outcome (an event, or a non-event for a common rate) for a
+figure: with fewer the spread rests on one to three tasks (and no event at all says nothing of how an
+event would cluster); benchmarks/bench_calibration.py, always 30% / never 70% at 20 tasks."""
+
+
+def student_cdf(x: FloatArray, df: FloatArray) -> FloatArray:
+    """``P(T <= x)`` of Student's t on ``df`` for ``x >= 0`` (1 at infinity), exactly through the
+    regularised incomplete beta: ``1 - I_(df / (df + x^2))(df / 2, 1 / 2) / 2``."""
+    x, df = np.broadcast_arrays(np.asarray(x, dtype=np.float64), np.asarray(df, dtype=np.float64))
+    finite = np.isfinite(x)
+    xs = np.where(finite, x, 0.0)
+    tail = beta_cdf(df / (df + xs * xs), df / 2.0, np.full(df.shape, 0.5))
+    return np.asarray(np.where(finite, 1.0 - 0.5 * tail, 1.0), dtype=np.float64)
+
+
+def _outcome_tasks(k: FloatArray, n: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """(tasks with cases, tasks with an event, tasks with a non-event) per run."""
+    present = n > 0
+    tasks = np.sum(present, axis=-1).astype(np.float64)
+    events = np.sum(present & (k > 0), axis=-1).astype(np.float64)
+    others = np.sum(present & (k < n), axis=-1).astype(np.float64)
+    return tasks, events, others
+
+
+def withheld(k: FloatArray, n: FloatArray) -> str | None:
+    """Why one run's counts cannot support a figure (``44 tasks, 2 events``), or None: fewer than
+    :data:`MIN_OUTCOME_TASKS` tasks show an event (or a non-event, for a common rate)."""
+    tasks, events, others = (int(v) for v in _outcome_tasks(k, n))
+    if min(events, others) >= MIN_OUTCOME_TASKS:
+        return None
+    total, cases = int(np.sum(k)), int(np.sum(n))
+    if events <= others:
+        return f"{tasks} tasks, {total} event{'s' * (total != 1)} in {events} of them"
+    misses = cases - total
+    return f"{tasks} tasks, {misses} non-event{'s' * (misses != 1)} in {others} of them"
+
+
+def _within_variance(k: FloatArray, n: FloatArray, p: FloatArray) -> FloatArray:
+    """The within-task (binomial) part of the rate's variance, unbiased per task: ``k (n - k) / (n - 1)``
+    over ``N^2`` (a task of one case contributes the pooled ``p (1 - p)``)."""
+    total = np.maximum(np.sum(n, axis=-1), 1.0)
+    pooled = n * (p * (1.0 - p))[..., None]
+    per_task = np.where(n >= 2, k * (n - k) / np.maximum(n - 1.0, 1.0), pooled)
+    return np.asarray(np.sum(per_task, axis=-1) / (total * total), dtype=np.float64)
+
+
+def _crossing(
+    threshold: FloatArray, bound: str, n_eff: FloatArray, z_low: FloatArray, z_high: FloatArray
+) -> FloatArray:
+    """The rate at which this run's interval would put its compared side at the threshold: Wilson's
+    score equation solved for the rate, with the interval's continuity correction."""
+    t = np.clip(threshold, 1e-9, 1.0 - 1e-9)
+    score = np.sqrt(t * (1.0 - t) / n_eff)
+    if bound == "upper":
+        return np.asarray(np.clip(t - z_high * score - CONTINUITY / n_eff, 0.0, 1.0))
+    if bound == "lower":
+        return np.asarray(np.clip(t + z_low * score + CONTINUITY / n_eff, 0.0, 1.0))
+    return np.asarray(t)
+
+
+def case_rate_figures(
+    k: FloatArray, n: FloatArray, threshold: FloatArray | float, bound: str, min_n: int = 0
+) -> tuple[FloatArray, FloatArray]:
+    """(same tasks, fresh tasks): the probability that a rerun gives this run's verdict on a gate that
+    compares the cluster-Wilson ``bound`` (``upper``, ``lower``; anything else: the rate) of the per-task
+    counts with ``threshold``, per run; NaN where :func:`withheld` would withhold it. A fresh rerun with
+    fewer cases than ``min_n`` would be inconclusive: its total is taken as normal around this run's
+    (the tasks' sizes resampled)."""
+    k, n = np.asarray(k, dtype=np.float64), np.asarray(n, dtype=np.float64)
+    p, n_eff, df, z_low, z_high, cluster = cluster_wilson_parts(k, n)
+    within = _within_variance(k, n, p)
+    fresh_var = np.where(np.isfinite(cluster) & (cluster > 0), cluster, within)
+    same_var = np.minimum(within, fresh_var)
+    _, events, others = _outcome_tasks(k, n)
+    rarer = np.minimum(events, others)
+    dof = np.maximum(np.minimum(np.where(np.isfinite(df), df, 1.0), rarer - 1.0), 1.0)
+    crossing = _crossing(np.asarray(threshold, dtype=np.float64), bound, n_eff, z_low, z_high)
+    margin = np.abs(p - crossing)
+    # The verdict flips only where the truth is near the crossing, and a rate's spread there is its
+    # spread here scaled by mu (1 - mu): the larger of the two (never narrower than measured).
+    toward = np.maximum(1.0, crossing * (1.0 - crossing) / np.maximum(p * (1.0 - p), 1e-12))
+    out = []
+    for var in (same_var, fresh_var):
+        spread = np.sqrt(2.0 * toward * np.maximum(var, 0.0))
+        x = np.where(
+            spread > 0, margin / np.where(spread > 0, spread, 1.0), np.where(margin > 0, np.inf, 0.0)
+        )
+        out.append(np.where(rarer >= MIN_OUTCOME_TASKS, student_cdf(x, dof), np.nan))
+    same, fresh = out
+    if min_n > 0:
+        total = np.sum(n, axis=-1)
+        tasks = n.shape[-1]
+        sd = np.sqrt(tasks * np.var(n, axis=-1))
+        z = (total - min_n + 0.5) / np.where(sd > 0, sd, 1.0)
+        enough = np.where(sd > 0, 0.5 * (1.0 + _erf(z / math.sqrt(2.0))), (total >= min_n).astype(np.float64))
+        fresh = fresh * enough
+    # A fresh rerun redraws all a same-task one does and more.
+    return np.asarray(np.maximum(same, fresh)), np.asarray(fresh)
+
+
+_erf_scalar = np.frompyfunc(math.erf, 1, 1)
+
+
+def _erf(x: FloatArray) -> FloatArray:
+    return np.asarray(_erf_scalar(x), dtype=np.float64)
