@@ -104,20 +104,12 @@ def temp_name(path: Path) -> Path:
 def write_atomic(path: Path, text: str, *, mkdir: bool = True) -> None:
     """Write ``text`` (UTF-8) to ``path`` atomically: a temporary file beside it, then a rename, so a
     reader sees the old file or the new one, never part of one. ``mkdir``: create missing folders."""
-    if mkdir:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = temp_name(path)
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    write_lines_atomic(path, (text,), mkdir=mkdir)
 
 
 def write_lines_atomic(path: Path, lines: Iterable[str], *, mkdir: bool = True) -> None:
-    """:func:`write_atomic` of ``"".join(lines)`` written line by line: a run's ledger and records go out
-    without their whole text (and every line's JSON object) in memory at once."""
+    """Write ``"".join(lines)`` atomically (see :func:`write_atomic`), piece by piece: a run's ledger and
+    records go out without their whole text (and every line's JSON object) in memory at once."""
     if mkdir:
         path.parent.mkdir(parents=True, exist_ok=True)
     tmp = temp_name(path)
