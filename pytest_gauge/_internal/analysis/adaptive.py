@@ -128,7 +128,11 @@ def _drift(gate: Gate, q: QuantityLike, look: Look, status: str, order: Sequence
     if len(k) != len(order) or str(getattr(q, "method", "")) != "cluster-wilson":
         return None
     index = list(order)
-    return drift_hold(k[index], n[index], look.total_tasks, lambda v: OPS[gate.op](v, gate.threshold), status)
+
+    def passes(value: float) -> bool:
+        return bool(OPS[gate.op](value, gate.threshold))
+
+    return drift_hold(k[index], n[index], look.total_tasks, passes, status, (q.low, q.high))
 
 
 def _decide_one(
