@@ -2,7 +2,7 @@
 no trend in run order and the tasks not yet run, moved 1.5 logits against the verdict, could not flip
 it, so a rate that moves during the run (even just after the deciding look) does not pass early on its
 early regime, and a run without drift keeps what saving that leaves. Checked on processes unlike the
-benchmark's linear drift of Beta tasks (benchmarks/bench_drift.py): a step change (a gateway route
+benchmark's Beta tasks (benchmarks/bench_drift.py): a step change (a gateway route
 switching) half-way, at two thirds or at three quarters on logit-normal tasks, and a drift that only
 starts at the second third; false alarms of the trend test on heavy-tailed tasks."""
 
