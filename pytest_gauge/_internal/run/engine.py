@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..files.work_store import WorkStore
+from ..gateway.call_priority import reset_call_chain, set_call_chain
 from ..gateway.errors import GatewayError, RunStopped
 from ..gateway.limits import reset_model_wait_hook, set_model_wait_hook
 from ..gateway.store import content_key
@@ -54,6 +55,7 @@ from ..records import (
 )
 from ..suite.cases import Case
 from .looks import LookClosed, LookGate
+from .plan import long_chains_first
 from .work import SuiteRuntime, build_record
 
 if TYPE_CHECKING:
@@ -138,6 +140,10 @@ class _JudgeUnit:
 
 
 _Unit = _TranscriptUnit | _JudgeUnit
+
+
+def _is_transcript(unit: _Unit) -> bool:
+    return isinstance(unit, _TranscriptUnit)
 
 
 async def _nothing() -> None:
@@ -275,7 +281,8 @@ class Engine:
 
     def _plan(self, cases: Sequence[Case]) -> list[_Unit]:
         """Every selected case's units in collection order (each transcript once, before its first
-        judgment), look by look in an adaptive run."""
+        judgment), each transcript pulled a look-ahead's worth of units early (:mod:`.plan`), look by
+        look in an adaptive run."""
         order: list[_Unit] = []
         seen: set[str] = set()
         for case in cases:
@@ -287,7 +294,11 @@ class Engine:
         looks: dict[int, list[_Unit]] = {}
         for planned in order:
             looks.setdefault(self._look(planned), []).append(planned)
-        return [u for look in sorted(looks) for u in looks[look]]
+        return [
+            u
+            for look in sorted(looks)
+            for u in long_chains_first(looks[look], _is_transcript, self.lookahead)
+        ]
 
     def _case_positions(self, cases: Sequence[Case]) -> dict[str, int]:
         """Each case's first unit's place in the plan (where the look-ahead goes when its item asks)."""
@@ -430,14 +441,27 @@ class Engine:
             # slot), its place is lent to other work: one rate-limited model must not fill the
             # look-ahead with waiting units and so slow every other model of the run.
             token = set_model_wait_hook(place.lent)
+            chain = set_call_chain(self._chain(unit))  # its calls get slots before shorter chains'
             try:
                 await self._obtain(unit, wait=False)
             finally:
+                reset_call_chain(chain)
                 reset_model_wait_hook(token)
         except Exception:
             pass  # the demand path meets the same outcome (see _produce_again)
         finally:
             place.close()
+
+    def _chain(self, unit: _Unit) -> int:
+        """The calls on the unit's longest chain, its judgment's included: a dialogue's two per turn
+        (agent, user) plus one, a judgment's one. Its calls wait for a slot ahead of shorter chains',
+        so long dialogues start first and the run does not end on one while the other slots idle."""
+        if isinstance(unit, _JudgeUnit):
+            return 1
+        runtime = self.runtimes[unit.suite]
+        task = runtime.tasks.get(unit.task_id)
+        turns = (task.max_turns if task is not None else None) or runtime.suite.user.max_turns
+        return 2 * turns + 1
 
     def _keep(self, task: asyncio.Future[object]) -> None:
         """Hold a reference to a background task until it ends (the loop keeps only weak ones)."""
