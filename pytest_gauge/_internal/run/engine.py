@@ -7,7 +7,8 @@ benchmarks/README.md), so each process runs an asyncio loop in a background thre
 
 * **work units** are transcripts (task, agent, sample) and judgments (case, judge, repeat); a
   judgment depends on its case's two transcripts;
-* a **look-ahead driver** walks every selected case's work in collection order, going on from the
+* a **look-ahead driver** walks every selected case's work in collection order, each transcript
+  pulled a look-ahead's worth of units early (:mod:`.plan`), going on from the
   case a test item last asked for (so each xdist worker works ahead of its own items), and keeps up
   to ``2 × max_concurrency`` units in progress; a judgment waits for its transcripts, and a unit for
   its own model's limit (a 429's wait, its ``--gauge-rpm MODEL=N`` bucket, its adaptive slot while the
