@@ -65,9 +65,9 @@ if TYPE_CHECKING:
 __all__ = ["CaseOutcome", "Engine", "SuiteRuntime"]
 
 
-def _resolve(waiter: asyncio.Future[None]) -> None:
+def _resolve(waiter: asyncio.Future[bool], grown: bool = True) -> None:
     if not waiter.done():
-        waiter.set_result(None)
+        waiter.set_result(grown)
 
 
 def _failure(exc: GatewayError) -> WorkFailure:
@@ -234,7 +234,7 @@ class Engine:
         self._stopping = False
         self._interrupted = False  # Ctrl-C reached a test item's wait
         self._producing: dict[str, asyncio.Future[None]] = {}  # units this process is producing now
-        self._awaiting_store: list[asyncio.Future[None]] = []  # units waiting for another process's work
+        self._awaiting_store: list[asyncio.Future[bool]] = []  # units waiting for another process's work
         # Outcomes of cases whose every unit this process already holds, made on the engine's loop when
         # the last one finished: a test item takes its outcome from here without a round trip through
         # the loop (each round trip waits for the busy engine thread to hand over the GIL).
@@ -516,12 +516,12 @@ class Engine:
         if fd != _LOCAL_CLAIM:
             self.store.unlock(fd)
 
-    def _stored(self, key: str) -> WorkResult | None:
+    def _stored(self, key: str, fresh: bool = True) -> WorkResult | None:
         """The result another process wrote to the run's work store, if any (never, when exclusive:
-        then ``_futures`` holds every result of the run)."""
+        then ``_futures`` holds every result of the run); ``fresh=False``: from the logs as last read."""
         if self._exclusive:
             return None
-        entry = self.store.get(key)
+        entry = self.store.get(key, fresh=fresh)
         return None if entry is None else work_result_from_json(entry)
 
     async def _try_claim(self, unit: _Unit) -> WorkResult | None:
@@ -547,35 +547,42 @@ class Engine:
             self._unlock(fd)
 
     async def _claim_or_wait(self, unit: _Unit) -> WorkResult:
-        delay = 0.002
+        """The unit's result: stored, or produced here once its claim is free. Woken by another
+        process's new entries, a waiter looks only at the logs just read (the watcher read them); it
+        tries the claim again (a dead claimant's) at most every ``delay``, not at every entry."""
+        loop = asyncio.get_running_loop()
+        delay, grown, next_try = 0.002, False, 0.0
         while True:
-            result = self._stored(unit.key)
+            result = self._stored(unit.key, fresh=not grown)
             if result is not None:
                 return result
             if self._stopping:
                 raise asyncio.CancelledError  # winding down: start nothing new
-            fd = self._lock(unit.key)
-            if fd is not None:
-                try:
-                    return self._stored(unit.key) or await self._produce_and_store(unit)
-                finally:
-                    self._unlock(fd)
-            await self._store_grows(delay)
-            delay = min(delay * 1.5, 0.05)
+            if not grown or loop.time() >= next_try:
+                fd = self._lock(unit.key)
+                if fd is not None:
+                    try:
+                        return self._stored(unit.key) or await self._produce_and_store(unit)
+                    finally:
+                        self._unlock(fd)
+                next_try = loop.time() + delay
+                delay = min(delay * 1.5, 0.05)
+            grown = await self._store_grows(max(0.0, next_try - loop.time()))
 
-    async def _store_grows(self, timeout: float) -> None:
+    async def _store_grows(self, timeout: float) -> bool:
         """Wait until the work store gains an entry (another process finished a unit) or ``timeout``
         passes (a claim may also have been given back without one: its process died). One watcher per
         process reads the logs every :data:`STORE_WATCH` s while anything waits, so a waiting unit wakes
-        about as soon as its entry is written instead of at its next poll (up to 50 ms later)."""
+        about as soon as its entry is written instead of at its next poll (up to 50 ms later). True
+        when the store grew."""
         loop = asyncio.get_running_loop()
-        waiter: asyncio.Future[None] = loop.create_future()
+        waiter: asyncio.Future[bool] = loop.create_future()
         if not self._awaiting_store:
             self._keep(asyncio.ensure_future(self._watch_store()))
         self._awaiting_store.append(waiter)
-        timer = loop.call_later(timeout, _resolve, waiter)
+        timer = loop.call_later(timeout, _resolve, waiter, False)
         try:
-            await waiter
+            return await waiter
         finally:
             timer.cancel()
 
