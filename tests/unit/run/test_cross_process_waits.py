@@ -9,6 +9,7 @@ import pytest
 
 from pytest_gauge._internal.files.work_store import WorkStore
 from pytest_gauge._internal.gateway.store import content_key
+from pytest_gauge._internal.records import WorkFailure
 from pytest_gauge._internal.run.engine import Engine
 
 KEY = content_key(["transcript", "s", "t1", "a", 0])
@@ -58,8 +59,8 @@ def test_other_entries_do_not_make_a_waiter_retry_the_claim_but_a_freed_claim_is
 
     monkeypatch.setattr(engine, "_lock", counted)
 
-    async def produced(unit: object) -> engine_module.WorkFailure:
-        return engine_module.WorkFailure("made here", False, "Test")
+    async def produced(unit: object) -> WorkFailure:
+        return WorkFailure("made here", False, "Test")
 
     monkeypatch.setattr(engine, "_produce_and_store", produced)
     unit = engine_module._TranscriptUnit(KEY, "s", "t1", "a", 0)
@@ -85,5 +86,5 @@ def test_other_entries_do_not_make_a_waiter_retry_the_claim_but_a_freed_claim_is
     (tmp_path / "work").mkdir(exist_ok=True)
     result, attempts = asyncio.run(main())
     engine.loop.close()
-    assert isinstance(result, engine_module.WorkFailure) and result.error == "made here"
+    assert isinstance(result, WorkFailure) and result.error == "made here"
     assert attempts < 30  # not one per entry written (60), yet the freed claim was found

@@ -6,6 +6,7 @@ that needs it."""
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import pytest
 
@@ -63,3 +64,24 @@ def test_a_window_of_zero_keeps_collection_order_and_a_wide_one_puts_every_chain
     wide = long_chains_first(units, _is_long, len(units))
     longs = sum(1 for u in units if _is_long(u))
     assert all(_is_long(u) for u in wide[:longs])
+
+
+def test_a_dialogue_ranks_by_its_turns_and_a_verdict_last(tmp_path: Path) -> None:
+    """The chain the engine gives a unit's calls at the slots: two calls a turn plus its verdict (the
+    task's own turn limit first, else the user simulator's), one for a verdict."""
+    from types import SimpleNamespace
+
+    from pytest_gauge._internal.files.work_store import WorkStore
+    from pytest_gauge._internal.run.engine import Engine, _JudgeUnit, _TranscriptUnit
+
+    runtime = SimpleNamespace(
+        tasks={"short": SimpleNamespace(max_turns=None), "long": SimpleNamespace(max_turns=5)},
+        suite=SimpleNamespace(user=SimpleNamespace(max_turns=2)),
+    )
+    engine = Engine({"s": runtime}, [], WorkStore(tmp_path, "gw0"), lookahead=4)  # type: ignore[dict-item]
+    try:
+        assert engine._chain(_TranscriptUnit("k1", "s", "short", "a", 0)) == 5
+        assert engine._chain(_TranscriptUnit("k2", "s", "long", "a", 0)) == 11
+        assert engine._chain(_JudgeUnit("k3", "s", None, 0, 0)) == 1  # type: ignore[arg-type]
+    finally:
+        engine.loop.close()
