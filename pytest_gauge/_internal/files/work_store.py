@@ -266,14 +266,14 @@ class WorkStore:
             self._kept = _KEPT.setdefault(self._root, _Kept())
         self._kept[key] = value
 
-    def get(self, key: str) -> JSONObject | None:
+    def get(self, key: str, fresh: bool = True) -> JSONObject | None:
         """The entry, or None when absent (or unreadable, which counts as absent). The logs are read
-        again only when the key is not known yet (or its known line is damaged)."""
+        again only when the key is not known yet (or its known line is damaged), and with ``fresh``."""
         kept = _KEPT.get(self._root)
         if kept is not None and key in kept:
             return kept[key]
         value = self._parse(key, self._folder.entry(key, fresh=False))
-        if value is None:
+        if value is None and fresh:
             value = self._parse(key, self._folder.entry(key, fresh=True))
         return value
 

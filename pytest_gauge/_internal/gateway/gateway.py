@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..records import NEUTRAL_API, ChatResult, LedgerRecord
 from ..records.json_types import JSONObject
+from .call_priority import UNRANKED, reset_call_chain, set_call_chain
 from .diagnosis import final_error, is_timeout, server_message
 from .endpoint import KEY_VARIABLE, URL_VARIABLE
 from .errors import (
@@ -381,17 +382,25 @@ class Gateway:
     async def _send(self, call: _Call) -> tuple[JSONObject, LedgerRecord]:
         """Send with retries behind two first-call gates: until one call of this process has worked
         (a bad key or URL), and until one call to this (role, model) has worked (a wrong model name),
-        calls go one at a time, so such a mistake reaches the server once per worker, not once per call."""
+        calls go one at a time, so such a mistake reaches the server once per worker, not once per call.
+        The call through a gate gets the next free slot (the others wait on it), and a call waiting at
+        its model's gate lends its look-ahead place, so other models' work keeps the slots busy."""
         state = self.state
         gates = [(state.first_ok, state.first_lock), state.model_gate(call.role, call.model)]
-        for ok, lock in gates:
-            if await _gate_turn(ok, lock):
+        for k, (ok, lock) in enumerate(gates):
+            # Behind the model's own gate, the call lends its look-ahead place to other models' work.
+            waiting = model_wait() if k == 1 and not ok.is_set() else None
+            async with waiting or contextlib.nullcontext():
+                turn = await _gate_turn(ok, lock)
+            if turn:
+                chain = set_call_chain(UNRANKED)  # the gate's other calls wait on this one: it goes first
                 try:
                     result = await self._send_with_retries(call)
                     for done, _ in gates:
                         done.set()
                     return result
                 finally:
+                    reset_call_chain(chain)
                     lock.release()
         return await self._send_with_retries(call)
 

@@ -31,6 +31,7 @@ from typing import Any, Protocol
 from ..files.folders import RunFolder
 from ..files.locks import lock_file, unlock_file
 from ..records.json_types import JSONObject
+from .call_priority import WaitLine
 from .errors import BudgetExhausted
 
 __all__ = [
@@ -156,10 +157,11 @@ class ConcurrencySlots:
 
     Each process opens the slot files once and keeps them open; a slot is taken with a non-blocking
     file lock on one this process does not already hold (the process tracks its own: a lock belongs
-    to the open file, and a dead process's locks go with it). Local waiters queue first in, first
-    out, and only the queue polls the files: one timer (1 ms doubling to 20 ms) tries them for the
-    oldest waiter, so waiting costs the same with one waiter or ``n``. A released slot goes straight to
-    the oldest local waiter, its lock still held.
+    to the open file, and a dead process's locks go with it). Local waiters queue by the chain of calls
+    still behind theirs, longest first, then first in, first out (:mod:`.call_priority`), and only the
+    queue polls the files: one timer (1 ms doubling to 20 ms) tries them for the head waiter, so
+    waiting costs the same with one waiter or ``n``. A released slot goes straight to the head local
+    waiter, its lock still held.
 
     So that no process starves, a process that waits says so by holding one of ``processes``
     ``hungry-<k>.lock`` files; a process holding its share of the slots (``n`` over itself and the
@@ -174,7 +176,7 @@ class ConcurrencySlots:
         self._paths += [folder / f"hungry-{k}.lock" for k in range(self._processes)]
         self._fds: list[int | None] = [None] * len(self._paths)  # the slot files, then the hungry ones
         self._held: set[int] = set()  # slots this process holds
-        self._queue: collections.deque[_Waiter] = collections.deque()
+        self._queue: WaitLine[_Waiter] = WaitLine()  # longest call chain first, then oldest
         self._timer: asyncio.TimerHandle | None = None  # the next poll while the queue is not empty
         self._delay = 0.001
         self._hungry: int | None = None  # the hungry-<k>.lock this process holds while it waits
@@ -239,7 +241,7 @@ class ConcurrencySlots:
         self._delay = min(self._delay * 2, 0.02)
 
     def _poll(self) -> None:
-        """For the oldest waiters, the slots other processes freed (within this process's share); then
+        """For the head waiters, the slots other processes freed (within this process's share); then
         the next poll, if any waits."""
         self._timer = None
         self._set_hungry()
@@ -254,7 +256,7 @@ class ConcurrencySlots:
             self._schedule()
 
     def _head(self) -> _Waiter | None:
-        """The oldest waiter still waiting (cancelled ones dropped)."""
+        """The head waiter (longest chain, then oldest) still waiting (cancelled ones dropped)."""
         while self._queue and self._queue[0].wake.done():
             self._queue.popleft()
         return self._queue[0] if self._queue else None

@@ -323,8 +323,14 @@ class ModelClient:
         if self._session is None:
             self._session = LoopSession(self.max_connections)
         try:
-            async with self._session.get().request(
-                method, url, data=content if method != "GET" else None, headers=headers, allow_redirects=False
+            session, route = self._session.get(), self._session.route(url, headers)
+            async with session.request(
+                method,
+                url,
+                data=content if method != "GET" else None,
+                headers=headers,
+                allow_redirects=False,
+                **route,
             ) as answer:
                 if not 200 <= answer.status < 300:
                     raw = await read_bounded(answer, MAX_BODY_BYTES, truncate=True)

@@ -7,7 +7,8 @@ benchmarks/README.md), so each process runs an asyncio loop in a background thre
 
 * **work units** are transcripts (task, agent, sample) and judgments (case, judge, repeat); a
   judgment depends on its case's two transcripts;
-* a **look-ahead driver** walks every selected case's work in collection order, going on from the
+* a **look-ahead driver** walks every selected case's work in collection order, each transcript
+  pulled a look-ahead's worth of units early (:mod:`.plan`), going on from the
   case a test item last asked for (so each xdist worker works ahead of its own items), and keeps up
   to ``2 × max_concurrency`` units in progress; a judgment waits for its transcripts, and a unit for
   its own model's limit (a 429's wait, its ``--gauge-rpm MODEL=N`` bucket, its adaptive slot while the
@@ -41,6 +42,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..files.work_store import WorkStore
+from ..gateway.call_priority import reset_call_chain, set_call_chain
 from ..gateway.errors import GatewayError, RunStopped
 from ..gateway.limits import reset_model_wait_hook, set_model_wait_hook
 from ..gateway.store import content_key
@@ -54,6 +56,7 @@ from ..records import (
 )
 from ..suite.cases import Case
 from .looks import LookClosed, LookGate
+from .plan import long_chains_first
 from .work import SuiteRuntime, build_record
 
 if TYPE_CHECKING:
@@ -62,9 +65,9 @@ if TYPE_CHECKING:
 __all__ = ["CaseOutcome", "Engine", "SuiteRuntime"]
 
 
-def _resolve(waiter: asyncio.Future[None]) -> None:
+def _resolve(waiter: asyncio.Future[bool], grown: bool = True) -> None:
     if not waiter.done():
-        waiter.set_result(None)
+        waiter.set_result(grown)
 
 
 def _failure(exc: GatewayError) -> WorkFailure:
@@ -138,6 +141,10 @@ class _JudgeUnit:
 
 
 _Unit = _TranscriptUnit | _JudgeUnit
+
+
+def _is_transcript(unit: _Unit) -> bool:
+    return isinstance(unit, _TranscriptUnit)
 
 
 async def _nothing() -> None:
@@ -227,7 +234,7 @@ class Engine:
         self._stopping = False
         self._interrupted = False  # Ctrl-C reached a test item's wait
         self._producing: dict[str, asyncio.Future[None]] = {}  # units this process is producing now
-        self._awaiting_store: list[asyncio.Future[None]] = []  # units waiting for another process's work
+        self._awaiting_store: list[asyncio.Future[bool]] = []  # units waiting for another process's work
         # Outcomes of cases whose every unit this process already holds, made on the engine's loop when
         # the last one finished: a test item takes its outcome from here without a round trip through
         # the loop (each round trip waits for the busy engine thread to hand over the GIL).
@@ -275,7 +282,8 @@ class Engine:
 
     def _plan(self, cases: Sequence[Case]) -> list[_Unit]:
         """Every selected case's units in collection order (each transcript once, before its first
-        judgment), look by look in an adaptive run."""
+        judgment), each transcript pulled a look-ahead's worth of units early (:mod:`.plan`), look by
+        look in an adaptive run."""
         order: list[_Unit] = []
         seen: set[str] = set()
         for case in cases:
@@ -287,7 +295,11 @@ class Engine:
         looks: dict[int, list[_Unit]] = {}
         for planned in order:
             looks.setdefault(self._look(planned), []).append(planned)
-        return [u for look in sorted(looks) for u in looks[look]]
+        return [
+            u
+            for look in sorted(looks)
+            for u in long_chains_first(looks[look], _is_transcript, self.lookahead)
+        ]
 
     def _case_positions(self, cases: Sequence[Case]) -> dict[str, int]:
         """Each case's first unit's place in the plan (where the look-ahead goes when its item asks)."""
@@ -430,14 +442,27 @@ class Engine:
             # slot), its place is lent to other work: one rate-limited model must not fill the
             # look-ahead with waiting units and so slow every other model of the run.
             token = set_model_wait_hook(place.lent)
+            chain = set_call_chain(self._chain(unit))  # its calls get slots before shorter chains'
             try:
                 await self._obtain(unit, wait=False)
             finally:
+                reset_call_chain(chain)
                 reset_model_wait_hook(token)
         except Exception:
             pass  # the demand path meets the same outcome (see _produce_again)
         finally:
             place.close()
+
+    def _chain(self, unit: _Unit) -> int:
+        """The calls on the unit's longest chain, its judgment's included: a dialogue's two per turn
+        (agent, user) plus one, a judgment's one. Its calls wait for a slot ahead of shorter chains',
+        so long dialogues start first and the run does not end on one while the other slots idle."""
+        if isinstance(unit, _JudgeUnit):
+            return 1
+        runtime = self.runtimes[unit.suite]
+        task = runtime.tasks.get(unit.task_id)
+        turns = (task.max_turns if task is not None else None) or runtime.suite.user.max_turns
+        return 2 * turns + 1
 
     def _keep(self, task: asyncio.Future[object]) -> None:
         """Hold a reference to a background task until it ends (the loop keeps only weak ones)."""
@@ -491,12 +516,12 @@ class Engine:
         if fd != _LOCAL_CLAIM:
             self.store.unlock(fd)
 
-    def _stored(self, key: str) -> WorkResult | None:
+    def _stored(self, key: str, fresh: bool = True) -> WorkResult | None:
         """The result another process wrote to the run's work store, if any (never, when exclusive:
-        then ``_futures`` holds every result of the run)."""
+        then ``_futures`` holds every result of the run); ``fresh=False``: from the logs as last read."""
         if self._exclusive:
             return None
-        entry = self.store.get(key)
+        entry = self.store.get(key, fresh=fresh)
         return None if entry is None else work_result_from_json(entry)
 
     async def _try_claim(self, unit: _Unit) -> WorkResult | None:
@@ -522,35 +547,42 @@ class Engine:
             self._unlock(fd)
 
     async def _claim_or_wait(self, unit: _Unit) -> WorkResult:
-        delay = 0.002
+        """The unit's result: stored, or produced here once its claim is free. Woken by another
+        process's new entries, a waiter looks only at the logs just read (the watcher read them); it
+        tries the claim again (a dead claimant's) at most every ``delay``, not at every entry."""
+        loop = asyncio.get_running_loop()
+        delay, grown, next_try = 0.002, False, 0.0
         while True:
-            result = self._stored(unit.key)
+            result = self._stored(unit.key, fresh=not grown)
             if result is not None:
                 return result
             if self._stopping:
                 raise asyncio.CancelledError  # winding down: start nothing new
-            fd = self._lock(unit.key)
-            if fd is not None:
-                try:
-                    return self._stored(unit.key) or await self._produce_and_store(unit)
-                finally:
-                    self._unlock(fd)
-            await self._store_grows(delay)
-            delay = min(delay * 1.5, 0.05)
+            if not grown or loop.time() >= next_try:
+                fd = self._lock(unit.key)
+                if fd is not None:
+                    try:
+                        return self._stored(unit.key) or await self._produce_and_store(unit)
+                    finally:
+                        self._unlock(fd)
+                next_try = loop.time() + delay
+                delay = min(delay * 1.5, 0.05)
+            grown = await self._store_grows(max(0.0, next_try - loop.time()))
 
-    async def _store_grows(self, timeout: float) -> None:
+    async def _store_grows(self, timeout: float) -> bool:
         """Wait until the work store gains an entry (another process finished a unit) or ``timeout``
         passes (a claim may also have been given back without one: its process died). One watcher per
         process reads the logs every :data:`STORE_WATCH` s while anything waits, so a waiting unit wakes
-        about as soon as its entry is written instead of at its next poll (up to 50 ms later)."""
+        about as soon as its entry is written instead of at its next poll (up to 50 ms later). True
+        when the store grew."""
         loop = asyncio.get_running_loop()
-        waiter: asyncio.Future[None] = loop.create_future()
+        waiter: asyncio.Future[bool] = loop.create_future()
         if not self._awaiting_store:
             self._keep(asyncio.ensure_future(self._watch_store()))
         self._awaiting_store.append(waiter)
-        timer = loop.call_later(timeout, _resolve, waiter)
+        timer = loop.call_later(timeout, _resolve, waiter, False)
         try:
-            await waiter
+            return await waiter
         finally:
             timer.cancel()
 

@@ -131,8 +131,9 @@ class HttpSession:
 
         try:
             async with asyncio.timeout(self.agent.timeout):
-                async with client.get().post(
-                    self.agent.url, data=body, headers=headers, allow_redirects=False
+                session, route = client.get(), client.route(self.agent.url, headers)
+                async with session.post(
+                    self.agent.url, data=body, headers=headers, allow_redirects=False, **route
                 ) as response:
                     truncate = response.status >= 300  # an error body is only quoted: its start will do
                     data = await read_bounded(response, MAX_BODY, truncate=truncate)
