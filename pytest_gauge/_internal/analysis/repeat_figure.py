@@ -29,7 +29,7 @@ from .intervals import CONTINUITY, cluster_wilson_parts
 if TYPE_CHECKING:
     from ..records import FloatArray
 
-__all__ = ["MIN_OUTCOME_TASKS", "case_rate_figures", "student_cdf", "withheld"]
+__all__ = ["MIN_OUTCOME_TASKS", "case_rate_figures", "enough_cases", "student_cdf", "withheld"]
 
 MIN_OUTCOME_TASKS = 4
 """Fewest tasks that must show the rarer outcome (an event, or a non-event for a common rate) for a
@@ -139,14 +139,19 @@ def case_rate_figures(
         out.append(np.where(rarer >= MIN_OUTCOME_TASKS, student_cdf(x, dof), np.nan))
     same, fresh = out
     if min_n > 0:
-        total = np.sum(n, axis=-1)
-        tasks = n.shape[-1]
-        sd = np.sqrt(tasks * np.var(n, axis=-1))
-        z = (total - min_n + 0.5) / np.where(sd > 0, sd, 1.0)
-        enough = np.where(sd > 0, 0.5 * (1.0 + _erf(z / math.sqrt(2.0))), (total >= min_n).astype(np.float64))
-        fresh = fresh * enough
+        fresh = fresh * enough_cases(n, min_n)
     # A fresh rerun redraws all a same-task one does and more.
     return np.asarray(np.maximum(same, fresh)), np.asarray(fresh)
+
+
+def enough_cases(n: FloatArray, min_n: int) -> FloatArray:
+    """The chance a fresh rerun holds ``min_n`` cases or more: its total taken as normal around this
+    run's, the tasks' sizes resampled (a rerun below ``min_n`` would be inconclusive)."""
+    total = np.sum(n, axis=-1)
+    sd = np.sqrt(n.shape[-1] * np.var(n, axis=-1))
+    z = (total - min_n + 0.5) / np.where(sd > 0, sd, 1.0)
+    normal = 0.5 * (1.0 + _erf(z / math.sqrt(2.0)))
+    return np.asarray(np.where(sd > 0, normal, (total >= min_n).astype(np.float64)), dtype=np.float64)
 
 
 _erf_scalar = np.frompyfunc(math.erf, 1, 1)

@@ -90,6 +90,35 @@ def test_a_suite_with_no_event_or_events_in_few_tasks_gets_no_figure(tasks: int,
     assert case_rate_reproducibility(_result("upper(x) <= 0.5", "pass", 0.1, low, high), (few, n)) is not None
 
 
+def test_a_difference_of_two_rates_gets_a_closed_form_figure_or_says_why_not() -> None:
+    """Two rates over shared tasks: no figure where they differ on fewer than MIN_OUTCOME_TASKS tasks
+    (and the reason says so); where a task's two rates differ only as always against never, a same-task
+    rerun repeats them (figure 1), a fresh one need not; the same figure on every call."""
+    from pytest_gauge._internal.analysis.intervals import cluster_difference  # deferred: one test
+    from pytest_gauge._internal.analysis.repeat_figure import MIN_OUTCOME_TASKS  # deferred: as above
+    from pytest_gauge._internal.analysis.reproducibility import data_shortfall  # deferred: as above
+
+    n = np.full(20, 6.0)
+    k1 = np.zeros(20)
+    k2 = np.zeros(20)
+    k1[: MIN_OUTCOME_TASKS - 1] = 6.0
+    assert (
+        data_shortfall(20, (k1, n, k2, n))
+        == f"20 tasks, the two rates differ on {MIN_OUTCOME_TASKS - 1} of them"
+    )
+    k1[: MIN_OUTCOME_TASKS + 2] = 6.0
+    assert data_shortfall(20, (k1, n, k2, n)) is None
+    _, low, high = (float(x) for x in cluster_difference(k1, n, k2, n))
+    text = "lower(lrs_close - lrs_distant) >= 0.05"
+    rep = case_rate_reproducibility(_result(text, "pass", 0.3, low, high, 20), (k1, n, k2, n))
+    assert rep is not None and rep.same_tasks == 1.0 and 0.5 < rep.fresh_tasks < 1.0
+    assert case_rate_reproducibility(_result(text, "pass", 0.3, low, high, 20), (k1, n, k2, n)) == rep
+    few = k1.copy()
+    few[MIN_OUTCOME_TASKS - 1 :] = 0.0
+    _, low, high = (float(x) for x in cluster_difference(few, n, k2, n))
+    assert case_rate_reproducibility(_result(text, "pass", 0.15, low, high, 20), (few, n, k2, n)) is None
+
+
 def test_a_rerun_below_min_n_or_without_a_bound_is_not_the_same_verdict() -> None:
     """A rerun with fewer cases than ``min_n`` (or none) would be inconclusive: it does not repeat."""
     k = np.array([1.0, 0.0, 2.0, 0.0] * 5)
