@@ -124,7 +124,7 @@ def report(label: str, printed: Array, repeated: Array) -> str:
     gap, se, at = worst(rows)
     text = "; ".join(f"{a:.0f}+: {pr:.1f}/{rp:.1f} ±{e:.1f} (n {c})" for a, pr, rp, e, c in rows)
     withheld = 100 * (1 - shown.mean())
-    return f"{label}: worst bin {gap:.1f} ±{se:.1f} ({at:.0f}+), withheld {withheld:.1f}%: {text}"
+    return f"{label}: worst bin {gap:+.1f} ±{se:.1f} ({at:.0f}+), withheld {withheld:.1f}%: {text}"
 
 
 def main() -> None:

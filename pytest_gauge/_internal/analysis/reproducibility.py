@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MIN_FIGURE_TASKS",
+    "MIN_RATE_TASKS",
     "Reproducibility",
     "case_rate_reproducibility",
     "components_within_share",
@@ -199,17 +200,25 @@ the data, case-rate figures at 10 tasks were 5-6 points over in a bin on process
 task at 0.2, temperature 0, always/never), within 3.4 of it at 12 but temperature 0 (5.1 ± 1.5 points,
 50-60% bin) (benchmarks/bench_calibration.py --sizes 10 12; docs/calibration.md)."""
 
+MIN_RATE_TASKS = 20
+"""Below this many tasks a case rate's figure (or a difference of two's) is withheld too, and says so:
+at 12-18 tasks it was off by 6-14 points in a bin on the benchmark's skewed and always/never processes
+(either way, 30,000 runs), the skewed rare-event difference by 5.4-5.8; at 20 every cell within 5
+(benchmarks/bench_calibration.py --sizes 12 16 18 20; docs/calibration.md)."""
+
 
 def data_shortfall(tasks: int | None, counts: tuple[FloatArray, ...] | None) -> str | None:
     """Why the run cannot support a figure (``8 tasks``, ``44 tasks, 2 events in 2 of them``), or None:
-    fewer than :data:`MIN_FIGURE_TASKS` tasks, a case rate whose rarer outcome sits in fewer than
+    fewer than :data:`MIN_FIGURE_TASKS` tasks (:data:`MIN_RATE_TASKS` for figures from per-task
+    counts), a case rate whose rarer outcome sits in fewer than
     :data:`~.repeat_figure.MIN_OUTCOME_TASKS` tasks (:func:`~.repeat_figure.withheld`), or a difference
     of two whose rates differ on fewer (:func:`~.repeat_difference.difference_withheld`)."""
     rate = counts if counts is not None and len(counts) == 2 else None
     why = withheld(rate[0], rate[1]) if rate is not None else None
     if counts is not None and len(counts) == 4:
         why = difference_withheld(*counts)
-    if tasks is None or tasks >= MIN_FIGURE_TASKS or why is not None:
+    floor = MIN_FIGURE_TASKS if counts is None else MIN_RATE_TASKS
+    if tasks is None or tasks >= floor or why is not None:
         return why
     if rate is None:
         return f"{tasks} tasks"

@@ -336,9 +336,10 @@ def test_mean_of_samples_reproducibility_matches_simulated_reruns(tasks: int) ->
 
 
 def test_a_suite_too_small_gets_no_figure_and_says_so() -> None:
-    """Below MIN_FIGURE_TASKS tasks (runs of 8 tasks printing about 85% repeated 70-74% of the time): no
-    number, the reason instead; a pass that must be reproducible cannot be shown to be, so it is
-    inconclusive with that reason (with or without ``:inconclusive``)."""
+    """Below MIN_FIGURE_TASKS tasks (runs of 8 tasks printing about 85% repeated 70-74% of the time), or
+    MIN_RATE_TASKS for a case rate or a difference of two: no number, the reason instead; a pass that
+    must be reproducible cannot be shown to be, so it is inconclusive with that reason (with or without
+    ``:inconclusive``)."""
     from pytest_gauge._internal.analysis.reproducibility import (  # deferred: one test
         MIN_FIGURE_TASKS,
         data_shortfall,
@@ -350,6 +351,11 @@ def test_a_suite_too_small_gets_no_figure_and_says_so() -> None:
     assert data_shortfall(MIN_FIGURE_TASKS, None) is None
     k, n = np.array([1.0, 0.0, 2.0] * 3), np.full(9, 3.0)
     assert data_shortfall(9, (k, n)) == "9 tasks, 9 events"
+    # a case rate's figure (or a difference's) needs MIN_RATE_TASKS tasks
+    k, n = np.array([1.0, 0.0, 2.0, 0.0] * 5), np.full(20, 3.0)
+    assert data_shortfall(19, (k[:19], n[:19])) == "19 tasks, 15 events"
+    assert data_shortfall(19, (k[:19], n[:19], k[::-1][:19], n[:19])) == "19 tasks"
+    assert data_shortfall(20, (k, n)) is None and data_shortfall(MIN_FIGURE_TASKS, None) is None
     plain = without_figure(_result("upper(x) <= 0.5", "pass", 0.3, 0.2, 0.4), f"{few} tasks")
     assert plain.status == "pass" and plain.reproducibility is None
     assert plain.message.endswith(f"not enough data to say how often a rerun repeats it ({few} tasks)")
