@@ -10,7 +10,7 @@ and once on fresh tasks; runs are binned by the printed figure (50-60, 60-70, 70
 95-99, >99%) and each bin's mean printed figure is set against the share of its reruns that repeated
 the verdict (target: within 5 points in every bin). Bins whose share has a Monte Carlo error above
 1.5 points are not held; runs the figure withholds (too few tasks with the rarer outcome) are counted.
-Below ``MIN_FIGURE_TASKS`` tasks (the default sizes include 8) every figure is withheld by the gate:
+Below ``MIN_RATE_TASKS`` tasks (``--sizes 12 16``) every case rate's figure is withheld by the gate:
 what it would print is shown, as the reason. About 10 seconds of CPU.
 """
 
@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pytest_gauge._internal.analysis.intervals import cluster_wilson
 from pytest_gauge._internal.analysis.repeat_figure import case_rate_figures
-from pytest_gauge._internal.analysis.reproducibility import MIN_FIGURE_TASKS
+from pytest_gauge._internal.analysis.reproducibility import MIN_RATE_TASKS
 
 Array = np.ndarray
 Process = Callable[[np.random.Generator, int, int], tuple[Array, Array]]
@@ -109,18 +109,19 @@ def bins(printed: Array, repeated: Array) -> list[tuple[float, float, float, flo
 
 
 def worst(rows: list[tuple[float, float, float, float, int]]) -> tuple[float, float, float]:
-    """(largest |printed - repeated|, its bin's Monte Carlo error, its bin start) over the bins held."""
+    """(printed - repeated of the bin where it is largest, that bin's Monte Carlo error, its start) over
+    the bins held: positive where the figure was too sure, negative where too cautious."""
     held = [r for r in rows if r[3] <= MAX_MC]
     if not held:
         return math.nan, math.nan, math.nan
     row = max(held, key=lambda r: abs(r[1] - r[2]))
-    return abs(row[1] - row[2]), row[3], row[0]
+    return row[1] - row[2], row[3], row[0]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=10000)
-    parser.add_argument("--sizes", type=int, nargs="+", default=[8, 20, 44])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[20, 44])
     args = parser.parse_args()
     for name, process in PROCESSES.items():
         for tasks in args.sizes:
@@ -128,16 +129,15 @@ def main() -> None:
             same, fresh = case_rate_figures(run["k"], run["n"], run["threshold"], "upper")
             shown = np.isfinite(fresh)
             small = (
-                ""
-                if tasks >= MIN_FIGURE_TASKS
-                else f" (under {MIN_FIGURE_TASKS} tasks: withheld, would print)"
+                "" if tasks >= MIN_RATE_TASKS else f" (under {MIN_RATE_TASKS} tasks: withheld, would print)"
             )
             for label, printed, repeated in (("same", same, run["same"]), ("fresh", fresh, run["fresh"])):
                 rows = bins(printed[shown], repeated[shown].astype(float))
                 gap, se, at = worst(rows)
                 text = "; ".join(f"{a:.0f}+: {pr:.1f}/{rp:.1f} ±{e:.1f} (n {c})" for a, pr, rp, e, c in rows)
+                head = f"{name}, {tasks} tasks{small}, {label} tasks"
                 print(
-                    f"{name}, {tasks} tasks{small}, {label} tasks: worst bin {gap:.1f} ±{se:.1f} ({at:.0f}+),"
+                    f"{head}: worst bin {gap:+.1f} ±{se:.1f} ({at:.0f}+),"
                     f" withheld {100 * (1 - shown.mean()):.1f}%: {text}"
                 )
 

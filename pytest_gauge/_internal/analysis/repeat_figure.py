@@ -7,9 +7,11 @@ effective count and quantile); a rerun repeats the verdict when its rate lands o
 uncertainty plus the rerun's own noise, twice the variance a rerun redraws (this run's tasks and the
 rerun's): the CR2 cluster variance over tasks for fresh tasks, its within-task part for the same
 tasks, scaled up to the spread at the crossing where a rate's ``mu (1 - mu)`` is larger there (the
-verdict flips only if the truth is near it). That variance is itself read from the run's tasks, so
-the figure is Student's t on the cluster variance's Satterthwaite df, capped by the tasks that hold
-the rarer outcome (a spread read from a few event tasks is as uncertain as those few). Below
+verdict flips only if the truth is near it). A rerun also reads its own spread, so its bound moves
+even where its rate does not: the variance of that width (``z^2 var / (2 df)``) is added. The variance
+is itself read from the run's tasks, so the figure is Student's t on the cluster variance's
+Satterthwaite df, capped by the tasks that hold the rarer outcome (a spread read from a few event
+tasks is as uncertain as those few). Below
 :data:`MIN_OUTCOME_TASKS` such tasks no figure is given (:func:`withheld`). Pure functions of arrays
 ``(..., T)``: one run or thousands at once.
 """
@@ -27,7 +29,7 @@ from .intervals import CONTINUITY, cluster_wilson_parts
 if TYPE_CHECKING:
     from ..records import FloatArray
 
-__all__ = ["MIN_OUTCOME_TASKS", "case_rate_figures", "student_cdf", "withheld"]
+__all__ = ["MIN_OUTCOME_TASKS", "case_rate_figures", "enough_cases", "student_cdf", "withheld"]
 
 MIN_OUTCOME_TASKS = 4
 """Fewest tasks that must show the rarer outcome (an event, or a non-event for a common rate) for a
@@ -90,6 +92,20 @@ def _crossing(
     return np.asarray(t)
 
 
+def _width_noise(
+    bound: str, var: FloatArray, df: FloatArray, z_low: FloatArray, z_high: FloatArray
+) -> FloatArray:
+    """The variance a rerun's compared bound gets from reading its own spread: its half-width is ``z``
+    times a standard error estimated on the Satterthwaite ``df``, whose variance is about ``var / (2
+    df)`` (0 for a gate on the rate itself). Even a rerun whose rate lands on this run's lands its bound
+    elsewhere; on skewed tasks at 20 this was 4-7 points of over-confidence (docs/calibration.md)."""
+    if bound not in ("upper", "lower"):
+        return np.zeros_like(var)
+    z = z_high if bound == "upper" else z_low
+    dof = np.where(np.isfinite(df), np.maximum(df, 1.0), 1.0)
+    return np.asarray(z * z * np.maximum(var, 0.0) / (2.0 * dof), dtype=np.float64)
+
+
 def case_rate_figures(
     k: FloatArray, n: FloatArray, threshold: FloatArray | float, bound: str, min_n: int = 0
 ) -> tuple[FloatArray, FloatArray]:
@@ -105,29 +121,37 @@ def case_rate_figures(
     same_var = np.minimum(within, fresh_var)
     _, events, others = _outcome_tasks(k, n)
     rarer = np.minimum(events, others)
-    dof = np.maximum(np.minimum(np.where(np.isfinite(df), df, 1.0), rarer - 1.0), 1.0)
+    dof = np.maximum(np.minimum(np.where(np.isfinite(df), df, 1.0), rarer), 1.0)
     crossing = _crossing(np.asarray(threshold, dtype=np.float64), bound, n_eff, z_low, z_high)
     margin = np.abs(p - crossing)
     # The verdict flips only where the truth is near the crossing, and a rate's spread there is its
     # spread here scaled by mu (1 - mu): the larger of the two (never narrower than measured).
     toward = np.maximum(1.0, crossing * (1.0 - crossing) / np.maximum(p * (1.0 - p), 1e-12))
+    width = _width_noise(bound, fresh_var, df, z_low, z_high)
     out = []
     for var in (same_var, fresh_var):
-        spread = np.sqrt(2.0 * toward * np.maximum(var, 0.0))
+        # The rerun's own width noise, in the share of the spread a rerun of this kind redraws.
+        share = np.clip(var / np.where(fresh_var > 0, fresh_var, 1.0), 0.0, 1.0)
+        spread = np.sqrt(toward * (2.0 * np.maximum(var, 0.0) + share * width))
         x = np.where(
             spread > 0, margin / np.where(spread > 0, spread, 1.0), np.where(margin > 0, np.inf, 0.0)
         )
         out.append(np.where(rarer >= MIN_OUTCOME_TASKS, student_cdf(x, dof), np.nan))
     same, fresh = out
     if min_n > 0:
-        total = np.sum(n, axis=-1)
-        tasks = n.shape[-1]
-        sd = np.sqrt(tasks * np.var(n, axis=-1))
-        z = (total - min_n + 0.5) / np.where(sd > 0, sd, 1.0)
-        enough = np.where(sd > 0, 0.5 * (1.0 + _erf(z / math.sqrt(2.0))), (total >= min_n).astype(np.float64))
-        fresh = fresh * enough
+        fresh = fresh * enough_cases(n, min_n)
     # A fresh rerun redraws all a same-task one does and more.
     return np.asarray(np.maximum(same, fresh)), np.asarray(fresh)
+
+
+def enough_cases(n: FloatArray, min_n: int) -> FloatArray:
+    """The chance a fresh rerun holds ``min_n`` cases or more: its total taken as normal around this
+    run's, the tasks' sizes resampled (a rerun below ``min_n`` would be inconclusive)."""
+    total = np.sum(n, axis=-1)
+    sd = np.sqrt(n.shape[-1] * np.var(n, axis=-1))
+    z = (total - min_n + 0.5) / np.where(sd > 0, sd, 1.0)
+    normal = 0.5 * (1.0 + _erf(z / math.sqrt(2.0)))
+    return np.asarray(np.where(sd > 0, normal, (total >= min_n).astype(np.float64)), dtype=np.float64)
 
 
 _erf_scalar = np.frompyfunc(math.erf, 1, 1)

@@ -90,6 +90,35 @@ def test_a_suite_with_no_event_or_events_in_few_tasks_gets_no_figure(tasks: int,
     assert case_rate_reproducibility(_result("upper(x) <= 0.5", "pass", 0.1, low, high), (few, n)) is not None
 
 
+def test_a_difference_of_two_rates_gets_a_closed_form_figure_or_says_why_not() -> None:
+    """Two rates over shared tasks: no figure where they differ on fewer than MIN_OUTCOME_TASKS tasks
+    (and the reason says so); where a task's two rates differ only as always against never, a same-task
+    rerun repeats them (figure 1), a fresh one need not; the same figure on every call."""
+    from pytest_gauge._internal.analysis.intervals import cluster_difference  # deferred: one test
+    from pytest_gauge._internal.analysis.repeat_figure import MIN_OUTCOME_TASKS  # deferred: as above
+    from pytest_gauge._internal.analysis.reproducibility import data_shortfall  # deferred: as above
+
+    n = np.full(20, 6.0)
+    k1 = np.zeros(20)
+    k2 = np.zeros(20)
+    k1[: MIN_OUTCOME_TASKS - 1] = 6.0
+    assert (
+        data_shortfall(20, (k1, n, k2, n))
+        == f"20 tasks, the two rates differ on {MIN_OUTCOME_TASKS - 1} of them"
+    )
+    k1[: MIN_OUTCOME_TASKS + 2] = 6.0
+    assert data_shortfall(20, (k1, n, k2, n)) is None
+    _, low, high = (float(x) for x in cluster_difference(k1, n, k2, n))
+    text = "lower(lrs_close - lrs_distant) >= 0.05"
+    rep = case_rate_reproducibility(_result(text, "pass", 0.3, low, high, 20), (k1, n, k2, n))
+    assert rep is not None and rep.same_tasks == 1.0 and 0.5 < rep.fresh_tasks < 1.0
+    assert case_rate_reproducibility(_result(text, "pass", 0.3, low, high, 20), (k1, n, k2, n)) == rep
+    few = k1.copy()
+    few[MIN_OUTCOME_TASKS - 1 :] = 0.0
+    _, low, high = (float(x) for x in cluster_difference(few, n, k2, n))
+    assert case_rate_reproducibility(_result(text, "pass", 0.15, low, high, 20), (few, n, k2, n)) is None
+
+
 def test_a_rerun_below_min_n_or_without_a_bound_is_not_the_same_verdict() -> None:
     """A rerun with fewer cases than ``min_n`` (or none) would be inconclusive: it does not repeat."""
     k = np.array([1.0, 0.0, 2.0, 0.0] * 5)
@@ -307,9 +336,10 @@ def test_mean_of_samples_reproducibility_matches_simulated_reruns(tasks: int) ->
 
 
 def test_a_suite_too_small_gets_no_figure_and_says_so() -> None:
-    """Below MIN_FIGURE_TASKS tasks (runs of 8 tasks printing about 85% repeated 70-74% of the time): no
-    number, the reason instead; a pass that must be reproducible cannot be shown to be, so it is
-    inconclusive with that reason (with or without ``:inconclusive``)."""
+    """Below MIN_FIGURE_TASKS tasks (runs of 8 tasks printing about 85% repeated 70-74% of the time), or
+    MIN_RATE_TASKS for a case rate or a difference of two: no number, the reason instead; a pass that
+    must be reproducible cannot be shown to be, so it is inconclusive with that reason (with or without
+    ``:inconclusive``)."""
     from pytest_gauge._internal.analysis.reproducibility import (  # deferred: one test
         MIN_FIGURE_TASKS,
         data_shortfall,
@@ -321,6 +351,11 @@ def test_a_suite_too_small_gets_no_figure_and_says_so() -> None:
     assert data_shortfall(MIN_FIGURE_TASKS, None) is None
     k, n = np.array([1.0, 0.0, 2.0] * 3), np.full(9, 3.0)
     assert data_shortfall(9, (k, n)) == "9 tasks, 9 events"
+    # a case rate's figure (or a difference's) needs MIN_RATE_TASKS tasks
+    k, n = np.array([1.0, 0.0, 2.0, 0.0] * 5), np.full(20, 3.0)
+    assert data_shortfall(19, (k[:19], n[:19])) == "19 tasks, 15 events"
+    assert data_shortfall(19, (k[:19], n[:19], k[::-1][:19], n[:19])) == "19 tasks"
+    assert data_shortfall(20, (k, n)) is None and data_shortfall(MIN_FIGURE_TASKS, None) is None
     plain = without_figure(_result("upper(x) <= 0.5", "pass", 0.3, 0.2, 0.4), f"{few} tasks")
     assert plain.status == "pass" and plain.reproducibility is None
     assert plain.message.endswith(f"not enough data to say how often a rerun repeats it ({few} tasks)")

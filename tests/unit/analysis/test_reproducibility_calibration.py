@@ -106,6 +106,95 @@ def test_case_rate_figure_is_within_five_points_in_every_bin(name: str, tasks: i
     assert not misses, f"{name}, {tasks} tasks: " + "; ".join(misses)
 
 
+Pair = tuple[Array, Array, Array, Array]
+DifferenceProcess = Callable[[np.random.Generator, int, int], Pair]
+
+
+def _beta_pair(rng: np.random.Generator, runs: int, tasks: int) -> Pair:
+    """Task heterogeneity: the first rate Beta(0.6, 1.4), the second 0.7 times it, 5 cases each."""
+    first = rng.beta(0.6, 1.4, (runs, tasks))
+    n = np.full((runs, tasks), 5.0)
+    return first, n, 0.7 * first, n
+
+
+def _flat_pair(rng: np.random.Generator, runs: int, tasks: int) -> Pair:
+    """No task heterogeneity: 0.5 against 0.42 on every task, 3 or 8 cases (both rates alike)."""
+    n = rng.choice([3.0, 8.0], (runs, tasks))
+    return np.full((runs, tasks), 0.5), n, np.full((runs, tasks), 0.42), n
+
+
+def _deterministic_pair(rng: np.random.Generator, runs: int, tasks: int) -> Pair:
+    """Near-deterministic agents: always 15% / never 55% / Beta(2, 3) for the first, the second the
+    same but the other way on a tenth of its always and never tasks; 2 to 10 cases."""
+    u = rng.random((runs, tasks))
+    first = np.where(u < 0.15, 1.0, np.where(u < 0.7, 0.0, rng.beta(2.0, 3.0, (runs, tasks))))
+    flip = (rng.random((runs, tasks)) < 0.1) & (u < 0.7)
+    n = rng.integers(2, 11, (runs, tasks)).astype(float)
+    return first, n, np.where(flip, 1.0 - first, first), n
+
+
+DIFFERENCES: dict[str, tuple[DifferenceProcess, str]] = {
+    "beta(0.6, 1.4) against 0.7 times it, lower": (_beta_pair, "lower"),
+    "0.5 against 0.42, 3 or 8 cases, upper": (_flat_pair, "upper"),
+    "always / never / Beta(2, 3), a tenth flipped, upper": (_deterministic_pair, "upper"),
+}
+
+
+CAUTIOUS = pytest.mark.xfail(
+    reason="a known cautious miss: fresh tasks, 70-80% bin, 75.1% printed and 80.4% repeated (5.3 ± 0.8"
+    " points; 4.5 ± 0.6 on 30,000 runs of another seed): one or two flipped tasks carry the spread, whose"
+    " own width noise and t tail on a df of 2-3 are both wide"
+)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("name", "tasks"),
+    [
+        pytest.param(name, tasks, marks=CAUTIOUS if (tasks, name.startswith("always")) == (20, True) else ())
+        for name in DIFFERENCES
+        for tasks in (20, 44)
+    ],
+)
+def test_difference_figure_is_within_five_points_in_every_bin(name: str, tasks: int) -> None:
+    """A difference of two rates over shared tasks (``difference_figures``, what the gate prints), on
+    processes unlike benchmarks/bench_calibration_difference.py's, with the design of the case rate's
+    test: thresholds fixed before the data, 16,000 runs, every bin with Monte Carlo error at most 1.5
+    points within 5, same tasks and fresh. The simulated reruns it replaced were 7.2 points over on the
+    same tasks of two close agents at 20 tasks (docs/calibration.md)."""
+    from pytest_gauge._internal.analysis.intervals import cluster_difference  # deferred: this test only
+    from pytest_gauge._internal.analysis.repeat_difference import difference_figures  # deferred: as above
+
+    process, side = DIFFERENCES[name]
+    rng = np.random.default_rng([73, tasks])
+    pick = 2 if side == "upper" else 1
+
+    def bound(p1: Array, n1: Array, p2: Array, n2: Array) -> Array:
+        counts = (rng.binomial(n1.astype(int), p1).astype(float), n1)
+        counts += (rng.binomial(n2.astype(int), p2).astype(float), n2)
+        return np.asarray(cluster_difference(*counts)[pick])
+
+    pilot = bound(*process(rng, 2000, tasks))
+    threshold = np.nanmean(pilot) + rng.uniform(-3.0, 3.0, RUNS) * np.nanstd(pilot)
+    p1, n1, p2, n2 = process(rng, RUNS, tasks)
+    k1 = rng.binomial(n1.astype(int), p1).astype(float)
+    k2 = rng.binomial(n2.astype(int), p2).astype(float)
+    now = np.asarray(cluster_difference(k1, n1, k2, n2)[pick])
+
+    def verdict(b: Array) -> Array:
+        return np.asarray(b <= threshold if side == "upper" else b >= threshold)
+
+    passed = verdict(now)
+    same = verdict(bound(p1, n1, p2, n2)) == passed
+    fresh = verdict(bound(*process(rng, RUNS, tasks))) == passed
+    printed_same, printed_fresh = difference_figures(k1, n1, k2, n2, threshold, side)
+    shown = np.isfinite(printed_fresh)
+    assert shown.sum() >= RUNS // 2, f"{name}: {shown.sum()} figures of {RUNS}"
+    misses = [f"same tasks {m}" for m in _misses(printed_same[shown], same[shown].astype(float))]
+    misses += [f"fresh tasks {m}" for m in _misses(printed_fresh[shown], fresh[shown].astype(float))]
+    assert not misses, f"{name}, {tasks} tasks: " + "; ".join(misses)
+
+
 def _mean_bounds(x: Array, tasks: int) -> tuple[Array, Array, Array]:
     """Per run (rows of ``x``: runs x tasks x samples): the mean over tasks, its upper t bound, its se."""
     from pytest_gauge._internal.analysis.intervals import t_quantile  # deferred: only this test needs it
