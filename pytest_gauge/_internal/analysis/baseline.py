@@ -435,10 +435,12 @@ def mean_rewards(outcomes: Mapping[Unit, Outcome], rounds: int = 2000, seed: int
     """Each agent's mean rule reward (tasks weighted equally, samples averaged within a task) with a
     task-resampling interval: the ``mean_reward(agent)`` gate term."""
     out: dict[str, Estimate] = {}
+    counts = np.zeros((0, 0))  # the last agent's matrix, held so the next agent of as many tasks shares it
     for agent in sorted({a for _, a, _ in outcomes}):
         tasks = sorted({t for t, a, _ in outcomes if a == agent})
         side = RunSide("", tuple(tasks), (), outcomes, {})
         reward = _per_task(side, agent, tasks)[1]
-        low, high = percentile_interval(bootstrap_means(reward, task_counts(len(tasks), rounds, seed)))
+        counts = task_counts(len(tasks), rounds, seed)
+        low, high = percentile_interval(bootstrap_means(reward, counts))
         out[agent] = Estimate(float(reward.mean()), len(tasks), low, high, "bootstrap-tasks")
     return out

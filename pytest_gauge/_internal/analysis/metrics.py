@@ -289,7 +289,7 @@ def compute_metrics(
     judges = [j for j in found_judges.judges if j != PRIMARY]  # the judge models named in judgments
     confusion = found_judges.confusion
     stats = _statistics(acc, found_judges)
-    counts = task_counts(acc.n_tasks, rounds, seed)  # shared with the mean rewards' (same draws)
+    counts = task_counts(acc.n_tasks, rounds, seed)  # held (shared) while the metrics are computed
     costs = cost_summary(ledger, found.successes)
     stats.update(cost_ratios(acc, ledger, acc.data[("success_rate",)][:, 0], costs))
     fixed = fixed_costs(costs, len(ledger))
@@ -297,7 +297,8 @@ def compute_metrics(
     fixed["judge_cost_share"] = none_estimate(costs.per_role["judge"].attempts)
     table = SuiteStats(
         stats=stats,
-        counts=counts,
+        n_tasks=acc.n_tasks,
+        rounds=rounds,
         fixed=fixed,
         drivers=acc.drivers,
         pairs=pairs,

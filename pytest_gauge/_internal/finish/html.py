@@ -9,9 +9,9 @@ from pathlib import Path
 
 from ..files.folders import OutFolder, SuiteFolder
 from ..files.html import load_suite, suite_folders
-from ..files.readwrite import write_atomic
+from ..files.readwrite import write_atomic, write_lines_atomic
 from ..records.html import SuiteOutputs
-from ..report.html import SuiteLink, redaction_names, render_index_html, render_suite_html, suite_link
+from ..report.html import SuiteLink, redaction_names, render_index_html, suite_html_pieces, suite_link
 from ..run.judge import Redactor
 
 __all__ = ["write_html_pages", "write_html_reports"]
@@ -31,7 +31,7 @@ def write_html_pages(out_dir: Path, pages: Iterable[tuple[Path, SuiteOutputs]]) 
     links: list[SuiteLink] = []
     for folder, outputs in pages:
         path = SuiteFolder(folder).page
-        write_atomic(path, render_suite_html(outputs, Redactor(redaction_names(outputs))))
+        write_lines_atomic(path, suite_html_pieces(outputs, Redactor(redaction_names(outputs))))
         written.append(path)
         links.append(suite_link(outputs, SuiteFolder(Path(folder.name)).page.as_posix()))
     index = OutFolder(out_dir).page

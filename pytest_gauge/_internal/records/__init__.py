@@ -166,6 +166,9 @@ class Usage:
                 reasoning_tokens=data.get("reasoning_tokens"),
             )
         known = {k: data[k] for k in _USAGE_FIELDS if k in data}
+        raw = known.get("raw")
+        if isinstance(raw, dict):  # its field names, shared by every line rather than a copy each
+            known["raw"] = {sys.intern(k): v for k, v in raw.items()}
         return cls(**known)
 
     def __add__(self, other: Usage) -> Usage:

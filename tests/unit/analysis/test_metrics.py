@@ -509,7 +509,8 @@ def test_a_new_suite_wide_tally_resolves_by_its_name_alone(monkeypatch: pytest.M
     monkeypatch.setattr(suite_stats, "GATE_NAMES", names)
     table = suite_stats.SuiteStats(
         stats={("brand_new_rate",): object()},  # type: ignore[dict-item]  # only its key is read here
-        counts=np.zeros((1, 1)),
+        n_tasks=1,
+        rounds=1,
         fixed={},
         drivers={},
         pairs={},

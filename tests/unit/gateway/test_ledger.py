@@ -13,6 +13,7 @@ from pytest_gauge._internal.gateway.ledger import (
     attribute_shared_calls,
     merge_ledgers,
     one_history_per_call,
+    read_ledger_file,
 )
 from pytest_gauge._internal.records import LedgerRecord, Role, Usage
 from pytest_gauge._internal.records.totals import LedgerTotals, TokenCost, ledger_totals
@@ -164,3 +165,22 @@ def test_every_spend_figure_is_the_ledger_totals_rule() -> None:
         assert (row.calls, row.attempts, row.failed, row.cost, row.cached_attempts) == (
             t.calls, t.nominal.records, t.failed, t.nominal.cost, t.cached.records
         )  # fmt: skip
+
+
+def test_a_sent_line_waiting_for_its_outcome_keeps_its_text_not_its_parsed_json(tmp_path: Path) -> None:
+    """Half a file's lines are write-ahead ``sent`` lines: each kept as parsed JSON until its outcome
+    came was most of the peak of reading a run's ledger back; kept as text, it is read only if unanswered."""
+    from pytest_gauge._internal.gateway.ledger import _SentLine  # deferred: a private class, tested here
+
+    line = Ledger(tmp_path, "gw0")
+    sent = replace(
+        _rec("transcript/t1/agent_x/0", 1, hit=False, ts=1.0), status="sent", usage=None, cost=None
+    )
+    line.begin(sent)
+    line.close()
+    text = (tmp_path / "ledger-gw0.jsonl").read_text(encoding="utf-8").strip()
+    waiting = _SentLine(text, json.loads(text))
+    assert not any(isinstance(getattr(waiting, s), dict) for s in _SentLine.__slots__)
+    (row,) = read_ledger_file(tmp_path / "ledger-gw0.jsonl")
+    assert row.status == "interrupted" and row.possibly_billed and row.call_id == sent.call_id
+    assert row.work == sent.work and row.request == sent.request

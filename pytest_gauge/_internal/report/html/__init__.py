@@ -20,7 +20,14 @@ from ...records.html import (
     redaction_names,
 )
 from .payload import PAYLOAD_VERSION, build_payload, driver_cases
-from .render import SuiteLink, embed_json, render_index_html, render_suite_html, suite_link
+from .render import (
+    SuiteLink,
+    embed_json,
+    render_index_html,
+    render_suite_html,
+    suite_html_pieces,
+    suite_link,
+)
 
 __all__ = [
     "PAYLOAD_VERSION",
@@ -40,5 +47,6 @@ __all__ = [
     "redaction_names",
     "render_index_html",
     "render_suite_html",
+    "suite_html_pieces",
     "suite_link",
 ]

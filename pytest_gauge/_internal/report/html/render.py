@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import base64
 import gc
-import gzip
 import hashlib
 import html
 import json
 import re
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -25,7 +25,14 @@ from typing import Any
 from ...records.html import SuiteOutputs
 from .payload import Redact, build_payload, build_volatile
 
-__all__ = ["SuiteLink", "embed_json", "render_index_html", "render_suite_html", "suite_link"]
+__all__ = [
+    "SuiteLink",
+    "embed_json",
+    "render_index_html",
+    "render_suite_html",
+    "suite_html_pieces",
+    "suite_link",
+]
 
 _ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
 _SLOT = re.compile(r"\{\{(TITLE|CSP|CSS|JS|DATA|BULK|VOLATILE)\}\}")
@@ -59,14 +66,27 @@ def _csp_hash(text: str) -> str:
     return "sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii")
 
 
-def _fill(template: str, slots: dict[str, str]) -> str:
-    """One pass over the template, so a placeholder inside the data is never expanded."""
-    return _SLOT.sub(lambda m: slots[m.group(1)], template)
+def _pieces(template: str, slots: dict[str, str]) -> list[str]:
+    """The template cut at its placeholders with each slot's text in its place (one pass over the
+    template, so a placeholder inside the data is never expanded); joined, the filled page."""
+    out: list[str] = []
+    at = 0
+    for m in _SLOT.finditer(template):
+        out += [template[at : m.start()], slots[m.group(1)]]
+        at = m.end()
+    out.append(template[at:])
+    return out
 
 
 def render_suite_html(outputs: SuiteOutputs, redact: Redact) -> str:
     """``reports/index.html`` of one suite: overview, case table and case view in one file; ``redact``
     hides agent and model names in what the judge saw (see :func:`.payload.build_payload`)."""
+    return "".join(suite_html_pieces(outputs, redact))
+
+
+def suite_html_pieces(outputs: SuiteOutputs, redact: Redact) -> list[str]:
+    """:func:`render_suite_html`'s page as the template's pieces and the filled slots in order, to be
+    written one after the other: the page is never one more copy of its JSON document in memory."""
     script = _asset("app.js")
     style = _asset("app.css")
     csp = (
@@ -74,7 +94,7 @@ def render_suite_html(outputs: SuiteOutputs, redact: Redact) -> str:
         "img-src data:; base-uri 'none'; form-action 'none'"
     )
     data, bulk = _document(outputs, redact)
-    return _fill(
+    return _pieces(
         _asset("page.html"),
         {
             "TITLE": html.escape(f"pytest-gauge: {outputs.name}"),
@@ -99,12 +119,10 @@ def _document(outputs: SuiteOutputs, redact: Redact) -> tuple[str, str]:
         doc = build_payload(outputs, redact)  # its keys come sorted, and it is a fresh tree: no cycle
         text = _compact(doc)
         if len(text) <= BULK_CHARS:
+            del doc  # the tree goes before the text's escaped copies are made
             return _escaped(text), ""
         del text
-        bulk = {key: doc.pop(key) for key in BULK_KEYS}
-        packed = gzip.compress(_compact(bulk).encode("utf-8"), compresslevel=6, mtime=0)
-        del bulk
-        block = base64.b64encode(packed).decode("ascii")
+        block = base64.b64encode(_packed_bulk(doc)).decode("ascii")
         doc["bulk"] = list(BULK_KEYS)
         return (
             _escaped(_compact(dict(sorted(doc.items())))),
@@ -113,6 +131,41 @@ def _document(outputs: SuiteOutputs, redact: Redact) -> tuple[str, str]:
     finally:
         if enabled:
             gc.enable()
+
+
+def _packed_bulk(doc: dict[str, Any]) -> bytes:
+    """``gzip.compress(_compact({key: doc.pop(key) for key in BULK_KEYS}).encode(), 6, mtime=0)``'s bytes,
+    made a row at a time: each row is encoded, fed to the compressor (a megabyte at a time) and dropped
+    from the document, so the bulk's text and bytes (some 27 MB each at 30,000 cases) are never whole."""
+    packer = zlib.compressobj(6, zlib.DEFLATED, 31)  # what gzip.compress does with mtime=0
+    packed: list[bytes] = []
+    chunk: list[str] = []
+    size = 0
+
+    def add(text: str) -> None:
+        nonlocal size
+        chunk.append(text)
+        size += len(text)
+        if size >= 1 << 20:
+            packed.append(packer.compress("".join(chunk).encode("utf-8")))
+            chunk.clear()
+            size = 0
+
+    for n, key in enumerate(BULK_KEYS):
+        value = doc.pop(key)
+        add(("{" if n == 0 else ",") + _compact(key) + ":")
+        if not isinstance(value, list):
+            add(_compact(value))
+            continue
+        add("[")
+        for i in range(len(value)):
+            add(("," if i else "") + _compact(value[i]))
+            value[i] = None  # the row's tree goes once its text is made
+        add("]")
+    add("}")
+    packed.append(packer.compress("".join(chunk).encode("utf-8")))
+    packed.append(packer.flush())
+    return b"".join(packed)
 
 
 def _compact(doc: Any) -> str:

@@ -1,0 +1,54 @@
+"""The suite page is written piece by piece: its JSON document is one piece, never copied into a
+filled page (at 1,000 tasks the page is 5.6 MB, each copy of it as much again in memory); a large
+page's bulk block is packed row by row."""
+
+from __future__ import annotations
+
+import copy
+import gzip
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_gauge._internal.finish.html import write_html_pages
+from pytest_gauge._internal.report.html import render, render_suite_html, suite_html_pieces
+from tests.unit.report.test_html import redactor_of, tiny_outputs
+
+
+def test_the_pieces_are_the_page_and_the_document_is_one_of_them() -> None:
+    outputs = tiny_outputs()
+    pieces = suite_html_pieces(outputs, redactor_of(outputs))
+    page = render_suite_html(outputs, redactor_of(outputs))
+    assert "".join(pieces) == page
+    start = page.index('id="gauge-data">') + len('id="gauge-data">')
+    document = page[start : page.index("</script>", start)]
+    assert len(document) > 1000 and document in pieces  # not inside a larger piece: no copy of the page
+
+
+def test_the_written_page_is_the_rendered_page(tmp_path: Path) -> None:
+    outputs = tiny_outputs()
+    (path, _index) = write_html_pages(tmp_path, [(tmp_path / "s", outputs)])
+    assert path.read_text(encoding="utf-8") == render_suite_html(outputs, redactor_of(outputs))
+
+
+@pytest.mark.parametrize("rows", [0, 1, 4000])
+def test_the_bulk_is_packed_row_by_row_to_the_bytes_of_one_gzip(rows: int) -> None:
+    """A large page's bulk block: the bytes ``gzip.compress`` gives the whole bulk's text, made with no
+    row's tree left in the document once its text is made (any text, any size across the 1 MB chunks)."""
+    rng = random.Random(rows)
+    texts = ["é<&>\u2028", "</script>", "plain", '"quoted"\\']
+
+    def row(i: int) -> dict[str, Any]:
+        return {"i": i, "t": rng.choice(texts) * rng.randint(0, 80), "v": [rng.random()], "n": None}
+
+    doc: dict[str, Any] = {key: [row(i) for i in range(rows)] for key in render.BULK_KEYS}
+    doc["other"] = {"kept": True}
+    whole = {key: copy.deepcopy(doc[key]) for key in render.BULK_KEYS}
+    kept = doc["cases"]
+    packed = render._packed_bulk(doc)
+    assert packed == gzip.compress(render._compact(whole).encode("utf-8"), compresslevel=6, mtime=0)
+    assert json.loads(gzip.decompress(packed)) == whole
+    assert sorted(doc) == ["other"] and all(r is None for r in kept)
