@@ -170,9 +170,9 @@ def test_difference_figure_is_within_five_points_in_every_bin(name: str, tasks: 
     pick = 2 if side == "upper" else 1
 
     def bound(p1: Array, n1: Array, p2: Array, n2: Array) -> Array:
-        counts = (rng.binomial(n1.astype(int), p1).astype(float), n1)
-        counts += (rng.binomial(n2.astype(int), p2).astype(float), n2)
-        return np.asarray(cluster_difference(*counts)[pick])
+        k1 = rng.binomial(n1.astype(int), p1).astype(float)
+        k2 = rng.binomial(n2.astype(int), p2).astype(float)
+        return np.asarray(cluster_difference(k1, n1, k2, n2)[pick])
 
     pilot = bound(*process(rng, 2000, tasks))
     threshold = np.nanmean(pilot) + rng.uniform(-3.0, 3.0, RUNS) * np.nanstd(pilot)
