@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "pytest_gauge" / "_internal"
-CEILING = 77
+CEILING = 76
 """The bare ``dict[str, Any]`` left outside ``gateway/wire/`` (lower it when you type one more)."""
 
 

@@ -14,7 +14,7 @@ import os
 import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 
 import aiohttp
 from aiohttp.helpers import basicauth_from_netrc, get_env_proxy_for_url, netrc_from_env
@@ -23,7 +23,7 @@ from yarl import URL
 from .response import BadResponse
 from .tls import tls_context
 
-__all__ = ["Fault", "LoopSession", "fault_of", "read_bounded"]
+__all__ = ["Fault", "LoopSession", "Route", "fault_of", "read_bounded"]
 
 CONNECT, TLS, PROTOCOL, RESET, TIMEOUT, REDIRECT = (
     "connect",
@@ -35,6 +35,14 @@ CONNECT, TLS, PROTOCOL, RESET, TIMEOUT, REDIRECT = (
 )
 
 
+class Route(TypedDict, total=False):
+    """What the environment says for one origin, as ``ClientSession.request`` keywords."""
+
+    proxy: URL
+    proxy_auth: aiohttp.BasicAuth | None
+    auth: aiohttp.BasicAuth
+
+
 class LoopSession:
     """An ``aiohttp.ClientSession`` for the running event loop, made on first use: a client used again
     under a new ``asyncio.run`` (a test, a CLI command) drops the old loop's connections and connects
@@ -44,7 +52,7 @@ class LoopSession:
         self.max_connections = max_connections
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._routes: dict[tuple[str, str | None, int | None], dict[str, Any]] = {}
+        self._routes: dict[tuple[str, str | None, int | None], Route] = {}
 
     def get(self) -> aiohttp.ClientSession:
         """The running loop's session (TLS through :func:`tls_context`, at most ``max_connections``
@@ -60,7 +68,7 @@ class LoopSession:
             self._routes = {}
         return self._session
 
-    def route(self, url: str, headers: Mapping[str, str]) -> dict[str, Any]:
+    def route(self, url: str, headers: Mapping[str, str]) -> Route:
         """The request's ``proxy``/``proxy_auth`` (``HTTP(S)_PROXY``, ``NO_PROXY``) and ``~/.netrc``
         ``auth`` (when ``headers`` carry no Authorization), as aiohttp's ``trust_env`` finds them, but
         looked up once per origin for the session's life: ``trust_env`` does it on every request, two
@@ -71,7 +79,9 @@ class LoopSession:
         if found is None:
             found = self._routes[origin] = _from_environment(target)
         if "auth" in found and any(k.lower() == "authorization" for k in headers):
-            return {k: v for k, v in found.items() if k != "auth"}
+            without = found.copy()
+            del without["auth"]
+            return without
         return found
 
     async def aclose(self) -> None:
@@ -98,9 +108,9 @@ class LoopSession:
             connector._closed = True
 
 
-def _from_environment(url: URL) -> dict[str, Any]:
+def _from_environment(url: URL) -> Route:
     """The proxy and the netrc credentials the environment names for ``url`` (aiohttp's own lookups)."""
-    found: dict[str, Any] = {}
+    found: Route = {}
     with contextlib.suppress(LookupError):
         found["proxy"], found["proxy_auth"] = get_env_proxy_for_url(url)
     if url.host is not None:

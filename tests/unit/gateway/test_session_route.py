@@ -9,6 +9,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from yarl import URL
 
 from pytest_gauge._internal.gateway import client_session
 from pytest_gauge._internal.gateway.client_session import LoopSession
@@ -31,7 +32,8 @@ def test_the_proxy_named_for_the_scheme_unless_no_proxy_names_the_host(
     monkeypatch.setenv("HTTPS_PROXY", "http://user:pw@proxy.example:3128")
     route = LoopSession().route("https://api.example/v1/chat/completions", {})
     assert str(route["proxy"]) == "http://proxy.example:3128"
-    assert route["proxy_auth"].login == "user"
+    proxy_auth = route["proxy_auth"]
+    assert proxy_auth is not None and proxy_auth.login == "user"
     assert LoopSession().route("http://api.example/v1", {}) == {}  # no HTTP_PROXY: plain http goes direct
     monkeypatch.setenv("NO_PROXY", "api.example")
     assert LoopSession().route("https://api.example/v1", {}) == {}
@@ -54,9 +56,9 @@ def test_the_environment_is_read_once_per_origin(monkeypatch: pytest.MonkeyPatch
     reads: list[str] = []
     real = client_session._from_environment
 
-    def counted(url: object) -> dict[str, object]:
+    def counted(url: URL) -> client_session.Route:
         reads.append(str(url))
-        return real(url)  # type: ignore[arg-type]
+        return real(url)
 
     monkeypatch.setattr(client_session, "_from_environment", counted)
     session = LoopSession()

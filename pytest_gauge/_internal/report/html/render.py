@@ -23,6 +23,7 @@ from importlib import resources
 from typing import Any
 
 from ...records.html import SuiteOutputs
+from ...records.json_types import JSONObject
 from .payload import Redact, build_payload, build_volatile
 
 __all__ = [
@@ -133,7 +134,7 @@ def _document(outputs: SuiteOutputs, redact: Redact) -> tuple[str, str]:
             gc.enable()
 
 
-def _packed_bulk(doc: dict[str, Any]) -> bytes:
+def _packed_bulk(doc: JSONObject) -> bytes:
     """``gzip.compress(_compact({key: doc.pop(key) for key in BULK_KEYS}).encode(), 6, mtime=0)``'s bytes,
     made a row at a time: each row is encoded, fed to the compressor (a megabyte at a time) and dropped
     from the document, so the bulk's text and bytes (some 27 MB each at 30,000 cases) are never whole."""
