@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -98,7 +99,18 @@ def draw(p1: Array, n1: Array, p2: Array, n2: Array, rng: np.random.Generator) -
     return k1, n1, k2, n2
 
 
-def simulate(process: Process, tasks: int, runs: int, seed: int, side: str = "upper") -> dict[str, object]:
+@dataclass(frozen=True)
+class Runs:
+    """Simulated runs: their counts and thresholds, and whether each rerun repeated the verdict."""
+
+    counts: Pair
+    threshold: Array
+    passed: Array
+    same: Array
+    fresh: Array
+
+
+def simulate(process: Process, tasks: int, runs: int, seed: int, side: str = "upper") -> Runs:
     """Runs of ``upper(d) <= t`` (or ``lower(d) >= t``) with ``t`` drawn before each run's data: counts,
     thresholds, verdicts, and whether a same-task and a fresh-task rerun repeated each verdict."""
     rng = np.random.default_rng([seed, tasks])
@@ -114,7 +126,7 @@ def simulate(process: Process, tasks: int, runs: int, seed: int, side: str = "up
     passed = verdict(bound_of(counts, side))
     same = verdict(bound_of(draw(*truth, rng), side)) == passed
     fresh = verdict(bound_of(draw(*process(rng, runs, tasks), rng), side)) == passed
-    return {"counts": counts, "threshold": threshold, "passed": passed, "same": same, "fresh": fresh}
+    return Runs(counts, threshold, passed, same, fresh)
 
 
 def report(label: str, printed: Array, repeated: Array) -> str:
@@ -135,9 +147,9 @@ def main() -> None:
     for name, process in PROCESSES.items():
         for tasks in args.sizes:
             run = simulate(process, tasks, args.runs, seed=52)
-            same, fresh = difference_figures(*run["counts"], run["threshold"], "upper")  # type: ignore[misc]
-            for label, printed, key in (("same", same, "same"), ("fresh", fresh, "fresh")):
-                print(report(f"{name}, {tasks} tasks, closed form, {label} tasks", printed, run[key]))  # type: ignore[arg-type]
+            same, fresh = difference_figures(*run.counts, run.threshold, "upper")
+            for label, printed, repeated in (("same", same, run.same), ("fresh", fresh, run.fresh)):
+                print(report(f"{name}, {tasks} tasks, closed form, {label} tasks", printed, repeated))
             sys.stdout.flush()
 
 
