@@ -57,16 +57,19 @@ def _outcome_tasks(k: FloatArray, n: FloatArray) -> tuple[FloatArray, FloatArray
 
 
 def withheld(k: FloatArray, n: FloatArray) -> str | None:
-    """Why one run's counts cannot support a figure (``44 tasks, 2 events``), or None: fewer than
-    :data:`MIN_OUTCOME_TASKS` tasks show an event (or a non-event, for a common rate)."""
+    """Why one run's counts cannot support a figure (``44 tasks, 2 events in 2 of them``, ``44 tasks,
+    no event``), or None: fewer than :data:`MIN_OUTCOME_TASKS` tasks show an event (or a non-event, for
+    a common rate)."""
     tasks, events, others = (int(v) for v in _outcome_tasks(k, n))
     if min(events, others) >= MIN_OUTCOME_TASKS:
         return None
     total, cases = int(np.sum(k)), int(np.sum(n))
-    if events <= others:
-        return f"{tasks} tasks, {total} event{'s' * (total != 1)} in {events} of them"
-    misses = cases - total
-    return f"{tasks} tasks, {misses} non-event{'s' * (misses != 1)} in {others} of them"
+    word, count, where = (
+        ("event", total, events) if events <= others else ("non-event", cases - total, others)
+    )
+    if count == 0:
+        return f"{tasks} tasks, no {word}"
+    return f"{tasks} tasks, {count} {word}{'s' * (count != 1)} in {where} of them"
 
 
 def _within_variance(k: FloatArray, n: FloatArray, p: FloatArray) -> FloatArray:
