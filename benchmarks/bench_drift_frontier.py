@@ -188,7 +188,8 @@ def oracle_share(data: tuple[Array, Array], threshold: float, pre: Callable[[int
     for j in reversed(looks):
         cut = float(np.quantile(pre(j, j), 0.04))
         stop = np.where(k[:, :j].sum(axis=1) / n[:, :j].sum(axis=1) <= cut, j, stop)
-    return float(stop.mean()) / total
+    share: float = stop.mean() / total
+    return share
 
 
 def _pre_beta(tasks: int, runs: int) -> Callable[[int, int], Array]:
