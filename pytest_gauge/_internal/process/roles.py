@@ -36,6 +36,7 @@ from ..records import CaseRecord, WorkerSummary
 from ..records.checks import CheckEntry, checks_from_json, checks_to_json, is_check_nodeid, without_group
 from ..run.engine import STOP_GRACE
 from ..run.looks import LookState
+from .kept_reports import KeptReports
 from .reports import ReportSharing
 from .state import GaugeState, render_worker_summaries
 from .stopping import (
@@ -223,6 +224,11 @@ class _EndsTheRun(Role):
         self.reported: set[str] = set()  # checks a test item reported
         self.outputs_written = False
 
+    def session_started(self) -> None:
+        """The terminal reporter's kept reports are made lean once every hook has seen them
+        (:mod:`.kept_reports`)."""
+        self.config.pluginmanager.register(KeptReports(self.config), "gauge-kept-reports")
+
     def progress(self) -> None:
         """A progress line at most every 10 s on a terminal, every 30 s otherwise (CI logs: steady, not
         flooded), on each finished case and while a case waits for its record."""
@@ -409,6 +415,7 @@ class Controller(_EndsTheRun):
             self._write_outputs(session, interrupted=bool(session.shouldstop))
 
     def session_started(self) -> None:
+        super().session_started()
         self.ending.prepare()  # while xdist's workers start (whether they collect suites is not known yet)
 
     def testnode_down(self, node: Any, error: object | None) -> None:
