@@ -14,6 +14,7 @@ import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -57,7 +58,7 @@ def folder(mini_suite: Path) -> Path:
     return root
 
 
-def _pytest(folder: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], dict[str, object]]:
+def _pytest(folder: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
     """``python -m pytest`` in ``folder``; its output and what the terminal reporter kept."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_XDIST_", "PYTEST_ADDOPTS"))}
     env.pop("PYTEST_CURRENT_TEST", None)
@@ -90,12 +91,12 @@ def test_the_kept_reports_are_lean_and_the_summary_still_counts_them(folder: Pat
 def test_the_passes_output_is_kept_for_rP_and_the_durations_see_every_phase(folder: Path) -> None:
     done, kept = _pytest(folder, "suites", "-n", "0", "-rP")
     assert "output-of-a-passing-test" in done.stdout  # -rP's PASSES section
-    assert list(kept["sections"]) == ["suites/test_plain.py::test_prints"]  # type: ignore[arg-type]
+    assert list(kept["sections"]) == ["suites/test_plain.py::test_prints"]
     done, kept = _pytest(folder, "suites", "-n", "2", "-rp", "--durations=0", "-vv")
     assert "PASSED suites/test_plain.py::test_prints" in done.stdout  # -rp's short summary
     for when in ("setup", "call", "teardown"):
         assert f"s {when:<8} suites/test_plain.py::test_prints" in done.stdout
-    assert kept["counts"]["passed"] + kept["counts"][""] == 31 * 3  # type: ignore[index]
+    assert kept["counts"]["passed"] + kept["counts"][""] == 31 * 3
     assert kept["fat"] == []
 
 

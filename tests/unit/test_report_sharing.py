@@ -38,7 +38,7 @@ def test_the_terminal_reporters_kept_passes_are_lean_and_the_report_itself_untou
     reports = [_report(when, "suites/test_bench.py::t0001[ab]") for when in ("setup", "call", "teardown")]
     reports[1].sections.append(("Captured stdout call", "out"))
     reports[1].user_properties.append(("gauge_failure", ""))
-    stats: dict[str, list[object]] = {}
+    stats: dict[str, list[pytest.TestReport]] = {}
     reporter = SimpleNamespace(stats=stats, reportchars="fE")
     config = SimpleNamespace(
         pluginmanager=SimpleNamespace(get_plugin=lambda name: reporter), getoption=lambda *a: None
