@@ -5,15 +5,17 @@ rate ``p_t`` at which this run's interval would reach ``t`` (Wilson's score equa
 effective count and quantile); a rerun repeats the verdict when its rate lands on the same side of
 ``p_t``. Under a flat prior on the truth the rerun's rate differs from this one by the truth's
 uncertainty plus the rerun's own noise, twice the variance a rerun redraws (this run's tasks and the
-rerun's): the CR2 cluster variance over tasks for fresh tasks, its within-task part for the same
-tasks, scaled up to the spread at the crossing where a rate's ``mu (1 - mu)`` is larger there (the
-verdict flips only if the truth is near it). A rerun also reads its own spread, so its bound moves
-even where its rate does not: the variance of that width (``z^2 var / (2 df)``) is added. The variance
-is itself read from the run's tasks, so the figure is Student's t on the cluster variance's
-Satterthwaite df, capped by the tasks that hold the rarer outcome (a spread read from a few event
-tasks is as uncertain as those few). Below
-:data:`MIN_OUTCOME_TASKS` such tasks no figure is given (:func:`withheld`). Pure functions of arrays
-``(..., T)``: one run or thousands at once.
+rerun's): for fresh tasks the CR2 cluster variance over tasks, scaled up to the spread at the crossing
+where a rate's ``mu (1 - mu)`` is larger there (the verdict flips only if the truth is near it). On
+the same tasks only each task's count is redrawn, so the compared bound itself is propagated: its
+slope in each task's count times that task's binomial variance (:func:`_same_task_spread`; the
+crossing's Wilson scaling assumed the interval widens with the rate, which a rerun on these tasks
+does not do where always/never tasks carry the spread). A rerun also reads its own spread, so its
+bound moves even where its rate does not: the variance of that width (``z^2 var / (2 df)``) is added.
+The variance is itself read from the run's tasks, so the figure is Student's t on the cluster
+variance's Satterthwaite df, capped by the tasks that hold the rarer outcome (a spread read from a few
+event tasks is as uncertain as those few). Below :data:`MIN_OUTCOME_TASKS` such tasks no figure is
+given (:func:`withheld`). Pure functions of arrays ``(..., T)``: one run or thousands at once.
 """
 
 from __future__ import annotations
