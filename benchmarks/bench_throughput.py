@@ -944,7 +944,7 @@ def _live_targets(live: dict[str, float], scheme: str) -> list[tuple[str, bool]]
     if live["calls"] >= WHOLE_MIN_CALLS:
         for w, limit in (("0", TARGET_WHOLE_N0), ("2", TARGET_WHOLE_N2)):
             label = f"{scheme} -n {w}, {live['calls']:.0f} calls: whole process / raw own process <= {limit}"
-            targets.append((f"{label} ({live[f'ratio_n{w}']:.2f})", live[f"ratio_n{w}"] <= limit))
+            targets.append((f"{label} ({live[f'ratio_n{w}']:.3f})", live[f"ratio_n{w}"] <= limit))
     return targets
 
 
