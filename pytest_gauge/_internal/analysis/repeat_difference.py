@@ -4,7 +4,8 @@ The gate compares ``d ± q se`` (the cluster-t interval of :func:`~.intervals.cl
 a threshold. Under a flat prior on the true difference a rerun's bound differs from this one's by the
 truth's uncertainty plus the rerun's noise (twice the variance a rerun redraws: the cluster variance
 for fresh tasks, its within-task binomial part for the same tasks) plus the noise of the rerun's own
-width, ``q^2 var / (2 df)`` on the residuals' Satterthwaite df. The spread is read from the tasks, so
+width, ``q^2 var / (2 df)`` on the residuals' Satterthwaite df, plus ``±2 q Cov(d', se')`` where the
+rerun's spread moves with its difference (a few tasks carrying it). The spread is read from the tasks, so
 the figure is Student's t on that df, capped by the tasks whose two counts disagree in rate (the ones
 that say how a difference varies). Figures in docs/calibration.md.
 """
