@@ -4,7 +4,8 @@ The gate compares ``d ± q se`` (the cluster-t interval of :func:`~.intervals.cl
 a threshold. Under a flat prior on the true difference a rerun's bound differs from this one's by the
 truth's uncertainty plus the rerun's noise (twice the variance a rerun redraws: the cluster variance
 for fresh tasks, its within-task binomial part for the same tasks) plus the noise of the rerun's own
-width, ``q^2 var / (2 df)`` on the residuals' Satterthwaite df. The spread is read from the tasks, so
+width, ``q^2 var / (2 df)`` on the residuals' Satterthwaite df, plus ``±2 q Cov(d', se')`` where the
+rerun's spread moves with its difference (a few tasks carrying it). The spread is read from the tasks, so
 the figure is Student's t on that df, capped by the tasks whose two counts disagree in rate (the ones
 that say how a difference varies). Figures in docs/calibration.md.
 """
@@ -53,17 +54,36 @@ def difference_withheld(k1: FloatArray, n1: FloatArray, k2: FloatArray, n2: Floa
     return f"{tasks} tasks, the two rates differ on {differ} of them"
 
 
-def _satterthwaite(k1: FloatArray, n1: FloatArray, k2: FloatArray, n2: FloatArray) -> FloatArray:
-    """The df of the cluster variance from its per-task residuals' moments, ``2 T m2^2 / (m4 - m2^2)``
-    (``T`` for normal residuals, few where a few tasks carry it), within 1 and ``T - 1``."""
+def _residuals(k1: FloatArray, n1: FloatArray, k2: FloatArray, n2: FloatArray) -> FloatArray:
+    """Each task's share of the difference's deviation (they sum to 0; their squares to the cluster
+    variance before its ``T / (T - 1)``)."""
     t1, t2 = np.maximum(np.sum(n1, axis=-1), 1.0), np.maximum(np.sum(n2, axis=-1), 1.0)
     p1, p2 = np.sum(k1, axis=-1) / t1, np.sum(k2, axis=-1) / t2
     resid = (k1 - p1[..., None] * n1) / t1[..., None] - (k2 - p2[..., None] * n2) / t2[..., None]
+    return np.asarray(resid, dtype=np.float64)
+
+
+def _satterthwaite(k1: FloatArray, n1: FloatArray, k2: FloatArray, n2: FloatArray) -> FloatArray:
+    """The df of the cluster variance from its per-task residuals' moments, ``2 T m2^2 / (m4 - m2^2)``
+    (``T`` for normal residuals, few where a few tasks carry it), within 1 and ``T - 1``."""
+    resid = _residuals(k1, n1, k2, n2)
     tasks = np.sum((n1 + n2) > 0, axis=-1).astype(np.float64)
     m2, m4 = np.mean(resid**2, axis=-1), np.mean(resid**4, axis=-1)
     spread = m4 - m2 * m2
     df = np.where(spread > 0, 2.0 * tasks * m2 * m2 / np.where(spread > 0, spread, 1.0), tasks - 1.0)
     return np.asarray(np.clip(df, 1.0, np.maximum(tasks - 1.0, 1.0)), dtype=np.float64)
+
+
+def _spread_with_difference(
+    k1: FloatArray, n1: FloatArray, k2: FloatArray, n2: FloatArray, se: FloatArray
+) -> FloatArray:
+    """``Cov(d', se')`` of a fresh rerun: where a few tasks carry the difference (more of them, a larger
+    difference and a wider interval) the two move together, ``sum(r^3) / (2 se)`` over the tasks'
+    residuals ``r`` (times ``T / (T - 1)``, as the cluster variance)."""
+    resid = _residuals(k1, n1, k2, n2)
+    tasks = np.maximum(np.sum((n1 + n2) > 0, axis=-1).astype(np.float64), 2.0)
+    third = tasks / (tasks - 1.0) * np.sum(resid**3, axis=-1)
+    return np.asarray(np.where(se > 0, third / (2.0 * np.where(se > 0, se, 1.0)), 0.0), dtype=np.float64)
 
 
 def difference_figures(
@@ -91,10 +111,14 @@ def difference_figures(
     differ = _informative(k1, n1, k2, n2)
     dof = np.maximum(np.minimum(df, differ), 1.0)
     width = side * side * q * q * fresh_var / (2.0 * df)
+    # A fresh rerun's bound d' + side q se' moves less (or more) where se' moves with d'; at least the
+    # rerun's own noise.
+    along = 2.0 * side * q * _spread_with_difference(k1, n1, k2, n2, se)
     out = []
     for var in (same_var, fresh_var):
         share = np.clip(var / np.where(fresh_var > 0, fresh_var, 1.0), 0.0, 1.0)
-        spread = np.sqrt(2.0 * np.maximum(var, 0.0) + share * width)
+        total = 2.0 * np.maximum(var, 0.0) + share * (width + along)
+        spread = np.sqrt(np.maximum(total, np.maximum(var, 0.0)))
         x = np.where(
             spread > 0, margin / np.where(spread > 0, spread, 1.0), np.where(margin > 0, np.inf, 0.0)
         )

@@ -5,15 +5,17 @@ rate ``p_t`` at which this run's interval would reach ``t`` (Wilson's score equa
 effective count and quantile); a rerun repeats the verdict when its rate lands on the same side of
 ``p_t``. Under a flat prior on the truth the rerun's rate differs from this one by the truth's
 uncertainty plus the rerun's own noise, twice the variance a rerun redraws (this run's tasks and the
-rerun's): the CR2 cluster variance over tasks for fresh tasks, its within-task part for the same
-tasks, scaled up to the spread at the crossing where a rate's ``mu (1 - mu)`` is larger there (the
-verdict flips only if the truth is near it). A rerun also reads its own spread, so its bound moves
-even where its rate does not: the variance of that width (``z^2 var / (2 df)``) is added. The variance
-is itself read from the run's tasks, so the figure is Student's t on the cluster variance's
-Satterthwaite df, capped by the tasks that hold the rarer outcome (a spread read from a few event
-tasks is as uncertain as those few). Below
-:data:`MIN_OUTCOME_TASKS` such tasks no figure is given (:func:`withheld`). Pure functions of arrays
-``(..., T)``: one run or thousands at once.
+rerun's): for fresh tasks the CR2 cluster variance over tasks, scaled up to the spread at the crossing
+where a rate's ``mu (1 - mu)`` is larger there (the verdict flips only if the truth is near it). On
+the same tasks only each task's count is redrawn, so the compared bound itself is propagated: its
+slope in each task's count times that task's binomial variance (:func:`_same_task_spread`; the
+crossing's Wilson scaling assumed the interval widens with the rate, which a rerun on these tasks
+does not do where always/never tasks carry the spread). A rerun also reads its own spread, so its
+bound moves even where its rate does not: the variance of that width (``z^2 var / (2 df)``) is added.
+The variance is itself read from the run's tasks, so the figure is Student's t on the cluster
+variance's Satterthwaite df, capped by the tasks that hold the rarer outcome (a spread read from a few
+event tasks is as uncertain as those few). Below :data:`MIN_OUTCOME_TASKS` such tasks no figure is
+given (:func:`withheld`). Pure functions of arrays ``(..., T)``: one run or thousands at once.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .exact_tasks import beta_cdf
-from .intervals import CONTINUITY, cluster_wilson_parts
+from .intervals import CONTINUITY, cluster_wilson, cluster_wilson_parts
 
 if TYPE_CHECKING:
     from ..records import FloatArray
@@ -72,13 +74,45 @@ def withheld(k: FloatArray, n: FloatArray) -> str | None:
     return f"{tasks} tasks, {count} {word}{'s' * (count != 1)} in {where} of them"
 
 
-def _within_variance(k: FloatArray, n: FloatArray, p: FloatArray) -> FloatArray:
-    """The within-task (binomial) part of the rate's variance, unbiased per task: ``k (n - k) / (n - 1)``
-    over ``N^2`` (a task of one case contributes the pooled ``p (1 - p)``)."""
-    total = np.maximum(np.sum(n, axis=-1), 1.0)
+def _task_within(k: FloatArray, n: FloatArray, p: FloatArray) -> FloatArray:
+    """Each task's binomial variance of its count, unbiased: ``k (n - k) / (n - 1)`` (a task of one case
+    takes the pooled ``p (1 - p)``)."""
     pooled = n * (p * (1.0 - p))[..., None]
-    per_task = np.where(n >= 2, k * (n - k) / np.maximum(n - 1.0, 1.0), pooled)
-    return np.asarray(np.sum(per_task, axis=-1) / (total * total), dtype=np.float64)
+    return np.asarray(np.where(n >= 2, k * (n - k) / np.maximum(n - 1.0, 1.0), pooled), dtype=np.float64)
+
+
+def _within_variance(k: FloatArray, n: FloatArray, p: FloatArray) -> FloatArray:
+    """The within-task (binomial) part of the rate's variance: :func:`_task_within` over ``N^2``."""
+    total = np.maximum(np.sum(n, axis=-1), 1.0)
+    return np.asarray(np.sum(_task_within(k, n, p), axis=-1) / (total * total), dtype=np.float64)
+
+
+STEP = 0.5
+"""Cases: the central difference of the bound in one task's count (half a case either way)."""
+
+
+def _same_task_spread(
+    k: FloatArray, n: FloatArray, p: FloatArray, bound: str
+) -> tuple[FloatArray, FloatArray]:
+    """(compared side, its same-task variance): a same-task rerun redraws each task's count with that
+    task's binomial variance, so the bound moves by ``sum_i g_i e_i`` (``g_i`` its slope in task ``i``'s
+    count, a central difference): variance ``sum_i g_i^2 var_i``. The slope says how far the rerun's own
+    interval moves with its rate on these tasks (little where always/never tasks carry the spread)."""
+    side = {"upper": 2, "lower": 1}.get(bound)
+    task_var = _task_within(k, n, p)
+    if side is None:
+        total = np.maximum(np.sum(n, axis=-1), 1.0)
+        return p, np.asarray(np.sum(task_var, axis=-1) / (total * total), dtype=np.float64)
+    here = np.asarray(cluster_wilson(k, n)[side], dtype=np.float64)
+    var = np.zeros_like(here)
+    for i in np.flatnonzero(np.any(task_var > 0, axis=tuple(range(k.ndim - 1)))):
+        up, down = k.copy(), k.copy()
+        up[..., i] = np.minimum(k[..., i] + STEP, n[..., i])
+        down[..., i] = np.maximum(k[..., i] - STEP, 0.0)
+        step = np.where(up[..., i] > down[..., i], up[..., i] - down[..., i], 1.0)
+        slope = (cluster_wilson(up, n)[side] - cluster_wilson(down, n)[side]) / step
+        var = var + np.where(task_var[..., i] > 0, slope * slope * task_var[..., i], 0.0)
+    return here, np.asarray(var, dtype=np.float64)
 
 
 def _crossing(
@@ -131,14 +165,16 @@ def case_rate_figures(
     # spread here scaled by mu (1 - mu): the larger of the two (never narrower than measured).
     toward = np.maximum(1.0, crossing * (1.0 - crossing) / np.maximum(p * (1.0 - p), 1e-12))
     width = _width_noise(bound, fresh_var, df, z_low, z_high)
+    # The rerun's own width noise, in the share of the spread a rerun of this kind redraws.
+    share = np.clip(same_var / np.where(fresh_var > 0, fresh_var, 1.0), 0.0, 1.0)
+    # Same tasks: the bound itself, moved by each task's redrawn count (no crossing far away to reach).
+    compared, bound_var = _same_task_spread(k, n, p, bound)
+    same_margin = np.abs(compared - np.asarray(threshold, dtype=np.float64))
+    same_spread = np.sqrt(2.0 * np.maximum(bound_var, 0.0) + share * width)
+    fresh_spread = np.sqrt(toward * (2.0 * np.maximum(fresh_var, 0.0) + width))
     out = []
-    for var in (same_var, fresh_var):
-        # The rerun's own width noise, in the share of the spread a rerun of this kind redraws.
-        share = np.clip(var / np.where(fresh_var > 0, fresh_var, 1.0), 0.0, 1.0)
-        spread = np.sqrt(toward * (2.0 * np.maximum(var, 0.0) + share * width))
-        x = np.where(
-            spread > 0, margin / np.where(spread > 0, spread, 1.0), np.where(margin > 0, np.inf, 0.0)
-        )
+    for gap, spread in ((same_margin, same_spread), (margin, fresh_spread)):
+        x = np.where(spread > 0, gap / np.where(spread > 0, spread, 1.0), np.where(gap > 0, np.inf, 0.0))
         out.append(np.where(rarer >= MIN_OUTCOME_TASKS, student_cdf(x, dof), np.nan))
     same, fresh = out
     if min_n > 0:

@@ -50,7 +50,7 @@ PROCESSES: dict[str, tuple[Process, str]] = {
 }
 
 
-def _rows(process: Process, side: str, tasks: int, seed: int) -> tuple[Array, ...]:
+def _rows(process: Process, side: str, tasks: int, seed: int, runs: int = RUNS) -> tuple[Array, ...]:
     """(printed same, repeated same, printed fresh, repeated fresh) per run of ``upper(x) <= t`` (or
     ``lower(x) >= t``), ``t`` drawn before the run's data, uniformly within 3 sd of the compared bound's
     mean (a pilot of 2,000 runs); runs whose figure is withheld are left out."""
@@ -61,8 +61,8 @@ def _rows(process: Process, side: str, tasks: int, seed: int) -> tuple[Array, ..
         return np.asarray(cluster_wilson(rng.binomial(n.astype(int), p).astype(float), n)[pick])
 
     pilot = bound(*process(rng, 2000, tasks))
-    threshold = np.nanmean(pilot) + rng.uniform(-3.0, 3.0, RUNS) * np.nanstd(pilot)
-    p, n = process(rng, RUNS, tasks)
+    threshold = np.nanmean(pilot) + rng.uniform(-3.0, 3.0, runs) * np.nanstd(pilot)
+    p, n = process(rng, runs, tasks)
     k = rng.binomial(n.astype(int), p).astype(float)
     now = np.asarray(cluster_wilson(k, n)[pick])
     passed = now <= threshold if side == "upper" else now >= threshold
@@ -71,7 +71,7 @@ def _rows(process: Process, side: str, tasks: int, seed: int) -> tuple[Array, ..
         return np.asarray(b <= threshold if side == "upper" else b >= threshold)
 
     same = verdict(bound(p, n)) == passed
-    fresh = verdict(bound(*process(rng, RUNS, tasks))) == passed
+    fresh = verdict(bound(*process(rng, runs, tasks))) == passed
     printed_same, printed_fresh = case_rate_figures(k, n, threshold, side)
     shown = np.isfinite(printed_fresh)
     return printed_same[shown], same[shown], printed_fresh[shown], fresh[shown]
@@ -104,6 +104,17 @@ def test_case_rate_figure_is_within_five_points_in_every_bin(name: str, tasks: i
     misses = [f"same tasks {m}" for m in _misses(printed_same, same.astype(float))]
     misses += [f"fresh tasks {m}" for m in _misses(printed_fresh, fresh.astype(float))]
     assert not misses, f"{name}, {tasks} tasks: " + "; ".join(misses)
+
+
+@pytest.mark.slow
+def test_same_task_figure_where_always_never_tasks_carry_the_spread() -> None:
+    """The mixture at 20 tasks on 30,000 runs (every bin from 50% up held on the same tasks): the
+    crossing's binomial widening took the rerun's interval to move with its rate, which it barely does
+    where always/never tasks carry the spread: 8.2 ± 1.4 points cautious (65.2% printed, 73.4%
+    repeated); the bound propagated task by task is within 3.6 (docs/calibration.md)."""
+    printed_same, same, _, _ = _rows(_mixed, "upper", 20, seed=71, runs=30000)
+    misses = _misses(printed_same, same.astype(float))
+    assert not misses, "same tasks " + "; ".join(misses)
 
 
 Pair = tuple[Array, Array, Array, Array]
@@ -140,28 +151,16 @@ DIFFERENCES: dict[str, tuple[DifferenceProcess, str]] = {
 }
 
 
-CAUTIOUS = pytest.mark.xfail(
-    reason="a known cautious miss: fresh tasks, 70-80% bin, 75.1% printed and 80.4% repeated (5.3 ± 0.8"
-    " points; 4.5 ± 0.6 on 30,000 runs of another seed): one or two flipped tasks carry the spread, whose"
-    " own width noise and t tail on a df of 2-3 are both wide"
-)
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    ("name", "tasks"),
-    [
-        pytest.param(name, tasks, marks=CAUTIOUS if (tasks, name.startswith("always")) == (20, True) else ())
-        for name in DIFFERENCES
-        for tasks in (20, 44)
-    ],
-)
+@pytest.mark.parametrize("tasks", [20, 44])
+@pytest.mark.parametrize("name", list(DIFFERENCES))
 def test_difference_figure_is_within_five_points_in_every_bin(name: str, tasks: int) -> None:
     """A difference of two rates over shared tasks (``difference_figures``, what the gate prints), on
     processes unlike benchmarks/bench_calibration_difference.py's, with the design of the case rate's
     test: thresholds fixed before the data, 16,000 runs, every bin with Monte Carlo error at most 1.5
     points within 5, same tasks and fresh. The simulated reruns it replaced were 7.2 points over on the
-    same tasks of two close agents at 20 tasks (docs/calibration.md)."""
+    same tasks of two close agents at 20 tasks; without the spread's covariance with the difference the
+    near-deterministic pair at 20 was 5.3 cautious on fresh tasks (docs/calibration.md)."""
     from pytest_gauge._internal.analysis.intervals import cluster_difference  # deferred: this test only
     from pytest_gauge._internal.analysis.repeat_difference import difference_figures  # deferred: as above
 
