@@ -802,6 +802,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     memory_sizes: tuple[int, ...] = (20, 100, 200) if a.quick else MEMORY_TASKS
     if a.memory_tasks:
         memory_sizes = tuple(int(n) for n in a.memory_tasks.split(","))
+    if a.workdir is not None:
+        Path(a.workdir).mkdir(parents=True, exist_ok=True)  # a fresh folder name works as given
     work = Path(tempfile.mkdtemp(prefix=".gauge-bench-", dir=a.workdir)).resolve()
     compiled = precompile()
     rows: list[Row] = []
