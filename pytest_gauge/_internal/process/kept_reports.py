@@ -8,13 +8,16 @@ and its captured sections (``-rP``, ``-rA``). The other plugins (junitxml, pytes
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 import pytest
 
 __all__ = ["KeptReports", "lean_report"]
 
-_NO_KEYWORDS: dict[str, Any] = {}  # shared by every lean report: no one reads a kept passed report's
+_NO_KEYWORDS: Mapping[str, Any] = MappingProxyType({})
+"""Shared by every lean report, read-only: no one reads a kept passed report's keywords."""
 
 
 def lean_report(report: pytest.TestReport) -> pytest.TestReport:
