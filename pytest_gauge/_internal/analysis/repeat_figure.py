@@ -29,6 +29,8 @@ from .exact_tasks import beta_cdf
 from .intervals import CONTINUITY, cluster_wilson, cluster_wilson_parts
 
 if TYPE_CHECKING:
+    import numpy.typing as npt
+
     from ..records import FloatArray
 
 __all__ = ["MIN_OUTCOME_TASKS", "case_rate_figures", "enough_cases", "student_cdf", "withheld"]
@@ -89,6 +91,9 @@ def _within_variance(k: FloatArray, n: FloatArray, p: FloatArray) -> FloatArray:
 
 STEP = 0.5
 """Cases: the central difference of the bound in one task's count (half a case either way)."""
+BATCH_CELLS = 1 << 20
+"""Counts per :func:`cluster_wilson` call of the nudged copies (8 MB an array): one call for all tasks
+of a run, a few tasks per call for a simulation's thousands of runs at once."""
 
 
 def _same_task_spread(
@@ -105,14 +110,29 @@ def _same_task_spread(
         return p, np.asarray(np.sum(task_var, axis=-1) / (total * total), dtype=np.float64)
     here = np.asarray(cluster_wilson(k, n)[side], dtype=np.float64)
     var = np.zeros_like(here)
-    for i in np.flatnonzero(np.any(task_var > 0, axis=tuple(range(k.ndim - 1)))):
-        up, down = k.copy(), k.copy()
-        up[..., i] = np.minimum(k[..., i] + STEP, n[..., i])
-        down[..., i] = np.maximum(k[..., i] - STEP, 0.0)
-        step = np.where(up[..., i] > down[..., i], up[..., i] - down[..., i], 1.0)
-        slope = (cluster_wilson(up, n)[side] - cluster_wilson(down, n)[side]) / step
-        var = var + np.where(task_var[..., i] > 0, slope * slope * task_var[..., i], 0.0)
+    tasks = np.flatnonzero(np.any(task_var > 0, axis=tuple(range(k.ndim - 1))))
+    if tasks.size == 0:
+        return here, var
+    per_call = max(1, BATCH_CELLS // (2 * k.size))  # a few tasks per call where k holds many runs
+    for start in range(0, tasks.size, per_call):
+        chunk = tasks[start : start + per_call]
+        for i, slope in zip(chunk.tolist(), _slopes(k, n, chunk, side), strict=True):
+            var = var + np.where(task_var[..., i] > 0, slope * slope * task_var[..., i], 0.0)  # task order
     return here, np.asarray(var, dtype=np.float64)
+
+
+def _slopes(k: FloatArray, n: FloatArray, tasks: npt.NDArray[np.intp], side: int) -> FloatArray:
+    """The compared side's central difference in each of ``tasks``' counts (leading axis: those tasks),
+    from one :func:`cluster_wilson` call over every nudged copy: a call per nudge was the figure's cost."""
+    rows = np.arange(tasks.size)
+    up = np.repeat(k[None], tasks.size, axis=0)
+    down = up.copy()
+    up[rows, ..., tasks] = np.minimum(up[rows, ..., tasks] + STEP, np.moveaxis(n[..., tasks], -1, 0))
+    down[rows, ..., tasks] = np.maximum(down[rows, ..., tasks] - STEP, 0.0)
+    both = np.broadcast_to(n, (2 * tasks.size, *n.shape))
+    moved = cluster_wilson(np.concatenate([up, down]), both)[side]
+    step = up[rows, ..., tasks] - down[rows, ..., tasks]
+    return np.asarray((moved[: tasks.size] - moved[tasks.size :]) / np.where(step > 0, step, 1.0))
 
 
 def _crossing(
