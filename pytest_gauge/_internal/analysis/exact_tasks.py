@@ -32,9 +32,19 @@ def _log_gamma(x: FloatArray) -> FloatArray:
     return np.asarray(_lgamma(x), dtype=np.float64)
 
 
+_SCALAR_MAX = 32
+"""Up to this many entries the continued fraction runs on Python floats, entry by entry: the same
+operations in the same order (the same bits), 8 us an entry where a numpy pass costs 330 us a call."""
+_TINY = 1e-300
+
+
 def _fraction(x: FloatArray, a: FloatArray, b: FloatArray) -> FloatArray:
     """The incomplete beta continued fraction (modified Lentz), a fixed number of terms for every entry."""
-    tiny = 1e-300
+    if x.size <= _SCALAR_MAX:
+        entries = zip(x.ravel().tolist(), a.ravel().tolist(), b.ravel().tolist(), strict=True)
+        values = [_fraction_one(*entry) for entry in entries]
+        return np.array(values, dtype=np.float64).reshape(x.shape)
+    tiny = _TINY
     c = np.ones_like(x)
     d = 1.0 - (a + b) * x / (a + 1.0)
     d = 1.0 / np.where(np.abs(d) > tiny, d, tiny)
@@ -52,6 +62,27 @@ def _fraction(x: FloatArray, a: FloatArray, b: FloatArray) -> FloatArray:
             h = np.where(done, h, h * d * c)
         done |= np.abs(d * c - 1.0) < 1e-15
         if np.all(done):
+            break
+    return h
+
+
+def _fraction_one(x: float, a: float, b: float) -> float:
+    """:func:`_fraction` of one entry on Python floats (stops where the batch freezes the entry)."""
+    c = 1.0
+    d = 1.0 - (a + b) * x / (a + 1.0)
+    d = 1.0 / (d if abs(d) > _TINY else _TINY)
+    h = d
+    for m in range(1, _FRACTION_STEPS):
+        for num in (
+            m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+            -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1)),
+        ):
+            d = 1.0 + num * d
+            d = 1.0 / (d if abs(d) > _TINY else _TINY)
+            c = 1.0 + num / c
+            c = c if abs(c) > _TINY else _TINY
+            h = h * d * c
+        if abs(d * c - 1.0) < 1e-15:
             break
     return h
 

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from scipy.stats import beta, binom
 
+from pytest_gauge._internal.analysis import exact_tasks
 from pytest_gauge._internal.analysis.exact_tasks import beta_cdf, beta_quantile, exact_task_bounds
 from pytest_gauge._internal.analysis.intervals import cluster_wilson
 
@@ -56,6 +57,19 @@ def test_beta_quantile_and_cdf_match_scipy() -> None:
     assert np.max(np.abs(beta_cdf(x, a, b) - beta.cdf(x, a, b))) < 1e-10
     for q in (0.025, 0.975):
         assert np.max(np.abs(beta_quantile(q, a, b) - beta.ppf(q, a, b))) < 1e-10
+
+
+@pytest.mark.parametrize("entries", [1, 7, 32, 33, 400])
+def test_small_batches_of_the_fraction_give_the_batch_paths_bits(
+    entries: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Up to 32 entries the continued fraction runs entry by entry on Python floats: the very values
+    the numpy pass gives (a report's figures must not move with the batch a bound is solved in)."""
+    rng = np.random.default_rng(entries)
+    x, a, b = rng.uniform(0.001, 0.6, entries), rng.uniform(0.2, 500, entries), rng.uniform(0.2, 500, entries)
+    small = exact_tasks._fraction(x, a, b)
+    monkeypatch.setattr(exact_tasks, "_SCALAR_MAX", -1)
+    assert np.array_equal(small, exact_tasks._fraction(x, a, b))
 
 
 def test_exact_bound_is_clopper_pearson_over_tasks() -> None:
