@@ -250,9 +250,10 @@ def _git(folder: Path, *args: str) -> None:
 
 
 def test_program_agents_in_a_git_checkout_are_answered_from_the_cache_anywhere(tmp_path: Path) -> None:
-    """The example of program agents with its default output folder inside a git checkout: a run after
-    an untracked file appears, and a run in a clone at another path, send the same requests (the CLIs
-    see /workspace and /home/agent, in no repository), so the cache answers every call."""
+    """The example of program agents with its default output folder inside a git checkout: a run in a
+    clone at another path with an untracked file in it sends the same requests (the CLIs see /workspace
+    and /home/agent, in no repository), so the cache answers every call (either change alone would
+    show as simulated calls: one replay covers both, the suite's CLIs take seconds a run)."""
     if shutil.which("claude") is None or shutil.which("codex") is None or shutil.which("git") is None:
         why = f"claude, codex and git needed: {CLAUDE} {CODEX.split()[-1]}"
         if os.environ.get("CI") or os.environ.get("GAUGE_REQUIRE_BROWSER"):
@@ -276,7 +277,7 @@ def test_program_agents_in_a_git_checkout_are_answered_from_the_cache_anywhere(t
         return out
 
     assert "(0 simulated" not in run(first)
-    (first / "untracked.txt").write_text("new")
-    assert "(0 simulated, " in run(first)
-    _git(tmp_path, "clone", "-q", str(first), str(tmp_path / "elsewhere" / "clone"))
-    assert "(0 simulated, " in run(tmp_path / "elsewhere" / "clone")
+    clone = tmp_path / "elsewhere" / "clone"
+    _git(tmp_path, "clone", "-q", str(first), str(clone))
+    (clone / "untracked.txt").write_text("new")
+    assert "(0 simulated, " in run(clone)
