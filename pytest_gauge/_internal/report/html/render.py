@@ -118,11 +118,10 @@ def _document(outputs: SuiteOutputs, redact: Redact) -> tuple[str, str]:
     gc.disable()
     try:
         doc = build_payload(outputs, redact)  # its keys come sorted, and it is a fresh tree: no cycle
-        text = _compact(doc)
-        if len(text) <= BULK_CHARS:
+        text = _compact_within(doc, BULK_CHARS)
+        if text is not None:
             del doc  # the tree goes before the text's escaped copies are made
             return _escaped(text), ""
-        del text
         block = base64.b64encode(_packed_bulk(doc)).decode("ascii")
         doc["bulk"] = list(BULK_KEYS)
         return (
@@ -167,6 +166,37 @@ def _packed_bulk(doc: JSONObject) -> bytes:
     packed.append(packer.compress("".join(chunk).encode("utf-8")))
     packed.append(packer.flush())
     return b"".join(packed)
+
+
+def _compact_within(doc: JSONObject, limit: int) -> str | None:
+    """``_compact(doc)`` when it is at most ``limit`` characters, else None, made a top-level value (a
+    list's row) at a time and given up once over: a large document's whole text (twice, while joined)
+    was the peak of the end of a large run, only to learn its length."""
+    pieces = ["{"]
+    size = 2  # the braces
+    for n, (key, value) in enumerate(doc.items()):
+        head = ("," if n else "") + _compact(key) + ":"
+        parts = (
+            ["[", *_rows_within(value, limit - size), "]"] if isinstance(value, list) else [_compact(value)]
+        )
+        pieces += [head, *parts]
+        size += len(head) + sum(len(p) for p in parts)
+        if size > limit:
+            return None
+    return "".join(pieces) + "}" if size <= limit else None
+
+
+def _rows_within(rows: list[Any], limit: int) -> list[str]:
+    """The texts of ``rows`` joined by commas, stopping once they are longer than ``limit``."""
+    out: list[str] = []
+    size = 0
+    for i, row in enumerate(rows):
+        text = ("," if i else "") + _compact(row)
+        out.append(text)
+        size += len(text)
+        if size > limit:
+            break
+    return out
 
 
 def _compact(doc: Any) -> str:
