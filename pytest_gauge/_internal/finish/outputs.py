@@ -143,7 +143,7 @@ def write_outputs(
     state: GaugeState,
     meta: SuiteMeta,
     records: list[CaseRecord],
-    ledger: list[LedgerRecord],
+    ledger: Sequence[LedgerRecord],
     out: Path,
     interrupted: str | None = None,
 ) -> Written:
@@ -363,7 +363,7 @@ class SuiteReports:
 def report_suite(
     meta: SuiteMeta,
     records: list[CaseRecord],
-    ledger: list[LedgerRecord],
+    ledger: Sequence[LedgerRecord],
     opts: GaugeOptions,
     out: Path,
     written: Written,
@@ -509,7 +509,7 @@ def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool)
                 state.gate_notes.append((False, line))
             continue
         records = state.ordered_records(meta)
-        ledger = [r for r in ledger_all if r.suite == name]
+        ledger = ledger_all.of_suite(name)
         out = Path(opts.out_dir) / name
         label = f"interrupted: {len(records)} of {len(meta.selected)} cases" if interrupted else None
         adaptive = None
@@ -563,7 +563,7 @@ def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool)
 
 
 def _adaptive_gates(
-    run: AdaptiveRun, meta: SuiteMeta, ledger: list[LedgerRecord], interrupted: str | None
+    run: AdaptiveRun, meta: SuiteMeta, ledger: Sequence[LedgerRecord], interrupted: str | None
 ) -> tuple[AdaptiveGates, SuiteMeta]:
     """An adaptive run's gates for the suite, and the suite with only the cases its looks needed
     selected (the others were skipped as not needed, not missing)."""

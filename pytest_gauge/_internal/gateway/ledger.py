@@ -24,6 +24,7 @@ from pathlib import Path
 from ..files.folders import RunFolder
 from ..records import LedgerRecord, dumps
 from ..records.json_types import JSONObject
+from ..records.ledger_columns import LedgerColumns
 
 __all__ = [
     "INTERRUPTED",
@@ -164,12 +165,76 @@ class _SentLine:
         return LedgerRecord.from_json(json.loads(self.line))
 
 
-def merge_ledgers(files: Iterable[Path]) -> list[LedgerRecord]:
-    """All workers' records in the deterministic merge order, shared calls attributed canonically."""
-    merged: list[LedgerRecord] = []
+def merge_ledgers(files: Iterable[Path]) -> LedgerColumns:
+    """All workers' records in the deterministic merge order, shared calls attributed canonically
+    (:func:`one_history_per_call`, then :func:`attribute_shared_calls`), held as columns: filled a file
+    at a time, and only the lines of a call or request that several histories share made records
+    again (a whole run's ledger as records was a large part of the controller's peak)."""
+    rows = _Rows(LedgerColumns())
     for path in files:
-        merged.extend(read_ledger_file(path))
-    return attribute_shared_calls(one_history_per_call(merged))
+        rows.add(read_ledger_file(path))
+    order = _attributed_rows(rows, _one_history_rows(rows))
+    order.sort(key=rows.key.__getitem__)  # stable: as attribute_shared_calls sorts its records
+    return rows.lines.take(order).done()
+
+
+class _Rows:
+    """The merge's lines (columns) and, by line number, what it groups and sorts them by."""
+
+    def __init__(self, lines: LedgerColumns) -> None:
+        self.lines = lines
+        self.call: list[tuple[str, str]] = []  # (suite, call id)
+        self.worker: list[str] = []
+        self.request: list[str | None] = []
+        self.key: list[tuple[str, str, int, int]] = []
+
+    def add(self, records: Iterable[LedgerRecord]) -> list[int]:
+        """Append ``records``; their line numbers."""
+        out = []
+        for r in records:
+            out.append(len(self.key))
+            self.lines.append(r)
+            self.call.append((r.suite, r.call_id))
+            self.worker.append(r.worker)
+            self.request.append(r.request)
+            self.key.append(r.sort_key())
+        return out
+
+
+def _one_history_rows(rows: _Rows) -> list[int]:
+    """:func:`one_history_per_call` on line numbers: a call with one history keeps its lines, the lines
+    of a call with several are made records and put through it (their results appended)."""
+    by_call: dict[tuple[str, str], dict[str, list[int]]] = {}
+    for i, call in enumerate(rows.call):
+        by_call.setdefault(call, {}).setdefault(rows.worker[i], []).append(i)
+    out: list[int] = []
+    for histories in by_call.values():
+        if len(histories) == 1:
+            out.extend(next(iter(histories.values())))
+        else:
+            lines = [rows.lines[i] for history in histories.values() for i in history]
+            out.extend(rows.add(one_history_per_call(lines)))
+    return out
+
+
+def _attributed_rows(rows: _Rows, order: list[int]) -> list[int]:
+    """:func:`attribute_shared_calls` on line numbers (not yet sorted): a request of one call keeps its
+    lines, those of a request several calls share are made records and put through it."""
+    by_request: dict[str, dict[str, list[int]]] = {}
+    out: list[int] = []
+    for i in order:
+        request = rows.request[i]
+        if request is None:
+            out.append(i)
+        else:
+            by_request.setdefault(request, {}).setdefault(rows.call[i][1], []).append(i)
+    for calls in by_request.values():
+        if len(calls) == 1:
+            out.extend(next(iter(calls.values())))
+        else:
+            lines = [rows.lines[i] for history in calls.values() for i in history]
+            out.extend(rows.add(attribute_shared_calls(lines)))
+    return out
 
 
 def one_history_per_call(records: Iterable[LedgerRecord]) -> list[LedgerRecord]:
