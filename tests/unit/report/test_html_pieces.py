@@ -72,3 +72,12 @@ def test_the_document_within_the_bulk_limit_is_its_compact_text_else_none(seed: 
     whole = render._compact(doc)
     for limit in (0, 2, len(whole) - 1, len(whole), len(whole) + 1, rng.randint(0, len(whole))):
         assert render._compact_within(doc, limit) == (whole if len(whole) <= limit else None)
+
+
+def test_a_lazy_document_encodes_as_the_built_one() -> None:
+    """The page encodes its bulk rows as it makes them (``lazy``): the same text as the whole tree's."""
+    outputs = tiny_outputs()
+    whole = render._compact(render.build_payload(outputs, redactor_of(outputs)))
+    lazy = render.build_payload(outputs, redactor_of(outputs), lazy=True)
+    assert render._compact_within(lazy, len(whole)) == whole
+    assert render._compact_within(lazy, len(whole) - 1) is None

@@ -24,7 +24,7 @@ from typing import Any
 
 from ...records.html import SuiteOutputs
 from ...records.json_types import JSONObject
-from .payload import Redact, build_payload, build_volatile
+from .payload import LazyRows, Redact, build_payload, build_volatile
 
 __all__ = [
     "SuiteLink",
@@ -117,7 +117,7 @@ def _document(outputs: SuiteOutputs, redact: Redact) -> tuple[str, str]:
     enabled = gc.isenabled()
     gc.disable()
     try:
-        doc = build_payload(outputs, redact)  # its keys come sorted, and it is a fresh tree: no cycle
+        doc = build_payload(outputs, redact, lazy=True)  # keys sorted, a fresh tree: no cycle
         text = _compact_within(doc, BULK_CHARS)
         if text is not None:
             del doc  # the tree goes before the text's escaped copies are made
@@ -154,13 +154,14 @@ def _packed_bulk(doc: JSONObject) -> bytes:
     for n, key in enumerate(BULK_KEYS):
         value = doc.pop(key)
         add(("{" if n == 0 else ",") + _compact(key) + ":")
-        if not isinstance(value, list):
+        if not isinstance(value, list | LazyRows):
             add(_compact(value))
             continue
         add("[")
         for i in range(len(value)):
             add(("," if i else "") + _compact(value[i]))
-            value[i] = None  # the row's tree goes once its text is made
+            if isinstance(value, list):
+                value[i] = None  # the row's tree goes once its text is made (a lazy one is made then)
         add("]")
     add("}")
     packed.append(packer.compress("".join(chunk).encode("utf-8")))
@@ -177,7 +178,9 @@ def _compact_within(doc: JSONObject, limit: int) -> str | None:
     for n, (key, value) in enumerate(doc.items()):
         head = ("," if n else "") + _compact(key) + ":"
         parts = (
-            ["[", *_rows_within(value, limit - size), "]"] if isinstance(value, list) else [_compact(value)]
+            ["[", *_rows_within(value, limit - size), "]"]
+            if isinstance(value, list | LazyRows)
+            else [_compact(value)]
         )
         pieces += [head, *parts]
         size += len(head) + sum(len(p) for p in parts)
@@ -186,12 +189,12 @@ def _compact_within(doc: JSONObject, limit: int) -> str | None:
     return "".join(pieces) + "}" if size <= limit else None
 
 
-def _rows_within(rows: list[Any], limit: int) -> list[str]:
+def _rows_within(rows: list[Any] | LazyRows, limit: int) -> list[str]:
     """The texts of ``rows`` joined by commas, stopping once they are longer than ``limit``."""
     out: list[str] = []
     size = 0
-    for i, row in enumerate(rows):
-        text = ("," if i else "") + _compact(row)
+    for i in range(len(rows)):
+        text = ("," if i else "") + _compact(rows[i])
         out.append(text)
         size += len(text)
         if size > limit:
