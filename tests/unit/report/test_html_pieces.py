@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from pytest_gauge._internal.finish.html import write_html_pages
-from pytest_gauge._internal.report.html import render, render_suite_html, suite_html_pieces
+from pytest_gauge._internal.report.html import build_payload, render, render_suite_html, suite_html_pieces
 from tests.unit.report.test_html import redactor_of, tiny_outputs
 
 
@@ -77,7 +77,7 @@ def test_the_document_within_the_bulk_limit_is_its_compact_text_else_none(seed: 
 def test_a_lazy_document_encodes_as_the_built_one() -> None:
     """The page encodes its bulk rows as it makes them (``lazy``): the same text as the whole tree's."""
     outputs = tiny_outputs()
-    whole = render._compact(render.build_payload(outputs, redactor_of(outputs)))
-    lazy = render.build_payload(outputs, redactor_of(outputs), lazy=True)
+    whole = render._compact(build_payload(outputs, redactor_of(outputs)))
+    lazy = build_payload(outputs, redactor_of(outputs), lazy=True)
     assert render._compact_within(lazy, len(whole)) == whole
     assert render._compact_within(lazy, len(whole) - 1) is None
