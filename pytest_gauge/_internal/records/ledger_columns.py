@@ -66,6 +66,8 @@ class _Codes:
 def _key(value: Any) -> Hashable:
     """What tells two values apart in a column: type and value (a float by its repr, a usage by its
     fields and its raw object's JSON, which equality leaves out)."""
+    if value is None or type(value) is str:
+        return value  # no other type's value equals a string or None: their own key, no tuple each
     if isinstance(value, float):
         return (float, repr(value))
     if isinstance(value, Usage):
