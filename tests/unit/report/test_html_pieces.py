@@ -71,7 +71,8 @@ def test_the_document_within_the_bulk_limit_is_its_compact_text_else_none(seed: 
     doc = {f"k{i}": value(0) for i in range(rng.randint(0, 5))}
     whole = render._compact(doc)
     for limit in (0, 2, len(whole) - 1, len(whole), len(whole) + 1, rng.randint(0, len(whole))):
-        assert render._compact_within(doc, limit) == (whole if len(whole) <= limit else None)
+        for keep in (0, 3, len(whole) // 2, limit):  # text past ``keep`` made again when it fits
+            assert render._compact_within(doc, limit, keep) == (whole if len(whole) <= limit else None)
 
 
 def test_a_lazy_document_encodes_as_the_built_one() -> None:

@@ -169,37 +169,53 @@ def _packed_bulk(doc: JSONObject) -> bytes:
     return b"".join(packed)
 
 
-def _compact_within(doc: JSONObject, limit: int) -> str | None:
+_KEEP_CHARS = 1 << 21
+"""The size check keeps the text it makes up to this many characters; a document between this and
+:data:`BULK_CHARS` is encoded again once it is known to fit (the kept text was the page's peak)."""
+
+
+def _compact_within(doc: JSONObject, limit: int, keep: int = _KEEP_CHARS) -> str | None:
     """``_compact(doc)`` when it is at most ``limit`` characters, else None, made a top-level value (a
     list's row) at a time and given up once over: a large document's whole text (twice, while joined)
-    was the peak of the end of a large run, only to learn its length."""
-    pieces = ["{"]
-    size = 2  # the braces
+    was the peak of the end of a large run, only to learn its length. The text made is kept while it is
+    at most ``keep`` characters; past that only counted, and made again when it fits."""
+    text = _Counted(keep)
+    text.add("{")
     for n, (key, value) in enumerate(doc.items()):
-        head = ("," if n else "") + _compact(key) + ":"
-        parts = (
-            ["[", *_rows_within(value, limit - size), "]"]
-            if isinstance(value, list | LazyRows)
-            else [_compact(value)]
-        )
-        pieces += [head, *parts]
-        size += len(head) + sum(len(p) for p in parts)
-        if size > limit:
+        text.add(("," if n else "") + _compact(key) + ":")
+        if isinstance(value, list | LazyRows):
+            text.add("[")
+            for i in range(len(value)):
+                text.add(("," if i else "") + _compact(value[i]))
+                if text.size + 1 > limit:  # the closing brace is still to come
+                    return None
+            text.add("]")
+        else:
+            text.add(_compact(value))
+        if text.size + 1 > limit:
             return None
-    return "".join(pieces) + "}" if size <= limit else None
+    text.add("}")
+    if text.size > limit:  # an empty document under a limit of less than "{}"
+        return None
+    if text.pieces is None:
+        return _compact_within(doc, limit, keep=limit)  # it fits: made again, kept this time
+    return "".join(text.pieces)
 
 
-def _rows_within(rows: list[Any] | LazyRows, limit: int) -> list[str]:
-    """The texts of ``rows`` joined by commas, stopping once they are longer than ``limit``."""
-    out: list[str] = []
-    size = 0
-    for i in range(len(rows)):
-        text = ("," if i else "") + _compact(rows[i])
-        out.append(text)
-        size += len(text)
-        if size > limit:
-            break
-    return out
+class _Counted:
+    """Text pieces counted, and kept until they pass ``keep`` characters."""
+
+    def __init__(self, keep: int) -> None:
+        self.keep = keep
+        self.size = 0
+        self.pieces: list[str] | None = []
+
+    def add(self, piece: str) -> None:
+        self.size += len(piece)
+        if self.pieces is not None:
+            self.pieces.append(piece)
+            if self.size > self.keep:
+                self.pieces = None
 
 
 def _compact(doc: Any) -> str:
