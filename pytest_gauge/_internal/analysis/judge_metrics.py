@@ -207,11 +207,18 @@ def agreement_details(
 
 def _judge_cost_per_call(ledger: Sequence[LedgerRecord], model: str) -> float | None:
     """Nominal cost per judge call of one model (None when unpriced or never called)."""
-    recs = [x for x in ledger if x.role == "judge" and x.model == model]
-    calls = len({x.call_id for x in recs})
-    if not calls or any(x.cost is None and x.usage is not None for x in recs):
+    call_ids: set[str] = set()
+    costs: list[float] = []
+    unpriced = False
+    for x in ledger:  # one pass, no list of the records (made anew from the ledger's columns)
+        if x.role == "judge" and x.model == model:
+            call_ids.add(x.call_id)
+            unpriced = unpriced or (x.cost is None and x.usage is not None)
+            if x.cost is not None:
+                costs.append(x.cost)
+    if not call_ids or unpriced:
         return None
-    return math.fsum(x.cost for x in recs if x.cost is not None) / calls
+    return math.fsum(costs) / len(call_ids)
 
 
 def _cheaper_judge(

@@ -91,7 +91,7 @@ class SuiteNumbers:
 def gate_source(
     meta: SuiteMeta,
     records: list[CaseRecord],
-    ledger: list[LedgerRecord],
+    ledger: Sequence[LedgerRecord],
     opts: NumbersSettings,
     *,
     comparison: tuple[BaselineComparison | None, str],

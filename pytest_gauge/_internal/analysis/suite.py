@@ -158,7 +158,7 @@ def _with_reproducibility(
 def analyse_suite(
     meta: SuiteMeta,
     records: list[CaseRecord],
-    ledger: list[LedgerRecord],
+    ledger: Sequence[LedgerRecord],
     opts: GateSettings,
     *,
     comparison: tuple[BaselineComparison | None, str],

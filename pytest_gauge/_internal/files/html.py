@@ -23,6 +23,7 @@ from ..records.html import (
 )
 from ..records.json_types import JSONObject
 from ..records.labels import SampleCase
+from ..records.ledger_columns import LedgerColumns
 from .folders import SuiteFolder
 from .labels import LabelsError, read_sample
 from .readwrite import read_json_object, read_jsonl
@@ -220,7 +221,7 @@ def suite_outputs(
         tasks=tasks,
         records=tuple(records),
         transcripts=tuple(_transcript_row(row) for row in transcript_rows),
-        ledger=tuple(ledger),
+        ledger=ledger if isinstance(ledger, LedgerColumns) else tuple(ledger),
         elo_svg=elo_svg,
         sample=sample,
         history=dict(history) if history is not None else None,

@@ -17,7 +17,7 @@ import os
 import platform
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,6 +34,7 @@ from ..files.readwrite import write_atomic, write_lines_atomic
 from ..files.replay import load_recording
 from ..files.shards import parse_shard, write_shard_manifest
 from ..files.work_store import WorkStore
+from ..files.written_rows import WrittenRows
 from ..fixtures import finish_tests
 from ..gateway.ledger import merge_ledgers
 from ..gateway.shared import REPLAY_THEN_LIVE
@@ -49,6 +50,7 @@ from ..records import (
     dumps,
 )
 from ..records.checks import CheckEntry, gate_nodeid
+from ..records.json_types import JSONObject
 from ..run.judge import JUDGE_SYSTEM_PROMPT
 from .otel_setup import otel_settings
 from .pending import complete, mark_pending, provisional
@@ -101,22 +103,25 @@ def _git_commit(folder: Path) -> str | None:
     return done.stdout.strip() or None if done.returncode == 0 else None
 
 
-def _agent_rows(work: WorkStore, meta: SuiteMeta) -> dict[str, list[dict[str, Any]]]:
-    """Each agent's transcripts (or their errors) of the selected cases, in task then sample order."""
+def _needed(meta: SuiteMeta) -> dict[str, list[tuple[str, int]]]:
+    """Each agent's transcripts of the selected cases, (task, sample) in task then sample order."""
     task_rank = {str(t["task_id"]): i for i, t in enumerate(meta.tasks)}
     needed: dict[str, set[tuple[str, int]]] = {a: set() for a in meta.agents}
     for case in meta.selected_cases():
         needed[case.left].add((case.task_id, case.sample))
         needed[case.right].add((case.task_id, case.sample))
-    rows: dict[str, list[dict[str, Any]]] = {}
-    for agent, keys in needed.items():
-        rows[agent] = []
-        for task_id, sample in sorted(keys, key=lambda k: (task_rank[k[0]], k[1])):
-            entry = work.get(content_key(["transcript", meta.name, task_id, agent, sample]))
-            row = None if entry is None else _transcript_row(entry, task_id, agent, sample)
-            if row is not None:
-                rows[agent].append(row)
-    return rows
+    return {a: sorted(keys, key=lambda k: (task_rank[k[0]], k[1])) for a, keys in needed.items()}
+
+
+def _agent_rows(
+    work: WorkStore, meta: SuiteMeta, agent: str, keys: list[tuple[str, int]]
+) -> Iterator[JSONObject]:
+    """One agent's transcript rows (or their errors), a work-store entry at a time."""
+    for task_id, sample in keys:
+        entry = work.get(content_key(["transcript", meta.name, task_id, agent, sample]))
+        row = None if entry is None else _transcript_row(entry, task_id, agent, sample)
+        if row is not None:
+            yield row
 
 
 def _transcript_row(entry: Mapping[str, Any], task_id: str, agent: str, sample: int) -> dict[str, Any] | None:
@@ -135,15 +140,16 @@ def _transcript_row(entry: Mapping[str, Any], task_id: str, agent: str, sample: 
     return {**entry["transcript"], "spend": entry["spend"], "score": entry.get("score")}
 
 
-Written = tuple[dict[str, Any], dict[str, list[dict[str, Any]]]]
-"""A suite's outputs as just written: the manifest and each agent's transcript rows."""
+Written = tuple[dict[str, Any], Mapping[str, list[dict[str, Any]]]]
+"""A suite's outputs as just written: the manifest and each agent's transcript rows (at the end of a run,
+read back from the files written: see :class:`~pytest_gauge._internal.files.written_rows.WrittenRows`)."""
 
 
 def write_outputs(
     state: GaugeState,
     meta: SuiteMeta,
     records: list[CaseRecord],
-    ledger: list[LedgerRecord],
+    ledger: Sequence[LedgerRecord],
     out: Path,
     interrupted: str | None = None,
 ) -> Written:
@@ -153,9 +159,11 @@ def write_outputs(
     folder = SuiteFolder(out)
     tasks_text = _jsonl([{"format_version": 1}, *meta.tasks])
     write_atomic(folder.tasks, tasks_text)
-    agent_rows = _agent_rows(WorkStore(state.run_folder.work), meta)
-    for agent, rows in agent_rows.items():
-        write_lines_atomic(folder.transcripts(agent), (dumps(r) + "\n" for r in rows))
+    work, needed = WorkStore(state.run_folder.work), _needed(meta)
+    for agent, keys in needed.items():  # a row at a time: the rows are read back when needed
+        write_lines_atomic(
+            folder.transcripts(agent), (dumps(r) + "\n" for r in _agent_rows(work, meta, agent, keys))
+        )
     write_lines_atomic(folder.pairs, (dumps(r.to_json()) + "\n" for r in records))
     write_lines_atomic(folder.ledger, (dumps(r.to_json()) + "\n" for r in ledger))
     opts = state.options
@@ -182,7 +190,7 @@ def write_outputs(
         **({"interrupted": interrupted} if interrupted else {}),
     }
     write_atomic(folder.manifest, dumps(provisional(manifest, out)) + "\n")  # complete() once reported
-    return manifest, agent_rows
+    return manifest, WrittenRows(out, list(needed))
 
 
 def html_page(
@@ -202,9 +210,9 @@ def html_page(
         manifest=manifest,
         task_rows=meta.tasks,
         records=records,
-        transcript_rows=[
+        transcript_rows=(  # an agent's rows at a time, each made a page row as it comes
             row for a in sorted(agent_rows, key=lambda a: f"{a}.jsonl") for row in agent_rows[a]
-        ],
+        ),
         ledger=ledger,
         elo_svg=reports.get("elo.svg"),
         metrics=json.loads(metrics) if metrics else {},
@@ -363,7 +371,7 @@ class SuiteReports:
 def report_suite(
     meta: SuiteMeta,
     records: list[CaseRecord],
-    ledger: list[LedgerRecord],
+    ledger: Sequence[LedgerRecord],
     opts: GaugeOptions,
     out: Path,
     written: Written,
@@ -509,7 +517,7 @@ def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool)
                 state.gate_notes.append((False, line))
             continue
         records = state.ordered_records(meta)
-        ledger = [r for r in ledger_all if r.suite == name]
+        ledger = ledger_all.of_suite(name)
         out = Path(opts.out_dir) / name
         label = f"interrupted: {len(records)} of {len(meta.selected)} cases" if interrupted else None
         adaptive = None
@@ -563,7 +571,7 @@ def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool)
 
 
 def _adaptive_gates(
-    run: AdaptiveRun, meta: SuiteMeta, ledger: list[LedgerRecord], interrupted: str | None
+    run: AdaptiveRun, meta: SuiteMeta, ledger: Sequence[LedgerRecord], interrupted: str | None
 ) -> tuple[AdaptiveGates, SuiteMeta]:
     """An adaptive run's gates for the suite, and the suite with only the cases its looks needed
     selected (the others were skipped as not needed, not missing)."""

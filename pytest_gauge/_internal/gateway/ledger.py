@@ -16,14 +16,16 @@ reached the gateway has exactly one line in ``agent_runs.jsonl``, whatever happe
 from __future__ import annotations
 
 import json
+import sys
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
 from ..files.folders import RunFolder
 from ..records import LedgerRecord, dumps
 from ..records.json_types import JSONObject
+from ..records.ledger_columns import LedgerColumns
 
 __all__ = [
     "INTERRUPTED",
@@ -119,19 +121,19 @@ def resolve_sent(records: Iterable[LedgerRecord | _SentLine]) -> list[LedgerReco
     for indexes in open_attempts.values():
         for i in indexes:
             line = out[i]
-            out[i] = replace(
-                line.record() if isinstance(line, _SentLine) else line,
-                status=INTERRUPTED,
-                possibly_billed=True,
-                error="no outcome recorded: the process stopped while the request may have been in flight",
-            )
+            out[i] = _interrupted(line.record() if isinstance(line, _SentLine) else line)
     return [r for r in out if isinstance(r, LedgerRecord)]  # every _SentLine left was replaced above
 
 
 def read_ledger_file(path: Path) -> list[LedgerRecord]:
     """One process's ledger file, write-ahead lines resolved (see :func:`resolve_sent`). A ``sent`` line
     is read into a record only if no outcome answers it (half a run's lines are answered ``sent`` ones)."""
-    lines: list[LedgerRecord | _SentLine] = []
+    return resolve_sent(list(_file_lines(path)))
+
+
+def _file_lines(path: Path) -> Iterator[LedgerRecord | _SentLine]:
+    """A ledger file's lines in order: outcomes as records, write-ahead lines as :class:`_SentLine`;
+    a line cut short by a crashed worker is skipped."""
     with open(path, encoding="utf-8") as fh:
         for line in fh:
             line = line.strip()
@@ -140,36 +142,151 @@ def read_ledger_file(path: Path) -> list[LedgerRecord]:
             try:
                 row = json.loads(line)
                 if isinstance(row, dict) and row.get("status") == SENT:
-                    lines.append(_SentLine(line, row))
+                    yield _SentLine(line, row)
                 else:
-                    lines.append(LedgerRecord.from_json(row))
+                    yield LedgerRecord.from_json(row)
             except (json.JSONDecodeError, TypeError, KeyError, AttributeError):
                 continue  # a line cut short by a crashed worker
-    return resolve_sent(lines)
+
+
+def _resolved_lines(path: Path, rows: _Rows) -> list[int]:
+    """:func:`read_ledger_file` straight into ``rows``: each outcome appended as it is read, and the
+    file's line numbers in :func:`resolve_sent`'s order (an unanswered ``sent`` line appended last, as
+    its interrupted record); only the ``sent`` lines still waiting for their outcome are held."""
+    out: list[int | _SentLine] = []
+    open_attempts: dict[tuple[str, int, str | None], list[int]] = {}
+    for line in _file_lines(path):
+        key = (line.call_id, line.attempt, line.request)
+        if isinstance(line, _SentLine):
+            open_attempts.setdefault(key, []).append(len(out))
+            out.append(line)
+        elif line.cache_hit or not open_attempts.get(key):
+            out += rows.add([line], group=False)
+        else:
+            out[open_attempts[key].pop(0)] = rows.add([line], group=False)[0]
+    for sent in (out[i] for indexes in open_attempts.values() for i in indexes):
+        if isinstance(sent, _SentLine):
+            sent.number = rows.add([_interrupted(sent.record())], group=False)[0]
+    return [line if isinstance(line, int) else line.number for line in out]
+
+
+def _interrupted(record: LedgerRecord) -> LedgerRecord:
+    """A write-ahead line no outcome answered: the attempt, interrupted and possibly billed."""
+    return replace(
+        record,
+        status=INTERRUPTED,
+        possibly_billed=True,
+        error="no outcome recorded: the process stopped while the request may have been in flight",
+    )
 
 
 class _SentLine:
     """A write-ahead line as read: its text and match key, made a record only if it stays unanswered
     (its parsed JSON, kept for each of half a file's lines, was most of the peak of reading a ledger)."""
 
-    __slots__ = ("attempt", "call_id", "line", "request")
+    __slots__ = ("attempt", "call_id", "line", "number", "request")
     status = SENT
     cache_hit = False
 
     def __init__(self, line: str, row: JSONObject) -> None:
         self.line = line
+        self.number = -1  # its interrupted record's line in a merge (see _resolved_lines)
         self.call_id, self.attempt, self.request = row["call_id"], row["attempt"], row.get("request")
 
     def record(self) -> LedgerRecord:
         return LedgerRecord.from_json(json.loads(self.line))
 
 
-def merge_ledgers(files: Iterable[Path]) -> list[LedgerRecord]:
-    """All workers' records in the deterministic merge order, shared calls attributed canonically."""
-    merged: list[LedgerRecord] = []
+def merge_ledgers(files: Iterable[Path]) -> LedgerColumns:
+    """All workers' records in the deterministic merge order, shared calls attributed canonically
+    (:func:`one_history_per_call`, then :func:`attribute_shared_calls`), held as columns: filled a file
+    at a time, and only the lines of a call or request that several histories share made records
+    again (a whole run's ledger as records was a large part of the controller's peak)."""
+    rows = _Rows(LedgerColumns())
     for path in files:
-        merged.extend(read_ledger_file(path))
-    return attribute_shared_calls(one_history_per_call(merged))
+        rows.group(_resolved_lines(path, rows))
+    order = _attributed_rows(rows, _one_history_rows(rows))
+    order.sort(key=rows.key.__getitem__)  # stable: as attribute_shared_calls sorts its records
+    return rows.lines.take(order).done()
+
+
+class _Rows:
+    """The merge's lines (columns) and, by line number, what it groups and sorts them by: each call's
+    first line, and its other lines only for a call that has several (most have one)."""
+
+    def __init__(self, lines: LedgerColumns) -> None:
+        self.lines = lines
+        self.first: dict[tuple[str, str], int] = {}  # (suite, call id) -> its first line
+        self.more: dict[tuple[str, str], list[int]] = {}  # the call's other lines, when it has several
+        self.worker: list[str] = []
+        self.call_id: list[str] = []
+        self.suite: list[str] = []
+        self.request: list[str | None] = []
+        self.key: list[tuple[str, str, int, int]] = []
+
+    def add(self, records: Iterable[LedgerRecord], *, group: bool = True) -> list[int]:
+        """Append ``records`` (grouped by call unless they are a merge rule's results); their lines."""
+        out = []
+        for r in records:
+            i = len(self.key)
+            out.append(i)
+            self.lines.append(r)
+            self.worker.append(r.worker)
+            self.call_id.append(r.call_id)
+            self.request.append(r.request)
+            self.suite.append(r.suite)
+            suite, work, n, attempt = r.sort_key()
+            self.key.append((suite, sys.intern(work), n, attempt))  # the work's one string, not a copy
+        if group:
+            self.group(out)
+        return out
+
+    def group(self, lines: Iterable[int]) -> None:
+        """Note ``lines`` (in merge order) under their calls."""
+        for i in lines:
+            call = (self.suite[i], self.call_id[i])
+            if self.first.setdefault(call, i) != i:
+                self.more.setdefault(call, []).append(i)
+
+
+def _one_history_rows(rows: _Rows) -> list[int]:
+    """:func:`one_history_per_call` on line numbers: a call with one history keeps its lines, the lines
+    of a call with several are made records and put through it (their results appended)."""
+    out: list[int] = []
+    for call, first in rows.first.items():
+        more = rows.more.get(call)
+        if more is None:
+            out.append(first)
+            continue
+        histories: dict[str, list[int]] = {}
+        for i in (first, *more):
+            histories.setdefault(rows.worker[i], []).append(i)
+        if len(histories) == 1:
+            out += [first, *more]
+        else:
+            lines = [rows.lines[i] for history in histories.values() for i in history]
+            out += rows.add(one_history_per_call(lines), group=False)
+    return out
+
+
+def _attributed_rows(rows: _Rows, order: list[int]) -> list[int]:
+    """:func:`attribute_shared_calls` on line numbers (not yet sorted): a request of one call keeps its
+    lines, those of a request several calls share are made records and put through it."""
+    by_request: dict[str, dict[str, list[int]]] = {}
+    out: list[int] = []
+    for i in order:
+        request = rows.request[i]
+        if request is None:
+            out.append(i)
+        else:
+            by_request.setdefault(request, {}).setdefault(rows.call_id[i], []).append(i)
+    for calls in by_request.values():
+        if len(calls) == 1:
+            out.extend(next(iter(calls.values())))
+        else:
+            lines = [rows.lines[i] for history in calls.values() for i in history]
+            out.extend(rows.add(attribute_shared_calls(lines), group=False))
+    return out
 
 
 def one_history_per_call(records: Iterable[LedgerRecord]) -> list[LedgerRecord]:

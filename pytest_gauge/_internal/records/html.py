@@ -6,6 +6,7 @@ values, so :mod:`.payload` and :mod:`.render` stay pure functions of them.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from . import CaseRecord, LedgerRecord, Transcript
@@ -146,7 +147,7 @@ class SuiteOutputs:
     tasks: tuple[TaskRow, ...]
     records: tuple[CaseRecord, ...]
     transcripts: tuple[TranscriptRow, ...]
-    ledger: tuple[LedgerRecord, ...]
+    ledger: Sequence[LedgerRecord]  # the run's columns (records/ledger_columns.py), or a folder's records
     gates: tuple[GateRow, ...] = ()
     metrics: tuple[MetricRow, ...] = ()
     costs: tuple[RoleCost, ...] = ()

@@ -5,12 +5,12 @@ records, and the totals of a ledger (logical calls, attempts sent, cache hits). 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from . import LedgerRecord
 
-__all__ = ["LedgerTotals", "TokenCost", "ledger_totals", "token_cost"]
+__all__ = ["LedgerTotals", "TokenCost", "TokenCostBuilder", "TotalsBuilder", "ledger_totals", "token_cost"]
 
 
 @dataclass(frozen=True)
@@ -29,32 +29,47 @@ class TokenCost:
     unpriced: int
 
 
-def token_cost(records: Sequence[LedgerRecord]) -> TokenCost:
+def token_cost(records: Iterable[LedgerRecord]) -> TokenCost:
     """The tokens and cost of ``records`` (see :class:`TokenCost`), in one pass: the report sums every
     (role, model) group of a ledger several times, so this is on the end of every run's path."""
-    input_tokens = output_tokens = total_tokens = unpriced = 0
-    costs: list[float] = []
+    builder = TokenCostBuilder()
     for r in records:
+        builder.add(r)
+    return builder.build()
+
+
+class TokenCostBuilder:
+    """:func:`token_cost` summed a record at a time, so a caller grouping a ledger keeps sums, not lists
+    of its records (made anew from the ledger's columns, they would all be alive at once)."""
+
+    __slots__ = ("costs", "input_tokens", "output_tokens", "records", "unpriced")
+
+    def __init__(self) -> None:
+        self.records = self.input_tokens = self.output_tokens = self.unpriced = 0
+        self.costs: list[float] = []
+
+    def add(self, r: LedgerRecord) -> None:
+        self.records += 1
         usage = r.usage
         if usage is not None:
-            prompt = usage.prompt_tokens
-            input_tokens += prompt
-            output_tokens += usage.output_tokens
-            total_tokens += prompt + usage.output_tokens
+            self.input_tokens += usage.prompt_tokens
+            self.output_tokens += usage.output_tokens
         if r.cost is not None:
-            costs.append(r.cost)
+            self.costs.append(r.cost)
         elif usage is not None:
-            unpriced += 1
-    priced = math.fsum(costs)  # exact: the same figure whatever the records' order
-    return TokenCost(
-        records=len(records),
-        input_tokens=input_tokens,
-        output_tokens=output_tokens,
-        total_tokens=total_tokens,
-        cost=None if unpriced else priced,
-        priced_cost=priced,
-        unpriced=unpriced,
-    )
+            self.unpriced += 1
+
+    def build(self) -> TokenCost:
+        priced = math.fsum(self.costs)  # exact: the same figure whatever the records' order
+        return TokenCost(
+            records=self.records,
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            total_tokens=self.input_tokens + self.output_tokens,
+            cost=None if self.unpriced else priced,
+            priced_cost=priced,
+            unpriced=self.unpriced,
+        )
 
 
 @dataclass(frozen=True)
@@ -81,25 +96,41 @@ class LedgerTotals:
 
 def ledger_totals(records: Iterable[LedgerRecord]) -> LedgerTotals:
     """Sum ``records`` (see :class:`LedgerTotals`)."""
-    everything = list(records)
-    live: list[LedgerRecord] = []
-    cached: list[LedgerRecord] = []
-    failed = possibly_billed = usage_missing = 0
-    for r in everything:
+    builder = TotalsBuilder()
+    for r in records:
+        builder.add(r)
+    return builder.build()
+
+
+class TotalsBuilder:
+    """:func:`ledger_totals` summed a record at a time, in one pass (see :class:`TokenCostBuilder`)."""
+
+    __slots__ = ("cached", "call_ids", "failed", "live", "nominal", "possibly_billed", "usage_missing")
+
+    def __init__(self) -> None:
+        self.call_ids: set[str] = set()
+        self.live, self.cached, self.nominal = TokenCostBuilder(), TokenCostBuilder(), TokenCostBuilder()
+        self.failed = self.possibly_billed = self.usage_missing = 0
+
+    def add(self, r: LedgerRecord) -> None:
+        self.call_ids.add(r.call_id)
+        self.nominal.add(r)
         if r.cache_hit:
-            cached.append(r)
+            self.cached.add(r)
         else:
-            live.append(r)
+            self.live.add(r)
             # failed attempts that may have been billed, and retries a proxy made upstream within one
-            possibly_billed += (1 if r.possibly_billed else 0) + (r.gateway_retries or 0)
-        failed += 1 if r.status != "ok" else 0
-        usage_missing += 1 if r.usage_missing else 0
-    return LedgerTotals(
-        calls=len({r.call_id for r in everything}),
-        live=token_cost(live),
-        cached=token_cost(cached),
-        nominal=token_cost(everything),
-        failed=failed,
-        possibly_billed=possibly_billed,
-        usage_missing=usage_missing,
-    )
+            self.possibly_billed += (1 if r.possibly_billed else 0) + (r.gateway_retries or 0)
+        self.failed += 1 if r.status != "ok" else 0
+        self.usage_missing += 1 if r.usage_missing else 0
+
+    def build(self) -> LedgerTotals:
+        return LedgerTotals(
+            calls=len(self.call_ids),
+            live=self.live.build(),
+            cached=self.cached.build(),
+            nominal=self.nominal.build(),
+            failed=self.failed,
+            possibly_billed=self.possibly_billed,
+            usage_missing=self.usage_missing,
+        )

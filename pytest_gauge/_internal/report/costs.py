@@ -11,7 +11,7 @@ from ..analysis.metrics import COST_INCLUDES_RETRIES
 from ..records import ROLES, LedgerRecord, roles_in
 from ..records.json_types import JSONObject
 from ..records.prices import Price
-from ..records.totals import ledger_totals
+from ..records.totals import TotalsBuilder, ledger_totals
 from .common import ReportContext, price_basis, prices_of, suite_name
 from .format import (
     DASH,
@@ -199,15 +199,17 @@ class KeyCost:
 def key_variable_costs(ledger: Sequence[LedgerRecord]) -> list[KeyCost]:
     """This run's live attempts (cache hits cost the key nothing) totalled per key variable, by name;
     attempts without one (the simulator, a replay) are left out, so a run without keys has none."""
-    groups: dict[str, list[LedgerRecord]] = {}
+    groups: dict[str, tuple[TotalsBuilder, set[str]]] = {}
     for x in ledger:
         if x.key_variable and not x.cache_hit:
-            groups.setdefault(x.key_variable, []).append(x)
+            builder, seen = groups.setdefault(x.key_variable, (TotalsBuilder(), set()))
+            builder.add(x)
+            seen.add(str(x.role))
     out = []
     order: dict[str, int] = {r: i for i, r in enumerate(ROLES)}
-    for name, recs in sorted(groups.items()):
-        totals = ledger_totals(recs)
-        roles = tuple(sorted({str(x.role) for x in recs}, key=lambda r: (order.get(r, 99), r)))
+    for name, (builder, seen) in sorted(groups.items(), key=lambda kv: kv[0]):
+        totals = builder.build()
+        roles = tuple(sorted(seen, key=lambda r: (order.get(r, 99), r)))
         nominal = totals.nominal
         tokens = nominal.input_tokens + nominal.output_tokens
         out.append(
@@ -219,13 +221,13 @@ def key_variable_costs(ledger: Sequence[LedgerRecord]) -> list[KeyCost]:
 def model_costs(ledger: Sequence[LedgerRecord]) -> list[ModelCost]:
     """Per (role, model) totals over every attempt (retries and failed requests included), roles in order
     agent, user_sim, judge. Cost is unknown if any attempt reported usage without a price."""
-    groups: dict[tuple[str, str], list[LedgerRecord]] = {}
+    groups: dict[tuple[str, str], TotalsBuilder] = {}
     for rec in ledger:
-        groups.setdefault((rec.role, rec.model), []).append(rec)
+        groups.setdefault((rec.role, rec.model), TotalsBuilder()).add(rec)
     order: dict[str, int] = {r: i for i, r in enumerate(ROLES)}
     out = []
-    for (role, model), recs in sorted(groups.items(), key=lambda kv: (order.get(kv[0][0], 99), kv[0])):
-        totals = ledger_totals(recs)
+    for (role, model), builder in sorted(groups.items(), key=lambda kv: (order.get(kv[0][0], 99), kv[0])):
+        totals = builder.build()
         nominal = totals.nominal
         out.append(
             ModelCost(

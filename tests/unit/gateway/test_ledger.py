@@ -4,6 +4,7 @@ one rule for ledger totals."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -43,7 +44,7 @@ def _rec(
     )  # fmt: skip
 
 
-def _summary(records: list[LedgerRecord]) -> list[tuple[str, int, str, bool]]:
+def _summary(records: Sequence[LedgerRecord]) -> list[tuple[str, int, str, bool]]:
     return [(r.call_id, r.attempt, r.status, r.cache_hit) for r in records]
 
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from pytest_gauge._internal.finish.html import write_html_pages
-from pytest_gauge._internal.report.html import render, render_suite_html, suite_html_pieces
+from pytest_gauge._internal.report.html import build_payload, render, render_suite_html, suite_html_pieces
 from tests.unit.report.test_html import redactor_of, tiny_outputs
 
 
@@ -52,3 +52,33 @@ def test_the_bulk_is_packed_row_by_row_to_the_bytes_of_one_gzip(rows: int) -> No
     assert packed == gzip.compress(render._compact(whole).encode("utf-8"), compresslevel=6, mtime=0)
     assert json.loads(gzip.decompress(packed)) == whole
     assert sorted(doc) == ["other"] and all(r is None for r in kept)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_document_within_the_bulk_limit_is_its_compact_text_else_none(seed: int) -> None:
+    """The size check that decides on a bulk block never makes a large document's whole text, and
+    gives the exact compact text at or under the limit (any value, any limit around the length)."""
+    rng = random.Random(seed)
+
+    def value(depth: int) -> Any:
+        pick = rng.random()
+        if depth > 2 or pick < 0.3:
+            return rng.choice([1, 2.5, None, "é<\u2028", True, "", -3e-7])
+        if pick < 0.6:
+            return [value(depth + 1) for _ in range(rng.randint(0, 4))]
+        return {f"k{i}": value(depth + 1) for i in range(rng.randint(0, 3))}
+
+    doc = {f"k{i}": value(0) for i in range(rng.randint(0, 5))}
+    whole = render._compact(doc)
+    for limit in (0, 2, len(whole) - 1, len(whole), len(whole) + 1, rng.randint(0, len(whole))):
+        for keep in (0, 3, len(whole) // 2, limit):  # text past ``keep`` made again when it fits
+            assert render._compact_within(doc, limit, keep) == (whole if len(whole) <= limit else None)
+
+
+def test_a_lazy_document_encodes_as_the_built_one() -> None:
+    """The page encodes its bulk rows as it makes them (``lazy``): the same text as the whole tree's."""
+    outputs = tiny_outputs()
+    whole = render._compact(build_payload(outputs, redactor_of(outputs)))
+    lazy = build_payload(outputs, redactor_of(outputs), lazy=True)
+    assert render._compact_within(lazy, len(whole)) == whole
+    assert render._compact_within(lazy, len(whole) - 1) is None

@@ -9,7 +9,7 @@ ids, cache hits) are left out: the same seed gives the same document, cold cache
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -233,15 +233,15 @@ def _case(r: CaseRecord, ix: _Index, redact: Redact) -> dict[str, Any]:
 def _link_ledger(
     ledger: Sequence[LedgerRecord],
     where: dict[TranscriptKey, int],
-    cases: list[dict[str, Any]],
-    transcripts: list[dict[str, Any]],
+    cases: Mapping[str, list[int]],
+    transcripts: list[list[int]],
 ) -> None:
-    """Each ledger line's index goes to the case (judge calls) or transcript (its dialogue) it belongs to."""
-    by_case = {c["id"]: c["lg"] for c in cases}
+    """Each ledger line's index goes to the ``lg`` list of the case (judge calls, by case id) or the
+    transcript (its dialogue, by place) it belongs to."""
     owners: dict[str, list[int] | None] = {}  # by work key: a unit's retries and turns share one
     for i, x in enumerate(ledger):
         if x.work not in owners:
-            owners[x.work] = _owner_list(_work_owner(x.work), where, by_case, transcripts)
+            owners[x.work] = _owner_list(_work_owner(x.work), where, cases, transcripts)
         lines = owners[x.work]
         if lines is not None:
             lines.append(i)
@@ -250,18 +250,17 @@ def _link_ledger(
 def _owner_list(
     owner: tuple[str, str | TranscriptKey] | None,
     where: dict[TranscriptKey, int],
-    by_case: dict[str, list[int]],
-    transcripts: list[dict[str, Any]],
+    cases: Mapping[str, list[int]],
+    transcripts: list[list[int]],
 ) -> list[int] | None:
     """The ``lg`` list of the case or transcript a work key belongs to, None when it is neither."""
     if owner is None:
         return None
     kind, key = owner
     if kind == "case" and isinstance(key, str):
-        return by_case.get(key)
+        return cases.get(key)
     if kind == "transcript" and isinstance(key, tuple) and key in where:
-        lines: list[int] = transcripts[where[key]]["lg"]
-        return lines
+        return transcripts[where[key]]
     return None
 
 
@@ -283,9 +282,28 @@ def _once_per_text(redact: Redact) -> Redact:
     return once
 
 
-def build_payload(out: SuiteOutputs, redact: Redact) -> dict[str, Any]:
+class LazyRows:
+    """One of the document's bulk lists (cases, transcripts, ledger lines) whose rows are made when read
+    by index: the page encodes them a row at a time, so a large suite's rows (some 75 MB of lists and
+    dicts at 30,000 cases) are never all in memory at once. Made by ``build_payload(..., lazy=True)``."""
+
+    __slots__ = ("_make", "_size")
+
+    def __init__(self, size: int, make: Callable[[int], Any]) -> None:
+        self._size = size
+        self._make = make
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __getitem__(self, index: int) -> Any:
+        return self._make(index)
+
+
+def build_payload(out: SuiteOutputs, redact: Redact, *, lazy: bool = False) -> dict[str, Any]:
     """The report's JSON document (see the module docstring); pure and deterministic. ``redact`` hides
-    the names of :func:`.model.redaction_names` as the judge's view does (the caller's Redactor).
+    the names of :func:`.model.redaction_names` as the judge's view does (the caller's Redactor);
+    ``lazy``: the cases, transcripts and ledger lines as :class:`LazyRows`, made when encoded.
 
     Every dict is built with its keys in sorted order, so the page encodes it without ``sort_keys`` and
     gets the bytes of :func:`.render.embed_json` faster (tests/test_html_report.py checks the order)."""
@@ -293,11 +311,6 @@ def build_payload(out: SuiteOutputs, redact: Redact) -> dict[str, Any]:
     task_index = {t.task_id: i for i, t in enumerate(out.tasks)}
     pair_ids = sorted({r.pair_id for r in out.records})
     firsts = {r.pair_id: r for r in reversed(out.records)}
-    lines: dict[str, int] = {}  # each transcript's line in its agent's file (written in this order)
-    transcripts = []
-    for t in out.transcripts:
-        lines[t.agent] = lines.get(t.agent, 0) + 1
-        transcripts.append(_transcript(t, task_index, redact, lines[t.agent]))
     ix = _Index(
         where={k: i for i, k in enumerate(_keys(out.transcripts))},
         tasks=task_index,
@@ -305,15 +318,14 @@ def build_payload(out: SuiteOutputs, redact: Redact) -> dict[str, Any]:
         flips=set(out.flipped),
         hashes=_case_hashes(out),
     )
-    cases = [_case(r, ix, redact) for r in out.records]
-    _link_ledger(out.ledger, ix.where, cases, transcripts)
+    rows = _bulk(out, ix, redact)
+    bulk: dict[str, Any] = rows if lazy else {k: [v[i] for i in range(len(v))] for k, v in rows.items()}
     gates = sorted(out.gates, key=lambda g: gate_rank(g.status))
     by_id = {r.case_id: i for i, r in enumerate(out.records)}
-    caching = _caching(out.ledger)
     return {
         "backend": out.backend,
         "baseline": out.baseline,
-        "cases": cases,
+        "cases": bulk["cases"],
         "costs": [
             [c.role, c.calls, c.attempts, c.input_tokens, c.output_tokens, c.cost, c.usage_missing]
             for c in out.costs
@@ -323,7 +335,7 @@ def build_payload(out: SuiteOutputs, redact: Redact) -> dict[str, Any]:
         "glossary": [[m.name, m.description] for m in SUITE_METRICS],
         **({"history": out.history} if out.history is not None else {}),  # only with --gauge-history
         "human": out.human,
-        "ledger": [_ledger_line(x, caching) for x in out.ledger],
+        "ledger": bulk["ledger"],
         "metrics": [[m.name, m.value, m.low, m.high, m.n, m.method] for m in out.metrics],
         "pairs": [
             [pid, firsts[pid].agent_left, firsts[pid].agent_right, out.pair_class.get(pid, "")]
@@ -335,13 +347,57 @@ def build_payload(out: SuiteOutputs, redact: Redact) -> dict[str, Any]:
         "suite": out.name,
         "tasks": [[t.task_id, t.category, redact(t.prompt)] for t in out.tasks],
         "total_cost": out.total_cost,
-        "transcripts": transcripts,
+        "transcripts": bulk["transcripts"],
         "um": out.usage_missing,
         "v": PAYLOAD_VERSION,
         "watch": [
             [w.role, w.model, w.tokens_per_task, w.retry_rate, w.rate_limited, w.asked_wait_s]
             for w in out.watch
         ],
+    }
+
+
+class _InOrder:
+    """``items[i]`` read through one iterator while ``i`` counts up (as the page encodes its rows): the
+    ledger's columns make records a block at a time when iterated, one by one when indexed."""
+
+    def __init__(self, items: Sequence[LedgerRecord]) -> None:
+        self._items = items
+        self._next = 0
+        self._it = iter(items)
+
+    def __getitem__(self, i: int) -> LedgerRecord:
+        if i != self._next:
+            self._it = iter(self._items if i == 0 else self._items[i:])
+        self._next = i + 1
+        return next(self._it)
+
+
+def _bulk(out: SuiteOutputs, ix: _Index, redact: Redact) -> dict[str, LazyRows]:
+    """The cases, transcripts and ledger lines as :class:`LazyRows`, each with its ledger lines' indices
+    (``lg``) found first, in one pass over the ledger."""
+    numbers = []  # each transcript's line in its agent's file (written in this order)
+    lines: dict[str, int] = {}
+    for t in out.transcripts:
+        lines[t.agent] = lines.get(t.agent, 0) + 1
+        numbers.append(lines[t.agent])
+    case_lines: list[list[int]] = [[] for _ in out.records]
+    transcript_lines: list[list[int]] = [[] for _ in out.transcripts]
+    by_case = {r.case_id: case_lines[i] for i, r in enumerate(out.records)}  # a repeated id: its last case
+    _link_ledger(out.ledger, ix.where, by_case, transcript_lines)
+    caching = _caching(out.ledger)
+    ledger = _InOrder(out.ledger)
+
+    def transcript(i: int) -> dict[str, Any]:
+        return _transcript(out.transcripts[i], ix.tasks, redact, numbers[i]) | {"lg": transcript_lines[i]}
+
+    def case(i: int) -> dict[str, Any]:
+        return _case(out.records[i], ix, redact) | {"lg": case_lines[i]}
+
+    return {
+        "cases": LazyRows(len(out.records), case),
+        "ledger": LazyRows(len(out.ledger), lambda i: _ledger_line(ledger[i], caching)),
+        "transcripts": LazyRows(len(out.transcripts), transcript),
     }
 
 

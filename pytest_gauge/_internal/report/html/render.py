@@ -24,7 +24,7 @@ from typing import Any
 
 from ...records.html import SuiteOutputs
 from ...records.json_types import JSONObject
-from .payload import Redact, build_payload, build_volatile
+from .payload import LazyRows, Redact, build_payload, build_volatile
 
 __all__ = [
     "SuiteLink",
@@ -117,12 +117,11 @@ def _document(outputs: SuiteOutputs, redact: Redact) -> tuple[str, str]:
     enabled = gc.isenabled()
     gc.disable()
     try:
-        doc = build_payload(outputs, redact)  # its keys come sorted, and it is a fresh tree: no cycle
-        text = _compact(doc)
-        if len(text) <= BULK_CHARS:
+        doc = build_payload(outputs, redact, lazy=True)  # keys sorted, a fresh tree: no cycle
+        text = _compact_within(doc, BULK_CHARS)
+        if text is not None:
             del doc  # the tree goes before the text's escaped copies are made
             return _escaped(text), ""
-        del text
         block = base64.b64encode(_packed_bulk(doc)).decode("ascii")
         doc["bulk"] = list(BULK_KEYS)
         return (
@@ -155,18 +154,68 @@ def _packed_bulk(doc: JSONObject) -> bytes:
     for n, key in enumerate(BULK_KEYS):
         value = doc.pop(key)
         add(("{" if n == 0 else ",") + _compact(key) + ":")
-        if not isinstance(value, list):
+        if not isinstance(value, list | LazyRows):
             add(_compact(value))
             continue
         add("[")
         for i in range(len(value)):
             add(("," if i else "") + _compact(value[i]))
-            value[i] = None  # the row's tree goes once its text is made
+            if isinstance(value, list):
+                value[i] = None  # the row's tree goes once its text is made (a lazy one is made then)
         add("]")
     add("}")
     packed.append(packer.compress("".join(chunk).encode("utf-8")))
     packed.append(packer.flush())
     return b"".join(packed)
+
+
+_KEEP_CHARS = 1 << 21
+"""The size check keeps the text it makes up to this many characters; a document between this and
+:data:`BULK_CHARS` is encoded again once it is known to fit (the kept text was the page's peak)."""
+
+
+def _compact_within(doc: JSONObject, limit: int, keep: int = _KEEP_CHARS) -> str | None:
+    """``_compact(doc)`` when it is at most ``limit`` characters, else None, made a top-level value (a
+    list's row) at a time and given up once over: a large document's whole text (twice, while joined)
+    was the peak of the end of a large run, only to learn its length. The text made is kept while it is
+    at most ``keep`` characters; past that only counted, and made again when it fits."""
+    text = _Counted(keep)
+    text.add("{")
+    for n, (key, value) in enumerate(doc.items()):
+        text.add(("," if n else "") + _compact(key) + ":")
+        if isinstance(value, list | LazyRows):
+            text.add("[")
+            for i in range(len(value)):
+                text.add(("," if i else "") + _compact(value[i]))
+                if text.size + 1 > limit:  # the closing brace is still to come
+                    return None
+            text.add("]")
+        else:
+            text.add(_compact(value))
+        if text.size + 1 > limit:
+            return None
+    text.add("}")
+    if text.size > limit:  # an empty document under a limit of less than "{}"
+        return None
+    if text.pieces is None:
+        return _compact_within(doc, limit, keep=limit)  # it fits: made again, kept this time
+    return "".join(text.pieces)
+
+
+class _Counted:
+    """Text pieces counted, and kept until they pass ``keep`` characters."""
+
+    def __init__(self, keep: int) -> None:
+        self.keep = keep
+        self.size = 0
+        self.pieces: list[str] | None = []
+
+    def add(self, piece: str) -> None:
+        self.size += len(piece)
+        if self.pieces is not None:
+            self.pieces.append(piece)
+            if self.size > self.keep:
+                self.pieces = None
 
 
 def _compact(doc: Any) -> str:
