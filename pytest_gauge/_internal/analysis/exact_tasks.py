@@ -20,7 +20,7 @@ import numpy as np
 if TYPE_CHECKING:
     from ..records import FloatArray
 
-__all__ = ["beta_cdf", "beta_quantile", "exact_task_bounds"]
+__all__ = ["beta_cdf", "beta_fraction", "beta_quantile", "exact_task_bounds"]
 
 _TAIL = 0.025
 _FRACTION_STEPS = 300  # continued-fraction terms: enough for shape parameters up to ~10^4 (1e-12)
@@ -42,7 +42,7 @@ def _fraction(x: FloatArray, a: FloatArray, b: FloatArray) -> FloatArray:
     """The incomplete beta continued fraction (modified Lentz), a fixed number of terms for every entry."""
     if x.size <= _SCALAR_MAX:
         entries = zip(x.ravel().tolist(), a.ravel().tolist(), b.ravel().tolist(), strict=True)
-        values = [_fraction_one(*entry) for entry in entries]
+        values = [beta_fraction(*entry) for entry in entries]
         return np.array(values, dtype=np.float64).reshape(x.shape)
     tiny = _TINY
     c = np.ones_like(x)
@@ -66,13 +66,14 @@ def _fraction(x: FloatArray, a: FloatArray, b: FloatArray) -> FloatArray:
     return h
 
 
-def _fraction_one(x: float, a: float, b: float) -> float:
-    """:func:`_fraction` of one entry on Python floats (stops where the batch freezes the entry)."""
+def beta_fraction(x: float, a: float, b: float, steps: int = _FRACTION_STEPS) -> float:
+    """The incomplete beta continued fraction of one entry on Python floats, for ``x < (a+1)/(a+b+2)``:
+    :func:`_fraction`'s operations in its order (the same bits), stopping where the batch freezes it."""
     c = 1.0
     d = 1.0 - (a + b) * x / (a + 1.0)
     d = 1.0 / (d if abs(d) > _TINY else _TINY)
     h = d
-    for m in range(1, _FRACTION_STEPS):
+    for m in range(1, steps):
         for num in (
             m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
             -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1)),

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
+from .exact_tasks import beta_fraction
 from .gates import OPS, Gate, is_count
 
 if TYPE_CHECKING:
@@ -223,27 +224,6 @@ def _log_beta_front(x: float, a: float, b: float) -> float:
     return math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
 
 
-def _beta_fraction(x: float, a: float, b: float) -> float:
-    """The continued fraction of the incomplete beta function (modified Lentz), for x < (a+1)/(a+b+2)."""
-    tiny = 1e-300
-    c, d = 1.0, 1.0 - (a + b) * x / (a + 1.0)
-    d = 1.0 / (d if abs(d) > tiny else tiny)
-    h = d
-    for m in range(1, 500):
-        for num in (
-            m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
-            -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1)),
-        ):
-            d = 1.0 + num * d
-            d = 1.0 / (d if abs(d) > tiny else tiny)
-            c = 1.0 + num / c
-            c = c if abs(c) > tiny else tiny
-            h *= d * c
-        if abs(d * c - 1.0) < 1e-15:
-            break
-    return h
-
-
 def _reg_beta(x: float, a: float, b: float) -> float:
     """The regularized incomplete beta function I_x(a, b)."""
     if x <= 0.0:
@@ -251,8 +231,8 @@ def _reg_beta(x: float, a: float, b: float) -> float:
     if x >= 1.0:
         return 1.0
     if x < (a + 1.0) / (a + b + 2.0):
-        return math.exp(_log_beta_front(x, a, b)) * _beta_fraction(x, a, b) / a
-    return 1.0 - math.exp(_log_beta_front(1.0 - x, b, a)) * _beta_fraction(1.0 - x, b, a) / b
+        return math.exp(_log_beta_front(x, a, b)) * beta_fraction(x, a, b, steps=500) / a
+    return 1.0 - math.exp(_log_beta_front(1.0 - x, b, a)) * beta_fraction(1.0 - x, b, a, steps=500) / b
 
 
 def t_upper_tail(x: float, df: float) -> float:
