@@ -21,6 +21,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import TypeVar, cast
 
 from ..files.folders import RunFolder
 from ..records import LedgerRecord, dumps
@@ -103,26 +104,37 @@ class Ledger:
                 self._fh.close()
 
 
+_Kept = TypeVar("_Kept")
+"""What a merge keeps of each resolved line: the record itself, or its line number in the columns."""
+
+
 def resolve_sent(records: Iterable[LedgerRecord | _SentLine]) -> list[LedgerRecord]:
     """One process's lines (in file order) with each write-ahead ``sent`` line matched to its outcome:
     matched ones dropped, unmatched ones turned into ``interrupted``, ``possibly_billed`` attempts."""
-    out: list[LedgerRecord | _SentLine] = []
+    return _matched(records, lambda record: record)
+
+
+def _matched(lines: Iterable[LedgerRecord | _SentLine], keep: Callable[[LedgerRecord], _Kept]) -> list[_Kept]:
+    """:func:`resolve_sent`'s matching, each outcome passed through ``keep`` as it is read and each
+    unanswered write-ahead line, made interrupted, at the end: the kept values in the resolved order."""
+    out: list[_Kept | LedgerRecord | _SentLine] = []
     open_attempts: dict[tuple[str, int, str | None], list[int]] = {}
-    for record in records:
-        key = (record.call_id, record.attempt, record.request)
-        if record.status == SENT:
+    for line in lines:
+        key = (line.call_id, line.attempt, line.request)
+        if line.status == SENT:
             open_attempts.setdefault(key, []).append(len(out))
-            out.append(record)
-            continue
-        if record.cache_hit or not open_attempts.get(key):
-            out.append(record)
-            continue
-        out[open_attempts[key].pop(0)] = record  # the outcome takes the place of its write-ahead line
+            out.append(line)
+        elif line.cache_hit or not open_attempts.get(key):
+            out.append(keep(cast(LedgerRecord, line)))
+        else:  # the outcome takes the place of its write-ahead line
+            out[open_attempts[key].pop(0)] = keep(cast(LedgerRecord, line))
     for indexes in open_attempts.values():
         for i in indexes:
-            line = out[i]
-            out[i] = _interrupted(line.record() if isinstance(line, _SentLine) else line)
-    return [r for r in out if isinstance(r, LedgerRecord)]  # every _SentLine left was replaced above
+            sent = out[i]
+            out[i] = keep(
+                _interrupted(sent.record() if isinstance(sent, _SentLine) else cast(LedgerRecord, sent))
+            )
+    return cast("list[_Kept]", out)  # every write-ahead line was replaced above
 
 
 def read_ledger_file(path: Path) -> list[LedgerRecord]:
@@ -150,24 +162,9 @@ def _file_lines(path: Path) -> Iterator[LedgerRecord | _SentLine]:
 
 
 def _resolved_lines(path: Path, rows: _Rows) -> list[int]:
-    """:func:`read_ledger_file` straight into ``rows``: each outcome appended as it is read, and the
-    file's line numbers in :func:`resolve_sent`'s order (an unanswered ``sent`` line appended last, as
-    its interrupted record); only the ``sent`` lines still waiting for their outcome are held."""
-    out: list[int | _SentLine] = []
-    open_attempts: dict[tuple[str, int, str | None], list[int]] = {}
-    for line in _file_lines(path):
-        key = (line.call_id, line.attempt, line.request)
-        if isinstance(line, _SentLine):
-            open_attempts.setdefault(key, []).append(len(out))
-            out.append(line)
-        elif line.cache_hit or not open_attempts.get(key):
-            out += rows.add([line], group=False)
-        else:
-            out[open_attempts[key].pop(0)] = rows.add([line], group=False)[0]
-    for sent in (out[i] for indexes in open_attempts.values() for i in indexes):
-        if isinstance(sent, _SentLine):
-            sent.number = rows.add([_interrupted(sent.record())], group=False)[0]
-    return [line if isinstance(line, int) else line.number for line in out]
+    """:func:`read_ledger_file` straight into ``rows``: each outcome appended as it is read; the file's
+    line numbers in :func:`resolve_sent`'s order (only the unanswered write-ahead lines are held)."""
+    return _matched(_file_lines(path), lambda record: rows.add([record], group=False)[0])
 
 
 def _interrupted(record: LedgerRecord) -> LedgerRecord:
@@ -184,13 +181,12 @@ class _SentLine:
     """A write-ahead line as read: its text and match key, made a record only if it stays unanswered
     (its parsed JSON, kept for each of half a file's lines, was most of the peak of reading a ledger)."""
 
-    __slots__ = ("attempt", "call_id", "line", "number", "request")
+    __slots__ = ("attempt", "call_id", "line", "request")
     status = SENT
     cache_hit = False
 
     def __init__(self, line: str, row: JSONObject) -> None:
         self.line = line
-        self.number = -1  # its interrupted record's line in a merge (see _resolved_lines)
         self.call_id, self.attempt, self.request = row["call_id"], row["attempt"], row.get("request")
 
     def record(self) -> LedgerRecord:
