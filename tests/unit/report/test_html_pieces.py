@@ -20,12 +20,25 @@ from tests.unit.report.test_html import redactor_of, tiny_outputs
 
 def test_the_pieces_are_the_page_and_the_document_is_one_of_them() -> None:
     outputs = tiny_outputs()
-    pieces = suite_html_pieces(outputs, redactor_of(outputs))
+    pieces = list(suite_html_pieces(outputs, redactor_of(outputs)))
     page = render_suite_html(outputs, redactor_of(outputs))
     assert "".join(pieces) == page
     start = page.index('id="gauge-data">') + len('id="gauge-data">')
     document = page[start : page.index("</script>", start)]
     assert len(document) > 1000 and document in pieces  # not inside a larger piece: no copy of the page
+
+
+def test_a_document_over_the_kept_size_is_written_a_row_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past the kept size the document is made again while written, each row escaped on its own: the
+    same page, with no piece holding the whole document (or a large part of it)."""
+    outputs = tiny_outputs()
+    page = render_suite_html(outputs, redactor_of(outputs))
+    start = page.index('id="gauge-data">') + len('id="gauge-data">')
+    document = page[start : page.index("</script>", start)]
+    monkeypatch.setattr(render, "_KEEP_CHARS", 100)
+    pieces = list(suite_html_pieces(outputs, redactor_of(outputs)))
+    assert "".join(pieces) == page
+    assert len(pieces) > 20 and max(len(p) for p in pieces if p in document) < len(document) / 4
 
 
 def test_the_written_page_is_the_rendered_page(tmp_path: Path) -> None:

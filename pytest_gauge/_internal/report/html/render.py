@@ -16,7 +16,8 @@ import html
 import json
 import re
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -42,6 +43,9 @@ BULK_CHARS = 8_000_000
 gzipped in a ``gauge-bulk`` block (base64), which the script inflates before its first render: a suite
 of 30,000 cases then fits in a page of about 7 MB, still one file that opens from disk."""
 BULK_KEYS = ("cases", "ledger", "transcripts")
+_KEEP_CHARS = 1 << 21
+"""The size check keeps the text it makes up to this many characters; a document between this and
+:data:`BULK_CHARS` is encoded again, a piece at a time, as the page is written."""
 
 
 def embed_json(doc: Any) -> str:
@@ -67,16 +71,19 @@ def _csp_hash(text: str) -> str:
     return "sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii")
 
 
-def _pieces(template: str, slots: dict[str, str]) -> list[str]:
-    """The template cut at its placeholders with each slot's text in its place (one pass over the
-    template, so a placeholder inside the data is never expanded); joined, the filled page."""
-    out: list[str] = []
+def _pieces(template: str, slots: dict[str, str | Iterable[str]]) -> Iterator[str]:
+    """The template cut at its placeholders with each slot's text (or its pieces) in its place (one pass
+    over the template, so a placeholder inside the data is never expanded); joined, the filled page."""
     at = 0
     for m in _SLOT.finditer(template):
-        out += [template[at : m.start()], slots[m.group(1)]]
+        yield template[at : m.start()]
+        slot = slots[m.group(1)]
+        if isinstance(slot, str):
+            yield slot
+        else:
+            yield from slot
         at = m.end()
-    out.append(template[at:])
-    return out
+    yield template[at:]
 
 
 def render_suite_html(outputs: SuiteOutputs, redact: Redact) -> str:
@@ -85,9 +92,10 @@ def render_suite_html(outputs: SuiteOutputs, redact: Redact) -> str:
     return "".join(suite_html_pieces(outputs, redact))
 
 
-def suite_html_pieces(outputs: SuiteOutputs, redact: Redact) -> list[str]:
+def suite_html_pieces(outputs: SuiteOutputs, redact: Redact) -> Iterator[str]:
     """:func:`render_suite_html`'s page as the template's pieces and the filled slots in order, to be
-    written one after the other: the page is never one more copy of its JSON document in memory."""
+    written one after the other: the page is never one more copy of its JSON document in memory, and a
+    document over :data:`_KEEP_CHARS` is made (and escaped) a row at a time as it is written."""
     script = _asset("app.js")
     style = _asset("app.css")
     csp = (
@@ -109,28 +117,45 @@ def suite_html_pieces(outputs: SuiteOutputs, redact: Redact) -> list[str]:
     )
 
 
-def _document(outputs: SuiteOutputs, redact: Redact) -> tuple[str, str]:
-    """The page's JSON block, and its ``gauge-bulk`` block (empty unless the document is longer than
-    :data:`BULK_CHARS`). The cyclic garbage collector is paused meanwhile: the document is some
-    100,000 fresh acyclic lists and dicts at 5,000 cases, whose allocation set off collections that
-    walked them and the run's records again and again (a third of the render time)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
+def _document(outputs: SuiteOutputs, redact: Redact) -> tuple[Iterable[str], str]:
+    """The page's JSON block (its escaped text, in pieces), and its ``gauge-bulk`` block (empty unless
+    the document is longer than :data:`BULK_CHARS`). A document that fits but is longer than
+    :data:`_KEEP_CHARS` is not kept as text: its pieces are made again while the page is written (at
+    1,000 tasks its 5.5 MB text, joined and escaped, was some 24 MB of the end of the run's peak)."""
+    with _gc_paused():
         doc = build_payload(outputs, redact, lazy=True)  # keys sorted, a fresh tree: no cycle
-        text = _compact_within(doc, BULK_CHARS)
-        if text is not None:
-            del doc  # the tree goes before the text's escaped copies are made
-            return _escaped(text), ""
+        text = _Counted(_KEEP_CHARS)
+        if _counted_within(doc, BULK_CHARS, text):
+            if text.pieces is None:
+                return _escaped_pieces(doc), ""
+            return [_escaped("".join(text.pieces))], ""
         block = base64.b64encode(_packed_bulk(doc)).decode("ascii")
         doc["bulk"] = list(BULK_KEYS)
         return (
-            _escaped(_compact(dict(sorted(doc.items())))),
+            [_escaped(_compact(dict(sorted(doc.items()))))],
             f'<script type="application/octet-stream" id="gauge-bulk">{block}</script>',
         )
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """The cyclic garbage collector paused: the document is some 100,000 fresh acyclic lists and dicts
+    at 5,000 cases, whose allocation set off collections that walked them and the run's records again
+    and again (a third of the render time)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
     finally:
         if enabled:
             gc.enable()
+
+
+def _escaped_pieces(doc: JSONObject) -> Iterator[str]:
+    """The document's compact text, escaped, a top-level value (a bulk list's row) at a time."""
+    with _gc_paused():
+        for piece in _compact_pieces(doc):
+            yield _escaped(piece)
 
 
 def _packed_bulk(doc: JSONObject) -> bytes:
@@ -169,37 +194,39 @@ def _packed_bulk(doc: JSONObject) -> bytes:
     return b"".join(packed)
 
 
-_KEEP_CHARS = 1 << 21
-"""The size check keeps the text it makes up to this many characters; a document between this and
-:data:`BULK_CHARS` is encoded again once it is known to fit (the kept text was the page's peak)."""
+def _compact_pieces(doc: JSONObject) -> Iterator[str]:
+    """``_compact(doc)`` in pieces, a top-level value (a list's row) at a time."""
+    yield "{"
+    for n, (key, value) in enumerate(doc.items()):
+        yield ("," if n else "") + _compact(key) + ":"
+        if isinstance(value, list | LazyRows):
+            yield "["
+            for i in range(len(value)):
+                yield ("," if i else "") + _compact(value[i])
+            yield "]"
+        else:
+            yield _compact(value)
+    yield "}"
+
+
+def _counted_within(doc: JSONObject, limit: int, text: _Counted) -> bool:
+    """Whether ``_compact(doc)`` is at most ``limit`` characters, its pieces added to ``text`` and given
+    up once over: a large document's whole text (twice, while joined) was the peak of the end of a large
+    run, only to learn its length."""
+    for piece in _compact_pieces(doc):
+        text.add(piece)
+        if text.size > limit:
+            return False
+    return True
 
 
 def _compact_within(doc: JSONObject, limit: int, keep: int = _KEEP_CHARS) -> str | None:
-    """``_compact(doc)`` when it is at most ``limit`` characters, else None, made a top-level value (a
-    list's row) at a time and given up once over: a large document's whole text (twice, while joined)
-    was the peak of the end of a large run, only to learn its length. The text made is kept while it is
-    at most ``keep`` characters; past that only counted, and made again when it fits."""
+    """``_compact(doc)`` when it is at most ``limit`` characters, else None (see :func:`_counted_within`);
+    the text made is kept while it is at most ``keep`` characters, and made again when it fits."""
     text = _Counted(keep)
-    text.add("{")
-    for n, (key, value) in enumerate(doc.items()):
-        text.add(("," if n else "") + _compact(key) + ":")
-        if isinstance(value, list | LazyRows):
-            text.add("[")
-            for i in range(len(value)):
-                text.add(("," if i else "") + _compact(value[i]))
-                if text.size + 1 > limit:  # the closing brace is still to come
-                    return None
-            text.add("]")
-        else:
-            text.add(_compact(value))
-        if text.size + 1 > limit:
-            return None
-    text.add("}")
-    if text.size > limit:  # an empty document under a limit of less than "{}"
+    if not _counted_within(doc, limit, text):
         return None
-    if text.pieces is None:
-        return _compact_within(doc, limit, keep=limit)  # it fits: made again, kept this time
-    return "".join(text.pieces)
+    return "".join(text.pieces if text.pieces is not None else _compact_pieces(doc))
 
 
 class _Counted:
