@@ -164,7 +164,7 @@ def _file_lines(path: Path) -> Iterator[LedgerRecord | _SentLine]:
 def _resolved_lines(path: Path, rows: _Rows) -> list[int]:
     """:func:`read_ledger_file` straight into ``rows``: each outcome appended as it is read; the file's
     line numbers in :func:`resolve_sent`'s order (only the unanswered write-ahead lines are held)."""
-    return _matched(_file_lines(path), lambda record: rows.add([record], group=False)[0])
+    return _matched(_file_lines(path), lambda record: rows.add([record])[0])
 
 
 def _interrupted(record: LedgerRecord) -> LedgerRecord:
@@ -220,8 +220,9 @@ class _Rows:
         self.request: list[str | None] = []
         self.key: list[tuple[str, str, int, int]] = []
 
-    def add(self, records: Iterable[LedgerRecord], *, group: bool = True) -> list[int]:
-        """Append ``records`` (grouped by call unless they are a merge rule's results); their lines."""
+    def add(self, records: Iterable[LedgerRecord]) -> list[int]:
+        """Append ``records``; their line numbers (a file's lines are then noted by :meth:`group`, a
+        merge rule's results are not)."""
         out = []
         for r in records:
             i = len(self.key)
@@ -233,8 +234,6 @@ class _Rows:
             self.suite.append(r.suite)
             suite, work, n, attempt = r.sort_key()
             self.key.append((suite, sys.intern(work), n, attempt))  # the work's one string, not a copy
-        if group:
-            self.group(out)
         return out
 
     def group(self, lines: Iterable[int]) -> None:
@@ -261,7 +260,7 @@ def _one_history_rows(rows: _Rows) -> list[int]:
             out += [first, *more]
         else:
             lines = [rows.lines[i] for history in histories.values() for i in history]
-            out += rows.add(one_history_per_call(lines), group=False)
+            out += rows.add(one_history_per_call(lines))
     return out
 
 
@@ -281,7 +280,7 @@ def _attributed_rows(rows: _Rows, order: list[int]) -> list[int]:
             out.extend(next(iter(calls.values())))
         else:
             lines = [rows.lines[i] for history in calls.values() for i in history]
-            out.extend(rows.add(attribute_shared_calls(lines), group=False))
+            out.extend(rows.add(attribute_shared_calls(lines)))
     return out
 
 

@@ -85,7 +85,16 @@ def test_the_document_within_the_bulk_limit_is_its_compact_text_else_none(seed: 
     whole = render._compact(doc)
     for limit in (0, 2, len(whole) - 1, len(whole), len(whole) + 1, rng.randint(0, len(whole))):
         for keep in (0, 3, len(whole) // 2, limit):  # text past ``keep`` made again when it fits
-            assert render._compact_within(doc, limit, keep) == (whole if len(whole) <= limit else None)
+            assert _compact_within(doc, limit, keep) == (whole if len(whole) <= limit else None)
+
+
+def _compact_within(doc: dict[str, Any], limit: int, keep: int = render._KEEP_CHARS) -> str | None:
+    """The page's size check as :func:`render._document` uses it: the compact text when it is at most
+    ``limit`` characters (the kept pieces, or the document encoded again past ``keep``), else None."""
+    text = render._Counted(keep)
+    if not render._counted_within(doc, limit, text):
+        return None
+    return "".join(text.pieces if text.pieces is not None else render._compact_pieces(doc))
 
 
 def test_a_lazy_document_encodes_as_the_built_one() -> None:
@@ -93,5 +102,5 @@ def test_a_lazy_document_encodes_as_the_built_one() -> None:
     outputs = tiny_outputs()
     whole = render._compact(build_payload(outputs, redactor_of(outputs)))
     lazy = build_payload(outputs, redactor_of(outputs), lazy=True)
-    assert render._compact_within(lazy, len(whole)) == whole
-    assert render._compact_within(lazy, len(whole) - 1) is None
+    assert _compact_within(lazy, len(whole)) == whole
+    assert _compact_within(lazy, len(whole) - 1) is None

@@ -220,15 +220,6 @@ def _counted_within(doc: JSONObject, limit: int, text: _Counted) -> bool:
     return True
 
 
-def _compact_within(doc: JSONObject, limit: int, keep: int = _KEEP_CHARS) -> str | None:
-    """``_compact(doc)`` when it is at most ``limit`` characters, else None (see :func:`_counted_within`);
-    the text made is kept while it is at most ``keep`` characters, and made again when it fits."""
-    text = _Counted(keep)
-    if not _counted_within(doc, limit, text):
-        return None
-    return "".join(text.pieces if text.pieces is not None else _compact_pieces(doc))
-
-
 class _Counted:
     """Text pieces counted, and kept until they pass ``keep`` characters."""
 
