@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..records import LedgerRecord, roles_in
-from ..records.totals import ledger_totals
+from ..records.totals import ledger_totals, totals_by_role
 from .estimates import Accumulator, Estimate, Key, Stat, exact_estimate
 
 if TYPE_CHECKING:
@@ -94,8 +94,9 @@ class CostSummary:
 def cost_summary(ledger: Sequence[LedgerRecord], successes: int) -> CostSummary:
     """Per-role ledger totals, the total (None: unknown), cost per success and the judge's share."""
     per_role: dict[str, RoleCost] = {}
+    by_role = totals_by_role(ledger)
     for role in roles_in(ledger):
-        totals = ledger_totals(x for x in ledger if x.role == role)
+        totals = by_role.get(role) or ledger_totals(())
         nominal = totals.nominal
         per_role[role] = RoleCost(
             role=role,

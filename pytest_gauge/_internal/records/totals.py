@@ -5,12 +5,21 @@ records, and the totals of a ledger (logical calls, attempts sent, cache hits). 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from . import LedgerRecord
+from .ledger_columns import per_ledger
 
-__all__ = ["LedgerTotals", "TokenCost", "TokenCostBuilder", "TotalsBuilder", "ledger_totals", "token_cost"]
+__all__ = [
+    "LedgerTotals",
+    "TokenCost",
+    "TokenCostBuilder",
+    "TotalsBuilder",
+    "ledger_totals",
+    "token_cost",
+    "totals_by_role",
+]
 
 
 @dataclass(frozen=True)
@@ -100,6 +109,18 @@ def ledger_totals(records: Iterable[LedgerRecord]) -> LedgerTotals:
     for r in records:
         builder.add(r)
     return builder.build()
+
+
+@per_ledger
+def totals_by_role(ledger: Sequence[LedgerRecord]) -> Mapping[str, LedgerTotals]:
+    """:func:`ledger_totals` of each role's records (the roles that have any), in one pass."""
+    builders: dict[str, TotalsBuilder] = {}
+    for r in ledger:
+        builder = builders.get(r.role)
+        if builder is None:
+            builder = builders[r.role] = TotalsBuilder()
+        builder.add(r)
+    return {role: builder.build() for role, builder in builders.items()}
 
 
 class TotalsBuilder:

@@ -10,8 +10,9 @@ from dataclasses import dataclass
 from ..analysis.metrics import COST_INCLUDES_RETRIES
 from ..records import ROLES, LedgerRecord, roles_in
 from ..records.json_types import JSONObject
+from ..records.ledger_columns import per_ledger
 from ..records.prices import Price
-from ..records.totals import TotalsBuilder, ledger_totals
+from ..records.totals import TotalsBuilder, ledger_totals, totals_by_role
 from .common import ReportContext, price_basis, prices_of, suite_name
 from .format import (
     DASH,
@@ -78,7 +79,8 @@ class Watch:
     asked_wait_s: float
 
 
-def watch_figures(ledger: Sequence[LedgerRecord]) -> list[Watch]:
+@per_ledger
+def watch_figures(ledger: Sequence[LedgerRecord]) -> tuple[Watch, ...]:
     """One :class:`Watch` per (role, model), in :func:`model_costs`' order."""
     tasks: dict[tuple[str, str], set[str]] = {}
     waits: dict[tuple[str, str], tuple[int, float]] = {}
@@ -102,7 +104,7 @@ def watch_figures(ledger: Sequence[LedgerRecord]) -> list[Watch]:
                 asked_wait_s=round(asked, 3),
             )
         )
-    return out
+    return tuple(out)
 
 
 def _watch(ledger: Sequence[LedgerRecord]) -> list[str]:
@@ -153,7 +155,8 @@ def _rank(values: Sequence[float], q: float) -> float:
     return values[max(0, math.ceil(q * len(values)) - 1)]
 
 
-def latency_figures(ledger: Sequence[LedgerRecord]) -> list[Latency]:
+@per_ledger
+def latency_figures(ledger: Sequence[LedgerRecord]) -> tuple[Latency, ...]:
     """p50 and p95 latency of the successful live attempts (cache hits left out) per (role, model), in
     :func:`model_costs`' order; a (role, model) with none has no row."""
     seen: dict[tuple[str, str], list[float]] = {}
@@ -169,7 +172,7 @@ def latency_figures(ledger: Sequence[LedgerRecord]) -> list[Latency]:
                     c.role, c.model, len(values), round(_rank(values, 0.5), 3), round(_rank(values, 0.95), 3)
                 )
             )
-    return out
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -196,7 +199,8 @@ class KeyCost:
         }
 
 
-def key_variable_costs(ledger: Sequence[LedgerRecord]) -> list[KeyCost]:
+@per_ledger
+def key_variable_costs(ledger: Sequence[LedgerRecord]) -> tuple[KeyCost, ...]:
     """This run's live attempts (cache hits cost the key nothing) totalled per key variable, by name;
     attempts without one (the simulator, a replay) are left out, so a run without keys has none."""
     groups: dict[str, tuple[TotalsBuilder, set[str]]] = {}
@@ -215,10 +219,11 @@ def key_variable_costs(ledger: Sequence[LedgerRecord]) -> list[KeyCost]:
         out.append(
             KeyCost(name, roles, totals.calls, nominal.records, tokens, nominal.cost, totals.usage_missing)
         )
-    return out
+    return tuple(out)
 
 
-def model_costs(ledger: Sequence[LedgerRecord]) -> list[ModelCost]:
+@per_ledger
+def model_costs(ledger: Sequence[LedgerRecord]) -> tuple[ModelCost, ...]:
     """Per (role, model) totals over every attempt (retries and failed requests included), roles in order
     agent, user_sim, judge. Cost is unknown if any attempt reported usage without a price."""
     groups: dict[tuple[str, str], TotalsBuilder] = {}
@@ -245,10 +250,11 @@ def model_costs(ledger: Sequence[LedgerRecord]) -> list[ModelCost]:
                 cached_attempts=totals.cached.records,
             )
         )
-    return out
+    return tuple(out)
 
 
-def served_warnings(ledger: Sequence[LedgerRecord]) -> list[str]:
+@per_ledger
+def served_warnings(ledger: Sequence[LedgerRecord]) -> tuple[str, ...]:
     """One warning line per (requested, served) pair: the gateway answered with another model (a proxy's
     fallback), recorded as ``served_model`` and priced as what was served."""
     pairs: dict[tuple[str, str, str], int] = {}
@@ -256,11 +262,11 @@ def served_warnings(ledger: Sequence[LedgerRecord]) -> list[str]:
         if x.served_model:
             key = (x.model, x.served_model, x.role)
             pairs[key] = pairs.get(key, 0) + 1
-    return [
+    return tuple(
         f"warning: the gateway answered {role} calls for {model!r} with the model {served!r} ({n} attempts):"
         " recorded as served_model and priced as what was served"
         for (model, served, role), n in sorted(pairs.items())
-    ]
+    )
 
 
 def unpriced_warnings(ledger: Sequence[LedgerRecord]) -> list[str]:
@@ -275,7 +281,7 @@ def unpriced_warnings(ledger: Sequence[LedgerRecord]) -> list[str]:
             roles.setdefault(c.model, []).append(c.role)
             attempts[c.model] = attempts.get(c.model, 0) + c.unpriced_attempts
     if not roles:
-        return served
+        return list(served)
     return [
         *served,
         *(
@@ -315,9 +321,10 @@ class Spend:
         }
 
 
+@per_ledger
 def spent_this_run(ledger: Sequence[LedgerRecord], role: str | None = None) -> Spend:
     """Live vs cached attempts, tokens and cost actually spent this run (cache hits spend 0)."""
-    totals = ledger_totals(x for x in ledger if role is None or x.role == role)
+    totals = ledger_totals(ledger) if role is None else totals_by_role(ledger).get(role) or ledger_totals(())
     return Spend(
         live_calls=totals.live.records,
         cached_calls=totals.cached.records,
@@ -332,7 +339,7 @@ def spent_this_run(ledger: Sequence[LedgerRecord], role: str | None = None) -> S
 # token_cost.md
 
 
-def _role_price_basis(costs: list[ModelCost], role: str, prices: dict[str, Price]) -> str:
+def _role_price_basis(costs: Sequence[ModelCost], role: str, prices: dict[str, Price]) -> str:
     models = [c.model for c in costs if c.role == role]
     if not models:
         return DASH
@@ -352,7 +359,7 @@ _INTRO = (
 )
 
 
-def _by_role(ctx: ReportContext, per_model: list[ModelCost], prices: dict[str, Price]) -> list[str]:
+def _by_role(ctx: ReportContext, per_model: Sequence[ModelCost], prices: dict[str, Price]) -> list[str]:
     """The per-role table with its total row, then cost per success and the judge's share."""
     costs = ctx.metrics.costs
     rows = []
@@ -423,7 +430,7 @@ def _by_role(ctx: ReportContext, per_model: list[ModelCost], prices: dict[str, P
     return lines
 
 
-def _by_model(per_model: list[ModelCost], prices: dict[str, Price]) -> list[str]:
+def _by_model(per_model: Sequence[ModelCost], prices: dict[str, Price]) -> list[str]:
     """The per-(role, model) table and a line per unpriced model; nothing without ledger records."""
     if not per_model:
         return []
@@ -627,8 +634,13 @@ def _gateway_reports(ledger: Sequence[LedgerRecord]) -> list[str]:
     """What the gateway said that the plugin could not verify: another model served, retries a proxy
     made upstream, the cost it reported beside the plugin's own (only when any of them happened)."""
     served = served_warnings(ledger)
-    retried = [x for x in ledger if x.gateway_retries and not x.cache_hit]
-    reported = [x for x in ledger if x.gateway_cost is not None and not x.cache_hit]
+    retried, reported = [], []
+    for x in ledger:  # one pass: each pass over the ledger's columns makes every record again
+        if not x.cache_hit:
+            if x.gateway_retries:
+                retried.append(x)
+            if x.gateway_cost is not None:
+                reported.append(x)
     if not (served or retried or reported):
         return []
     lines = ["", "## What the gateway reported (not verified)", ""]

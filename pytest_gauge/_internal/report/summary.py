@@ -173,8 +173,14 @@ def _batched(ledger: Sequence[LedgerRecord]) -> str:
 def _cached_calls(ledger: Sequence[LedgerRecord], cached: int) -> str:
     """The cache hits, saying how many repeated a request this run had itself sent (a first run with
     an empty cache still has those: the same user-simulator turn for two agents, a best-of sample)."""
-    sent = {x.request for x in ledger if not x.cache_hit and x.request}
-    repeats = sum(1 for x in ledger if x.cache_hit and x.request in sent)
+    sent: set[str] = set()
+    hits: list[str | None] = []
+    for x in ledger:  # one pass: each pass over the ledger's columns makes every record again
+        if x.cache_hit:
+            hits.append(x.request)
+        elif x.request:
+            sent.add(x.request)
+    repeats = sum(1 for request in hits if request in sent)
     if not repeats:
         return f"{cached} cached calls"
     if repeats == cached:

@@ -4,6 +4,7 @@ for type, in order; the streaming merge orders and attributes lines exactly as t
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import fields, replace
 from pathlib import Path
 
@@ -18,7 +19,8 @@ from pytest_gauge._internal.gateway.ledger import (
     read_ledger_file,
 )
 from pytest_gauge._internal.records import LedgerRecord, Usage, dumps
-from pytest_gauge._internal.records.ledger_columns import LedgerColumns
+from pytest_gauge._internal.records.ledger_columns import LedgerColumns, per_ledger
+from pytest_gauge._internal.records.totals import ledger_totals, totals_by_role
 
 
 def _line(i: int, **changes: object) -> LedgerRecord:
@@ -87,6 +89,32 @@ def test_a_suites_lines_in_order() -> None:
     assert list(columns.of_suite("b")) == [r for r in records if r.suite == "b"]
     only_a = LedgerColumns(r for r in records if r.suite == "a")
     assert only_a.of_suite("a") is only_a and list(only_a.of_suite("c")) == []
+
+
+def test_a_table_is_made_once_per_ledger_until_a_line_is_appended() -> None:
+    passes: list[str] = []
+
+    @per_ledger
+    def attempts(ledger: Sequence[LedgerRecord], role: str) -> int:
+        passes.append(role)
+        return sum(1 for x in ledger if x.role == role)
+
+    records = [_line(i, role="judge" if i % 3 else "agent") for i in range(40)]
+    columns = LedgerColumns(records)
+    counted = [attempts(columns, "judge"), attempts(columns, "judge"), attempts(columns, "agent")]
+    assert counted == [26, 26, 14]
+    assert passes == ["judge", "agent"]  # once per argument
+    columns.append(_line(40, role="judge"))
+    assert attempts(columns, "judge") == 27 and passes == ["judge", "agent", "judge"]  # forgotten on append
+    assert attempts(records, "judge") == 26 and len(passes) == 4  # another sequence: computed each time
+
+
+def test_totals_by_role_are_each_roles_totals() -> None:
+    records = [*ODD_LINES, *(_line(i, role=("judge", "agent", "user_sim")[i % 3]) for i in range(60))]
+    by_role = totals_by_role(LedgerColumns(records).done())
+    assert list(by_role) == ["judge", "agent", "user_sim"]  # first seen first
+    for role, totals in by_role.items():
+        assert totals == ledger_totals(r for r in records if r.role == role)
 
 
 def _history(rng: random.Random, n: int) -> list[LedgerRecord]:
