@@ -26,7 +26,7 @@ from pytest_gauge.testing import LoopbackServer
 from pytest_gauge.testing.batches import BatchFaults
 from pytest_gauge.testing.simserver import sim_responder
 from tests.e2e import test_live
-from tests.e2e.test_gateway import BODY, ledger, make_gateway
+from tests.e2e.test_gateway import BODY, ledger, make_gateway, run_closing
 from tests.helpers import normalised, read_jsonl, run_inprocess, stable_report
 
 CASES = test_live.CASES
@@ -243,7 +243,7 @@ def test_the_budget_counts_a_batch_before_it_is_sent(tmp_path: Path) -> None:
         async def run() -> list[Any]:
             return await asyncio.gather(*(judge(i) for i in range(4)))
 
-        results = asyncio.run(run())
+        results = run_closing(gw, run())
         sent = srv.batches.requests
         chat = srv.by_path.get("/v1/chat/completions", 0)
     assert [isinstance(r, BudgetExhausted) for r in results] == [False, False, True, True]

@@ -25,6 +25,7 @@ from pytest_gauge._internal.gateway.store import Store
 from pytest_gauge._internal.gateway.transport import ModelClient
 from pytest_gauge._internal.records.prices import PriceTable
 from pytest_gauge.testing import FaultPlan, LoopbackServer
+from tests.e2e.test_gateway import run_closing
 from tests.unit.gateway.test_cache import DAY
 from tests.unit.gateway.test_cassettes import KEY, entry, put
 from tests.unit.test_cli import run_cli
@@ -64,7 +65,7 @@ def test_exported_cassettes_replay_through_the_gateway_without_network(tmp_path:
             backend_id="b",
             shared=shared(Store(tmp_path / "cache" / "responses"), False, "rec"),
         )
-        recorded = asyncio.run(recorder.chat(ctx, 1, "agent", "m", dict(body)))
+        recorded = run_closing(recorder, recorder.chat(ctx, 1, "agent", "m", dict(body)))
         assert srv.requests_total == 1
         argv = [
             "cassettes",

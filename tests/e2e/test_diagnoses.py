@@ -3,7 +3,6 @@ loopback server: each names the cause and the fix in at most two lines."""
 
 from __future__ import annotations
 
-import asyncio
 import io
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,7 @@ from pytest_gauge._internal.gateway.errors import (
 )
 from pytest_gauge._internal.gateway.gateway import CallContext, Gateway
 from pytest_gauge.testing import LoopbackServer, ResponderError, completion
-from tests.e2e.test_gateway import BODY, ledger, make_gateway
+from tests.e2e.test_gateway import BODY, ledger, make_gateway, run_closing
 
 
 def answer(body: dict[str, Any]) -> dict[str, Any]:
@@ -59,7 +58,7 @@ def calls(gw: Gateway, models: list[str], role: str = "agent") -> list[Any]:
                 out.append(exc)
         return out
 
-    return asyncio.run(run())
+    return run_closing(gw, run())
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from pytest_gauge._internal.gateway.call_priority import set_call_chain
 from pytest_gauge._internal.gateway.gateway import CallContext, Gateway
 from pytest_gauge._internal.gateway.limits import set_model_wait_hook
 from pytest_gauge.testing import LoopbackServer, completion
-from tests.e2e.test_gateway import BODY, make_gateway
+from tests.e2e.test_gateway import BODY, make_gateway, run_closing
 
 
 def _order_and_lends(tmp_path: Path) -> tuple[list[str], list[str]]:
@@ -50,7 +50,8 @@ def _order_and_lends(tmp_path: Path) -> tuple[list[str], list[str]]:
         await asyncio.gather(*calls)
 
     with LoopbackServer(answer, latency=0.05) as server:
-        asyncio.run(run(make_gateway(tmp_path, server, concurrency=1)))
+        gw = make_gateway(tmp_path, server, concurrency=1)
+        run_closing(gw, run(gw))
     return seen, lent
 
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Coroutine
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -39,6 +40,7 @@ from pytest_gauge._internal.records.totals import ledger_totals
 from pytest_gauge._internal.suite.declare import MODEL_VARIABLES
 from pytest_gauge.testing import FaultPlan, LoopbackServer, ResponderError, completion
 
+T = TypeVar("T")
 KEY = "sk-test-key"
 BODY: dict[str, Any] = {"messages": [{"role": "user", "content": "hello"}], "max_tokens": 16}
 
@@ -86,10 +88,23 @@ def make_gateway(
     return Gateway(suite="s", client_factory=lambda: client, backend_id=server.base_url, shared=shared)
 
 
+def run_closing(gw: Gateway, coro: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run(coro)``, then ``gw``'s connections closed in that same loop: none is left open for
+    the garbage collector (aiohttp's "Unclosed connector")."""
+
+    async def closing() -> T:
+        try:
+            return await coro
+        finally:
+            await gw.aclose()
+
+    return asyncio.run(closing())
+
+
 def call(
     gw: Gateway, work: str = "transcript/t1/a/0", model: str = "m", role: str = "agent", body: Any = None
 ) -> Any:
-    return asyncio.run(gw.chat(CallContext("s", "t1", work), 1, role, model, dict(body or BODY)))
+    return run_closing(gw, gw.chat(CallContext("s", "t1", work), 1, role, model, dict(body or BODY)))
 
 
 def ledger(tmp_path: Path) -> list[Any]:
@@ -162,7 +177,7 @@ def test_connection_reset_is_retried(tmp_path: Path, server: LoopbackServer) -> 
         await gw.chat(CallContext("s", "t1", "w/1"), 1, "agent", "m", dict(BODY))
         await gw.chat(CallContext("s", "t1", "w/2"), 1, "agent", "m", dict(BODY))  # reset, retried
 
-    asyncio.run(two_calls())
+    run_closing(gw, two_calls())
     assert [r.status for r in ledger(tmp_path)] == ["ok", "connection_error", "ok"]
 
 
@@ -314,7 +329,7 @@ def test_first_call_goes_out_alone(tmp_path: Path) -> None:
                 *(gw.chat(CallContext("s", "t", f"w/{i}"), 1, "agent", "m", dict(BODY)) for i in range(8))
             )
 
-        asyncio.run(many())
+        run_closing(gw, many())
     assert srv.requests_total == 8 and srv.max_in_flight > 1  # later calls did run concurrently
     # the others were sent only after the first answer came back: at least one latency later
     assert min(answered[1:]) - answered[0] >= 0.09

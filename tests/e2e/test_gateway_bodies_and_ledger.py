@@ -18,7 +18,7 @@ from pytest_gauge._internal.gateway.ledger import Ledger, read_ledger_file, reso
 from pytest_gauge._internal.gateway.response import BadResponse, body_snippet, parse_completion
 from pytest_gauge._internal.records import LedgerRecord
 from pytest_gauge.testing import MALFORMED_BODIES, FaultPlan, LoopbackServer, completion
-from tests.e2e.test_gateway import BODY, KEY, call, ledger, make_gateway
+from tests.e2e.test_gateway import BODY, KEY, call, ledger, make_gateway, run_closing
 
 
 @pytest.fixture
@@ -58,7 +58,7 @@ def test_a_malformed_body_then_a_good_one_succeeds(tmp_path: Path) -> None:
             srv.faults = FaultPlan()
             return await task
 
-        result = asyncio.run(first_bad_then_good())
+        result = run_closing(gw, first_bad_then_good())
     assert result.content.startswith("ok: ")
     assert [r.status for r in ledger(tmp_path)] == ["bad_response", "ok"]
 
@@ -127,7 +127,7 @@ def test_an_unknown_model_is_sent_once_then_every_call_for_it_stops(
         ]
         return await asyncio.gather(*calls, return_exceptions=True)
 
-    results = asyncio.run(many())
+    results = run_closing(gw, many())
     errors = [r for r in results[:6] if isinstance(r, BaseException)]
     assert len(errors) == 6 and sum(isinstance(e, ModelNotFound) for e in errors) == 1
     assert all(isinstance(e, ModelStopped) for e in errors if not isinstance(e, ModelNotFound))
@@ -187,7 +187,7 @@ def test_an_attempt_cancelled_in_flight_has_one_interrupted_line(tmp_path: Path)
             with pytest.raises(asyncio.CancelledError):
                 await task
 
-        asyncio.run(cancel_in_flight())
+        run_closing(gw, cancel_in_flight())
         received = srv.requests_total
     raw = [json.loads(line) for line in (tmp_path / "run" / "ledger-main.jsonl").read_text().splitlines()]
     assert [r["status"] for r in raw] == ["sent", "interrupted"]
@@ -233,7 +233,7 @@ def test_turns_cut_by_max_tokens_are_marked_in_the_transcript_and_counted(tmp_pa
             agent_max_tokens=8, agent_fn=None, user_model="u", user_temperature=0.0, user_max_tokens=8,
             user_extra_prompt="", max_turns=2, tool_step_limit=1,
         )  # fmt: skip
-        transcript = asyncio.run(run_dialogue(Task("t1", "c", "Help me please", ()), 0, cfg, caller))
+        transcript = run_closing(gw, run_dialogue(Task("t1", "c", "Help me please", ()), 0, cfg, caller))
     assert [(t.role, t.truncated) for t in transcript.turns] == [
         ("user", False),
         ("assistant", True),

@@ -5,7 +5,6 @@ line whose cost is the hand computation with the cache's read and write prices."
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +31,7 @@ from pytest_gauge._internal.suite.response_format import JSON_OBJECT, JSON_SCHEM
 from pytest_gauge._internal.suite.rules import parse_rules
 from pytest_gauge._internal.suite.tasks import Task
 from pytest_gauge.testing import FaultPlan, LoopbackServer, completion, scheduled_fault
+from tests.e2e.test_gateway import run_closing
 
 KEY = "sk-test-key"
 MODEL = "claude-judge"
@@ -88,7 +88,7 @@ def judge_body() -> dict[str, Any]:
 
 def chat(gw: Gateway, body: dict[str, Any], role: str = "judge", seq: int = 1) -> Any:
     ctx = CallContext("s", "t1", "judgment/t1/0")
-    return asyncio.run(gw.chat(ctx, seq, role, MODEL, body, api="anthropic"))
+    return run_closing(gw, gw.chat(ctx, seq, role, MODEL, body, api="anthropic"))
 
 
 def ledger(tmp_path: Path) -> list[Any]:
@@ -217,7 +217,7 @@ def test_a_refused_verdict_tool_is_a_format_refusal_and_json_object_is_the_promp
             body = {**judge_body(), "response_format": JSON_OBJECT}
             return error, await gw.chat(ctx, 2, "judge", MODEL, body, api="anthropic")
 
-        refused, fallback = asyncio.run(both())
+        refused, fallback = run_closing(gw, both())
         bodies = srv.bodies
     assert isinstance(refused, GatewayError) and rejects_format(refused) and refused.status == 400
     assert [r.status for r in ledger(tmp_path)] == ["http_400", "ok"]  # the refusal is not retried

@@ -4,7 +4,6 @@ convention with cached and reasoning tokens, the format on the ledger line, a cu
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +25,7 @@ from pytest_gauge._internal.suite.rules import parse_rules
 from pytest_gauge._internal.suite.tasks import Task
 from pytest_gauge.testing import FaultPlan, LoopbackServer, scheduled_fault
 
-from .test_gateway import ledger, make_gateway
+from .test_gateway import ledger, make_gateway, run_closing
 
 R = wire_format("responses")
 CHAT_BODY: dict[str, Any] = {
@@ -53,7 +52,8 @@ def first_429_then_ok() -> FaultPlan:
 def test_a_responses_call_is_retried_and_ledgered(tmp_path: Path) -> None:
     with LoopbackServer(faults=first_429_then_ok()) as srv:
         gw = make_gateway(tmp_path, srv, retries=2, prices={"m": Price(2.0, 8.0, cached_input=0.5)})
-        reply = asyncio.run(
+        reply = run_closing(
+            gw,
             gw.call(
                 CallContext("s", "t1", "transcript/t1/a/0"),
                 1,
@@ -61,7 +61,7 @@ def test_a_responses_call_is_retried_and_ledgered(tmp_path: Path) -> None:
                 "m",
                 "responses",
                 R.request_body(CHAT_BODY),
-            )
+            ),
         )
         assert srv.by_path == {"/v1/responses": 2} and srv.statuses == [429, 200]
         sent = srv.bodies[-1]
@@ -83,7 +83,8 @@ def test_a_responses_call_is_retried_and_ledgered(tmp_path: Path) -> None:
 def test_a_cut_responses_answer_is_length(tmp_path: Path) -> None:
     with LoopbackServer(faults=FaultPlan(truncate=True)) as srv:
         gw = make_gateway(tmp_path, srv)
-        reply = asyncio.run(
+        reply = run_closing(
+            gw,
             gw.call(
                 CallContext("s", "t1", "transcript/t1/a/0"),
                 1,
@@ -91,7 +92,7 @@ def test_a_cut_responses_answer_is_length(tmp_path: Path) -> None:
                 "m",
                 "responses",
                 R.request_body(CHAT_BODY),
-            )
+            ),
         )
     assert reply.response["status"] == "incomplete" and reply.result.finish_reason == "length"
     assert reply.result.content == "ok: hello there, gateway"[: len("ok: hello there, gateway") // 2]
@@ -113,8 +114,8 @@ def judge_body() -> dict[str, Any]:
 
 
 def judge(gw: Any) -> Any:
-    return asyncio.run(
-        gw.chat(CallContext("s", "t1", "judgment/t1/0"), 1, "judge", "m", judge_body(), api="responses")
+    return run_closing(
+        gw, gw.chat(CallContext("s", "t1", "judgment/t1/0"), 1, "judge", "m", judge_body(), api="responses")
     )
 
 

@@ -5,7 +5,6 @@ cache (keys, entries, hits), and Anthropic's error shapes and 529."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -21,7 +20,7 @@ from pytest_gauge._internal.gateway.wire import wire_format
 from pytest_gauge._internal.records import Api
 from pytest_gauge._internal.records.prices import Price, PriceTable
 from pytest_gauge.testing import FaultPlan, LoopbackServer
-from tests.e2e.test_gateway import BODY, KEY, ledger, make_gateway
+from tests.e2e.test_gateway import BODY, KEY, ledger, make_gateway, run_closing
 
 CTX = CallContext("s", "t1", "transcript/t1/a/0")
 PRICE = Price(3.0, 15.0, cached_input=0.3, cache_write=3.75, cache_write_1h=6.0)
@@ -44,7 +43,7 @@ def chat(gw: Gateway, *apis: Api, model: str = "claude-x") -> list[Any]:
     async def calls() -> list[Any]:
         return [await gw.chat(CTX, 1, "judge", model, dict(BODY), api) for api in apis]
 
-    return asyncio.run(calls())
+    return run_closing(gw, calls())
 
 
 def test_a_messages_answer_with_cache_reads_and_writes_costs_what_the_hand_says(tmp_path: Path) -> None:
@@ -52,7 +51,7 @@ def test_a_messages_answer_with_cache_reads_and_writes_costs_what_the_hand_says(
     with LoopbackServer(faults=plan) as server:
         body = {"messages": [{"role": "user", "content": "word " * 16000}], "max_tokens": 16}  # holds them
         gw = gateway(tmp_path, server)
-        result = asyncio.run(gw.chat(CTX, 1, "judge", "claude-x", body, "anthropic"))
+        result = run_closing(gw, gw.chat(CTX, 1, "judge", "claude-x", body, "anthropic"))
         seen = server.headers_seen[-1]
         paths = server.by_path
     (line,) = [json.loads(x) for x in (tmp_path / "run" / "ledger-main.jsonl").read_text().splitlines()[1:]]
@@ -84,7 +83,7 @@ def test_call_posts_the_formats_body_and_gives_its_response_and_view(tmp_path: P
             reply = await gw.call(CTX, 1, "agent", "m", "responses", body)
             return reply, await gw.chat(CallContext("s", "t1", "transcript/t1/b/0"), 1, "agent", "m", BODY)
 
-        reply, chatted = asyncio.run(both())
+        reply, chatted = run_closing(gw, both())
         paths = server.by_path
     assert isinstance(reply, WireReply) and reply.response["object"] == "response"
     assert reply.result.content == fmt.completion(reply.response)["choices"][0]["message"]["content"]
@@ -141,7 +140,7 @@ def test_a_passed_header_is_sent_and_keys_the_cache_and_others_are_not(tmp_path:
             again = await gw.call(CTX, 3, "agent", "claude-x", "anthropic", dict(body), beta)
             return [plain, flagged, again]
 
-        plain, flagged, again = asyncio.run(calls())
+        plain, flagged, again = run_closing(gw, calls())
         seen = server.headers_seen
     assert len(seen) == 2 and "anthropic-beta" not in seen[0]  # the third call was a cache hit
     assert seen[1]["anthropic-beta"] == "context-management-2025-06-27" and "x-session" not in seen[1]

@@ -457,8 +457,16 @@ def test_a_client_used_again_under_a_new_event_loop_opens_new_connections() -> N
     with LoopbackServer() as server:
         client = ModelClient(server.base_url, "sk-plain-key", timeout=10.0)  # a reused dead connection hangs
         body = json.dumps({"model": "loopback-model", "messages": [{"role": "user", "content": "hi"}]})
-        for _ in range(2):
-            answer_body, _ = asyncio.run(client.post("chat/completions", body.encode()))
+
+        async def post(last: bool) -> bytes:
+            try:
+                return (await client.post("chat/completions", body.encode()))[0]
+            finally:
+                if last:  # the first loop's connections were dropped; the last one's are closed in it
+                    await client.aclose()
+
+        for last in (False, True):
+            answer_body = asyncio.run(post(last))
             assert json.loads(answer_body)["object"] == "chat.completion"
         assert server.connections_total == 2
 

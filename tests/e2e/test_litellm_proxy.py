@@ -35,7 +35,7 @@ from pytest_gauge.testing import FaultPlan, LoopbackServer
 from pytest_gauge.testing.batches import BatchFaults
 from pytest_gauge.testing.simserver import sim_responder
 from tests.e2e import test_batch, test_live
-from tests.e2e.test_gateway import BODY, ledger, make_gateway
+from tests.e2e.test_gateway import BODY, ledger, make_gateway, run_closing
 from tests.helpers import DATA
 
 pytestmark = pytest.mark.slow
@@ -170,7 +170,7 @@ def calls(gw: Gateway, models: list[str]) -> list[Any]:
                 out.append(exc)
         return out
 
-    return asyncio.run(run())
+    return run_closing(gw, run())
 
 
 def test_a_wrong_key_on_a_proxy_without_a_database_stops_the_run_as_a_rejected_key(
@@ -277,7 +277,7 @@ def test_a_per_model_rpm_limit_gives_real_429s_that_slow_only_that_model(
 
         return list(await asyncio.gather(*(one(m, i) for i in range(4) for m in ("limited", "good"))))
 
-    results = asyncio.run(run())
+    results = run_closing(gw, run())
     assert not [r for r in results if isinstance(r, GatewayError)]  # every call completed
     rows = ledger(tmp_path)
     limited = [r for r in rows if r.model == "limited"]

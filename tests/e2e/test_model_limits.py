@@ -80,7 +80,7 @@ def test_a_first_call_retrying_a_429_does_not_hold_back_the_other_models(tmp_pat
     429 shows the key and URL work, so the other models' calls go while the limited one waits."""
     from pytest_gauge._internal.gateway.gateway import CallContext
     from pytest_gauge.testing import LoopbackServer, ResponderError, completion
-    from tests.e2e.test_gateway import BODY, make_gateway
+    from tests.e2e.test_gateway import BODY, make_gateway, run_closing
 
     answered: list[str] = []
 
@@ -102,5 +102,6 @@ def test_a_first_call_retrying_a_429_does_not_hold_back_the_other_models(tmp_pat
         await asyncio.gather(limited, *(one("free", i) for i in range(3)))
 
     with LoopbackServer(answer) as server:
-        asyncio.run(both(make_gateway(tmp_path, server, retries=25)))  # 5 s of 429s at most
+        gw = make_gateway(tmp_path, server, retries=25)  # 5 s of 429s at most
+        run_closing(gw, both(gw))
     assert answered == ["free", "free", "free", "limited"]  # the free calls did not wait out its 429s

@@ -3,7 +3,6 @@ requests the loopback server receives carry exactly :func:`call_seed` of their u
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 from pathlib import Path
 from typing import Any
@@ -13,7 +12,7 @@ from pytest_gauge._internal.suite.cases import Case
 from pytest_gauge._internal.suite.declare import Judge, ModelAgent, Suite, UserSimulator, best_of
 from pytest_gauge._internal.suite.tasks import Task
 from pytest_gauge.testing import LoopbackServer, completion, default_responder
-from tests.e2e.test_gateway import make_gateway
+from tests.e2e.test_gateway import make_gateway, run_closing
 
 
 def test_call_seed_is_sha256_of_run_seed_and_unit() -> None:
@@ -54,7 +53,7 @@ def test_every_request_carries_its_units_seed(tmp_path: Path) -> None:
             for repeat in range(2):
                 await runtime.judgment(case, 0, repeat, left.transcript, right.transcript)
 
-        asyncio.run(work())
+        run_closing(runtime.gateway, work())
     unit = call_seed
     case_id = f"t1-a-vs-{BEST.name}-BA-s1"
     dialogue = [unit(11, "transcript", "s", "t1", 1, c) for c in range(3)]

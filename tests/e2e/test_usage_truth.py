@@ -4,7 +4,6 @@ retries and reported cost are recorded, and every common wait header is honoured
 
 from __future__ import annotations
 
-import asyncio
 import random
 from dataclasses import replace
 from pathlib import Path
@@ -17,7 +16,7 @@ from pytest_gauge._internal.records import LedgerRecord
 from pytest_gauge._internal.records.totals import ledger_totals
 from pytest_gauge._internal.report.costs import served_warnings
 from pytest_gauge.testing import FaultPlan, LoopbackServer
-from tests.e2e.test_gateway import BODY, call, ledger, make_gateway
+from tests.e2e.test_gateway import BODY, call, ledger, make_gateway, run_closing
 
 
 @pytest.mark.parametrize(
@@ -64,7 +63,7 @@ def test_a_fallback_model_is_recorded_and_priced_as_served(tmp_path: Path) -> No
             await gw.chat(CallContext("s", "t1", "transcript/t1/a/1"), 1, "agent", "m", dict(BODY))
             return first
 
-        result = asyncio.run(two())
+        result = run_closing(gw, two())
     rows = ledger(tmp_path)
     assert [r.served_model for r in rows] == ["cheap", "cheap"] and rows[0].model == "m"
     assert result.usage is not None
@@ -121,7 +120,7 @@ def test_each_role_sends_its_own_key_and_the_ledger_names_the_variable(
             await gw.chat(CallContext("s", "t1", "transcript/t1/a/0"), 1, "agent", "m", dict(BODY))
             await gw.chat(CallContext("s", "t1", "judge/c/j/0"), 1, "judge", "m", dict(BODY))
 
-        asyncio.run(both())
+        run_closing(gw, both())
         sent = [r.headers.get("authorization") for r in srv.log]
     assert sent == ["Bearer sk-test-key", "Bearer sk-judge-key-0002"]  # the agent falls back to the run's
     rows = ledger(tmp_path)
