@@ -118,20 +118,33 @@ def worst(rows: list[tuple[float, float, float, float, int]]) -> tuple[float, fl
     return row[1] - row[2], row[3], row[0]
 
 
+def pooled(process: Process, tasks: int, runs: int, seed: int) -> tuple[Array, Array, Array, Array]:
+    """(same-task figure, fresh-task figure, same-task repeated, fresh-task repeated) of ``runs`` runs."""
+    run = simulate(process, tasks, runs, seed=seed)
+    same, fresh = case_rate_figures(run["k"], run["n"], run["threshold"], "upper")
+    return same, fresh, run["same"], run["fresh"]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=10000)
     parser.add_argument("--sizes", type=int, nargs="+", default=[20, 44])
+    parser.add_argument("--seed", type=int, default=46)
+    parser.add_argument("--seeds", type=int, default=1, help="pool this many seeds from --seed on")
     args = parser.parse_args()
     for name, process in PROCESSES.items():
         for tasks in args.sizes:
-            run = simulate(process, tasks, args.runs, seed=46)
-            same, fresh = case_rate_figures(run["k"], run["n"], run["threshold"], "upper")
+            figures = [
+                pooled(process, tasks, args.runs, seed) for seed in range(args.seed, args.seed + args.seeds)
+            ]
+            same, fresh, same_repeated, fresh_repeated = (
+                np.concatenate(part) for part in zip(*figures, strict=True)
+            )
             shown = np.isfinite(fresh)
             small = (
                 "" if tasks >= MIN_RATE_TASKS else f" (under {MIN_RATE_TASKS} tasks: withheld, would print)"
             )
-            for label, printed, repeated in (("same", same, run["same"]), ("fresh", fresh, run["fresh"])):
+            for label, printed, repeated in (("same", same, same_repeated), ("fresh", fresh, fresh_repeated)):
                 rows = bins(printed[shown], repeated[shown].astype(float))
                 gap, se, at = worst(rows)
                 text = "; ".join(f"{a:.0f}+: {pr:.1f}/{rp:.1f} ±{e:.1f} (n {c})" for a, pr, rp, e, c in rows)
