@@ -63,8 +63,7 @@ class _Codes:
         return out
 
     def block(self, start: int, stop: int) -> list[Any]:
-        values = self.values
-        return [values[c] for c in self.codes[start:stop]]
+        return list(map(self.values.__getitem__, self.codes[start:stop]))
 
 
 def _key(value: Any) -> Hashable:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from ..analysis.familywise import family_of
 from ..analysis.metrics import SUMMARY_METRICS
 from ..analysis.reproducibility import reproducibility_text
 from ..records import ROLES, LedgerRecord
+from ..records.ledger_columns import per_ledger
 from .adaptive import adaptive_lines
 from .baseline import baseline_summary, gate_ci, gate_value, needed_lines
 from .common import (
@@ -154,7 +156,7 @@ def _spent_line(ctx: ReportContext) -> str:
     """What this run itself sent and paid (cache hits cost nothing), never a bare $0 for unknown usage."""
     spend = spent_this_run(ctx.ledger)
     sent = _SENT.get(ctx.backend, "live")
-    live_missing = sum(1 for x in ctx.ledger if x.usage_missing and not x.cache_hit)
+    live_missing = _sent_tally(ctx.ledger).live_missing
     return (
         f"spent this run {_at_least(spend.spent_usd, live_missing)} ({spend.live_calls} {sent},"
         f" {_cached_calls(ctx.ledger, spend.cached_calls)}"
@@ -164,23 +166,43 @@ def _spent_line(ctx: ReportContext) -> str:
     )
 
 
+@dataclass(frozen=True)
+class _SentTally:
+    """What the spent line counts beside the totals: live attempts without usage, live attempts a batch
+    answered, and cache hits repeating a request this run sent itself."""
+
+    live_missing: int
+    batched: int
+    repeats: int
+
+
+@per_ledger
+def _sent_tally(ledger: Sequence[LedgerRecord]) -> _SentTally:
+    """:class:`_SentTally` in one pass (each pass over the ledger's columns makes every record again)."""
+    live_missing = batched = 0
+    sent: set[str] = set()
+    hits: list[str | None] = []
+    for x in ledger:
+        if x.cache_hit:
+            hits.append(x.request)
+            continue
+        live_missing += 1 if x.usage_missing else 0
+        batched += 1 if x.batched else 0
+        if x.request:
+            sent.add(x.request)
+    return _SentTally(live_missing, batched, sum(1 for request in hits if request in sent))
+
+
 def _batched(ledger: Sequence[LedgerRecord]) -> str:
     """How many calls a batch answered (``--gauge-batch``: priced at the batch price), when any."""
-    batched = sum(1 for x in ledger if x.batched and not x.cache_hit)
+    batched = _sent_tally(ledger).batched
     return f"; {batched} answered in batches, at the batch price" if batched else ""
 
 
 def _cached_calls(ledger: Sequence[LedgerRecord], cached: int) -> str:
     """The cache hits, saying how many repeated a request this run had itself sent (a first run with
     an empty cache still has those: the same user-simulator turn for two agents, a best-of sample)."""
-    sent: set[str] = set()
-    hits: list[str | None] = []
-    for x in ledger:  # one pass: each pass over the ledger's columns makes every record again
-        if x.cache_hit:
-            hits.append(x.request)
-        elif x.request:
-            sent.add(x.request)
-    repeats = sum(1 for request in hits if request in sent)
+    repeats = _sent_tally(ledger).repeats
     if not repeats:
         return f"{cached} cached calls"
     if repeats == cached:

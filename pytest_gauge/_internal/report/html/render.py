@@ -236,9 +236,13 @@ class _Counted:
                 self.pieces = None
 
 
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False, check_circular=False)
+"""One encoder for the page's pieces (``json.dumps`` with options builds one per call, per row)."""
+
+
 def _compact(doc: Any) -> str:
     """``doc`` (keys already sorted) as compact JSON."""
-    return json.dumps(doc, ensure_ascii=False, separators=(",", ":"), allow_nan=False, check_circular=False)
+    return _COMPACT.encode(doc)
 
 
 @dataclass(frozen=True)
