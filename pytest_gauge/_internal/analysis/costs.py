@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..records import LedgerRecord, roles_in
-from ..records.totals import ledger_totals, totals_by_role
+from ..records.totals import role_totals
 from .estimates import Accumulator, Estimate, Key, Stat, exact_estimate
 
 if TYPE_CHECKING:
@@ -94,9 +94,8 @@ class CostSummary:
 def cost_summary(ledger: Sequence[LedgerRecord], successes: int) -> CostSummary:
     """Per-role ledger totals, the total (None: unknown), cost per success and the judge's share."""
     per_role: dict[str, RoleCost] = {}
-    by_role = totals_by_role(ledger)
     for role in roles_in(ledger):
-        totals = by_role.get(role) or ledger_totals(())
+        totals = role_totals(ledger, role)
         nominal = totals.nominal
         per_role[role] = RoleCost(
             role=role,

@@ -5,11 +5,11 @@ terms the judge saw, and one case of a labelling sample with its stratum and wei
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
+from . import dumps
 from .json_types import JSONObject
 
 __all__ = [
@@ -72,7 +72,7 @@ def transcripts_hash(left: Mapping[str, Any] | None, right: Mapping[str, Any] | 
     def seen(t: Mapping[str, Any] | None) -> list[Any]:
         return [(t or {}).get("final_reply"), [turn(x) for x in (t or {}).get("turns") or []]]
 
-    text = json.dumps([seen(left), seen(right)], sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    text = dumps([seen(left), seen(right)])
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 

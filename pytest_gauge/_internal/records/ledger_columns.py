@@ -218,7 +218,7 @@ def per_ledger(
     def once(ledger: Sequence[LedgerRecord], /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
         if not isinstance(ledger, LedgerColumns):
             return table(ledger, *args, **kwargs)
-        key = (table.__qualname__, table.__module__, args, tuple(sorted(kwargs.items())))
+        key = (table, args, tuple(sorted(kwargs.items())))
         return ledger.derived(key, lambda: table(ledger, *args, **kwargs))
 
     return once

@@ -17,6 +17,7 @@ __all__ = [
     "TokenCostBuilder",
     "TotalsBuilder",
     "ledger_totals",
+    "role_totals",
     "token_cost",
     "totals_by_role",
 ]
@@ -121,6 +122,12 @@ def totals_by_role(ledger: Sequence[LedgerRecord]) -> Mapping[str, LedgerTotals]
             builder = builders[r.role] = TotalsBuilder()
         builder.add(r)
     return {role: builder.build() for role, builder in builders.items()}
+
+
+def role_totals(ledger: Sequence[LedgerRecord], role: str) -> LedgerTotals:
+    """:func:`ledger_totals` of ``role``'s records (all zero when it made no call), from
+    :func:`totals_by_role`."""
+    return totals_by_role(ledger).get(role) or ledger_totals(())
 
 
 class TotalsBuilder:

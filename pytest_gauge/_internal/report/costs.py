@@ -12,7 +12,7 @@ from ..records import ROLES, LedgerRecord, roles_in
 from ..records.json_types import JSONObject
 from ..records.ledger_columns import per_ledger
 from ..records.prices import Price
-from ..records.totals import TotalsBuilder, ledger_totals, totals_by_role
+from ..records.totals import TotalsBuilder, ledger_totals, role_totals
 from .common import ReportContext, price_basis, prices_of, suite_name
 from .format import (
     DASH,
@@ -324,7 +324,7 @@ class Spend:
 @per_ledger
 def spent_this_run(ledger: Sequence[LedgerRecord], role: str | None = None) -> Spend:
     """Live vs cached attempts, tokens and cost actually spent this run (cache hits spend 0)."""
-    totals = ledger_totals(ledger) if role is None else totals_by_role(ledger).get(role) or ledger_totals(())
+    totals = ledger_totals(ledger) if role is None else role_totals(ledger, role)
     return Spend(
         live_calls=totals.live.records,
         cached_calls=totals.cached.records,

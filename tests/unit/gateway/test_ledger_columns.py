@@ -20,7 +20,7 @@ from pytest_gauge._internal.gateway.ledger import (
 )
 from pytest_gauge._internal.records import LedgerRecord, Usage, dumps
 from pytest_gauge._internal.records.ledger_columns import LedgerColumns, per_ledger
-from pytest_gauge._internal.records.totals import ledger_totals, totals_by_role
+from pytest_gauge._internal.records.totals import ledger_totals, role_totals, totals_by_role
 
 
 def _line(i: int, **changes: object) -> LedgerRecord:
@@ -111,10 +111,13 @@ def test_a_table_is_made_once_per_ledger_until_a_line_is_appended() -> None:
 
 def test_totals_by_role_are_each_roles_totals() -> None:
     records = [*ODD_LINES, *(_line(i, role=("judge", "agent", "user_sim")[i % 3]) for i in range(60))]
-    by_role = totals_by_role(LedgerColumns(records).done())
+    columns = LedgerColumns(records).done()
+    by_role = totals_by_role(columns)
     assert list(by_role) == ["judge", "agent", "user_sim"]  # first seen first
     for role, totals in by_role.items():
         assert totals == ledger_totals(r for r in records if r.role == role)
+        assert role_totals(columns, role) == totals
+    assert role_totals(columns, "user_audit") == ledger_totals(()) and ledger_totals(()).calls == 0
 
 
 def _history(rng: random.Random, n: int) -> list[LedgerRecord]:

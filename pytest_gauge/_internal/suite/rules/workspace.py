@@ -4,7 +4,6 @@ transcript, then checked from the record."""
 from __future__ import annotations
 
 import asyncio
-import json
 import math
 import shlex
 import unicodedata
@@ -13,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ...records import Transcript
+from ...records import Transcript, dumps
 from ...records.json_types import JSONObject
 from ..file_checks import (
     MAX_FILE_BYTES,
@@ -93,7 +92,7 @@ class WorkspaceRule(Rule):
 
 def dumps_key(kind: str, args: Mapping[str, Any]) -> str:
     """Canonical JSON of a workspace rule's type and arguments (tuples as lists)."""
-    return json.dumps({"type": kind, **args}, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return dumps({"type": kind, **args})
 
 
 @dataclass(frozen=True, kw_only=True)
