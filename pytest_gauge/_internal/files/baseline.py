@@ -225,7 +225,7 @@ def _links(agents_dir: Path, link_base: Path | None) -> dict[tuple[str, str, int
 
 
 def transcript_links(
-    files: Iterable[tuple[Path, Sequence[Mapping[str, Any]]]], link_base: Path | None
+    files: Iterable[tuple[Path, Iterable[Mapping[str, Any]]]], link_base: Path | None
 ) -> dict[tuple[str, str, int], str]:
     """``(task, agent, sample) -> path#L<line>`` of each transcript row of each ``agents/<agent>.jsonl``
     (its path and rows, as written or read back), relative to ``link_base``."""

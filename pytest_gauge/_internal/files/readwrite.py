@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,7 @@ __all__ = [
     "MAX_LINE_BYTES",
     "FileFormatError",
     "JsonBoundError",
+    "iter_jsonl_lines",
     "loads_bounded",
     "read_json_object",
     "read_jsonl",
@@ -144,12 +145,23 @@ def read_jsonl_lines(
     """:func:`read_jsonl` with each row's 1-based line number, for errors about a row's content. A file
     larger than ``max_bytes`` (an input a person gives: labels, say), a line longer than
     :data:`MAX_LINE_BYTES`, nesting past :data:`MAX_DEPTH` or a key twice in an object raise ``error``."""
-    rows: list[tuple[int, JSONObject]] = []
+    return list(iter_jsonl_lines(path, missing_ok=missing_ok, error=error, max_bytes=max_bytes))
+
+
+def iter_jsonl_lines(
+    path: Path,
+    *,
+    missing_ok: bool = False,
+    error: type[Exception] = FileFormatError,
+    max_bytes: int | None = None,
+) -> Iterator[tuple[int, JSONObject]]:
+    """:func:`read_jsonl_lines` a row at a time (one row held, not the file's): errors are raised as the
+    rows are read."""
     try:
         fh = path.open("rb")
     except FileNotFoundError:
         if missing_ok:
-            return rows
+            return
         raise error(f"{path}: missing") from None
     except OSError as exc:
         raise error(f"{path}: cannot be read ({exc})") from None
@@ -166,8 +178,7 @@ def read_jsonl_lines(
                 )
             row = _jsonl_row(raw, f"{path}:{number}", error)
             if row is not None:
-                rows.append((number, row))
-    return rows
+                yield number, row
 
 
 def _jsonl_row(raw: bytes, where: str, error: type[Exception]) -> JSONObject | None:

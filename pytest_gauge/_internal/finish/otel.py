@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -47,7 +47,7 @@ class SuiteTelemetry:
     meta: SuiteMeta
     records: Sequence[CaseRecord]
     ledger: Sequence[LedgerRecord]
-    transcripts: Mapping[str, Sequence[Mapping[str, Any]]]
+    transcripts: Mapping[str, Iterable[Mapping[str, Any]]]
     manifest: Mapping[str, Any]
     gates: Sequence[GateResult] = ()
     strict_skips: bool = False

@@ -17,7 +17,7 @@ import os
 import platform
 import subprocess
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -140,7 +140,7 @@ def _transcript_row(entry: Mapping[str, Any], task_id: str, agent: str, sample: 
     return {**entry["transcript"], "spend": entry["spend"], "score": entry.get("score")}
 
 
-Written = tuple[dict[str, Any], Mapping[str, list[dict[str, Any]]]]
+Written = tuple[dict[str, Any], Mapping[str, Iterable[Mapping[str, Any]]]]
 """A suite's outputs as just written: the manifest and each agent's transcript rows (at the end of a run,
 read back from the files written: see :class:`~pytest_gauge._internal.files.written_rows.WrittenRows`)."""
 

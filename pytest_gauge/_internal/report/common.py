@@ -212,14 +212,19 @@ def format_notes(first: str, used: Mapping[str, Mapping[str, int]]) -> list[str]
     return notes
 
 
-def failures_by_agent(rows: Mapping[str, Sequence[Mapping[str, object]]]) -> dict[str, tuple[int, str]]:
+def failures_by_agent(rows: Mapping[str, Iterable[Mapping[str, object]]]) -> dict[str, tuple[int, str]]:
     """Per agent, its transcripts that failed (a program that exited non-zero or timed out, a model
-    agent whose calls failed): how many, and the first one's error (its cause, before "Fix:")."""
+    agent whose calls failed): how many, and the first one's error (its cause, before "Fix:"). One pass
+    over each agent's rows, none of them kept."""
     out: dict[str, tuple[int, str]] = {}
-    for agent, agent_rows in sorted(rows.items()):
-        errors = [str(r["error"]) for r in agent_rows if r.get("error")]
-        if errors:
-            out[agent] = (len(errors), errors[0].split(". Fix:", 1)[0][:300])
+    for agent in sorted(rows):
+        count, first = 0, ""
+        for row in rows[agent]:
+            if row.get("error"):
+                first = first if count else str(row["error"])
+                count += 1
+        if count:
+            out[agent] = (count, first.split(". Fix:", 1)[0][:300])
     return out
 
 
