@@ -37,6 +37,7 @@ from .skewed import cost_interval_note, ratio_delta_interval
 
 if TYPE_CHECKING:
     from ..records import FloatArray
+    from .resampling import Counts
 
 __all__ = [
     "AgentComparison",
@@ -320,7 +321,7 @@ def _cost_tally(side: RunSide, tasks: Sequence[str]) -> tuple[FloatArray, FloatA
 def _cost_delta(
     current: tuple[FloatArray, FloatArray],
     baseline: tuple[FloatArray, FloatArray],
-    counts: FloatArray,
+    counts: Counts,
     seed: int,
 ) -> Estimate:
     """``delta(cost_per_success)``: the paired skewed-bill interval (:mod:`.skewed`), none with the reason
@@ -435,7 +436,7 @@ def mean_rewards(outcomes: Mapping[Unit, Outcome], rounds: int = 2000, seed: int
     """Each agent's mean rule reward (tasks weighted equally, samples averaged within a task) with a
     task-resampling interval: the ``mean_reward(agent)`` gate term."""
     out: dict[str, Estimate] = {}
-    counts = np.zeros((0, 0))  # the last agent's matrix, held so the next agent of as many tasks shares it
+    counts: Counts | None = None  # the last agent's matrix, held so the next agent of as many tasks shares it
     for agent in sorted({a for _, a, _ in outcomes}):
         tasks = sorted({t for t, a, _ in outcomes if a == agent})
         side = RunSide("", tuple(tasks), (), outcomes, {})

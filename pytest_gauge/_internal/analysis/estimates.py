@@ -19,6 +19,7 @@ from .resampling import ratio_rows
 
 if TYPE_CHECKING:
     from ..records import FloatArray
+    from .resampling import Counts
 
 __all__ = [
     "PAIR_CLASSES",
@@ -117,7 +118,7 @@ class Stat:
         k = kappa_of(tot[None, :])[0]
         return (None if math.isnan(k) else float(k)), round(float(tot.sum()))
 
-    def samples(self, counts: FloatArray) -> FloatArray:
+    def samples(self, counts: Counts) -> FloatArray:
         agg = counts @ self.per_task
         if self.kind == "ratio":
             return ratio_rows(agg[:, 0], agg[:, 1])

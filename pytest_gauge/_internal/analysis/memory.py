@@ -1,21 +1,30 @@
 """What the bootstrap will need, known before the first call: its memory from the rounds and the tasks
-(``analysis/resampling.py`` holds a ``rounds x tasks`` count matrix of float64, and the statistics take
-``rounds x columns`` arrays from it), checked against this machine's memory. numpy-free: the controller
+(``analysis/resampling.py`` holds a ``rounds x tasks`` count matrix, a byte a count, multiplies a block
+of it as float64, and the statistics take ``rounds x columns`` float64 arrays from it), checked against
+this machine's memory. numpy-free: the controller
 checks it while it reads its options."""
 
 from __future__ import annotations
 
 import os
 
-__all__ = ["bootstrap_bytes", "bootstrap_memory_problem", "memory_limit"]
+__all__ = ["BLOCK_ROUNDS", "bootstrap_bytes", "bootstrap_memory_problem", "memory_limit"]
 
 _COLUMNS = 16
 """Statistic columns counted beside the tasks' (a metric's resamples, a paired difference, percentiles)."""
 
 
+BLOCK_ROUNDS = 256
+"""Rounds of the count matrix made float64 at once for a product (2 MB at 1,000 tasks): a multiple of 16,
+so a product's sums are the whole matrix's (see ``analysis/resampling.py``)."""
+
+
 def bootstrap_bytes(rounds: int, tasks: int) -> int:
-    """Peak bytes of the resampling: the count matrix and as many again for the statistics taken from it."""
-    return 2 * rounds * (max(tasks, 1) + _COLUMNS) * 8
+    """Peak bytes of the resampling: the count matrix (three bytes a count while a count past 255 widens
+    it to two), a block of it as float64, and the statistics' resampled columns (twice, for a product and
+    its ratio)."""
+    tasks = max(tasks, 1)
+    return 3 * rounds * tasks + BLOCK_ROUNDS * tasks * 8 + 2 * rounds * _COLUMNS * 8
 
 
 def memory_limit() -> int:

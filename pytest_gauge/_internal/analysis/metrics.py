@@ -84,6 +84,7 @@ from .suite_stats import GATE_NAMES, SuiteStats, metric_names
 
 if TYPE_CHECKING:
     from ..records import FloatArray
+    from .resampling import Counts
 
 __all__ = [
     "COST_INCLUDES_RETRIES",
@@ -254,7 +255,7 @@ def _statistics(acc: Accumulator, found: JudgeFindings) -> dict[Key, Stat]:
     return stats
 
 
-def _ratio_samples(stats: dict[Key, Stat], counts: FloatArray) -> dict[Key, FloatArray]:
+def _ratio_samples(stats: dict[Key, Stat], counts: Counts) -> dict[Key, FloatArray]:
     """Every ratio statistic in every resample, from one matrix product."""
     samples: dict[Key, FloatArray] = {}
     ratio_keys = [k for k, s in stats.items() if s.kind == "ratio"]

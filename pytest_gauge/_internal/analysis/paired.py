@@ -27,6 +27,7 @@ from .resampling import bootstrap_ratios, percentile_interval
 
 if TYPE_CHECKING:
     from ..records import FloatArray
+    from .resampling import Counts
 
 __all__ = [
     "PairedTally",
@@ -137,7 +138,7 @@ class PairedTally:
         return cur, base
 
 
-def paired_ratio_delta(tally: PairedTally, counts: FloatArray, confidence: float = 0.95) -> Estimate:
+def paired_ratio_delta(tally: PairedTally, counts: Counts, confidence: float = 0.95) -> Estimate:
     """``ratio(current) - ratio(baseline)`` with both ratios computed on the SAME resampled tasks, so
     task difficulty cancels; ``n`` is the smaller of the two denominators."""
     cur, base = tally.ratios()

@@ -26,6 +26,7 @@ import numpy as np
 
 if TYPE_CHECKING:
     from ..records import FloatArray
+    from .resampling import Counts
 
 __all__ = [
     "MIN_COST_TASKS",
@@ -62,7 +63,7 @@ def _columns(x: FloatArray) -> FloatArray:
     return arr[:, None] if arr.ndim == 1 else arr
 
 
-def _log_bootstrap_t(num: FloatArray, den: FloatArray, counts: FloatArray) -> tuple[FloatArray, FloatArray]:
+def _log_bootstrap_t(num: FloatArray, den: FloatArray, counts: Counts) -> tuple[FloatArray, FloatArray]:
     """Bootstrap-t interval of ``log(mean num / mean den)`` with the delta-method standard error (the
     influence ``num / mean num - den / mean den``) recomputed in every resample, exponentiated."""
     n = num.shape[0]
@@ -124,7 +125,7 @@ def _pivotal_upper(num: FloatArray, den: FloatArray, seed: int) -> FloatArray:
 
 
 def skewed_ratio_interval(
-    num: FloatArray, den: FloatArray, counts: FloatArray, seed: int = 0
+    num: FloatArray, den: FloatArray, counts: Counts, seed: int = 0
 ) -> tuple[FloatArray, FloatArray]:
     """95% interval of ``sum(num) / sum(den)`` over tasks for a skewed, non-negative ``num`` (see the
     module text): per column, NaN where unsupported; the point value always lies inside."""
@@ -152,7 +153,7 @@ def _ratio_influence(num: FloatArray, den: FloatArray) -> FloatArray:
 def ratio_delta_interval(
     current: tuple[FloatArray, FloatArray],
     baseline: tuple[FloatArray, FloatArray],
-    counts: FloatArray,
+    counts: Counts,
     seed: int = 0,
 ) -> tuple[FloatArray, FloatArray]:
     """95% interval of ``ratio(current) - ratio(baseline)`` on the same tasks (per-task numerator and

@@ -25,6 +25,7 @@ from .skewed import cost_interval_note, skewed_ratio_interval
 
 if TYPE_CHECKING:
     from ..records import FloatArray
+    from .resampling import Counts
 
 __all__ = ["GATE_NAMES", "SuiteStats", "agent_over_tasks", "metric_names", "names_help"]
 
@@ -47,7 +48,7 @@ class SuiteStats:
 
     Built once by :func:`compute_metrics`; only ``samples`` grows afterwards (a cache of resampled
     values, filled on first use for statistics summed over several pairs). The resample matrix is not
-    kept (``rounds x tasks`` float64, 80 MB at 5,000 tasks): :attr:`counts` draws it again when no one
+    kept (``rounds x tasks`` bytes, 10 MB at 5,000 tasks): :attr:`counts` draws it again when no one
     holds it, the same draws.
     """
 
@@ -64,7 +65,7 @@ class SuiteStats:
     seed: int = 0
 
     @property
-    def counts(self) -> FloatArray:
+    def counts(self) -> Counts:
         """The seeded ``rounds x tasks`` resample matrix every statistic of the suite shares."""
         return task_counts(self.n_tasks, self.rounds, self.seed)
 
@@ -240,7 +241,7 @@ def _around(value: float, low: float | None, high: float | None) -> tuple[float 
     return min(low, value), max(high, value)
 
 
-def _cost_ratio_estimate(st: Stat, value: float, n: int, counts: FloatArray, seed: int) -> Estimate:
+def _cost_ratio_estimate(st: Stat, value: float, n: int, counts: Counts, seed: int) -> Estimate:
     """Cost per success with the skewed-bill interval over tasks (:mod:`.skewed`); no interval, with the
     reason, where the suite cannot support one."""
     cost, wins = st.per_task[:, 0], st.per_task[:, 1]

@@ -1,5 +1,5 @@
 """What the end of a run keeps does not grow with the suite: the analysis holds no resample matrix
-(``rounds x tasks`` float64) once its numbers are made, and never draws one it could share."""
+(``rounds x tasks`` counts) once its numbers are made, and never draws one it could share."""
 
 from __future__ import annotations
 
@@ -50,13 +50,13 @@ def test_a_held_matrix_stays_shared_when_another_size_is_drawn() -> None:
 
 def test_mean_rewards_draw_one_matrix_for_agents_of_as_many_tasks(monkeypatch: pytest.MonkeyPatch) -> None:
     drawn: list[tuple[int, int]] = []
-    real = resampling.resample_counts
+    real = resampling.CountMatrix.draw
 
-    def counting(n: int, rounds: int, rng: np.random.Generator, chunk: int = 256) -> np.ndarray:
+    def counting(n: int, rounds: int, rng: np.random.Generator, chunk: int = 32) -> resampling.CountMatrix:
         drawn.append((n, rounds))
         return real(n, rounds, rng, chunk)
 
-    monkeypatch.setattr(resampling, "resample_counts", counting)
+    monkeypatch.setattr(resampling.CountMatrix, "draw", counting)
     outcomes = outcomes_from_records(_records(4))
     agents = {a for _, a, _ in outcomes}
     assert len(agents) == 4
