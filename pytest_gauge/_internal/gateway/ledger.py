@@ -16,7 +16,6 @@ reached the gateway has exactly one line in ``agent_runs.jsonl``, whatever happe
 from __future__ import annotations
 
 import json
-import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
@@ -219,6 +218,7 @@ class _Rows:
         self.suite: list[str] = []
         self.request: list[str | None] = []
         self.key: list[tuple[str, str, int, int]] = []
+        self._works: dict[str, str] = {}  # each unit of work's one string, for the keys of its lines
 
     def add(self, records: Iterable[LedgerRecord]) -> list[int]:
         """Append ``records``; their line numbers (a file's lines are then noted by :meth:`group`, a
@@ -233,7 +233,7 @@ class _Rows:
             self.request.append(r.request)
             self.suite.append(r.suite)
             suite, work, n, attempt = r.sort_key()
-            self.key.append((suite, sys.intern(work), n, attempt))  # the work's one string, not a copy
+            self.key.append((suite, self._works.setdefault(work, work), n, attempt))  # one string a work
         return out
 
     def group(self, lines: Iterable[int]) -> None:

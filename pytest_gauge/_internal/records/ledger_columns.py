@@ -86,30 +86,40 @@ def _key(value: Any) -> Hashable:
 
 
 class _Floats:
-    """A column of mostly-float values: a float array, and the lines of another type (None, an int)
-    kept aside by line number, their float slot unused."""
+    """A column of mostly-float values: a float array, a flag per line for None (a cost no price gives:
+    every line of a run without prices) and the lines of another type (an int) kept aside by line
+    number; their float slot unused."""
 
-    __slots__ = ("floats", "other")
+    __slots__ = ("floats", "none", "other")
 
     def __init__(self) -> None:
         self.floats = array("d")
+        self.none = bytearray()
         self.other: dict[int, Any] = {}
 
     def add(self, value: Any) -> None:
         if type(value) is float:
             self.floats.append(value)
-        else:
+            self.none.append(0)
+            return
+        if value is not None:
             self.other[len(self.floats)] = value
-            self.floats.append(0.0)
+        self.floats.append(0.0)
+        self.none.append(value is None)
 
     def take(self, order: Iterable[int]) -> _Floats:
         out = _Floats()
         for i in order:
-            out.add(self.other[i] if i in self.other else self.floats[i])
+            out.add(None if self.none[i] else self.other[i] if i in self.other else self.floats[i])
         return out
 
     def block(self, start: int, stop: int) -> list[Any]:
         values: list[Any] = self.floats[start:stop].tolist()
+        flags = self.none[start:stop]
+        i = flags.find(1)
+        while i >= 0:
+            values[i] = None
+            i = flags.find(1, i + 1)
         if self.other:
             for i in range(start, stop):
                 if i in self.other:
