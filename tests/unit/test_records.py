@@ -150,6 +150,25 @@ def test_labels_bind_to_what_was_said_not_to_tool_latencies() -> None:
     assert bind_labels(labels, None) == (labels, 0)
 
 
+def test_a_cases_hash_is_the_hash_of_both_transcripts_canonical_json() -> None:
+    """Exported labels carry the hash: it stays the first 16 hex digits of the SHA-256 of the canonical
+    JSON ``[[final reply, turns], [final reply, turns]]``, whether made from the transcripts or from
+    each one's seen text (how the page and the end of a run make it)."""
+    import hashlib
+
+    from pytest_gauge._internal.records.labels import case_transcripts, seen_text, transcripts_hash
+
+    call = {"name": "f", "arguments": {"q": "é"}, "result": [1, 2.5], "latency_s": 1}
+    left = {"final_reply": "yes", "turns": [{"role": "user", "content": "hi", "tool_calls": [call]}]}
+    right: dict[str, object] = {"final_reply": None, "turns": []}
+    whole = [["yes", [["user", "hi", [["f", {"q": "é"}, [1, 2.5]]]]]], [None, []]]
+    expected = hashlib.sha256(dumps(whole).encode("utf-8")).hexdigest()[:16]
+    assert transcripts_hash(left, right) == expected
+    seen = {("t", "a", 0): seen_text(left)}  # the right one failed: absent, seen as empty
+    cases = [("c", "t", "a", "b", 0), ("d", "t", "b", "a", 0)]
+    assert case_transcripts(cases, seen) == {"c": expected, "d": transcripts_hash(None, left)}
+
+
 def test_records_read_from_separate_lines_share_their_short_strings() -> None:
     """Each line read back holds the run's repeated names once (interned), with equal values."""
     for record in (_case(), _ledger(Usage(3, 4))):

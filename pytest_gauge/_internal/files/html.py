@@ -5,9 +5,11 @@ and writes the pages, :mod:`pytest_gauge._internal.report.html` renders them, pu
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import weakref
+from array import array
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, overload
 
 from ..records import CaseRecord, LedgerRecord, Transcript
 from ..records.html import (
@@ -26,10 +28,11 @@ from ..records.labels import SampleCase
 from ..records.ledger_columns import LedgerColumns
 from .folders import SuiteFolder
 from .labels import LabelsError, read_sample
-from .readwrite import read_json_object, read_jsonl
+from .readwrite import MAX_LINE_BYTES, iter_jsonl_lines, jsonl_row, read_json_object, read_jsonl
 
 __all__ = [
     "ReportInputError",
+    "TranscriptLines",
     "is_suite_folder",
     "load_suite",
     "suite_folders",
@@ -179,7 +182,7 @@ def load_suite(folder: Path) -> SuiteOutputs:
         manifest=_json(files.manifest),
         task_rows=_jsonl(tasks_path)[1:] if tasks_path.is_file() else [],
         records=[CaseRecord.from_json(r) for r in _jsonl(files.pairs)],
-        transcript_rows=[row for path in files.transcript_files() for row in _jsonl(path)],
+        transcripts=TranscriptLines(files.transcript_files()),
         ledger=[LedgerRecord.from_json(r) for r in _jsonl(ledger_path)] if ledger_path.is_file() else [],
         elo_svg=svg_path.read_text(encoding="utf-8") if svg_path.is_file() else None,
         metrics=_json(files.report("metrics.json")),
@@ -202,7 +205,7 @@ def suite_outputs(
     manifest: Mapping[str, Any],
     task_rows: Sequence[Mapping[str, Any]],
     records: Sequence[CaseRecord],
-    transcript_rows: Iterable[Mapping[str, Any]],
+    transcripts: Sequence[TranscriptRow],
     ledger: Sequence[LedgerRecord],
     elo_svg: str | None,
     metrics: Mapping[str, Any],
@@ -220,13 +223,81 @@ def suite_outputs(
         models={k: str(v) for k, v in (manifest.get("models") or {}).items() if v},
         tasks=tasks,
         records=tuple(records),
-        transcripts=tuple(_transcript_row(row) for row in transcript_rows),
+        transcripts=transcripts,
         ledger=ledger if isinstance(ledger, LedgerColumns) else tuple(ledger),
         elo_svg=elo_svg,
         sample=sample,
         history=dict(history) if history is not None else None,
         **_metrics_parts(metrics),
     )
+
+
+class TranscriptLines(Sequence[TranscriptRow]):
+    """The page's transcript rows: the lines of the agents' ``agents/<agent>.jsonl`` files, in the order
+    given, each parsed when it is read (where each line is, not the row, is kept: a suite's transcripts
+    as rows were the largest of the page's values, 7.6 MB at 1,000 tasks). A malformed line is a
+    :class:`ReportInputError` naming its file and line."""
+
+    def __init__(self, paths: Iterable[Path]) -> None:
+        self._paths = tuple(paths)
+        self._file, self._offset, self._number = array("I"), array("q"), array("I")
+        for index, path in enumerate(self._paths):
+            self._scan(index, path)
+        self._handles: dict[int, IO[bytes]] = {}
+        weakref.finalize(self, _close_handles, self._handles)
+
+    def _scan(self, index: int, path: Path) -> None:
+        """Note where each of the file's rows starts (a blank line is no row, as :func:`read_jsonl` reads)."""
+        try:
+            fh = path.open("rb")
+        except OSError as exc:
+            raise ReportInputError(f"{path}: cannot be read ({exc})") from None
+        with fh:
+            offset, number = 0, 0
+            while raw := fh.readline(MAX_LINE_BYTES + 1):
+                number += 1
+                if len(raw) > MAX_LINE_BYTES:
+                    raise ReportInputError(f"{path}:{number}: the line is longer than the accepted length")
+                if raw.strip() and raw.decode("utf-8", "replace").strip():
+                    self._file.append(index)
+                    self._offset.append(offset)
+                    self._number.append(number)
+                offset += len(raw)
+
+    def __len__(self) -> int:
+        return len(self._offset)
+
+    @overload
+    def __getitem__(self, index: int) -> TranscriptRow: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[TranscriptRow]: ...
+    def __getitem__(self, index: int | slice) -> TranscriptRow | Sequence[TranscriptRow]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError("transcript row out of range")
+        which = self._file[index]
+        fh = self._handles.get(which)
+        if fh is None:
+            fh = self._handles[which] = self._paths[which].open("rb")
+        fh.seek(self._offset[index])
+        where = f"{self._paths[which]}:{self._number[index]}"
+        row = jsonl_row(fh.readline(MAX_LINE_BYTES + 1), where, ReportInputError)
+        if row is None:  # the file changed under the page: a row where a row was
+            raise ReportInputError(f"{where}: no longer a JSON row")
+        return _transcript_row(row)
+
+    def __iter__(self) -> Iterator[TranscriptRow]:
+        for path in self._paths:
+            for _, row in iter_jsonl_lines(path, error=ReportInputError):
+                yield _transcript_row(row)
+
+
+def _close_handles(handles: dict[int, IO[bytes]]) -> None:
+    for fh in handles.values():
+        fh.close()
 
 
 def suite_folders(out_dir: Path) -> list[Path]:

@@ -19,6 +19,7 @@ __all__ = [
     "FileFormatError",
     "JsonBoundError",
     "iter_jsonl_lines",
+    "jsonl_row",
     "loads_bounded",
     "read_json_object",
     "read_jsonl",
@@ -176,13 +177,14 @@ def iter_jsonl_lines(
                 raise error(
                     f"{path}:{number}: the line is longer than the {MAX_LINE_BYTES // 2**20} MiB accepted"
                 )
-            row = _jsonl_row(raw, f"{path}:{number}", error)
+            row = jsonl_row(raw, f"{path}:{number}", error)
             if row is not None:
                 yield number, row
 
 
-def _jsonl_row(raw: bytes, where: str, error: type[Exception]) -> JSONObject | None:
-    """One JSONL line's object (None for a blank line), or ``error`` naming ``where``."""
+def jsonl_row(raw: bytes, where: str, error: type[Exception]) -> JSONObject | None:
+    """One JSONL line's object (None for a blank line), or ``error`` naming ``where`` (a line not UTF-8,
+    not JSON, nested too deep or not an object)."""
     try:
         line = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -28,7 +28,7 @@ from ..analysis.numbers import compare_with_baseline
 from ..analysis.suite import AdaptiveGates, analyse_suite
 from ..files.baseline import baseline_side, side_of_outputs, transcript_links
 from ..files.folders import OutFolder, SuiteFolder
-from ..files.html import suite_outputs
+from ..files.html import TranscriptLines, suite_outputs
 from ..files.labels import suite_labels
 from ..files.readwrite import write_atomic, write_lines_atomic
 from ..files.replay import load_recording
@@ -195,23 +195,25 @@ def write_outputs(
 
 def html_page(
     meta: SuiteMeta,
+    out: Path,
     written: Written,
     records: Sequence[CaseRecord],
     ledger: Sequence[LedgerRecord],
     reports: Mapping[str, str],
 ) -> SuiteOutputs:
-    """The suite's HTML page values from what the run has just written, in memory: the manifest and
-    transcript rows (``written``), the records, the ledger and the reports (the agents in the order of
-    their files, as a folder read back gives them)."""
+    """The suite's HTML page values from what the run has just written to ``out``: the manifest and the
+    agents' transcript files (``written``, read on access), the records, the ledger and the reports (the
+    agents in the order of their files, as a folder read back gives them)."""
     manifest, agent_rows = written
     metrics = reports.get("metrics.json")
+    folder = SuiteFolder(out)
     return suite_outputs(
         meta.name,
         manifest=manifest,
         task_rows=meta.tasks,
         records=records,
-        transcript_rows=(  # an agent's rows at a time, each made a page row as it comes
-            row for a in sorted(agent_rows, key=lambda a: f"{a}.jsonl") for row in agent_rows[a]
+        transcripts=TranscriptLines(
+            folder.transcripts(a) for a in sorted(agent_rows, key=lambda a: f"{a}.jsonl")
         ),
         ledger=ledger,
         elo_svg=reports.get("elo.svg"),
@@ -446,11 +448,13 @@ def report_suite(
 
 def _case_hashes(records: Sequence[CaseRecord], written: Written) -> dict[str, str]:
     """Each case's transcripts hash (what a label was given on) from the transcripts just written."""
-    from ..records.labels import case_transcripts  # deferred: keeps numpy off the import of finish.outputs
+    from ..records.labels import case_transcripts, seen_text  # deferred: keeps numpy off the import
 
-    rows = {(r["task_id"], r["agent"], int(r["sample"])): r for v in written[1].values() for r in v}
+    seen = {
+        (r["task_id"], r["agent"], int(r["sample"])): seen_text(r) for v in written[1].values() for r in v
+    }
     cases = ((r.case_id, r.task_id, r.agent_left, r.agent_right, r.sample) for r in records)
-    return case_transcripts(cases, rows)
+    return case_transcripts(cases, seen)
 
 
 def run_side(
@@ -544,7 +548,7 @@ def finish_run(session: pytest.Session, state: GaugeState, *, interrupted: bool)
         if history is not None:
             run = history_run(meta, records, analysis.results, written[0], opts.shard)
             state.finished[name]["history"] = history.add(run, analysis.reports, out)
-        pages.append((out, html_page(meta, written, records, ledger, analysis.reports)))
+        pages.append((out, html_page(meta, out, written, records, ledger, analysis.reports)))
         skip_note = None if opts.shard else _gate_note(name, analysis.results, strict=strict)
         state.gate_notes += [(True, skip_note)] if skip_note else []
         if not opts.shard:  # a shard's gates are deferred to merge

@@ -146,7 +146,7 @@ class SuiteOutputs:
     models: dict[str, str]
     tasks: tuple[TaskRow, ...]
     records: tuple[CaseRecord, ...]
-    transcripts: tuple[TranscriptRow, ...]
+    transcripts: Sequence[TranscriptRow]  # the run's files read on access (files/html.py), or rows
     ledger: Sequence[LedgerRecord]  # the run's columns (records/ledger_columns.py), or a folder's records
     gates: tuple[GateRow, ...] = ()
     metrics: tuple[MetricRow, ...] = ()

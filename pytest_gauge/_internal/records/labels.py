@@ -13,6 +13,7 @@ from . import dumps
 from .json_types import JSONObject
 
 __all__ = [
+    "EMPTY_SEEN",
     "LABEL_CHOICES",
     "LABEL_STRATA",
     "Label",
@@ -20,6 +21,8 @@ __all__ = [
     "SampleCaseJSON",
     "bind_labels",
     "case_transcripts",
+    "hash_of_seen",
+    "seen_text",
     "transcripts_hash",
 ]
 
@@ -60,29 +63,42 @@ class Label:
         }
 
 
-def transcripts_hash(left: Mapping[str, Any] | None, right: Mapping[str, Any] | None) -> str:
-    """What a labeller judged of a case, by content: the two transcripts' turns (role, content, tool
-    calls' names, arguments and results) and final replies, left agent first (a failed transcript counts
-    as empty). The HTML page puts it in each exported label."""
+def seen_text(transcript: Mapping[str, Any] | None) -> str:
+    """What a labeller sees of one transcript, as canonical JSON: its final reply and turns (role,
+    content, tool calls' names, arguments and results; a failed transcript counts as empty)."""
 
     def turn(x: Mapping[str, Any]) -> list[Any]:  # a tool call's latency is no part of what was said
         calls = [[c.get("name"), c.get("arguments"), c.get("result")] for c in x.get("tool_calls") or []]
         return [x.get("role"), x.get("content"), calls]
 
-    def seen(t: Mapping[str, Any] | None) -> list[Any]:
-        return [(t or {}).get("final_reply"), [turn(x) for x in (t or {}).get("turns") or []]]
+    t = transcript or {}
+    return dumps([t.get("final_reply"), [turn(x) for x in t.get("turns") or []]])
 
-    text = dumps([seen(left), seen(right)])
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+EMPTY_SEEN = seen_text(None)
+""":func:`seen_text` of a missing or failed transcript."""
+
+
+def transcripts_hash(left: Mapping[str, Any] | None, right: Mapping[str, Any] | None) -> str:
+    """What a labeller judged of a case, by content: the two transcripts' :func:`seen_text`, left agent
+    first. The HTML page puts it in each exported label."""
+    return hash_of_seen(seen_text(left), seen_text(right))
+
+
+def hash_of_seen(left: str, right: str) -> str:
+    """:func:`transcripts_hash` from the two transcripts' :func:`seen_text` (the canonical JSON of the pair
+    is theirs joined: ``dumps([a, b])`` is ``"[" + dumps(a) + "," + dumps(b) + "]"``)."""
+    return hashlib.sha256(f"[{left},{right}]".encode()).hexdigest()[:16]
 
 
 def case_transcripts(
-    cases: Iterable[tuple[str, str, str, str, int]], transcripts: Mapping[tuple[str, str, int], Any]
+    cases: Iterable[tuple[str, str, str, str, int]], seen: Mapping[tuple[str, str, int], str]
 ) -> dict[str, str]:
     """Each case's :func:`transcripts_hash` from ``(case_id, task_id, left, right, sample)`` and the
-    transcripts' JSON by (task, agent, sample)."""
+    transcripts' :func:`seen_text` by (task, agent, sample): the text, not the transcript, held per
+    transcript (a suite's transcripts as JSON objects were most of the HTML page's peak)."""
     return {
-        cid: transcripts_hash(transcripts.get((task, left, s)), transcripts.get((task, right, s)))
+        cid: hash_of_seen(seen.get((task, left, s), EMPTY_SEEN), seen.get((task, right, s), EMPTY_SEEN))
         for cid, task, left, right, s in cases
     }
 

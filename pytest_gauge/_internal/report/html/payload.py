@@ -16,7 +16,7 @@ from typing import Any
 from ...analysis.metric_table import SUITE_METRICS
 from ...records import CaseRecord, LedgerRecord, Transcript
 from ...records.html import GateRow, RuleRow, SuiteOutputs, TranscriptRow
-from ...records.labels import case_transcripts
+from ...records.labels import case_transcripts, seen_text
 from ...records.work_key import parse_work
 
 __all__ = ["PAGE_TRANSCRIPT_CHARS", "PAYLOAD_VERSION", "build_payload", "driver_cases", "gate_rank"]
@@ -187,9 +187,13 @@ class _Index:
 def _case_hashes(out: SuiteOutputs) -> dict[str, str]:
     """Each case's :func:`~pytest_gauge._internal.records.labels.transcripts_hash`, as the end of the run
     makes it."""
-    rows = {(t.task_id, t.agent, t.sample): t.transcript.to_json() for t in out.transcripts if t.transcript}
+    seen = {
+        (t.task_id, t.agent, t.sample): seen_text(t.transcript.to_json())
+        for t in out.transcripts
+        if t.transcript
+    }
     cases = ((r.case_id, r.task_id, r.agent_left, r.agent_right, r.sample) for r in out.records)
-    return case_transcripts(cases, rows)
+    return case_transcripts(cases, seen)
 
 
 def _sat_but_failed(r: CaseRecord) -> bool:
